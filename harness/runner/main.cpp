@@ -1,0 +1,174 @@
+// k3bench: runs one kernel op x shape x parameter set and prints one JSON document (or a table
+// row): every repetition's time, traffic for GB/s and GOPS, dispatch path, parameters used,
+// accuracy against the float64 reference, and the environment.
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include "dump.h"
+#include "environment.h"
+#include "errors.h"
+#include "measure.h"
+#include "op_case.h"
+#include "report.h"
+
+namespace k3bench {
+namespace {
+
+constexpr const char* kExitCodesHelp =
+    "Exit codes:\n"
+    "  0  success (accuracy within bound)\n"
+    "  2  usage: bad option, unknown op, missing/unknown shape or parameter key, parameter out of range\n"
+    "  3  unsupported shape: valid syntax but the kernels cannot run it (K not a multiple of 64,\n"
+    "     a size <= 0 or above its limit, more memory than available)\n"
+    "  4  accuracy failure: the output broke the float64 reference bound (the JSON still prints)\n"
+    "  5  internal error (a bug, or an I/O failure writing --dump)\n";
+
+struct Options {
+  bool list_ops = false;
+  bool json = false;
+  bool no_header = false;
+  std::string op, shape, params, check = "sample", dump_dir;
+  MeasureOptions measure;
+  std::uint64_t seed = 1;
+};
+
+void list_ops(bool json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& op : all_ops()) {
+    nlohmann::json o = {{"name", op.name}, {"description", op.description}};
+    for (const auto& k : op.shape_keys) o["shape_keys"].push_back(k.to_json());
+    o["params"] = nlohmann::json::array();
+    for (const auto& p : op.params) o["params"].push_back(p.to_json());
+    out.push_back(o);
+  }
+  if (json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  for (const auto& o : out) {
+    std::cout << fmt::format("{:<20} {}\n", o["name"].get<std::string>(), o["description"].get<std::string>());
+    for (const char* group : {"shape_keys", "params"}) {
+      for (const auto& k : o[group]) {
+        std::string range = k.contains("range") ? fmt::format("[{}, {}]", k["range"][0].get<long long>(),
+                                                              k["range"][1].get<long long>())
+                          : k.contains("choices") ? fmt::format("{{{}}}", fmt::join(k["choices"], "|"))
+                                                  : "";
+        std::cout << fmt::format("    {:<7} {:<12} {:<6} {:<22} default={:<10} {}\n",
+                                 group[0] == 's' ? "shape" : "param", k["name"].get<std::string>(),
+                                 k["type"].get<std::string>(), range,
+                                 k.contains("default") ? k["default"].get<std::string>() : "(required)",
+                                 k["help"].get<std::string>());
+      }
+    }
+  }
+}
+
+int run_case(const Options& o) {
+  const OpInfo* op = find_op(o.op);
+  if (op == nullptr) {
+    std::string names;
+    for (const auto& x : all_ops()) names += (names.empty() ? "" : ", ") + x.name;
+    throw UsageError(fmt::format("--op: unknown op '{}' (known: {})", o.op, names));
+  }
+  CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
+                KeyValues(op->params, parse_kv_list(o.params, "--params"), "--params", false), o.seed};
+  const long long need = op->footprint(in.shape, in.params);
+  const long long avail = available_memory_bytes();
+  if (avail > 0 && need > avail * 8 / 10) {
+    throw UnsupportedShape(fmt::format("--shape: the case needs about {:.1f} GiB but only {:.1f} GiB is available",
+                                       need / 1073741824.0, avail / 1073741824.0));
+  }
+  std::unique_ptr<OpCase> c;
+  try {
+    c = op->make(in);
+  } catch (const std::invalid_argument& e) {
+    throw UnsupportedShape(e.what());  // kernel-side validation of the shape
+  }
+
+  Result r;
+  r.op = op->name;
+  r.shape = in.shape.to_json();
+  r.params = c->params_used();
+  r.path = c->path();
+  r.seed = o.seed;
+  r.traffic = c->traffic();
+  r.environment = environment_static();
+  r.environment["readings_before"] = environment_readings();
+  if (o.check != "none") r.accuracy = c->check(o.check == "full");
+  if (!o.dump_dir.empty()) {
+    write_dump(o.dump_dir, {{"op", r.op}, {"shape", r.shape}, {"params", r.params}, {"seed", r.seed},
+                            {"path", r.path}},
+               c->dump_arrays());
+  }
+  const bool accurate = !r.accuracy || r.accuracy->pass;
+  if (accurate) r.repetitions = measure(*c, o.measure);
+  r.environment["readings_after"] = environment_readings();
+  if (o.json) std::cout << result_json(r).dump(2) << "\n";
+  else std::cout << result_table(r, !o.no_header);
+  if (!accurate) {
+    std::cerr << fmt::format("k3bench: accuracy failure: {} error/bound ratio {:.3g} (max abs err {:.3g})\n",
+                             r.op, r.accuracy->worst_ratio, r.accuracy->max_abs_err);
+    return kExitAccuracy;
+  }
+  return kExitOk;
+}
+
+}  // namespace
+}  // namespace k3bench
+
+int main(int argc, char** argv) {
+  using namespace k3bench;
+  Options o;
+  CLI::App app{"k3bench: run one k3tune kernel op x shape x parameter set and report times, traffic, "
+               "accuracy and environment."};
+  app.footer(kExitCodesHelp);
+  app.add_flag("--list-ops", o.list_ops, "list ops with their shape keys and tunable parameters");
+  app.add_flag("--json", o.json, "print JSON (default: a readable table row)");
+  app.add_flag("--no-header", o.no_header, "table output without its header line");
+  app.add_option("--op", o.op, "op name (see --list-ops)");
+  app.add_option("--shape", o.shape, "shape keys, k=v,k=v");
+  app.add_option("--params", o.params, "tunable parameters, k=v,k=v (defaults from --list-ops)");
+  app.add_option("--reps", o.measure.repetitions, "measured repetitions")->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.measure.warmup, "untimed calls before measuring")->check(CLI::Range(0, 100000));
+  app.add_option("--min-time", o.measure.min_time_s, "seconds per repetition (when --iterations is 0)")
+      ->check(CLI::Range(0.0, 3600.0));
+  app.add_option("--iterations", o.measure.iterations, "fixed calls per repetition (0: automatic)")
+      ->check(CLI::Range(0, 1 << 30));
+  app.add_option("--seed", o.seed, "seed of the synthetic weights and inputs");
+  app.add_option("--check", o.check, "accuracy check: sample (spread rows), full, none")
+      ->check(CLI::IsMember({"sample", "full", "none"}));
+  app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << app.help();
+    return kExitOk;
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "k3bench: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  int gb_argc = 1;
+  benchmark::Initialize(&gb_argc, argv);
+  try {
+    if (o.list_ops) {
+      list_ops(o.json);
+      return kExitOk;
+    }
+    if (o.op.empty()) throw UsageError("--op is required (or --list-ops); see --help");
+    return run_case(o);
+  } catch (const UsageError& e) {
+    std::cerr << "k3bench: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const UnsupportedShape& e) {
+    std::cerr << "k3bench: unsupported shape: " << e.what() << "\n";
+    return kExitUnsupported;
+  } catch (const std::exception& e) {
+    std::cerr << "k3bench: internal error: " << e.what() << "\n";
+    return kExitInternal;
+  }
+}

@@ -1,0 +1,85 @@
+// The contract between k3bench's driver and each op: an op declares its shape keys and tunable
+// parameters, and builds a prepared case (inputs generated from the seed, kernel state packed)
+// whose run_once() is the timed call.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "args.h"
+#include "k3k/worker_pool.h"
+
+namespace k3bench {
+
+// Work of one timed call, so GB/s and GOPS can be derived from any repetition's time.
+struct Traffic {
+  std::int64_t weight_bytes = 0;      // bytes of weights (or streamed tables) read
+  std::int64_t activation_bytes = 0;  // bytes of inputs read and outputs written
+  std::int64_t ops = 0;               // arithmetic operations (a multiply-add counts as 2)
+};
+
+struct Accuracy {
+  std::string reference;         // what the output was compared with
+  std::int64_t checked = 0;      // outputs compared
+  std::int64_t total = 0;        // outputs produced
+  double max_abs_err = 0.0;
+  double max_rel_err = 0.0;
+  double worst_bound = 0.0;      // bound at the element with the largest err/bound ratio
+  double worst_ratio = 0.0;      // max over elements of err / bound (pass iff <= 1)
+  bool pass = true;
+  nlohmann::json extra = nlohmann::json::object();  // op-specific figures (e.g. quantisation error)
+};
+
+// A raw little-endian array for --dump.
+struct DumpArray {
+  std::string name;
+  std::string dtype;  // f32, f64, i8, u8, i32, f16
+  std::vector<std::int64_t> shape;
+  std::string layout;  // human-readable description of the element order
+  const void* data = nullptr;
+  std::int64_t bytes = 0;
+};
+
+class OpCase {
+ public:
+  virtual ~OpCase() = default;
+  virtual void run_once() = 0;
+  virtual Traffic traffic() const = 0;
+  // Runs the kernel on the case's inputs and compares with the float64 reference.
+  virtual Accuracy check(bool full) = 0;
+  // Parameters actually used (defaults resolved, e.g. "auto" replaced by the chosen value).
+  virtual nlohmann::json params_used() const = 0;
+  virtual std::string path() const { return "generic"; }
+  virtual std::vector<DumpArray> dump_arrays() const = 0;
+};
+
+struct CaseInputs {
+  KeyValues shape;
+  KeyValues params;
+  std::uint64_t seed;
+};
+
+struct OpInfo {
+  std::string name;
+  std::string description;
+  std::vector<KeySpec> shape_keys;
+  std::vector<KeySpec> params;
+  // Bytes the case will allocate (checked against available memory before building it).
+  std::function<std::int64_t(const KeyValues& shape, const KeyValues& params)> footprint;
+  std::function<std::unique_ptr<OpCase>(const CaseInputs&)> make;
+};
+
+const std::vector<OpInfo>& all_ops();
+const OpInfo* find_op(const std::string& name);
+
+// Common parameter: the worker count (default: one per hardware thread).
+KeySpec workers_param();
+// Shared worker pools, one per size, kept alive for the process.
+k3k::WorkerPool& pool_of_size(int workers);
+
+}  // namespace k3bench

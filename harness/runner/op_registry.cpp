@@ -1,0 +1,40 @@
+#include "op_case.h"
+
+#include <map>
+
+#include "k3k/worker_pool.h"
+#include "ops/op_lists.h"
+
+namespace k3bench {
+
+const std::vector<OpInfo>& all_ops() {
+  static const std::vector<OpInfo> ops = [] {
+    std::vector<OpInfo> v;
+    for (auto* add : {&add_quantize_ops, &add_linear_ops, &add_attention_ops, &add_kv_cache_ops,
+                      &add_small_ops, &add_membw_ops}) {
+      add(v);
+    }
+    return v;
+  }();
+  return ops;
+}
+
+const OpInfo* find_op(const std::string& name) {
+  for (const auto& op : all_ops())
+    if (op.name == name) return &op;
+  return nullptr;
+}
+
+KeySpec workers_param() {
+  return int_key("workers", "worker threads (the caller is worker 0)",
+                 std::to_string(k3k::WorkerPool::hardware_workers()), 1, 256);
+}
+
+k3k::WorkerPool& pool_of_size(int workers) {
+  static std::map<int, std::unique_ptr<k3k::WorkerPool>> pools;
+  auto& p = pools[workers];
+  if (!p) p = std::make_unique<k3k::WorkerPool>(workers);
+  return *p;
+}
+
+}  // namespace k3bench

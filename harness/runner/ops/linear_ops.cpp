@@ -1,0 +1,244 @@
+// linear_prefill / linear_decode: W4B64-asymmetric Linear including the fused dynamic
+// quantisation of the activations (the timed call is what a model layer pays).
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "errors.h"
+#include "k3k/linear.h"
+#include "k3k/reference/linear.h"
+#include "ops/op_lists.h"
+#include "ops/op_support.h"
+
+namespace k3bench {
+namespace {
+
+using Type = KeySpec::Type;
+
+std::int64_t last_level_cache_bytes() {
+  // The largest "size" among cpu0's caches in sysfs; 32 MiB when unknown.
+  std::int64_t best = 0;
+  for (int i = 0; i < 8; ++i) {
+    FILE* f = std::fopen(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i).c_str(), "r");
+    if (!f) continue;
+    long v = 0;
+    char unit = 0;
+    if (std::fscanf(f, "%ld%c", &v, &unit) >= 1) {
+      std::int64_t bytes = v * (unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1);
+      best = std::max(best, bytes);
+    }
+    std::fclose(f);
+  }
+  return best > 0 ? best : 32ll << 20;
+}
+
+class LinearCase final : public OpCase {
+ public:
+  LinearCase(const CaseInputs& in, bool decode)
+      : decode_(decode),
+        m_(decode ? 1 : in.shape.integer("m")),
+        n_(in.shape.integer("n")),
+        k_(in.shape.integer("k")),
+        pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
+    if (k_ % k3k::kW4BlockK != 0) {
+      throw UnsupportedShape(fmt::format("shape: k={} is not a multiple of 64 (W4B64 blocks)", k_));
+    }
+    tiling_.tile_n = static_cast<int>(in.params.integer("tile_n"));
+    ep_.layout = in.params.text("layout") == "c4" ? k3k::OutputLayout::kC4 : k3k::OutputLayout::kRowMajor;
+    const bool with_bias = in.params.integer("bias") != 0;
+    const bool with_residual = in.params.integer("residual") != 0;
+    if (in.params.integer("clamp") != 0) {
+      ep_.clamp_min = -4.0f;  // a visible clamp: outputs here are O(1-10)
+      ep_.clamp_max = 4.0f;
+    }
+
+    const auto w_float = k3k::make_synthetic_weights(n_, k_, {.seed = in.seed});
+    storage_ = k3k::quantize_w4b64_hqq(w_float.span(), n_, k_);
+    // Decode streams its weights from DRAM in a model; rotating among copies whose total exceeds
+    // the last-level cache keeps this benchmark from reading them from cache instead.
+    copies_ = in.params.integer("copies");
+    const k3k::W4B64Packed first = k3k::pack_w4b64_generic(storage_);
+    if (copies_ == 0) {
+      copies_ = decode ? std::max<std::int64_t>(1, 2 * last_level_cache_bytes() / first.bytes() + 1) : 1;
+    }
+    weights_.reserve(static_cast<std::size_t>(copies_));
+    for (std::int64_t c = 0; c < copies_; ++c) weights_.push_back(clone(first));
+
+    a_ = make_activations(m_, k_, in.seed + 1);
+    if (with_bias) bias_ = make_normal(n_, 0.5, in.seed + 2);
+    const std::int64_t out_elems = k3k::output_elements(ep_.layout, m_, n_);
+    if (with_residual) residual_ = make_normal(out_elems, 1.0, in.seed + 3);
+    ep_.bias = with_bias ? bias_.data() : nullptr;
+    ep_.residual = with_residual ? residual_.data() : nullptr;
+    out_ = k3k::AlignedBuffer<float>(static_cast<std::size_t>(out_elems));
+    act_ = k3k::make_packed_activations(
+        m_, k_, decode ? k3k::ActivationLayout::kRowK256 : k3k::ActivationLayout::kRowsM4);
+  }
+
+  void run_once() override {
+    const k3k::W4B64Packed& w = weights_[static_cast<std::size_t>(next_copy_)];
+    next_copy_ = (next_copy_ + 1) % copies_;
+    if (decode_) {
+      k3k::generic::quantize_pack_decode(a_.data(), act_);
+      k3k::generic::linear_decode_w4b64(act_, w, ep_, out_.data(), pool_, tiling_);
+    } else {
+      k3k::generic::quantize_pack_prefill(a_.data(), act_, pool_);
+      k3k::generic::linear_prefill_w4b64(act_, w, ep_, out_.data(), pool_, tiling_);
+    }
+  }
+
+  Traffic traffic() const override {
+    Traffic t;
+    t.weight_bytes = weights_.front().bytes();
+    t.activation_bytes = (m_ * k_ + k3k::output_elements(ep_.layout, m_, n_)) * 4;
+    t.ops = 2 * m_ * n_ * k_;
+    return t;
+  }
+
+  Accuracy check(bool full) override {
+    next_copy_ = 0;
+    run_once();
+    const auto rows = rows_to_check(m_, full);
+    const auto all_codes = k3k::reference::unpack_codes(act_);
+    std::vector<std::int8_t> codes;
+    std::vector<float> sa, residual_rows, a_rows;
+    const auto out_rm = k3k::reference::to_row_major(out_.data(), ep_.layout, m_, n_);
+    std::vector<float> res_rm;
+    if (ep_.residual) res_rm = k3k::reference::to_row_major(ep_.residual, ep_.layout, m_, n_);
+    std::vector<float> got;
+    for (auto r : rows) {
+      codes.insert(codes.end(), all_codes.begin() + r * k_, all_codes.begin() + (r + 1) * k_);
+      sa.push_back(act_.scale[static_cast<std::size_t>(r)]);
+      a_rows.insert(a_rows.end(), a_.begin() + r * k_, a_.begin() + (r + 1) * k_);
+      got.insert(got.end(), out_rm.begin() + r * n_, out_rm.begin() + (r + 1) * n_);
+      if (ep_.residual) residual_rows.insert(residual_rows.end(), res_rm.begin() + r * n_, res_rm.begin() + (r + 1) * n_);
+    }
+    const auto nrows = static_cast<std::int64_t>(rows.size());
+    const auto ref = k3k::reference::linear_w4b64(storage_, codes.data(), sa.data(), nrows, ep_.bias,
+                                                  ep_.residual ? residual_rows.data() : nullptr,
+                                                  ep_.clamp_min, ep_.clamp_max);
+    Accuracy acc = to_accuracy(k3k::reference::compare_to_reference(got, ref.y, ref.bound),
+                               "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
+    // Information only: the whole W4A8 scheme against float activations (no epilogue terms).
+    if (!ep_.bias && !ep_.residual && ep_.clamp_max == INFINITY) {
+      const auto exact = k3k::reference::linear_unquantized_activations(storage_, a_rows.data(), nrows);
+      double max_err = 0.0, max_ref = 0.0;
+      for (std::size_t i = 0; i < exact.size(); ++i) {
+        max_err = std::max(max_err, std::fabs(got[i] - exact[i]));
+        max_ref = std::max(max_ref, std::fabs(exact[i]));
+      }
+      acc.extra["w4a8_vs_float_activations"] = {{"max_abs_err", max_err}, {"max_abs_ref", max_ref}};
+    }
+    acc.extra["checked_rows"] = rows;
+    return acc;
+  }
+
+  nlohmann::json params_used() const override {
+    return {{"workers", pool_.size()},
+            {"tile_n", tiling_.tile_n},
+            {"layout", ep_.layout == k3k::OutputLayout::kC4 ? "c4" : "rowmajor"},
+            {"bias", ep_.bias != nullptr},
+            {"residual", ep_.residual != nullptr},
+            {"clamp", ep_.clamp_max != INFINITY ? nlohmann::json::array({ep_.clamp_min, ep_.clamp_max})
+                                                : nlohmann::json(nullptr)},
+            {"copies", copies_},
+            {"rows_per_task", decode_ ? 1 : k3k::kPrefillRowsPerTask},
+            {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"}};
+  }
+
+  std::vector<DumpArray> dump_arrays() const override {
+    a_codes_ = k3k::reference::unpack_codes(act_);
+    const std::string out_layout = ep_.layout == k3k::OutputLayout::kC4 ? "MNN C4: [ceil(N/4)][M][4], pad lanes 0"
+                                                                        : "row-major [M][N]";
+    const std::int64_t out_elems = k3k::output_elements(ep_.layout, m_, n_);
+    std::vector<DumpArray> v = {
+        dump_of("activations", "f32", {m_, k_}, "row-major [M][K]", a_.data(), m_ * k_),
+        dump_of("weight_codes", "u8", {n_, k_ / 2},
+                "MNN W4: row-major [N][K/2], two 4-bit codes per byte, first (even k) in the high nibble",
+                storage_.codes.data(), n_ * k_ / 2),
+        dump_of("weight_alpha", "f32", {n_, k_ / 64, 2},
+                "per (row n, block b) the pair (beta, scale); w = scale*(q-8) + beta", storage_.alpha.data(),
+                n_ * k_ / 64 * 2),
+        dump_of("activation_codes", "i8", {m_, k_}, "row-major [M][K], qa = round(a*127/absmax)",
+                a_codes_.data(), m_ * k_),
+        dump_of("activation_scale", "f32", {m_}, "[M] sa = absmax/127", act_.scale.data(), m_),
+        dump_of("activation_block_sum", "i32", {m_, k_ / 64}, "[M][K/64] sum of qa per block",
+                act_.block_sum.data(), m_ * k_ / 64),
+        dump_of("output", "f32", {out_elems}, out_layout, out_.data(), out_elems),
+    };
+    if (ep_.bias) v.push_back(dump_of("bias", "f32", {n_}, "[N]", ep_.bias, n_));
+    if (ep_.residual) v.push_back(dump_of("residual", "f32", {out_elems}, out_layout, ep_.residual, out_elems));
+    return v;
+  }
+
+ private:
+  static k3k::W4B64Packed clone(const k3k::W4B64Packed& src) {
+    k3k::W4B64Packed p;
+    p.n = src.n;
+    p.k = src.k;
+    p.codes = k3k::AlignedBuffer<std::uint8_t>(src.codes.size());
+    p.scale = k3k::AlignedBuffer<float>(src.scale.size());
+    p.beta = k3k::AlignedBuffer<float>(src.beta.size());
+    std::memcpy(p.codes.data(), src.codes.data(), src.codes.size_bytes());
+    std::memcpy(p.scale.data(), src.scale.data(), src.scale.size_bytes());
+    std::memcpy(p.beta.data(), src.beta.data(), src.beta.size_bytes());
+    return p;
+  }
+
+  bool decode_;
+  std::int64_t m_, n_, k_;
+  k3k::WorkerPool& pool_;
+  k3k::LinearTiling tiling_;
+  k3k::LinearEpilogue ep_;
+  k3k::W4B64Storage storage_;
+  std::vector<k3k::W4B64Packed> weights_;
+  std::int64_t copies_ = 1;
+  std::int64_t next_copy_ = 0;
+  k3k::AlignedBuffer<float> a_, bias_, residual_, out_;
+  k3k::PackedActivations act_;
+  mutable std::vector<std::int8_t> a_codes_;
+};
+
+std::vector<KeySpec> linear_params() {
+  std::vector<KeySpec> p = {workers_param()};
+  p.push_back(int_key("tile_n", "output columns per task", "16", 1, 4096));
+  p.push_back(enum_key("layout", "output layout", "rowmajor", {"rowmajor", "c4"}));
+  p.push_back(int_key("bias", "add a bias vector (0/1)", "1", 0, 1));
+  p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));
+  p.push_back(int_key("clamp", "clamp outputs to [-4, 4] (0/1)", "0", 0, 1));
+  p.push_back(int_key("copies", "weight copies rotated per call (0: auto, > 2x last-level cache for decode)", "0", 0, 4096));
+  return p;
+}
+
+KeySpec dim(const char* name, const char* help, std::int64_t max = 1 << 20) {
+  return int_key(name, help, std::nullopt, 1, max);
+}
+
+}  // namespace
+
+void add_linear_ops(std::vector<OpInfo>& ops) {
+  auto footprint = [](std::int64_t m, const KeyValues& s, const KeyValues& p) {
+    const std::int64_t n = s.integer("n"), k = s.integer("k");
+    const std::int64_t w = n * k / 2 + n * k / 64 * 8;
+    const std::int64_t copies = std::max<std::int64_t>(1, p.integer("copies"));
+    // float weights + HQQ storage during setup, packed copies, activations and outputs.
+    return n * k * 4 + w * (copies + 1) + m * k * 5 + 3 * m * n * 4;
+  };
+  ops.push_back(OpInfo{
+      "linear_prefill",
+      "W4B64-asym Linear, prefill M4 kernel (quantise+pack A fused, direct epilogue)",
+      {dim("m", "activation rows (tokens)"), dim("n", "output features"), dim("k", "input features, multiple of 64")},
+      linear_params(),
+      [footprint](const KeyValues& s, const KeyValues& p) { return footprint(s.integer("m"), s, p); },
+      [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, false); }});
+  ops.push_back(OpInfo{
+      "linear_decode",
+      "W4B64-asym Linear, decode M1 kernel (one token; weights streamed from DRAM)",
+      {dim("n", "output features"), dim("k", "input features, multiple of 64")},
+      linear_params(),
+      [footprint](const KeyValues& s, const KeyValues& p) { return footprint(1, s, p); },
+      [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, true); }});
+}
+
+}  // namespace k3bench

@@ -1,0 +1,15 @@
+// Each ops/*.cpp file contributes its ops to the registry through one of these.
+#pragma once
+
+#include <vector>
+
+#include "op_case.h"
+
+namespace k3bench {
+void add_quantize_ops(std::vector<OpInfo>& ops);
+void add_linear_ops(std::vector<OpInfo>& ops);
+void add_attention_ops(std::vector<OpInfo>& ops);
+void add_kv_cache_ops(std::vector<OpInfo>& ops);
+void add_small_ops(std::vector<OpInfo>& ops);
+void add_membw_ops(std::vector<OpInfo>& ops);
+}  // namespace k3bench

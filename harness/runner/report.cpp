@@ -1,0 +1,91 @@
+#include "report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace k3bench {
+namespace {
+
+struct Summary {
+  double median = 0, min = 0, max = 0, mean = 0, cv = 0;
+};
+
+Summary summarize(const std::vector<Repetition>& reps) {
+  Summary s;
+  if (reps.empty()) return s;
+  std::vector<double> t;
+  for (const auto& r : reps) t.push_back(r.real_ns);
+  std::sort(t.begin(), t.end());
+  const std::size_t n = t.size();
+  s.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+  s.min = t.front();
+  s.max = t.back();
+  for (double x : t) s.mean += x / n;
+  double var = 0;
+  for (double x : t) var += (x - s.mean) * (x - s.mean);
+  s.cv = n > 1 ? std::sqrt(var / (n - 1)) / s.mean : 0.0;
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json result_json(const Result& r) {
+  nlohmann::json j;
+  j["schema"] = "k3bench.result/1";
+  j["op"] = r.op;
+  j["shape"] = r.shape;
+  j["params"] = r.params;
+  j["path"] = r.path;
+  j["seed"] = r.seed;
+  j["traffic"] = {{"weight_bytes", r.traffic.weight_bytes},
+                  {"activation_bytes", r.traffic.activation_bytes},
+                  {"ops", r.traffic.ops}};
+  j["repetitions"] = nlohmann::json::array();
+  for (const auto& rep : r.repetitions) {
+    j["repetitions"].push_back({{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations}});
+  }
+  if (!r.repetitions.empty()) {
+    const Summary s = summarize(r.repetitions);
+    const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
+    j["summary"] = {{"median_ns", s.median}, {"min_ns", s.min}, {"max_ns", s.max}, {"mean_ns", s.mean},
+                    {"cv", s.cv},
+                    {"weight_gbps", r.traffic.weight_bytes / s.median},
+                    {"total_gbps", bytes / s.median},
+                    {"gops", r.traffic.ops / s.median}};
+  }
+  if (r.accuracy) {
+    const auto& a = *r.accuracy;
+    j["accuracy"] = {{"reference", a.reference}, {"pass", a.pass}, {"checked", a.checked},
+                     {"total", a.total}, {"max_abs_err", a.max_abs_err}, {"max_rel_err", a.max_rel_err},
+                     {"worst_error_to_bound", a.worst_ratio}, {"bound_at_worst", a.worst_bound},
+                     {"extra", a.extra}};
+  } else {
+    j["accuracy"] = nullptr;
+  }
+  j["environment"] = r.environment;
+  return j;
+}
+
+std::string result_table(const Result& r, bool header) {
+  std::string out;
+  if (header) {
+    out += fmt::format("{:<18} {:<34} {:<8} {:>3} {:>12} {:>17} {:>8} {:>8} {:>9}\n", "op", "shape", "path", "w",
+                       "median us", "min..max us", "GB/s", "GOPS", "err/bound");
+  }
+  std::string shape;
+  for (const auto& [k, v] : r.shape.items()) shape += (shape.empty() ? "" : ",") + k + "=" + v.dump();
+  std::erase(shape, '"');
+  const Summary s = summarize(r.repetitions);
+  const int workers = r.params.contains("workers") ? r.params["workers"].get<int>() : 1;
+  const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
+  const std::string acc = r.accuracy ? fmt::format("{:.2g}{}", r.accuracy->worst_ratio, r.accuracy->pass ? "" : "!")
+                                     : "-";
+  out += fmt::format("{:<18} {:<34} {:<8} {:>3} {:>12.1f} {:>8.1f}..{:<8.1f} {:>8.2f} {:>8.2f} {:>9}\n", r.op, shape,
+                     r.path, workers, s.median / 1e3, s.min / 1e3, s.max / 1e3,
+                     s.median > 0 ? bytes / s.median : 0.0, s.median > 0 ? r.traffic.ops / s.median : 0.0, acc);
+  return out;
+}
+
+}  // namespace k3bench

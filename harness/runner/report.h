@@ -1,0 +1,29 @@
+// The result document of one case, and its two renderings (JSON and a readable table row).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "measure.h"
+#include "op_case.h"
+
+namespace k3bench {
+
+struct Result {
+  std::string op;
+  nlohmann::json shape, params;
+  std::string path;
+  std::uint64_t seed = 0;
+  Traffic traffic;
+  std::optional<Accuracy> accuracy;
+  std::vector<Repetition> repetitions;
+  nlohmann::json environment;
+};
+
+nlohmann::json result_json(const Result& r);
+std::string result_table(const Result& r, bool header);
+
+}  // namespace k3bench

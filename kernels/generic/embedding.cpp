@@ -1,0 +1,35 @@
+#include <stdexcept>
+#include <string>
+
+#include "k3k/embedding.h"
+
+namespace k3k::generic {
+
+void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens, std::int64_t count,
+                            float* out, WorkerPool& pool) {
+  for (std::int64_t t = 0; t < count; ++t) {
+    if (tokens[t] < 0 || tokens[t] >= table.n) {
+      throw std::invalid_argument("embedding_lookup_w4b64: token id " + std::to_string(tokens[t]) +
+                                  " at index " + std::to_string(t) + " is outside [0, " +
+                                  std::to_string(table.n) + ")");
+    }
+  }
+  const std::int64_t k = table.k, nb = table.blocks_per_row();
+  pool.parallel_for(count, [&](std::int64_t t, int) {
+    const std::int64_t row = tokens[t];
+    const std::uint8_t* codes = table.codes.data() + row * nb * 32;
+    float* dst = out + t * k;
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const float s = table.scale[static_cast<std::size_t>(row * nb + b)];
+      const float beta = table.beta[static_cast<std::size_t>(row * nb + b)];
+      const std::uint8_t* c = codes + b * 32;
+      float* d = dst + b * 64;
+      for (int j = 0; j < 32; ++j) {
+        d[j] = s * static_cast<float>((c[j] & 0x0F) - 8) + beta;
+        d[32 + j] = s * static_cast<float>((c[j] >> 4) - 8) + beta;
+      }
+    }
+  });
+}
+
+}  // namespace k3k::generic

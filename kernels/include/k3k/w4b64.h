@@ -1,0 +1,81 @@
+// W4B64 asymmetric weights (HQQ-style): W[N][K] in blocks of 64 along K; per (row n, block b) 4-bit
+// codes q in [0, 15], a float scale s and a float zero z. Dequantised:
+//     w = s * (q - z) = s * (q - 8) + beta,   beta = s * (8 - z).
+// Two forms exist: the MNN-compatible storage form (what model files hold and what --dump writes)
+// and the generic kernel layout (what the generic Linear kernels read).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "k3k/aligned_buffer.h"
+
+namespace k3k {
+
+inline constexpr int kW4BlockK = 64;  // elements of K per quantisation block
+
+// Storage form, identical to MNN's HQQ export:
+//   codes: [N][K/2] bytes, two codes per byte, the FIRST element of each pair in the HIGH nibble;
+//   alpha: [N][K/64][2] floats, each pair (beta, scale) in that order, blocks row-major (n, b).
+struct W4B64Storage {
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  AlignedBuffer<std::uint8_t> codes;
+  AlignedBuffer<float> alpha;
+
+  std::int64_t blocks_per_row() const { return k / kW4BlockK; }
+  std::uint8_t code(std::int64_t row, std::int64_t col) const {
+    const std::uint8_t byte = codes[static_cast<std::size_t>(row * (k / 2) + col / 2)];
+    return (col % 2 == 0) ? (byte >> 4) : (byte & 0x0F);
+  }
+  float beta(std::int64_t row, std::int64_t block) const {
+    return alpha[static_cast<std::size_t>((row * blocks_per_row() + block) * 2)];
+  }
+  float scale(std::int64_t row, std::int64_t block) const {
+    return alpha[static_cast<std::size_t>((row * blocks_per_row() + block) * 2 + 1)];
+  }
+};
+
+// Generic kernel layout. Rows are contiguous over K so a decode worker streams whole rows.
+//   codes: [N][K/64][32] bytes; byte j of block b holds the code of k = 64b + j in its LOW nibble
+//          and the code of k = 64b + 32 + j in its HIGH nibble, so unpacking a block is two
+//          contiguous 32-element runs (a shape compilers vectorise without gathers);
+//   scale, beta: [N][K/64] floats.
+struct W4B64Packed {
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+  AlignedBuffer<std::uint8_t> codes;
+  AlignedBuffer<float> scale;
+  AlignedBuffer<float> beta;
+
+  std::int64_t blocks_per_row() const { return k / kW4BlockK; }
+  // Bytes a kernel reads to consume the whole matrix once (codes + scale + beta).
+  std::int64_t bytes() const {
+    return static_cast<std::int64_t>(codes.size_bytes() + scale.size_bytes() + beta.size_bytes());
+  }
+};
+
+// Realistic synthetic float weights, seeded: normal(0, stddev) with a small fraction of large
+// outliers (the heavy tail that makes per-block asymmetric scales worthwhile).
+struct SyntheticWeightSpec {
+  std::uint64_t seed = 1;
+  double stddev = 0.02;
+  double outlier_fraction = 0.002;
+  double outlier_scale = 12.0;  // outliers are normal(0, stddev * outlier_scale)
+};
+AlignedBuffer<float> make_synthetic_weights(std::int64_t n, std::int64_t k, const SyntheticWeightSpec&);
+
+// HQQ quantisation (half-quadratic proximal solver updating the zero only, as in MNN's exporter):
+// initial scale 15/(max-min) and zero round(-min*scale); up to `iterations` refinement steps with
+// an lp-shrinkage (p = 0.7, beta 10 growing by 1.01 per step), stopping when the block's mean abs
+// error stops improving. The resulting zero is a float, not an integer. K must be a multiple of 64.
+W4B64Storage quantize_w4b64_hqq(std::span<const float> weights, std::int64_t n, std::int64_t k,
+                                int iterations = 20);
+
+// Storage form -> generic kernel layout (a pure permutation of codes; scales copied).
+W4B64Packed pack_w4b64_generic(const W4B64Storage& storage);
+
+// Dequantised row of the storage form in float64 (the reference's view of the weights).
+void dequantize_w4b64_row(const W4B64Storage& storage, std::int64_t row, double* out);
+
+}  // namespace k3k
