@@ -1,11 +1,12 @@
-// Decode Linear, "M1" kernel: one activation row, tasks of tile_n output rows of W. Each task
-// streams its weight rows once (the whole call is memory-bound: 4.5 bits of weight per MAC);
-// the activation row (K bytes) stays in L1. The 64-block is consumed as its two 32-element
-// halves, matching the packed layout (low nibbles = first half, high nibbles = second half).
+// Decode Linear, "M1" kernel: one activation row; a task covers tile_n output columns, computed
+// 32 weight rows (one packed row tile) at a time. The call is memory-bound (4.5 bits of weight
+// per multiply-add), so the kernel's job is to consume the weight stream as fast as it arrives:
+// the activation row (K bytes) stays in L1 and the weights are read exactly once, in order.
 #include <algorithm>
 #include <stdexcept>
 
 #include "generic/linear_epilogue.h"
+#include "generic/w4b64_tile_dot.h"
 
 namespace k3k::generic {
 
@@ -17,30 +18,31 @@ void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const
   }
   const std::int64_t n = w.n, nb = w.blocks_per_row();
   const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
-  const std::int8_t* act = a.codes.data();
   const std::int32_t* sums = a.block_sum.data();
   const float sa = a.scale[0];
 
   pool.parallel_for(col_tiles, [&](std::int64_t task, int) {
     const std::int64_t col0 = task * tiling.tile_n;
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
-    for (std::int64_t col = col0; col < col1; ++col) {
-      const std::uint8_t* codes = w.codes.data() + col * nb * 32;
-      const float* scale = w.scale.data() + col * nb;
-      const float* beta = w.beta.data() + col * nb;
-      float acc = 0.0f;
+    for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
+      const std::uint8_t* codes = w.codes.data() + t * nb * 32 * kW4RowTile;
+      const float* scale = w.scale.data() + t * nb * kW4RowTile;
+      const float* beta = w.beta.data() + t * nb * kW4RowTile;
+      float acc[kW4RowTile] = {};
+      std::int32_t d[1][kW4RowTile];
       for (std::int64_t b = 0; b < nb; ++b) {
-        const std::uint8_t* c = codes + b * 32;
-        const std::int8_t* x = act + b * 64;
-        std::int32_t dot = 0;  // sum qa * q over the pair of halves, exact in int32
-        for (int j = 0; j < 32; ++j) {
-          dot += static_cast<std::int16_t>(x[j]) * static_cast<std::int16_t>(c[j] & 0x0F) +
-                 static_cast<std::int16_t>(x[32 + j]) * static_cast<std::int16_t>(c[j] >> 4);
-        }
-        const std::int32_t d = dot - 8 * sums[b];
-        acc += scale[b] * static_cast<float>(d) + beta[b] * static_cast<float>(sums[b]);
+        const std::int8_t* x = a.codes.data() + b * 64;
+        tile_block_dot<1>(codes + b * 32 * kW4RowTile, &x, d);
+        const float s_b = static_cast<float>(sums[b]);
+        const float* sc = scale + b * kW4RowTile;
+        const float* be = beta + b * kW4RowTile;
+        for (int i = 0; i < kW4RowTile; ++i) acc[i] += sc[i] * static_cast<float>(d[0][i]) + be[i] * s_b;
       }
-      store_linear_output(ep, out, 1, n, 0, col, sa, acc);
+      const std::int64_t lo = std::max(col0, t * kW4RowTile);
+      const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
+      for (std::int64_t col = lo; col < hi; ++col) {
+        store_linear_output(ep, out, 1, n, 0, col, sa, acc[col - t * kW4RowTile]);
+      }
     }
   });
   zero_c4_padding(ep, out, 1, n);

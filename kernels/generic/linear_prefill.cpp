@@ -1,31 +1,17 @@
-// Prefill Linear, "M4" kernel: a task is (tile of tile_n output columns) x (group of 4 rows).
-// Each weight block is unpacked once and reused by the 4 rows; tasks are ordered column-tile
-// major so a worker keeps the same B tile hot in L1/L2 while it walks row groups.
+// Prefill Linear, "M4" kernel: a task is (tile_n output columns) x (group of 4 activation rows).
+// Each 32-row weight tile block is unpacked once and reused by the 4 rows. Tasks are ordered
+// column-range major so a worker keeps the same weight tiles hot in L1/L2 while it walks groups.
 #include <algorithm>
 #include <stdexcept>
 
 #include "generic/linear_epilogue.h"
+#include "generic/w4b64_tile_dot.h"
 
 namespace k3k::generic {
 
 namespace {
 constexpr int kRows = kPrefillRowsPerTask;
-
-// Codes of one packed block (32 bytes) -> 64 values in natural K order.
-inline void unpack_block(const std::uint8_t* src, std::int8_t* dst) {
-  for (int j = 0; j < 32; ++j) {
-    dst[j] = static_cast<std::int8_t>(src[j] & 0x0F);
-    dst[32 + j] = static_cast<std::int8_t>(src[j] >> 4);
-  }
 }
-
-// sum_j a[j] * w[j] with w the unsigned codes (0..15): at most 64*127*15, exact in int32.
-inline std::int32_t dot64(const std::int8_t* a, const std::int8_t* w) {
-  std::int32_t s = 0;
-  for (int j = 0; j < 64; ++j) s += static_cast<std::int16_t>(a[j]) * static_cast<std::int16_t>(w[j]);
-  return s;
-}
-}  // namespace
 
 void linear_prefill_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
                           float* out, WorkerPool& pool, const LinearTiling& tiling) {
@@ -43,26 +29,33 @@ void linear_prefill_w4b64(const PackedActivations& a, const W4B64Packed& w, cons
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
     const std::int64_t row0 = group * kRows;
     const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - row0));
-    const std::int8_t* a_group = a.codes.data() + group * nb * kRows * 64;
-    const std::int32_t* sums = a.block_sum.data() + row0 * nb;
-    alignas(64) std::int8_t wq[64];
-    for (std::int64_t col = col0; col < col1; ++col) {
-      const std::uint8_t* codes = w.codes.data() + col * nb * 32;
-      const float* scale = w.scale.data() + col * nb;
-      const float* beta = w.beta.data() + col * nb;
-      float acc[kRows] = {0.0f, 0.0f, 0.0f, 0.0f};
+    std::int32_t sums[kRows][1] = {};
+    for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
+      const std::uint8_t* codes = w.codes.data() + t * nb * 32 * kW4RowTile;
+      const float* scale = w.scale.data() + t * nb * kW4RowTile;
+      const float* beta = w.beta.data() + t * nb * kW4RowTile;
+      float acc[kRows][kW4RowTile] = {};
+      std::int32_t d[kRows][kW4RowTile];
       for (std::int64_t b = 0; b < nb; ++b) {
-        unpack_block(codes + b * 32, wq);
-        const std::int8_t* ab = a_group + b * kRows * 64;
+        // The M4 pack keeps the 4 rows of a block contiguous (padded rows are zero codes).
+        const std::int8_t* base = a.codes.data() + ((group * nb + b) * kRows) * 64;
+        const std::int8_t* x[kRows] = {base, base + 64, base + 128, base + 192};
+        tile_block_dot<kRows>(codes + b * 32 * kW4RowTile, x, d);
+        const float* sc = scale + b * kW4RowTile;
+        const float* be = beta + b * kW4RowTile;
         for (int r = 0; r < kRows; ++r) {
-          // Padded rows of the last group are zero codes: computing them keeps the loop uniform.
-          const std::int32_t s_rb = r < rows ? sums[r * nb + b] : 0;
-          const std::int32_t d = dot64(ab + r * 64, wq) - 8 * s_rb;  // D = sum qa*(q-8), exact
-          acc[r] += scale[b] * static_cast<float>(d) + beta[b] * static_cast<float>(s_rb);
+          sums[r][0] = r < rows ? a.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)] : 0;
+          const float s_rb = static_cast<float>(sums[r][0]);
+          for (int i = 0; i < kW4RowTile; ++i) acc[r][i] += sc[i] * static_cast<float>(d[r][i]) + be[i] * s_rb;
         }
       }
+      const std::int64_t lo = std::max(col0, t * kW4RowTile);
+      const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
       for (int r = 0; r < rows; ++r) {
-        store_linear_output(ep, out, m, n, row0 + r, col, a.scale[static_cast<std::size_t>(row0 + r)], acc[r]);
+        const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
+        for (std::int64_t col = lo; col < hi; ++col) {
+          store_linear_output(ep, out, m, n, row0 + r, col, sa, acc[r][col - t * kW4RowTile]);
+        }
       }
     }
   });

@@ -118,8 +118,8 @@ class LinearCase final : public OpCase {
     const auto ref = k3k::reference::linear_w4b64(storage_, codes.data(), sa.data(), nrows, ep_.bias,
                                                   ep_.residual ? residual_rows.data() : nullptr,
                                                   ep_.clamp_min, ep_.clamp_max);
-    Accuracy acc = to_accuracy(k3k::reference::compare_to_reference(got, ref.y, ref.bound),
-                               "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
+    Accuracy acc = compare_outputs(got, ref.y, ref.bound,
+                                   "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
     // Information only: the whole W4A8 scheme against float activations (no epilogue terms).
     if (!ep_.bias && !ep_.residual && ep_.clamp_max == INFINITY) {
       const auto exact = k3k::reference::linear_unquantized_activations(storage_, a_rows.data(), nrows);
@@ -202,7 +202,7 @@ class LinearCase final : public OpCase {
 
 std::vector<KeySpec> linear_params() {
   std::vector<KeySpec> p = {workers_param()};
-  p.push_back(int_key("tile_n", "output columns per task", "16", 1, 4096));
+  p.push_back(int_key("tile_n", "output columns per task (multiples of 32 fit the packed row tiles)", "64", 1, 4096));
   p.push_back(enum_key("layout", "output layout", "rowmajor", {"rowmajor", "c4"}));
   p.push_back(int_key("bias", "add a bias vector (0/1)", "1", 0, 1));
   p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));

@@ -36,16 +36,19 @@ std::vector<std::int64_t> rows_to_check(std::int64_t rows, bool full) {
   return out;
 }
 
-Accuracy to_accuracy(const k3k::reference::CompareResult& c, std::string reference, std::int64_t total) {
+Accuracy compare_outputs(std::span<const float> got, std::span<const double> ref,
+                         std::span<const double> bound, std::string reference, std::int64_t total) {
+  const auto c = k3k::reference::compare_to_reference(got, ref, bound);
   Accuracy a;
   a.reference = std::move(reference);
-  a.checked = static_cast<std::int64_t>(c.count);
+  a.checked = c.count;
   a.total = total;
   a.max_abs_err = c.max_abs_err;
   a.max_rel_err = c.max_rel_err;
-  a.worst_bound = c.worst_bound;
-  a.worst_ratio = c.worst_ratio;
+  a.worst_ratio = c.max_err_over_bound;
+  a.worst_bound = c.worst_index >= 0 ? bound[static_cast<std::size_t>(c.worst_index)] : 0.0;
   a.pass = c.pass;
+  if (c.failures > 0) a.extra["failures"] = c.failures;
   return a;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,9 @@ k3k::AlignedBuffer<float> make_normal(std::int64_t count, double stddev, std::ui
 // spread over the range, always including the first and last (edge tiles) rows.
 std::vector<std::int64_t> rows_to_check(std::int64_t rows, bool full);
 
-Accuracy to_accuracy(const k3k::reference::CompareResult& c, std::string reference, std::int64_t total);
+// Compares and packages the result; `bound` is the per-element bound the comparison used.
+Accuracy compare_outputs(std::span<const float> got, std::span<const double> ref,
+                         std::span<const double> bound, std::string reference, std::int64_t total);
 
 template <typename T>
 DumpArray dump_of(std::string name, std::string dtype, std::vector<std::int64_t> shape,

@@ -37,7 +37,7 @@ struct LinearEpilogue {
 };
 
 struct LinearTiling {
-  int tile_n = 16;  // output columns per task (tasks never split K)
+  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid recomputing row tiles
 };
 
 namespace generic {

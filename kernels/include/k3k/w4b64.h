@@ -36,11 +36,15 @@ struct W4B64Storage {
   }
 };
 
-// Generic kernel layout. Rows are contiguous over K so a decode worker streams whole rows.
-//   codes: [N][K/64][32] bytes; byte j of block b holds the code of k = 64b + j in its LOW nibble
-//          and the code of k = 64b + 32 + j in its HIGH nibble, so unpacking a block is two
-//          contiguous 32-element runs (a shape compilers vectorise without gathers);
-//   scale, beta: [N][K/64] floats.
+// Generic kernel layout: output rows in tiles of 32 (the IME2 layer uses the same row grouping),
+// N padded to a multiple of 32 with rows whose codes are 8 and scales 0 (they contribute nothing).
+//   codes: [N/32 tiles][K/64 blocks][32 j][32 rows] bytes; byte (j, r) holds the code of
+//          k = 64b + j in its LOW nibble and of k = 64b + 32 + j in its HIGH nibble;
+//   scale, beta: [N/32 tiles][K/64 blocks][32 rows] floats.
+// A kernel then multiplies one broadcast activation by 32 contiguous row codes at a time: no
+// horizontal reductions, and loops that compilers vectorise across rows with 16-bit lanes.
+inline constexpr int kW4RowTile = 32;
+
 struct W4B64Packed {
   std::int64_t n = 0;
   std::int64_t k = 0;
@@ -49,6 +53,7 @@ struct W4B64Packed {
   AlignedBuffer<float> beta;
 
   std::int64_t blocks_per_row() const { return k / kW4BlockK; }
+  std::int64_t row_tiles() const { return (n + kW4RowTile - 1) / kW4RowTile; }
   // Bytes a kernel reads to consume the whole matrix once (codes + scale + beta).
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(codes.size_bytes() + scale.size_bytes() + beta.size_bytes());
