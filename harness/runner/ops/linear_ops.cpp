@@ -1,6 +1,7 @@
 // linear_prefill / linear_decode: W4B64-asymmetric Linear including the fused dynamic
 // quantisation of the activations (the timed call is what a model layer pays).
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -99,6 +100,11 @@ class LinearCase final : public OpCase {
   Accuracy check(bool full) override {
     next_copy_ = 0;
     run_once();
+    // Fault injection for the runner's own tests (like SQLite's test hooks): proves that a wrong
+    // output is caught and reported with the accuracy exit code.
+    const char* fault = std::getenv("K3BENCH_FAULT");
+    const bool perturbed = fault != nullptr && std::string(fault) == "perturb-output";
+    if (perturbed) out_[0] += 1.0f;
     const auto rows = rows_to_check(m_, full);
     const auto all_codes = k3k::reference::unpack_codes(act_);
     std::vector<std::int8_t> codes;
@@ -131,6 +137,7 @@ class LinearCase final : public OpCase {
       acc.extra["w4a8_vs_float_activations"] = {{"max_abs_err", max_err}, {"max_abs_ref", max_ref}};
     }
     acc.extra["checked_rows"] = rows;
+    if (perturbed) acc.extra["fault_injected"] = "perturb-output";
     return acc;
   }
 

@@ -1,0 +1,134 @@
+// k3bench's command line: op listing, result document, exit codes per error class.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "k3bench_process.h"
+
+using k3test::run_k3bench;
+using nlohmann::json;
+
+namespace {
+
+const char* kSmallDecode = "--op linear_decode --shape n=96,k=256 --params workers=2,copies=2 --reps 3 --warmup 1 --min-time 0.001";
+
+TEST(K3benchCli, ListOpsJsonDeclaresShapeKeysAndParams) {
+  auto r = run_k3bench("--list-ops --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json ops = json::parse(r.out);
+  bool found = false;
+  for (const auto& op : ops) {
+    if (op["name"] != "linear_decode") continue;
+    found = true;
+    std::vector<std::string> keys;
+    for (const auto& k : op["shape_keys"]) keys.push_back(k["name"]);
+    EXPECT_EQ(keys, (std::vector<std::string>{"n", "k"}));
+    bool has_workers = false;
+    for (const auto& p : op["params"]) {
+      if (p["name"] == "workers") {
+        has_workers = true;
+        EXPECT_EQ(p["type"], "int");
+        EXPECT_EQ(p["range"][0], 1);
+        EXPECT_TRUE(p.contains("default"));
+      }
+    }
+    EXPECT_TRUE(has_workers);
+  }
+  EXPECT_TRUE(found);
+  for (const char* name : {"quant_pack_prefill", "quant_pack_decode", "linear_prefill", "membw"}) {
+    bool present = false;
+    for (const auto& op : ops) present = present || op["name"] == name;
+    EXPECT_TRUE(present) << name;
+  }
+}
+
+TEST(K3benchCli, DecodeResultDocument) {
+  auto r = run_k3bench(std::string(kSmallDecode) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["op"], "linear_decode");
+  EXPECT_EQ(j["path"], "generic");
+  EXPECT_EQ(j["shape"]["n"], 96);
+  EXPECT_EQ(j["params"]["workers"], 2);
+  EXPECT_EQ(j["params"]["copies"], 2);
+  ASSERT_EQ(j["repetitions"].size(), 3u);
+  for (const auto& rep : j["repetitions"]) {
+    EXPECT_GT(rep["ns"].get<double>(), 0.0);
+    EXPECT_GE(rep["iterations"].get<long long>(), 1);
+  }
+  // Weights per call: 96 rows of 256 codes at 4 bits + (scale, beta) floats per 64-block.
+  EXPECT_EQ(j["traffic"]["weight_bytes"], 96 * 128 + 96 * 4 * 8);
+  EXPECT_EQ(j["traffic"]["ops"], 2 * 96 * 256);
+  EXPECT_TRUE(j["accuracy"]["pass"]);
+  EXPECT_EQ(j["accuracy"]["checked"], 96);
+  EXPECT_LE(j["accuracy"]["worst_error_to_bound"].get<double>(), 1.0);
+  const auto& env = j["environment"];
+  for (const char* key : {"cpu_model", "cpus_allowed", "vlenb", "runner", "build", "readings_before", "readings_after"}) {
+    EXPECT_TRUE(env.contains(key)) << key;
+  }
+  EXPECT_FALSE(env["build"]["compiler"].get<std::string>().empty());
+  EXPECT_GT(j["summary"]["weight_gbps"].get<double>(), 0.0);
+}
+
+TEST(K3benchCli, PrefillC4WithResidualAndClampPassesFullCheck) {
+  auto r = run_k3bench(
+      "--op linear_prefill --shape m=5,n=37,k=192 --params workers=3,layout=c4,residual=1,clamp=1,tile_n=7 "
+      "--check full --reps 1 --min-time 0.001 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_TRUE(j["accuracy"]["pass"]);
+  EXPECT_EQ(j["accuracy"]["checked"], 5 * 37);
+  EXPECT_EQ(j["params"]["layout"], "c4");
+}
+
+struct BadInput {
+  const char* args;
+  int exit_code;
+  const char* message_part;
+};
+
+class K3benchBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(K3benchBadInput, OneLineErrorAndDocumentedExitCode) {
+  const auto& c = GetParam();
+  auto r = run_k3bench(c.args);
+  EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
+  EXPECT_NE(r.err.find(c.message_part), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, K3benchBadInput,
+    ::testing::Values(
+        BadInput{"--op no_such_op", 2, "unknown op 'no_such_op'"},
+        BadInput{"--op linear_decode --shape n=64", 2, "missing required key 'k'"},
+        BadInput{"--op linear_decode --shape n=64,k=64,x=1", 2, "unknown key 'x'"},
+        BadInput{"--op linear_decode --shape n=64,k=abc", 2, "k='abc' is not an integer"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params workers=0", 2, "workers=0 is outside"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params layout=zigzag", 2, "layout='zigzag'"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --reps 0", 2, "--reps"},
+        BadInput{"--bogus-flag", 2, "bogus"},
+        BadInput{"--op linear_decode --shape n=64,k=100", 3, "k=100 is not a multiple of 64"},
+        BadInput{"--op linear_decode --shape n=0,k=64", 3, "n=0 is outside"},
+        BadInput{"--op linear_prefill --shape m=1048576,n=1048576,k=1048512", 3, "GiB"}));
+
+TEST(K3benchCli, AccuracyFailureIsReportedWithExitCode4) {
+  auto r = run_k3bench(std::string(kSmallDecode) + " --json", "K3BENCH_FAULT=perturb-output");
+  EXPECT_EQ(r.exit_code, 4) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_FALSE(j["accuracy"]["pass"]);
+  EXPECT_GT(j["accuracy"]["worst_error_to_bound"].get<double>(), 1.0);
+  EXPECT_TRUE(j["repetitions"].empty());  // a wrong kernel is not timed
+  EXPECT_NE(r.err.find("accuracy failure"), std::string::npos);
+}
+
+TEST(K3benchCli, HelpDocumentsExitCodes) {
+  auto r = run_k3bench("--help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* s : {"2  usage", "3  unsupported shape", "4  accuracy failure", "5  internal error"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
