@@ -15,18 +15,21 @@ void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens
     }
   }
   const std::int64_t k = table.k, nb = table.blocks_per_row();
+  // Row r lives in row tile r / 32 at lane r % 32 of every (j, row) byte pair (see W4B64Packed).
   pool.parallel_for(count, [&](std::int64_t t, int) {
     const std::int64_t row = tokens[t];
-    const std::uint8_t* codes = table.codes.data() + row * nb * 32;
+    const std::int64_t tile = row / kW4RowTile, lane = row % kW4RowTile;
     float* dst = out + t * k;
     for (std::int64_t b = 0; b < nb; ++b) {
-      const float s = table.scale[static_cast<std::size_t>(row * nb + b)];
-      const float beta = table.beta[static_cast<std::size_t>(row * nb + b)];
-      const std::uint8_t* c = codes + b * 32;
+      const std::int64_t block = tile * nb + b;
+      const float s = table.scale[static_cast<std::size_t>(block * kW4RowTile + lane)];
+      const float beta = table.beta[static_cast<std::size_t>(block * kW4RowTile + lane)];
+      const std::uint8_t* c = table.codes.data() + block * 32 * kW4RowTile + lane;
       float* d = dst + b * 64;
       for (int j = 0; j < 32; ++j) {
-        d[j] = s * static_cast<float>((c[j] & 0x0F) - 8) + beta;
-        d[32 + j] = s * static_cast<float>((c[j] >> 4) - 8) + beta;
+        const std::uint8_t byte = c[j * kW4RowTile];
+        d[j] = s * static_cast<float>((byte & 0x0F) - 8) + beta;
+        d[32 + j] = s * static_cast<float>((byte >> 4) - 8) + beta;
       }
     }
   });
