@@ -39,9 +39,12 @@ CompareResult compare_to_reference(std::span<const float> got, std::span<const d
     }
     if (err > r.max_abs_err) r.max_abs_err = err;
     if (rel > r.max_rel_err) r.max_rel_err = rel;
-    if (r.worst_index < 0 || ratio > r.max_err_over_bound) {
-      r.max_err_over_bound = ratio;
+    if (r.worst_index < 0 || ratio > r.worst_ratio) {
+      r.worst_ratio = ratio;
       r.worst_index = static_cast<std::int64_t>(i);
+      r.worst_got = g;
+      r.worst_ref = ref[i];
+      r.worst_bound = b;
     }
   }
   return r;
@@ -53,7 +56,7 @@ std::string describe(const CompareResult& r, std::span<const float> got,
   os.precision(6);
   os << (r.pass ? "PASS" : "FAIL") << ": " << r.failures << "/" << r.count
      << " outside bound; max_abs_err " << r.max_abs_err << ", max_rel_err " << r.max_rel_err
-     << ", max err/bound " << r.max_err_over_bound;
+     << ", max err/bound " << r.worst_ratio;
   const auto at = [&](std::int64_t i) {
     const auto k = static_cast<std::size_t>(i);
     if (i < 0 || k >= got.size() || k >= ref.size() || k >= bound.size()) return;

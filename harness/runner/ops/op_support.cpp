@@ -45,8 +45,8 @@ Accuracy compare_outputs(std::span<const float> got, std::span<const double> ref
   a.total = total;
   a.max_abs_err = c.max_abs_err;
   a.max_rel_err = c.max_rel_err;
-  a.worst_ratio = c.max_err_over_bound;
-  a.worst_bound = c.worst_index >= 0 ? bound[static_cast<std::size_t>(c.worst_index)] : 0.0;
+  a.worst_ratio = c.worst_ratio;
+  a.worst_bound = c.worst_bound;
   a.pass = c.pass;
   if (c.failures > 0) a.extra["failures"] = c.failures;
   return a;

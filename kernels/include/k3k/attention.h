@@ -1,0 +1,59 @@
+// Causal grouped-query attention over a KvCache (generic layer).
+//
+// Layouts: Q and the output are [tokens][n_q_heads][head_dim] fp32; Q arrives UNROTATED and the
+// kernels rotate it with the cache's RoPE at its position (the cache already holds rotated K).
+// Query head h reads kv head h / (n_q_heads / n_kv_heads). A query at position p sees the keys at
+// positions [cache.first_visible(), p] (causal; in a wrapped ring cache only what is still stored).
+// Scores are (q . k) * scale, scale = 1/sqrt(head_dim) rounded to float unless given (> 0).
+//
+// Both kernels make each task own disjoint outputs (or disjoint partial results merged in a fixed
+// order), so outputs are bitwise identical for every WorkerPool size.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "k3k/kv_cache.h"
+#include "k3k/small_ops.h"
+#include "k3k/worker_pool.h"
+
+namespace k3k {
+
+// Prefill tiling. A task is (query head, tile of q_tile query rows); it walks the keys in blocks of
+// kv_block positions aligned at cache.first_visible(), keeping a running max / sum per row
+// (online softmax, one rescale per block) and never materialising the score matrix.
+// kv_block sets the rescaling order and so changes the rounding of the result; q_tile does not
+// (each row's reduction order depends only on kv_block), it only changes reuse and task count.
+struct AttentionTiling {
+  int q_tile = 16;
+  int kv_block = 64;
+};
+
+// Decode tiling. A task is (kv head, chunk of `chunk` context positions) and serves every query
+// head of the kv head's group; the per-chunk partial (max, sum, accumulator) are merged in
+// ascending chunk order. chunk changes the rounding of the result; the worker count does not.
+struct DecodeTiling {
+  int chunk = 256;
+};
+
+// float(1 / sqrt(head_dim)).
+float default_attention_scale(int head_dim);
+
+// Throw std::invalid_argument naming the bad field.
+void validate(const AttentionTiling& tiling, const char* op);
+void validate(const DecodeTiling& tiling, const char* op);
+
+// Prefill: q, out are [tokens][n_q_heads][head_dim]; the queries are the LAST `tokens` positions
+// of the cache, first_pos = cache.length() - tokens (append their K/V with kv_append first).
+// scale <= 0 selects default_attention_scale(head_dim).
+void attention_prefill(const KvCache& cache, std::span<const float> q, std::int64_t tokens,
+                       int n_q_heads, std::span<float> out, WorkerPool& pool,
+                       const AttentionTiling& tiling = {}, float scale = 0.0f);
+
+// Decode: one query per head at position cache.length() - 1 (append its K/V first);
+// q, out are [n_q_heads][head_dim].
+void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_heads,
+                      std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling = {},
+                      float scale = 0.0f);
+
+}  // namespace k3k

@@ -1,0 +1,114 @@
+// KV cache for one attention layer. K and V are stored [n_kv_heads][capacity][head_dim] in the
+// cache dtype (fp32, or fp16 as raw binary16 bits). K is stored ROTATED: appends apply RoPE at each
+// token's position on write, so attention kernels only rotate Q.
+//
+// Positions: the token appended as the p-th (0-based) has position p; length() is the number of
+// tokens appended so far (= the next position).
+//   contiguous mode: position p lives in slot p; appending beyond capacity throws.
+//   ring mode:       position p lives in slot p % capacity; once length > capacity the oldest
+//                    positions are overwritten and the visible ones are
+//                    [first_visible(), length()) = [max(0, length - capacity), length).
+//                    One append may write at most `capacity` tokens.
+#pragma once
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "k3k/aligned_buffer.h"
+#include "k3k/fp16.h"
+#include "k3k/rope.h"
+#include "k3k/worker_pool.h"
+
+namespace k3k {
+
+enum class KvDtype { f32, f16 };
+
+// Branch-free fp16 -> fp32 row conversion used by the kernels' fp16 load paths (vectorisable);
+// bitwise equal to fp16_to_fp32 for all 65536 inputs. The sign-less half bits shifted into place
+// read as a float 2^-112 times the value (normal and subnormal halves alike); multiplying by 2^112
+// is exact. Inf/NaN (exponent 31) are selected separately.
+inline void fp16_to_fp32_row(const fp16_t* __restrict src, float* __restrict dst, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::uint32_t h = src[i];
+    const std::uint32_t magnitude = (h & 0x7FFFu) << 13;
+    const std::uint32_t finite = std::bit_cast<std::uint32_t>(std::bit_cast<float>(magnitude) * 0x1.0p112f);
+    const std::uint32_t bits = (h & 0x7C00u) == 0x7C00u ? (magnitude | 0x7F800000u) : finite;
+    dst[i] = std::bit_cast<float>(bits | ((h & 0x8000u) << 16));
+  }
+}
+const char* to_string(KvDtype dtype);
+
+struct KvCacheConfig {
+  int n_kv_heads = 0;
+  int head_dim = 0;
+  std::int64_t capacity = 0;  // tokens
+  KvDtype dtype = KvDtype::f32;
+  bool ring = false;
+  RopeConfig rope{};  // applied to K on write (and to Q by the attention kernels)
+};
+
+class KvCache {
+ public:
+  // Validates the configuration (std::invalid_argument naming the field) and allocates zeroed storage.
+  explicit KvCache(const KvCacheConfig& config);
+
+  const KvCacheConfig& config() const { return config_; }
+  int n_kv_heads() const { return config_.n_kv_heads; }
+  int head_dim() const { return config_.head_dim; }
+  std::int64_t capacity() const { return config_.capacity; }
+  KvDtype dtype() const { return config_.dtype; }
+  bool ring() const { return config_.ring; }
+  const RopeConfig& rope() const { return config_.rope; }
+
+  std::int64_t length() const { return length_; }
+  // Oldest position still stored (0 unless a ring cache has wrapped).
+  std::int64_t first_visible() const {
+    return config_.ring && length_ > config_.capacity ? length_ - config_.capacity : 0;
+  }
+  std::int64_t visible() const { return length_ - first_visible(); }
+  std::int64_t slot(std::int64_t pos) const { return config_.ring ? pos % config_.capacity : pos; }
+  // Element offset of (head, slot) row in the K or V storage.
+  std::size_t row_offset(int head, std::int64_t slot) const {
+    return static_cast<std::size_t>((static_cast<std::int64_t>(head) * config_.capacity + slot) *
+                                    config_.head_dim);
+  }
+
+  // Raw storage [n_kv_heads][capacity][head_dim]. The accessors of the other dtype return nullptr.
+  float* k_f32() { return k32_.data(); }
+  float* v_f32() { return v32_.data(); }
+  const float* k_f32() const { return k32_.data(); }
+  const float* v_f32() const { return v32_.data(); }
+  fp16_t* k_f16() { return k16_.data(); }
+  fp16_t* v_f16() { return v16_.data(); }
+  const fp16_t* k_f16() const { return k16_.data(); }
+  const fp16_t* v_f16() const { return v16_.data(); }
+  std::size_t bytes() const;  // K + V storage
+
+  // Kernels call set_length after writing; reset() forgets every token (storage is not cleared).
+  void set_length(std::int64_t length);
+  void reset() { length_ = 0; }
+
+ private:
+  KvCacheConfig config_;
+  std::int64_t length_ = 0;
+  AlignedBuffer<float> k32_, v32_;
+  AlignedBuffer<fp16_t> k16_, v16_;
+};
+
+// Prefill append: k and v are [tokens][n_kv_heads][head_dim] fp32, K UNROTATED. Token t gets
+// position length() + t: K is rotated with the cache's RoPE at that position and stored (rounded to
+// fp16 for f16 caches); V is copied (or rounded to fp16). Then length() += tokens.
+// Parallel over (kv head, token chunk); the stored bits do not depend on the worker count.
+// Throws std::invalid_argument (before writing anything) on size mismatches, on overflowing a
+// contiguous cache, and on tokens > capacity for a ring cache.
+void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> v,
+               std::int64_t tokens, WorkerPool& pool);
+
+// Decode append of one token (k, v: [n_kv_heads][head_dim]); stores the same bits as kv_append
+// with tokens = 1, without the prefill path's parallel table build.
+void kv_append_one(KvCache& cache, std::span<const float> k, std::span<const float> v,
+                   WorkerPool& pool);
+
+}  // namespace k3k
