@@ -95,7 +95,8 @@ void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_he
       const float* v = generic_detail::v_row(cache, g, c0 + j, vbuf);
       for (int gi = 0; gi < group; ++gi) {
         const float p = s[static_cast<std::int64_t>(gi) * chunk + j];
-        float* a = part_acc.data() + (static_cast<std::int64_t>(g * group + gi) * n_chunks + c) * hd;
+        float* a =
+            part_acc.data() + (static_cast<std::int64_t>(g * group + gi) * n_chunks + c) * hd;
         for (int d = 0; d < hd; ++d) a[d] += p * v[d];
       }
     }

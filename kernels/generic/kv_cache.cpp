@@ -20,7 +20,8 @@ const char* to_string(KvDtype dtype) {
 }
 
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
-  if (config.n_kv_heads <= 0) fail("KvCache: n_kv_heads (", config.n_kv_heads, ") must be positive");
+  if (config.n_kv_heads <= 0)
+    fail("KvCache: n_kv_heads (", config.n_kv_heads, ") must be positive");
   if (config.head_dim <= 0) fail("KvCache: head_dim (", config.head_dim, ") must be positive");
   if (config.capacity <= 0) fail("KvCache: capacity (", config.capacity, ") must be positive");
   if (config.dtype != KvDtype::f32 && config.dtype != KvDtype::f16) {
@@ -129,8 +130,8 @@ void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> 
     const int head = static_cast<int>(task / chunks);
     const std::int64_t t0 = (task % chunks) * kAppendTokensPerTask;
     float* s = scratch.empty() ? nullptr : scratch.data() + worker * stride;
-    write_rows(cache, k.data(), v.data(), table, head, t0, std::min(tokens, t0 + kAppendTokensPerTask),
-               s);
+    write_rows(cache, k.data(), v.data(), table, head, t0,
+               std::min(tokens, t0 + kAppendTokensPerTask), s);
   });
   cache.set_length(cache.length() + tokens);
 }

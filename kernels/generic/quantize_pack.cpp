@@ -42,12 +42,20 @@ PackedActivations make_packed_activations(std::int64_t m, std::int64_t k, Activa
 namespace generic {
 namespace {
 
+// Multiplier applied to a row before quantising: 1, or 2^64 for rows so small (absmax below
+// 127/FLT_MAX, ~3.7e-37, subnormals included) that 127/absmax would overflow to infinity.
+// Scaling by a power of two is exact, so the codes equal those of the exact quotient either way.
+struct RowQuant {
+  float prescale;
+  float inv_scale;  // 127 / (absmax * prescale), 0 for an all-zero row
+};
+
 // Quantises one 64-element block: codes written to dst, returns their sum.
-inline std::int32_t quantize_block(const float* src, float inv_scale, std::int8_t* dst) {
+inline std::int32_t quantize_block(const float* src, RowQuant rq, std::int8_t* dst) {
   std::int32_t sum = 0;
   for (int j = 0; j < 64; ++j) {
     // nearbyint rounds half to even under the default rounding mode, like RVV's vfcvt.x.f.
-    const float q = std::clamp(std::nearbyint(src[j] * inv_scale), -127.0f, 127.0f);
+    const float q = std::clamp(std::nearbyint((src[j] * rq.prescale) * rq.inv_scale), -127.0f, 127.0f);
     dst[j] = static_cast<std::int8_t>(q);
     sum += static_cast<std::int32_t>(q);
   }
@@ -60,10 +68,14 @@ inline float row_absmax(const float* a, std::int64_t k) {
   return m;
 }
 
-// Sets sa and returns the multiplier 127/absmax (0 for an all-zero row).
-inline float row_scales(float absmax, float& sa) {
+// Sets sa = absmax/127 and returns how to quantise the row.
+inline RowQuant row_scales(float absmax, float& sa) {
   sa = absmax / 127.0f;
-  return absmax > 0.0f ? 127.0f / absmax : 0.0f;
+  if (!(absmax > 0.0f)) return {1.0f, 0.0f};
+  const float inv = 127.0f / absmax;
+  if (std::isfinite(inv)) return {1.0f, inv};
+  constexpr float kPrescale = 0x1.0p64f;
+  return {kPrescale, 127.0f / (absmax * kPrescale)};
 }
 
 void check_pack(const PackedActivations& out, ActivationLayout want, const char* who) {
@@ -81,7 +93,7 @@ void quantize_pack_prefill(const float* a, PackedActivations& out, WorkerPool& p
   // One task per row: the row is read from memory once (absmax) and re-read from L1/L2 to pack.
   pool.parallel_for(out.m, [&](std::int64_t row, int) {
     const float* src = a + row * k;
-    const float inv = row_scales(row_absmax(src, k), out.scale[static_cast<std::size_t>(row)]);
+    const RowQuant inv = row_scales(row_absmax(src, k), out.scale[static_cast<std::size_t>(row)]);
     for (std::int64_t b = 0; b < nb; ++b) {
       auto* dst = const_cast<std::int8_t*>(out.block_codes(row, b));
       out.block_sum[static_cast<std::size_t>(row * nb + b)] = quantize_block(src + b * 64, inv, dst);
@@ -92,7 +104,7 @@ void quantize_pack_prefill(const float* a, PackedActivations& out, WorkerPool& p
 void quantize_pack_decode(const float* a, PackedActivations& out) {
   check_pack(out, ActivationLayout::kRowK256, "quantize_pack_decode");
   const std::int64_t k = out.k;
-  const float inv = row_scales(row_absmax(a, k), out.scale[0]);
+  const RowQuant inv = row_scales(row_absmax(a, k), out.scale[0]);
   // Super-block by super-block, in kernel consumption order.
   for (std::int64_t k0 = 0; k0 < k; k0 += kDecodeSuperBlockK) {
     const std::int64_t k1 = std::min<std::int64_t>(k, k0 + kDecodeSuperBlockK);

@@ -16,7 +16,8 @@ void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<
              std::int64_t rows, int dim, float eps, WorkerPool& pool) {
   if (rows < 0) fail("rmsnorm: rows (", rows, ") is negative");
   if (dim <= 0) fail("rmsnorm: dim (", dim, ") must be positive");
-  if (!(eps >= 0.0f) || !std::isfinite(eps)) fail("rmsnorm: eps (", eps, ") must be finite and >= 0");
+  if (!(eps >= 0.0f) || !std::isfinite(eps))
+    fail("rmsnorm: eps (", eps, ") must be finite and >= 0");
   const std::int64_t n = rows * dim;
   if (static_cast<std::int64_t>(x.size()) != n) {
     fail("rmsnorm: x.size() (", x.size(), ") != rows * dim (", n, ")");
@@ -27,7 +28,8 @@ void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<
   if (static_cast<std::int64_t>(weight.size()) != dim) {
     fail("rmsnorm: weight.size() (", weight.size(), ") != dim (", dim, ")");
   }
-  if (generic_detail::partially_overlap(x.data(), x.size(), out.data(), out.size())) fail("rmsnorm: out partially overlaps x");
+  if (generic_detail::partially_overlap(x.data(), x.size(), out.data(), out.size()))
+    fail("rmsnorm: out partially overlaps x");
   const std::int64_t rows_per_task = std::max<std::int64_t>(1, kElementsPerTask / dim);
   const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   const float fdim = static_cast<float>(dim);  // exact for dim < 2^24

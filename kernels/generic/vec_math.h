@@ -36,9 +36,12 @@ inline float dot_lanes(const float* __restrict a, const float* __restrict b, int
 
 // Floats per worker-scratch region rounded up to a whole number of 64-byte lines, so that the
 // regions of different workers never share a cache line.
-inline std::int64_t scratch_stride(std::int64_t floats) { return (floats + 15) / 16 * 16; }
+inline std::int64_t scratch_stride(std::int64_t floats) {
+  return (floats + 15) / 16 * 16;
+}
 
-// True when out and in share memory without being the same span (in-place use passes the same span).
+// True when out and in share memory without being the same span (in-place use passes the same
+// span).
 inline bool partially_overlap(const float* in, std::size_t in_size, const float* out,
                               std::size_t out_size) {
   if (in == out) return false;

@@ -19,14 +19,17 @@ template <typename... Args>
   throw std::invalid_argument(os.str());
 }
 
-std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace
 
 // ---- RefKvCache -------------------------------------------------------------------------------
 
 RefKvCache::RefKvCache(const KvCacheConfig& config) : config_(config) {
-  if (config.n_kv_heads <= 0) fail("RefKvCache: n_kv_heads (", config.n_kv_heads, ") must be positive");
+  if (config.n_kv_heads <= 0)
+    fail("RefKvCache: n_kv_heads (", config.n_kv_heads, ") must be positive");
   if (config.head_dim <= 0) fail("RefKvCache: head_dim (", config.head_dim, ") must be positive");
   if (config.capacity <= 0) fail("RefKvCache: capacity (", config.capacity, ") must be positive");
   validate_rope(config.rope, config.head_dim, "RefKvCache");
@@ -67,7 +70,8 @@ void RefKvCache::append(std::span<const float> k, std::span<const float> v, std:
     const std::int64_t slot = config_.ring ? pos % config_.capacity : pos;
     for (int h = 0; h < nh; ++h) {
       const std::int64_t src = (t * nh + h) * hd;
-      const auto dst = static_cast<std::size_t>((static_cast<std::int64_t>(h) * config_.capacity + slot) * hd);
+      const auto dst =
+          static_cast<std::size_t>((static_cast<std::int64_t>(h) * config_.capacity + slot) * hd);
       rope_rotate(config_.rope, pos, k.data() + src, hd, k_.data() + dst, k_abs_.data() + dst);
       for (int d = 0; d < hd; ++d) {
         const float x = v[static_cast<std::size_t>(src + d)];
@@ -113,8 +117,8 @@ AttentionErrorModel generic_decode_error_model(int head_dim, const DecodeTiling&
 //    rounds the float-rotated value to binary16 (<= u16 |k^| + 2^-25 with the subnormal
 //    half-spacing), alpha = gamma_3 (1 + u16), beta = u16, a_k = 2^-25. With the magnitude bounds
 //    Qa = |q| + gamma_3 qa >= |q^| and Ka = |k| + E_k >= |k^|:
-//      |fl(q_s.k^) - q_s.k^| <= gamma_{D_dot} sum |q_s||k^| <= gamma_{D_dot}(1+gamma_2) scale sum Qa Ka
-//      |q_s.k^ - scale q.k| <= scale (gamma_2 sum Qa Ka + sum (gamma_3 qa Ka + |q| E_k)),
+//      |fl(q_s.k^) - q_s.k^| <= gamma_{D_dot} sum |q_s||k^| <= gamma_{D_dot}(1+gamma_2) scale sum
+//      Qa Ka |q_s.k^ - scale q.k| <= scale (gamma_2 sum Qa Ka + sum (gamma_3 qa Ka + |q| E_k)),
 //    so |s^_j - s_j| <= delta_j = scale (c1 sum Qa Ka + sum (gamma_3 qa Ka + |q| E_k)),
 //    c1 = (1+gamma_{D_dot})(1+gamma_2) - 1. (The dominant dot-product term is relative to
 //    sum |q||k|, the rotation terms to the rotation magnitudes.) Sums are over the head dim and
@@ -148,7 +152,7 @@ namespace {
 
 struct RowScratch {
   std::vector<double> q, qa, s, delta, w, p;  // per head dim / per key
-  std::vector<double> o, absw, W, vmax;        // per head dim accumulators
+  std::vector<double> o, absw, W, vmax;       // per head dim accumulators
 };
 
 void attention_row(const RefKvCache& cache, const float* q_in, std::int64_t q_pos, int kv_head,
@@ -177,7 +181,8 @@ void attention_row(const RefKvCache& cache, const float* q_in, std::int64_t q_po
   const double alpha = f16 ? g3 * (1.0 + kUnitRoundoffF16) : g3;
   const double beta = f16 ? kUnitRoundoffF16 : 0.0;
   const double a_k = f16 ? 0x1.0p-25 : 0.0;
-  const double c1 = (1.0 + gamma_f32(static_cast<double>(model.dot_depth))) * (1.0 + gamma_f32(2)) - 1.0;
+  const double c1 =
+      (1.0 + gamma_f32(static_cast<double>(model.dot_depth))) * (1.0 + gamma_f32(2)) - 1.0;
   double q_sum = 0.0, qa_sum = 0.0;
   for (std::size_t d = 0; d < uhd; ++d) {
     q_sum += std::fabs(r.q[d]);

@@ -54,7 +54,9 @@ void check_rope_args(std::size_t size, std::int64_t tokens, int heads, int head_
 // where abs is the rotation magnitude from rope_rotate. The double reference itself is within
 // 2 * 2^-53 * abs of the exact a C - b S; 2^-50 * abs covers it. Pass-through dims are copied: 0.
 // (An FMA-contracted kernel has fewer roundings and stays inside the same bound.)
-double rope_component_bound(double abs) { return (gamma_f32(3) + 0x1.0p-50) * abs; }
+double rope_component_bound(double abs) {
+  return (gamma_f32(3) + 0x1.0p-50) * abs;
+}
 
 }  // namespace
 

@@ -20,8 +20,8 @@ std::vector<double> rmsnorm(std::span<const float> x, std::span<const float> wei
                             std::int64_t rows, int dim, float eps) {
   if (rows < 0 || dim <= 0 || static_cast<std::int64_t>(x.size()) != rows * dim ||
       static_cast<std::int64_t>(weight.size()) != dim) {
-    fail("reference::rmsnorm: bad shape: x.size() (", x.size(), "), weight.size() (",
-         weight.size(), "), rows (", rows, "), dim (", dim, ")");
+    fail("reference::rmsnorm: bad shape: x.size() (", x.size(), "), weight.size() (", weight.size(),
+         "), rows (", rows, "), dim (", dim, ")");
   }
   std::vector<double> y(x.size());
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -30,7 +30,8 @@ std::vector<double> rmsnorm(std::span<const float> x, std::span<const float> wei
     for (int i = 0; i < dim; ++i) ss += static_cast<double>(xr[i]) * xr[i];
     const double inv = 1.0 / std::sqrt(ss / dim + static_cast<double>(eps));
     for (int i = 0; i < dim; ++i) {
-      y[static_cast<std::size_t>(r * dim + i)] = static_cast<double>(xr[i]) * inv * weight[static_cast<std::size_t>(i)];
+      y[static_cast<std::size_t>(r * dim + i)] =
+          static_cast<double>(xr[i]) * inv * weight[static_cast<std::size_t>(i)];
     }
   }
   return y;
@@ -47,8 +48,9 @@ std::vector<double> rmsnorm(std::span<const float> x, std::span<const float> wei
 std::vector<double> rmsnorm_bound(std::span<const double> ref, int dim, std::int64_t sum_depth) {
   if (dim <= 0) fail("reference::rmsnorm_bound: dim (", dim, ") must be positive");
   if (sum_depth <= 0) sum_depth = (dim + kGenericReductionLanes - 1) / kGenericReductionLanes + 4;
-  const double rel = (1.0 + gamma_f32(4)) / std::sqrt(1.0 - gamma_f32(static_cast<double>(sum_depth + 2))) -
-                     1.0 + 0x1.0p-50;
+  const double rel =
+      (1.0 + gamma_f32(4)) / std::sqrt(1.0 - gamma_f32(static_cast<double>(sum_depth + 2))) - 1.0 +
+      0x1.0p-50;
   std::vector<double> bound(ref.size());
   for (std::size_t i = 0; i < ref.size(); ++i) bound[i] = rel * std::fabs(ref[i]);
   return bound;
@@ -85,7 +87,8 @@ std::vector<double> swiglu_bound(std::span<const float> gate, std::span<const fl
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const double a = std::fabs(ref[i]);
     const bool overflow = -static_cast<double>(gate[i]) > 88.72;
-    bound[i] = (overflow ? a : rel * a) + 0x1.0p-148 * (1.0 + std::fabs(static_cast<double>(up[i])));
+    bound[i] =
+        (overflow ? a : rel * a) + 0x1.0p-148 * (1.0 + std::fabs(static_cast<double>(up[i])));
   }
   return bound;
 }

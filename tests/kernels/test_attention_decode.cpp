@@ -112,25 +112,28 @@ TEST_P(DecodeVsReference, WithinBoundAndDeterministic) {
 constexpr k3k::RopeConfig kD128{128, 1.0e6};
 constexpr k3k::RopeConfig kD256Partial{64, 1.0e7};
 
+// clang-format off
 INSTANTIATE_TEST_SUITE_P(
     Shapes, DecodeVsReference,
     ::testing::Values(
-        DecodeCase{"qwen3_1p7b_ctx1", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 8, 1, 256},
-        DecodeCase{"qwen3_1p7b_ctx255", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 300, 255, 256},
-        DecodeCase{"qwen3_1p7b_ctx256", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 300, 256, 256},
-        DecodeCase{"qwen3_1p7b_ctx257", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 300, 257, 256},
-        DecodeCase{"qwen3_1p7b_ctx1000", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 1024, 1000, 256},
-        DecodeCase{"qwen3_1p7b_ctx1024", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 1024, 1024, 256},
-        DecodeCase{"qwen3_1p7b_f16_ctx1024", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f16, false, 1024, 1024, 256},
-        DecodeCase{"qwen35_ctx700", 8, 2, 256, k3k::kQwen35Rope, KvDtype::f32, false, 700, 700, 256},
-        DecodeCase{"qwen35_f16_ctx333_chunk64", 8, 2, 256, k3k::kQwen35Rope, KvDtype::f16, false, 400, 333, 64},
-        DecodeCase{"d128_gqa1_f32_ctx77_chunk16", 4, 4, 128, kD128, KvDtype::f32, false, 80, 77, 16},
-        DecodeCase{"d128_gqa2_f16_ctx130_chunk1", 4, 2, 128, kD128, KvDtype::f16, false, 130, 130, 1},
-        DecodeCase{"d256_rot64_gqa2_f32_ctx99_chunk1000", 4, 2, 256, kD256Partial, KvDtype::f32, false, 100, 99, 1000},
-        DecodeCase{"ring_d128_gqa2_f32_ctx517_cap200", 4, 2, 128, kD128, KvDtype::f32, true, 200, 517, 64},
-        DecodeCase{"ring_d256_rot64_gqa4_f16_ctx300_cap128", 8, 2, 256, kD256Partial, KvDtype::f16, true, 128, 300, 50},
-        DecodeCase{"d128_gqa2_f32_peaked", 4, 2, 128, kD128, KvDtype::f32, false, 300, 300, 64, 4.0}),
+        //         name                                       nq nkv  hd  rope             dtype         ring  cap   ctx   chunk [qk_stddev]
+        DecodeCase{"qwen3_1p7b_ctx1",                        16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 8,    1,    256},
+        DecodeCase{"qwen3_1p7b_ctx255",                      16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 300,  255,  256},
+        DecodeCase{"qwen3_1p7b_ctx256",                      16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 300,  256,  256},
+        DecodeCase{"qwen3_1p7b_ctx257",                      16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 300,  257,  256},
+        DecodeCase{"qwen3_1p7b_ctx1000",                     16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 1024, 1000, 256},
+        DecodeCase{"qwen3_1p7b_ctx1024",                     16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 1024, 1024, 256},
+        DecodeCase{"qwen3_1p7b_f16_ctx1024",                 16, 8, 128, k3k::kQwen3Rope,  KvDtype::f16, false, 1024, 1024, 256},
+        DecodeCase{"qwen35_ctx700",                           8, 2, 256, k3k::kQwen35Rope, KvDtype::f32, false, 700,  700,  256},
+        DecodeCase{"qwen35_f16_ctx333_chunk64",               8, 2, 256, k3k::kQwen35Rope, KvDtype::f16, false, 400,  333,  64},
+        DecodeCase{"d128_gqa1_f32_ctx77_chunk16",             4, 4, 128, kD128,            KvDtype::f32, false, 80,   77,   16},
+        DecodeCase{"d128_gqa2_f16_ctx130_chunk1",             4, 2, 128, kD128,            KvDtype::f16, false, 130,  130,  1},
+        DecodeCase{"d256_rot64_gqa2_f32_ctx99_chunk1000",     4, 2, 256, kD256Partial,     KvDtype::f32, false, 100,  99,   1000},
+        DecodeCase{"ring_d128_gqa2_f32_ctx517_cap200",        4, 2, 128, kD128,            KvDtype::f32, true,  200,  517,  64},
+        DecodeCase{"ring_d256_rot64_gqa4_f16_ctx300_cap128",  8, 2, 256, kD256Partial,     KvDtype::f16, true,  128,  300,  50},
+        DecodeCase{"d128_gqa2_f32_peaked",                    4, 2, 128, kD128,            KvDtype::f32, false, 300,  300,  64, 4.0}),
     [](const auto& info) { return std::string(info.param.name); });
+// clang-format on
 
 // A decode loop: after a prefill, every step appends one token through kv_append_one and decodes
 // it; each step is checked against the reference, for both dtypes and a wrapping ring.
@@ -170,10 +173,11 @@ TEST(DecodeTilingChoice, EveryChunkWithinItsBound) {
   const CacheSetup s = make_setup(c, 5);
   for (int chunk : {1, 7, 64, 256, 599, 600, 4096}) {
     const auto out = run_kernel(s, c, 2, chunk);
-    const auto expect =
-        ref::attention_decode(s.mirror, s.q, c.n_q_heads, ref::generic_decode_error_model(128, {chunk}));
+    const auto expect = ref::attention_decode(s.mirror, s.q, c.n_q_heads,
+                                              ref::generic_decode_error_model(128, {chunk}));
     const auto r = ref::compare_to_reference(out, expect.out, expect.bound);
-    EXPECT_TRUE(r.pass) << "chunk " << chunk << ": " << ref::describe(r, out, expect.out, expect.bound);
+    EXPECT_TRUE(r.pass) << "chunk " << chunk << ": "
+                        << ref::describe(r, out, expect.out, expect.bound);
   }
 }
 
@@ -205,22 +209,27 @@ TEST(DecodeArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   k3k::KvCache cache({8, 128, 16, KvDtype::f16, false, k3k::kQwen3Rope});
   std::vector<float> q16(16 * 128), out16(q16.size()), q12(12 * 128);
-  EXPECT_NE(thrown_message([&] { k3k::attention_decode(cache, q16, 16, out16, pool); })
-                .find("cache.length() is 0"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_decode(cache, q16, 16, out16, pool);
+            }).find("cache.length() is 0"),
             std::string::npos);
   std::vector<float> kv(8 * 128);
   k3k::kv_append_one(cache, kv, kv, pool);
   EXPECT_EQ(thrown_message([&] { k3k::attention_decode(cache, q12, 12, q12, pool); }),
             "attention_decode: n_q_heads (12) is not a multiple of n_kv_heads (8)");
-  EXPECT_NE(thrown_message([&] { k3k::attention_decode(cache, q12, 16, out16, pool); }).find("q.size()"),
+  EXPECT_NE(
+      thrown_message([&] { k3k::attention_decode(cache, q12, 16, out16, pool); }).find("q.size()"),
+      std::string::npos);
+  EXPECT_NE(
+      thrown_message([&] { k3k::attention_decode(cache, q16, 16, q12, pool); }).find("out.size()"),
+      std::string::npos);
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_decode(cache, q16, 16, out16, pool, {0});
+            }).find("tiling.chunk (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_decode(cache, q16, 16, q12, pool); }).find("out.size()"),
-            std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_decode(cache, q16, 16, out16, pool, {0}); })
-                .find("tiling.chunk (0)"),
-            std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_decode(cache, q16, 16, out16, pool, {}, NAN); })
-                .find("scale"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_decode(cache, q16, 16, out16, pool, {}, NAN);
+            }).find("scale"),
             std::string::npos);
 }
 

@@ -98,9 +98,9 @@ TEST_P(PrefillVsReference, WithinBoundAndDeterministic) {
   const PrefillCase& c = GetParam();
   const CacheSetup s = make_setup(c, 1);
   const auto out = run_kernel(s, c, 2, c.tiling);
-  const auto expect = ref::attention_prefill(s.mirror, s.q, c.S, c.n_q_heads,
-                                             ref::generic_prefill_error_model(c.head_dim, c.tiling),
-                                             c.scale);
+  const auto expect =
+      ref::attention_prefill(s.mirror, s.q, c.S, c.n_q_heads,
+                             ref::generic_prefill_error_model(c.head_dim, c.tiling), c.scale);
   const auto r = ref::compare_to_reference(out, expect.out, expect.bound);
   EXPECT_TRUE(r.pass) << c.name << ": " << ref::describe(r, out, expect.out, expect.bound);
   std::printf("[ stats    ] prefill %s: max_abs_err %.3g, max err/bound %.3g, max bound %.3g\n",
@@ -125,25 +125,28 @@ using k3k::KvDtype;
 constexpr k3k::RopeConfig kD128{128, 1.0e6};
 constexpr k3k::RopeConfig kD256Partial{64, 1.0e7};
 
+// clang-format off
 INSTANTIATE_TEST_SUITE_P(
     Shapes, PrefillVsReference,
     ::testing::Values(
-        PrefillCase{"d128_gqa1_f32_S1", 4, 4, 128, kD128, KvDtype::f32, false, 8, 0, 1, {16, 64}},
-        PrefillCase{"d128_gqa2_f32_S3_past5", 8, 4, 128, kD128, KvDtype::f32, false, 16, 5, 3, {16, 64}},
-        PrefillCase{"d128_gqa4_f16_S17_past40", 8, 2, 128, kD128, KvDtype::f16, false, 64, 40, 17, {16, 64}},
-        PrefillCase{"d128_gqa2_f32_S130_past70_blk32", 4, 2, 128, kD128, KvDtype::f32, false, 200, 70, 130, {7, 32}},
-        PrefillCase{"d256_rot64_gqa4_f32_S64_past100", 8, 2, 256, kD256Partial, KvDtype::f32, false, 164, 100, 64, {16, 64}},
-        PrefillCase{"d256_rot64_gqa2_f16_S130", 4, 2, 256, kD256Partial, KvDtype::f16, false, 130, 0, 130, {16, 64}},
-        PrefillCase{"d256_rot64_gqa1_f32_S17_blk1", 2, 2, 256, kD256Partial, KvDtype::f32, false, 40, 3, 17, {4, 1}},
-        PrefillCase{"ring_d128_gqa2_f32_wrap", 4, 2, 128, kD128, KvDtype::f32, true, 96, 150, 40, {16, 64}},
-        PrefillCase{"ring_d256_rot64_gqa4_f16_wrap_S_eq_cap", 8, 2, 256, kD256Partial, KvDtype::f16, true, 64, 100, 64, {16, 48}},
-        PrefillCase{"ring_d128_gqa1_f16_long_pos", 2, 2, 128, kD128, KvDtype::f16, true, 64, 4000, 17, {8, 16}},
-        PrefillCase{"d128_gqa2_f32_peaked_scores", 4, 2, 128, kD128, KvDtype::f32, false, 80, 20, 40, {16, 64}, 4.0},
-        PrefillCase{"d128_gqa2_f32_custom_scale", 4, 2, 128, kD128, KvDtype::f32, false, 80, 10, 33, {16, 64}, 1.0, 0.3f},
-        PrefillCase{"qwen3_1p7b_S128", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f32, false, 128, 0, 128, {16, 64}},
-        PrefillCase{"qwen3_1p7b_f16_S64_past64", 16, 8, 128, k3k::kQwen3Rope, KvDtype::f16, false, 128, 64, 64, {16, 64}},
-        PrefillCase{"qwen35_S64_past64", 8, 2, 256, k3k::kQwen35Rope, KvDtype::f32, false, 128, 64, 64, {16, 64}}),
+        //          name                                     nq nkv  hd  rope          dtype         ring  cap   past  S    {q_tile, kv_block} [qk_stddev, scale]
+        PrefillCase{"d128_gqa1_f32_S1",                       4, 4, 128, kD128,        KvDtype::f32, false, 8,    0,    1,   {16, 64}},
+        PrefillCase{"d128_gqa2_f32_S3_past5",                 8, 4, 128, kD128,        KvDtype::f32, false, 16,   5,    3,   {16, 64}},
+        PrefillCase{"d128_gqa4_f16_S17_past40",               8, 2, 128, kD128,        KvDtype::f16, false, 64,   40,   17,  {16, 64}},
+        PrefillCase{"d128_gqa2_f32_S130_past70_blk32",        4, 2, 128, kD128,        KvDtype::f32, false, 200,  70,   130, {7, 32}},
+        PrefillCase{"d256_rot64_gqa4_f32_S64_past100",        8, 2, 256, kD256Partial, KvDtype::f32, false, 164,  100,  64,  {16, 64}},
+        PrefillCase{"d256_rot64_gqa2_f16_S130",               4, 2, 256, kD256Partial, KvDtype::f16, false, 130,  0,    130, {16, 64}},
+        PrefillCase{"d256_rot64_gqa1_f32_S17_blk1",           2, 2, 256, kD256Partial, KvDtype::f32, false, 40,   3,    17,  {4, 1}},
+        PrefillCase{"ring_d128_gqa2_f32_wrap",                4, 2, 128, kD128,        KvDtype::f32, true,  96,   150,  40,  {16, 64}},
+        PrefillCase{"ring_d256_rot64_gqa4_f16_wrap_S_eq_cap", 8, 2, 256, kD256Partial, KvDtype::f16, true,  64,   100,  64,  {16, 48}},
+        PrefillCase{"ring_d128_gqa1_f16_long_pos",            2, 2, 128, kD128,        KvDtype::f16, true,  64,   4000, 17,  {8, 16}},
+        PrefillCase{"d128_gqa2_f32_peaked_scores",            4, 2, 128, kD128,        KvDtype::f32, false, 80,   20,   40,  {16, 64}, 4.0},
+        PrefillCase{"d128_gqa2_f32_custom_scale",             4, 2, 128, kD128,        KvDtype::f32, false, 80,   10,   33,  {16, 64}, 1.0, 0.3f},
+        PrefillCase{"qwen3_1p7b_S128",                       16, 8, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 128, 0,  128, {16, 64}},
+        PrefillCase{"qwen3_1p7b_f16_S64_past64",             16, 8, 128, k3k::kQwen3Rope,  KvDtype::f16, false, 128, 64, 64,  {16, 64}},
+        PrefillCase{"qwen35_S64_past64",                      8, 2, 256, k3k::kQwen35Rope, KvDtype::f32, false, 128, 64, 64,  {16, 64}}),
     [](const auto& info) { return std::string(info.param.name); });
+// clang-format on
 
 // kv_block changes the rescaling order, so outputs may differ in the last bits; each is checked
 // against the reference with its own error model.
@@ -214,27 +217,34 @@ TEST(PrefillArgs, BadArgumentsNameTheField) {
   std::vector<float> q12(4 * 12 * 128), q16(4 * 16 * 128), out16(q16.size());
   EXPECT_EQ(thrown_message([&] { k3k::attention_prefill(cache, q12, 4, 12, q12, pool); }),
             "attention_prefill: n_q_heads (12) is not a multiple of n_kv_heads (8)");
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q12, 4, 16, out16, pool); })
-                .find("q.size()"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q12, 4, 16, out16, pool);
+            }).find("q.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q16, 4, 16, q12, pool); })
-                .find("out.size()"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q16, 4, 16, q12, pool);
+            }).find("out.size()"),
             std::string::npos);
   std::vector<float> q5(5 * 16 * 128), o5(q5.size());
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q5, 5, 16, o5, pool); })
-                .find("tokens (5) exceeds cache.length() (4)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q5, 5, 16, o5, pool);
+            }).find("tokens (5) exceeds cache.length() (4)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {0, 64}); })
-                .find("tiling.q_tile (0)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {0, 64});
+            }).find("tiling.q_tile (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {16, -1}); })
-                .find("tiling.kv_block (-1)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {16, -1});
+            }).find("tiling.kv_block (-1)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {}, -1.0f); })
-                .find("scale (-1)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q16, 4, 16, out16, pool, {}, -1.0f);
+            }).find("scale (-1)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::attention_prefill(cache, q16, 4, 0, out16, pool); })
-                .find("n_q_heads (0)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::attention_prefill(cache, q16, 4, 0, out16, pool);
+            }).find("n_q_heads (0)"),
             std::string::npos);
 }
 

@@ -93,7 +93,8 @@ TEST_P(KvCacheStore, RotatedKWithinBoundAndVExact) {
         for (int d = 0; d < c.head_dim; ++d) {
           const auto i = static_cast<std::size_t>((t * c.n_kv_heads + h) * c.head_dim + d);
           got[i] = kr[static_cast<std::size_t>(d)];
-          const float want_v = c.dtype == k3k::KvDtype::f32 ? v[i] : k3k::fp16_to_fp32(k3k::fp32_to_fp16(v[i]));
+          const float want_v =
+              c.dtype == k3k::KvDtype::f32 ? v[i] : k3k::fp16_to_fp32(k3k::fp32_to_fp16(v[i]));
           ASSERT_EQ(std::bit_cast<std::uint32_t>(vr[static_cast<std::size_t>(d)]),
                     std::bit_cast<std::uint32_t>(want_v));
         }
@@ -176,12 +177,15 @@ TEST(KvCacheAppend, OneTokenAppendsEqualBulkAndWorkerCountsAgree) {
                              std::span(v).subspan(off, heads * hd), pool);
         }
         k3k::KvCache bulk_w(cfg);
-        k3k::kv_append(bulk_w, std::span(k).first(split), std::span(v).first(split), first_bulk, pool);
+        k3k::kv_append(bulk_w, std::span(k).first(split), std::span(v).first(split), first_bulk,
+                       pool);
         k3k::kv_append(bulk_w, std::span(k).subspan(split), std::span(v).subspan(split),
                        tokens - first_bulk, pool);
         EXPECT_EQ(one.length(), tokens);
-        EXPECT_TRUE(storage_equal(bulk, one)) << to_string(dtype) << " ring " << ring << " w " << workers;
-        EXPECT_TRUE(storage_equal(bulk, bulk_w)) << to_string(dtype) << " ring " << ring << " w " << workers;
+        EXPECT_TRUE(storage_equal(bulk, one))
+            << to_string(dtype) << " ring " << ring << " w " << workers;
+        EXPECT_TRUE(storage_equal(bulk, bulk_w))
+            << to_string(dtype) << " ring " << ring << " w " << workers;
       }
     }
   }
@@ -193,38 +197,45 @@ TEST(KvCacheFp16, RowConversionMatchesScalarForAllBitPatterns) {
   std::vector<float> f(h.size());
   k3k::fp16_to_fp32_row(h.data(), f.data(), static_cast<std::int64_t>(h.size()));
   for (std::size_t i = 0; i < h.size(); ++i) {
-    ASSERT_EQ(std::bit_cast<std::uint32_t>(f[i]), std::bit_cast<std::uint32_t>(k3k::fp16_to_fp32(h[i])))
+    ASSERT_EQ(std::bit_cast<std::uint32_t>(f[i]),
+              std::bit_cast<std::uint32_t>(k3k::fp16_to_fp32(h[i])))
         << "half bits 0x" << std::hex << i;
   }
 }
 
 TEST(KvCacheArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
-  EXPECT_NE(thrown_message([] { k3k::KvCache c({0, 128, 16, k3k::KvDtype::f32, false, {}}); })
-                .find("n_kv_heads (0)"),
+  EXPECT_NE(thrown_message([] {
+              k3k::KvCache c({0, 128, 16, k3k::KvDtype::f32, false, {}});
+            }).find("n_kv_heads (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([] { k3k::KvCache c({2, 0, 16, k3k::KvDtype::f32, false, {}}); })
-                .find("head_dim (0)"),
+  EXPECT_NE(thrown_message([] {
+              k3k::KvCache c({2, 0, 16, k3k::KvDtype::f32, false, {}});
+            }).find("head_dim (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([] { k3k::KvCache c({2, 128, 0, k3k::KvDtype::f32, false, {}}); })
-                .find("capacity (0)"),
+  EXPECT_NE(thrown_message([] {
+              k3k::KvCache c({2, 128, 0, k3k::KvDtype::f32, false, {}});
+            }).find("capacity (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([] { k3k::KvCache c({2, 64, 16, k3k::KvDtype::f32, false, {128, 1e6}}); })
-                .find("rotary_dim (128)"),
+  EXPECT_NE(thrown_message([] {
+              k3k::KvCache c({2, 64, 16, k3k::KvDtype::f32, false, {128, 1e6}});
+            }).find("rotary_dim (128)"),
             std::string::npos);
 
   k3k::KvCache contiguous({2, 16, 4, k3k::KvDtype::f32, false, {16, 1e4}});
   std::vector<float> kv3(3 * 2 * 16), kv5(5 * 2 * 16);
   k3k::kv_append(contiguous, kv3, kv3, 3, pool);
-  const std::string overflow = thrown_message([&] { k3k::kv_append(contiguous, kv3, kv3, 3, pool); });
+  const std::string overflow =
+      thrown_message([&] { k3k::kv_append(contiguous, kv3, kv3, 3, pool); });
   EXPECT_NE(overflow.find("exceeds the capacity (4)"), std::string::npos) << overflow;
   EXPECT_EQ(contiguous.length(), 3);  // nothing written
   EXPECT_NE(thrown_message([&] { k3k::kv_append(contiguous, kv5, kv3, 3, pool); }).find("k.size()"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] { k3k::kv_append(contiguous, kv3, kv5, 3, pool); }).find("v.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::kv_append_one(contiguous, kv3, kv3, pool); }).find("k.size()"),
-            std::string::npos);
+  EXPECT_NE(
+      thrown_message([&] { k3k::kv_append_one(contiguous, kv3, kv3, pool); }).find("k.size()"),
+      std::string::npos);
 
   k3k::KvCache ring({2, 16, 4, k3k::KvDtype::f16, true, {16, 1e4}});
   EXPECT_NE(thrown_message([&] { k3k::kv_append(ring, kv5, kv5, 5, pool); }).find("tokens (5)"),

@@ -208,18 +208,29 @@ int count_clamped(const reference::LinearResult& ref, const Epi& e) {
   return c;
 }
 
-// Full check of one (M, N, K) case: every epilogue variant x tile_n x layout against the reference,
-// C4 pads, and bitwise identity across tile_n.
+// Full check of one (M, N, K) case against the reference, C4 pads, and bitwise identity across
+// tile_n. To keep the sanitizer run short, the full epilogue gets every tile_n in row-major and two
+// in C4; the other variants get one (rotating) tile_n per layout.
 void check_case(const Acts& a, const Weights& w, int rotate, WorkerPool& pool, int* clamped) {
   const std::int64_t m = a.m, n = w.storage.n;
   EpiData d{normal_vector(n, 500 + n, 0.1), normal_vector(m * n, 600 + m * n, 1.0)};
   const std::vector<Epi> variants = epilogue_variants(d, a.k, rotate);
+  const int t1 = kTiles[rotate % 4], t2 = kTiles[(rotate + 1) % 4], t3 = kTiles[(rotate + 2) % 4];
   for (std::size_t v = 0; v < variants.size(); ++v) {
     const reference::LinearResult ref = reference_for(a, w.storage, variants[v]);
     *clamped += count_clamped(ref, variants[v]);
+    const bool full = v + 1 == variants.size();
     for (OutputLayout layout : kLayouts) {
+      std::vector<int> tiles;
+      if (full && layout == OutputLayout::kRowMajor) {
+        tiles.assign(std::begin(kTiles), std::end(kTiles));
+      } else if (full) {
+        tiles = {t1, t3};
+      } else {
+        tiles = {(v == 0) == (layout == OutputLayout::kRowMajor) ? t1 : t2};
+      }
       std::vector<float> first;
-      for (int tile : kTiles) {
+      for (int tile : tiles) {
         const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(a.k) +
                                  " variant " + std::to_string(v) + " " + layout_name(layout) + " tile_n " +
                                  std::to_string(tile);
@@ -228,7 +239,7 @@ void check_case(const Acts& a, const Weights& w, int rotate, WorkerPool& pool, i
         if (first.empty()) {
           first = out;
         } else {
-          EXPECT_TRUE(same_bits(out, first)) << what << ": differs bitwise from tile_n " << kTiles[0];
+          EXPECT_TRUE(same_bits(out, first)) << what << ": differs bitwise from tile_n " << tiles[0];
         }
       }
     }
@@ -284,16 +295,14 @@ void check_worker_invariance(bool decode, std::int64_t m, std::int64_t n, std::i
     for (int workers : {1, 2, 3, 4}) {
       WorkerPool pool(workers);
       for (int tile : kTiles) {
-        for (int rep = 0; rep < 2; ++rep) {
-          const std::vector<float> out = run(a, w.packed, e, layout, tile, pool);
-          EXPECT_TRUE(same_bits(out, base)) << layout_name(layout) << " workers " << workers << " tile_n " << tile;
-        }
+        const std::vector<float> out = run(a, w.packed, e, layout, tile, pool);
+        EXPECT_TRUE(same_bits(out, base)) << layout_name(layout) << " workers " << workers << " tile_n " << tile;
       }
     }
   }
 }
 
-TEST(LinearPrefill, BitwiseIdenticalAcrossWorkerCountsAndTiles) { check_worker_invariance(false, 17, 100, 1024); }
+TEST(LinearPrefill, BitwiseIdenticalAcrossWorkerCountsAndTiles) { check_worker_invariance(false, 17, 40, 320); }
 TEST(LinearDecode, BitwiseIdenticalAcrossWorkerCountsAndTiles) { check_worker_invariance(true, 1, 100, 1024); }
 
 // One real Qwen3-0.6B shape per kernel (hidden 1024, intermediate 3072), default tiling.
@@ -325,11 +334,13 @@ TEST(LinearPrefill, Qwen3SizedM17x3072x1024) {
     LinearEpilogue ep;
     ep.layout = layout;
     std::vector<float> out(sz(output_elements(layout, m, n)), std::numeric_limits<float>::quiet_NaN());
-    std::vector<float> out1(out.size(), std::numeric_limits<float>::quiet_NaN());
     generic::linear_prefill_w4b64(a.pack, w.packed, ep, out.data(), pool);
-    generic::linear_prefill_w4b64(a.pack, w.packed, ep, out1.data(), p1);
     expect_matches(out, layout, m, n, ref, std::string("prefill 17x3072x1024 ") + layout_name(layout));
-    EXPECT_TRUE(same_bits(out, out1)) << layout_name(layout);
+    if (layout == OutputLayout::kRowMajor) {  // one single-worker run for the bitwise check
+      std::vector<float> out1(out.size(), std::numeric_limits<float>::quiet_NaN());
+      generic::linear_prefill_w4b64(a.pack, w.packed, ep, out1.data(), p1);
+      EXPECT_TRUE(same_bits(out, out1));
+    }
   }
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
 }

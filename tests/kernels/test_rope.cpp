@@ -171,23 +171,29 @@ TEST(RopeMutation, InterleavedPairingAndPerturbationFail) {
 TEST(RopeArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   std::vector<float> x(2 * 128);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 2, 1, 128, 0, {127, 1e6}, pool); })
-                .find("rotary_dim (127)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 2, 1, 128, 0, {127, 1e6}, pool);
+            }).find("rotary_dim (127)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 2, 1, 128, 0, {130, 1e6}, pool); })
-                .find("rotary_dim (130)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 2, 1, 128, 0, {130, 1e6}, pool);
+            }).find("rotary_dim (130)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 2, 1, 128, 0, {128, -1.0}, pool); })
-                .find("theta"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 2, 1, 128, 0, {128, -1.0}, pool);
+            }).find("theta"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 3, 1, 128, 0, k3k::kQwen3Rope, pool); })
-                .find("x.size()"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 3, 1, 128, 0, k3k::kQwen3Rope, pool);
+            }).find("x.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 2, 1, 128, -1, k3k::kQwen3Rope, pool); })
-                .find("first_pos"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 2, 1, 128, -1, k3k::kQwen3Rope, pool);
+            }).find("first_pos"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::rope_apply(x, 2, 0, 128, 0, k3k::kQwen3Rope, pool); })
-                .find("heads (0)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rope_apply(x, 2, 0, 128, 0, k3k::kQwen3Rope, pool);
+            }).find("heads (0)"),
             std::string::npos);
 }
 

@@ -105,8 +105,8 @@ TEST(SwiGlu, WithinBoundIncludingExtremesAndDeterministic) {
   const std::int64_t rows = 7, dim = 6144;  // Qwen3-1.7B intermediate size
   auto gate = random_floats(static_cast<std::size_t>(rows * dim), 5, 0.0, 3.0);
   const auto up = random_floats(static_cast<std::size_t>(rows * dim), 6, 0.0, 2.0);
-  const float extremes[] = {0.0f, -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, -88.8f, -100.0f,
-                            -1e4f, 100.0f, 1e4f, 20.0f, -20.0f, 1e-8f};
+  const float extremes[] = {0.0f,    -0.0f, 1e-30f, -1e-30f, 88.0f, -88.0f, -88.8f,
+                            -100.0f, -1e4f, 100.0f, 1e4f,    20.0f, -20.0f, 1e-8f};
   for (std::size_t i = 0; i < std::size(extremes); ++i) gate[i * 97] = extremes[i];
   std::vector<float> out(gate.size());
   k3k::WorkerPool pool2(2);
@@ -161,7 +161,9 @@ TEST(ResidualAdd, WithinBoundInPlaceAndDeterministic) {
 TEST(SmallOpsArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   std::vector<float> x(4 * 64), w(64), y(4 * 64), w_bad(63);
-  EXPECT_NE(thrown_message([&] { k3k::rmsnorm(x, w_bad, y, 4, 64, 1e-6f, pool); }).find("weight.size() (63)"),
+  EXPECT_NE(thrown_message([&] {
+              k3k::rmsnorm(x, w_bad, y, 4, 64, 1e-6f, pool);
+            }).find("weight.size() (63)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] { k3k::rmsnorm(x, w, y, 5, 64, 1e-6f, pool); }).find("x.size()"),
             std::string::npos);
@@ -179,10 +181,12 @@ TEST(SmallOpsArgs, BadArgumentsNameTheField) {
             std::string::npos);
   EXPECT_NE(thrown_message([&] { k3k::swiglu(x, x, y, -1, 64, pool); }).find("rows (-1)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::residual_add(x, x, short_up, 4, 64, pool); }).find("out.size()"),
-            std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::residual_add(x, short_up, y, 4, 64, pool); }).find("b.size()"),
-            std::string::npos);
+  EXPECT_NE(
+      thrown_message([&] { k3k::residual_add(x, x, short_up, 4, 64, pool); }).find("out.size()"),
+      std::string::npos);
+  EXPECT_NE(
+      thrown_message([&] { k3k::residual_add(x, short_up, y, 4, 64, pool); }).find("b.size()"),
+      std::string::npos);
 }
 
 TEST(CompareToReference, HandlesNanSizesAndZeroBounds) {
@@ -195,7 +199,9 @@ TEST(CompareToReference, HandlesNanSizesAndZeroBounds) {
   EXPECT_EQ(r.first_failure, 1);
   EXPECT_EQ(r.worst_index, 1);
   const std::vector<double> short_ref{1.0};
-  EXPECT_NE(thrown_message([&] { ref::compare_to_reference(got, short_ref, bound); }).find("sizes differ"),
+  EXPECT_NE(thrown_message([&] {
+              ref::compare_to_reference(got, short_ref, bound);
+            }).find("sizes differ"),
             std::string::npos);
   const std::vector<double> neg{0.0, -1.0, 0.0};
   EXPECT_NE(thrown_message([&] { ref::compare_to_reference(got, expect, neg); }).find("bound[1]"),

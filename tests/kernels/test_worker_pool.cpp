@@ -119,9 +119,9 @@ TEST(WorkerPool, NoTwoTasksRunConcurrentlyOnOneWorkerId) {
       for (int rep = 0; rep < 20; ++rep) {
         pool.parallel_for(200, [&](std::int64_t task, int worker) {
           if (active[sz(worker)].fetch_add(1) != 0) overlaps.fetch_add(1);
-          std::int64_t x = task;
-          for (int i = 0; i < 2000; ++i) x = x * 6364136223846793005LL + 1442695040888963407LL;
-          sink.fetch_add(x & 1);
+          std::uint64_t x = static_cast<std::uint64_t>(task);
+          for (int i = 0; i < 2000; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+          sink.fetch_add(static_cast<std::int64_t>(x & 1));
           active[sz(worker)].fetch_sub(1);
         });
       }

@@ -33,8 +33,10 @@ inline void fp16_to_fp32_row(const fp16_t* __restrict src, float* __restrict dst
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint32_t h = src[i];
     const std::uint32_t magnitude = (h & 0x7FFFu) << 13;
-    const std::uint32_t finite = std::bit_cast<std::uint32_t>(std::bit_cast<float>(magnitude) * 0x1.0p112f);
-    const std::uint32_t bits = (h & 0x7C00u) == 0x7C00u ? (magnitude | 0x7F800000u) : finite;
+    const std::uint32_t finite =
+        std::bit_cast<std::uint32_t>(std::bit_cast<float>(magnitude) * 0x1.0p112f);
+    const std::uint32_t special = 0u - static_cast<std::uint32_t>((h & 0x7C00u) == 0x7C00u);
+    const std::uint32_t bits = (finite & ~special) | ((magnitude | 0x7F800000u) & special);
     dst[i] = std::bit_cast<float>(bits | ((h & 0x8000u) << 16));
   }
 }
@@ -51,7 +53,8 @@ struct KvCacheConfig {
 
 class KvCache {
  public:
-  // Validates the configuration (std::invalid_argument naming the field) and allocates zeroed storage.
+  // Validates the configuration (std::invalid_argument naming the field) and allocates zeroed
+  // storage.
   explicit KvCache(const KvCacheConfig& config);
 
   const KvCacheConfig& config() const { return config_; }

@@ -3,7 +3,8 @@
 //   and the per-(row, 64-block) integer sums of qa ("srcKernelSum") for the zero correction.
 // The float arithmetic is fixed exactly as written (float division for 127/absmax, one float
 // multiply, round-half-even), so every layer produces identical codes. A zero row gives sa = 0
-// and all-zero codes.
+// and all-zero codes. Rows with absmax < 127/FLT_MAX (where 127/absmax overflows) are first
+// scaled by 2^64, exactly, and then quantised the same way.
 #pragma once
 
 #include <cstdint>

@@ -26,8 +26,8 @@ struct RopeConfig {
 };
 
 // The two model families the kernels target.
-inline constexpr RopeConfig kQwen3Rope{128, 1.0e6};   // head_dim 128, full rotation
-inline constexpr RopeConfig kQwen35Rope{64, 1.0e7};   // head_dim 256, rotary_dim 64 (partial)
+inline constexpr RopeConfig kQwen3Rope{128, 1.0e6};  // head_dim 128, full rotation
+inline constexpr RopeConfig kQwen35Rope{64, 1.0e7};  // head_dim 256, rotary_dim 64 (partial)
 
 // Throws std::invalid_argument naming `op` and the bad field.
 void validate_rope(const RopeConfig& rope, int head_dim, const char* op);

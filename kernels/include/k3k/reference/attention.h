@@ -55,7 +55,9 @@ class RefKvCache {
   // Rows of a visible position (throws std::out_of_range otherwise): exact double rotation of the
   // appended K, its rotation magnitude (see rope_rotate), and V as the cache must store it.
   const double* k(int head, std::int64_t pos) const { return k_.data() + offset(head, pos); }
-  const double* k_abs(int head, std::int64_t pos) const { return k_abs_.data() + offset(head, pos); }
+  const double* k_abs(int head, std::int64_t pos) const {
+    return k_abs_.data() + offset(head, pos);
+  }
   const double* v(int head, std::int64_t pos) const { return v_.data() + offset(head, pos); }
 
  private:

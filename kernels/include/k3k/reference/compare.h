@@ -10,14 +10,14 @@
 namespace k3k::reference {
 
 struct CompareResult {
-  double max_abs_err = 0.0;          // max_i |got_i - ref_i|
-  double max_rel_err = 0.0;          // max_i |got_i - ref_i| / max(|ref_i|, kRelFloor)
-  double worst_ratio = 0.0;   // max_i |got_i - ref_i| / bound_i (inf when bound_i = 0 < err)
-  std::int64_t worst_index = -1;     // index of worst_ratio (the element nearest failing)
-  double worst_got = 0.0;            // got, ref and bound at worst_index
+  double max_abs_err = 0.0;       // max_i |got_i - ref_i|
+  double max_rel_err = 0.0;       // max_i |got_i - ref_i| / max(|ref_i|, kRelFloor)
+  double worst_ratio = 0.0;       // max_i |got_i - ref_i| / bound_i (inf when bound_i = 0 < err)
+  std::int64_t worst_index = -1;  // index of worst_ratio (the element nearest failing)
+  double worst_got = 0.0;         // got, ref and bound at worst_index
   double worst_ref = 0.0;
   double worst_bound = 0.0;
-  std::int64_t failures = 0;         // elements outside their bound
+  std::int64_t failures = 0;  // elements outside their bound
   std::int64_t first_failure = -1;
   std::int64_t count = 0;
   bool pass = true;
