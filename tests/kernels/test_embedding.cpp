@@ -60,8 +60,7 @@ double check(const Table& t, const std::vector<std::int32_t>& tokens, const std:
   const reference::LinearResult ref =
       reference::embedding_lookup(t.storage, tokens.data(), static_cast<std::int64_t>(tokens.size()));
   const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
-  EXPECT_TRUE(cmp.pass) << "worst err/bound " << cmp.worst_ratio << " at " << cmp.worst_index << " (got "
-                        << out[cmp.worst_index] << ", ref " << ref.y[cmp.worst_index] << ")";
+  EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
   return cmp.worst_ratio;
 }
 

@@ -158,9 +158,7 @@ void expect_matches(const std::vector<float>& raw, OutputLayout layout, std::int
   const std::vector<float> got = reference::to_row_major(raw.data(), layout, m, n);
   const reference::CompareResult cmp = reference::compare_to_reference(got, ref.y, ref.bound);
   g_max_ratio = std::max(g_max_ratio, cmp.worst_ratio);
-  EXPECT_TRUE(cmp.pass) << what << ": worst err/bound " << cmp.worst_ratio << " at " << cmp.worst_index
-                        << " (got " << got[cmp.worst_index] << ", ref " << ref.y[cmp.worst_index] << ", bound "
-                        << cmp.worst_bound << ")";
+  EXPECT_TRUE(cmp.pass) << what << ": " << reference::describe(cmp, got, ref.y, ref.bound);
 }
 
 bool same_bits(const std::vector<float>& x, const std::vector<float>& y) {
@@ -388,6 +386,67 @@ TEST(LinearPrefill, W4A8SchemeErrorIsSmall) {
   }
 }
 
+// Extreme integer parts: every activation code at +-127 against weight codes all 0 or all 15 gives
+// |qa (q - 8)| = 1016 per product, 32512 per 32-element half-block and 65024 per block, the
+// largest magnitudes the integer core must hold exactly. The storage is built code by code (the
+// stable MNN form) and only reaches the kernels through pack_w4b64_generic.
+TEST(LinearPrefill, ExtremeCodesAreExactInBothKernels) {
+  const std::int64_t n = 7, k = 256, nb = k / 64, m = 5;
+  W4B64Storage st;
+  st.n = n;
+  st.k = k;
+  st.codes = AlignedBuffer<std::uint8_t>(sz(n * k / 2));
+  st.alpha = AlignedBuffer<float>(sz(n * nb * 2));
+  auto code_of = [](std::int64_t row, std::int64_t col) -> int {
+    switch (row) {
+      case 0: return 0;
+      case 1: return 15;
+      case 2: return col % 2 == 0 ? 0 : 15;
+      case 3: return col % 64 < 32 ? 0 : 15;
+      case 4: return 8;
+      case 5: return col % 64 < 32 ? 15 : 0;
+      default: return static_cast<int>((col * 5 + 3) % 16);
+    }
+  };
+  for (std::int64_t r = 0; r < n; ++r) {
+    for (std::int64_t c = 0; c < k; ++c) set_storage_code(st, r, c, code_of(r, c));
+    for (std::int64_t b = 0; b < nb; ++b) {
+      st.alpha[sz((r * nb + b) * 2)] = 0.125f * static_cast<float>((r + b) % 5 - 2);              // beta
+      st.alpha[sz((r * nb + b) * 2 + 1)] = std::ldexp(1.0f, -static_cast<int>(6 + (r + b) % 3));  // scale
+    }
+  }
+  for (std::int64_t r = 0; r < n; ++r)
+    for (std::int64_t c = 0; c < k; ++c) ASSERT_EQ(st.code(r, c), code_of(r, c));
+  const W4B64Packed packed = pack_w4b64_generic(st);
+  // Activation rows: all +1, all -1, alternating, +1 then -1 per half-block, and random.
+  std::vector<float> act(sz(m * k));
+  const std::vector<float> rnd = make_activations(1, k, 5);
+  for (std::int64_t c = 0; c < k; ++c) {
+    act[sz(0 * k + c)] = 1.0f;
+    act[sz(1 * k + c)] = -1.0f;
+    act[sz(2 * k + c)] = c % 2 == 0 ? 1.0f : -1.0f;
+    act[sz(3 * k + c)] = c % 64 < 32 ? 1.0f : -1.0f;
+    act[sz(4 * k + c)] = rnd[sz(c)];
+  }
+  WorkerPool pool(2);
+  const Acts a = quantize(act, m, k, false, pool);
+  for (std::int64_t c = 0; c < k; ++c) ASSERT_EQ(std::abs(a.codes[sz(c)]), 127);
+  const reference::LinearResult ref = reference_for(a, st, Epi{});
+  for (OutputLayout layout : kLayouts) {
+    for (int tile : {1, 32, 64}) {
+      expect_matches(run(a, packed, Epi{}, layout, tile, pool), layout, m, n, ref,
+                     std::string("extreme prefill ") + layout_name(layout) + " tile_n " + std::to_string(tile));
+    }
+  }
+  for (std::int64_t r = 0; r < m; ++r) {
+    const std::vector<float> row(act.begin() + r * k, act.begin() + (r + 1) * k);
+    const Acts d = quantize(row, 1, k, true, pool);
+    const reference::LinearResult dref = reference_for(d, st, Epi{});
+    expect_matches(run(d, packed, Epi{}, OutputLayout::kRowMajor, 64, pool), OutputLayout::kRowMajor, 1, n, dref,
+                   "extreme decode row " + std::to_string(r));
+  }
+}
+
 // Mutations: a kernel reading a wrong code/scale must be caught by the comparison.
 TEST(LinearPrefill, MutatedWeightCodeIsDetectedAtItsOutputColumn) {
   const std::int64_t m = 5, n = 9, k = 192;
@@ -446,7 +505,7 @@ TEST(LinearDecode, MutatedScaleOrBetaIsDetected) {
     const std::vector<float> out = run(a, pack_w4b64_generic(mutated), Epi{}, OutputLayout::kRowMajor, 16, pool);
     const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
     EXPECT_FALSE(cmp.pass) << (which ? "scale" : "beta");
-    EXPECT_EQ(cmp.worst_index, sz(row));
+    EXPECT_EQ(cmp.worst_index, row);
     expect_matches(out, OutputLayout::kRowMajor, 1, n, mref, which ? "scale" : "beta");
   }
 }
@@ -469,7 +528,7 @@ TEST(LinearDecode, CompareFailsWhenAnOutputIsOffByTwiceItsBound) {
       bad[i] = static_cast<float>(ref.y[i] + sign * 2.0 * ref.bound[i]);
       const reference::CompareResult cmp = reference::compare_to_reference(bad, ref.y, ref.bound);
       EXPECT_FALSE(cmp.pass) << i;
-      EXPECT_EQ(cmp.worst_index, i);
+      EXPECT_EQ(cmp.worst_index, static_cast<std::int64_t>(i));
       std::vector<float> ok = out;
       ok[i] = static_cast<float>(ref.y[i] + sign * 0.5 * ref.bound[i]);
       EXPECT_TRUE(reference::compare_to_reference(ok, ref.y, ref.bound).pass) << i;

@@ -337,7 +337,7 @@ TEST(W4B64Format, GenericPackRoundTripsThroughEmbeddingKernel) {
   generic::embedding_lookup_w4b64(packed, tokens.data(), n, out.data(), pool);
   const reference::LinearResult ref = reference::embedding_lookup(st, tokens.data(), n);
   const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
-  EXPECT_TRUE(cmp.pass) << "worst ratio " << cmp.worst_ratio << " at " << cmp.worst_index;
+  EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
 }
 
 TEST(W4B64Format, EverySingleCodeChangeMovesExactlyOneKernelOutput) {

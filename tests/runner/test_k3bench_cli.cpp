@@ -1,6 +1,9 @@
 // k3bench's command line: op listing, result document, exit codes per error class.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include <nlohmann/json.hpp>
 
 #include "k3bench_process.h"
@@ -87,6 +90,13 @@ struct BadInput {
   const char* message_part;
 };
 
+// Readable test names: the expected exit code and message, alphanumerics only.
+std::string bad_input_name(const ::testing::TestParamInfo<BadInput>& info) {
+  std::string name = "exit" + std::to_string(info.param.exit_code) + "_";
+  for (const char* p = info.param.message_part; *p; ++p) name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  return name + "_" + std::to_string(info.index);
+}
+
 class K3benchBadInput : public ::testing::TestWithParam<BadInput> {};
 
 TEST_P(K3benchBadInput, OneLineErrorAndDocumentedExitCode) {
@@ -111,7 +121,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--bogus-flag", 2, "bogus"},
         BadInput{"--op linear_decode --shape n=64,k=100", 3, "k=100 is not a multiple of 64"},
         BadInput{"--op linear_decode --shape n=0,k=64", 3, "n=0 is outside"},
-        BadInput{"--op linear_prefill --shape m=1048576,n=1048576,k=1048512", 3, "GiB"}));
+        BadInput{"--op linear_prefill --shape m=1048576,n=1048576,k=1048512", 3, "GiB"}),
+    bad_input_name);
 
 TEST(K3benchCli, AccuracyFailureIsReportedWithExitCode4) {
   auto r = run_k3bench(std::string(kSmallDecode) + " --json", "K3BENCH_FAULT=perturb-output");

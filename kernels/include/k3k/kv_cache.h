@@ -24,11 +24,13 @@
 namespace k3k {
 
 enum class KvDtype { f32, f16 };
+const char* to_string(KvDtype dtype);
 
 // Branch-free fp16 -> fp32 row conversion used by the kernels' fp16 load paths (vectorisable);
 // bitwise equal to fp16_to_fp32 for all 65536 inputs. The sign-less half bits shifted into place
 // read as a float 2^-112 times the value (normal and subnormal halves alike); multiplying by 2^112
-// is exact. Inf/NaN (exponent 31) are selected separately.
+// is exact (this assumes IEEE subnormal handling, i.e. no FTZ/DAZ, the default on every target).
+// Inf/NaN (exponent 31) are selected separately.
 inline void fp16_to_fp32_row(const fp16_t* __restrict src, float* __restrict dst, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) {
     const std::uint32_t h = src[i];
@@ -40,7 +42,6 @@ inline void fp16_to_fp32_row(const fp16_t* __restrict src, float* __restrict dst
     dst[i] = std::bit_cast<float>(bits | ((h & 0x8000u) << 16));
   }
 }
-const char* to_string(KvDtype dtype);
 
 struct KvCacheConfig {
   int n_kv_heads = 0;
