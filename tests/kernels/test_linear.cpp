@@ -30,6 +30,15 @@ std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 // Largest error/bound ratio seen by any comparison in this file (reported by the tests).
 double g_max_ratio = 0.0;
 
+// Prints the largest err/bound ratio of the whole run once all tests are done.
+class ReportMaxRatio : public testing::Environment {
+ public:
+  void TearDown() override {
+    if (g_max_ratio > 0.0) std::printf("[          ] Linear max err/bound over all checks: %.4f\n", g_max_ratio);
+  }
+};
+testing::Environment* const kReportMaxRatio = testing::AddGlobalTestEnvironment(new ReportMaxRatio);
+
 struct Weights {
   W4B64Storage storage;
   W4B64Packed packed;

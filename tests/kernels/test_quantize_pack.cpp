@@ -51,7 +51,8 @@ PackedActivations pack_decode(const float* a, std::int64_t k) {
 }
 
 // Codes must equal the float64 reference, except that the kernel may land on the other side of a
-// rounding tie. Derivation: the kernel computes fl(a * fl(127/absmax)) = x (1+d1)(1+d2), |di| <= u,
+// rounding tie. Derivation: the kernel computes fl(a * fl(127/absmax)) = x (1+d1)(1+d2), |di| <= u
+// (for rows below 127/FLT_MAX, a and absmax are first scaled by 2^64, exactly, which changes nothing),
 // where x = 127 a / absmax, |x| <= 127; so it is within |x|(2u + u^2) <= 127 * 2^-23 < 2^-16 of x
 // (the reference's own x = a / (absmax/127) in double errs by ~2^-46). A code can therefore differ
 // from round-half-even(x) only when x is within 2^-16 of a .5 tie, and then by exactly one, to the
@@ -262,25 +263,24 @@ TEST(QuantizePack, SmallMagnitudeRowsMatchReference) {
 }
 
 TEST(QuantizePack, TinyMagnitudeRowMatchesReference) {
-  // Rows whose absmax is below 127/FLT_MAX (~3.73e-37), including subnormal rows, are valid input
-  // and the float64 reference quantises them like any other row. In float, 127.0f/absmax overflows
-  // to +inf there, so a * inv is +-inf and every non-zero code saturates to +-127. (A zero element
-  // of such a row would even give 0 * inf = NaN, converted to int8/int32: undefined behaviour that
-  // UBSan turns into an abort via the block-sum overflow, so this test uses non-zero elements only
-  // and fails by assertion instead.)
-  for (float mag : {3e-37f, 1e-38f, 1e-40f}) {
+  // Rows whose absmax is below 127/FLT_MAX (~3.73e-37), subnormal rows included, are valid input
+  // and the float64 reference quantises them like any other row. (127.0f/absmax overflows to +inf
+  // there: a kernel that used it directly would saturate every non-zero code to +-127 and turn zero
+  // elements into NaN -> int8, undefined behaviour.) Magnitudes on both sides of the threshold.
+  for (float mag : {3.8e-37f, 3.7e-37f, 3e-37f, 1e-38f, 1e-40f, 1e-44f}) {
     SCOPED_TRACE(testing::Message() << "magnitude " << mag);
-    std::vector<float> a(128, 0.0f);
-    for (int i = 0; i < 128; ++i) {
-      a[sz(i)] = mag * static_cast<float>((i % 6) + 1) / 6.0f * (i % 2 ? -1.0f : 1.0f);
-      ASSERT_NE(a[sz(i)], 0.0f);
+    std::vector<float> a(192, 0.0f);
+    for (int i = 0; i < 192; ++i) {
+      // Non-zero values in [mag/6, mag] of both signs, plus exact zeros in the last block.
+      a[sz(i)] = i >= 160 && i % 3 == 0 ? 0.0f : mag * static_cast<float>((i % 6) + 1) / 6.0f * (i % 2 ? -1.0f : 1.0f);
     }
-    const PackedActivations d = pack_decode(a.data(), 128);
-    expect_codes_match_reference(d, a.data(), 1, 128);
-    expect_sums_and_scales(d, a.data(), 1, 128);
+    const PackedActivations d = pack_decode(a.data(), 192);
+    expect_codes_match_reference(d, a.data(), 1, 192);
+    expect_sums_and_scales(d, a.data(), 1, 192);
     WorkerPool pool(1);
-    const PackedActivations p = pack_prefill(a, 1, 128, pool);
-    expect_codes_match_reference(p, a.data(), 1, 128);
+    const PackedActivations p = pack_prefill(a, 1, 192, pool);
+    expect_codes_match_reference(p, a.data(), 1, 192);
+    expect_sums_and_scales(p, a.data(), 1, 192);
   }
 }
 
