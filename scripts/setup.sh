@@ -11,7 +11,27 @@ packages=(
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libsqlite3-dev libboost-dev libspdlog-dev
   clang-format
+  # riscv64 cross builds (RVV layer), run under qemu-user; dpkg-dev for `apt-get source`.
+  clang-16 g++-riscv64-linux-gnu qemu-user dpkg-dev
 )
+
+# Google Benchmark for riscv64 is built from Debian's source package (scripts/build-riscv-deps.sh),
+# which needs deb-src entries. They are derived from the machine's own binary-package sources,
+# so the same mirror serves both.
+ensure_deb_src() {
+  local src=/etc/apt/sources.list.d/k3tune-deb-src.sources
+  local src_list=/etc/apt/sources.list.d/k3tune-deb-src.list
+  [ -f "$src" ] || [ -f "$src_list" ] && return 1
+  grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ && return 1
+  grep -qs '^deb-src ' /etc/apt/sources.list && return 1
+  [ "$(id -u)" -eq 0 ] || { echo "setup.sh: deb-src entries needed (run as root)" >&2; exit 1; }
+  if [ -f /etc/apt/sources.list.d/debian.sources ]; then
+    sed -E 's/^Types:.*/Types: deb-src/' /etc/apt/sources.list.d/debian.sources > "$src"
+  else
+    grep -E '^deb ' /etc/apt/sources.list | sed 's/^deb /deb-src /' > "$src_list"
+  fi
+  return 0
+}
 
 missing=()
 for p in "${packages[@]}"; do
@@ -19,7 +39,12 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+added_src=0
+ensure_deb_src && added_src=1
+if [ ${#missing[@]} -eq 0 ]; then
+  [ $added_src -eq 1 ] && apt-get update -qq
+  exit 0
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "setup.sh: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
@@ -28,6 +53,7 @@ fi
 echo "setup.sh: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
 # A fresh machine has no package lists; refresh them once when the install cannot find a package.
+[ $added_src -eq 1 ] && apt-get update -qq
 if ! apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -16,6 +16,7 @@ void validate(const DecodeTiling& tiling, const char* op) {
   }
 }
 
+namespace generic {
 void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_heads,
                       std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling,
                       float scale) {
@@ -125,5 +126,6 @@ void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_he
     for (int d = 0; d < hd; ++d) o[d] = o[d] / l;
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

@@ -58,6 +58,7 @@ void online_block(const float* q, const float* const* kp, const float* const* vp
 
 }  // namespace
 
+namespace generic {
 void attention_prefill(const KvCache& cache, std::span<const float> q, std::int64_t tokens,
                        int n_q_heads, std::span<float> out, WorkerPool& pool,
                        const AttentionTiling& tiling, float scale) {
@@ -157,5 +158,6 @@ void attention_prefill(const KvCache& cache, std::span<const float> q, std::int6
     }
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

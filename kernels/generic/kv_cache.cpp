@@ -117,6 +117,7 @@ void write_rows(KvCache& cache, const float* k, const float* v, const RopeTable&
 
 }  // namespace
 
+namespace generic {
 void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> v,
                std::int64_t tokens, WorkerPool& pool) {
   validate_append(cache, k.size(), v.size(), tokens, "kv_append");
@@ -149,5 +150,6 @@ void kv_append_one(KvCache& cache, std::span<const float> k, std::span<const flo
   });
   cache.set_length(cache.length() + 1);
 }
+}  // namespace generic
 
 }  // namespace k3k

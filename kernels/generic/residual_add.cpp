@@ -11,6 +11,7 @@ namespace {
 constexpr std::int64_t kElementsPerTask = 32768;
 }  // namespace
 
+namespace generic {
 void residual_add(std::span<const float> a, std::span<const float> b, std::span<float> out,
                   std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
   if (rows < 0) fail("residual_add: rows (", rows, ") is negative");
@@ -41,5 +42,6 @@ void residual_add(std::span<const float> a, std::span<const float> b, std::span<
     for (std::int64_t i = begin; i < end; ++i) po[i] = pa[i] + pb[i];
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

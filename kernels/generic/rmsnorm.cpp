@@ -12,6 +12,7 @@ namespace {
 constexpr std::int64_t kElementsPerTask = 16384;  // rows are grouped so a task is ~64 KiB of input
 }  // namespace
 
+namespace generic {
 void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<float> out,
              std::int64_t rows, int dim, float eps, WorkerPool& pool) {
   if (rows < 0) fail("rmsnorm: rows (", rows, ") is negative");
@@ -45,5 +46,6 @@ void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<
     }
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

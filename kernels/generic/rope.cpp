@@ -90,6 +90,7 @@ void rope_rotate(const float* src, float* dst, int head_dim, int half, const flo
   }
 }
 
+namespace generic {
 void rope_apply(std::span<float> x, std::int64_t tokens, int heads, int head_dim,
                 std::int64_t first_pos, const RopeConfig& rope, WorkerPool& pool) {
   validate_rope(rope, head_dim, "rope_apply");
@@ -116,5 +117,6 @@ void rope_apply(std::span<float> x, std::int64_t tokens, int heads, int head_dim
     }
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

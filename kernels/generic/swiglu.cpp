@@ -12,6 +12,7 @@ namespace {
 constexpr std::int64_t kElementsPerTask = 16384;
 }  // namespace
 
+namespace generic {
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> out,
             std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
   if (rows < 0) fail("swiglu: rows (", rows, ") is negative");
@@ -46,5 +47,6 @@ void swiglu(std::span<const float> gate, std::span<const float> up, std::span<fl
     }
   });
 }
+}  // namespace generic
 
 }  // namespace k3k

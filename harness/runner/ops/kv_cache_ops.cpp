@@ -38,8 +38,8 @@ class KvAppendCase final : public OpCase {
 
   void run_once() override {
     cache_.set_length(past_);
-    if (tokens_ == 1) k3k::kv_append_one(cache_, k_, v_, pool_);
-    else k3k::kv_append(cache_, k_, v_, tokens_, pool_);
+    if (tokens_ == 1) k3k::generic::kv_append_one(cache_, k_, v_, pool_);
+    else k3k::generic::kv_append(cache_, k_, v_, tokens_, pool_);
   }
 
   Traffic traffic() const override {

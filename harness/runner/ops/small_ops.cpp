@@ -30,9 +30,9 @@ class ElementwiseCase final : public OpCase {
   }
 
   void run_once() override {
-    if (op_ == "rmsnorm") k3k::rmsnorm(x_.span(), y_.span(), out_.span(), rows_, static_cast<int>(dim_), kEps, pool_);
-    else if (op_ == "swiglu") k3k::swiglu(x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
-    else k3k::residual_add(x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
+    if (op_ == "rmsnorm") k3k::generic::rmsnorm(x_.span(), y_.span(), out_.span(), rows_, static_cast<int>(dim_), kEps, pool_);
+    else if (op_ == "swiglu") k3k::generic::swiglu(x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
+    else k3k::generic::residual_add(x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
   }
 
   Traffic traffic() const override {

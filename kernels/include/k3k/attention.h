@@ -43,6 +43,7 @@ float default_attention_scale(int head_dim);
 void validate(const AttentionTiling& tiling, const char* op);
 void validate(const DecodeTiling& tiling, const char* op);
 
+namespace generic {
 // Prefill: q, out are [tokens][n_q_heads][head_dim]; the queries are the LAST `tokens` positions
 // of the cache, first_pos = cache.length() - tokens (append their K/V with kv_append first).
 // scale <= 0 selects default_attention_scale(head_dim).
@@ -55,5 +56,6 @@ void attention_prefill(const KvCache& cache, std::span<const float> q, std::int6
 void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_heads,
                       std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling = {},
                       float scale = 0.0f);
+}  // namespace generic
 
 }  // namespace k3k

@@ -101,6 +101,7 @@ class KvCache {
   AlignedBuffer<fp16_t> k16_, v16_;
 };
 
+namespace generic {
 // Prefill append: k and v are [tokens][n_kv_heads][head_dim] fp32, K UNROTATED. Token t gets
 // position length() + t: K is rotated with the cache's RoPE at that position and stored (rounded to
 // fp16 for f16 caches); V is copied (or rounded to fp16). Then length() += tokens.
@@ -114,5 +115,6 @@ void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> 
 // with tokens = 1, without the prefill path's parallel table build.
 void kv_append_one(KvCache& cache, std::span<const float> k, std::span<const float> v,
                    WorkerPool& pool);
+}  // namespace generic
 
 }  // namespace k3k

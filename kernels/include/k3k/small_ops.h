@@ -16,6 +16,7 @@ namespace k3k {
 // The float64 references derive their error bounds from this structure.
 inline constexpr int kGenericReductionLanes = 16;
 
+namespace generic {
 // y[r][i] = x[r][i] / sqrt(mean_i(x[r][i]^2) + eps) * weight[i] for r < rows, i < dim.
 // Also the per-head QK norm: rows = tokens * heads, dim = head_dim. (Models whose norm scales by
 // (1 + w) pass the pre-added weight.)
@@ -29,5 +30,6 @@ void swiglu(std::span<const float> gate, std::span<const float> up, std::span<fl
 // out = a + b elementwise over [rows][dim] (out may be a or b).
 void residual_add(std::span<const float> a, std::span<const float> b, std::span<float> out,
                   std::int64_t rows, std::int64_t dim, WorkerPool& pool);
+}  // namespace generic
 
 }  // namespace k3k
