@@ -1,0 +1,89 @@
+#include "k3k/dispatch.h"
+
+#include <stdexcept>
+
+#if defined(__riscv) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
+
+namespace k3k {
+
+const char* to_string(KernelPath path) {
+  switch (path) {
+    case KernelPath::kGeneric: return "generic";
+    case KernelPath::kRvv: return "rvv";
+    case KernelPath::kIme2: return "ime2";
+  }
+  return "?";
+}
+
+std::optional<KernelPath> parse_kernel_path(std::string_view name) {
+  if (name == "generic") return KernelPath::kGeneric;
+  if (name == "rvv") return KernelPath::kRvv;
+  if (name == "ime2") return KernelPath::kIme2;
+  return std::nullopt;
+}
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = [] {
+    CpuFeatures f;
+#if defined(__riscv) && defined(__linux__)
+    // The kernel reports single-letter extensions as hwcap bits; 'V' means RVV 1.0 is enabled
+    // for this process (reading vlenb without it would trap).
+    const unsigned long hwcap = getauxval(AT_HWCAP);
+    f.vector = (hwcap & (1ul << ('V' - 'A'))) != 0;
+#if defined(__riscv_vector)
+    if (f.vector) {
+      unsigned long vlenb = 0;
+      asm volatile("csrr %0, vlenb" : "=r"(vlenb));
+      f.vlenb = static_cast<int>(vlenb);
+    }
+#endif
+#endif
+    return f;
+  }();
+  return features;
+}
+
+bool path_compiled(KernelPath path) {
+  switch (path) {
+    case KernelPath::kGeneric: return true;
+    case KernelPath::kRvv:
+#if defined(K3_HAVE_RVV)
+      return true;
+#else
+      return false;
+#endif
+    case KernelPath::kIme2:
+      return false;  // the IME2 layer arrives with its own build option
+  }
+  return false;
+}
+
+namespace {
+std::optional<std::string> unusable_because(KernelPath path) {
+  if (!path_compiled(path)) return std::string(to_string(path)) + " layer not compiled into this binary";
+  if (path == KernelPath::kRvv && !cpu_features().vector) return std::string("CPU has no RVV (hwcap V unset)");
+  return std::nullopt;
+}
+}  // namespace
+
+PathDecision decide_path(std::optional<KernelPath> requested) {
+  if (requested) {
+    if (auto why = unusable_because(*requested)) {
+      throw std::invalid_argument("path " + std::string(to_string(*requested)) + " unavailable: " + *why);
+    }
+    return {*requested, "forced"};
+  }
+  std::string skipped;
+  for (KernelPath p : {KernelPath::kIme2, KernelPath::kRvv}) {
+    if (auto why = unusable_because(p)) {
+      skipped += (skipped.empty() ? "" : "; ") + *why;
+      continue;
+    }
+    return {p, "best available"};
+  }
+  return {KernelPath::kGeneric, "fallback: " + skipped};
+}
+
+}  // namespace k3k
