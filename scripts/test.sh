@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds the Release tree (kernels, k3bench,
-# tests) and an ASan+UBSan tree of the kernel tests, then runs ctest in both.
+# tests), an ASan+UBSan tree of the kernel tests, and the riscv64 RVV tree whose tests run under
+# qemu-user at VLEN 256 and 1024; then runs ctest in all three.
+# K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
+bash "$root/scripts/build-riscv-deps.sh"
 jobs=$(nproc)
 
 echo "== build: release (build/test)"
@@ -13,6 +16,10 @@ echo "== build: asan+ubsan (build/asan)"
 cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON \
   -DK3_BUILD_RUNNER=OFF >/dev/null
 cmake --build "$root/build/asan" -j"$jobs"
+echo "== build: riscv64 rvv (build/rvv)"
+cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
+cmake --build "$root/build/rvv" -j"$jobs"
 
 status=0
 echo "== tests: release"
@@ -20,4 +27,8 @@ echo "== tests: release"
 echo "== tests: asan+ubsan (kernel unit tests)"
 (cd "$root/build/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -L kernels) || status=1
+echo "== tests: riscv64 under qemu-user (RVV layer vs generic)"
+labels=qemu
+[ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
+(cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels)\$") || status=1
 exit $status

@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "k3k/dispatch.h"
+
 namespace k3bench {
 namespace {
 
@@ -50,13 +52,8 @@ std::vector<int> allowed_cpus() {
 }
 
 nlohmann::json vlenb() {
-#if defined(__riscv_vector)
-  unsigned long v = 0;
-  asm volatile("csrr %0, vlenb" : "=r"(v));
-  return v;
-#else
-  return nullptr;  // no RISC-V vector unit in this build
-#endif
+  const auto& cpu = k3k::cpu_features();
+  return cpu.vector ? nlohmann::json(cpu.vlenb) : nlohmann::json(nullptr);  // null: no RVV
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
@@ -12,6 +13,7 @@
 #include "dump.h"
 #include "environment.h"
 #include "errors.h"
+#include "k3k/dispatch.h"
 #include "measure.h"
 #include "op_case.h"
 #include "report.h"
@@ -23,8 +25,9 @@ constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  success (accuracy within bound)\n"
     "  2  usage: bad option, unknown op, missing/unknown shape or parameter key, parameter out of range\n"
-    "  3  unsupported shape: valid syntax but the kernels cannot run it (K not a multiple of 64,\n"
-    "     a size <= 0 or above its limit, more memory than available)\n"
+    "  3  unsupported: valid syntax but this binary or CPU cannot run it (K not a multiple of 64,\n"
+    "     a size <= 0 or above its limit, more memory than available, a --path not built in or\n"
+    "     not supported by the CPU)\n"
     "  4  accuracy failure: the output broke the float64 reference bound (the JSON still prints)\n"
     "  5  internal error (a bug, or an I/O failure writing --dump)\n";
 
@@ -32,7 +35,7 @@ struct Options {
   bool list_ops = false;
   bool json = false;
   bool no_header = false;
-  std::string op, shape, params, check = "sample", dump_dir;
+  std::string op, shape, params, check = "sample", dump_dir, path = "auto";
   MeasureOptions measure;
   std::uint64_t seed = 1;
 };
@@ -75,8 +78,17 @@ int run_case(const Options& o) {
     for (const auto& x : all_ops()) names += (names.empty() ? "" : ", ") + x.name;
     throw UsageError(fmt::format("--op: unknown op '{}' (known: {})", o.op, names));
   }
+  std::optional<k3k::KernelPath> requested;
+  if (o.path != "auto") requested = k3k::parse_kernel_path(o.path);
+  k3k::PathDecision decision;
+  try {
+    decision = k3k::decide_path(requested);
+  } catch (const std::invalid_argument& e) {
+    throw UnsupportedShape(std::string("--path: ") + e.what());
+  }
   CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
-                KeyValues(op->params, parse_kv_list(o.params, "--params"), "--params", false), o.seed};
+                KeyValues(op->params, parse_kv_list(o.params, "--params"), "--params", false), o.seed,
+                decision.path};
   const long long need = op->footprint(in.shape, in.params);
   const long long avail = available_memory_bytes();
   if (avail > 0 && need > avail * 8 / 10) {
@@ -90,8 +102,10 @@ int run_case(const Options& o) {
     throw UnsupportedShape(e.what());  // kernel-side validation of the shape
   }
 
+  c->set_path(decision.path);
   Result r;
   r.op = op->name;
+  r.dispatch = {{"requested", o.path}, {"path", c->path()}, {"reason", decision.reason}};
   r.shape = in.shape.to_json();
   r.params = c->params_used();
   r.path = c->path();
@@ -143,6 +157,8 @@ int main(int argc, char** argv) {
   app.add_option("--check", o.check, "accuracy check: sample (spread rows), full, none")
       ->check(CLI::IsMember({"sample", "full", "none"}));
   app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
+  app.add_option("--path", o.path, "kernel layer: auto (best available: ime2, rvv, generic), or force one")
+      ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -165,7 +181,7 @@ int main(int argc, char** argv) {
     std::cerr << "k3bench: " << e.what() << "\n";
     return kExitUsage;
   } catch (const UnsupportedShape& e) {
-    std::cerr << "k3bench: unsupported shape: " << e.what() << "\n";
+    std::cerr << "k3bench: unsupported: " << e.what() << "\n";
     return kExitUnsupported;
   } catch (const std::exception& e) {
     std::cerr << "k3bench: internal error: " << e.what() << "\n";

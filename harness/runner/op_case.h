@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "args.h"
+#include "k3k/dispatch.h"
 #include "k3k/worker_pool.h"
 
 namespace k3bench {
@@ -54,14 +55,20 @@ class OpCase {
   virtual Accuracy check(bool full) = 0;
   // Parameters actually used (defaults resolved, e.g. "auto" replaced by the chosen value).
   virtual nlohmann::json params_used() const = 0;
-  virtual std::string path() const { return "generic"; }
+  // The kernel layer the case runs (set by the driver before check/run), or "none" for probes.
+  virtual std::string path() const { return k3k::to_string(path_); }
+  void set_path(k3k::KernelPath path) { path_ = path; }
   virtual std::vector<DumpArray> dump_arrays() const = 0;
+
+ protected:
+  k3k::KernelPath path_ = k3k::KernelPath::kGeneric;
 };
 
 struct CaseInputs {
   KeyValues shape;
   KeyValues params;
   std::uint64_t seed;
+  k3k::KernelPath path;  // also used for setup work done by kernels (e.g. filling a KV cache)
 };
 
 struct OpInfo {

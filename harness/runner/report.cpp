@@ -38,6 +38,7 @@ nlohmann::json result_json(const Result& r) {
   j["shape"] = r.shape;
   j["params"] = r.params;
   j["path"] = r.path;
+  j["dispatch"] = r.dispatch;
   j["seed"] = r.seed;
   j["traffic"] = {{"weight_bytes", r.traffic.weight_bytes},
                   {"activation_bytes", r.traffic.activation_bytes},

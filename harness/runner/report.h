@@ -16,6 +16,7 @@ struct Result {
   std::string op;
   nlohmann::json shape, params;
   std::string path;
+  nlohmann::json dispatch;  // requested path, path taken, reason
   std::uint64_t seed = 0;
   Traffic traffic;
   std::optional<Accuracy> accuracy;

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
+#include "k3k/ops.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 
@@ -81,11 +82,11 @@ class LinearCase final : public OpCase {
     const k3k::W4B64Packed& w = weights_[static_cast<std::size_t>(next_copy_)];
     next_copy_ = (next_copy_ + 1) % copies_;
     if (decode_) {
-      k3k::generic::quantize_pack_decode(a_.data(), act_);
-      k3k::generic::linear_decode_w4b64(act_, w, ep_, out_.data(), pool_, tiling_);
+      k3k::ops::quantize_pack_decode(path_, a_.data(), act_);
+      k3k::ops::linear_decode_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
     } else {
-      k3k::generic::quantize_pack_prefill(a_.data(), act_, pool_);
-      k3k::generic::linear_prefill_w4b64(act_, w, ep_, out_.data(), pool_, tiling_);
+      k3k::ops::quantize_pack_prefill(path_, a_.data(), act_, pool_);
+      k3k::ops::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
     }
   }
 

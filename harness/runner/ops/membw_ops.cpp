@@ -81,7 +81,7 @@ class MembwCase final : public OpCase {
   nlohmann::json params_used() const override {
     return {{"workers", pool_.size()}, {"mode", mode_}, {"chunk_bytes", kChunkFloats * 4}};
   }
-  std::string path() const override { return "generic"; }
+  std::string path() const override { return "none"; }  // a probe, not a kernel
   std::vector<DumpArray> dump_arrays() const override { return {}; }
 
  private:
