@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Dynamic instruction counts per call of every op, RVV path vs generic path, on the same riscv64
+# k3bench under qemu-user (a deterministic proxy for speed until a board is available).
+# Counting: a TCG plugin (scripts/qemu-insn-count/insn_count.c) built against qemu-plugin.h from
+# Debian's qemu source package. Per call = (count with 3 timed calls - count with 1) / 2, which
+# cancels setup, the accuracy check and process start. One worker, so counts are exact.
+# Usage: scripts/count-instructions.sh [vlen]   (default 1024)
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+vlen=${1:-1024}
+bash "$root/scripts/setup.sh"
+bash "$root/scripts/build-riscv-deps.sh"
+
+third="$root/build/third_party"
+plugin="$third/qemu-plugin/libinsn_count.so"
+if [ ! -f "$plugin" ]; then
+  mkdir -p "$third/src/qemu" "$third/qemu-plugin"
+  (cd "$third/src/qemu" && { ls qemu_*.orig.tar.* >/dev/null 2>&1 || apt-get source --download-only qemu >/dev/null 2>&1; })
+  header=$(tar -tf "$third"/src/qemu/qemu_*.orig.tar.* | grep -m1 'include/qemu/qemu-plugin.h$')
+  tar -xf "$third"/src/qemu/qemu_*.orig.tar.* -C "$third/src/qemu" "$header"
+  gcc -O2 -shared -fPIC -I"$third/src/qemu/$(dirname "$(dirname "$header")")" \
+    "$root/scripts/qemu-insn-count/insn_count.c" -o "$plugin"
+fi
+
+build="$root/build/rvv"
+cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
+cmake --build "$build" -j"$(nproc)" --target k3bench >/dev/null
+k3bench="$build/harness/runner/k3bench"
+
+count() {  # path iterations op shape -> "insns vector_insns"
+  local out; out=$(mktemp)
+  qemu-riscv64 -cpu "rv64,v=true,vlen=$vlen,elen=64,vext_spec=v1.0" \
+    -plugin "$plugin,outfile=$out" "$k3bench" --op "$3" --shape "$4" --params workers=1 \
+    --path "$1" --reps 1 --warmup 0 --iterations "$2" --check none --json >/dev/null
+  sed -E 's/insns=([0-9]+) vector_insns=([0-9]+)/\1 \2/' "$out"
+  rm -f "$out"
+}
+
+printf '%-20s %-44s %14s %14s %8s %8s\n' op "shape (Qwen3-1.7B)" "generic/call" "rvv/call" "ratio" "rvv %vec"
+while read -r op shape; do
+  [ -z "$op" ] && continue
+  read -r g1 _ <<<"$(count generic 1 "$op" "$shape")"
+  read -r g3 _ <<<"$(count generic 3 "$op" "$shape")"
+  read -r r1 v1 <<<"$(count rvv 1 "$op" "$shape")"
+  read -r r3 v3 <<<"$(count rvv 3 "$op" "$shape")"
+  g=$(( (g3 - g1) / 2 )); r=$(( (r3 - r1) / 2 )); v=$(( (v3 - v1) / 2 ))
+  awk -v op="$op" -v s="$shape" -v g="$g" -v r="$r" -v v="$v" \
+    'BEGIN { printf "%-20s %-44s %14d %14d %7.1fx %7.1f%%\n", op, s, g, r, (r > 0 ? g / r : 0), (r > 0 ? 100 * v / r : 0) }'
+done <<'EOF_OPS'
+quant_pack_decode  k=2048
+quant_pack_prefill m=16,k=2048
+linear_decode      n=2048,k=2048
+linear_prefill     m=16,n=2048,k=2048
+embedding          tokens=16,vocab=1024,dim=2048
+attn_prefill       seq=64,q_heads=16,kv_heads=8,head_dim=128
+attn_decode        ctx=1024,q_heads=16,kv_heads=8,head_dim=128
+kv_append          tokens=64,past=0,kv_heads=8,head_dim=128
+kv_append          tokens=1,past=1023,kv_heads=8,head_dim=128
+rmsnorm            rows=1,dim=2048
+swiglu             rows=1,dim=6144
+residual_add       rows=1,dim=2048
+EOF_OPS
