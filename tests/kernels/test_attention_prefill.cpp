@@ -3,6 +3,8 @@
 // determinism across worker counts and q_tile; mutations; argument errors.
 #include <gtest/gtest.h>
 
+#include "support/test_data.h"
+
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -17,24 +19,10 @@
 
 namespace {
 
+using k3test::random_floats;
+using k3test::thrown_message;
+
 namespace ref = k3k::reference;
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
-  k3k::SeededRandom rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
-  return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
-}
 
 struct PrefillCase {
   const char* name;

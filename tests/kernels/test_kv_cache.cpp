@@ -2,6 +2,8 @@
 // placement, decode append == bulk append bit for bit, worker-count determinism, argument errors.
 #include <gtest/gtest.h>
 
+#include "support/test_data.h"
+
 #include <bit>
 #include <cstring>
 #include <string>
@@ -16,24 +18,10 @@
 
 namespace {
 
+using k3test::random_floats;
+using k3test::thrown_message;
+
 namespace ref = k3k::reference;
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
-  k3k::SeededRandom rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
-  return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
-}
 
 // Stored row of (head, pos) as floats.
 std::vector<float> stored_row(const k3k::KvCache& c, bool key, int head, std::int64_t pos) {

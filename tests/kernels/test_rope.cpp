@@ -2,6 +2,8 @@
 // mutations the check must catch, argument validation.
 #include <gtest/gtest.h>
 
+#include "support/test_data.h"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,24 +17,10 @@
 
 namespace {
 
+using k3test::random_floats;
+using k3test::thrown_message;
+
 namespace ref = k3k::reference;
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
-  k3k::SeededRandom rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
-  return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
-}
 
 struct RopeCase {
   const char* name;

@@ -2,6 +2,8 @@
 // derived bounds; in-place use; determinism across worker counts; mutations; argument errors.
 #include <gtest/gtest.h>
 
+#include "support/test_data.h"
+
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -15,6 +17,8 @@
 
 namespace {
 
+using k3test::thrown_message;
+
 namespace ref = k3k::reference;
 
 std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double mean = 0.0,
@@ -23,16 +27,6 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double mean 
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(rng.normal(mean, stddev));
   return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
 }
 
 bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
