@@ -101,6 +101,23 @@ AttentionErrorModel generic_decode_error_model(int head_dim, const DecodeTiling&
   return {generic_dot_depth(head_dim), tiling.chunk};
 }
 
+std::int64_t rvv_dot_depth(std::int64_t n, int vlenb) {
+  if (vlenb < 16 || (vlenb & (vlenb - 1)) != 0) {
+    fail("reference::rvv_dot_depth: vlenb (", vlenb, ") must be a power of two >= 16");
+  }
+  if (n < 1) fail("reference::rvv_dot_depth: n (", n, ") must be positive");
+  return ceil_div(n, vlenb) + 2 + vlenb / 4;
+}
+
+AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling& tiling,
+                                            int vlenb) {
+  return {rvv_dot_depth(head_dim, vlenb), tiling.kv_block};
+}
+
+AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling, int vlenb) {
+  return {rvv_dot_depth(head_dim, vlenb), tiling.chunk};
+}
+
 // ---- attention --------------------------------------------------------------------------------
 //
 // Error bound for one output vector o (query row against keys j = 1..T), per component d.

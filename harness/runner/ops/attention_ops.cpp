@@ -52,11 +52,16 @@ class AttentionCase final : public OpCase {
 
   Accuracy check(bool) override {
     run_once();
-    const auto ref =
-        decode_ ? k3k::reference::attention_decode(ref_cache_, q_, q_heads_,
-                                                    k3k::reference::generic_decode_error_model(config_.head_dim, decode_tiling_))
-                : k3k::reference::attention_prefill(ref_cache_, q_, seq_, q_heads_,
-                                                     k3k::reference::generic_prefill_error_model(config_.head_dim, tiling_));
+    // Each layer's bound uses its own summation depth (the RVV reductions depend on vlenb).
+    const bool rvv = path_ == k3k::KernelPath::kRvv;
+    const int vlenb = k3k::cpu_features().vlenb;
+    const int d = config_.head_dim;
+    const auto model = decode_ ? (rvv ? k3k::reference::rvv_decode_error_model(d, decode_tiling_, vlenb)
+                                      : k3k::reference::generic_decode_error_model(d, decode_tiling_))
+                               : (rvv ? k3k::reference::rvv_prefill_error_model(d, tiling_, vlenb)
+                                      : k3k::reference::generic_prefill_error_model(d, tiling_));
+    const auto ref = decode_ ? k3k::reference::attention_decode(ref_cache_, q_, q_heads_, model)
+                             : k3k::reference::attention_prefill(ref_cache_, q_, seq_, q_heads_, model);
     return compare_outputs(out_.span(), ref.out, ref.bound,
                            "float64 attention over a float64 cache built from the same unrotated inputs",
                            static_cast<std::int64_t>(out_.size()));
