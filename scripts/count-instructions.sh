@@ -16,9 +16,9 @@ plugin="$third/qemu-plugin/libinsn_count.so"
 if [ ! -f "$plugin" ]; then
   mkdir -p "$third/src/qemu" "$third/qemu-plugin"
   (cd "$third/src/qemu" && { ls qemu_*.orig.tar.* >/dev/null 2>&1 || apt-get source --download-only qemu >/dev/null 2>&1; })
-  header=$(tar -tf "$third"/src/qemu/qemu_*.orig.tar.* | grep -m1 'include/qemu/qemu-plugin.h$')
-  tar -xf "$third"/src/qemu/qemu_*.orig.tar.* -C "$third/src/qemu" "$header"
-  gcc -O2 -shared -fPIC -I"$third/src/qemu/$(dirname "$(dirname "$header")")" \
+  tar -xf "$third"/src/qemu/qemu_*.orig.tar.* -C "$third/src/qemu" --wildcards '*/include/qemu/qemu-plugin.h'
+  header=$(find "$third/src/qemu" -path '*/include/qemu/qemu-plugin.h' | head -n 1)
+  gcc -O2 -shared -fPIC -I"$(dirname "$(dirname "$header")")" \
     "$root/scripts/qemu-insn-count/insn_count.c" -o "$plugin"
 fi
 
