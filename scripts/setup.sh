@@ -9,7 +9,7 @@ packages=(
   cmake ninja-build g++ make git pkg-config
   libbenchmark-dev libgtest-dev libgmock-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
-  libsqlite3-dev libboost-dev libspdlog-dev
+  libsqlite3-dev libboost-dev libspdlog-dev libssl-dev
   clang-format
   # riscv64 cross builds (RVV layer), run under qemu-user; dpkg-dev for `apt-get source`.
   clang-16 g++-riscv64-linux-gnu qemu-user dpkg-dev

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds the Release tree (kernels, k3bench,
-# tests), an ASan+UBSan tree of the kernel tests, and the riscv64 RVV tree whose tests run under
-# qemu-user at VLEN 256 and 1024; then runs ctest in all three.
+# tests), an ASan+UBSan tree of the kernel tests, the riscv64 RVV tree whose tests run under
+# qemu-user at VLEN 256 and 1024, and two riscv64 IME2 trees: ime2-emu (IME2 instructions emulated
+# in software, so the IME2 kernels run under qemu) and ime2 (real instructions: checked in the
+# binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest.
 # K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -20,6 +22,15 @@ echo "== build: riscv64 rvv (build/rvv)"
 cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
 cmake --build "$root/build/rvv" -j"$jobs"
+echo "== build: riscv64 ime2, emulated (build/ime2-emu)"
+cmake -S "$root" -B "$root/build/ime2-emu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON >/dev/null
+cmake --build "$root/build/ime2-emu" -j"$jobs"
+echo "== build: riscv64 ime2, real instructions (build/ime2)"
+cmake -S "$root" -B "$root/build/ime2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF \
+  -DK3_BUILD_RUNNER=OFF >/dev/null
+cmake --build "$root/build/ime2" -j"$jobs"
 
 status=0
 echo "== tests: release"
@@ -30,5 +41,10 @@ echo "== tests: asan+ubsan (kernel unit tests)"
 echo "== tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
-(cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels)\$") || status=1
+(cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
+echo "== tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and the reference)"
+(cd "$root/build/ime2-emu" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
+echo "== tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
+(cd "$root/build/ime2" && ctest --output-on-failure -j"$jobs" -L '^binary$' && \
+  ctest --output-on-failure -R '^kernels_qemu_vlen1024$') || status=1
 exit $status

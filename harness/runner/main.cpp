@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "dump.h"
+#include "extra_work.h"
+#include "perf_counters.h"
 #include "environment.h"
 #include "errors.h"
 #include "k3k/dispatch.h"
@@ -38,6 +40,7 @@ struct Options {
   std::string op, shape, params, check = "sample", dump_dir, path = "auto";
   MeasureOptions measure;
   std::uint64_t seed = 1;
+  double extra_work_ns = 0;
 };
 
 void list_ops(bool json) {
@@ -120,7 +123,13 @@ int run_case(const Options& o) {
                c->dump_arrays());
   }
   const bool accurate = !r.accuracy || r.accuracy->pass;
-  if (accurate) r.repetitions = measure(*c, o.measure);
+  if (accurate) {
+    const ExtraWork extra(o.extra_work_ns);
+    const PerfCounters counters;  // after make(): the worker threads exist and are counted too
+    r.counters = counters.status_json();
+    r.extra_work = extra.to_json();
+    r.repetitions = measure(*c, o.measure, &counters, &extra);
+  }
   r.environment["readings_after"] = environment_readings();
   if (o.json) std::cout << result_json(r).dump(2) << "\n";
   else std::cout << result_table(r, !o.no_header);
@@ -159,6 +168,9 @@ int main(int argc, char** argv) {
   app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
   app.add_option("--path", o.path, "kernel layer: auto (best available: ime2, rvv, generic), or force one")
       ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}));
+  app.add_option("--extra-work-ns", o.extra_work_ns,
+                 "add a calibrated busy loop of about N ns after every timed call (statistics self-check)")
+      ->check(CLI::Range(0.0, 1e9));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

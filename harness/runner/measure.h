@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <string>
 #include <vector>
 
+#include "extra_work.h"
 #include "op_case.h"
+#include "perf_counters.h"
 
 namespace k3bench {
 
@@ -13,6 +17,7 @@ struct Repetition {
   double real_ns = 0;  // wall time per call
   double cpu_ns = 0;   // CPU time of the calling thread per call
   std::int64_t iterations = 0;
+  std::map<std::string, double> counters;  // hardware counters per call (when available)
 };
 
 struct MeasureOptions {
@@ -22,6 +27,8 @@ struct MeasureOptions {
   std::int64_t iterations = 0;  // fixed calls per repetition (0: chosen by Google Benchmark)
 };
 
-std::vector<Repetition> measure(OpCase& c, const MeasureOptions& opt);
+// counters may be null; extra work (if enabled) runs after every timed call, inside the timing.
+std::vector<Repetition> measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
+                                const ExtraWork* extra = nullptr);
 
 }  // namespace k3bench

@@ -45,7 +45,9 @@ nlohmann::json result_json(const Result& r) {
                   {"ops", r.traffic.ops}};
   j["repetitions"] = nlohmann::json::array();
   for (const auto& rep : r.repetitions) {
-    j["repetitions"].push_back({{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations}});
+    nlohmann::json jr = {{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations}};
+    if (!rep.counters.empty()) jr["counters"] = rep.counters;
+    j["repetitions"].push_back(std::move(jr));
   }
   if (!r.repetitions.empty()) {
     const Summary s = summarize(r.repetitions);
@@ -66,6 +68,10 @@ nlohmann::json result_json(const Result& r) {
     j["accuracy"] = nullptr;
   }
   j["environment"] = r.environment;
+  j["counters"] = r.counters.is_null() ? nlohmann::json{{"available", nlohmann::json::array()},
+                                                         {"unavailable", {{"all", "not measured (accuracy failure)"}}}}
+                                       : r.counters;
+  j["extra_work"] = r.extra_work;
   return j;
 }
 

@@ -22,6 +22,8 @@ struct Result {
   std::optional<Accuracy> accuracy;
   std::vector<Repetition> repetitions;
   nlohmann::json environment;
+  nlohmann::json counters;    // perf counter status: available names, unavailable with reasons
+  nlohmann::json extra_work;  // null unless --extra-work-ns was given
 };
 
 nlohmann::json result_json(const Result& r);

@@ -5,6 +5,9 @@
 #if defined(__riscv) && defined(__linux__)
 #include <sys/auxv.h>
 #endif
+#if defined(K3_HAVE_IME2)
+#include "k3k/ime2.h"
+#endif
 
 namespace k3k {
 
@@ -55,7 +58,11 @@ bool path_compiled(KernelPath path) {
       return false;
 #endif
     case KernelPath::kIme2:
-      return false;  // the IME2 layer arrives with its own build option
+#if defined(K3_HAVE_IME2)
+      return true;
+#else
+      return false;
+#endif
   }
   return false;
 }
@@ -64,7 +71,19 @@ namespace {
 std::optional<std::string> unusable_because(KernelPath path) {
   if (!path_compiled(path)) return std::string(to_string(path)) + " layer not compiled into this binary";
   if (path == KernelPath::kRvv && !cpu_features().vector) return std::string("CPU has no RVV (hwcap V unset)");
+#if defined(K3_HAVE_IME2)
+  if (path == KernelPath::kIme2) return ime2::unusable_because();
+#endif
   return std::nullopt;
+}
+
+// Emulated IME2 is correct but not fast: reports must say so.
+std::string taken_note(KernelPath path) {
+#if defined(K3_HAVE_IME2)
+  if (path == KernelPath::kIme2 && ime2::emulated()) return " (IME2 instructions emulated in software)";
+#endif
+  (void)path;
+  return "";
 }
 }  // namespace
 
@@ -73,7 +92,7 @@ PathDecision decide_path(std::optional<KernelPath> requested) {
     if (auto why = unusable_because(*requested)) {
       throw std::invalid_argument("path " + std::string(to_string(*requested)) + " unavailable: " + *why);
     }
-    return {*requested, "forced"};
+    return {*requested, "forced" + taken_note(*requested)};
   }
   std::string skipped;
   for (KernelPath p : {KernelPath::kIme2, KernelPath::kRvv}) {
@@ -81,7 +100,7 @@ PathDecision decide_path(std::optional<KernelPath> requested) {
       skipped += (skipped.empty() ? "" : "; ") + *why;
       continue;
     }
-    return {p, "best available"};
+    return {p, (skipped.empty() ? std::string("best available") : "best available; " + skipped) + taken_note(p)};
   }
   return {KernelPath::kGeneric, "fallback: " + skipped};
 }

@@ -9,17 +9,37 @@
 #if defined(K3_HAVE_RVV)
 #include "k3k/rvv.h"
 #endif
+#if defined(K3_HAVE_IME2)
+#include "k3k/ime2.h"
+#endif
 
 namespace k3k::ops {
 
 namespace {
 [[noreturn]] void not_built(KernelPath path, const char* op) {
-  throw std::invalid_argument(std::string(op) + ": the " + to_string(path) + " layer is not compiled into this binary" +
-                              (path == KernelPath::kIme2 ? " (or does not implement this op)" : ""));
+  throw std::invalid_argument(std::string(op) + ": the " + to_string(path) + " layer is not compiled into this binary");
 }
 }  // namespace
 
-#if defined(K3_HAVE_RVV)
+#if defined(K3_HAVE_IME2)
+// IME2 builds always contain the RVV layer (CMake enforces it). Ops without matrix work have no
+// IME2 kernel: their ime2 path is the RVV kernel (as on the K3, where attention and small ops run
+// on RVV). K3_DISPATCH_IME2 names the ops that do have one.
+#define K3_DISPATCH(op, ...)                                 \
+  switch (path) {                                            \
+    case KernelPath::kGeneric: return generic::op(__VA_ARGS__); \
+    case KernelPath::kRvv:                                   \
+    case KernelPath::kIme2: return rvv::op(__VA_ARGS__);     \
+  }                                                          \
+  not_built(path, #op);
+#define K3_DISPATCH_IME2(op, ...)                            \
+  switch (path) {                                            \
+    case KernelPath::kGeneric: return generic::op(__VA_ARGS__); \
+    case KernelPath::kRvv: return rvv::op(__VA_ARGS__);      \
+    case KernelPath::kIme2: return ime2::op(__VA_ARGS__);    \
+  }                                                          \
+  not_built(path, #op);
+#elif defined(K3_HAVE_RVV)
 #define K3_DISPATCH(op, ...)                                 \
   switch (path) {                                            \
     case KernelPath::kGeneric: return generic::op(__VA_ARGS__); \
@@ -33,6 +53,9 @@ namespace {
     default: not_built(path, #op);                           \
   }
 #endif
+#if !defined(K3_HAVE_IME2)
+#define K3_DISPATCH_IME2 K3_DISPATCH
+#endif
 
 void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out, WorkerPool& pool) {
   K3_DISPATCH(quantize_pack_prefill, a, out, pool)
@@ -42,14 +65,17 @@ void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& ou
 }
 void linear_prefill_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, float* out, WorkerPool& pool, const LinearTiling& tiling) {
-  K3_DISPATCH(linear_prefill_w4b64, a, w, ep, out, pool, tiling)
+  K3_DISPATCH_IME2(linear_prefill_w4b64, a, w, ep, out, pool, tiling)
 }
 void linear_decode_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
                          const LinearEpilogue& ep, float* out, WorkerPool& pool, const LinearTiling& tiling) {
-  K3_DISPATCH(linear_decode_w4b64, a, w, ep, out, pool, tiling)
+  K3_DISPATCH_IME2(linear_decode_w4b64, a, w, ep, out, pool, tiling)
 }
 void embedding_lookup_w4b64(KernelPath path, const W4B64Packed& table, const std::int32_t* tokens,
                             std::int64_t count, float* out, WorkerPool& pool) {
+  if (table.layout != W4B64Layout::kRowTile32) {
+    throw std::invalid_argument("embedding_lookup_w4b64: the table must use the kRowTile32 layout");
+  }
   K3_DISPATCH(embedding_lookup_w4b64, table, tokens, count, out, pool)
 }
 void attention_prefill(KernelPath path, const KvCache& cache, std::span<const float> q, std::int64_t tokens,
@@ -82,5 +108,6 @@ void residual_add(KernelPath path, std::span<const float> a, std::span<const flo
 }
 
 #undef K3_DISPATCH
+#undef K3_DISPATCH_IME2
 
 }  // namespace k3k::ops

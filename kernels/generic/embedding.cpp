@@ -7,6 +7,9 @@ namespace k3k::generic {
 
 void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens, std::int64_t count,
                             float* out, WorkerPool& pool) {
+  if (table.layout != W4B64Layout::kRowTile32) {
+    throw std::invalid_argument("embedding_lookup_w4b64: the table must use the kRowTile32 layout");
+  }
   for (std::int64_t t = 0; t < count; ++t) {
     if (tokens[t] < 0 || tokens[t] >= table.n) {
       throw std::invalid_argument("embedding_lookup_w4b64: token id " + std::to_string(tokens[t]) +

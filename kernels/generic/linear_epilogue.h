@@ -21,7 +21,10 @@ inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64
 // C4 lanes past N are defined as zero so the output buffer is fully written.
 void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n);
 
+// Throws std::invalid_argument naming `who`. Weights in the IME2 layout are refused unless the
+// caller is the IME2 layer (accept_ime2_layout).
 void validate_linear_args(const char* who, const PackedActivations& a, const W4B64Packed& w,
-                          const LinearEpilogue& ep, const float* out, const LinearTiling& tiling);
+                          const LinearEpilogue& ep, const float* out, const LinearTiling& tiling,
+                          bool accept_ime2_layout = false);
 
 }  // namespace k3k::generic

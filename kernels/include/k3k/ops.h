@@ -1,5 +1,7 @@
 // The dispatching API: every op with the kernel path as its first argument (decide_path picks
-// one). A path that is not compiled in throws std::invalid_argument.
+// one). A path that is not compiled in throws std::invalid_argument. The ime2 path runs the IME2
+// Linear kernels (weights in either W4B64 layout) and the RVV kernel of every other op; all other
+// layers accept only kRowTile32 weights.
 #pragma once
 
 #include <cstdint>

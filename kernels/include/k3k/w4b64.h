@@ -45,9 +45,16 @@ struct W4B64Storage {
 // horizontal reductions, and loops that compilers vectorise across rows with 16-bit lanes.
 inline constexpr int kW4RowTile = 32;
 
+// Byte order of the codes inside each (row tile, block) 1024-byte unit. kRowTile32 is the layout
+// above, read by every layer. kIme2 is a permutation of each unit into the IME2 matmul operand
+// order, made by k3k::ime2::pack_w4b64 and read only by the IME2 layer (kernels/ime2/README.md);
+// scale and beta are identical in both. Kernels reject a layout they do not read.
+enum class W4B64Layout { kRowTile32, kIme2 };
+
 struct W4B64Packed {
   std::int64_t n = 0;
   std::int64_t k = 0;
+  W4B64Layout layout = W4B64Layout::kRowTile32;
   AlignedBuffer<std::uint8_t> codes;
   AlignedBuffer<float> scale;
   AlignedBuffer<float> beta;

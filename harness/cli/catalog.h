@@ -1,0 +1,51 @@
+// The runner's op catalog (`k3bench --list-ops --json`) on k3tune's side: validates ops, shape
+// keys and parameters before anything is written, fills defaults, and gives every value its
+// declared type, so one configuration has exactly one canonical form (and one cell key).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "target.h"
+
+namespace k3tune {
+
+struct KeyInfo {
+  std::string name, type;  // type: int | float | enum
+  std::optional<std::string> default_value;
+  std::int64_t min = 0, max = 0;
+  std::vector<std::string> choices;
+};
+
+struct OpSpec {
+  std::string name;
+  std::vector<KeyInfo> shape_keys, params;
+};
+
+class Catalog {
+ public:
+  explicit Catalog(const nlohmann::json& list_ops);
+  // Runs the target's runner with --list-ops --json (UserError when it cannot).
+  static Catalog from_target(const k3targets::Target& target);
+
+  // UserError naming `where` and the known ops when unknown.
+  const OpSpec& op(const std::string& name, const std::string& where) const;
+  // Typed JSON object of all keys (defaults filled). UserError on unknown, missing or bad values.
+  nlohmann::json normalise(const OpSpec& op, const std::map<std::string, std::string>& given,
+                           bool shape, const std::string& where) const;
+
+ private:
+  std::vector<OpSpec> ops_;
+};
+
+// "k=v,k=v" -> map (UserError naming `where` on malformed items or duplicates).
+std::map<std::string, std::string> parse_kv(const std::string& text, const std::string& where);
+// Typed JSON object -> "k=v,k=v" for the runner command line.
+std::string to_kv(const nlohmann::json& object);
+
+}  // namespace k3tune

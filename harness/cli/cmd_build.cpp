@@ -1,0 +1,96 @@
+// `k3tune build --variant V`: configure and build the runner of one variant in its own tree
+// (build/k3tune-<variant>) and record the build's provenance in the database.
+#include <sys/wait.h>
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app_context.h"
+#include "database.h"
+#include "provenance.h"
+#include "results.h"
+
+namespace k3tune {
+namespace {
+
+int run_shell(const std::string& cmd, bool quiet) {
+  const int rc = std::system((quiet ? cmd + " >/dev/null" : cmd).c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : 1;
+}
+
+}  // namespace
+
+void add_build_command(CLI::App& app, AppContext& ctx) {
+  struct Args {
+    std::string variant;
+    int jobs = 1;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "build", "configure and build a runner variant; record provenance in the database");
+  cmd->add_option("--variant", a->variant, "host|rvv|ime2|ime2-emu")
+      ->required()
+      ->check(CLI::IsMember({"host", "rvv", "ime2", "ime2-emu"}));
+  cmd->add_option("-j,--jobs", a->jobs, "parallel compile jobs")->capture_default_str();
+  cmd->callback([&ctx, a] {
+    const std::string root = ctx.root;
+    const std::string dir = fmt::format("{}/build/k3tune-{}", root, a->variant);
+    std::string configure = fmt::format(
+        "cmake -S '{}' -B '{}' -G Ninja -DCMAKE_BUILD_TYPE=Release -DK3_BUILD_TESTS=OFF", root,
+        dir);
+    const bool riscv = a->variant != "host";
+    if (riscv) {
+      const std::string deps = root + "/build/third_party/riscv64/include/benchmark/benchmark.h";
+      if (!std::filesystem::exists(deps)) {
+        throw UserError(
+            fmt::format("build --variant {}: Google Benchmark for riscv64 is missing; run: bash "
+                        "{}/scripts/build-riscv-deps.sh",
+                        a->variant, root));
+      }
+      configure +=
+          fmt::format(" -DCMAKE_TOOLCHAIN_FILE='{}/cmake/riscv64-linux-clang.cmake'", root);
+    }
+    // ime2: real IME2 instructions (runs only on a K3 A100); ime2-emu: the same kernels with each
+    // IME2 instruction replaced by a bit-exact software model (qemu; correctness only, never timing).
+    if (a->variant == "ime2") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF";
+    if (a->variant == "ime2-emu") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON";
+    // Build output goes to stderr so --json stays parseable on stdout.
+    if (run_shell(configure + " 1>&2", false) != 0) {
+      throw UserError(
+          fmt::format("build --variant {}: cmake configure failed in {}", a->variant, dir));
+    }
+    if (run_shell(fmt::format("cmake --build '{}' --target k3bench -j{} 1>&2", dir, a->jobs),
+                  false) != 0) {
+      throw UserError(fmt::format("build --variant {}: compilation failed in {}", a->variant, dir));
+    }
+    const std::string binary = dir + "/harness/runner/k3bench";
+    const auto tree = read_build_tree(dir);
+    const auto src = source_state(root);
+    k3store::BuildRecord b{sha256_file(binary), a->variant, binary,
+                           tree.compiler,       tree.flags, tree.cmake_options.dump(),
+                           src.revision,        src.dirty,  "k3tune build"};
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    k3store::upsert_build(*db, b);
+    const nlohmann::json j = {
+        {"variant", b.variant},
+        {"binary", binary},
+        {"sha256", b.build_hash},
+        {"compiler", b.compiler},
+        {"flags", b.flags},
+        {"cmake_options", tree.cmake_options},
+        {"source_revision", b.source_revision},
+        {"source_dirty", src.dirty ? nlohmann::json(*src.dirty) : nlohmann::json(nullptr)},
+        {"db", ctx.db_path()}};
+    if (ctx.json)
+      std::cout << j.dump(2) << "\n";
+    else
+      fmt::print("built {} ({}): sha256 {}, {} {}{}, recorded in {}\n", binary, b.compiler,
+                 b.build_hash.substr(0, 16), b.source_revision.substr(0, 12),
+                 src.dirty.value_or(false) ? "dirty" : "clean", "", ctx.db_path());
+  });
+}
+
+}  // namespace k3tune

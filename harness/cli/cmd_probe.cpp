@@ -1,0 +1,82 @@
+// `k3tune probe --target T`: what the runner sees on a target -- VLEN, marchid, the IME2 gate, the
+// TCM backend, hardware counters, and streaming memory bandwidth (the membw op).
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "app_context.h"
+
+namespace k3tune {
+
+void add_probe_command(CLI::App& app, AppContext& ctx) {
+  struct Args {
+    std::string target = "local";
+    int mib = 64;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("probe", "run the runner's probes on a target");
+  cmd->add_option("--target", a->target, "target name")->capture_default_str();
+  cmd->add_option("--mib", a->mib, "membw array size in MiB (several times the last-level cache)")
+      ->capture_default_str();
+  cmd->callback([&ctx, a] {
+    auto t = ctx.target(a->target);
+    if (!t->missing().empty())
+      throw UserError(fmt::format("target {}: missing {}", t->name(), t->missing().front()));
+    const double timeout = t->config().timeout_s;
+    const auto bw =
+        t->run({"--op", "membw", "--shape", fmt::format("mib={}", a->mib), "--params", "mode=read",
+                "--reps", "3", "--warmup", "1", "--min-time", "0.05", "--json"},
+               k3targets::ProcessOptions::with_timeout(timeout));
+    if (!bw.ok())
+      throw UserError(
+          fmt::format("target {}: membw probe failed: {}", t->name(), bw.failure_reason(timeout)));
+    const auto j = nlohmann::json::parse(bw.out);
+    const auto& env = j["environment"];
+    // The IME2 gate: ask for the ime2 path; the runner says why it cannot (or takes it).
+    const auto ime2 = t->run({"--op", "residual_add", "--shape", "rows=1,dim=64", "--path", "ime2",
+                              "--reps", "1", "--iterations", "1", "--check", "none", "--json"},
+                             k3targets::ProcessOptions::with_timeout(timeout));
+    std::string ime2_gate = ime2.ok() ? "open (ime2 path taken)" : ime2.failure_reason(timeout);
+    nlohmann::json out = {
+        {"target", t->name()},
+        {"describe", t->describe()},
+        {"cpu_model", env["cpu_model"]},
+        {"vlen_bits", env["vlenb"].is_number() ? nlohmann::json(env["vlenb"].get<int>() * 8)
+                                               : nlohmann::json(nullptr)},
+        {"marchid", env["marchid"]},
+        {"ime2_gate", ime2_gate},
+        {"tcm_backend",
+         "unavailable: the runner has no TCM probe yet (TCM layer not in this tree)"},
+        {"dispatch", j["dispatch"]},
+        {"counters", j.value("counters", nlohmann::json())},
+        {"membw_read_gbps", j["summary"]["total_gbps"]},
+        {"membw_mib", a->mib},
+        {"runner", env["runner"]},
+    };
+    if (ctx.json) {
+      std::cout << out.dump(2) << "\n";
+      return;
+    }
+    fmt::print("target       {}\n", t->describe());
+    fmt::print("cpu          {}\n", env["cpu_model"].get<std::string>());
+    fmt::print("VLEN         {}\n",
+               out["vlen_bits"].is_null() ? "no RVV" : out["vlen_bits"].dump() + " bits");
+    fmt::print("marchid      {}\n",
+               env["marchid"].is_null() ? "not reported" : env["marchid"].get<std::string>());
+    fmt::print("IME2 gate    {}\n", ime2_gate);
+    fmt::print("TCM backend  {}\n", out["tcm_backend"].get<std::string>());
+    fmt::print("dispatch     {} ({})\n", j["dispatch"]["path"].get<std::string>(),
+               j["dispatch"]["reason"].get<std::string>());
+    std::string counters = "none";
+    if (j.contains("counters") && !j["counters"]["available"].empty())
+      counters = j["counters"]["available"].dump();
+    else if (j.contains("counters") && !j["counters"]["unavailable"].empty())
+      counters = "unavailable: " + j["counters"]["unavailable"].begin().value().get<std::string>();
+    fmt::print("counters     {}\n", counters);
+    fmt::print("membw read   {:.2f} GB/s ({} MiB)\n", j["summary"]["total_gbps"].get<double>(),
+               a->mib);
+  });
+}
+
+}  // namespace k3tune

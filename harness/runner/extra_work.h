@@ -1,0 +1,27 @@
+// Calibrated extra work, added after every timed call when --extra-work-ns is given. It lets
+// `k3tune selfcheck stats` slow a configuration by a known amount and measure whether the A/B test
+// detects it. The work is a dependent integer chain (not a clock wait), so, like real kernel work,
+// it scales with core frequency; its length in spins is calibrated once at start-up.
+#pragma once
+
+#include <cstdint>
+
+#include <nlohmann/json.hpp>
+
+namespace k3bench {
+
+class ExtraWork {
+ public:
+  // ns <= 0: no extra work (run() is never called by measure()).
+  explicit ExtraWork(double ns);
+  bool enabled() const { return spins_ > 0; }
+  void run() const;
+  nlohmann::json to_json() const;  // requested ns, calibrated ns per spin, spins per call
+
+ private:
+  double requested_ns_ = 0;
+  double ns_per_spin_ = 0;
+  std::uint64_t spins_ = 0;
+};
+
+}  // namespace k3bench

@@ -1,0 +1,93 @@
+// Statistics of k3tune measurements: the library the CLI, the tuner and the reports share.
+//
+// Method. A cell (op x shape x params x build x target) is measured by P independent runner
+// processes x R repetitions each (after warm-up). Repetitions inside one process are not
+// independent (same memory layout, same page placement, same frequency state), so the unit of
+// inference is the process:
+//   1. per-process mean of its R repetitions;
+//   2. the cell estimate is the mean of the P process means;
+//   3. 95% confidence interval: Student t on the P process means, df = P - 1, quantile from
+//      boost::math::students_t. With P = 3 the interval is wide (t = 4.30) -- that is honest:
+//      three processes carry little information about between-process variation. A hierarchical
+//      bootstrap was rejected: with P = 3 it has only 10 distinct resamples at the top level and
+//      badly under-covers.
+//   4. CV: standard deviation of the process means over their mean (between-process spread), and
+//      the CV of all repetitions (within + between), both reported;
+//   5. min and median over all repetitions;
+//   6. outliers: repetitions outside Tukey's fences (Q1 - 1.5 IQR, Q3 + 1.5 IQR) of their own
+//      process are FLAGGED and kept in every figure above -- never dropped;
+//   7. a warning flag when the CI half-width exceeds a configurable fraction of the mean.
+// A/B comparison: Welch's t-test (unequal variances, Welch-Satterthwaite df) on the two sets of
+// process means, two-sided at alpha (default 0.05), AND a minimum relative effect size (default
+// 2%): a difference is called only when it is both significant and at least that large, so
+// tiny-but-significant drifts do not churn the tuner.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace k3stats {
+
+// Two-sided Student t quantile: the t with P(|T| <= t) = confidence for df degrees of freedom.
+double t_critical(double confidence, double df);
+double mean(const std::vector<double>& x);
+double sample_stddev(const std::vector<double>& x);  // n - 1 denominator; 0 for n < 2
+double median(std::vector<double> x);
+// Linear-interpolation quantile (type 7, as R and NumPy default), q in [0, 1].
+double quantile(std::vector<double> x, double q);
+
+struct ConfidenceInterval {
+  double mean = 0, low = 0, high = 0;
+  double half_width = 0;
+  double rel_half_width = 0;  // half_width / mean
+  double df = 0;
+};
+// Student-t interval of the mean of x (n >= 2; with n == 1 the interval is infinite).
+ConfidenceInterval t_interval(const std::vector<double>& x, double confidence = 0.95);
+
+// Indices of values outside Tukey's fences (k = 1.5) within one process's repetitions.
+std::vector<std::size_t> tukey_outliers(const std::vector<double>& x, double k = 1.5);
+
+struct CellSummaryOptions {
+  double confidence = 0.95;
+  double wide_ci_threshold = 0.05;  // warn when the CI half-width exceeds this fraction of the mean
+};
+
+struct CellSummary {
+  std::size_t processes = 0, samples = 0;
+  std::vector<double> process_means;
+  double mean = 0;  // mean of process means
+  ConfidenceInterval ci;
+  double cv_between = 0;  // stddev of process means / mean
+  double cv_all = 0;      // stddev of all repetitions / their mean
+  double min = 0, median = 0;
+  // outlier_flags[p][r]: repetition r of process p is outside its process's Tukey fences.
+  std::vector<std::vector<bool>> outlier_flags;
+  std::size_t outliers = 0;
+  bool wide_ci = false;
+  std::string method = "student-t on process means, df=P-1; Tukey 1.5 IQR outlier flags";
+};
+// per_process[p] = the R repetition values of process p (ns). Throws std::invalid_argument when
+// empty or when a process has no repetitions.
+CellSummary summarize_cell(const std::vector<std::vector<double>>& per_process,
+                           const CellSummaryOptions& opt = {});
+
+struct Comparison {
+  double mean_a = 0, mean_b = 0;
+  double rel_diff = 0;  // (mean_b - mean_a) / mean_a: > 0 means B is slower
+  double t = 0, df = 0, p_value = 1;
+  bool significant = false;  // p < alpha
+  bool meaningful = false;   // |rel_diff| >= min_effect
+  enum class Verdict { kNoDifference, kBFaster, kBSlower } verdict = Verdict::kNoDifference;
+};
+struct CompareOptions {
+  double alpha = 0.05;
+  double min_effect = 0.02;
+};
+// Welch's t-test on process means of A and B (each needs >= 2 processes).
+Comparison compare_processes(const std::vector<double>& means_a, const std::vector<double>& means_b,
+                             const CompareOptions& opt = {});
+const char* to_string(Comparison::Verdict v);
+
+}  // namespace k3stats

@@ -1,0 +1,179 @@
+#include "database.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace k3store {
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Append only; never edit a shipped one.
+const std::vector<const char*> kMigrations = {
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE builds(
+  build_hash TEXT PRIMARY KEY,           -- SHA-256 of the k3bench binary
+  variant TEXT NOT NULL,                 -- host, rvv, ... or 'external' (not built by k3tune build)
+  binary_path TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  cmake_options TEXT NOT NULL,           -- JSON object of the -D options of the build tree
+  source_revision TEXT NOT NULL,
+  source_dirty INTEGER,                  -- 1 dirty, 0 clean, NULL unknown
+  recorded_by TEXT NOT NULL,             -- 'k3tune build' or 'runner report'
+  created_at TEXT NOT NULL);
+CREATE TABLE runs(
+  run_uuid TEXT PRIMARY KEY,
+  command TEXT NOT NULL,
+  target TEXT NOT NULL,
+  build_hash TEXT NOT NULL REFERENCES builds(build_hash),
+  host TEXT NOT NULL,
+  processes INTEGER NOT NULL,
+  repetitions INTEGER NOT NULL,
+  warmup INTEGER NOT NULL,
+  order_json TEXT NOT NULL,              -- cell keys of one interleaved round, in execution order
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'interrupted')),
+  wall_s REAL,                           -- whole sweep, wall clock
+  kernel_s REAL);                        -- sum of measured kernel time (for the overhead figure)
+CREATE TABLE cells(
+  cell_key TEXT PRIMARY KEY,
+  target TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  params_json TEXT NOT NULL,             -- every parameter, defaults filled in, plus the path
+  build_hash TEXT NOT NULL REFERENCES builds(build_hash),
+  measure_json TEXT NOT NULL);           -- repetitions, warm-up, min time, check
+CREATE TABLE processes(
+  run_uuid TEXT NOT NULL REFERENCES runs(run_uuid),
+  cell_key TEXT NOT NULL REFERENCES cells(cell_key),
+  process_index INTEGER NOT NULL,
+  order_index INTEGER NOT NULL,          -- position in the run's execution sequence
+  status TEXT NOT NULL CHECK(status IN ('ok', 'failed')),
+  exit_code INTEGER,
+  reason TEXT,                           -- why it failed (timeout, signal, runner message)
+  wall_ns INTEGER NOT NULL,              -- runner process wall time, spawn to exit
+  kernel_ns REAL NOT NULL,               -- sum over repetitions of time per call x calls
+  path TEXT,
+  runner_json TEXT,                      -- dispatch, accuracy, environment, counter status
+  finished_at TEXT NOT NULL,
+  PRIMARY KEY(run_uuid, cell_key, process_index));
+CREATE TABLE samples(
+  run_uuid TEXT NOT NULL,
+  cell_key TEXT NOT NULL,
+  process_index INTEGER NOT NULL,
+  rep_index INTEGER NOT NULL,
+  ns REAL NOT NULL,
+  cpu_ns REAL NOT NULL,
+  iterations INTEGER NOT NULL,
+  cycles REAL, instructions REAL, cache_misses REAL,
+  stalled_cycles_frontend REAL, stalled_cycles_backend REAL,
+  outlier INTEGER NOT NULL DEFAULT 0,    -- outside its process's Tukey fences (kept, flagged)
+  PRIMARY KEY(run_uuid, cell_key, process_index, rep_index),
+  FOREIGN KEY(run_uuid, cell_key, process_index) REFERENCES processes(run_uuid, cell_key, process_index));
+CREATE TABLE aggregates(
+  run_uuid TEXT NOT NULL REFERENCES runs(run_uuid),
+  cell_key TEXT NOT NULL REFERENCES cells(cell_key),
+  status TEXT NOT NULL CHECK(status IN ('ok', 'failed')),
+  reason TEXT,
+  processes INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  source_runs TEXT NOT NULL,             -- JSON list: runs whose processes are included (--resume)
+  mean_ns REAL, ci_low_ns REAL, ci_high_ns REAL, ci_rel_half_width REAL,
+  cv_between REAL, cv_all REAL, min_ns REAL, median_ns REAL,
+  outliers INTEGER, wide_ci INTEGER, method TEXT,
+  PRIMARY KEY(run_uuid, cell_key));
+CREATE INDEX processes_by_cell ON processes(cell_key, status);
+CREATE INDEX aggregates_by_cell ON aggregates(cell_key, status);
+INSERT INTO meta(key, value) VALUES ('created_by', 'k3tune');
+)sql",
+};
+
+bool file_is_empty_or_missing(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return true;
+  return st.st_size == 0;
+}
+
+// SQLite's own header check, done by hand so a foreign file is rejected before SQLite opens it.
+void require_sqlite_header(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw StoreError(fmt::format("{}: cannot read the file", path));
+  char header[16] = {};
+  f.read(header, sizeof(header));
+  if (f.gcount() != 16 || std::memcmp(header, "SQLite format 3", 16) != 0) {
+    throw StoreError(fmt::format("{}: not a k3tune database (not an SQLite file)", path));
+  }
+}
+
+void validate_existing(Connection& c, const std::string& path) {
+  std::int64_t app_id = 0, version = 0;
+  try {
+    app_id = c.scalar_int("PRAGMA application_id");
+    version = c.scalar_int("PRAGMA user_version");
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
+  }
+  if (app_id != kApplicationId) {
+    throw StoreError(fmt::format("{}: not a k3tune database (application_id {:#x}, expected {:#x})",
+                                 path, app_id, kApplicationId));
+  }
+  if (version > kSchemaVersion) {
+    throw StoreError(
+        fmt::format("{}: schema version {} is newer than this k3tune ({}); update k3tune", path,
+                    version, kSchemaVersion));
+  }
+  std::string first;
+  try {
+    auto check = c.prepare("PRAGMA quick_check");
+    if (check.step()) first = check.text(0);
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
+  }
+  if (first != "ok")
+    throw StoreError(fmt::format("{}: damaged database (quick_check: {})", path, first));
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode) {
+  const bool fresh = file_is_empty_or_missing(path);
+  if (mode == OpenMode::kReadOnly && fresh) {
+    throw StoreError(fmt::format("{}: no such k3tune database (missing or empty file)", path));
+  }
+  if (!fresh) require_sqlite_header(path);
+  const int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
+                                                : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  auto c = std::make_unique<Connection>(path, flags);
+  c->exec(
+      "PRAGMA busy_timeout = 30000");  // shards and readers wait for a writer instead of failing
+  if (!fresh) validate_existing(*c, path);
+  c->exec("PRAGMA foreign_keys = ON");
+  if (mode == OpenMode::kReadOnly) {
+    if (c->scalar_int("PRAGMA user_version") != kSchemaVersion) {
+      throw StoreError(
+          fmt::format("{}: older schema; open it once with a writing command to migrate", path));
+    }
+    return c;
+  }
+  c->exec("PRAGMA journal_mode = WAL");  // readers (reports) never block the sweep's commits
+  c->exec(
+      "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: a power cut loses at most the last commit
+  const std::int64_t version = c->scalar_int("PRAGMA user_version");
+  if (version < kSchemaVersion) {
+    Transaction tx(*c);
+    if (version == 0) c->exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
+    for (std::int64_t v = version; v < kSchemaVersion; ++v)
+      c->exec(kMigrations[static_cast<std::size_t>(v)]);
+    c->exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion));
+    tx.commit();
+  }
+  return c;
+}
+
+}  // namespace k3store

@@ -1,0 +1,83 @@
+// A thin RAII layer over the SQLite C API: a connection, prepared statements with typed binds,
+// and a transaction guard that rolls back unless committed. Errors throw StoreError with one line.
+#pragma once
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+namespace k3store {
+
+struct StoreError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql);
+  ~Statement();
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  Statement& bind(int index, const std::string& v);
+  Statement& bind(int index, double v);
+  Statement& bind(int index, std::int64_t v);
+  Statement& bind(int index, int v) { return bind(index, static_cast<std::int64_t>(v)); }
+  Statement& bind_null(int index);
+  Statement& bind(int index, const std::optional<double>& v) {
+    return v ? bind(index, *v) : bind_null(index);
+  }
+  // Steps once: true while a row is available.
+  bool step();
+  void reset();
+  // Runs to completion (for INSERT/UPDATE), then resets so the statement can be reused.
+  void run();
+
+  int columns() const;
+  bool is_null(int col) const;
+  std::string text(int col) const;
+  double real(int col) const;
+  std::int64_t integer(int col) const;
+  std::string column_name(int col) const;
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+class Connection {
+ public:
+  Connection(const std::string& path, int flags);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  sqlite3* handle() const { return db_; }
+  const std::string& path() const { return path_; }
+  void exec(const std::string& sql);
+  Statement prepare(const std::string& sql) { return Statement(db_, sql); }
+  std::int64_t scalar_int(const std::string& sql);
+  std::int64_t changes() const { return sqlite3_changes64(db_); }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// BEGIN IMMEDIATE on construction (takes the write lock up front, so busy_timeout applies),
+// ROLLBACK in the destructor unless commit() was called.
+class Transaction {
+ public:
+  explicit Transaction(Connection& c);
+  ~Transaction();
+  void commit();
+
+ private:
+  Connection& c_;
+  bool done_ = false;
+};
+
+}  // namespace k3store

@@ -1,0 +1,33 @@
+// Runs a child process with captured stdout/stderr and a wall-clock timeout. The child gets its
+// own process group so a timeout kills everything it started (qemu, a shell wrapper).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace k3targets {
+
+struct ProcessResult {
+  int exit_code = -1;  // valid when exited normally
+  int signal = 0;      // non-zero when killed by a signal
+  bool timed_out = false;
+  bool spawn_failed = false;
+  std::string out, err;
+  std::int64_t wall_ns = 0;
+  bool ok() const { return !timed_out && signal == 0 && !spawn_failed && exit_code == 0; }
+  // One line saying why it did not succeed ("" when ok): timeout, signal, exit code + last stderr
+  // line.
+  std::string failure_reason(double timeout_s) const;
+};
+
+struct ProcessOptions {
+  double timeout_s = 0;                // 0: no timeout
+  std::optional<double> kill_after_s;  // test hook: SIGKILL the child after this long
+  static ProcessOptions with_timeout(double seconds) { return {seconds, std::nullopt}; }
+};
+
+ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opt);
+
+}  // namespace k3targets

@@ -1,0 +1,30 @@
+// Shared core of the IME2 W4B64 Linear kernels (decode M1 and prefill M8 use the same 8-row tile).
+#pragma once
+
+#include <cstdint>
+
+#include "k3k/aligned_buffer.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/w4b64.h"
+#include "k3k/worker_pool.h"
+
+namespace k3k::ime2::detail {
+
+// A images (w4b64_ime2_layout.h) of all 8-row groups: [groups][K/64 blocks][1024 bytes].
+// Decode: one group whose rows 1..7 are zero. Prefill: groups of 8 rows = two M4 groups.
+AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a);
+AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool);
+
+// Outputs of rows [row0, row0 + rows) (rows <= 8) and columns [col0, col1) from one group's images.
+// Per output, blocks are reduced in ascending order with t = s*D + beta*S (two roundings), then the
+// direct epilogue; identical arithmetic for every worker count and tiling.
+void group_columns(const PackedActivations& a, const std::uint8_t* images, const W4B64Packed& w,
+                   const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
+                   std::int64_t col1);
+
+// Validation shared by both kernels (throws std::invalid_argument naming `who`).
+void validate(const char* who, const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
+              const float* out, const LinearTiling& tiling);
+
+}  // namespace k3k::ime2::detail

@@ -1,0 +1,230 @@
+// k3tune end to end: the real k3tune binary drives real k3bench processes into a real SQLite file.
+// Covers counts and provenance, resume after a mid-sweep kill, failed cells (crash, timeout),
+// bad input (nothing written), the IME2 build message, and the qemu-user target.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cmd {
+  int code;
+  std::string out, err;
+};
+
+class HarnessCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("k3tune_e2e_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
+                                "\"\ntimeout_s = 120\n"
+                             << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \""
+                             << rvv_runner() << "\"\ntimeout_s = 600\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db() const { return (dir_ / "results.db").string(); }
+  std::string targets() const { return (dir_ / "targets.toml").string(); }
+  static std::string rvv_runner() { return K3TUNE_ROOT "/build/k3tune-rvv/harness/runner/k3bench"; }
+
+  Cmd k3tune(std::vector<std::string> args, const std::vector<std::string>& env = {}) const {
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(),
+                {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets", targets()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
+    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  }
+  std::int64_t count(const std::string& sql) const {
+    auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+    return c->scalar_int(sql);
+  }
+  // A tiny grid: 2 shapes x 2 tile sizes = 4 cells.
+  static std::vector<std::string> tiny_grid() {
+    return {"--op",       "linear_decode", "--shape",      "n=64,k=128", "--shape",
+            "n=96,k=128", "--grid",        "tile_n=32,64", "--params",   "workers=1,copies=1",
+            "--min-time", "0.002",         "--warmup",     "1"};
+  }
+  fs::path dir_;
+};
+
+TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
+  auto args = tiny_grid();
+  args.insert(args.begin(), "bench");
+  args.insert(args.end(), {"-P", "2", "-R", "3"});
+  const auto r = k3tune(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("harness overhead"), std::string::npos);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM cells"), 4);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE status = 'ok'"), 8);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), 4 * 2 * 3);
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM aggregates WHERE status = 'ok' AND processes = 2 AND samples = 6"),
+      4);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM builds WHERE length(build_hash) = 64 AND compiler <> '' AND "
+            "source_revision <> '' AND flags <> ''"),
+      1);
+  // Interleaving: round 0 covers all four cells before any cell's second process.
+  EXPECT_EQ(count("SELECT max(order_index) FROM processes WHERE process_index = 0"), 3);
+  EXPECT_EQ(count("SELECT min(order_index) FROM processes WHERE process_index = 1"), 4);
+  const auto check = k3tune({"db", "check"});
+  EXPECT_EQ(check.code, 0) << check.out;
+  // --json output is machine-readable and complete.
+  const auto j = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-P",
+                         "2", "-R", "2", "--min-time", "0.001"});
+  ASSERT_EQ(j.code, 0) << j.err;
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["cells"][0]["status"], "ok");
+  EXPECT_EQ(doc["cells"][0]["process_means_ns"].size(), 2u);
+  EXPECT_GT(doc["overhead"]["kernel_s"].get<double>(), 0.0);
+}
+
+TEST_F(HarnessCli, KilledSweepKeepsSamplesAndResumeMeasuresOnlyWhatIsMissing) {
+  auto args = tiny_grid();
+  args.insert(args.begin(), "bench");
+  args.insert(args.end(), {"-P", "3", "-R", "2"});
+  // Killed while running its 7th runner process (cells 0..3 have 1 process, cells 0,1 have 2).
+  const auto killed = k3tune(args, {"K3TUNE_TEST_KILL_AFTER=6"});
+  EXPECT_EQ(killed.code, 128 + 9) << killed.err;
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), 6);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), 12);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'running'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates"), 0);
+
+  args.push_back("--resume");
+  const auto resumed = k3tune(args);
+  ASSERT_EQ(resumed.code, 0) << resumed.err;
+  EXPECT_EQ(count("SELECT count(*) FROM runs"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+  // Only the missing 6 processes ran in the second run; nothing was measured twice.
+  EXPECT_EQ(count("SELECT count(*) FROM processes p JOIN runs r USING (run_uuid) WHERE r.status = "
+                  "'finished'"),
+            6);
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), 12);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), 24);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok' AND processes = 3"), 4);
+  EXPECT_EQ(k3tune({"db", "check"}).code, 0);
+
+  // A second resume has nothing left to do.
+  const auto again = k3tune(args);
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), 12);
+  EXPECT_NE(again.out.find("already measured"), std::string::npos);
+}
+
+TEST_F(HarnessCli, CrashedAndHungRunnersAreFailedCellsAndTheSweepContinues) {
+  // k = 100 is not a multiple of 64: the runner exits 3 (unsupported) for that cell only.
+  const auto r =
+      k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=100", "--shape", "n=64,k=128",
+              "--params", "workers=1,copies=1", "-P", "2", "-R", "2", "--min-time", "0.001"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM aggregates WHERE status = 'failed' AND reason LIKE 'exit code 3%'"),
+      1);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 1);
+  // A timeout far below the runner's run time: killed, recorded, next cell still measured.
+  const auto t =
+      k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--shape", "rows=2,dim=256",
+              "-P", "2", "-R", "3", "--min-time", "0.5", "--timeout", "0.3"});
+  EXPECT_EQ(t.code, 3);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE reason LIKE 'timeout%'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE reason LIKE 'timeout%'"), 2);
+}
+
+TEST_F(HarnessCli, BadInputIsOneLineAndWritesNothing) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  std::ofstream(dir_ / "bad.toml")
+      << "[[case]]\nop = \"linear_decode\"\nshapes = [{ n = 64, k = 128 }]\n"
+         "grid = { workers = 3 }\n";
+  std::ofstream(dir_ / "broken.toml") << "[[case]]\nop = \"linear_decode\nshapes = []\n";
+  const std::string bad = (dir_ / "bad.toml").string(), broken = (dir_ / "broken.toml").string();
+  const std::vector<Case> cases = {
+      {{"bench", "--target", "nowhere", "--op", "rmsnorm", "--shape", "rows=1,dim=64"},
+       "unknown target 'nowhere'"},
+      {{"bench", "--op", "no_such_op", "--shape", "n=1"}, "unknown op 'no_such_op'"},
+      {{"bench", "--model", "gpt-17"}, "unknown model 'gpt-17'"},
+      {{"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=64,bogus=3"}, "unknown shape 'bogus'"},
+      {{"bench", "--config", bad}, bad + ":4: case.grid.workers: expected a non-empty array"},
+      {{"bench", "--config", broken}, broken + ":2:"},
+      {{"db", "check"}, "no such k3tune database"},
+  };
+  for (const auto& c : cases) {
+    const auto r = k3tune(c.args);
+    EXPECT_EQ(r.code, 2) << c.expect;
+    EXPECT_NE(r.err.find(c.expect), std::string::npos) << "got: " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(db())) << c.expect;
+  }
+  // A file that is not a k3tune database is refused and left byte-for-byte alone.
+  std::ofstream(db()) << "precious notes\n";
+  const auto r =
+      k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=64", "-P", "1", "-R", "1"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("not a k3tune database"), std::string::npos) << r.err;
+  std::ifstream f(db());
+  std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(content, "precious notes\n");
+}
+
+TEST_F(HarnessCli, UnknownBuildVariantIsRejectedAndWritesNothing) {
+  const auto r = k3tune({"build", "--variant", "avx512"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_NE(r.err.find("avx512"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(db()));
+}
+
+TEST_F(HarnessCli, ModelShapeListsExpandAndValidate) {
+  // Every model file parses and every shape validates against the runner's catalog (-P 1 -R 1 on
+  // the cheapest op keeps it quick; the expansion itself is what is checked).
+  for (const char* model : {"qwen3-0.6b", "qwen3-1.7b", "qwen3.5-0.8b", "qwen3.5-2b"}) {
+    const auto r = k3tune({"--json", "bench", "--model", model, "--op", "residual_add", "-P", "1",
+                           "-R", "1", "--min-time", "0.001"});
+    ASSERT_EQ(r.code, 0) << model << ": " << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["cells"].size(), 1u) << model;
+  }
+}
+
+// qemu-user target (label "slow": builds the riscv64 runner through `k3tune build --variant rvv`
+// when build/k3tune-rvv does not have one yet).
+TEST_F(HarnessCli, QemuSweepEndToEnd) {
+  if (!fs::exists(rvv_runner())) {
+    const auto b = k3tune({"build", "--variant", "rvv", "-j", "1"});
+    ASSERT_EQ(b.code, 0) << b.err.substr(b.err.size() > 2000 ? b.err.size() - 2000 : 0);
+  }
+  const auto r = k3tune({"bench", "--target", "qemu", "--op", "linear_decode", "--shape",
+                         "n=64,k=128", "--grid", "tile_n=32,64", "--params", "workers=1,copies=1",
+                         "-P", "2", "-R", "2", "--min-time", "0.001", "--warmup", "1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE target = 'qemu' AND status = 'finished'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE target = 'qemu'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), 2 * 2 * 2);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"target_arch\": "
+                  "\"riscv64\"%' OR "
+                  "runner_json LIKE '%\"target_arch\":\"riscv64\"%'"),
+            4);
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM builds WHERE length(build_hash) = 64 AND compiler LIKE '%clang%'"),
+      1);
+}
+
+}  // namespace

@@ -1,0 +1,171 @@
+// The results database on real SQLite files: pragmas and schema version, refusal of foreign or
+// damaged files without writing to them, idempotent merge, export.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "maintenance.h"
+#include "results.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class HarnessStore : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("k3store_test_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // One run with one cell, `procs` processes of `reps` samples.
+  static void fill(k3store::Connection& c, const std::string& run, int procs, int reps) {
+    k3store::upsert_build(
+        c, {"hash1", "host", "/bin/k3bench", "g++ 12", "-O3", "{}", "abc", false, "k3tune build"});
+    k3store::insert_run(c, {run, "k3tune bench", "local", "hash1", "host", "[]", procs, reps, 1});
+    k3store::insert_cell(c, {"cell1", "local", "linear_decode", "{}", "{}", "hash1", "{}"});
+    for (int p = 0; p < procs; ++p) {
+      k3store::ProcessRecord pr{run, "cell1", p, p, true, 0, "", "generic", "{}", 1000, 500.0, {}};
+      for (int r = 0; r < reps; ++r)
+        pr.samples.push_back({100.0 + r, 100.0, 10, {{"cycles", 5.0}}, false});
+      k3store::insert_process(c, pr);
+    }
+  }
+  fs::path dir_;
+};
+
+std::string slurp(const std::string& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST_F(HarnessStore, NewDatabaseHasSchemaAndPragmas) {
+  auto c = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
+  EXPECT_EQ(c->scalar_int("PRAGMA user_version"), k3store::kSchemaVersion);
+  EXPECT_EQ(c->scalar_int("PRAGMA application_id"), k3store::kApplicationId);
+  EXPECT_EQ(c->scalar_int("PRAGMA foreign_keys"), 1);
+  EXPECT_GE(c->scalar_int("PRAGMA busy_timeout"), 1000);
+  {
+    auto mode = c->prepare("PRAGMA journal_mode");
+    ASSERT_TRUE(mode.step());
+    EXPECT_EQ(mode.text(0), "wal");
+  }
+  // Re-opening an existing database migrates nothing and keeps its data.
+  fill(*c, "run1", 2, 3);
+  c.reset();
+  auto again = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
+  EXPECT_EQ(again->scalar_int("SELECT count(*) FROM samples"), 6);
+}
+
+TEST_F(HarnessStore, ForeignKeysAreEnforced) {
+  auto c = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
+  k3store::ProcessRecord orphan{
+      "no-such-run", "no-such-cell", 0, 0, true, 0, "", "", "", 1, 1.0, {}};
+  EXPECT_THROW(k3store::insert_process(*c, orphan), k3store::StoreError);
+  EXPECT_EQ(c->scalar_int("SELECT count(*) FROM processes"), 0);  // the transaction rolled back
+}
+
+TEST_F(HarnessStore, RefusesNonSqliteFileWithoutTouchingIt) {
+  const std::string p = path("notes.txt");
+  std::ofstream(p) << "these are not the results you are looking for\n";
+  const std::string before = slurp(p);
+  try {
+    k3store::open_database(p, k3store::OpenMode::kCreateOrUpdate);
+    FAIL() << "expected StoreError";
+  } catch (const k3store::StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("not a k3tune database"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(p), std::string::npos);
+  }
+  EXPECT_EQ(slurp(p), before);
+  EXPECT_FALSE(fs::exists(p + "-wal"));
+}
+
+TEST_F(HarnessStore, RefusesOtherApplicationsSqliteDatabase) {
+  const std::string p = path("other.db");
+  {
+    k3store::Connection c(p, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+    c.exec("CREATE TABLE t(x); INSERT INTO t VALUES (1);");
+  }
+  const std::string before = slurp(p);
+  EXPECT_THROW(k3store::open_database(p, k3store::OpenMode::kCreateOrUpdate), k3store::StoreError);
+  EXPECT_EQ(slurp(p), before);
+}
+
+TEST_F(HarnessStore, DetectsDamage) {
+  const std::string p = path("a.db");
+  {
+    auto c = k3store::open_database(p, k3store::OpenMode::kCreateOrUpdate);
+    fill(*c, "run1", 3, 50);
+    c->exec("PRAGMA wal_checkpoint(TRUNCATE)");
+  }
+  // Overwrite the middle of the file (table b-tree pages) with garbage; the header stays valid.
+  std::string bytes = slurp(p);
+  ASSERT_GT(bytes.size(), 8192u);
+  for (std::size_t i = 4096 + 100; i < bytes.size() - 100; i += 7)
+    bytes[i] = static_cast<char>(0xA5);
+  std::ofstream(p, std::ios::binary | std::ios::trunc) << bytes;
+  try {
+    auto c = k3store::open_database(p, k3store::OpenMode::kReadOnly);
+    // quick_check may pass a page-level scan; the full check must then find it.
+    EXPECT_FALSE(k3store::check_database(*c).empty());
+  } catch (const k3store::StoreError& e) {
+    EXPECT_NE(std::string(e.what()).find("damaged"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(HarnessStore, MergeIsIdempotent) {
+  {
+    auto a = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
+    fill(*a, "run-a", 2, 3);
+    auto b = k3store::open_database(path("b.db"), k3store::OpenMode::kCreateOrUpdate);
+    fill(*b, "run-b", 3, 3);
+  }
+  auto added = k3store::merge_databases(path("all.db"), {path("a.db"), path("b.db")});
+  EXPECT_EQ(added["samples"], 15);
+  EXPECT_EQ(added["builds"], 1);  // the same build in both shards
+  added = k3store::merge_databases(path("all.db"), {path("a.db"), path("b.db")});
+  EXPECT_EQ(added["samples"], 0);
+  EXPECT_EQ(added["runs"], 0);
+  auto all = k3store::open_database(path("all.db"), k3store::OpenMode::kReadOnly);
+  EXPECT_EQ(all->scalar_int("SELECT count(*) FROM samples"), 15);
+  EXPECT_EQ(all->scalar_int("SELECT count(*) FROM runs"), 2);
+  EXPECT_TRUE(k3store::check_database(*all).empty());
+  EXPECT_THROW(k3store::merge_databases(path("all.db"), {path("all.db")}), k3store::StoreError);
+}
+
+TEST_F(HarnessStore, MergeRejectsForeignShardBeforeWriting) {
+  std::ofstream(path("junk.db")) << "junk";
+  EXPECT_THROW(k3store::merge_databases(path("new.db"), {path("junk.db")}), k3store::StoreError);
+  EXPECT_FALSE(fs::exists(path("new.db")));
+}
+
+TEST_F(HarnessStore, ExportCsvAndJson) {
+  auto c = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
+  fill(*c, "run1", 2, 2);
+  std::ostringstream csv, json;
+  k3store::export_table(*c, "samples", "csv", csv);
+  const std::string text = csv.str();
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 5);  // header + 4 samples
+  EXPECT_EQ(text.rfind("run_uuid,cell_key,process_index,rep_index,ns", 0), 0u);
+  k3store::export_table(*c, "samples", "json", json);
+  const auto j = nlohmann::json::parse(json.str());
+  ASSERT_EQ(j.size(), 4u);
+  EXPECT_DOUBLE_EQ(j[1]["ns"].get<double>(), 101.0);
+  EXPECT_THROW(k3store::export_table(*c, "sqlite_master", "csv", csv), k3store::StoreError);
+}
+
+}  // namespace
