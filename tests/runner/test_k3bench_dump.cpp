@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -77,6 +79,46 @@ TEST(K3benchDump, LinearPrefillReproducibleFromDumpedFiles) {
   EXPECT_LT(worst_quant, 0.05 * scale_y);
   EXPECT_GT(worst_quant, worst);
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// The on-disk weight cache must be invisible in the results: a cold run, a warm run and a run
+// over a damaged cache file dump identical quantised weights and outputs.
+TEST(K3benchWeightCache, ColdWarmAndDamagedCacheGiveIdenticalWeights) {
+  const auto base = std::filesystem::temp_directory_path() / ("k3bench_cache_test_" + std::to_string(getpid()));
+  std::filesystem::remove_all(base);
+  const std::string env = "K3BENCH_CACHE_DIR=" + (base / "cache").string();
+  const std::string args = "--op linear_decode --shape n=64,k=192 --params copies=1 --reps 1 --min-time 0.001 --json --dump ";
+  std::vector<std::string> codes, outputs;
+  for (int run = 0; run < 3; ++run) {
+    if (run == 2) {  // damage the cached file: truncate it to half
+      for (const auto& e : std::filesystem::directory_iterator(base / "cache")) {
+        std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) / 2);
+      }
+    }
+    const auto dir = base / ("run" + std::to_string(run));
+    auto r = k3test::run_k3bench(args + dir.string(), env);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    codes.push_back(read_file(dir / "weight_codes.bin") + read_file(dir / "weight_alpha.bin"));
+    outputs.push_back(read_file(dir / "output.bin"));
+    if (run == 0) {
+      ASSERT_FALSE(std::filesystem::is_empty(base / "cache"));
+    }
+  }
+  EXPECT_FALSE(codes[0].empty());
+  EXPECT_EQ(codes[0], codes[1]);
+  EXPECT_EQ(codes[0], codes[2]);
+  EXPECT_EQ(outputs[0], outputs[1]);
+  EXPECT_EQ(outputs[0], outputs[2]);
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "k3k/ops.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
+#include "weight_cache.h"
 
 namespace k3bench {
 namespace {
@@ -55,8 +56,7 @@ class LinearCase final : public OpCase {
       ep_.clamp_max = 4.0f;
     }
 
-    const auto w_float = k3k::make_synthetic_weights(n_, k_, {.seed = in.seed});
-    storage_ = k3k::quantize_w4b64_hqq(w_float.span(), n_, k_);
+    storage_ = synthetic_w4b64(n_, k_, in.seed);
     // Decode streams its weights from DRAM in a model; rotating among copies whose total exceeds
     // the last-level cache keeps this benchmark from reading them from cache instead.
     copies_ = in.params.integer("copies");

@@ -10,6 +10,7 @@
 #include "k3k/ops.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
+#include "weight_cache.h"
 
 namespace k3bench {
 namespace {
@@ -86,8 +87,7 @@ class EmbeddingCase final : public OpCase {
         dim_(in.shape.integer("dim")),
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
     if (dim_ % 64 != 0) throw UnsupportedShape(fmt::format("shape: dim={} is not a multiple of 64", dim_));
-    const auto w = k3k::make_synthetic_weights(vocab_, dim_, {.seed = in.seed});
-    storage_ = k3k::quantize_w4b64_hqq(w.span(), vocab_, dim_);
+    storage_ = synthetic_w4b64(vocab_, dim_, in.seed);
     table_ = k3k::pack_w4b64_generic(storage_);
     k3k::SeededRandom rng(in.seed + 1);
     ids_.resize(static_cast<std::size_t>(tokens_));
