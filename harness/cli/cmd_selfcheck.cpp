@@ -45,8 +45,8 @@ void run_selfcheck(const AppContext& ctx, Args& a) {
     configs[2 + k].extra_work_ns = a.slowdowns[k] * base_ns;
 
   const int P = a.settings.processes;
-  int false_positives = 0;
-  std::vector<int> detected(a.slowdowns.size(), 0);
+  int false_positives = 0, paired_false_positives = 0;
+  std::vector<int> detected(a.slowdowns.size(), 0), paired_detected(a.slowdowns.size(), 0);
   std::vector<std::vector<double>> measured_slowdown(a.slowdowns.size());
   std::vector<double> aa_diffs;
   Progress progress(a.trials * P * static_cast<int>(configs.size()), !ctx.quiet);
@@ -61,10 +61,15 @@ void run_selfcheck(const AppContext& ctx, Args& a) {
     }
     const auto aa = k3stats::compare_processes(means[0], means[1], a.compare);
     false_positives += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
+    // The same data judged round by round (configurations are interleaved within each round).
+    paired_false_positives += k3stats::compare_paired_rounds(means[0], means[1], a.compare).verdict !=
+                              k3stats::Comparison::Verdict::kNoDifference;
     aa_diffs.push_back(std::fabs(aa.rel_diff));
     for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
       const auto ab = k3stats::compare_processes(means[0], means[2 + k], a.compare);
       detected[k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
+      paired_detected[k] += k3stats::compare_paired_rounds(means[0], means[2 + k], a.compare).verdict ==
+                            k3stats::Comparison::Verdict::kBSlower;
       measured_slowdown[k].push_back(ab.rel_diff);
     }
   }
@@ -85,13 +90,15 @@ void run_selfcheck(const AppContext& ctx, Args& a) {
                          {{"false_positives", false_positives},
                           {"trials", a.trials},
                           {"rate", double(false_positives) / a.trials},
-                          {"mean_abs_diff", k3stats::mean(aa_diffs)}}}};
+                          {"mean_abs_diff", k3stats::mean(aa_diffs)},
+                          {"paired_false_positives", paired_false_positives}}}};
   for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
     out["slowdowns"].push_back({{"injected", a.slowdowns[k]},
                                 {"extra_work_ns", configs[2 + k].extra_work_ns},
                                 {"detected", detected[k]},
                                 {"trials", a.trials},
                                 {"rate", double(detected[k]) / a.trials},
+                                {"paired_detected", paired_detected[k]},
                                 {"measured_mean", k3stats::mean(measured_slowdown[k])},
                                 {"measured_sd", k3stats::sample_stddev(measured_slowdown[k])}});
   }
@@ -105,16 +112,19 @@ void run_selfcheck(const AppContext& ctx, Args& a) {
       "  {} trials x {} configurations x {} processes x {} reps (min-time {} s); base {:.1f} ns "
       "per call\n",
       a.trials, configs.size(), P, a.settings.repetitions, a.settings.min_time_s, base_ns);
-  fmt::print("  test: Welch t on process means, alpha {}, minimum effect {:.0f}%\n",
+  fmt::print("  tests: Welch t on process means | paired t on per-round log ratios; alpha {}, "
+             "minimum effect {:.0f}%\n",
              a.compare.alpha, a.compare.min_effect * 100);
-  fmt::print("  A vs A           false positives {:>3}/{:<3} = {:5.1f}%   (mean |diff| {:.2f}%)\n",
-             false_positives, a.trials, 100.0 * false_positives / a.trials,
-             100 * k3stats::mean(aa_diffs));
+  fmt::print("  A vs A           false positives {:>3}/{:<3} = {:5.1f}% | paired {:>3}/{:<3} = {:5.1f}%   "
+             "(mean |diff| {:.2f}%)\n",
+             false_positives, a.trials, 100.0 * false_positives / a.trials, paired_false_positives,
+             a.trials, 100.0 * paired_false_positives / a.trials, 100 * k3stats::mean(aa_diffs));
   for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
     fmt::print(
-        "  A vs A+{:<4.1f}%     detected        {:>3}/{:<3} = {:5.1f}%   (measured slowdown "
-        "{:+.2f}% sd {:.2f}%)\n",
+        "  A vs A+{:<4.1f}%     detected        {:>3}/{:<3} = {:5.1f}% | paired {:>3}/{:<3} = {:5.1f}%   "
+        "(measured slowdown {:+.2f}% sd {:.2f}%)\n",
         100 * a.slowdowns[k], detected[k], a.trials, 100.0 * detected[k] / a.trials,
+        paired_detected[k], a.trials, 100.0 * paired_detected[k] / a.trials,
         100 * k3stats::mean(measured_slowdown[k]),
         100 * k3stats::sample_stddev(measured_slowdown[k]));
   }

@@ -131,6 +131,39 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
   return c;
 }
 
+Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector<double>& b,
+                                 const CompareOptions& opt) {
+  if (a.size() != b.size() || a.size() < 2) {
+    throw std::invalid_argument("compare_paired_rounds: A and B need the same number (>= 2) of rounds");
+  }
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i] > 0) || !(b[i] > 0)) throw std::invalid_argument("compare_paired_rounds: times must be positive");
+    d.push_back(std::log(b[i] / a[i]));
+  }
+  Comparison c;
+  c.mean_a = mean(a);
+  c.mean_b = mean(b);
+  const double md = mean(d);
+  c.rel_diff = std::exp(md) - 1.0;
+  c.df = double(d.size() - 1);
+  const double se = sample_stddev(d) / std::sqrt(double(d.size()));
+  if (se == 0) {
+    c.t = md == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), md);
+    c.p_value = md == 0 ? 1.0 : 0.0;
+  } else {
+    c.t = md / se;
+    boost::math::students_t dist(c.df);
+    c.p_value = 2.0 * boost::math::cdf(boost::math::complement(dist, std::fabs(c.t)));
+  }
+  c.significant = c.p_value < opt.alpha;
+  c.meaningful = std::fabs(c.rel_diff) >= opt.min_effect;
+  if (c.significant && c.meaningful) {
+    c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
+  }
+  return c;
+}
+
 const char* to_string(Comparison::Verdict v) {
   switch (v) {
     case Comparison::Verdict::kNoDifference:

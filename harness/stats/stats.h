@@ -88,6 +88,12 @@ struct CompareOptions {
 // Welch's t-test on process means of A and B (each needs >= 2 processes).
 Comparison compare_processes(const std::vector<double>& means_a, const std::vector<double>& means_b,
                              const CompareOptions& opt = {});
+// Paired test for interleaved runs: A and B measured in the same rounds (ABAB...), process p of A
+// adjacent in time to process p of B. A one-sample t-test (df = P - 1) on the per-round log ratios
+// ln(b_p / a_p) cancels drift that moves both sides of a round together, which Welch's test on
+// the pooled means cannot. rel_diff = exp(mean log ratio) - 1. Sizes must match (>= 2).
+Comparison compare_paired_rounds(const std::vector<double>& means_a, const std::vector<double>& means_b,
+                                 const CompareOptions& opt = {});
 const char* to_string(Comparison::Verdict v);
 
 }  // namespace k3stats

@@ -90,3 +90,26 @@ TEST(HarnessStats, TightCellHasNoWideCiWarning) {
 }
 
 }  // namespace
+
+// Paired test = one-sample t on ln(b/a). With log ratios {0.1, 0.2, 0.3}: mean 0.2, sd 0.1,
+// t = 0.2 / (0.1 / sqrt 3) = 3.4641, df 2. For df = 2 the t CDF has the closed form
+// F(t) = 1/2 + t / (2 sqrt(2 + t^2)), so p = 2 (1 - F) = 1 - 3.4641 / sqrt(14) = 0.074180.
+TEST(HarnessStats, PairedRoundsTestMatchesClosedForm) {
+  const std::vector<double> a = {100.0, 200.0, 50.0};
+  const std::vector<double> b = {100.0 * std::exp(0.1), 200.0 * std::exp(0.2), 50.0 * std::exp(0.3)};
+  const auto c = k3stats::compare_paired_rounds(a, b, {0.05, 0.02});
+  EXPECT_NEAR(c.t, 3.4641016, 1e-6);
+  EXPECT_DOUBLE_EQ(c.df, 2.0);
+  EXPECT_NEAR(c.p_value, 1.0 - 3.4641016 / std::sqrt(14.0), 1e-6);
+  EXPECT_NEAR(c.rel_diff, std::exp(0.2) - 1.0, 1e-12);
+  EXPECT_FALSE(c.significant);  // p = 0.074 > 0.05
+  // Drift that scales both sides of every round alike cancels exactly; Welch sees the spread.
+  const std::vector<double> drift_a = {100, 150, 90, 130};
+  std::vector<double> drift_b;
+  for (double x : drift_a) drift_b.push_back(x * 1.05);
+  const auto paired = k3stats::compare_paired_rounds(drift_a, drift_b, {0.05, 0.02});
+  EXPECT_EQ(paired.verdict, k3stats::Comparison::Verdict::kBSlower);
+  EXPECT_EQ(k3stats::compare_processes(drift_a, drift_b, {0.05, 0.02}).verdict,
+            k3stats::Comparison::Verdict::kNoDifference);
+  EXPECT_THROW(k3stats::compare_paired_rounds({1.0, 2.0}, {1.0}), std::invalid_argument);
+}
