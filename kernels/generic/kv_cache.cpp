@@ -1,3 +1,4 @@
+#include "generic/op_checks.h"
 #include "k3k/kv_cache.h"
 
 #include <algorithm>
@@ -56,27 +57,6 @@ namespace {
 
 constexpr std::int64_t kAppendTokensPerTask = 64;
 
-void validate_append(const KvCache& cache, std::size_t k_size, std::size_t v_size,
-                     std::int64_t tokens, const char* op) {
-  if (tokens < 0) fail(op, ": tokens (", tokens, ") is negative");
-  const std::int64_t row = static_cast<std::int64_t>(cache.n_kv_heads()) * cache.head_dim();
-  if (static_cast<std::int64_t>(k_size) != tokens * row) {
-    fail(op, ": k.size() (", k_size, ") != tokens * n_kv_heads * head_dim (", tokens * row, ")");
-  }
-  if (static_cast<std::int64_t>(v_size) != tokens * row) {
-    fail(op, ": v.size() (", v_size, ") != tokens * n_kv_heads * head_dim (", tokens * row, ")");
-  }
-  if (cache.ring()) {
-    if (tokens > cache.capacity()) {
-      fail(op, ": tokens (", tokens, ") exceeds the capacity (", cache.capacity(),
-           ") of a ring cache (append at most capacity tokens at a time)");
-    }
-  } else if (cache.length() + tokens > cache.capacity()) {
-    fail(op, ": length (", cache.length(), ") + tokens (", tokens, ") exceeds the capacity (",
-         cache.capacity(), ") of a contiguous cache");
-  }
-}
-
 // Writes tokens [t_begin, t_end) of kv head `head`. `scratch` holds head_dim floats (f16 K only).
 void write_rows(KvCache& cache, const float* k, const float* v, const RopeTable& table, int head,
                 std::int64_t t_begin, std::int64_t t_end, float* scratch) {
@@ -120,7 +100,7 @@ void write_rows(KvCache& cache, const float* k, const float* v, const RopeTable&
 namespace generic {
 void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> v,
                std::int64_t tokens, WorkerPool& pool) {
-  validate_append(cache, k.size(), v.size(), tokens, "kv_append");
+  generic_detail::check_kv_append(cache, k.size(), v.size(), tokens, "kv_append");
   if (tokens == 0) return;
   const RopeTable table(cache.rope(), cache.length(), tokens, pool);
   const std::int64_t stride = generic_detail::scratch_stride(cache.head_dim());
@@ -139,7 +119,7 @@ void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> 
 
 void kv_append_one(KvCache& cache, std::span<const float> k, std::span<const float> v,
                    WorkerPool& pool) {
-  validate_append(cache, k.size(), v.size(), 1, "kv_append_one");
+  generic_detail::check_kv_append(cache, k.size(), v.size(), 1, "kv_append_one");
   const RopeTable table(cache.rope(), cache.length(), 1);  // serial: rotary_dim/2 cos+sin
   const std::int64_t stride = generic_detail::scratch_stride(cache.head_dim());
   AlignedBuffer<float> scratch(

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "generic/op_checks.h"
 #include "k3k/small_ops.h"
 #include "vec_math.h"
 
@@ -15,22 +16,7 @@ constexpr std::int64_t kElementsPerTask = 16384;  // rows are grouped so a task 
 namespace generic {
 void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<float> out,
              std::int64_t rows, int dim, float eps, WorkerPool& pool) {
-  if (rows < 0) fail("rmsnorm: rows (", rows, ") is negative");
-  if (dim <= 0) fail("rmsnorm: dim (", dim, ") must be positive");
-  if (!(eps >= 0.0f) || !std::isfinite(eps))
-    fail("rmsnorm: eps (", eps, ") must be finite and >= 0");
-  const std::int64_t n = rows * dim;
-  if (static_cast<std::int64_t>(x.size()) != n) {
-    fail("rmsnorm: x.size() (", x.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(out.size()) != n) {
-    fail("rmsnorm: out.size() (", out.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(weight.size()) != dim) {
-    fail("rmsnorm: weight.size() (", weight.size(), ") != dim (", dim, ")");
-  }
-  if (generic_detail::partially_overlap(x.data(), x.size(), out.data(), out.size()))
-    fail("rmsnorm: out partially overlaps x");
+  generic_detail::check_rmsnorm(x, weight, out, rows, dim, eps);
   const std::int64_t rows_per_task = std::max<std::int64_t>(1, kElementsPerTask / dim);
   const std::int64_t tasks = (rows + rows_per_task - 1) / rows_per_task;
   const float fdim = static_cast<float>(dim);  // exact for dim < 2^24

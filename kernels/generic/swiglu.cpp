@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "generic/op_checks.h"
 #include "k3k/small_ops.h"
 #include "vec_math.h"
 
@@ -15,25 +16,8 @@ constexpr std::int64_t kElementsPerTask = 16384;
 namespace generic {
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> out,
             std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
-  if (rows < 0) fail("swiglu: rows (", rows, ") is negative");
-  if (dim <= 0) fail("swiglu: dim (", dim, ") must be positive");
+  generic_detail::check_swiglu(gate, up, out, rows, dim);
   const std::int64_t n = rows * dim;
-  if (static_cast<std::int64_t>(gate.size()) != n) {
-    fail("swiglu: gate.size() (", gate.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(up.size()) != n) {
-    fail("swiglu: up.size() (", up.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(out.size()) != n) {
-    fail("swiglu: out.size() (", out.size(), ") != rows * dim (", n, ")");
-  }
-  // Elementwise, so fixed element chunks are as deterministic as rows (each output has one writer).
-  if (generic_detail::partially_overlap(gate.data(), gate.size(), out.data(), out.size())) {
-    fail("swiglu: out partially overlaps gate");
-  }
-  if (generic_detail::partially_overlap(up.data(), up.size(), out.data(), out.size())) {
-    fail("swiglu: out partially overlaps up");
-  }
   const std::int64_t tasks = (n + kElementsPerTask - 1) / kElementsPerTask;
   pool.parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * kElementsPerTask;

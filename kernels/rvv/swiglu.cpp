@@ -6,6 +6,7 @@
 // so results are bitwise identical for every worker count.
 #include <algorithm>
 
+#include "generic/op_checks.h"
 #include "generic/vec_math.h"
 #include "k3k/rvv.h"
 #include "rvv/rvv_math.h"
@@ -20,25 +21,8 @@ constexpr std::int64_t kElementsPerTask = 16384;  // as the generic layer
 
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> out,
             std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
-  // The generic layer's checks and messages (inline there, so repeated here).
-  if (rows < 0) fail("swiglu: rows (", rows, ") is negative");
-  if (dim <= 0) fail("swiglu: dim (", dim, ") must be positive");
+  generic_detail::check_swiglu(gate, up, out, rows, dim);
   const std::int64_t n = rows * dim;
-  if (static_cast<std::int64_t>(gate.size()) != n) {
-    fail("swiglu: gate.size() (", gate.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(up.size()) != n) {
-    fail("swiglu: up.size() (", up.size(), ") != rows * dim (", n, ")");
-  }
-  if (static_cast<std::int64_t>(out.size()) != n) {
-    fail("swiglu: out.size() (", out.size(), ") != rows * dim (", n, ")");
-  }
-  if (generic_detail::partially_overlap(gate.data(), gate.size(), out.data(), out.size())) {
-    fail("swiglu: out partially overlaps gate");
-  }
-  if (generic_detail::partially_overlap(up.data(), up.size(), out.data(), out.size())) {
-    fail("swiglu: out partially overlaps up");
-  }
   const std::int64_t tasks = (n + kElementsPerTask - 1) / kElementsPerTask;
   pool.parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * kElementsPerTask;

@@ -1,0 +1,23 @@
+// Argument checks shared by every layer's small ops and KV appends, so each op validates (and
+// words its errors) identically whichever layer runs it. Each throws std::invalid_argument naming
+// the op and the field.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "k3k/kv_cache.h"
+
+namespace k3k::generic_detail {
+
+void check_residual_add(std::span<const float> a, std::span<const float> b, std::span<const float> out,
+                        std::int64_t rows, std::int64_t dim);
+void check_swiglu(std::span<const float> gate, std::span<const float> up, std::span<const float> out,
+                  std::int64_t rows, std::int64_t dim);
+void check_rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<const float> out,
+                   std::int64_t rows, int dim, float eps);
+// op: "kv_append" or "kv_append_one" (message prefix).
+void check_kv_append(const KvCache& cache, std::size_t k_size, std::size_t v_size, std::int64_t tokens,
+                     const char* op);
+
+}  // namespace k3k::generic_detail
