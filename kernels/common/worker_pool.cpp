@@ -1,5 +1,10 @@
 #include "k3k/worker_pool.h"
 
+#include <stdexcept>
+#include <string>
+
+#include "k3k/thread_placement.h"
+
 namespace k3k {
 
 namespace {
@@ -12,6 +17,11 @@ inline void cpu_relax() {
   __builtin_ia32_pause();
 #endif
 }
+
+int cpu_for(const WorkerPoolOptions& options, int worker) {
+  if (options.cpus.empty()) return -1;
+  return options.cpus[static_cast<std::size_t>(worker) % options.cpus.size()];
+}
 }  // namespace
 
 int WorkerPool::hardware_workers() {
@@ -19,10 +29,24 @@ int WorkerPool::hardware_workers() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-WorkerPool::WorkerPool(int workers) {
-  if (workers <= 0) workers = hardware_workers();
+WorkerPool::WorkerPool(int workers) : WorkerPool(WorkerPoolOptions{.workers = workers, .cpus = {}}) {}
+
+WorkerPool::WorkerPool(const WorkerPoolOptions& options) : options_(options) {
+  int workers = options_.workers;
+  if (workers <= 0) workers = options_.cpus.empty() ? hardware_workers() : static_cast<int>(options_.cpus.size());
+  placement_.resize(static_cast<std::size_t>(workers));
+  const bool place = options_.ai_thread_opt_in || !options_.cpus.empty();
+  if (place) {
+    caller_affinity_ = save_thread_affinity();
+    placement_[0] = place_current_thread(cpu_for(options_, 0), options_.ai_thread_opt_in);
+  }
   threads_.reserve(static_cast<std::size_t>(workers - 1));
   for (int w = 1; w < workers; ++w) threads_.emplace_back([this, w] { worker_main(w); });
+  // Placement results are part of the pool's state: wait until every worker has reported.
+  for (int placed = placed_workers_.load(std::memory_order_acquire); placed != workers - 1;
+       placed = placed_workers_.load(std::memory_order_acquire)) {
+    placed_workers_.wait(placed, std::memory_order_acquire);
+  }
 }
 
 WorkerPool::~WorkerPool() {
@@ -30,9 +54,14 @@ WorkerPool::~WorkerPool() {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   for (auto& t : threads_) t.join();
+  restore_thread_affinity(caller_affinity_);
 }
 
-void WorkerPool::drain(int worker) {
+void WorkerPool::work(int worker) {
+  if (job_mode_ == Mode::kEach) {
+    if (worker < job_tasks_) job_fn_(job_ctx_, worker, worker);
+    return;
+  }
   for (;;) {
     const std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
     if (task >= job_tasks_) return;
@@ -40,19 +69,28 @@ void WorkerPool::drain(int worker) {
   }
 }
 
-void WorkerPool::run(std::int64_t tasks, TaskFn fn, void* ctx) {
+void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
+  if (mode == Mode::kEach && (tasks < 1 || tasks > size())) {
+    throw std::invalid_argument("WorkerPool::run_each: count " + std::to_string(tasks) + " outside [1, " +
+                                std::to_string(size()) + "]");
+  }
   if (threads_.empty() || tasks == 1) {
-    for (std::int64_t t = 0; t < tasks; ++t) fn(ctx, t, 0);
+    if (mode == Mode::kEach) {
+      fn(ctx, 0, 0);
+    } else {
+      for (std::int64_t t = 0; t < tasks; ++t) fn(ctx, t, 0);
+    }
     return;
   }
   job_fn_ = fn;
   job_ctx_ = ctx;
   job_tasks_ = tasks;
+  job_mode_ = mode;
   next_task_.store(0, std::memory_order_relaxed);
   busy_workers_.store(static_cast<int>(threads_.size()), std::memory_order_relaxed);
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
-  drain(0);
+  work(0);
   // Wait for the other workers to finish their last task (and to stop reading the job fields).
   for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
     if (spins < kSpinIterations) {
@@ -65,6 +103,12 @@ void WorkerPool::run(std::int64_t tasks, TaskFn fn, void* ctx) {
 }
 
 void WorkerPool::worker_main(int worker) {
+  // First thing on the new thread, before any kernel code: opt in and pin (see the header).
+  if (options_.ai_thread_opt_in || !options_.cpus.empty()) {
+    placement_[static_cast<std::size_t>(worker)] = place_current_thread(cpu_for(options_, worker), options_.ai_thread_opt_in);
+  }
+  placed_workers_.fetch_add(1, std::memory_order_release);
+  placed_workers_.notify_all();
   std::uint64_t seen = 0;
   for (;;) {
     std::uint64_t gen = generation_.load(std::memory_order_acquire);
@@ -78,7 +122,7 @@ void WorkerPool::worker_main(int worker) {
     }
     seen = gen;
     if (stopping_.load(std::memory_order_relaxed)) return;
-    drain(worker);
+    work(worker);
     if (busy_workers_.fetch_sub(1, std::memory_order_acq_rel) == 1) busy_workers_.notify_one();
   }
 }

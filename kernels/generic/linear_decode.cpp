@@ -5,10 +5,25 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "generic/linear_decode_tile.h"
 #include "generic/linear_epilogue.h"
 #include "generic/w4b64_tile_dot.h"
 
 namespace k3k::generic {
+
+void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta, const std::int8_t* x,
+                     const std::int32_t* sums, std::int64_t nb, float acc[kW4RowTile]) {
+  for (int i = 0; i < kW4RowTile; ++i) acc[i] = 0.0f;
+  std::int32_t d[1][kW4RowTile];
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::int8_t* xb = x + b * 64;
+    tile_block_dot<1>(codes + b * 32 * kW4RowTile, &xb, d);
+    const float s_b = static_cast<float>(sums[b]);
+    const float* sc = scale + b * kW4RowTile;
+    const float* be = beta + b * kW4RowTile;
+    for (int i = 0; i < kW4RowTile; ++i) acc[i] += sc[i] * static_cast<float>(d[0][i]) + be[i] * s_b;
+  }
+}
 
 void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
                          float* out, WorkerPool& pool, const LinearTiling& tiling) {
@@ -25,19 +40,9 @@ void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const
     const std::int64_t col0 = task * tiling.tile_n;
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
     for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-      const std::uint8_t* codes = w.codes.data() + t * nb * 32 * kW4RowTile;
-      const float* scale = w.scale.data() + t * nb * kW4RowTile;
-      const float* beta = w.beta.data() + t * nb * kW4RowTile;
-      float acc[kW4RowTile] = {};
-      std::int32_t d[1][kW4RowTile];
-      for (std::int64_t b = 0; b < nb; ++b) {
-        const std::int8_t* x = a.codes.data() + b * 64;
-        tile_block_dot<1>(codes + b * 32 * kW4RowTile, &x, d);
-        const float s_b = static_cast<float>(sums[b]);
-        const float* sc = scale + b * kW4RowTile;
-        const float* be = beta + b * kW4RowTile;
-        for (int i = 0; i < kW4RowTile; ++i) acc[i] += sc[i] * static_cast<float>(d[0][i]) + be[i] * s_b;
-      }
+      float acc[kW4RowTile];
+      decode_row_tile(w.codes.data() + t * nb * 32 * kW4RowTile, w.scale.data() + t * nb * kW4RowTile,
+                      w.beta.data() + t * nb * kW4RowTile, a.codes.data(), sums, nb, acc);
       const std::int64_t lo = std::max(col0, t * kW4RowTile);
       const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
       for (std::int64_t col = lo; col < hi; ++col) {

@@ -1,6 +1,9 @@
 // WorkerPool: exactly-once task execution, worker ids (range, one thread per id, caller is worker
 // 0), no lost wake-ups over many back-to-back calls, clean construction/destruction, size().
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -15,38 +18,14 @@
 #include <vector>
 
 #include "k3k/worker_pool.h"
+#include "support/deadline.h"
 
 namespace k3k {
 namespace {
 
 std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
 
-// Runs fn on a helper thread and waits at most `seconds`. A hung pool cannot be recovered (its
-// threads never return), so a hang is reported and the binary exits with failure instead of
-// blocking the suite until an outer timeout.
-template <typename Fn>
-void run_with_deadline(double seconds, const char* what, Fn fn) {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  std::thread t([&] {
-    fn();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      done = true;
-    }
-    cv.notify_one();
-  });
-  std::unique_lock<std::mutex> lock(mu);
-  if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) {
-    std::fprintf(stderr, "FATAL: %s did not finish within %.0f s (worker pool hang / lost wake-up)\n", what,
-                 seconds);
-    std::fflush(stderr);
-    std::_Exit(1);
-  }
-  lock.unlock();
-  t.join();
-}
+using testing_support::run_with_deadline;
 
 // One parallel_for with full bookkeeping: each task index must run exactly once, on a worker id in
 // [0, size), each worker id must map to one thread, distinct ids to distinct threads, and worker 0
@@ -241,6 +220,71 @@ TEST(WorkerPool, AcceptsAnyCallableForm) {
   pool.parallel_for(0, [&count](std::int64_t, int) { count.fetch_add(100); });
   pool.parallel_for(-5, [&count](std::int64_t, int) { count.fetch_add(100); });
   EXPECT_EQ(count.load(), 40);
+}
+
+TEST(WorkerPool, RunEachRunsEveryWorkerOnceConcurrently) {
+  // run_each is for cooperative kernels: all `count` workers must be inside fn at the same time, so
+  // a rendezvous of all of them must complete (it would hang if one thread ran two workers in turn).
+  run_with_deadline(120, "RunEach", [] {
+    for (int workers : {1, 2, 3, 8}) {
+      WorkerPool pool(workers);
+      for (int count = 1; count <= workers; ++count) {
+        for (int rep = 0; rep < 20; ++rep) {
+          std::atomic<int> arrived{0};
+          std::vector<std::atomic<int>> runs(sz(workers));
+          for (auto& r : runs) r.store(0);
+          std::atomic<bool> caller_is_worker0{false};
+          const auto caller = std::this_thread::get_id();
+          pool.run_each(count, [&](int w) {
+            runs[sz(w)].fetch_add(1);
+            if (w == 0) caller_is_worker0.store(std::this_thread::get_id() == caller);
+            arrived.fetch_add(1);
+            while (arrived.load() < count) std::this_thread::yield();
+          });
+          for (int w = 0; w < workers; ++w) ASSERT_EQ(runs[sz(w)].load(), w < count ? 1 : 0) << "worker " << w;
+          EXPECT_TRUE(caller_is_worker0.load());
+        }
+      }
+      EXPECT_THROW(pool.run_each(workers + 1, [](int) {}), std::invalid_argument);
+      EXPECT_THROW(pool.run_each(0, [](int) {}), std::invalid_argument);
+    }
+  });
+}
+
+TEST(WorkerPool, PlacementPinsEachWorkerAndRecordsFailures) {
+  // Pin every worker to CPU 0 (exists everywhere) and check from inside each worker thread.
+  {
+    WorkerPool pool(WorkerPoolOptions{.workers = 3, .cpus = {0}});
+    for (int w = 0; w < 3; ++w) {
+      EXPECT_TRUE(pool.placement(w).pinned) << pool.placement(w).problem;
+      EXPECT_EQ(pool.placement(w).cpu, 0);
+    }
+    std::vector<int> cpu_of(3, -1);
+    pool.run_each(3, [&](int w) { cpu_of[sz(w)] = sched_getcpu(); });
+    for (int w = 0; w < 3; ++w) EXPECT_EQ(cpu_of[sz(w)], 0) << "worker " << w;
+  }
+  // A CPU that does not exist and an opt-in file that does not exist: recorded, the pool still runs.
+  WorkerPool pool(WorkerPoolOptions{.workers = 2, .cpus = {1000}, .ai_thread_opt_in = true});
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_FALSE(pool.placement(w).pinned);
+    EXPECT_NE(pool.placement(w).problem.find("pin to cpu 1000"), std::string::npos) << pool.placement(w).problem;
+    if (access("/proc/set_ai_thread", F_OK) != 0) {
+      EXPECT_FALSE(pool.placement(w).opted_in);
+      EXPECT_NE(pool.placement(w).problem.find("/proc/set_ai_thread"), std::string::npos);
+    }
+  }
+  std::atomic<int> count{0};
+  pool.parallel_for(10, [&](std::int64_t, int) { count.fetch_add(1); });
+  EXPECT_EQ(count.load(), 10);
+}
+
+TEST(WorkerPool, CallerAffinityIsRestoredOnDestruction) {
+  cpu_set_t before;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof before, &before), 0);
+  { WorkerPool pool(WorkerPoolOptions{.workers = 2, .cpus = {0}}); }
+  cpu_set_t after;
+  ASSERT_EQ(pthread_getaffinity_np(pthread_self(), sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after));
 }
 
 }  // namespace

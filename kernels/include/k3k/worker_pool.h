@@ -4,53 +4,98 @@
 // Determinism: parallel_for hands out task indices dynamically, so which worker runs a task varies
 // from call to call. Kernels therefore make each task own a disjoint set of outputs and never split
 // an output's reduction across tasks; results are then bitwise identical for every worker count.
+//
+// Placement (K3): the A100 cores (CPUs 8-15) are gated. A thread must write "0" to
+// /proc/set_ai_thread before sched_setaffinity to them succeeds, and its vlenb changes when it
+// migrates, so each worker opts in and pins itself first thing in its own thread, before it runs
+// any kernel. Worker 0 is the constructing thread: it is placed in the constructor (so build the
+// pool before running vector code) and its previous affinity is restored by the destructor.
+// A failed opt-in or pin is recorded per worker and the worker runs unpinned.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 namespace k3k {
 
+struct WorkerPoolOptions {
+  int workers = 0;        // <= 0: one per hardware thread (or one per listed CPU)
+  std::vector<int> cpus;  // worker w is pinned to cpus[w % cpus.size()]; empty: unpinned
+  bool ai_thread_opt_in = false;  // write "0" to /proc/set_ai_thread before pinning (K3 A100 CPUs)
+};
+
+// What happened when a worker placed itself.
+struct WorkerPlacement {
+  int cpu = -1;            // requested CPU, -1 when unpinned by request
+  bool opted_in = false;   // the /proc/set_ai_thread write succeeded
+  bool pinned = false;     // sched affinity set to exactly `cpu`
+  std::string problem;     // empty, or why the opt-in or the pin failed (the worker then runs unpinned)
+};
+
 class WorkerPool {
  public:
   // workers <= 0 means one per hardware thread.
   explicit WorkerPool(int workers);
+  explicit WorkerPool(const WorkerPoolOptions& options);
   ~WorkerPool();
   WorkerPool(const WorkerPool&) = delete;
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return static_cast<int>(threads_.size()) + 1; }
+  const WorkerPlacement& placement(int worker) const { return placement_[static_cast<std::size_t>(worker)]; }
+  // Workers 2p and 2p+1 form pair p; on a K3 the two cores of a pair share IME2 and TCM resources.
+  static int partner_of(int worker) { return worker ^ 1; }
 
   // Runs fn(task, worker) for every task in [0, tasks) and returns when all have finished.
   // fn must not throw (kernels report errors before they start parallel work).
   template <typename Fn>
   void parallel_for(std::int64_t tasks, Fn&& fn) {
     if (tasks <= 0) return;
-    auto trampoline = [](void* ctx, std::int64_t task, int worker) {
-      (*static_cast<std::remove_reference_t<Fn>*>(ctx))(task, worker);
-    };
-    run(tasks, trampoline, const_cast<void*>(static_cast<const void*>(&fn)));
+    run(tasks, Mode::kTasks, trampoline<Fn>(), const_cast<void*>(static_cast<const void*>(&fn)));
+  }
+
+  // Runs fn(worker) exactly once on each of workers 0..count-1, all at the same time (each on its
+  // own thread), and returns when all have finished. For cooperative kernels whose workers wait
+  // for each other (pipelines with pair barriers): with parallel_for one thread could take two
+  // such tasks in turn and wait for itself forever. count must be in [1, size()].
+  template <typename Fn>
+  void run_each(int count, Fn&& fn) {
+    auto each = [&fn](std::int64_t, int worker) { fn(worker); };
+    run(count, Mode::kEach, trampoline<decltype(each)>(), &each);
   }
 
   static int hardware_workers();
 
  private:
   using TaskFn = void (*)(void* ctx, std::int64_t task, int worker);
-  void run(std::int64_t tasks, TaskFn fn, void* ctx);
+  enum class Mode { kTasks, kEach };
+  template <typename Fn>
+  static TaskFn trampoline() {
+    return [](void* ctx, std::int64_t task, int worker) {
+      (*static_cast<std::remove_reference_t<Fn>*>(ctx))(task, worker);
+    };
+  }
+  void run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx);
   void worker_main(int worker);
-  void drain(int worker);
+  void work(int worker);
 
+  WorkerPoolOptions options_;
+  std::vector<WorkerPlacement> placement_;
   std::vector<std::thread> threads_;
+  std::shared_ptr<void> caller_affinity_;  // worker 0's affinity before placement (restored on exit)
   // Job description, published by the release store to generation_.
   TaskFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
   std::int64_t job_tasks_ = 0;
+  Mode job_mode_ = Mode::kTasks;
   alignas(64) std::atomic<std::int64_t> next_task_{0};
   alignas(64) std::atomic<std::uint64_t> generation_{0};
   alignas(64) std::atomic<int> busy_workers_{0};
+  std::atomic<int> placed_workers_{0};
   std::atomic<bool> stopping_{false};
 };
 
