@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: installs what is missing, builds the Release tree (kernels, k3bench,
-# tests), an ASan+UBSan tree of the kernel tests, the riscv64 RVV tree whose tests run under
+# tests), an ASan+UBSan tree of the kernel tests, a ThreadSanitizer tree of the TCM pipeline and
+# worker pool (thousands of randomized pipeline runs), the riscv64 RVV tree whose tests run under
 # qemu-user at VLEN 256 and 1024, and two riscv64 IME2 trees: ime2-emu (IME2 instructions emulated
 # in software, so the IME2 kernels run under qemu) and ime2 (real instructions: checked in the
 # binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest.
@@ -18,6 +19,10 @@ echo "== build: asan+ubsan (build/asan)"
 cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON \
   -DK3_BUILD_RUNNER=OFF >/dev/null
 cmake --build "$root/build/asan" -j"$jobs"
+echo "== build: tsan (build/tsan: TCM pipeline and worker pool only)"
+cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_SANITIZE_THREAD=ON \
+  -DK3_BUILD_RUNNER=OFF >/dev/null
+cmake --build "$root/build/tsan" -j"$jobs" --target k3tcm_tests
 echo "== build: riscv64 rvv (build/rvv)"
 cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
@@ -38,6 +43,8 @@ echo "== tests: release"
 echo "== tests: asan+ubsan (kernel unit tests)"
 (cd "$root/build/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -L kernels) || status=1
+echo "== tests: tsan (randomized TCM pipeline runs, worker pool)"
+(cd "$root/build/tsan" && ctest --output-on-failure -L tsan) || status=1
 echo "== tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'

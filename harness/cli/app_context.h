@@ -38,6 +38,7 @@ struct AppContext {
 void add_doctor_command(CLI::App& app, AppContext& ctx);
 void add_build_command(CLI::App& app, AppContext& ctx);
 void add_probe_command(CLI::App& app, AppContext& ctx);
+void add_tcm_command(CLI::App& app, AppContext& ctx);
 void add_bench_command(CLI::App& app, AppContext& ctx);
 void add_db_command(CLI::App& app, AppContext& ctx);
 void add_compare_command(CLI::App& app, AppContext& ctx);

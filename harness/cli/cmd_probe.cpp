@@ -1,5 +1,6 @@
 // `k3tune probe --target T`: what the runner sees on a target -- VLEN, marchid, the IME2 gate, the
-// TCM backend, hardware counters, and streaming memory bandwidth (the membw op).
+// TCM backend and block states (stale locks), hardware counters, and streaming memory bandwidth
+// (the membw op). TCM bandwidth is the tcm_bw op (`k3tune bench --op tcm_bw`).
 #include <iostream>
 
 #include <fmt/format.h>
@@ -38,6 +39,20 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
                               "--reps", "1", "--iterations", "1", "--check", "none", "--json"},
                              k3targets::ProcessOptions::with_timeout(timeout));
     std::string ime2_gate = ime2.ok() ? "open (ime2 path taken)" : ime2.failure_reason(timeout);
+    // TCM: the backend the runner gets and every block's hand-off state (stale locks flagged).
+    const auto tcm = t->run({"--tcm-status", "--json"}, k3targets::ProcessOptions::with_timeout(timeout));
+    nlohmann::json tcm_status = nullptr;
+    std::string tcm_line;
+    if (tcm.ok()) {
+      tcm_status = nlohmann::json::parse(tcm.out);
+      tcm_line = tcm_status["backend"].get<std::string>() + " (" + tcm_status["reason"].get<std::string>() + ")";
+      if (tcm_status.contains("stale_blocks") && !tcm_status["stale_blocks"].empty()) {
+        tcm_line += "; STALE locks on blocks " + tcm_status["stale_blocks"].dump() +
+                    " (recover: k3tune tcm release --target " + t->name() + ")";
+      }
+    } else {
+      tcm_line = "unknown: " + tcm.failure_reason(timeout);
+    }
     nlohmann::json out = {
         {"target", t->name()},
         {"describe", t->describe()},
@@ -46,8 +61,8 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
                                                : nlohmann::json(nullptr)},
         {"marchid", env["marchid"]},
         {"ime2_gate", ime2_gate},
-        {"tcm_backend",
-         "unavailable: the runner has no TCM probe yet (TCM layer not in this tree)"},
+        {"tcm_backend", tcm_line},
+        {"tcm", tcm_status},
         {"dispatch", j["dispatch"]},
         {"counters", j.value("counters", nlohmann::json())},
         {"membw_read_gbps", j["summary"]["total_gbps"]},

@@ -70,6 +70,7 @@ int main(int argc, char** argv) {
   add_doctor_command(app, ctx);
   add_build_command(app, ctx);
   add_probe_command(app, ctx);
+  add_tcm_command(app, ctx);
   add_bench_command(app, ctx);
   add_db_command(app, ctx);
   add_compare_command(app, ctx);

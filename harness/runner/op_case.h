@@ -87,6 +87,9 @@ const OpInfo* find_op(const std::string& name);
 // Common parameter: the worker count (default: one per hardware thread).
 KeySpec workers_param();
 // Shared worker pools, one per size, kept alive for the process.
+// Created with the placement policy of placement.h (pinned to the A100 CPUs on a K3).
 k3k::WorkerPool& pool_of_size(int workers);
+// How a pool's workers were placed: the policy and, per worker, CPU, opt-in, pin and any problem.
+nlohmann::json pool_placement_json(const k3k::WorkerPool& pool);
 
 }  // namespace k3bench

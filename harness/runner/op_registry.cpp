@@ -4,6 +4,7 @@
 
 #include "k3k/worker_pool.h"
 #include "ops/op_lists.h"
+#include "placement.h"
 
 namespace k3bench {
 
@@ -11,7 +12,7 @@ const std::vector<OpInfo>& all_ops() {
   static const std::vector<OpInfo> ops = [] {
     std::vector<OpInfo> v;
     for (auto* add : {&add_quantize_ops, &add_linear_ops, &add_attention_ops, &add_kv_cache_ops,
-                      &add_small_ops, &add_membw_ops}) {
+                      &add_small_ops, &add_membw_ops, &add_tcm_ops}) {
       add(v);
     }
     return v;
@@ -30,10 +31,26 @@ KeySpec workers_param() {
                  std::to_string(k3k::WorkerPool::hardware_workers()), 1, 256);
 }
 
+std::map<int, std::string>& pool_policies() {
+  static std::map<int, std::string> policies;
+  return policies;
+}
+
+nlohmann::json pool_placement_json(const k3k::WorkerPool& pool) {
+  nlohmann::json workers = nlohmann::json::array();
+  for (int w = 0; w < pool.size(); ++w) {
+    const k3k::WorkerPlacement& p = pool.placement(w);
+    nlohmann::json one = {{"worker", w}, {"cpu", p.cpu}, {"opted_in", p.opted_in}, {"pinned", p.pinned}};
+    if (!p.problem.empty()) one["problem"] = p.problem;
+    workers.push_back(one);
+  }
+  return {{"policy", pool_policies()[pool.size()]}, {"workers", workers}};
+}
+
 k3k::WorkerPool& pool_of_size(int workers) {
   static std::map<int, std::unique_ptr<k3k::WorkerPool>> pools;
   auto& p = pools[workers];
-  if (!p) p = std::make_unique<k3k::WorkerPool>(workers);
+  if (!p) p = std::make_unique<k3k::WorkerPool>(pool_options(workers, &pool_policies()[workers]));
   return *p;
 }
 

@@ -22,6 +22,9 @@ TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const T
   if (path == KernelPath::kIme2) return off("the TCM pipeline has no IME2 compute body yet (DRAM IME2 kernel)");
   if (workspace == nullptr) return off("no TCM backend");
   if (params.use == TcmUse::kAuto) {
+    if (workspace->tcm().backend() != tcm::Backend::kReal && !params.auto_allows_emulated) {
+      return off("TCM is emulated (ordinary memory): auto takes the pipeline only on real TCM (tcm=on measures it)");
+    }
     if (w.k < params.k_min) return off("K " + std::to_string(w.k) + " < k_min " + std::to_string(params.k_min));
     if (w.bytes() < params.b_min) {
       return off("packed weights " + kib(w.bytes()) + " < b_min " + kib(params.b_min));

@@ -19,7 +19,6 @@
 #include "k3k/ops.h"
 #include "k3k/tcm_linear.h"
 #include "tcm/pair_barrier.h"
-#include "tcm/slab_copy.h"
 #include "tcm/slab_layout.h"
 
 namespace k3k {
@@ -114,9 +113,9 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
     const tcm_detail::SlabView to = tcm_detail::tcm_slab(w, buffer, count);
     const std::int64_t code_bytes = count * tcm_detail::tile_code_bytes(w);
     const std::int64_t float_bytes = count * tcm_detail::tile_floats(w) * static_cast<std::int64_t>(sizeof(float));
-    tcm_detail::copy_to_tcm(const_cast<std::uint8_t*>(to.codes), from.codes, static_cast<std::size_t>(code_bytes));
-    tcm_detail::copy_to_tcm(const_cast<float*>(to.scale), from.scale, static_cast<std::size_t>(float_bytes));
-    tcm_detail::copy_to_tcm(const_cast<float*>(to.beta), from.beta, static_cast<std::size_t>(float_bytes));
+    tcm::stream_copy(const_cast<std::uint8_t*>(to.codes), from.codes, static_cast<std::size_t>(code_bytes));
+    tcm::stream_copy(const_cast<float*>(to.scale), from.scale, static_cast<std::size_t>(float_bytes));
+    tcm::stream_copy(const_cast<float*>(to.beta), from.beta, static_cast<std::size_t>(float_bytes));
     return code_bytes + 2 * float_bytes;
   };
 

@@ -131,7 +131,12 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
     return decide_tcm_decode(path, w, workspace, p, pool.size());
   };
   TcmDecodeParams p;  // defaults: auto, k_min 2048, b_min 2 MiB, 6 workers
+  // auto treats emulated blocks as what they are, ordinary memory: no pipeline.
   auto d = decide(KernelPath::kGeneric, large, p, &ws);
+  EXPECT_FALSE(d.use_tcm);
+  EXPECT_NE(d.reason.find("emulated"), std::string::npos) << d.reason;
+  p.auto_allows_emulated = true;  // the remaining auto checks, as on real TCM
+  d = decide(KernelPath::kGeneric, large, p, &ws);
   EXPECT_TRUE(d.use_tcm) << d.reason;
   EXPECT_EQ(d.workers, 6);
   EXPECT_EQ(d.slab_rows % 32, 0);
@@ -144,6 +149,7 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   EXPECT_FALSE(d.use_tcm);
   EXPECT_NE(d.reason.find("b_min"), std::string::npos) << d.reason;
   p.b_min = 1 << 20;  // the thresholds are parameters: lowering b_min admits the same shape
+  p.auto_allows_emulated = true;
   EXPECT_TRUE(decide(KernelPath::kGeneric, big, p, &ws).use_tcm);
   p = {};
   p.use = TcmUse::kOn;  // on ignores the size thresholds
@@ -152,9 +158,11 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   p.use = TcmUse::kOff;
   EXPECT_EQ(decide(KernelPath::kGeneric, large, p, &ws).reason, "tcm=off");
   p = {};
+  p.auto_allows_emulated = true;
   p.table_disables = true;
   EXPECT_NE(decide(KernelPath::kGeneric, large, p, &ws).reason.find("tuning table"), std::string::npos);
   p = {};
+  p.auto_allows_emulated = true;
   EXPECT_NE(decide(KernelPath::kIme2, large, p, &ws).reason.find("IME2"), std::string::npos);
   EXPECT_NE(decide(KernelPath::kGeneric, large, p, nullptr).reason.find("no TCM"), std::string::npos);
   p.compute_workers = 1;
@@ -162,6 +170,7 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   EXPECT_FALSE(d.use_tcm);
   EXPECT_NE(d.reason.find("need 2"), std::string::npos) << d.reason;
   p = {};
+  p.auto_allows_emulated = true;
   p.slab_rows = 256;  // 8 tiles x 40 KiB, twice: more than a 384 KiB block
   d = decide(KernelPath::kGeneric, large, p, &ws);
   EXPECT_FALSE(d.use_tcm);
@@ -176,7 +185,7 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   // A board with a single block: the pipeline needs two.
   auto one_block = tcm::make_emulated({.block_bytes = 384 * 1024, .blocks = 1});
   TcmWorkspace ws1(*one_block, pool);
-  d = decide(KernelPath::kGeneric, large, {}, &ws1);
+  d = decide(KernelPath::kGeneric, large, {.use = TcmUse::kOn}, &ws1);
   EXPECT_FALSE(d.use_tcm);
   EXPECT_NE(d.reason.find("only 1 usable"), std::string::npos) << d.reason;
 }

@@ -92,6 +92,12 @@ std::vector<BlockStatus> stale_blocks(Tcm& tcm);
 // Whether a thread id names a live thread on this machine (kill(tid, 0), EPERM counts as alive).
 bool thread_alive(int tid);
 
+// Streaming primitives shared by the pipeline and the tcm_bw probe: a vector load/store copy
+// (RVV at LMUL 8 on riscv64, memcpy elsewhere; no AI-DMA) and a read of every 64-bit word whose
+// XOR fold is returned, so the read cannot be optimised away and its result can be checked.
+void stream_copy(void* dst, const void* src, std::size_t bytes);
+std::uint64_t stream_read_xor(const void* src, std::size_t bytes);  // bytes: a multiple of 8
+
 // Scoped exclusive hand-off: releases on every exit path.
 class BlockLease {
  public:

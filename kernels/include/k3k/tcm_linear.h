@@ -54,6 +54,7 @@ struct TcmDecodeParams {
   int slab_rows = 0;                  // weight rows per slab, a multiple of 32; 0: the largest that fits
   bool pairing = true;                // stagger pairs (copy while the partner computes) or run each worker alone
   bool table_disables = false;        // a loaded tuning table turned the pipeline off for this shape
+  bool auto_allows_emulated = false;  // auto normally needs real TCM blocks (emulated ones are plain DRAM)
   std::int64_t acquire_timeout_us = 1000;  // per call, per worker; a block not handed over in time -> DRAM for that worker
 };
 
@@ -64,8 +65,9 @@ struct TcmGateDecision {
   int workers = 0;
 };
 
-// All must hold: the parameters allow it, K >= k_min, packed bytes >= b_min (unless use == on), the
-// layer has a TCM body (generic, rvv), two slab buffers fit one block, and >= 2 usable blocks.
+// All must hold: the parameters allow it, K >= k_min, packed bytes >= b_min and the blocks are real
+// TCM (these three unless use == on), the layer has a TCM body (generic, rvv), two slab buffers fit
+// one block, and >= 2 usable blocks.
 TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const TcmWorkspace* workspace,
                                   const TcmDecodeParams& params, int pool_size);
 

@@ -1,0 +1,84 @@
+#include "placement.h"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "errors.h"
+#include "k3k/dispatch.h"
+#include "k3k/thread_placement.h"
+
+namespace k3bench {
+
+namespace {
+constexpr std::uint64_t kA100Marchid = 0x8000000041000002ull;
+
+int parse_int(std::string_view s, std::string_view what) {
+  int v = 0;
+  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || end != s.data() + s.size() || s.empty() || v < 0) {
+    throw UsageError(std::string(what) + ": '" + std::string(s) + "' is not a non-negative number");
+  }
+  return v;
+}
+}  // namespace
+
+std::vector<int> parse_cpu_list(std::string_view text, std::string_view what) {
+  std::vector<int> cpus;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text.remove_prefix(comma == std::string_view::npos ? text.size() : comma + 1);
+    const auto dash = item.find('-');
+    if (dash == std::string_view::npos) {
+      cpus.push_back(parse_int(item, what));
+      continue;
+    }
+    const int lo = parse_int(item.substr(0, dash), what), hi = parse_int(item.substr(dash + 1), what);
+    if (hi < lo) throw UsageError(std::string(what) + ": range '" + std::string(item) + "' runs backwards");
+    for (int c = lo; c <= hi; ++c) cpus.push_back(c);
+  }
+  if (cpus.empty()) throw UsageError(std::string(what) + ": empty list");
+  return cpus;
+}
+
+std::vector<int> a100_cpus(std::string_view cpuinfo) {
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < 256; ++cpu) {
+    if (k3k::parse_cpuinfo_marchid(cpuinfo, cpu) == kA100Marchid) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+k3k::WorkerPoolOptions pool_options(int workers, std::string* policy) {
+  k3k::WorkerPoolOptions options;
+  options.workers = workers;
+  const bool gate_exists = ::access(k3k::kAiThreadOptInPath, W_OK) == 0;
+  if (const char* env = std::getenv("K3BENCH_CPUS"); env != nullptr && *env != '\0') {
+    if (std::string_view(env) == "none") {
+      *policy = "unpinned (K3BENCH_CPUS=none)";
+      return options;
+    }
+    options.cpus = parse_cpu_list(env, "K3BENCH_CPUS");
+    options.ai_thread_opt_in = gate_exists;
+    *policy = std::string("pinned to K3BENCH_CPUS=") + env + (gate_exists ? " after the A100 opt-in" : "");
+    return options;
+  }
+  std::ifstream in("/proc/cpuinfo");
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::vector<int> a100 = a100_cpus(text.str());
+  if (!gate_exists || a100.empty()) {
+    *policy = "unpinned (no A100 CPUs or no /proc/set_ai_thread)";
+    return options;
+  }
+  options.cpus = a100;
+  options.ai_thread_opt_in = true;
+  *policy = "pinned to the A100 CPUs after /proc/set_ai_thread opt-in";
+  return options;
+}
+
+}  // namespace k3bench

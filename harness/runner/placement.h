@@ -1,0 +1,21 @@
+// Where k3bench's workers run. On a K3 the kernels belong on the A100 cores (CPUs with marchid
+// 0x8000000041000002, gated by /proc/set_ai_thread); elsewhere the pool stays unpinned.
+// K3BENCH_CPUS overrides: "none" (unpinned) or a list such as "8-13" or "8,10,12".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "k3k/worker_pool.h"
+
+namespace k3bench {
+
+// "8-11,14" -> {8, 9, 10, 11, 14}; throws UsageError naming `what` on malformed text.
+std::vector<int> parse_cpu_list(std::string_view text, std::string_view what);
+// CPUs whose marchid in /proc/cpuinfo text is the A100's.
+std::vector<int> a100_cpus(std::string_view cpuinfo);
+// The pool options for `workers` workers under the policy above, and a one-line description.
+k3k::WorkerPoolOptions pool_options(int workers, std::string* policy);
+
+}  // namespace k3bench

@@ -1,0 +1,30 @@
+#include "tcm_context.h"
+
+#include <map>
+#include <memory>
+#include <utility>
+
+namespace k3bench {
+
+const TcmContext& tcm_context(const std::string& mode) {
+  static std::map<std::string, std::pair<TcmContext, std::unique_ptr<k3k::tcm::Tcm>>> opened;
+  auto it = opened.find(mode);
+  if (it == opened.end()) {
+    k3k::tcm::OpenOptions options;
+    options.mode = k3k::tcm::parse_mode(mode).value_or(k3k::tcm::Mode::kAuto);
+    k3k::tcm::Opened o = k3k::tcm::open(options);
+    TcmContext context{o.tcm.get(), o.reason};
+    it = opened.emplace(mode, std::make_pair(context, std::move(o.tcm))).first;
+  }
+  return it->second.first;
+}
+
+k3k::TcmWorkspace* tcm_workspace(const TcmContext& context, k3k::WorkerPool& pool) {
+  if (context.tcm == nullptr) return nullptr;
+  static std::map<std::pair<k3k::tcm::Tcm*, k3k::WorkerPool*>, std::unique_ptr<k3k::TcmWorkspace>> spaces;
+  auto& ws = spaces[{context.tcm, &pool}];
+  if (!ws) ws = std::make_unique<k3k::TcmWorkspace>(*context.tcm, pool);
+  return ws.get();
+}
+
+}  // namespace k3bench
