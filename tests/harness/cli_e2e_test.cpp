@@ -1,7 +1,10 @@
 // k3tune end to end: the real k3tune binary drives real k3bench processes into a real SQLite file.
 // Covers counts and provenance, resume after a mid-sweep kill, failed cells (crash, timeout),
 // bad input (nothing written), the IME2 build message, and the qemu-user target.
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -225,6 +228,39 @@ TEST_F(HarnessCli, QemuSweepEndToEnd) {
       count(
           "SELECT count(*) FROM builds WHERE length(build_hash) = 64 AND compiler LIKE '%clang%'"),
       1);
+}
+
+TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
+  // A killed run's lock, through the vendor-library test double: a child takes block 2 and dies.
+  const std::string state = (dir_ / "tcm.state").string();
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
+    void* h = ::dlopen(K3_FAKE_SPINE_TCM, RTLD_NOW);
+    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(::dlsym(h, "spine_tcm_runtime_mem_try_wait")) : nullptr;
+    ::_exit(try_wait != nullptr && try_wait(2, 0) != nullptr ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const std::vector<std::string> env = {"K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM, "FAKE_SPINE_TCM_STATE=" + state};
+
+  const auto probe = k3tune({"--json", "probe", "--target", "local", "--mib", "8"}, env);
+  ASSERT_EQ(probe.code, 0) << probe.err;
+  const auto p = nlohmann::json::parse(probe.out);
+  EXPECT_EQ(p["tcm"]["backend"], "real");
+  EXPECT_EQ(p["tcm"]["stale_blocks"], nlohmann::json::array({2}));
+  EXPECT_NE(p["tcm_backend"].get<std::string>().find("STALE"), std::string::npos);
+  // probe and status report; neither releases.
+  const auto st = k3tune({"--json", "tcm", "status", "--target", "local"}, env);
+  ASSERT_EQ(st.code, 0) << st.err;
+  EXPECT_EQ(nlohmann::json::parse(st.out)["stale_blocks"], nlohmann::json::array({2}));
+  const auto rel = k3tune({"tcm", "release", "--target", "local"}, env);
+  ASSERT_EQ(rel.code, 0) << rel.err;
+  EXPECT_NE(rel.out.find("block 2: released"), std::string::npos) << rel.out;
+  const auto after = k3tune({"--json", "tcm", "status", "--target", "local"}, env);
+  EXPECT_TRUE(nlohmann::json::parse(after.out)["stale_blocks"].empty()) << after.out;
 }
 
 }  // namespace
