@@ -18,15 +18,19 @@ void add_tcm_command(CLI::App& app, AppContext& ctx) {
     bool force = false;
   };
   auto a = std::make_shared<Args>();
-  auto* tcm = app.add_subcommand("tcm", "TCM blocks on a target: status, explicit stale-lock recovery");
+  auto* tcm =
+      app.add_subcommand("tcm", "TCM blocks on a target: status, explicit stale-lock recovery");
   tcm->require_subcommand(1);
-  auto* status = tcm->add_subcommand("status", "backend, geometry and every block's hand-off state");
-  auto* release = tcm->add_subcommand("release", "force-release stale blocks (a killed run's locks)");
+  auto* status =
+      tcm->add_subcommand("status", "backend, geometry and every block's hand-off state");
+  auto* release =
+      tcm->add_subcommand("release", "force-release stale blocks (a killed run's locks)");
   for (auto* cmd : {status, release}) {
     cmd->add_option("--target", a->target, "target name")->capture_default_str();
     cmd->add_option("--tcm-backend", a->backend, "auto, real, emulated")->capture_default_str();
   }
-  release->add_option("--blocks", a->blocks, "\"all\" (every stale block) or a list like 0,3")->capture_default_str();
+  release->add_option("--blocks", a->blocks, "\"all\" (every stale block) or a list like 0,3")
+      ->capture_default_str();
   release->add_flag("--force", a->force, "also release blocks held by a live thread");
 
   auto run = [&ctx, a](std::vector<std::string> args) {
@@ -36,7 +40,8 @@ void add_tcm_command(CLI::App& app, AppContext& ctx) {
     args.insert(args.end(), {"--tcm-backend", a->backend, "--json"});
     const double timeout = t->config().timeout_s;
     const auto r = t->run(args, k3targets::ProcessOptions::with_timeout(timeout));
-    if (r.out.empty()) throw UserError(fmt::format("target {}: {}", t->name(), r.failure_reason(timeout)));
+    if (r.out.empty())
+      throw UserError(fmt::format("target {}: {}", t->name(), r.failure_reason(timeout)));
     return std::make_pair(nlohmann::json::parse(r.out), r);
   };
   status->callback([&ctx, a, run] {
@@ -45,13 +50,15 @@ void add_tcm_command(CLI::App& app, AppContext& ctx) {
       std::cout << j.dump(2) << "\n";
       return;
     }
-    fmt::print("TCM backend {} ({})\n", j["backend"].get<std::string>(), j["reason"].get<std::string>());
+    fmt::print("TCM backend {} ({})\n", j["backend"].get<std::string>(),
+               j["reason"].get<std::string>());
     if (!j.contains("blocks")) return;
     for (const auto& b : j["blocks"]) {
       fmt::print("  block {}  {}\n", b["id"].get<int>(),
                  !b["acquired"].get<bool>() ? std::string("free")
-                 : b["stale"].get<bool>()   ? fmt::format("STALE (dead tid {})", b["owner_tid"].get<int>())
-                                            : fmt::format("held by live tid {}", b["owner_tid"].get<int>()));
+                 : b["stale"].get<bool>()
+                     ? fmt::format("STALE (dead tid {})", b["owner_tid"].get<int>())
+                     : fmt::format("held by live tid {}", b["owner_tid"].get<int>()));
     }
     if (!j["stale_blocks"].empty())
       fmt::print("stale locks: recover with `k3tune tcm release --target {}`\n", a->target);
@@ -60,9 +67,11 @@ void add_tcm_command(CLI::App& app, AppContext& ctx) {
     std::vector<std::string> args = {"--tcm-force-release", a->blocks};
     if (a->force) args.push_back("--force");
     const auto [j, r] = run(args);
-    if (ctx.json) std::cout << j.dump(2) << "\n";
+    if (ctx.json)
+      std::cout << j.dump(2) << "\n";
     else
-      for (const auto& x : j["results"]) fmt::print("block {}: {}\n", x["block"].get<int>(), x["action"].get<std::string>());
+      for (const auto& x : j["results"])
+        fmt::print("block {}: {}\n", x["block"].get<int>(), x["action"].get<std::string>());
     if (r.exit_code != 0) throw UserError("some blocks were not released (see above)");
   });
 }

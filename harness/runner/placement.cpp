@@ -37,8 +37,10 @@ std::vector<int> parse_cpu_list(std::string_view text, std::string_view what) {
       cpus.push_back(parse_int(item, what));
       continue;
     }
-    const int lo = parse_int(item.substr(0, dash), what), hi = parse_int(item.substr(dash + 1), what);
-    if (hi < lo) throw UsageError(std::string(what) + ": range '" + std::string(item) + "' runs backwards");
+    const int lo = parse_int(item.substr(0, dash), what),
+              hi = parse_int(item.substr(dash + 1), what);
+    if (hi < lo)
+      throw UsageError(std::string(what) + ": range '" + std::string(item) + "' runs backwards");
     for (int c = lo; c <= hi; ++c) cpus.push_back(c);
   }
   if (cpus.empty()) throw UsageError(std::string(what) + ": empty list");
@@ -64,7 +66,8 @@ k3k::WorkerPoolOptions pool_options(int workers, std::string* policy) {
     }
     options.cpus = parse_cpu_list(env, "K3BENCH_CPUS");
     options.ai_thread_opt_in = gate_exists;
-    *policy = std::string("pinned to K3BENCH_CPUS=") + env + (gate_exists ? " after the A100 opt-in" : "");
+    *policy = std::string("pinned to K3BENCH_CPUS=") + env +
+              (gate_exists ? " after the A100 opt-in" : "");
     return options;
   }
   std::ifstream in("/proc/cpuinfo");

@@ -11,6 +11,7 @@ namespace k3bench {
 int run_tcm_status(const std::string& mode, bool json);
 // blocks: "all" (every stale block) or a list like "0,3". Exit 0 when every named block is free
 // afterwards, 4 when one could not be released, 2 on a malformed list.
-int run_tcm_force_release(const std::string& mode, const std::string& blocks, bool force, bool json);
+int run_tcm_force_release(const std::string& mode, const std::string& blocks, bool force,
+                          bool json);
 
 }  // namespace k3bench

@@ -11,7 +11,9 @@
 namespace k3k {
 
 namespace {
-std::string errno_text(const char* what, int err) { return std::string(what) + ": " + std::strerror(err); }
+std::string errno_text(const char* what, int err) {
+  return std::string(what) + ": " + std::strerror(err);
+}
 }  // namespace
 
 WorkerPlacement place_current_thread(int cpu, bool opt_in, const char* opt_in_path) {
@@ -35,8 +37,8 @@ WorkerPlacement place_current_thread(int cpu, bool opt_in, const char* opt_in_pa
     cpu_set_t set;
     CPU_ZERO(&set);
     if (cpu >= CPU_SETSIZE) {
-      result.problem += (result.problem.empty() ? "" : "; ") + std::string("cpu ") + std::to_string(cpu) +
-                        " is beyond CPU_SETSIZE";
+      result.problem += (result.problem.empty() ? "" : "; ") + std::string("cpu ") +
+                        std::to_string(cpu) + " is beyond CPU_SETSIZE";
       return result;
     }
     CPU_SET(cpu, &set);
@@ -59,7 +61,8 @@ std::shared_ptr<void> save_thread_affinity() {
 
 void restore_thread_affinity(const std::shared_ptr<void>& saved) {
   if (!saved) return;
-  pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t), static_cast<const cpu_set_t*>(saved.get()));
+  pthread_setaffinity_np(pthread_self(), sizeof(cpu_set_t),
+                         static_cast<const cpu_set_t*>(saved.get()));
 }
 
 }  // namespace k3k

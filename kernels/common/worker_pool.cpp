@@ -29,11 +29,13 @@ int WorkerPool::hardware_workers() {
   return n == 0 ? 1 : static_cast<int>(n);
 }
 
-WorkerPool::WorkerPool(int workers) : WorkerPool(WorkerPoolOptions{.workers = workers, .cpus = {}}) {}
+WorkerPool::WorkerPool(int workers)
+    : WorkerPool(WorkerPoolOptions{.workers = workers, .cpus = {}}) {}
 
 WorkerPool::WorkerPool(const WorkerPoolOptions& options) : options_(options) {
   int workers = options_.workers;
-  if (workers <= 0) workers = options_.cpus.empty() ? hardware_workers() : static_cast<int>(options_.cpus.size());
+  if (workers <= 0)
+    workers = options_.cpus.empty() ? hardware_workers() : static_cast<int>(options_.cpus.size());
   placement_.resize(static_cast<std::size_t>(workers));
   const bool place = options_.ai_thread_opt_in || !options_.cpus.empty();
   if (place) {
@@ -71,8 +73,8 @@ void WorkerPool::work(int worker) {
 
 void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
   if (mode == Mode::kEach && (tasks < 1 || tasks > size())) {
-    throw std::invalid_argument("WorkerPool::run_each: count " + std::to_string(tasks) + " outside [1, " +
-                                std::to_string(size()) + "]");
+    throw std::invalid_argument("WorkerPool::run_each: count " + std::to_string(tasks) +
+                                " outside [1, " + std::to_string(size()) + "]");
   }
   if (threads_.empty() || tasks == 1) {
     if (mode == Mode::kEach) {
@@ -105,7 +107,8 @@ void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
 void WorkerPool::worker_main(int worker) {
   // First thing on the new thread, before any kernel code: opt in and pin (see the header).
   if (options_.ai_thread_opt_in || !options_.cpus.empty()) {
-    placement_[static_cast<std::size_t>(worker)] = place_current_thread(cpu_for(options_, worker), options_.ai_thread_opt_in);
+    placement_[static_cast<std::size_t>(worker)] =
+        place_current_thread(cpu_for(options_, worker), options_.ai_thread_opt_in);
   }
   placed_workers_.fetch_add(1, std::memory_order_release);
   placed_workers_.notify_all();

@@ -16,12 +16,14 @@ using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, 
                                  float acc[kW4RowTile]);
 
 namespace generic {
-void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta, const std::int8_t* x,
-                     const std::int32_t* sums, std::int64_t nb, float acc[kW4RowTile]);
+void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta,
+                     const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
+                     float acc[kW4RowTile]);
 }
 namespace rvv {
-void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta, const std::int8_t* x,
-                     const std::int32_t* sums, std::int64_t nb, float acc[kW4RowTile]);
+void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta,
+                     const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
+                     float acc[kW4RowTile]);
 }
 
 }  // namespace k3k

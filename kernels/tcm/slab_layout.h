@@ -9,8 +9,12 @@
 
 namespace k3k::tcm_detail {
 
-inline std::int64_t tile_code_bytes(const W4B64Packed& w) { return w.blocks_per_row() * 32 * kW4RowTile; }
-inline std::int64_t tile_floats(const W4B64Packed& w) { return w.blocks_per_row() * kW4RowTile; }
+inline std::int64_t tile_code_bytes(const W4B64Packed& w) {
+  return w.blocks_per_row() * 32 * kW4RowTile;
+}
+inline std::int64_t tile_floats(const W4B64Packed& w) {
+  return w.blocks_per_row() * kW4RowTile;
+}
 // Bytes one tile occupies in a slab buffer.
 inline std::int64_t tile_slab_bytes(const W4B64Packed& w) {
   return tile_code_bytes(w) + 2 * tile_floats(w) * static_cast<std::int64_t>(sizeof(float));

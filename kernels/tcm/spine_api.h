@@ -31,7 +31,8 @@ using spine_tcm_layout_info_fn = int (*)(spine_tcm_mem_info_t*);
 using spine_tcm_mem_info_fn = int (*)(int, spine_tcm_block_info_t*);
 using spine_tcm_mem_get_fn = void* (*)(int);
 using spine_tcm_mem_free_fn = int (*)(int);
-// timeout in the library's unit, documented as microseconds (one board report measured ~12 us per unit).
+// timeout in the library's unit, documented as microseconds (one board report measured ~12 us per
+// unit).
 using spine_tcm_mem_try_wait_fn = void* (*)(int, std::size_t);
 using spine_tcm_mem_release_fn = int (*)(int);
 using spine_tcm_mem_force_release_fn = int (*)(int);

@@ -40,7 +40,8 @@ std::uint64_t stream_read_xor(const void* src, std::size_t bytes) {
     p += vl;
     words -= vl;
   }
-  return __riscv_vmv_x_s_u64m1_u64(__riscv_vredxor_vs_u64m8_u64m1(acc, __riscv_vmv_v_x_u64m1(0, 1), vlmax));
+  return __riscv_vmv_x_s_u64m1_u64(
+      __riscv_vredxor_vs_u64m8_u64m1(acc, __riscv_vmv_v_x_u64m1(0, 1), vlmax));
 #else
   std::uint64_t acc[4] = {};
   std::size_t i = 0;

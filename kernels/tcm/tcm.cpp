@@ -10,9 +10,12 @@ namespace k3k::tcm {
 
 const char* to_string(Backend backend) {
   switch (backend) {
-    case Backend::kOff: return "off";
-    case Backend::kEmulated: return "emulated";
-    case Backend::kReal: return "real";
+    case Backend::kOff:
+      return "off";
+    case Backend::kEmulated:
+      return "emulated";
+    case Backend::kReal:
+      return "real";
   }
   return "?";
 }
@@ -37,7 +40,8 @@ Opened open(const OpenOptions& options) {
     return result;
   }
   std::string library = options.library;
-  if (const char* env = std::getenv("K3_TCM_LIBRARY"); env != nullptr && *env != '\0') library = env;
+  if (const char* env = std::getenv("K3_TCM_LIBRARY"); env != nullptr && *env != '\0')
+    library = env;
   std::string why;
   result.tcm = load_spine_library(library, &why);
   if (result.tcm) {

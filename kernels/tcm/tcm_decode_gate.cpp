@@ -6,11 +6,14 @@
 namespace k3k {
 
 namespace {
-std::string kib(std::int64_t bytes) { return std::to_string(bytes / 1024) + " KiB"; }
+std::string kib(std::int64_t bytes) {
+  return std::to_string(bytes / 1024) + " KiB";
+}
 }  // namespace
 
-TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const TcmWorkspace* workspace,
-                                  const TcmDecodeParams& params, int pool_size) {
+TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w,
+                                  const TcmWorkspace* workspace, const TcmDecodeParams& params,
+                                  int pool_size) {
   TcmGateDecision d;
   auto off = [&](std::string why) {
     d.use_tcm = false;
@@ -18,35 +21,44 @@ TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const T
     return d;
   };
   if (params.use == TcmUse::kOff) return off("tcm=off");
-  if (params.table_disables) return off("the tuning table disables the TCM pipeline for this shape");
-  if (path == KernelPath::kIme2) return off("the TCM pipeline has no IME2 compute body yet (DRAM IME2 kernel)");
+  if (params.table_disables)
+    return off("the tuning table disables the TCM pipeline for this shape");
+  if (path == KernelPath::kIme2)
+    return off("the TCM pipeline has no IME2 compute body yet (DRAM IME2 kernel)");
   if (workspace == nullptr) return off("no TCM backend");
   if (params.use == TcmUse::kAuto) {
     if (workspace->tcm().backend() != tcm::Backend::kReal && !params.auto_allows_emulated) {
-      return off("TCM is emulated (ordinary memory): auto takes the pipeline only on real TCM (tcm=on measures it)");
+      return off(
+          "TCM is emulated (ordinary memory): auto takes the pipeline only on real TCM (tcm=on "
+          "measures it)");
     }
-    if (w.k < params.k_min) return off("K " + std::to_string(w.k) + " < k_min " + std::to_string(params.k_min));
+    if (w.k < params.k_min)
+      return off("K " + std::to_string(w.k) + " < k_min " + std::to_string(params.k_min));
     if (w.bytes() < params.b_min) {
       return off("packed weights " + kib(w.bytes()) + " < b_min " + kib(params.b_min));
     }
   }
   const std::int64_t tile_bytes = tcm_detail::tile_slab_bytes(w);
-  const std::int64_t block_bytes = static_cast<std::int64_t>(workspace->tcm().geometry().block_bytes);
+  const std::int64_t block_bytes =
+      static_cast<std::int64_t>(workspace->tcm().geometry().block_bytes);
   const std::int64_t fit_tiles = block_bytes / (2 * tile_bytes);  // two slab buffers per block
   if (fit_tiles < 1) {
-    return off("two 32-row slabs (" + kib(2 * tile_bytes) + ") exceed a TCM block (" + kib(block_bytes) + ")");
+    return off("two 32-row slabs (" + kib(2 * tile_bytes) + ") exceed a TCM block (" +
+               kib(block_bytes) + ")");
   }
   d.workers = std::max(1, std::min(params.compute_workers, pool_size));
   int usable = 0;
   for (int wk = 0; wk < d.workers; ++wk) usable += workspace->block_of(wk) >= 0 ? 1 : 0;
   usable = std::min(usable, workspace->usable_blocks());
-  if (usable < 2) return off("only " + std::to_string(usable) + " usable TCM block(s) for the pipeline workers, need 2");
+  if (usable < 2)
+    return off("only " + std::to_string(usable) +
+               " usable TCM block(s) for the pipeline workers, need 2");
   std::int64_t slab_tiles;
   if (params.slab_rows > 0) {
     slab_tiles = params.slab_rows / kW4RowTile;
     if (slab_tiles > fit_tiles) {
-      return off("slab_rows " + std::to_string(params.slab_rows) + " needs 2 x " + kib(slab_tiles * tile_bytes) +
-                 " > a TCM block (" + kib(block_bytes) + ")");
+      return off("slab_rows " + std::to_string(params.slab_rows) + " needs 2 x " +
+                 kib(slab_tiles * tile_bytes) + " > a TCM block (" + kib(block_bytes) + ")");
     }
   } else {
     // Largest that fits, but leave each worker at least two slabs so the pair can alternate.
@@ -54,9 +66,10 @@ TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const T
   }
   d.slab_rows = static_cast<int>(slab_tiles * kW4RowTile);
   d.use_tcm = true;
-  d.reason = std::string(params.use == TcmUse::kOn ? "tcm=on" : "gates passed") + ": K " + std::to_string(w.k) +
-             ", weights " + kib(w.bytes()) + ", " + std::to_string(usable) + " blocks, slab " +
-             std::to_string(d.slab_rows) + " rows (" + kib(slab_tiles * tile_bytes) + ")";
+  d.reason = std::string(params.use == TcmUse::kOn ? "tcm=on" : "gates passed") + ": K " +
+             std::to_string(w.k) + ", weights " + kib(w.bytes()) + ", " + std::to_string(usable) +
+             " blocks, slab " + std::to_string(d.slab_rows) + " rows (" +
+             kib(slab_tiles * tile_bytes) + ")";
   return d;
 }
 

@@ -1,7 +1,7 @@
 // The decode pipeline. Slabs (groups of consecutive 32-row tiles) are split into contiguous ranges,
-// one per lane: a lane is a pair of workers (pairing on) or a single worker (pairing off, or the odd
-// worker out). Inside a pair the lane's slabs alternate between the two roles, and the pair steps
-// through phases t = 0..c (c = the lane's slab count):
+// one per lane: a lane is a pair of workers (pairing on) or a single worker (pairing off, or the
+// odd worker out). Inside a pair the lane's slabs alternate between the two roles, and the pair
+// steps through phases t = 0..c (c = the lane's slab count):
 //   role t % 2       copies slab t of the lane into its own TCM buffer (t < c),
 //   role (t - 1) % 2 computes slab t - 1 from its own TCM buffer (t >= 1),
 // then both meet at the pair barrier. So one core of a pair streams from DRAM while the partner
@@ -55,7 +55,8 @@ DecodeRowTileFn tile_body(KernelPath path) {
   if (path == KernelPath::kRvv) return rvv::decode_row_tile;
 #endif
   if (path == KernelPath::kGeneric) return generic::decode_row_tile;
-  throw std::invalid_argument(std::string("TCM decode pipeline: no tile body for path ") + to_string(path));
+  throw std::invalid_argument(std::string("TCM decode pipeline: no tile body for path ") +
+                              to_string(path));
 }
 
 struct WorkerTimes {
@@ -64,13 +65,16 @@ struct WorkerTimes {
   bool no_block = false;
 };
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 }  // namespace
 
-TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
-                                        const LinearEpilogue& ep, float* out, WorkerPool& pool,
-                                        TcmWorkspace* workspace, const TcmDecodeParams& params,
+TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations& a,
+                                        const W4B64Packed& w, const LinearEpilogue& ep, float* out,
+                                        WorkerPool& pool, TcmWorkspace* workspace,
+                                        const TcmDecodeParams& params,
                                         const LinearTiling& dram_tiling) {
   TcmDecodeResult result;
   result.gate = decide_tcm_decode(path, w, workspace, params, pool.size());
@@ -80,7 +84,8 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
   }
   generic::validate_linear_args("linear_decode_w4b64_tcm", a, w, ep, out, dram_tiling);
   if (a.layout != ActivationLayout::kRowK256 || a.m != 1) {
-    throw std::invalid_argument("linear_decode_w4b64_tcm: activations must be one row in the K256 (decode) layout");
+    throw std::invalid_argument(
+        "linear_decode_w4b64_tcm: activations must be one row in the K256 (decode) layout");
   }
   const DecodeRowTileFn body = tile_body(path);
   const std::int64_t n = w.n, nb = w.blocks_per_row(), tiles = w.row_tiles();
@@ -96,7 +101,8 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
 
   auto compute_slab = [&](std::int64_t s, const std::byte* buffer) {
     const std::int64_t t0 = s * slab_tiles, count = std::min(slab_tiles, tiles - t0);
-    const tcm_detail::SlabView v = buffer != nullptr ? tcm_detail::tcm_slab(w, buffer, count) : tcm_detail::dram_slab(w, t0);
+    const tcm_detail::SlabView v =
+        buffer != nullptr ? tcm_detail::tcm_slab(w, buffer, count) : tcm_detail::dram_slab(w, t0);
     float acc[kW4RowTile];
     for (std::int64_t i = 0; i < count; ++i) {
       body(v.codes + i * tcm_detail::tile_code_bytes(w), v.scale + i * tcm_detail::tile_floats(w),
@@ -112,9 +118,12 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
     const tcm_detail::SlabView from = tcm_detail::dram_slab(w, t0);
     const tcm_detail::SlabView to = tcm_detail::tcm_slab(w, buffer, count);
     const std::int64_t code_bytes = count * tcm_detail::tile_code_bytes(w);
-    const std::int64_t float_bytes = count * tcm_detail::tile_floats(w) * static_cast<std::int64_t>(sizeof(float));
-    tcm::stream_copy(const_cast<std::uint8_t*>(to.codes), from.codes, static_cast<std::size_t>(code_bytes));
-    tcm::stream_copy(const_cast<float*>(to.scale), from.scale, static_cast<std::size_t>(float_bytes));
+    const std::int64_t float_bytes =
+        count * tcm_detail::tile_floats(w) * static_cast<std::int64_t>(sizeof(float));
+    tcm::stream_copy(const_cast<std::uint8_t*>(to.codes), from.codes,
+                     static_cast<std::size_t>(code_bytes));
+    tcm::stream_copy(const_cast<float*>(to.scale), from.scale,
+                     static_cast<std::size_t>(float_bytes));
     tcm::stream_copy(const_cast<float*>(to.beta), from.beta, static_cast<std::size_t>(float_bytes));
     return code_bytes + 2 * float_bytes;
   };

@@ -14,24 +14,29 @@ namespace k3k::tcm {
 
 namespace {
 
-int current_tid() { return static_cast<int>(::syscall(SYS_gettid)); }
+int current_tid() {
+  return static_cast<int>(::syscall(SYS_gettid));
+}
 
 class EmulatedTcm final : public Tcm {
  public:
   explicit EmulatedTcm(const Geometry& g)
-      : geometry_(g), memory_(g.block_bytes * static_cast<std::size_t>(g.blocks)),
-        owners_(static_cast<std::size_t>(g.blocks)), maps_(static_cast<std::size_t>(g.blocks)) {}
+      : geometry_(g),
+        memory_(g.block_bytes * static_cast<std::size_t>(g.blocks)),
+        owners_(static_cast<std::size_t>(g.blocks)),
+        maps_(static_cast<std::size_t>(g.blocks)) {}
 
   Backend backend() const override { return Backend::kEmulated; }
   Geometry geometry() const override { return geometry_; }
   std::string describe() const override {
-    return "emulated " + std::to_string(geometry_.blocks) + " x " + std::to_string(geometry_.block_bytes / 1024) +
-           " KiB (ordinary memory)";
+    return "emulated " + std::to_string(geometry_.blocks) + " x " +
+           std::to_string(geometry_.block_bytes / 1024) + " KiB (ordinary memory)";
   }
   std::byte* map(int id) override {
     if (!valid(id)) return nullptr;
     maps_[static_cast<std::size_t>(id)].fetch_add(1, std::memory_order_relaxed);
-    return reinterpret_cast<std::byte*>(memory_.data()) + static_cast<std::size_t>(id) * geometry_.block_bytes;
+    return reinterpret_cast<std::byte*>(memory_.data()) +
+           static_cast<std::size_t>(id) * geometry_.block_bytes;
   }
   void unmap(int id) override {
     if (valid(id)) maps_[static_cast<std::size_t>(id)].fetch_sub(1, std::memory_order_relaxed);
@@ -44,7 +49,8 @@ class EmulatedTcm final : public Tcm {
     for (;;) {
       int expected = 0;
       if (owner.compare_exchange_strong(expected, me, std::memory_order_acquire)) return true;
-      if (expected == me) return true;  // re-acquire by the owner (the vendor call is idempotent too)
+      if (expected == me)
+        return true;  // re-acquire by the owner (the vendor call is idempotent too)
       if (std::chrono::steady_clock::now() >= deadline) return false;
       std::this_thread::yield();
     }

@@ -60,16 +60,20 @@ class SpineTcm final : public Tcm {
   Geometry geometry() const override { return geometry_; }
   std::string describe() const override {
     const char* v = api_.version();
-    return "real " + std::to_string(geometry_.blocks) + " x " + std::to_string(geometry_.block_bytes / 1024) +
-           " KiB (libspine_tcm " + (v != nullptr ? v : "?") + ")";
+    return "real " + std::to_string(geometry_.blocks) + " x " +
+           std::to_string(geometry_.block_bytes / 1024) + " KiB (libspine_tcm " +
+           (v != nullptr ? v : "?") + ")";
   }
-  std::byte* map(int id) override { return valid(id) ? static_cast<std::byte*>(api_.mem_get(id)) : nullptr; }
+  std::byte* map(int id) override {
+    return valid(id) ? static_cast<std::byte*>(api_.mem_get(id)) : nullptr;
+  }
   void unmap(int id) override {
     if (valid(id)) api_.mem_free(id);
   }
   bool acquire(int id, std::chrono::microseconds timeout) override {
     if (!valid(id)) return false;
-    return api_.mem_try_wait(id, static_cast<std::size_t>(timeout.count() < 0 ? 0 : timeout.count())) != nullptr;
+    return api_.mem_try_wait(
+               id, static_cast<std::size_t>(timeout.count() < 0 ? 0 : timeout.count())) != nullptr;
   }
   void release(int id) override {
     if (valid(id)) api_.mem_release(id);
@@ -100,7 +104,8 @@ std::unique_ptr<Tcm> load_spine_library(const std::string& library, std::string*
   SpineApi api;
   void* handle = nullptr;
   // An engine may have loaded the library already; bind to that instance instead of a second copy.
-  if (::dlsym(RTLD_DEFAULT, "spine_tcm_runtime_marker") == nullptr || bind(RTLD_DEFAULT, api) != nullptr) {
+  if (::dlsym(RTLD_DEFAULT, "spine_tcm_runtime_marker") == nullptr ||
+      bind(RTLD_DEFAULT, api) != nullptr) {
     handle = ::dlopen(library.c_str(), RTLD_LAZY | RTLD_GLOBAL);
     if (handle == nullptr) {
       const char* err = ::dlerror();
@@ -121,7 +126,8 @@ std::unique_ptr<Tcm> load_spine_library(const std::string& library, std::string*
   if (api.is_available() != 1) return fail(library + " reports no TCM driver (is_available = 0)");
   spine_tcm_mem_info_t layout{};
   if (api.layout_info(&layout) != 0) return fail(library + ": layout_info failed");
-  if (layout.is_fake_tcm != 0) return fail(library + " is in fake-TCM mode (ordinary memory); refused");
+  if (layout.is_fake_tcm != 0)
+    return fail(library + " is in fake-TCM mode (ordinary memory); refused");
   if (layout.blk_num == 0 || layout.blk_size == 0 || layout.blk_num > 64) {
     return fail(library + ": implausible geometry " + std::to_string(layout.blk_num) + " x " +
                 std::to_string(layout.blk_size));

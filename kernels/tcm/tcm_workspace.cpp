@@ -3,7 +3,9 @@
 namespace k3k {
 
 TcmWorkspace::TcmWorkspace(tcm::Tcm& tcm, WorkerPool& pool)
-    : tcm_(&tcm), pool_(&pool), block_(static_cast<std::size_t>(pool.size()), -1),
+    : tcm_(&tcm),
+      pool_(&pool),
+      block_(static_cast<std::size_t>(pool.size()), -1),
       memory_(static_cast<std::size_t>(pool.size()), nullptr) {
   const int blocks = tcm.geometry().blocks;
   // A pinned worker takes its CPU's block (block = CPU - 8 on a K3); an unpinned one its index.
@@ -12,7 +14,8 @@ TcmWorkspace::TcmWorkspace(tcm::Tcm& tcm, WorkerPool& pool)
     int id = p.pinned ? tcm::block_for_cpu(p.cpu) : w;
     if (id < 0 || id >= blocks) id = -1;
     for (int v = 0; v < w && id >= 0; ++v)
-      if (block_[static_cast<std::size_t>(v)] == id) id = -1;  // two workers on one CPU share nothing
+      if (block_[static_cast<std::size_t>(v)] == id)
+        id = -1;  // two workers on one CPU share nothing
     block_[static_cast<std::size_t>(w)] = id;
   }
   // Map from each worker's own thread, as the vendor runtime expects.

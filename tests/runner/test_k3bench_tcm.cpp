@@ -17,14 +17,15 @@
 
 namespace {
 
-using nlohmann::json;
 using k3test::run_k3bench;
+using nlohmann::json;
 
 TEST(K3benchTcm, TcmBwProbeChecksDataAndReportsBackend) {
   for (const char* mode : {"copy_in", "read", "dram_read"}) {
     SCOPED_TRACE(mode);
-    const auto r = run_k3bench(std::string("--op tcm_bw --shape kib=64,source_mib=4 --params workers=2,mode=") + mode +
-                               ",tcm_backend=emulated --reps 2 --min-time 0.001 --json");
+    const auto r = run_k3bench(
+        std::string("--op tcm_bw --shape kib=64,source_mib=4 --params workers=2,mode=") + mode +
+        ",tcm_backend=emulated --reps 2 --min-time 0.001 --json");
     ASSERT_EQ(r.exit_code, 0) << r.err;
     const json j = json::parse(r.out);
     EXPECT_TRUE(j["accuracy"]["pass"].get<bool>());
@@ -40,8 +41,9 @@ TEST(K3benchTcm, TcmBwProbeChecksDataAndReportsBackend) {
 
 TEST(K3benchTcm, DecodeReportsGateAndCopyComputeTimes) {
   // tcm=on runs the pipeline on emulated TCM; auto declines emulated blocks and says so.
-  const auto on = run_k3bench("--op linear_decode --shape n=256,k=2048 --params workers=2,tcm=on,tcm_workers=2,"
-                              "slab_rows=32,tcm_backend=emulated,copies=1 --reps 2 --min-time 0.001 --json");
+  const auto on = run_k3bench(
+      "--op linear_decode --shape n=256,k=2048 --params workers=2,tcm=on,tcm_workers=2,"
+      "slab_rows=32,tcm_backend=emulated,copies=1 --reps 2 --min-time 0.001 --json");
   ASSERT_EQ(on.exit_code, 0) << on.err;
   const json j = json::parse(on.out);
   EXPECT_TRUE(j["accuracy"]["pass"].get<bool>());
@@ -52,23 +54,28 @@ TEST(K3benchTcm, DecodeReportsGateAndCopyComputeTimes) {
   EXPECT_GT(tcm["per_call"]["copy_seconds"].get<double>(), 0.0);
   EXPECT_GT(tcm["per_call"]["compute_seconds"].get<double>(), 0.0);
   // every packed weight byte (256 rows x 2048: codes + scale + beta) copied once per call
-  EXPECT_DOUBLE_EQ(tcm["per_call"]["bytes_copied"].get<double>(), 256.0 * 2048 / 2 + 2 * 256.0 * 32 * 4);
+  EXPECT_DOUBLE_EQ(tcm["per_call"]["bytes_copied"].get<double>(),
+                   256.0 * 2048 / 2 + 2 * 256.0 * 32 * 4);
 
-  const auto autogate = run_k3bench("--op linear_decode --shape n=2048,k=2048 --params workers=2,tcm=auto,"
-                                    "tcm_backend=emulated,copies=1 --reps 1 --min-time 0.001 --json");
+  const auto autogate = run_k3bench(
+      "--op linear_decode --shape n=2048,k=2048 --params workers=2,tcm=auto,"
+      "tcm_backend=emulated,copies=1 --reps 1 --min-time 0.001 --json");
   ASSERT_EQ(autogate.exit_code, 0) << autogate.err;
   const json a = json::parse(autogate.out);
   EXPECT_FALSE(a["params"]["tcm"]["gate"]["use_tcm"].get<bool>());
-  EXPECT_NE(a["params"]["tcm"]["gate"]["reason"].get<std::string>().find("emulated"), std::string::npos);
+  EXPECT_NE(a["params"]["tcm"]["gate"]["reason"].get<std::string>().find("emulated"),
+            std::string::npos);
 
-  const auto bad = run_k3bench("--op linear_decode --shape n=64,k=2048 --params slab_rows=48 --json");
+  const auto bad =
+      run_k3bench("--op linear_decode --shape n=64,k=2048 --params slab_rows=48 --json");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("slab_rows=48"), std::string::npos) << bad.err;
 }
 
 TEST(K3benchTcm, StaleLockIsReportedAndRecoveredOnlyOnRequest) {
   const std::string state = (std::filesystem::temp_directory_path() /
-                             ("k3bench-tcm-" + std::to_string(::getpid()) + ".state")).string();
+                             ("k3bench-tcm-" + std::to_string(::getpid()) + ".state"))
+                                .string();
   std::filesystem::remove(state);
   const std::string env = "K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM " FAKE_SPINE_TCM_STATE=" + state;
   // A child process takes block 4 through the vendor API and dies without releasing it.
@@ -77,7 +84,9 @@ TEST(K3benchTcm, StaleLockIsReportedAndRecoveredOnlyOnRequest) {
   if (child == 0) {
     ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
     void* h = ::dlopen(K3_FAKE_SPINE_TCM, RTLD_NOW);
-    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(::dlsym(h, "spine_tcm_runtime_mem_try_wait")) : nullptr;
+    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(
+                            ::dlsym(h, "spine_tcm_runtime_mem_try_wait"))
+                      : nullptr;
     ::_exit(try_wait != nullptr && try_wait(4, 0) != nullptr ? 0 : 1);
   }
   int status = 0;

@@ -28,7 +28,8 @@ void run_with_deadline(double seconds, const char* what, Fn fn) {
   });
   std::unique_lock<std::mutex> lock(mu);
   if (!cv.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return done; })) {
-    std::fprintf(stderr, "FATAL: %s did not finish within %.0f s (hang or lost wake-up)\n", what, seconds);
+    std::fprintf(stderr, "FATAL: %s did not finish within %.0f s (hang or lost wake-up)\n", what,
+                 seconds);
     std::fflush(stderr);
     std::_Exit(1);
   }

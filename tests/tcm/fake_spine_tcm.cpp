@@ -18,9 +18,9 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
-#include <vector>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tcm/spine_api.h"
 
@@ -51,7 +51,8 @@ SharedState* state() {
   if (s != nullptr && path == current) return s;
   current = path;
   if (path.empty()) {
-    static std::vector<std::unique_ptr<SharedState>> private_states;  // kept: earlier pointers stay valid
+    static std::vector<std::unique_ptr<SharedState>>
+        private_states;  // kept: earlier pointers stay valid
     private_states.push_back(std::make_unique<SharedState>());
     s = private_states.back().get();
     return s;
@@ -66,13 +67,20 @@ SharedState* state() {
 }
 
 unsigned char* memory() {
-  static unsigned char* m = static_cast<unsigned char*>(std::aligned_alloc(4096, kBlocks * kBlockBytes));
+  static unsigned char* m =
+      static_cast<unsigned char*>(std::aligned_alloc(4096, kBlocks * kBlockBytes));
   return m;
 }
 
-int tid() { return static_cast<int>(::syscall(SYS_gettid)); }
-bool valid(int id) { return id >= 0 && id < kBlocks; }
-std::atomic_ref<int> owner(int id) { return std::atomic_ref<int>(state()->owner_tid[id]); }
+int tid() {
+  return static_cast<int>(::syscall(SYS_gettid));
+}
+bool valid(int id) {
+  return id >= 0 && id < kBlocks;
+}
+std::atomic_ref<int> owner(int id) {
+  return std::atomic_ref<int>(state()->owner_tid[id]);
+}
 
 std::atomic<int> g_try_waits{0}, g_releases{0};
 
@@ -82,18 +90,24 @@ extern "C" {
 
 __attribute__((visibility("default"))) int spine_tcm_runtime_marker = 1;
 
-__attribute__((visibility("default"))) const char* spine_tcm_runtime_version() { return "0.2.0-test-double"; }
+__attribute__((visibility("default"))) const char* spine_tcm_runtime_version() {
+  return "0.2.0-test-double";
+}
 
-__attribute__((visibility("default"))) int spine_tcm_runtime_is_available() { return mode() == "available" ? 1 : 0; }
+__attribute__((visibility("default"))) int spine_tcm_runtime_is_available() {
+  return mode() == "available" ? 1 : 0;
+}
 
-__attribute__((visibility("default"))) int spine_tcm_runtime_layout_info(spine_tcm_mem_info_t* info) {
+__attribute__((visibility("default"))) int spine_tcm_runtime_layout_info(
+    spine_tcm_mem_info_t* info) {
   info->blk_size = kBlockBytes;
   info->blk_num = kBlocks;
   info->is_fake_tcm = mode() == "available" ? 0 : 1;
   return 0;
 }
 
-__attribute__((visibility("default"))) int spine_tcm_runtime_mem_info(int id, spine_tcm_block_info_t* info) {
+__attribute__((visibility("default"))) int spine_tcm_runtime_mem_info(
+    int id, spine_tcm_block_info_t* info) {
   if (!valid(id)) return -1;
   std::memset(info, 0, sizeof *info);
   info->id = id;
@@ -117,7 +131,8 @@ __attribute__((visibility("default"))) int spine_tcm_runtime_mem_free(int id) {
   return 0;
 }
 
-__attribute__((visibility("default"))) void* spine_tcm_runtime_mem_try_wait(int id, std::size_t timeout_us) {
+__attribute__((visibility("default"))) void* spine_tcm_runtime_mem_try_wait(
+    int id, std::size_t timeout_us) {
   if (!valid(id)) return nullptr;
   g_try_waits.fetch_add(1);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(timeout_us);
@@ -157,7 +172,11 @@ __attribute__((visibility("default"))) int fake_spine_tcm_acquired_blocks() {
   for (int id = 0; id < kBlocks; ++id) n += owner(id).load() != 0 ? 1 : 0;
   return n;
 }
-__attribute__((visibility("default"))) int fake_spine_tcm_try_waits() { return g_try_waits.load(); }
-__attribute__((visibility("default"))) int fake_spine_tcm_releases() { return g_releases.load(); }
+__attribute__((visibility("default"))) int fake_spine_tcm_try_waits() {
+  return g_try_waits.load();
+}
+__attribute__((visibility("default"))) int fake_spine_tcm_releases() {
+  return g_releases.load();
+}
 
 }  // extern "C"

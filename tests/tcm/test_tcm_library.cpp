@@ -8,8 +8,8 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <string>
@@ -80,10 +80,11 @@ TEST(TcmLibrary, AvailableLibraryGivesRealBackend) {
   EXPECT_EQ(opened.tcm->backend(), tcm::Backend::kReal);
   EXPECT_EQ(opened.tcm->geometry().blocks, 8);
   EXPECT_EQ(opened.tcm->geometry().block_bytes, 393216u);
-  EXPECT_NE(opened.tcm->describe().find("0.2.0-test-double"), std::string::npos) << opened.tcm->describe();
+  EXPECT_NE(opened.tcm->describe().find("0.2.0-test-double"), std::string::npos)
+      << opened.tcm->describe();
   std::byte* block3 = opened.tcm->map(3);
   ASSERT_NE(block3, nullptr);
-  block3[0] = std::byte{42};  // writable memory
+  block3[0] = std::byte{42};               // writable memory
   EXPECT_EQ(opened.tcm->map(8), nullptr);  // out of range
   opened.tcm->unmap(3);
   EXPECT_EQ(opened.tcm->status(5).cpu_mask, std::uint64_t{1} << 13);  // block 5 = CPU 13
@@ -100,12 +101,14 @@ TEST(TcmLibrary, NoDriverIsRefused) {
 }
 
 TEST(TcmLibrary, FakeTcmIsRefused) {
-  // The library's fake mode: available reports 1 but the memory is ordinary. Must not count as real.
+  // The library's fake mode: available reports 1 but the memory is ordinary. Must not count as
+  // real.
   ScopedMode mode("fake");
   ::setenv("FAKE_SPINE_TCM_MODE", "fake", 1);
   auto real = open_double(tcm::Mode::kReal);
   EXPECT_EQ(real.tcm, nullptr);
-  EXPECT_TRUE(real.reason.find("fake-TCM") != std::string::npos || real.reason.find("no TCM driver") != std::string::npos)
+  EXPECT_TRUE(real.reason.find("fake-TCM") != std::string::npos ||
+              real.reason.find("no TCM driver") != std::string::npos)
       << real.reason;
 }
 
@@ -113,7 +116,8 @@ TEST(TcmLibrary, IncompatibleLibraryIsRefused) {
   ScopedMode mode("available");
   auto real = open_double(tcm::Mode::kReal, K3_FAKE_SPINE_TCM_NO_QUERY);
   EXPECT_EQ(real.tcm, nullptr);
-  EXPECT_NE(real.reason.find("lacks spine_tcm_runtime_mem_query"), std::string::npos) << real.reason;
+  EXPECT_NE(real.reason.find("lacks spine_tcm_runtime_mem_query"), std::string::npos)
+      << real.reason;
 }
 
 TEST(TcmLibrary, AcquireTimesOutWhileAnotherThreadHoldsTheBlock) {
@@ -142,7 +146,8 @@ TEST(TcmLibrary, AcquireTimesOutWhileAnotherThreadHoldsTheBlock) {
 
 TEST(TcmLibrary, BlockLeftByDeadProcessIsReportedStaleAndRecoveredOnlyOnRequest) {
   const std::string state = (std::filesystem::temp_directory_path() /
-                             ("k3-fake-tcm-" + std::to_string(::getpid()) + ".state")).string();
+                             ("k3-fake-tcm-" + std::to_string(::getpid()) + ".state"))
+                                .string();
   std::filesystem::remove(state);
   ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
   {
@@ -194,17 +199,20 @@ TEST(TcmLibrary, PipelineReleasesEveryBlockOnEveryExitPath) {
   ops::linear_decode_w4b64(KernelPath::kGeneric, act, w, {}, dram.data(), pool, {});
   const int waits_before = double_counter("fake_spine_tcm_try_waits");
   const int releases_before = double_counter("fake_spine_tcm_releases");
-  const TcmDecodeResult r = linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {});
+  const TcmDecodeResult r =
+      linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {});
   ASSERT_TRUE(r.gate.use_tcm) << r.gate.reason;
   EXPECT_EQ(std::memcmp(out.data(), dram.data(), out.size() * sizeof(float)), 0);
-  EXPECT_EQ(double_counter("fake_spine_tcm_try_waits") - waits_before, 6);  // one hand-off per worker
+  EXPECT_EQ(double_counter("fake_spine_tcm_try_waits") - waits_before,
+            6);  // one hand-off per worker
   EXPECT_EQ(double_counter("fake_spine_tcm_releases") - releases_before, 6);
   EXPECT_EQ(double_counter("fake_spine_tcm_acquired_blocks"), 0);
   // Exit by exception (bad arguments found after the gate): nothing is left acquired either.
   LinearTiling bad;
   bad.tile_n = 0;
-  EXPECT_THROW(linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {}, bad),
-               std::invalid_argument);
+  EXPECT_THROW(
+      linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {}, bad),
+      std::invalid_argument);
   EXPECT_EQ(double_counter("fake_spine_tcm_acquired_blocks"), 0);
   {
     tcm::BlockLease lease(*opened.tcm, 0, std::chrono::microseconds(0));

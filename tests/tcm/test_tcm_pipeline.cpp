@@ -20,11 +20,13 @@
 namespace k3k {
 namespace {
 
-using testing_support::run_with_deadline;
 using tcm_test::decode_row;
 using tcm_test::random_weights;
+using testing_support::run_with_deadline;
 
-std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
+std::size_t sz(std::int64_t v) {
+  return static_cast<std::size_t>(v);
+}
 
 // The layers with a TCM tile body. riscv64 builds check the RVV body only: the generic one is the
 // same C++ already checked natively, and scalar code under qemu would dominate the suite's time.
@@ -58,16 +60,18 @@ Epilogue make_epilogue(std::int64_t n, OutputLayout layout, std::uint64_t seed) 
 }
 
 // Runs the DRAM kernel and the pipeline and requires identical bytes; returns the pipeline result.
-TcmDecodeResult expect_same_as_dram(KernelPath path, const W4B64Packed& w, const PackedActivations& act,
-                                    const LinearEpilogue& ep, WorkerPool& pool, TcmWorkspace& ws,
+TcmDecodeResult expect_same_as_dram(KernelPath path, const W4B64Packed& w,
+                                    const PackedActivations& act, const LinearEpilogue& ep,
+                                    WorkerPool& pool, TcmWorkspace& ws,
                                     const TcmDecodeParams& params) {
   const std::size_t count = sz(output_elements(ep.layout, 1, w.n));
   std::vector<float> dram(count, -1.0f), tcm(count, -7.0f);
   ops::linear_decode_w4b64(path, act, w, ep, dram.data(), pool, {});
-  const TcmDecodeResult r = linear_decode_w4b64_tcm(path, act, w, ep, tcm.data(), pool, &ws, params);
+  const TcmDecodeResult r =
+      linear_decode_w4b64_tcm(path, act, w, ep, tcm.data(), pool, &ws, params);
   EXPECT_EQ(std::memcmp(dram.data(), tcm.data(), count * sizeof(float)), 0)
-      << "TCM and DRAM outputs differ (n=" << w.n << " k=" << w.k << " tcm=" << r.gate.use_tcm << ": "
-      << r.gate.reason << ")";
+      << "TCM and DRAM outputs differ (n=" << w.n << " k=" << w.k << " tcm=" << r.gate.use_tcm
+      << ": " << r.gate.reason << ")";
   return r;
 }
 
@@ -79,8 +83,8 @@ TEST(TcmPipeline, BitwiseIdenticalToDramOverShapesWorkersAndSlabs) {
     struct Shape {
       std::int64_t n, k;
     };
-    // Odd N (partial last tile), one tile, Qwen3-1.7B q_proj/down_proj sizes scaled in N, and a K whose
-    // tiles are big enough that only one fits a slab buffer.
+    // Odd N (partial last tile), one tile, Qwen3-1.7B q_proj/down_proj sizes scaled in N, and a K
+    // whose tiles are big enough that only one fits a slab buffer.
     const Shape shapes[] = {{32, 64}, {70, 320}, {96, 2048}, {200, 640}, {1024, 2048}, {160, 6144}};
     std::uint64_t seed = 1;
     for (KernelPath path : layers()) {
@@ -93,15 +97,17 @@ TEST(TcmPipeline, BitwiseIdenticalToDramOverShapesWorkersAndSlabs) {
           for (int workers = 1; workers <= 8; ++workers) {
             for (int slab_rows : {0, 32, 64, 96}) {
               for (bool pairing : {true, false}) {
-                SCOPED_TRACE(testing::Message() << to_string(path) << " n=" << s.n << " k=" << s.k << " workers="
-                                                << workers << " slab_rows=" << slab_rows << " pairing=" << pairing);
+                SCOPED_TRACE(testing::Message()
+                             << to_string(path) << " n=" << s.n << " k=" << s.k << " workers="
+                             << workers << " slab_rows=" << slab_rows << " pairing=" << pairing);
                 TcmDecodeParams p;
                 p.use = TcmUse::kOn;
                 p.compute_workers = workers;
                 p.slab_rows = slab_rows;
                 p.pairing = pairing;
                 const TcmDecodeResult r = expect_same_as_dram(path, w, act, e.ep, pool, ws, p);
-                const bool fits = 2 * (slab_rows == 0 ? 1 : slab_rows / 32) * tile_bytes <= 384 * 1024;
+                const bool fits =
+                    2 * (slab_rows == 0 ? 1 : slab_rows / 32) * tile_bytes <= 384 * 1024;
                 if (workers < 2 || !fits) {
                   EXPECT_FALSE(r.gate.use_tcm) << r.gate.reason;
                   continue;
@@ -109,7 +115,8 @@ TEST(TcmPipeline, BitwiseIdenticalToDramOverShapesWorkersAndSlabs) {
                 ASSERT_TRUE(r.gate.use_tcm) << r.gate.reason;
                 // Every weight byte went through TCM exactly once and every slab was computed once.
                 EXPECT_EQ(r.stats.bytes_copied, w.bytes());
-                EXPECT_EQ(r.stats.slabs, (w.row_tiles() + r.gate.slab_rows / 32 - 1) / (r.gate.slab_rows / 32));
+                EXPECT_EQ(r.stats.slabs,
+                          (w.row_tiles() + r.gate.slab_rows / 32 - 1) / (r.gate.slab_rows / 32));
                 EXPECT_EQ(r.stats.workers_without_block, 0);
               }
             }
@@ -127,7 +134,8 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   const W4B64Packed big = random_weights(1024, 2048, 3);    // 1.25 MiB packed
   const W4B64Packed large = random_weights(2048, 2048, 4);  // 2.5 MiB packed
   const W4B64Packed short_k = random_weights(4096, 1024, 5);
-  auto decide = [&](KernelPath path, const W4B64Packed& w, TcmDecodeParams p, TcmWorkspace* workspace) {
+  auto decide = [&](KernelPath path, const W4B64Packed& w, TcmDecodeParams p,
+                    TcmWorkspace* workspace) {
     return decide_tcm_decode(path, w, workspace, p, pool.size());
   };
   TcmDecodeParams p;  // defaults: auto, k_min 2048, b_min 2 MiB, 6 workers
@@ -160,11 +168,13 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   p = {};
   p.auto_allows_emulated = true;
   p.table_disables = true;
-  EXPECT_NE(decide(KernelPath::kGeneric, large, p, &ws).reason.find("tuning table"), std::string::npos);
+  EXPECT_NE(decide(KernelPath::kGeneric, large, p, &ws).reason.find("tuning table"),
+            std::string::npos);
   p = {};
   p.auto_allows_emulated = true;
   EXPECT_NE(decide(KernelPath::kIme2, large, p, &ws).reason.find("IME2"), std::string::npos);
-  EXPECT_NE(decide(KernelPath::kGeneric, large, p, nullptr).reason.find("no TCM"), std::string::npos);
+  EXPECT_NE(decide(KernelPath::kGeneric, large, p, nullptr).reason.find("no TCM"),
+            std::string::npos);
   p.compute_workers = 1;
   d = decide(KernelPath::kGeneric, large, p, &ws);
   EXPECT_FALSE(d.use_tcm);
@@ -247,8 +257,9 @@ TEST(TcmPipeline, StressRandomShapesAndWorkerCounts) {
       p.slab_rows = 32 * static_cast<int>(rng.next() % 4);
       p.pairing = (rng.next() & 1) != 0;
       const KernelPath path = paths[rng.next() % paths.size()];
-      SCOPED_TRACE(testing::Message() << "run " << run << " n=" << n << " k=" << k << " pool=" << size
-                                      << " workers=" << p.compute_workers << " slab=" << p.slab_rows);
+      SCOPED_TRACE(testing::Message()
+                   << "run " << run << " n=" << n << " k=" << k << " pool=" << size
+                   << " workers=" << p.compute_workers << " slab=" << p.slab_rows);
       const W4B64Packed w = random_weights(n, k, static_cast<std::uint64_t>(run) + 100);
       const PackedActivations act = decode_row(k, static_cast<std::uint64_t>(run) + 7);
       expect_same_as_dram(path, w, act, {}, *pools[sz(size - 1)], *spaces[sz(size - 1)], p);

@@ -27,18 +27,21 @@ class TcmBwCase final : public OpCase {
         pool_(pool_of_size(workers_)),
         context_(tcm_context(backend_)) {
     workspace_ = tcm_workspace(context_, pool_);
-    if (workspace_ == nullptr) throw UnsupportedShape("tcm_bw: no TCM backend (" + context_.reason + ")");
+    if (workspace_ == nullptr)
+      throw UnsupportedShape("tcm_bw: no TCM backend (" + context_.reason + ")");
     const auto block = static_cast<std::int64_t>(context_.tcm->geometry().block_bytes);
     if (bytes_ > block) {
-      throw UnsupportedShape("tcm_bw: kib " + std::to_string(bytes_ / 1024) + " exceeds the TCM block (" +
-                             std::to_string(block / 1024) + " KiB)");
+      throw UnsupportedShape("tcm_bw: kib " + std::to_string(bytes_ / 1024) +
+                             " exceeds the TCM block (" + std::to_string(block / 1024) + " KiB)");
     }
     for (int w = 0; w < workers_; ++w) {
       if (workspace_->block_of(w) < 0) {
-        throw UnsupportedShape("tcm_bw: worker " + std::to_string(w) + " has no TCM block (" + workspace_->describe() + ")");
+        throw UnsupportedShape("tcm_bw: worker " + std::to_string(w) + " has no TCM block (" +
+                               workspace_->describe() + ")");
       }
     }
-    // Each worker copies from its own slice of a source larger than the caches, a new part per call.
+    // Each worker copies from its own slice of a source larger than the caches, a new part per
+    // call.
     slice_ = std::max<std::int64_t>(bytes_, source_bytes_ / workers_) / bytes_ * bytes_;
     source_ = make_normal(slice_ * workers_ / 4, 1.0, in.seed);
     offsets_.assign(static_cast<std::size_t>(workers_), 0);
@@ -68,9 +71,11 @@ class TcmBwCase final : public OpCase {
         k3k::tcm::stream_copy(block, src + off, static_cast<std::size_t>(bytes_));
         off = (off + bytes_) % slice_;
       } else if (mode_ == "read") {
-        sink_[static_cast<std::size_t>(w)] ^= k3k::tcm::stream_read_xor(block, static_cast<std::size_t>(bytes_));
+        sink_[static_cast<std::size_t>(w)] ^=
+            k3k::tcm::stream_read_xor(block, static_cast<std::size_t>(bytes_));
       } else {
-        sink_[static_cast<std::size_t>(w)] ^= k3k::tcm::stream_read_xor(src + off, static_cast<std::size_t>(bytes_));
+        sink_[static_cast<std::size_t>(w)] ^=
+            k3k::tcm::stream_read_xor(src + off, static_cast<std::size_t>(bytes_));
         off = (off + bytes_) % slice_;
       }
     });
@@ -118,11 +123,12 @@ class TcmBwCase final : public OpCase {
     for (int w = 0; w < workers_; ++w) blocks.push_back(workspace_->block_of(w));
     return {{"workers", workers_},
             {"mode", mode_},
-            {"tcm", {{"backend", k3k::tcm::to_string(context_.tcm->backend())},
-                     {"requested", backend_},
-                     {"reason", context_.reason},
-                     {"describe", context_.tcm->describe()},
-                     {"block_of_worker", blocks}}},
+            {"tcm",
+             {{"backend", k3k::tcm::to_string(context_.tcm->backend())},
+              {"requested", backend_},
+              {"reason", context_.reason},
+              {"describe", context_.tcm->describe()},
+              {"block_of_worker", blocks}}},
             {"placement", pool_placement_json(pool_)}};
   }
   std::string path() const override { return "none"; }  // a probe, not a kernel
@@ -152,20 +158,29 @@ class TcmBwCase final : public OpCase {
 }  // namespace
 
 KeySpec tcm_backend_param() {
-  return enum_key("tcm_backend", "TCM backend: auto (vendor library if usable, else emulated), real, emulated, off", "auto",
-                  {"auto", "real", "emulated", "off"});
+  return enum_key(
+      "tcm_backend",
+      "TCM backend: auto (vendor library if usable, else emulated), real, emulated, off", "auto",
+      {"auto", "real", "emulated", "off"});
 }
 
 void add_tcm_ops(std::vector<OpInfo>& ops) {
-  ops.push_back(OpInfo{
-      "tcm_bw",
-      "TCM probe per pinned worker: copy_in (DRAM -> own TCM block), read (from the block), dram_read (same loop, DRAM)",
-      {int_key("kib", "bytes per worker per call, in KiB (at most one TCM block)", "192", 1, 1 << 20),
-       int_key("source_mib", "DRAM source size in MiB, split over workers (make it exceed the caches)", "64", 1, 1 << 14)},
-      {workers_param(), enum_key("mode", "what to measure", "copy_in", {"copy_in", "read", "dram_read"}),
-       tcm_backend_param()},
-      [](const KeyValues& s, const KeyValues&) { return (s.integer("source_mib") << 20) + (s.integer("kib") << 10); },
-      [](const CaseInputs& in) { return std::make_unique<TcmBwCase>(in); }});
+  ops.push_back(
+      OpInfo{"tcm_bw",
+             "TCM probe per pinned worker: copy_in (DRAM -> own TCM block), read (from the block), "
+             "dram_read (same loop, DRAM)",
+             {int_key("kib", "bytes per worker per call, in KiB (at most one TCM block)", "192", 1,
+                      1 << 20),
+              int_key("source_mib",
+                      "DRAM source size in MiB, split over workers (make it exceed the caches)",
+                      "64", 1, 1 << 14)},
+             {workers_param(),
+              enum_key("mode", "what to measure", "copy_in", {"copy_in", "read", "dram_read"}),
+              tcm_backend_param()},
+             [](const KeyValues& s, const KeyValues&) {
+               return (s.integer("source_mib") << 20) + (s.integer("kib") << 10);
+             },
+             [](const CaseInputs& in) { return std::make_unique<TcmBwCase>(in); }});
 }
 
 }  // namespace k3bench

@@ -34,7 +34,9 @@ struct Geometry {
 
 // First A100 CPU on a K3: TCM block id = CPU - kFirstA100Cpu.
 inline constexpr int kFirstA100Cpu = 8;
-inline int block_for_cpu(int cpu) { return cpu - kFirstA100Cpu; }
+inline int block_for_cpu(int cpu) {
+  return cpu - kFirstA100Cpu;
+}
 
 struct BlockStatus {
   int id = 0;
@@ -68,7 +70,8 @@ std::optional<Mode> parse_mode(const std::string& name);
 
 struct OpenOptions {
   Mode mode = Mode::kAuto;
-  // dlopen name or path of the vendor library; K3_TCM_LIBRARY in the environment overrides the default.
+  // dlopen name or path of the vendor library; K3_TCM_LIBRARY in the environment overrides the
+  // default.
   std::string library = "libspine_tcm.so";
   Geometry emulated_geometry{};
 };

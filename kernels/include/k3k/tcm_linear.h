@@ -30,7 +30,8 @@ class TcmWorkspace {
   TcmWorkspace& operator=(const TcmWorkspace&) = delete;
 
   tcm::Tcm& tcm() const { return *tcm_; }
-  // Block id of a worker, or -1 when it has none (more workers than blocks, a duplicate CPU, a failed map).
+  // Block id of a worker, or -1 when it has none (more workers than blocks, a duplicate CPU, a
+  // failed map).
   int block_of(int worker) const { return block_[static_cast<std::size_t>(worker)]; }
   std::byte* memory_of(int worker) const { return memory_[static_cast<std::size_t>(worker)]; }
   // Workers whose block is mapped and not held by another live owner right now.
@@ -48,14 +49,16 @@ enum class TcmUse { kOff, kOn, kAuto };  // on: skip the size thresholds (for me
 
 struct TcmDecodeParams {
   TcmUse use = TcmUse::kAuto;
-  std::int64_t k_min = 2048;          // K below this: DRAM path (copy + sync cost more than they save)
-  std::int64_t b_min = 2 << 20;       // packed-weight bytes below this: DRAM path (fits in L2 anyway)
-  int compute_workers = 6;            // pipeline workers (capped by the pool and the usable blocks)
-  int slab_rows = 0;                  // weight rows per slab, a multiple of 32; 0: the largest that fits
-  bool pairing = true;                // stagger pairs (copy while the partner computes) or run each worker alone
-  bool table_disables = false;        // a loaded tuning table turned the pipeline off for this shape
-  bool auto_allows_emulated = false;  // auto normally needs real TCM blocks (emulated ones are plain DRAM)
-  std::int64_t acquire_timeout_us = 1000;  // per call, per worker; a block not handed over in time -> DRAM for that worker
+  std::int64_t k_min = 2048;     // K below this: DRAM path (copy + sync cost more than they save)
+  std::int64_t b_min = 2 << 20;  // packed-weight bytes below this: DRAM path (fits in L2 anyway)
+  int compute_workers = 6;       // pipeline workers (capped by the pool and the usable blocks)
+  int slab_rows = 0;             // weight rows per slab, a multiple of 32; 0: the largest that fits
+  bool pairing = true;  // stagger pairs (copy while the partner computes) or run each worker alone
+  bool table_disables = false;  // a loaded tuning table turned the pipeline off for this shape
+  bool auto_allows_emulated =
+      false;  // auto normally needs real TCM blocks (emulated ones are plain DRAM)
+  std::int64_t acquire_timeout_us =
+      1000;  // per call, per worker; a block not handed over in time -> DRAM for that worker
 };
 
 struct TcmGateDecision {
@@ -68,15 +71,16 @@ struct TcmGateDecision {
 // All must hold: the parameters allow it, K >= k_min, packed bytes >= b_min and the blocks are real
 // TCM (these three unless use == on), the layer has a TCM body (generic, rvv), two slab buffers fit
 // one block, and >= 2 usable blocks.
-TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w, const TcmWorkspace* workspace,
-                                  const TcmDecodeParams& params, int pool_size);
+TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w,
+                                  const TcmWorkspace* workspace, const TcmDecodeParams& params,
+                                  int pool_size);
 
 struct TcmPipelineStats {
   std::int64_t slabs = 0;
   std::int64_t bytes_copied = 0;
-  double copy_seconds = 0;     // summed over workers
-  double compute_seconds = 0;  // summed over workers
-  double wait_seconds = 0;     // pair-barrier waits, summed over workers
+  double copy_seconds = 0;        // summed over workers
+  double compute_seconds = 0;     // summed over workers
+  double wait_seconds = 0;        // pair-barrier waits, summed over workers
   int workers_without_block = 0;  // acquire timed out: those workers computed from DRAM
 };
 
@@ -87,9 +91,10 @@ struct TcmDecodeResult {
 
 // Decode Linear with the gate: the TCM pipeline when decide_tcm_decode allows it, else the layer's
 // DRAM kernel (k3k::ops::linear_decode_w4b64 with dram_tiling). workspace may be null (DRAM path).
-TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
-                                        const LinearEpilogue& ep, float* out, WorkerPool& pool,
-                                        TcmWorkspace* workspace, const TcmDecodeParams& params,
+TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations& a,
+                                        const W4B64Packed& w, const LinearEpilogue& ep, float* out,
+                                        WorkerPool& pool, TcmWorkspace* workspace,
+                                        const TcmDecodeParams& params,
                                         const LinearTiling& dram_tiling = {});
 
 }  // namespace k3k

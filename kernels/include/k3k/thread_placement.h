@@ -12,7 +12,8 @@ inline constexpr const char* kAiThreadOptInPath = "/proc/set_ai_thread";
 
 // Optionally writes "0" to opt_in_path (the calling thread's opt-in), then pins the calling thread
 // to `cpu` (when cpu >= 0). Never throws: failures are described in the result.
-WorkerPlacement place_current_thread(int cpu, bool opt_in, const char* opt_in_path = kAiThreadOptInPath);
+WorkerPlacement place_current_thread(int cpu, bool opt_in,
+                                     const char* opt_in_path = kAiThreadOptInPath);
 
 // The calling thread's current CPU affinity, to be handed back to restore_thread_affinity.
 std::shared_ptr<void> save_thread_affinity();

@@ -23,17 +23,18 @@
 namespace k3k {
 
 struct WorkerPoolOptions {
-  int workers = 0;        // <= 0: one per hardware thread (or one per listed CPU)
-  std::vector<int> cpus;  // worker w is pinned to cpus[w % cpus.size()]; empty: unpinned
+  int workers = 0;                // <= 0: one per hardware thread (or one per listed CPU)
+  std::vector<int> cpus;          // worker w is pinned to cpus[w % cpus.size()]; empty: unpinned
   bool ai_thread_opt_in = false;  // write "0" to /proc/set_ai_thread before pinning (K3 A100 CPUs)
 };
 
 // What happened when a worker placed itself.
 struct WorkerPlacement {
-  int cpu = -1;            // requested CPU, -1 when unpinned by request
-  bool opted_in = false;   // the /proc/set_ai_thread write succeeded
-  bool pinned = false;     // sched affinity set to exactly `cpu`
-  std::string problem;     // empty, or why the opt-in or the pin failed (the worker then runs unpinned)
+  int cpu = -1;           // requested CPU, -1 when unpinned by request
+  bool opted_in = false;  // the /proc/set_ai_thread write succeeded
+  bool pinned = false;    // sched affinity set to exactly `cpu`
+  std::string
+      problem;  // empty, or why the opt-in or the pin failed (the worker then runs unpinned)
 };
 
 class WorkerPool {
@@ -46,7 +47,9 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   int size() const { return static_cast<int>(threads_.size()) + 1; }
-  const WorkerPlacement& placement(int worker) const { return placement_[static_cast<std::size_t>(worker)]; }
+  const WorkerPlacement& placement(int worker) const {
+    return placement_[static_cast<std::size_t>(worker)];
+  }
   // Workers 2p and 2p+1 form pair p; on a K3 the two cores of a pair share IME2 and TCM resources.
   static int partner_of(int worker) { return worker ^ 1; }
 
@@ -86,7 +89,8 @@ class WorkerPool {
   WorkerPoolOptions options_;
   std::vector<WorkerPlacement> placement_;
   std::vector<std::thread> threads_;
-  std::shared_ptr<void> caller_affinity_;  // worker 0's affinity before placement (restored on exit)
+  std::shared_ptr<void>
+      caller_affinity_;  // worker 0's affinity before placement (restored on exit)
   // Job description, published by the release store to generation_.
   TaskFn job_fn_ = nullptr;
   void* job_ctx_ = nullptr;
