@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "k3k/seeded_random.h"
+#include "k3k/w4b64.h"
 
 namespace k3test {
 
@@ -16,6 +17,20 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, doubl
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
   return v;
+}
+
+// W4B64 storage (MNN form) with uniformly random code bytes; alpha(index) gives each float of the
+// (beta, scale) pairs in storage order, index even = beta, odd = scale.
+template <typename AlphaFn>
+k3k::W4B64Storage random_code_storage(std::int64_t n, std::int64_t k, k3k::SeededRandom& rng, AlphaFn alpha) {
+  k3k::W4B64Storage s;
+  s.n = n;
+  s.k = k;
+  s.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
+  s.alpha = k3k::AlignedBuffer<float>(static_cast<std::size_t>(n * k / 64 * 2));
+  for (auto& c : s.codes) c = static_cast<std::uint8_t>(rng.next() & 0xFF);
+  for (std::size_t i = 0; i < s.alpha.size(); ++i) s.alpha[i] = alpha(i);
+  return s;
 }
 
 // The message of the std::invalid_argument fn throws, or a marker when it throws none.

@@ -8,18 +8,14 @@
 #include "k3k/quantize.h"
 #include "k3k/seeded_random.h"
 #include "k3k/w4b64.h"
+#include "support/test_data.h"
 
 namespace k3k::tcm_test {
 
 inline W4B64Packed random_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
   SeededRandom rng(seed);
-  W4B64Storage s;
-  s.n = n;
-  s.k = k;
-  s.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
-  s.alpha = AlignedBuffer<float>(static_cast<std::size_t>(n * k / 64 * 2));
-  for (auto& c : s.codes) c = static_cast<std::uint8_t>(rng.next() & 0xFF);
-  for (auto& a : s.alpha) a = static_cast<float>(rng.normal() * 0.01);
+  const W4B64Storage s =
+      k3test::random_code_storage(n, k, rng, [&rng](std::size_t) { return static_cast<float>(rng.normal() * 0.01); });
   return pack_w4b64_generic(s);
 }
 
