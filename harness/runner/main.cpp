@@ -19,6 +19,10 @@
 #include "measure.h"
 #include "op_case.h"
 #include "report.h"
+#include "placement.h"
+#include "selftest.h"
+#include "tcm_context.h"
+#include "tcm_status.h"
 
 namespace k3bench {
 namespace {
@@ -30,17 +34,21 @@ constexpr const char* kExitCodesHelp =
     "  3  unsupported: valid syntax but this binary or CPU cannot run it (K not a multiple of 64,\n"
     "     a size <= 0 or above its limit, more memory than available, a --path not built in or\n"
     "     not supported by the CPU)\n"
-    "  4  accuracy failure: the output broke the float64 reference bound (the JSON still prints)\n"
+    "  4  accuracy failure: the output broke the float64 reference bound (the JSON still prints);\n"
+    "     --selftest: an instruction's result differs from its software model\n"
     "  5  internal error (a bug, or an I/O failure writing --dump)\n";
 
 struct Options {
   bool list_ops = false;
   bool json = false;
   bool no_header = false;
-  std::string op, shape, params, check = "sample", dump_dir, path = "auto";
+  std::string op, shape, params, check = "sample", dump_dir, path = "auto", selftest;
   MeasureOptions measure;
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
+  bool tcm_status = false;
+  std::string tcm_force_release, tcm_backend = "auto";
+  bool force = false;
 };
 
 void list_ops(bool json) {
@@ -108,7 +116,11 @@ int run_case(const Options& o) {
   c->set_path(decision.path);
   Result r;
   r.op = op->name;
-  r.dispatch = {{"requested", o.path}, {"path", c->path()}, {"reason", decision.reason}};
+  // "emulated": the path's instructions ran as software models (IME2 emulation build): the
+  // accuracy is real, the timings are not IME2 performance.
+  r.dispatch = {{"requested", o.path}, {"path", c->path()}, {"reason", decision.reason},
+                {"emulated", decision.emulated}};
+  r.emulated = decision.emulated;
   r.shape = in.shape.to_json();
   r.params = c->params_used();
   r.path = c->path();
@@ -129,8 +141,10 @@ int run_case(const Options& o) {
     r.counters = counters.status_json();
     r.extra_work = extra.to_json();
     r.repetitions = measure(*c, o.measure, &counters, &extra);
+    r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM copy vs compute time)
   }
   r.environment["readings_after"] = environment_readings();
+  r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
   if (o.json) std::cout << result_json(r).dump(2) << "\n";
   else std::cout << result_table(r, !o.no_header);
   if (!accurate) {
@@ -168,6 +182,16 @@ int main(int argc, char** argv) {
   app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
   app.add_option("--path", o.path, "kernel layer: auto (best available: ime2, rvv, generic), or force one")
       ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}));
+  app.add_option("--selftest", o.selftest,
+                 "run the IME2 instructions on fixed inputs and compare with their software models "
+                 "(exit 3: IME2 not built or not usable here)")
+      ->check(CLI::IsMember({"ime2"}));
+  app.add_flag("--tcm-status", o.tcm_status, "report the TCM backend and every block's state (stale locks flagged)");
+  app.add_option("--tcm-force-release", o.tcm_force_release,
+                 "recovery: release TCM blocks left acquired by a dead process (\"all\" stale ones, or a list like 0,3)");
+  app.add_flag("--force", o.force, "with --tcm-force-release: also take blocks held by a live thread");
+  app.add_option("--tcm-backend", o.tcm_backend, "TCM backend for --tcm-status/--tcm-force-release")
+      ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
   app.add_option("--extra-work-ns", o.extra_work_ns,
                  "add a calibrated busy loop of about N ns after every timed call (statistics self-check)")
       ->check(CLI::Range(0.0, 1e9));
@@ -183,10 +207,14 @@ int main(int argc, char** argv) {
   int gb_argc = 1;
   benchmark::Initialize(&gb_argc, argv);
   try {
+    place_main_thread();  // before the IME2/RVV gates read the CPU (see placement.h)
     if (o.list_ops) {
       list_ops(o.json);
       return kExitOk;
     }
+    if (!o.selftest.empty()) return run_selftest(o.selftest, o.json);
+    if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
+    if (!o.tcm_force_release.empty()) return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (o.op.empty()) throw UsageError("--op is required (or --list-ops); see --help");
     return run_case(o);
   } catch (const UsageError& e) {

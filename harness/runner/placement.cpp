@@ -84,4 +84,10 @@ k3k::WorkerPoolOptions pool_options(int workers, std::string* policy) {
   return options;
 }
 
+void place_main_thread() {
+  std::string policy;
+  const k3k::WorkerPoolOptions options = pool_options(1, &policy);
+  if (!options.cpus.empty()) k3k::place_current_thread(options.cpus.front(), options.ai_thread_opt_in);
+}
+
 }  // namespace k3bench

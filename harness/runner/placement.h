@@ -18,4 +18,9 @@ std::vector<int> a100_cpus(std::string_view cpuinfo);
 // The pool options for `workers` workers under the policy above, and a one-line description.
 k3k::WorkerPoolOptions pool_options(int workers, std::string* policy);
 
+// Places the calling (main) thread like worker 0 of every pool: on a K3, opted in and pinned to the
+// first A100 CPU. Call it before anything reads vlenb or runs vector code, because the IME2 and RVV
+// gates describe the CPU of the thread that first asks (cached per process).
+void place_main_thread();
+
 }  // namespace k3bench

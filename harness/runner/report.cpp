@@ -78,7 +78,7 @@ nlohmann::json result_json(const Result& r) {
 std::string result_table(const Result& r, bool header) {
   std::string out;
   if (header) {
-    out += fmt::format("{:<18} {:<34} {:<8} {:>3} {:>12} {:>17} {:>8} {:>8} {:>9}\n", "op", "shape", "path", "w",
+    out += fmt::format("{:<18} {:<34} {:<10} {:>3} {:>12} {:>17} {:>8} {:>8} {:>9}\n", "op", "shape", "path", "w",
                        "median us", "min..max us", "GB/s", "GOPS", "err/bound");
   }
   std::string shape;
@@ -89,8 +89,8 @@ std::string result_table(const Result& r, bool header) {
   const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
   const std::string acc = r.accuracy ? fmt::format("{:.2g}{}", r.accuracy->worst_ratio, r.accuracy->pass ? "" : "!")
                                      : "-";
-  out += fmt::format("{:<18} {:<34} {:<8} {:>3} {:>12.1f} {:>8.1f}..{:<8.1f} {:>8.2f} {:>8.2f} {:>9}\n", r.op, shape,
-                     r.path, workers, s.median / 1e3, s.min / 1e3, s.max / 1e3,
+  out += fmt::format("{:<18} {:<34} {:<10} {:>3} {:>12.1f} {:>8.1f}..{:<8.1f} {:>8.2f} {:>8.2f} {:>9}\n", r.op, shape,
+                     r.emulated ? r.path + "(emu)" : r.path, workers, s.median / 1e3, s.min / 1e3, s.max / 1e3,
                      s.median > 0 ? bytes / s.median : 0.0, s.median > 0 ? r.traffic.ops / s.median : 0.0, acc);
   return out;
 }

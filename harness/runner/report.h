@@ -16,7 +16,8 @@ struct Result {
   std::string op;
   nlohmann::json shape, params;
   std::string path;
-  nlohmann::json dispatch;  // requested path, path taken, reason
+  nlohmann::json dispatch;  // requested path, path taken, reason, emulated
+  bool emulated = false;    // path ran as software models: the table marks it, timings are not real
   std::uint64_t seed = 0;
   Traffic traffic;
   std::optional<Accuracy> accuracy;

@@ -77,14 +77,27 @@ std::optional<std::string> unusable_because(KernelPath path) {
   return std::nullopt;
 }
 
-// Emulated IME2 is correct but not fast: reports must say so.
+bool emulated(KernelPath path) {
+#if defined(K3_HAVE_IME2)
+  return path == KernelPath::kIme2 && ime2::emulated();
+#else
+  (void)path;
+  return false;
+#endif
+}
+
+// How the gate of the taken path passed; emulated IME2 is correct but not fast: reports must say so.
 std::string taken_note(KernelPath path) {
 #if defined(K3_HAVE_IME2)
-  if (path == KernelPath::kIme2 && ime2::emulated()) return " (IME2 instructions emulated in software)";
+  if (path == KernelPath::kIme2) {
+    return " (IME2 gate: " + ime2::gate().passed + (ime2::emulated() ? "; IME2 instructions emulated in software)" : ")");
+  }
 #endif
   (void)path;
   return "";
 }
+
+PathDecision taken(KernelPath path, std::string reason) { return {path, reason + taken_note(path), emulated(path)}; }
 }  // namespace
 
 PathDecision decide_path(std::optional<KernelPath> requested) {
@@ -92,17 +105,17 @@ PathDecision decide_path(std::optional<KernelPath> requested) {
     if (auto why = unusable_because(*requested)) {
       throw std::invalid_argument("path " + std::string(to_string(*requested)) + " unavailable: " + *why);
     }
-    return {*requested, "forced" + taken_note(*requested)};
+    return taken(*requested, "forced");
   }
   std::string skipped;
   for (KernelPath p : {KernelPath::kIme2, KernelPath::kRvv}) {
     if (auto why = unusable_because(p)) {
-      skipped += (skipped.empty() ? "" : "; ") + *why;
+      skipped += (skipped.empty() ? "" : "; ") + std::string(to_string(p)) + " refused: " + *why;
       continue;
     }
-    return {p, (skipped.empty() ? std::string("best available") : "best available; " + skipped) + taken_note(p)};
+    return taken(p, skipped.empty() ? std::string("best available") : "best available; " + skipped);
   }
-  return {KernelPath::kGeneric, "fallback: " + skipped};
+  return {KernelPath::kGeneric, "fallback: " + skipped, false};
 }
 
 }  // namespace k3k

@@ -79,4 +79,10 @@ static_assert(word(vmadot_slide_funct7(), (vmadot_slide_code(3) & 1) << 2 | vmad
 static_assert(word(vmadot_hp_funct7(ElemBits::kInt4, Sign::kSU, 0), 0, 2, 3, 4) == 0xD441812Bu,
               "smt.vmadotsu.hp v2,v3,v4,v0,0,i4 (GNU as test)");
 
+// The .hp funct7 column of the reference's table (v0 forms), for the sub-ops the `.hp` kernel uses.
+static_assert(vmadot_hp_funct7(ElemBits::kInt4, Sign::kUU, 0) == 0x66u, "vmadotu.hp v0 i4");
+static_assert(vmadot_hp_funct7(ElemBits::kInt4, Sign::kSS, 0) == 0x68u, "vmadot.hp v0 i4");
+static_assert(vmadot_hp_funct7(ElemBits::kInt4, Sign::kUS, 0) == 0x6Cu, "vmadotus.hp v0 i4");
+static_assert(vmadot_hp_funct7(ElemBits::kInt8, Sign::kUS, 1) == 0x7Du, "vmadotus.hp v1 i8");
+
 }  // namespace k3k::ime2::encoding

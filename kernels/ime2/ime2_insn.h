@@ -12,6 +12,7 @@
 
 #include <riscv_vector.h>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "ime2/ime2_encoding.h"
@@ -38,6 +39,16 @@ inline vint32m2_t emulate(vint32m2_t c, vuint8m1_t a, vuint8m1_t b, ElemBits bit
                 operands_of(sign));
   return __riscv_vle32_v_i32m2(reinterpret_cast<const std::int32_t*>(ca), 64);
 }
+inline vuint16m1_t emulate_hp(vuint16m1_t c, vuint8m1_t a, vuint8m1_t b, vuint16m1_t scales, int imm3, Sign sign) {
+  alignas(64) std::uint16_t ca[64], sa[64];
+  alignas(64) std::uint8_t aa[128], ba[128];
+  __riscv_vse16_v_u16m1(ca, c, 64);
+  __riscv_vse16_v_u16m1(sa, scales, 64);
+  __riscv_vse8_v_u8m1(aa, a, 128);
+  __riscv_vse8_v_u8m1(ba, b, 128);
+  model::vmadot_hp(ca, aa, ba, sa, imm3, model::ElemBits::kInt4, operands_of(sign));
+  return __riscv_vle16_v_u16m1(ca, 64);
+}
 }  // namespace detail
 #endif
 
@@ -53,6 +64,77 @@ inline vint32m2_t vmadot(vint32m2_t c, vuint8m1_t a, vuint8m1_t b) {
       : "+vr"(c)
       : "vr"(a), "vr"(b), "i"(encoding::vmadot_funct3(S)), "i"(encoding::vmadot_funct7(Bits))
       : "t0");
+  return c;
+#endif
+}
+
+// The same instruction issued under vl = avl (e8, m1) instead of VLMAX. Only for the selftest's
+// AMBIG-8 case (does the tile depend on vl?); the kernels always use vmadot above. The model
+// ignores vl, as the v0.6 pseudocode does.
+template <ElemBits Bits, Sign S>
+inline vint32m2_t vmadot_at_vl(vint32m2_t c, vuint8m1_t a, vuint8m1_t b, std::size_t avl) {
+#if defined(K3_IME2_EMULATION)
+  (void)avl;
+  return detail::emulate(c, a, b, Bits, S);
+#else
+  asm volatile(
+      "vsetvli t0, %3, e8, m1, ta, ma\n\t"
+      ".insn r 0x2b, %4, %5, %0, %1, %2"
+      : "+vr"(c)
+      : "vr"(a), "vr"(b), "r"(avl), "i"(encoding::vmadot_funct3(S)), "i"(encoding::vmadot_funct7(Bits))
+      : "t0");
+  return c;
+#endif
+}
+
+// Block-scale int4 `.hp` (MUL_C = 1): c (64 fp16 lanes, lane 8m+n) += fp16(A_m . B_n) * s[n],
+// s[n] = fp16 lane 8*Imm3 + n of `scales`. The scale operand must sit in v0 or v1 and vd must not
+// overlap them (AMBIG-14), so the asm copies `scales` into v0 itself and clobbers v0 and v1: the
+// compiler then places none of c, a, b there. Encoding bit 25 = 0 selects v0.
+template <Sign S, int Imm3>
+inline vuint16m1_t vmadot_hp_i4(vuint16m1_t c, vuint8m1_t a, vuint8m1_t b, vuint16m1_t scales) {
+  static_assert(Imm3 >= 0 && Imm3 < 8, "imm3 selects one of 8 groups of 8 scales");
+#if defined(K3_IME2_EMULATION)
+  return detail::emulate_hp(c, a, b, scales, Imm3, S);
+#else
+  asm volatile(
+      "vsetvli t0, zero, e8, m1, ta, ma\n\t"
+      "vmv1r.v v0, %3\n\t"
+      ".insn r 0x2b, %4, %5, %0, %1, %2"
+      : "+vr"(c)
+      : "vr"(a), "vr"(b), "vr"(scales), "i"(Imm3), "i"(encoding::vmadot_hp_funct7(ElemBits::kInt4, S, 0))
+      : "t0", "v0", "v1");
+  return c;
+#endif
+}
+
+// One 64-element block with fp16 block-scale accumulation (the `.hp` kernel): with B holding the
+// SIGNED codes q - 8 and scales holding s in group Sub and 16*s in group 4 + Sub,
+//   c += fp16(A_lo0.B0) * s + fp16(A_hi0.B0) * 16s + fp16(A_lo1.B1) * s + fp16(A_hi1.B1) * 16s
+// i.e. c ~= s * sum_k x * (q - 8) in fp16 (vmadotus.hp: unsigned low nibbles x signed codes,
+// vmadot.hp: signed high nibbles x signed codes). One vsetvli and one v0 copy for the four.
+template <int Sub>
+inline vuint16m1_t w4a8_block_hp(vuint16m1_t c, vuint8m1_t a_lo0, vuint8m1_t a_hi0, vuint8m1_t a_lo1,
+                                 vuint8m1_t a_hi1, vuint8m1_t b0, vuint8m1_t b1, vuint16m1_t scales) {
+  static_assert(Sub >= 0 && Sub < 4, "groups 0..3 hold s, 4..7 hold 16 s");
+#if defined(K3_IME2_EMULATION)
+  c = vmadot_hp_i4<Sign::kUS, Sub>(c, a_lo0, b0, scales);
+  c = vmadot_hp_i4<Sign::kSS, 4 + Sub>(c, a_hi0, b0, scales);
+  c = vmadot_hp_i4<Sign::kUS, Sub>(c, a_lo1, b1, scales);
+  return vmadot_hp_i4<Sign::kSS, 4 + Sub>(c, a_hi1, b1, scales);
+#else
+  asm volatile(
+      "vsetvli t0, zero, e8, m1, ta, ma\n\t"
+      "vmv1r.v v0, %7\n\t"
+      ".insn r 0x2b, %8, %10, %0, %1, %5\n\t"
+      ".insn r 0x2b, %9, %11, %0, %2, %5\n\t"
+      ".insn r 0x2b, %8, %10, %0, %3, %6\n\t"
+      ".insn r 0x2b, %9, %11, %0, %4, %6"
+      : "+vr"(c)
+      : "vr"(a_lo0), "vr"(a_hi0), "vr"(a_lo1), "vr"(a_hi1), "vr"(b0), "vr"(b1), "vr"(scales), "i"(Sub),
+        "i"(4 + Sub), "i"(encoding::vmadot_hp_funct7(ElemBits::kInt4, Sign::kUS, 0)),
+        "i"(encoding::vmadot_hp_funct7(ElemBits::kInt4, Sign::kSS, 0))
+      : "t0", "v0", "v1");
   return c;
 #endif
 }

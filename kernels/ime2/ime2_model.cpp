@@ -1,7 +1,12 @@
 #include "ime2/ime2_model.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
+
+#include "k3k/fp16.h"
 
 namespace k3k::ime2::model {
 
@@ -35,6 +40,42 @@ void vmadot(std::uint8_t* c, const std::uint8_t* a, const std::uint8_t* b, ElemB
         lane += static_cast<std::uint32_t>(prod);  // two's-complement wrap, modulo 2^32
       }
       std::memcpy(c + 4 * p, &lane, 4);
+    }
+  }
+}
+
+std::uint16_t round_to_fp16(double x) {
+  if (std::isnan(x)) return 0x7E00;
+  const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double ax = std::fabs(x);
+  if (ax >= 65520.0) return static_cast<std::uint16_t>(sign | 0x7C00);  // rounds past the largest half
+  if (ax == 0.0) return sign;
+  int e2 = 0;
+  std::frexp(ax, &e2);                             // ax = f * 2^e2, f in [0.5, 1)
+  const int quantum = std::max(e2 - 1, -14) - 10;  // 11 significant bits; subnormal spacing 2^-24
+  const double r = std::nearbyint(std::ldexp(ax, -quantum));  // default mode: ties to even
+  // r * 2^quantum has at most 11 significant bits and is < 65520: exact in float, so the float
+  // conversion below does not round again.
+  return static_cast<std::uint16_t>(sign | fp32_to_fp16(static_cast<float>(std::ldexp(r, quantum))));
+}
+
+void vmadot_hp(std::uint16_t* d, const std::uint8_t* a, const std::uint8_t* b, const std::uint16_t* scales,
+               int imm3, ElemBits bits, Operands sign, HpRounding rounding) {
+  if (imm3 < 0 || imm3 > 7) throw std::invalid_argument("ime2::model::vmadot_hp: imm3 is 0..7");
+  const int k_depth = bits == ElemBits::kInt8 ? 16 : 32;
+  for (int m = 0; m < kTileM; ++m) {
+    for (int n = 0; n < kTileN; ++n) {
+      const int p = kTileN * m + n;
+      std::int64_t t = 0;
+      for (int k = 0; k < k_depth; ++k) {
+        t += element(a, m * k_depth + k, bits, sign.a_signed) * element(b, n * k_depth + k, bits, sign.b_signed);
+      }
+      const double s = fp16_to_fp32(scales[8 * imm3 + n]);
+      const double c = fp16_to_fp32(d[p]);
+      const double tf = fp16_to_fp32(round_to_fp16(static_cast<double>(t)));
+      // fp16 x fp16 and fp16 + fp16 are exact in double, so each rne below is the only rounding.
+      const double product = rounding == HpRounding::kLiteral ? fp16_to_fp32(round_to_fp16(tf * s)) : tf * s;
+      d[p] = round_to_fp16(c + product);
     }
   }
 }

@@ -31,4 +31,20 @@ void vmadot(std::uint8_t* c, const std::uint8_t* a, const std::uint8_t* b, ElemB
 // Element e of a register image as an integer (the model's only way to read operands).
 int element(const std::uint8_t* reg, int e, ElemBits bits, bool is_signed);
 
+// Block-scale `.hp` (vmadot{,u,us,su}.hp, MCPM.BF16 = 0: fp16), on 64 fp16 lanes d[p], p = 8m + n:
+//   t = sum_k A[m][k] * B[n][k]          (exact integer; |t| <= 7200 for int4, see below)
+//   s = scales[8 * imm3 + n]             (one fp16 scale per output column, group imm3 of v0/v1)
+//   literal (default): d = rne(d + rne(rne(t) * s))      fused: d = rne(d + rne(t) * s)
+// rne = IEEE binary16 round-to-nearest-even with subnormals and overflow to inf. The open points
+// (reference AMBIG-5: int16 vs int32 partial t, identical for int4; AMBIG-6: which steps round;
+// AMBIG-9: fp16 vs bf16, assumed fp16 because MCPM is machine-mode) are the knobs below, so a
+// board run of the selftest picks the reading the silicon implements.
+enum class HpRounding { kLiteral, kFused };
+void vmadot_hp(std::uint16_t* d, const std::uint8_t* a, const std::uint8_t* b, const std::uint16_t* scales,
+               int imm3, ElemBits bits, Operands sign, HpRounding rounding = HpRounding::kLiteral);
+
+// IEEE binary16 round-to-nearest-even of a double (exact for any double input: no double rounding
+// through float). Exposed for tests.
+std::uint16_t round_to_fp16(double x);
+
 }  // namespace k3k::ime2::model

@@ -1,7 +1,7 @@
 // IME2 decode Linear ("M1"): the one activation row becomes row 0 of an 8-row A tile (rows 1..7
 // zero; IME2 has no narrower int tile), its A image is built once per call (K bytes -> 16*K bytes),
 // and a task covers tile_n output columns, streaming each weight unit once.
-// Open (see README.md): the 7 idle tile rows and the .hp block-scale variant.
+// Open (see README.md): the 7 idle tile rows. The `.hp` variant is linear_decode_hp.cpp.
 #include <algorithm>
 #include <stdexcept>
 
@@ -26,6 +26,15 @@ void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const
     detail::group_columns(a, images.data(), w, ep, out, 0, 1, col0, col1);
   });
   generic::zero_c4_padding(ep, out, 1, n);
+}
+
+void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
+                         float* out, WorkerPool& pool, const LinearTiling& tiling, Accumulation accumulation) {
+  if (accumulation == Accumulation::kFp16BlockScale) {
+    detail::linear_decode_hp(a, w, ep, out, pool, tiling);
+  } else {
+    linear_decode_w4b64(a, w, ep, out, pool, tiling);
+  }
 }
 
 }  // namespace k3k::ime2

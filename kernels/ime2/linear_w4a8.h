@@ -23,6 +23,10 @@ void group_columns(const PackedActivations& a, const std::uint8_t* images, const
                    const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
                    std::int64_t col1);
 
+// The decode kernel with `.hp` fp16 block-scale accumulation (linear_decode_hp.cpp).
+void linear_decode_hp(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep, float* out,
+                      WorkerPool& pool, const LinearTiling& tiling);
+
 // Validation shared by both kernels (throws std::invalid_argument naming `who`).
 void validate(const char* who, const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
               const float* out, const LinearTiling& tiling);

@@ -1,11 +1,18 @@
-// Whether the IME2 kernels can run here. Hardware has no hwcap bit for vendor extensions, so a real
-// build executes one vmadot under a temporary SIGILL handler (once per process, at the first
-// query; the handler is restored right after). X100 cores (VLEN 256) fail the vlenb gate first.
-// The probe describes the CPU the calling thread runs on: worker threads must stay on A100 cores.
+// Whether the IME2 kernels can run here. Linux has no hwcap bit for vendor extensions, so the
+// gate identifies the core by its marchid in /proc/cpuinfo (as llama.cpp and IREE do: A100 and
+// X100 print identical ISA strings), checks VLEN, and a real build then executes one vmadot under a
+// temporary SIGILL handler (once per process, at the first query; the handler is restored right
+// after). The gate describes the CPU the calling thread runs on: worker threads must stay on A100
+// cores. qemu-user shows the host's /proc/cpuinfo, so emulation runs set K3_IME2_ASSUME_MARCHID.
 #include <riscv_vector.h>
+#include <sched.h>
 
 #include <csetjmp>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 
 #include "ime2/ime2_insn.h"
 #include "k3k/dispatch.h"
@@ -45,23 +52,72 @@ bool probe_instruction() {
 }
 #endif
 
-std::optional<std::string> probe() {
-  const CpuFeatures& cpu = cpu_features();
-  if (!cpu.vector) return std::string("CPU has no RVV (hwcap V unset)");
-  if (cpu.vlenb != kRequiredVlenb) {
-    return "IME2 kernels need VLEN 1024 (vlenb 128), this CPU has vlenb " + std::to_string(cpu.vlenb);
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+// The marchid check: nullopt on success with `passed` saying where the A100 id came from.
+std::optional<std::string> check_marchid(std::string& passed) {
+  const std::string a100 = hex(kA100Marchid) + " (A100)";
+  if (const char* assumed = std::getenv(kMarchidOverrideEnv)) {
+    const auto v = parse_cpuinfo_marchid(std::string("marchid : ") + assumed, -1);
+    if (!v) return std::string(kMarchidOverrideEnv) + "='" + assumed + "' is not a number";
+    if (*v != kA100Marchid) {
+      return "marchid " + hex(*v) + " from the " + kMarchidOverrideEnv + " override is not " + a100;
+    }
+    passed = "marchid " + a100 + " assumed from the " + kMarchidOverrideEnv + " override, /proc/cpuinfo not read";
+    return std::nullopt;
   }
-#if !defined(K3_IME2_EMULATION)
-  if (!probe_instruction()) return std::string("IME2 probe instruction (vmadotu i4) is illegal on this CPU");
-#endif
+  std::ifstream f("/proc/cpuinfo");
+  std::stringstream text;
+  text << f.rdbuf();
+  const int cpu = sched_getcpu();
+  const auto v = parse_cpuinfo_marchid(text.str(), cpu);
+  const std::string where = "CPU " + std::to_string(cpu) + " in /proc/cpuinfo";
+  if (!v) {
+    return "no marchid for " + where + " (not a SpacemiT core; under qemu-user, set " + kMarchidOverrideEnv +
+           "=" + hex(kA100Marchid) + " for emulation runs)";
+  }
+  if (*v != kA100Marchid) return "marchid " + hex(*v) + " of " + where + " is not " + a100;
+  passed = "marchid " + a100 + " of " + where;
   return std::nullopt;
+}
+
+Gate probe() {
+  Gate g;
+  const CpuFeatures& cpu = cpu_features();
+  if (!cpu.vector) {
+    g.refused = "CPU has no RVV (hwcap V unset)";
+    return g;
+  }
+  if (auto why = check_marchid(g.passed)) {
+    g.refused = "CPU gate: " + *why;
+    return g;
+  }
+  if (cpu.vlenb != kRequiredVlenb) {
+    g.refused = "IME2 kernels need VLEN 1024 (vlenb 128), this CPU has vlenb " + std::to_string(cpu.vlenb);
+    return g;
+  }
+  g.passed += ", vlenb 128";
+#if !defined(K3_IME2_EMULATION)
+  if (!probe_instruction()) {
+    g.refused = "IME2 probe instruction (vmadotu i4) is illegal on this CPU";
+    return g;
+  }
+  g.passed += ", probe vmadotu executed";
+#endif
+  return g;
 }
 
 }  // namespace
 
-std::optional<std::string> unusable_because() {
-  static const std::optional<std::string> why = probe();
-  return why;
+const Gate& gate() {
+  static const Gate g = probe();
+  return g;
 }
+
+std::optional<std::string> unusable_because() { return gate().refused; }
 
 }  // namespace k3k::ime2

@@ -218,6 +218,15 @@ TEST(Ime2Linear, Qwen3_0_6bShapes) {
   check_case({12, 256, 1024, 64, OutputLayout::kC4, true, true, false}, 102);        // prefill rows of gate/up
 }
 
+// N x K shapes of Qwen3-1.7B and Qwen3.5 layers (decode and prefill; M = 16 and an odd M = 9).
+TEST(Ime2Linear, Qwen3_1_7bAndQwen3_5Shapes) {
+  K3_REQUIRE_IME2();
+  check_case({1, 2048, 2048, 64, OutputLayout::kRowMajor, true, false, false}, 111);  // 1.7B q/o decode
+  check_case({16, 1024, 2048, 64, OutputLayout::kC4, false, true, false}, 112);      // 1.7B k/v prefill
+  check_case({1, 16, 1024, 64, OutputLayout::kRowMajor, false, false, false}, 113);  // 3.5 GDN a/b decode
+  check_case({9, 1024, 3584, 128, OutputLayout::kRowMajor, true, false, false}, 114); // 3.5-0.8B down
+}
+
 TEST(Ime2Linear, OpsDispatchRunsTheIme2Kernels) {
   K3_REQUIRE_IME2();
   const W4B64Storage s = hqq_weights(40, 128, 7);

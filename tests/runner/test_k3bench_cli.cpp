@@ -53,6 +53,9 @@ TEST(K3benchCli, DecodeResultDocument) {
   EXPECT_EQ(j["path"], "generic");  // the host build has no RVV layer
   EXPECT_EQ(j["dispatch"]["requested"], "auto");
   EXPECT_NE(j["dispatch"]["reason"].get<std::string>().find("rvv layer not compiled"), std::string::npos);
+  // Only IME2 emulation builds run a path as software models; the generic layer is real code.
+  ASSERT_TRUE(j["dispatch"]["emulated"].is_boolean());
+  EXPECT_FALSE(j["dispatch"]["emulated"].get<bool>());
   EXPECT_EQ(j["shape"]["n"], 96);
   EXPECT_EQ(j["params"]["workers"], 2);
   EXPECT_EQ(j["params"]["copies"], 2);
@@ -125,7 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--op linear_decode --shape n=0,k=64", 3, "n=0 is outside"},
         BadInput{"--op linear_prefill --shape m=1048576,n=1048576,k=1048512", 3, "GiB"},
         BadInput{"--op linear_decode --shape n=64,k=64 --path ime2", 3, "ime2 layer not compiled"},
-        BadInput{"--op linear_decode --shape n=64,k=64 --path avx", 2, "--path"}),
+        BadInput{"--op linear_decode --shape n=64,k=64 --path avx", 2, "--path"},
+        BadInput{"--selftest ime2", 3, "--selftest ime2: ime2 layer not compiled"},
+        BadInput{"--selftest avx", 2, "--selftest"}),
     bad_input_name);
 
 TEST(K3benchCli, AccuracyFailureIsReportedWithExitCode4) {

@@ -10,8 +10,13 @@
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
 #include "k3k/ops.h"
+#include "k3k/tcm_linear.h"
+#if defined(K3_HAVE_IME2)
+#include "k3k/ime2.h"
+#endif
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
+#include "tcm_context.h"
 #include "weight_cache.h"
 
 namespace k3bench {
@@ -56,11 +61,16 @@ class LinearCase final : public OpCase {
       ep_.clamp_max = 4.0f;
     }
 
+    if (decode) {
+      configure_tcm(in.params);
+      configure_accumulation(in.params, in.path);
+    }
+
     storage_ = synthetic_w4b64(n_, k_, in.seed);
     // Decode streams its weights from DRAM in a model; rotating among copies whose total exceeds
     // the last-level cache keeps this benchmark from reading them from cache instead.
     copies_ = in.params.integer("copies");
-    const k3k::W4B64Packed first = k3k::pack_w4b64_generic(storage_);
+    const k3k::W4B64Packed first = pack_for(in.path, k3k::pack_w4b64_generic(storage_));
     if (copies_ == 0) {
       copies_ = decode ? std::max<std::int64_t>(1, 2 * last_level_cache_bytes() / first.bytes() + 1) : 1;
     }
@@ -83,7 +93,19 @@ class LinearCase final : public OpCase {
     next_copy_ = (next_copy_ + 1) % copies_;
     if (decode_) {
       k3k::ops::quantize_pack_decode(path_, a_.data(), act_);
-      k3k::ops::linear_decode_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
+      if (fp16_accumulation_) {
+        run_fp16_block_scale(w);
+        return;
+      }
+      const k3k::TcmDecodeResult r =
+          k3k::linear_decode_w4b64_tcm(path_, act_, w, ep_, out_.data(), pool_, workspace_, tcm_params_, tiling_);
+      gate_ = r.gate;
+      ++calls_;
+      totals_.copy_seconds += r.stats.copy_seconds;
+      totals_.compute_seconds += r.stats.compute_seconds;
+      totals_.wait_seconds += r.stats.wait_seconds;
+      totals_.bytes_copied += r.stats.bytes_copied;
+      totals_.workers_without_block += r.stats.workers_without_block;
     } else {
       k3k::ops::quantize_pack_prefill(path_, a_.data(), act_, pool_);
       k3k::ops::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
@@ -125,7 +147,9 @@ class LinearCase final : public OpCase {
     const auto ref = k3k::reference::linear_w4b64(storage_, codes.data(), sa.data(), nrows, ep_.bias,
                                                   ep_.residual ? residual_rows.data() : nullptr,
                                                   ep_.clamp_min, ep_.clamp_max);
-    Accuracy acc = compare_outputs(got, ref.y, ref.bound,
+    std::vector<double> bound = ref.bound;
+    if (fp16_accumulation_) add_fp16_accumulation_bound(codes, sa, rows, bound);
+    Accuracy acc = compare_outputs(got, ref.y, bound,
                                    "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
     // Information only: the whole W4A8 scheme against float activations (no epilogue terms).
     if (!ep_.bias && !ep_.residual && ep_.clamp_max == INFINITY) {
@@ -151,8 +175,11 @@ class LinearCase final : public OpCase {
             {"clamp", ep_.clamp_max != INFINITY ? nlohmann::json::array({ep_.clamp_min, ep_.clamp_max})
                                                 : nlohmann::json(nullptr)},
             {"copies", copies_},
+            {"weight_layout", weights_.front().layout == k3k::W4B64Layout::kIme2 ? "ime2" : "rowtile32"},
             {"rows_per_task", decode_ ? 1 : k3k::kPrefillRowsPerTask},
-            {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"}};
+            {"accumulate", fp16_accumulation_ ? "fp16 (IME2 .hp block scale)" : "int32"},
+            {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"},
+            {"tcm", tcm_json()}};
   }
 
   std::vector<DumpArray> dump_arrays() const override {
@@ -181,10 +208,115 @@ class LinearCase final : public OpCase {
   }
 
  private:
+  // The weight layout an engine on this path would load: the IME2 kernels read kIme2 units
+  // directly (they also accept kRowTile32 but transpose every unit in registers, which is not what
+  // an engine pays). The disk cache holds the storage form, so repacking here keeps it valid.
+  static k3k::W4B64Packed pack_for(k3k::KernelPath path, k3k::W4B64Packed rowtile32) {
+#if defined(K3_HAVE_IME2)
+    if (path == k3k::KernelPath::kIme2) return k3k::ime2::pack_w4b64(rowtile32);
+#endif
+    (void)path;
+    return rowtile32;
+  }
+
+  // accumulate=fp16: the IME2 `.hp` block-scale decode kernel (fp16 accumulation per block), with
+  // its own, looser bound (kernels/ime2/README.md section 3.1) added in check().
+  void configure_accumulation(const KeyValues& p, k3k::KernelPath path) {
+    fp16_accumulation_ = p.text("accumulate") == "fp16";
+    if (!fp16_accumulation_) return;
+#if defined(K3_HAVE_IME2)
+    if (path != k3k::KernelPath::kIme2) {
+      throw UnsupportedShape("--params: accumulate=fp16 is the IME2 .hp kernel: it needs --path ime2");
+    }
+    if (p.text("tcm") == "on") throw UsageError("--params: accumulate=fp16 has no TCM pipeline (use tcm=off|auto)");
+#else
+    (void)path;
+    throw UnsupportedShape("--params: accumulate=fp16 needs the IME2 layer (not in this build)");
+#endif
+  }
+
+  void run_fp16_block_scale([[maybe_unused]] const k3k::W4B64Packed& w) {
+#if defined(K3_HAVE_IME2)
+    try {
+      k3k::ime2::linear_decode_w4b64(act_, w, ep_, out_.data(), pool_, tiling_,
+                                     k3k::ime2::Accumulation::kFp16BlockScale);
+    } catch (const std::domain_error& e) {
+      throw UnsupportedShape(std::string("accumulate=fp16: ") + e.what());
+    }
+#endif
+  }
+
+  // The extra term of the .hp bound, per checked output:
+  //   |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) * |q_k - 8|
+  // with x = 16 hi + lo the activation code's nibbles and gamma16_6 = 6u / (1 - 6u), u = 2^-10.
+  void add_fp16_accumulation_bound(const std::vector<std::int8_t>& codes, const std::vector<float>& sa,
+                                   const std::vector<std::int64_t>& rows, std::vector<double>& bound) const {
+    const double u = 0x1p-10, gamma = 6 * u / (1 - 6 * u);
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      const std::int8_t* x = codes.data() + r * static_cast<std::size_t>(k_);
+      for (std::int64_t n = 0; n < n_; ++n) {
+        double sum = 0.0;
+        for (std::int64_t b = 0; b < k_ / k3k::kW4BlockK; ++b) {
+          double block = 0.0;
+          for (std::int64_t j = b * k3k::kW4BlockK; j < (b + 1) * k3k::kW4BlockK; ++j) {
+            const int hi = x[j] >> 4, lo = x[j] & 15;
+            block += (lo + 16.0 * std::abs(hi)) * std::abs(static_cast<int>(storage_.code(n, j)) - 8);
+          }
+          sum += gamma * std::fabs(storage_.scale(n, b)) * block;
+        }
+        bound[r * static_cast<std::size_t>(n_) + static_cast<std::size_t>(n)] += std::fabs(sa[r]) * sum;
+      }
+    }
+  }
+
+  void configure_tcm(const KeyValues& p) {
+    const std::string use = p.text("tcm");
+    tcm_params_.use = use == "on" ? k3k::TcmUse::kOn : use == "off" ? k3k::TcmUse::kOff : k3k::TcmUse::kAuto;
+    tcm_params_.slab_rows = static_cast<int>(p.integer("slab_rows"));
+    if (tcm_params_.slab_rows % k3k::kW4RowTile != 0) {
+      throw UsageError(fmt::format("--params: slab_rows={} is not a multiple of 32", tcm_params_.slab_rows));
+    }
+    tcm_params_.compute_workers = static_cast<int>(p.integer("tcm_workers"));
+    tcm_params_.pairing = p.integer("pairing") != 0;
+    tcm_params_.k_min = p.integer("k_min");
+    tcm_params_.b_min = p.integer("b_min_kib") * 1024;
+    if (tcm_params_.use != k3k::TcmUse::kOff) {
+      tcm_ = &tcm_context(p.text("tcm_backend"));
+      workspace_ = tcm_workspace(*tcm_, pool_);
+    }
+  }
+
+  // The gate decision and reason, the backend, and copy / compute / pair-wait seconds per call
+  // (summed over workers) from the calls made so far.
+  nlohmann::json tcm_json() const {
+    if (!decode_) return nullptr;
+    nlohmann::json j = {{"use", tcm_params_.use == k3k::TcmUse::kOn    ? "on"
+                                : tcm_params_.use == k3k::TcmUse::kOff ? "off"
+                                                                       : "auto"},
+                        {"k_min", tcm_params_.k_min},
+                        {"b_min_bytes", tcm_params_.b_min},
+                        {"pairing", tcm_params_.pairing},
+                        {"backend", tcm_ != nullptr && tcm_->tcm != nullptr ? k3k::tcm::to_string(tcm_->tcm->backend()) : "off"},
+                        {"backend_reason", tcm_ != nullptr ? tcm_->reason : "tcm=off"},
+                        {"placement", pool_placement_json(pool_)}};
+    if (calls_ == 0) return j;
+    j["gate"] = {{"use_tcm", gate_.use_tcm}, {"reason", gate_.reason}, {"slab_rows", gate_.slab_rows},
+                 {"workers", gate_.workers}};
+    const double n = static_cast<double>(calls_);
+    j["per_call"] = {{"calls", calls_},
+                     {"copy_seconds", totals_.copy_seconds / n},
+                     {"compute_seconds", totals_.compute_seconds / n},
+                     {"pair_wait_seconds", totals_.wait_seconds / n},
+                     {"bytes_copied", static_cast<double>(totals_.bytes_copied) / n},
+                     {"workers_without_block", static_cast<double>(totals_.workers_without_block) / n}};
+    return j;
+  }
+
   static k3k::W4B64Packed clone(const k3k::W4B64Packed& src) {
     k3k::W4B64Packed p;
     p.n = src.n;
     p.k = src.k;
+    p.layout = src.layout;
     p.codes = k3k::AlignedBuffer<std::uint8_t>(src.codes.size());
     p.scale = k3k::AlignedBuffer<float>(src.scale.size());
     p.beta = k3k::AlignedBuffer<float>(src.beta.size());
@@ -206,6 +338,14 @@ class LinearCase final : public OpCase {
   k3k::AlignedBuffer<float> a_, bias_, residual_, out_;
   k3k::PackedActivations act_;
   mutable std::vector<std::int8_t> a_codes_;
+  // Decode through TCM (k3k/tcm_linear.h): parameters, backend, and what the calls reported.
+  bool fp16_accumulation_ = false;
+  k3k::TcmDecodeParams tcm_params_;
+  const TcmContext* tcm_ = nullptr;
+  k3k::TcmWorkspace* workspace_ = nullptr;
+  k3k::TcmGateDecision gate_;
+  k3k::TcmPipelineStats totals_;
+  std::int64_t calls_ = 0;
 };
 
 std::vector<KeySpec> linear_params() {
@@ -216,6 +356,22 @@ std::vector<KeySpec> linear_params() {
   p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));
   p.push_back(int_key("clamp", "clamp outputs to [-4, 4] (0/1)", "0", 0, 1));
   p.push_back(int_key("copies", "weight copies rotated per call (0: auto, > 2x last-level cache for decode)", "0", 0, 4096));
+  return p;
+}
+
+// Decode adds the TCM pipeline's knobs (k3k/tcm_linear.h); defaults are the shipped gates.
+std::vector<KeySpec> decode_params() {
+  std::vector<KeySpec> p = linear_params();
+  p.push_back(enum_key("accumulate", "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)",
+                       "int32", {"int32", "fp16"}));
+  p.push_back(enum_key("tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto",
+                       {"auto", "on", "off"}));
+  p.push_back(tcm_backend_param());
+  p.push_back(int_key("slab_rows", "weight rows per TCM slab, multiple of 32 (0: largest that double-buffers)", "0", 0, 1 << 16));
+  p.push_back(int_key("tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6", 1, 256));
+  p.push_back(int_key("pairing", "pair workers: one copies while its partner computes (0/1)", "1", 0, 1));
+  p.push_back(int_key("k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048", 1, 1 << 30));
+  p.push_back(int_key("b_min_kib", "gate: smallest packed weight size in KiB (tcm=auto)", "2048", 0, 1 << 30));
   return p;
 }
 
@@ -244,7 +400,7 @@ void add_linear_ops(std::vector<OpInfo>& ops) {
       "linear_decode",
       "W4B64-asym Linear, decode M1 kernel (one token; weights streamed from DRAM)",
       {dim("n", "output features"), dim("k", "input features, multiple of 64")},
-      linear_params(),
+      decode_params(),
       [footprint](const KeyValues& s, const KeyValues& p) { return footprint(1, s, p); },
       [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, true); }});
 }

@@ -3,6 +3,7 @@
 // (k3bench, an engine) and passed to the ops in k3k/ops.h, so tests can run any layer on purpose.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,9 +21,16 @@ struct CpuFeatures {
 };
 const CpuFeatures& cpu_features();
 
+// The `marchid` of logical CPU `cpu` in /proc/cpuinfo text (the value on a "marchid : 0x..." line
+// inside the block that starts with "processor : <cpu>"); with cpu < 0, the first marchid in the
+// text. nullopt when there is none or it is not a number. Linux has no hwcap bit for vendor
+// extensions, so this is how SpacemiT cores are told apart (A100 vs X100, see k3k/ime2.h).
+std::optional<std::uint64_t> parse_cpuinfo_marchid(std::string_view cpuinfo, int cpu);
+
 struct PathDecision {
   KernelPath path = KernelPath::kGeneric;
-  std::string reason;  // why this path (for reports)
+  std::string reason;     // why this path (for reports), including why faster paths were refused
+  bool emulated = false;  // the path's instructions run as software models: timings are meaningless
 };
 
 // Whether the layer is in this binary.
