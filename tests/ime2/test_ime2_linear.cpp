@@ -11,6 +11,7 @@
 #include "k3k/reference/compare.h"
 #include "k3k/reference/linear.h"
 #include "k3k/seeded_random.h"
+#include "support/test_data.h"
 
 namespace {
 
@@ -90,16 +91,8 @@ TEST(Ime2Linear, IntegerDotProductsExact) {
   SeededRandom rng(5);
   for (std::int64_t m : {1, 4, 5, 8, 9, 13, 16}) {
     const std::int64_t n = 70, k = 320;
-    W4B64Storage s;
-    s.n = n;
-    s.k = k;
-    s.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
-    s.alpha = AlignedBuffer<float>(static_cast<std::size_t>(n * k / 64 * 2));
-    for (auto& c : s.codes) c = static_cast<std::uint8_t>(rng.next() & 0xFF);
-    for (std::size_t i = 0; i < s.alpha.size(); i += 2) {
-      s.alpha[i] = 0.0f;
-      s.alpha[i + 1] = 1.0f;
-    }
+    // beta 0, scale 1: outputs are the integer dot products themselves
+    const W4B64Storage s = k3test::random_code_storage(n, k, rng, [](std::size_t i) { return i % 2 ? 1.0f : 0.0f; });
     s.codes[0] = 0xFF;  // the extreme codes 0 and 15 against the extreme activations
     s.codes[1] = 0x00;
     const W4B64Packed g = pack_w4b64_generic(s);
