@@ -92,7 +92,7 @@ TEST(Ime2Linear, IntegerDotProductsExact) {
   for (std::int64_t m : {1, 4, 5, 8, 9, 13, 16}) {
     const std::int64_t n = 70, k = 320;
     // beta 0, scale 1: outputs are the integer dot products themselves
-    const W4B64Storage s = k3test::random_code_storage(n, k, rng, [](std::size_t i) { return i % 2 ? 1.0f : 0.0f; });
+    W4B64Storage s = k3test::random_code_storage(n, k, rng, [](std::size_t i) { return i % 2 ? 1.0f : 0.0f; });
     s.codes[0] = 0xFF;  // the extreme codes 0 and 15 against the extreme activations
     s.codes[1] = 0x00;
     const W4B64Packed g = pack_w4b64_generic(s);
