@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "k3k/cpu_relax.h"
 #include "k3k/thread_placement.h"
 
 namespace k3k {
@@ -12,11 +13,6 @@ namespace {
 // Workers therefore spin briefly on the generation counter before parking in atomic::wait.
 constexpr int kSpinIterations = 20000;
 
-inline void cpu_relax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#endif
-}
 
 int cpu_for(const WorkerPoolOptions& options, int worker) {
   if (options.cpus.empty()) return -1;
