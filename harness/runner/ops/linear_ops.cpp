@@ -367,7 +367,7 @@ std::vector<KeySpec> decode_params() {
   p.push_back(enum_key("tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto",
                        {"auto", "on", "off"}));
   p.push_back(tcm_backend_param());
-  p.push_back(int_key("slab_rows", "weight rows per TCM slab, multiple of 32 (0: largest that double-buffers)", "0", 0, 1 << 16));
+  p.push_back(int_key("slab_rows", "weight rows per TCM slab, multiple of 32 (0: auto: two fit a block, two or more per worker)", "0", 0, 1 << 16));
   p.push_back(int_key("tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6", 1, 256));
   p.push_back(int_key("pairing", "pair workers: one copies while its partner computes (0/1)", "1", 0, 1));
   p.push_back(int_key("k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048", 1, 1 << 30));
