@@ -1,10 +1,14 @@
-// The body of the decode ("M1") Linear, one 32-row weight tile at a time, for each layer that has
-// one. The DRAM kernels and the TCM pipeline (kernels/tcm/) both call it, on weights in DRAM or on
-// a slab copied into TCM, so the two paths are bitwise identical by construction.
+// The body of the decode ("M1") Linear, one 32-row weight tile at a time, for each layer. The DRAM
+// kernels and the TCM pipeline (kernels/tcm/) both call it, on weights in DRAM or on a slab copied
+// into TCM, so the two paths are bitwise identical by construction. (The IME2 DRAM kernel calls
+// the same ime2::detail::tile_outputs its body wraps.)
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
+#include "k3k/dispatch.h"
+#include "k3k/quantize.h"
 #include "k3k/w4b64.h"
 
 namespace k3k {
@@ -15,6 +19,19 @@ using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, 
                                  const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
                                  float acc[kW4RowTile]);
 
+// A layer's tile body bound to one call's activations (the IME2 layer builds its A images once per
+// call here). run() computes acc[32] for one tile from weight pointers in DRAM or in TCM.
+class DecodeTileBody {
+ public:
+  virtual ~DecodeTileBody() = default;
+  virtual void run(const std::uint8_t* codes, const float* scale, const float* beta,
+                   float acc[kW4RowTile]) const = 0;
+};
+// generic, rvv (when built) and ime2 (when built); throws std::invalid_argument for a path not in
+// this binary.
+std::unique_ptr<DecodeTileBody> make_decode_tile_body(KernelPath path, const PackedActivations& a,
+                                                      const W4B64Packed& w);
+
 namespace generic {
 void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta,
                      const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
@@ -24,6 +41,10 @@ namespace rvv {
 void decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta,
                      const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
                      float acc[kW4RowTile]);
+}
+namespace ime2 {
+std::unique_ptr<DecodeTileBody> make_decode_tile_body(const PackedActivations& a,
+                                                      const W4B64Packed& w);
 }
 
 }  // namespace k3k

@@ -121,35 +121,41 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
   return images;
 }
 
+void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale, const float* beta,
+                  std::int64_t nb, bool transpose, float tile[4][kLanes]) {
+  const vuint32m2_t col_idx = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(kLanes), 7, kLanes);
+  const vuint16m8_t t_idx = __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes);
+  alignas(64) std::uint8_t unit[kUnitBytes];
+  vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, kLanes), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::uint8_t* unit_codes = codes + b * kUnitBytes;
+    if (transpose) {
+      transpose_unit(unit_codes, unit, t_idx);
+      unit_codes = unit;
+    }
+    const std::uint8_t* img = images + b * kUnitBytes;
+    const float* sc = scale + b * kW4RowTile;
+    const float* be = beta + b * kW4RowTile;
+    acc0 = block_tile(acc0, img, unit_codes, 0, sc, be, col_idx);
+    acc1 = block_tile(acc1, img, unit_codes, 1, sc, be, col_idx);
+    acc2 = block_tile(acc2, img, unit_codes, 2, sc, be, col_idx);
+    acc3 = block_tile(acc3, img, unit_codes, 3, sc, be, col_idx);
+  }
+  __riscv_vse32_v_f32m2(tile[0], acc0, kLanes);
+  __riscv_vse32_v_f32m2(tile[1], acc1, kLanes);
+  __riscv_vse32_v_f32m2(tile[2], acc2, kLanes);
+  __riscv_vse32_v_f32m2(tile[3], acc3, kLanes);
+}
+
 void group_columns(const PackedActivations& a, const std::uint8_t* images, const W4B64Packed& w,
                    const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
                    std::int64_t col1) {
   const std::int64_t nb = w.blocks_per_row();
   const bool transpose = w.layout == W4B64Layout::kRowTile32;
-  const vuint32m2_t col_idx = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(kLanes), 7, kLanes);
-  const vuint16m8_t t_idx = __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes);
-  alignas(64) std::uint8_t unit[kUnitBytes];
   alignas(64) float tile[4][kLanes];  // [sub][8m + n]
   for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-    vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, kLanes), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      const std::uint8_t* codes = w.codes.data() + (t * nb + b) * kUnitBytes;
-      if (transpose) {
-        transpose_unit(codes, unit, t_idx);
-        codes = unit;
-      }
-      const std::uint8_t* img = images + b * kUnitBytes;
-      const float* sc = w.scale.data() + (t * nb + b) * kW4RowTile;
-      const float* be = w.beta.data() + (t * nb + b) * kW4RowTile;
-      acc0 = block_tile(acc0, img, codes, 0, sc, be, col_idx);
-      acc1 = block_tile(acc1, img, codes, 1, sc, be, col_idx);
-      acc2 = block_tile(acc2, img, codes, 2, sc, be, col_idx);
-      acc3 = block_tile(acc3, img, codes, 3, sc, be, col_idx);
-    }
-    __riscv_vse32_v_f32m2(tile[0], acc0, kLanes);
-    __riscv_vse32_v_f32m2(tile[1], acc1, kLanes);
-    __riscv_vse32_v_f32m2(tile[2], acc2, kLanes);
-    __riscv_vse32_v_f32m2(tile[3], acc3, kLanes);
+    tile_outputs(images, w.codes.data() + t * nb * kUnitBytes, w.scale.data() + t * nb * kW4RowTile,
+                 w.beta.data() + t * nb * kW4RowTile, nb, transpose, tile);
     const std::int64_t lo = std::max(col0, t * kW4RowTile);
     const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
     for (int r = 0; r < rows; ++r) {

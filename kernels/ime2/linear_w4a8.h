@@ -23,6 +23,12 @@ void group_columns(const PackedActivations& a, const std::uint8_t* images, const
                    const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
                    std::int64_t col1);
 
+// One 32-row weight tile (codes: its nb units; scale, beta: its nb x 32 floats) against one group's
+// images: tile[sub][8m + n] is the block-reduced sum of output row m, weight row 8*sub + n, before
+// the epilogue. transpose: the codes are kRowTile32 (permuted into IME2 order per unit).
+void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale, const float* beta,
+                  std::int64_t nb, bool transpose, float tile[4][64]);
+
 // The decode kernel with `.hp` fp16 block-scale accumulation (linear_decode_hp.cpp).
 void linear_decode_hp(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep, float* out,
                       WorkerPool& pool, const LinearTiling& tiling);

@@ -11,9 +11,9 @@ std::string kib(std::int64_t bytes) {
 }
 }  // namespace
 
-TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w,
-                                  const TcmWorkspace* workspace, const TcmDecodeParams& params,
-                                  int pool_size) {
+TcmGateDecision decide_tcm_decode(KernelPath /*path: every layer has a tile body*/,
+                                  const W4B64Packed& w, const TcmWorkspace* workspace,
+                                  const TcmDecodeParams& params, int pool_size) {
   TcmGateDecision d;
   auto off = [&](std::string why) {
     d.use_tcm = false;
@@ -23,8 +23,6 @@ TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w,
   if (params.use == TcmUse::kOff) return off("tcm=off");
   if (params.table_disables)
     return off("the tuning table disables the TCM pipeline for this shape");
-  if (path == KernelPath::kIme2)
-    return off("the TCM pipeline has no IME2 compute body yet (DRAM IME2 kernel)");
   if (workspace == nullptr) return off("no TCM backend");
   if (params.use == TcmUse::kAuto) {
     if (workspace->tcm().backend() != tcm::Backend::kReal && !params.auto_allows_emulated) {

@@ -50,15 +50,6 @@ std::vector<Lane> make_lanes(int workers, bool pairing, std::int64_t slabs) {
   return lanes;
 }
 
-DecodeRowTileFn tile_body(KernelPath path) {
-#if defined(K3_HAVE_RVV)
-  if (path == KernelPath::kRvv) return rvv::decode_row_tile;
-#endif
-  if (path == KernelPath::kGeneric) return generic::decode_row_tile;
-  throw std::invalid_argument(std::string("TCM decode pipeline: no tile body for path ") +
-                              to_string(path));
-}
-
 struct WorkerTimes {
   alignas(64) double copy = 0, compute = 0, wait = 0;
   std::int64_t bytes = 0, slabs = 0;
@@ -82,13 +73,14 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
     ops::linear_decode_w4b64(path, a, w, ep, out, pool, dram_tiling);
     return result;
   }
-  generic::validate_linear_args("linear_decode_w4b64_tcm", a, w, ep, out, dram_tiling);
+  generic::validate_linear_args("linear_decode_w4b64_tcm", a, w, ep, out, dram_tiling,
+                                /*accept_ime2_layout=*/path == KernelPath::kIme2);
   if (a.layout != ActivationLayout::kRowK256 || a.m != 1) {
     throw std::invalid_argument(
         "linear_decode_w4b64_tcm: activations must be one row in the K256 (decode) layout");
   }
-  const DecodeRowTileFn body = tile_body(path);
-  const std::int64_t n = w.n, nb = w.blocks_per_row(), tiles = w.row_tiles();
+  const std::unique_ptr<DecodeTileBody> body = make_decode_tile_body(path, a, w);
+  const std::int64_t n = w.n, tiles = w.row_tiles();
   const std::int64_t slab_tiles = result.gate.slab_rows / kW4RowTile;
   const std::int64_t slabs = (tiles + slab_tiles - 1) / slab_tiles;
   const std::int64_t buffer_bytes = slab_tiles * tcm_detail::tile_slab_bytes(w);
@@ -105,8 +97,9 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
         buffer != nullptr ? tcm_detail::tcm_slab(w, buffer, count) : tcm_detail::dram_slab(w, t0);
     float acc[kW4RowTile];
     for (std::int64_t i = 0; i < count; ++i) {
-      body(v.codes + i * tcm_detail::tile_code_bytes(w), v.scale + i * tcm_detail::tile_floats(w),
-           v.beta + i * tcm_detail::tile_floats(w), a.codes.data(), a.block_sum.data(), nb, acc);
+      body->run(v.codes + i * tcm_detail::tile_code_bytes(w),
+                v.scale + i * tcm_detail::tile_floats(w), v.beta + i * tcm_detail::tile_floats(w),
+                acc);
       const std::int64_t row0 = (t0 + i) * kW4RowTile;
       for (std::int64_t r = 0; r < kW4RowTile && row0 + r < n; ++r) {
         generic::store_linear_output(ep, out, 1, n, 0, row0 + r, sa, acc[r]);

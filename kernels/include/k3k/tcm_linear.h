@@ -4,9 +4,9 @@
 // reading the weights straight from DRAM depends on the board, the shape and the worker count, so
 // every threshold is a parameter that the tuner re-decides, and the gate explains its decision.
 //
-// Results are bitwise identical to the DRAM kernel of the same layer: both run the same per-tile
-// body (generic/linear_decode_tile.h) on the same bytes, only the address the weights are read
-// from differs.
+// Results are bitwise identical to the DRAM kernel of the same layer (generic, rvv, ime2): both
+// run the same per-tile body (generic/linear_decode_tile.h) on the same bytes, only the address
+// the weights are read from differs.
 #pragma once
 
 #include <cstdint>
@@ -69,8 +69,7 @@ struct TcmGateDecision {
 };
 
 // All must hold: the parameters allow it, K >= k_min, packed bytes >= b_min and the blocks are real
-// TCM (these three unless use == on), the layer has a TCM body (generic, rvv), two slab buffers fit
-// one block, and >= 2 usable blocks.
+// TCM (these three unless use == on), two slab buffers fit one block, and >= 2 usable blocks.
 TcmGateDecision decide_tcm_decode(KernelPath path, const W4B64Packed& w,
                                   const TcmWorkspace* workspace, const TcmDecodeParams& params,
                                   int pool_size);
