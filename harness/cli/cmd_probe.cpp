@@ -40,18 +40,32 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
                              k3targets::ProcessOptions::with_timeout(timeout));
     std::string ime2_gate = ime2.ok() ? "open (ime2 path taken)" : ime2.failure_reason(timeout);
     // TCM: the backend the runner gets and every block's hand-off state (stale locks flagged).
-    const auto tcm = t->run({"--tcm-status", "--json"}, k3targets::ProcessOptions::with_timeout(timeout));
+    const auto tcm =
+        t->run({"--tcm-status", "--json"}, k3targets::ProcessOptions::with_timeout(timeout));
     nlohmann::json tcm_status = nullptr;
     std::string tcm_line;
     if (tcm.ok()) {
       tcm_status = nlohmann::json::parse(tcm.out);
-      tcm_line = tcm_status["backend"].get<std::string>() + " (" + tcm_status["reason"].get<std::string>() + ")";
+      tcm_line = tcm_status["backend"].get<std::string>() + " (" +
+                 tcm_status["reason"].get<std::string>() + ")";
       if (tcm_status.contains("stale_blocks") && !tcm_status["stale_blocks"].empty()) {
         tcm_line += "; STALE locks on blocks " + tcm_status["stale_blocks"].dump() +
                     " (recover: k3tune tcm release --target " + t->name() + ")";
       }
     } else {
       tcm_line = "unknown: " + tcm.failure_reason(timeout);
+    }
+    // TCM bandwidth from the pool's workers (pinned on a K3): copy into the worker's block, read it
+    // back, and the same read loop over DRAM. On a board this answers whether A100-side TCM reads
+    // beat DRAM at all; elsewhere the blocks are ordinary memory and the figures say only that.
+    nlohmann::json tcm_bw = nlohmann::json::object();
+    for (const char* mode : {"copy_in", "read", "dram_read"}) {
+      const auto r = t->run(
+          {"--op", "tcm_bw", "--shape", "kib=192", "--params", std::string("mode=") + mode,
+           "--reps", "3", "--warmup", "1", "--min-time", "0.05", "--check", "sample", "--json"},
+          k3targets::ProcessOptions::with_timeout(timeout));
+      tcm_bw[mode] = r.ok() ? nlohmann::json::parse(r.out)["summary"]["total_gbps"]
+                            : nlohmann::json(r.failure_reason(timeout));
     }
     nlohmann::json out = {
         {"target", t->name()},
@@ -66,6 +80,7 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
         {"dispatch", j["dispatch"]},
         {"counters", j.value("counters", nlohmann::json())},
         {"membw_read_gbps", j["summary"]["total_gbps"]},
+        {"tcm_bw_gbps", tcm_bw},
         {"membw_mib", a->mib},
         {"runner", env["runner"]},
     };
@@ -91,6 +106,11 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     fmt::print("counters     {}\n", counters);
     fmt::print("membw read   {:.2f} GB/s ({} MiB)\n", j["summary"]["total_gbps"].get<double>(),
                a->mib);
+    auto gbps = [](const nlohmann::json& v) {
+      return v.is_number() ? fmt::format("{:.2f} GB/s", v.get<double>()) : v.dump();
+    };
+    fmt::print("TCM bw       copy-in {}, read {}, same read from DRAM {} (192 KiB per worker)\n",
+               gbps(tcm_bw["copy_in"]), gbps(tcm_bw["read"]), gbps(tcm_bw["dram_read"]));
   });
 }
 

@@ -252,6 +252,10 @@ TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
   EXPECT_EQ(p["tcm"]["backend"], "real");
   EXPECT_EQ(p["tcm"]["stale_blocks"], nlohmann::json::array({2}));
   EXPECT_NE(p["tcm_backend"].get<std::string>().find("STALE"), std::string::npos);
+  // TCM bandwidth figures from the tcm_bw op (the stale block 2 is not one the probe's workers use).
+  for (const char* mode : {"copy_in", "read", "dram_read"}) {
+    EXPECT_TRUE(p["tcm_bw_gbps"][mode].is_number()) << mode << ": " << p["tcm_bw_gbps"][mode].dump();
+  }
   // probe and status report; neither releases.
   const auto st = k3tune({"--json", "tcm", "status", "--target", "local"}, env);
   ASSERT_EQ(st.code, 0) << st.err;
