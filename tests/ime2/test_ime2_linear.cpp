@@ -11,6 +11,7 @@
 #include "k3k/reference/compare.h"
 #include "k3k/reference/linear.h"
 #include "k3k/seeded_random.h"
+#include "support/linear_checks.h"
 #include "support/test_data.h"
 
 namespace {
@@ -171,22 +172,7 @@ void check_case(const Case& c, std::uint64_t seed) {
   if (decode) generic::linear_decode_w4b64(act, g, ep, gen.data(), pool1, {});
   else generic::linear_prefill_w4b64(act, g, ep, gen.data(), pool1, {});
 
-  const auto codes = reference::unpack_codes(act);
-  const auto res_rm = c.residual ? reference::to_row_major(residual.data(), c.layout, c.m, c.n) : std::vector<float>{};
-  const auto ref = reference::linear_w4b64(s, codes.data(), act.scale.data(), c.m, ep.bias,
-                                           c.residual ? res_rm.data() : nullptr, ep.clamp_min, ep.clamp_max);
-  const auto got = reference::to_row_major(first.data(), c.layout, c.m, c.n);
-  const auto cmp = reference::compare_to_reference(got, ref.y, ref.bound);
-  EXPECT_TRUE(cmp.pass) << reference::describe(cmp, got, ref.y, ref.bound);
-  const auto gen_rm = reference::to_row_major(gen.data(), c.layout, c.m, c.n);
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    ASSERT_LE(std::fabs(double(got[i]) - gen_rm[i]), 2 * ref.bound[i]) << "element " << i;
-  }
-  if (c.layout == OutputLayout::kC4) {
-    for (std::int64_t row = 0; row < c.m; ++row)
-      for (std::int64_t col = c.n; col < (c.n + 3) / 4 * 4; ++col)
-        ASSERT_EQ(first[output_index(c.layout, c.m, c.n, row, col)], 0.0f);
-  }
+  k3test::expect_linear_within_bound(s, act, ep, c.m, c.n, first, gen);
 }
 
 TEST(Ime2Linear, SmallShapesWithinBound) {

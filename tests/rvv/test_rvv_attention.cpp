@@ -22,8 +22,13 @@
 #include "k3k/rvv.h"
 #include "k3k/seeded_random.h"
 #include "k3k/worker_pool.h"
+#include "support/test_data.h"
 
 namespace {
+
+using k3test::random_floats;
+using k3test::thrown_message;
+using k3test::bitwise_equal;
 
 namespace ref = k3k::reference;
 using k3k::KvDtype;
@@ -33,27 +38,6 @@ constexpr k3k::RopeConfig kD256Partial{64, 1.0e7};
 
 int vlenb() {
   return k3k::cpu_features().vlenb;
-}
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
-  k3k::SeededRandom rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
-  return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
-}
-
-bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 struct CacheSetup {

@@ -21,28 +21,15 @@
 #include "k3k/rvv.h"
 #include "k3k/seeded_random.h"
 #include "k3k/worker_pool.h"
+#include "support/test_data.h"
 
 namespace {
 
+using k3test::random_floats;
+using k3test::thrown_message;
+
 namespace ref = k3k::reference;
 using k3k::KvDtype;
-
-std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
-  k3k::SeededRandom rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
-  return v;
-}
-
-template <typename Fn>
-std::string thrown_message(Fn&& fn) {
-  try {
-    fn();
-  } catch (const std::invalid_argument& e) {
-    return e.what();
-  }
-  return "<no std::invalid_argument thrown>";
-}
 
 bool same_bytes(const void* a, const void* b, std::size_t n) {
   return std::memcmp(a, b, n) == 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -11,12 +12,20 @@
 
 namespace k3test {
 
-// normal(0, stddev) floats, reproducible for a seed on every target.
-inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
+// normal(mean, stddev) floats, reproducible for a seed on every target.
+inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double mean, double stddev) {
   k3k::SeededRandom rng(seed);
   std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal(0.0, stddev));
+  for (auto& x : v) x = static_cast<float>(rng.normal(mean, stddev));
   return v;
+}
+inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, double stddev = 1.0) {
+  return random_floats(n, seed, 0.0, stddev);
+}
+
+// Same size and the same bits (NaN payloads and signed zeros included).
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
 
 // W4B64 storage (MNN form) with uniformly random code bytes; alpha(index) gives each float of the
