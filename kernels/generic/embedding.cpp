@@ -1,22 +1,14 @@
 #include <stdexcept>
 #include <string>
 
+#include "generic/op_checks.h"
 #include "k3k/embedding.h"
 
 namespace k3k::generic {
 
 void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens, std::int64_t count,
                             float* out, WorkerPool& pool) {
-  if (table.layout != W4B64Layout::kRowTile32) {
-    throw std::invalid_argument("embedding_lookup_w4b64: the table must use the kRowTile32 layout");
-  }
-  for (std::int64_t t = 0; t < count; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= table.n) {
-      throw std::invalid_argument("embedding_lookup_w4b64: token id " + std::to_string(tokens[t]) +
-                                  " at index " + std::to_string(t) + " is outside [0, " +
-                                  std::to_string(table.n) + ")");
-    }
-  }
+  generic_detail::check_embedding("embedding_lookup_w4b64", table, tokens, count);
   const std::int64_t k = table.k, nb = table.blocks_per_row();
   // Row r lives in row tile r / 32 at lane r % 32 of every (j, row) byte pair (see W4B64Packed).
   pool.parallel_for(count, [&](std::int64_t t, int) {

@@ -6,19 +6,15 @@
 #include <stdexcept>
 #include <string>
 
+#include "generic/op_checks.h"
 #include "k3k/rvv.h"
 
 namespace k3k::rvv {
 
 void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens, std::int64_t count,
                             float* out, WorkerPool& pool) {
-  for (std::int64_t t = 0; t < count; ++t) {
-    if (tokens[t] < 0 || tokens[t] >= table.n) {
-      throw std::invalid_argument("rvv::embedding_lookup_w4b64: token id " + std::to_string(tokens[t]) +
-                                  " at index " + std::to_string(t) + " is outside [0, " +
-                                  std::to_string(table.n) + ")");
-    }
-  }
+  // Shared with the generic layer, including the layout check (kIme2 tables are not row-readable).
+  generic_detail::check_embedding("rvv::embedding_lookup_w4b64", table, tokens, count);
   const std::int64_t k = table.k, nb = table.blocks_per_row();
   pool.parallel_for(count, [&](std::int64_t t, int) {
     const std::int64_t row = tokens[t];
