@@ -69,9 +69,20 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
                                         const LinearTiling& dram_tiling) {
   TcmDecodeResult result;
   result.gate = decide_tcm_decode(path, w, workspace, params, pool.size());
-  if (!result.gate.use_tcm) {
+  result.stats = linear_decode_w4b64_tcm(result.gate, path, a, w, ep, out, pool, workspace, params,
+                                         dram_tiling);
+  return result;
+}
+
+TcmPipelineStats linear_decode_w4b64_tcm(const TcmGateDecision& gate, KernelPath path,
+                                         const PackedActivations& a, const W4B64Packed& w,
+                                         const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                                         TcmWorkspace* workspace, const TcmDecodeParams& params,
+                                         const LinearTiling& dram_tiling) {
+  TcmPipelineStats stats;
+  if (!gate.use_tcm || workspace == nullptr) {
     ops::linear_decode_w4b64(path, a, w, ep, out, pool, dram_tiling);
-    return result;
+    return stats;
   }
   generic::validate_linear_args("linear_decode_w4b64_tcm", a, w, ep, out, dram_tiling,
                                 /*accept_ime2_layout=*/path == KernelPath::kIme2);
@@ -81,10 +92,10 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
   }
   const std::unique_ptr<DecodeTileBody> body = make_decode_tile_body(path, a, w);
   const std::int64_t n = w.n, tiles = w.row_tiles();
-  const std::int64_t slab_tiles = result.gate.slab_rows / kW4RowTile;
+  const std::int64_t slab_tiles = gate.slab_rows / kW4RowTile;
   const std::int64_t slabs = (tiles + slab_tiles - 1) / slab_tiles;
   const std::int64_t buffer_bytes = slab_tiles * tcm_detail::tile_slab_bytes(w);
-  const int workers = result.gate.workers;
+  const int workers = std::min(gate.workers, pool.size());
   const std::vector<Lane> lanes = make_lanes(workers, params.pairing, slabs);
   std::vector<tcm_detail::PairBarrier> barriers(lanes.size());
   std::vector<WorkerTimes> times(static_cast<std::size_t>(workers));
@@ -167,14 +178,14 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
   generic::zero_c4_padding(ep, out, 1, n);
 
   for (const WorkerTimes& t : times) {
-    result.stats.slabs += t.slabs;
-    result.stats.bytes_copied += t.bytes;
-    result.stats.copy_seconds += t.copy;
-    result.stats.compute_seconds += t.compute;
-    result.stats.wait_seconds += t.wait;
-    result.stats.workers_without_block += t.no_block ? 1 : 0;
+    stats.slabs += t.slabs;
+    stats.bytes_copied += t.bytes;
+    stats.copy_seconds += t.copy;
+    stats.compute_seconds += t.compute;
+    stats.wait_seconds += t.wait;
+    stats.workers_without_block += t.no_block ? 1 : 0;
   }
-  return result;
+  return stats;
 }
 
 }  // namespace k3k

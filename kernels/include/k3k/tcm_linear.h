@@ -96,4 +96,13 @@ TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations
                                         const TcmDecodeParams& params,
                                         const LinearTiling& dram_tiling = {});
 
+// The same with a decision made earlier by decide_tcm_decode for this path, weight shape, pool,
+// workspace and params: the gate reads every block's state and words its reason, which belongs
+// once per shape, not in every call. A block taken since then only sends its worker to DRAM.
+TcmPipelineStats linear_decode_w4b64_tcm(const TcmGateDecision& gate, KernelPath path,
+                                         const PackedActivations& a, const W4B64Packed& w,
+                                         const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                                         TcmWorkspace* workspace, const TcmDecodeParams& params,
+                                         const LinearTiling& dram_tiling = {});
+
 }  // namespace k3k
