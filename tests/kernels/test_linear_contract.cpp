@@ -1,0 +1,193 @@
+// The generic Linear kernels' contract beyond accuracy: a mutated code, scale or beta is caught by
+// the comparison, the comparison itself fails at twice the bound, clamp and output-layout indexing,
+// and invalid arguments throw before anything is written.
+#include <gtest/gtest.h>
+
+#include "kernels/linear_test_support.h"
+
+namespace k3k::linear_test {
+namespace {
+
+// Mutations: a kernel reading a wrong code/scale must be caught by the comparison.
+TEST(LinearPrefill, MutatedWeightCodeIsDetectedAtItsOutputColumn) {
+  const std::int64_t m = 5, n = 9, k = 192;
+  const Weights w = make_weights(n, k, 4242);
+  WorkerPool pool(2);
+  for (bool decode : {false, true}) {
+    const std::int64_t rows = decode ? 1 : m;
+    std::vector<float> act = make_activations(rows, k, 17, 1.0);
+    // Positions: both halves of a 64-block, even and odd elements, several blocks.
+    const std::int64_t cols[] = {0, 1, 30, 31, 32, 33, 62, 63, 64 + 17, 128 + 50};
+    // Large activations there make |qa| >= ~60 so the change is far above the bound.
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t c : cols) act[sz(r * k + c)] = (r % 2 ? -2.5f : 2.5f);
+    const Acts a = quantize(act, rows, k, decode, pool);
+    const reference::LinearResult ref = reference_for(a, w.storage, Epi{});
+    for (std::int64_t c : cols) {
+      const std::int64_t row_w = (c * 7) % n;
+      SCOPED_TRACE(testing::Message()
+                   << (decode ? "decode" : "prefill") << " weight (" << row_w << "," << c << ")");
+      W4B64Storage mutated = clone_storage(w.storage);
+      set_storage_code(mutated, row_w, c, mutated.code(row_w, c) ^ 0x8);  // code +- 8
+      const W4B64Packed packed = pack_w4b64_generic(mutated);
+      const std::vector<float> out = run(a, packed, Epi{}, OutputLayout::kRowMajor, 3, pool);
+      // Against the original reference: every output of column row_w fails, nothing else does.
+      for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t j = 0; j < n; ++j) {
+          const std::size_t i = sz(r * n + j);
+          const double err = std::fabs(double(out[i]) - ref.y[i]);
+          if (j == row_w) {
+            EXPECT_GT(err, ref.bound[i])
+                << "mutation not detected at output (" << r << "," << j << ")";
+          } else {
+            EXPECT_LE(err, ref.bound[i]) << "mutation leaked into output (" << r << "," << j << ")";
+          }
+        }
+      }
+      EXPECT_FALSE(reference::compare_to_reference(out, ref.y, ref.bound).pass);
+      // Against the reference of the mutated weights: passes.
+      const reference::LinearResult mref = reference_for(a, mutated, Epi{});
+      expect_matches(out, OutputLayout::kRowMajor, rows, n, mref, "mutated reference");
+    }
+  }
+}
+
+TEST(LinearDecode, MutatedScaleOrBetaIsDetected) {
+  const std::int64_t n = 8, k = 256;
+  const Weights w = make_weights(n, k, 999);
+  WorkerPool pool(1);
+  const Acts a = quantize(make_activations(1, k, 3), 1, k, true, pool);
+  const reference::LinearResult ref = reference_for(a, w.storage, Epi{});
+  for (int which : {0, 1}) {  // alpha pair element: 0 = beta, 1 = scale
+    W4B64Storage mutated = clone_storage(w.storage);
+    const std::int64_t row = 5, block = 2, nb = k / 64;
+    float& v = mutated.alpha[sz((row * nb + block) * 2 + which)];
+    v = v * 1.5f + (which == 0 ? 0.01f : 0.0f);
+    const reference::LinearResult mref = reference_for(a, mutated, Epi{});
+    ASSERT_GT(std::fabs(mref.y[sz(row)] - ref.y[sz(row)]), 4 * ref.bound[sz(row)])
+        << "mutation too small to see";
+    const std::vector<float> out =
+        run(a, pack_w4b64_generic(mutated), Epi{}, OutputLayout::kRowMajor, 16, pool);
+    const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
+    EXPECT_FALSE(cmp.pass) << (which ? "scale" : "beta");
+    EXPECT_EQ(cmp.worst_index, row);
+    expect_matches(out, OutputLayout::kRowMajor, 1, n, mref, which ? "scale" : "beta");
+  }
+}
+
+TEST(LinearDecode, CompareFailsWhenAnOutputIsOffByTwiceItsBound) {
+  // |fl(y + 2b) - y| >= 2b - u|y| > b because the bound is at least (nb + 5) u |y| >= 6 u |y|;
+  // |fl(y + b/2) - y| <= b/2 + u|y| < b.
+  const std::int64_t n = 33, k = 192;
+  const Weights w = make_weights(n, k, 55);
+  WorkerPool pool(1);
+  const Acts a = quantize(make_activations(1, k, 56), 1, k, true, pool);
+  const std::vector<float> bias = normal_vector(n, 57, 0.1);
+  const Epi e{bias.data()};
+  const reference::LinearResult ref = reference_for(a, w.storage, e);
+  const std::vector<float> out = run(a, w.packed, e, OutputLayout::kRowMajor, 16, pool);
+  ASSERT_TRUE(reference::compare_to_reference(out, ref.y, ref.bound).pass);
+  for (std::size_t i : {std::size_t{0}, std::size_t{16}, std::size_t{32}}) {
+    for (double sign : {1.0, -1.0}) {
+      std::vector<float> bad = out;
+      bad[i] = static_cast<float>(ref.y[i] + sign * 2.0 * ref.bound[i]);
+      const reference::CompareResult cmp = reference::compare_to_reference(bad, ref.y, ref.bound);
+      EXPECT_FALSE(cmp.pass) << i;
+      EXPECT_EQ(cmp.worst_index, static_cast<std::int64_t>(i));
+      std::vector<float> ok = out;
+      ok[i] = static_cast<float>(ref.y[i] + sign * 0.5 * ref.bound[i]);
+      EXPECT_TRUE(reference::compare_to_reference(ok, ref.y, ref.bound).pass) << i;
+    }
+  }
+}
+
+TEST(LinearPrefill, ClampWithEqualBoundsGivesThatConstant) {
+  const std::int64_t m = 5, n = 7, k = 128;
+  const Weights w = make_weights(n, k, 1);
+  WorkerPool pool(2);
+  const Acts a = quantize(make_activations(m, k, 2), m, k, false, pool);
+  const Epi e{nullptr, nullptr, 0.25f, 0.25f};
+  for (OutputLayout layout : kLayouts) {
+    const std::vector<float> out = run(a, w.packed, e, layout, 4, pool);
+    const std::vector<float> rm = reference::to_row_major(out.data(), layout, m, n);
+    for (float v : rm) EXPECT_EQ(v, 0.25f);
+  }
+}
+
+TEST(LinearPrefill, OutputLayoutIndexing) {
+  // Row-major is [M][N]; C4 is [ceil(N/4)][M][4]: element (r, c) at ((c/4)*M + r)*4 + c%4.
+  for (std::int64_t m : {1, 3, 5}) {
+    for (std::int64_t n : {1, 4, 5, 9}) {
+      EXPECT_EQ(output_elements(OutputLayout::kRowMajor, m, n), m * n);
+      EXPECT_EQ(output_elements(OutputLayout::kC4, m, n), (n + 3) / 4 * 4 * m);
+      std::vector<int> hits(sz(output_elements(OutputLayout::kC4, m, n)), 0);
+      for (std::int64_t r = 0; r < m; ++r) {
+        for (std::int64_t c = 0; c < n; ++c) {
+          EXPECT_EQ(output_index(OutputLayout::kRowMajor, m, n, r, c), r * n + c);
+          const std::int64_t i = output_index(OutputLayout::kC4, m, n, r, c);
+          EXPECT_EQ(i / (4 * m), c / 4);
+          EXPECT_EQ((i % (4 * m)) / 4, r);
+          EXPECT_EQ(i % 4, c % 4);
+          ++hits[sz(i)];
+        }
+      }
+      for (int h : hits) EXPECT_LE(h, 1);
+    }
+  }
+}
+
+TEST(LinearPrefill, InvalidArgumentsThrowBeforeWriting) {
+  const Weights w = make_weights(6, 128, 3);
+  const Weights w64 = make_weights(6, 64, 3);
+  WorkerPool pool(2);
+  const Acts pre = quantize(make_activations(3, 128, 4), 3, 128, false, pool);
+  const Acts pre1 = quantize(make_activations(1, 128, 4), 1, 128, false, pool);
+  const Acts dec = quantize(make_activations(1, 128, 4), 1, 128, true, pool);
+  std::vector<float> out(64, 7.0f);
+  const LinearEpilogue ok;
+  auto untouched = [&] {
+    return std::all_of(out.begin(), out.end(), [](float v) { return v == 7.0f; });
+  };
+
+  // K mismatch.
+  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w64.packed, ok, out.data(), pool),
+               std::invalid_argument);
+  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w64.packed, ok, out.data(), pool),
+               std::invalid_argument);
+  // Wrong activation layout.
+  EXPECT_THROW(generic::linear_prefill_w4b64(dec.pack, w.packed, ok, out.data(), pool),
+               std::invalid_argument);
+  EXPECT_THROW(generic::linear_decode_w4b64(pre1.pack, w.packed, ok, out.data(), pool),
+               std::invalid_argument);
+  EXPECT_THROW(generic::linear_decode_w4b64(pre.pack, w.packed, ok, out.data(), pool),
+               std::invalid_argument);
+  // tile_n <= 0.
+  for (int tile : {0, -1}) {
+    EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, out.data(), pool, {tile}),
+                 std::invalid_argument);
+    EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, out.data(), pool, {tile}),
+                 std::invalid_argument);
+  }
+  // clamp_min > clamp_max.
+  LinearEpilogue bad_clamp;
+  bad_clamp.clamp_min = 1.0f;
+  bad_clamp.clamp_max = -1.0f;
+  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, bad_clamp, out.data(), pool),
+               std::invalid_argument);
+  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, bad_clamp, out.data(), pool),
+               std::invalid_argument);
+  // Null output.
+  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, nullptr, pool),
+               std::invalid_argument);
+  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, nullptr, pool),
+               std::invalid_argument);
+  EXPECT_TRUE(untouched()) << "a rejected call wrote to the output";
+
+  // The valid calls go through.
+  EXPECT_NO_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, out.data(), pool));
+  EXPECT_NO_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, out.data(), pool));
+  EXPECT_FALSE(untouched());
+}
+
+}  // namespace
+}  // namespace k3k::linear_test
