@@ -11,47 +11,63 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/build-riscv-deps.sh"
 jobs=$(nproc)
+# Every phase prints its wall time when the next one starts (and the total at the end), so CI logs
+# show where the budget goes.
+suite_start=$(date +%s)
+phase_name=""
+phase_start=$suite_start
+phase() {
+  local now
+  now=$(date +%s)
+  [ -n "$phase_name" ] && echo "== time: $phase_name: $((now - phase_start)) s"
+  phase_name="$1"
+  phase_start=$now
+  [ -n "$1" ] && echo "== $1"
+  return 0
+}
 
-echo "== build: release (build/test)"
+phase "build: release (build/test)"
 cmake -S "$root" -B "$root/build/test" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$root/build/test" -j"$jobs"
-echo "== build: asan+ubsan (build/asan)"
+phase "build: asan+ubsan (build/asan)"
 cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON \
   -DK3_BUILD_RUNNER=OFF >/dev/null
 cmake --build "$root/build/asan" -j"$jobs"
-echo "== build: tsan (build/tsan: TCM pipeline and worker pool only)"
+phase "build: tsan (build/tsan: TCM pipeline and worker pool only)"
 cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_SANITIZE_THREAD=ON \
   -DK3_BUILD_RUNNER=OFF >/dev/null
 cmake --build "$root/build/tsan" -j"$jobs" --target k3tcm_tests
-echo "== build: riscv64 rvv (build/rvv)"
+phase "build: riscv64 rvv (build/rvv)"
 cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
 cmake --build "$root/build/rvv" -j"$jobs"
-echo "== build: riscv64 ime2, emulated (build/ime2-emu)"
+phase "build: riscv64 ime2, emulated (build/ime2-emu)"
 cmake -S "$root" -B "$root/build/ime2-emu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON >/dev/null
 cmake --build "$root/build/ime2-emu" -j"$jobs"
-echo "== build: riscv64 ime2, real instructions (build/ime2)"
+phase "build: riscv64 ime2, real instructions (build/ime2)"
 cmake -S "$root" -B "$root/build/ime2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF \
   -DK3_BUILD_RUNNER=OFF >/dev/null
 cmake --build "$root/build/ime2" -j"$jobs"
 
 status=0
-echo "== tests: release"
+phase "tests: release"
 (cd "$root/build/test" && ctest --output-on-failure -j"$jobs") || status=1
-echo "== tests: asan+ubsan (kernel unit tests)"
+phase "tests: asan+ubsan (kernel unit tests)"
 (cd "$root/build/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j"$jobs" -L kernels) || status=1
-echo "== tests: tsan (randomized TCM pipeline runs, worker pool)"
+phase "tests: tsan (randomized TCM pipeline runs, worker pool)"
 (cd "$root/build/tsan" && ctest --output-on-failure -L tsan) || status=1
-echo "== tests: riscv64 under qemu-user (RVV layer vs generic)"
+phase "tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
 (cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
-echo "== tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and the reference)"
+phase "tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and the reference)"
 (cd "$root/build/ime2-emu" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
-echo "== tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
+phase "tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
 (cd "$root/build/ime2" && ctest --output-on-failure -j"$jobs" -L '^binary$' && \
   ctest --output-on-failure -R '^kernels_qemu_vlen1024$') || status=1
+phase ""
+echo "== time: total: $(( $(date +%s) - suite_start )) s"
 exit $status
