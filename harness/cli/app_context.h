@@ -9,13 +9,9 @@
 #include <CLI/CLI.hpp>
 
 #include "target.h"
+#include "user_error.h"
 
 namespace k3tune {
-
-// A user-facing failure: printed as "k3tune: <message>", exit code 2, nothing written.
-struct UserError : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
 
 // Exit codes (also in --help).
 enum Exit : int { kOk = 0, kProblems = 1, kUsage = 2, kCellsFailed = 3 };

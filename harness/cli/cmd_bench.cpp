@@ -1,116 +1,129 @@
-// `k3tune bench`: validate the grid against the runner's catalog, record the build, run the
-// interleaved sweep into the database, print the cells and the harness overhead.
-#include <chrono>
-#include <filesystem>
+// `k3tune bench`: parse options, run the sweep (k3::bench), print the cells, the A/B verdicts when
+// a baseline runner was measured alongside, and where the wall time went.
+#include <cmath>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
-#include "catalog.h"
-#include "database.h"
-#include "grid.h"
-#include "provenance.h"
-#include "results.h"
-#include "sweep.h"
+#include "bench_session.h"
+#include "defaults.h"
+#include "stats.h"
 
 namespace k3tune {
 namespace {
 
-struct BenchArgs {
-  std::string target = "local";
-  GridRequest grid;
-  MeasureSettings settings;
-  double timeout_s = 0;
-  bool resume = false;
-  double wide_ci = 0.05;
-  int processes = 0, repetitions = 0;  // 0: from the config file or the defaults
-};
-
-// A build row for a runner k3tune did not build itself, from what the runner reports about itself.
-k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash) {
-  const auto r = target.run({"--op", "residual_add", "--shape", "rows=1,dim=64", "--reps", "1",
-                             "--warmup", "0", "--iterations", "1", "--check", "none", "--json"},
-                            k3targets::ProcessOptions::with_timeout(target.config().timeout_s));
-  if (!r.ok()) {
-    throw UserError(fmt::format("target {}: the runner does not run: {}", target.name(),
-                                r.failure_reason(target.config().timeout_s)));
-  }
-  const auto env = nlohmann::json::parse(r.out).at("environment");
-  const std::string rev = env["runner"].value("source_revision", "unknown");
-  k3store::BuildRecord b;
-  b.build_hash = hash;
-  b.variant = target.config().variant;
-  b.binary_path = target.runner_path();
-  b.compiler = env["build"].value("compiler", "unknown");
-  b.flags = env["build"].value("flags", "");
-  b.cmake_options_json = nlohmann::json{{"CMAKE_BUILD_TYPE", env["build"].value("build_type", "")},
-                                        {"target_arch", env["build"].value("target_arch", "")}}
-                             .dump();
-  b.source_revision = rev;
-  b.source_dirty = rev.ends_with("-dirty");
-  b.recorded_by = "runner report";
-  return b;
-}
-
-bool build_known(const std::string& db_path, const std::string& hash) {
-  if (!std::filesystem::exists(db_path) || std::filesystem::file_size(db_path) == 0) return false;
-  auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
-  return k3store::find_build(*db, hash).has_value();
-}
-
-// Parameter keys whose values differ among cells: the ones worth a column.
-std::vector<std::string> varying_params(const std::vector<CellOutcome>& cells) {
+// Parameter keys (and measurement settings) whose values differ among cells: worth a column.
+std::string varying(const std::vector<CellOutcome>& cells, const CellOutcome& c, const MeasureSettings& base) {
   std::vector<std::string> keys;
-  if (cells.empty()) return keys;
   for (const auto& [k, v] : cells.front().spec.params.items()) {
-    for (const auto& c : cells) {
-      if (c.spec.params.value(k, nlohmann::json()) != v) {
+    for (const auto& o : cells) {
+      if (o.spec.params.value(k, nlohmann::json()) != v) {
         keys.push_back(k);
         break;
       }
     }
   }
-  return keys;
+  std::string out;
+  for (const auto& k : keys) out += (out.empty() ? "" : ",") + k + "=" + k3params::value_text(c.spec.params[k]);
+  const std::string diff = c.spec.settings_diff(base);
+  if (!diff.empty()) out += (out.empty() ? "" : ",") + diff;
+  return out;
 }
 
-void print_table(const SweepReport& r, double wide_ci) {
-  const auto keys = varying_params(r.cells);
-  fmt::print("{:<46} {:<18} {:>11} {:>8} {:>7} {:>11} {:>11} {:>4}  {}\n", "cell", "params",
-             "mean us", "CI95 +-", "CV", "min us", "median us", "out", "notes");
+std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.2f}%", *v * 100) : "-"; }
+
+void print_cells(const BenchOutcome& b, double wide_ci) {
+  const SweepReport& r = b.report;
+  fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  {}\n", "cell", "params", "P", "mean us",
+             "CI95 +-", "CV", "median us", "out", "notes");
   for (const auto& c : r.cells) {
-    std::string params;
-    for (const auto& k : keys)
-      params += (params.empty() ? "" : ",") + k + "=" + c.spec.params[k].dump();
-    std::erase(params, '"');
+    std::string params = varying(r.cells, c, b.settings);
+    const std::string& label = b.builds[c.build].label;
+    if (!label.empty()) params += (params.empty() ? "" : ",") + label;
     const auto& a = c.aggregate;
     if (!c.skipped.empty()) {
-      fmt::print("{:<46} {:<18} {:>11} {:>8} {:>7} {:>11} {:>11} {:>4}  skipped: {}\n",
-                 c.spec.label(), params, "-", "-", "-", "-", "-", "-", c.skipped);
-    } else if (!c.has_aggregate || !a.ok) {
-      fmt::print("{:<46} {:<18} {:>11} {:>8} {:>7} {:>11} {:>11} {:>4}  FAILED: {}\n",
-                 c.spec.label(), params, "-", "-", "-", "-", "-", "-", a.reason);
-    } else {
-      std::string notes;
-      if (a.wide_ci) notes += fmt::format("WIDE CI (> {:.0f}%) ", wide_ci * 100);
-      if (c.adopted > 0) notes += fmt::format("resumed ({} earlier processes) ", c.adopted);
-      fmt::print("{:<46} {:<18} {:>11.3f} {:>7.2f}% {:>6.2f}% {:>11.3f} {:>11.3f} {:>4}  {}\n",
-                 c.spec.label(), params, *a.mean_ns / 1e3,
-                 a.ci_rel_half_width ? *a.ci_rel_half_width * 100 : 0.0, *a.cv_between * 100,
-                 *a.min_ns / 1e3, *a.median_ns / 1e3, a.outliers, notes);
+      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  skipped: {}\n", c.spec.label(), params, "-",
+                 "-", "-", "-", "-", "-", c.skipped);
+      continue;
     }
+    if (!c.has_aggregate || !a.ok) {
+      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  FAILED: {}\n", c.spec.label(), params, "-",
+                 "-", "-", "-", "-", "-", a.reason);
+      continue;
+    }
+    std::string notes;
+    if (a.wide_ci) notes += fmt::format("WIDE CI (> {:.0f}%) ", wide_ci * 100);
+    if (a.stop_reason.starts_with("max")) notes += "max processes reached ";
+    if (c.disturbed > 0) notes += fmt::format("{} disturbed process(es) re-measured ", c.disturbed);
+    if (c.adopted > 0) notes += fmt::format("resumed ({} earlier processes) ", c.adopted);
+    fmt::print("{:<46} {:<20} {:>5} {:>11.3f} {:>8} {:>7} {:>11.3f} {:>3}  {}\n", c.spec.label(), params, a.processes,
+               *a.mean_ns / 1e3, pct(a.ci_rel_half_width), pct(a.cv_between), *a.median_ns / 1e3, a.outliers, notes);
   }
 }
 
-nlohmann::json report_json(const SweepReport& r, const std::string& target,
-                           const std::string& build_hash, const MeasureSettings& s,
-                           double total_wall_s) {
+// Baseline (A) vs candidate (B), cell by cell: Welch's t on process means, the minimum effect, and
+// the minimum detectable effect of each comparison.
+nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
+  nlohmann::json rows = nlohmann::json::array();
+  if (b.builds.size() != 2) return rows;
+  k3stats::CompareOptions opt;
+  opt.min_effect = defaults::kMinEffect;
+  if (print) {
+    fmt::print("\nbaseline {} vs candidate {} (Welch t on process means, alpha {}, minimum effect {:.0f}%)\n",
+               b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), opt.alpha,
+               opt.min_effect * 100);
+  }
+  const auto& cells = b.report.cells;
+  for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
+    const auto& a = cells[i];
+    const auto& c = cells[i + 1];
+    if (a.process_means.size() < 2 || c.process_means.size() < 2) continue;
+    const auto cmp = k3stats::compare_processes(a.process_means, c.process_means, opt);
+    const std::string verdict =
+        cmp.verdict == k3stats::Comparison::Verdict::kNoDifference
+            ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(cmp.mde, opt.min_effect))
+            : cmp.verdict == k3stats::Comparison::Verdict::kBSlower ? "SLOWER" : "faster";
+    rows.push_back({{"cell", a.spec.label()}, {"settings", a.spec.settings_diff(b.settings)},
+                    {"baseline_mean_ns", cmp.mean_a}, {"candidate_mean_ns", cmp.mean_b}, {"rel_diff", cmp.rel_diff},
+                    {"p_value", cmp.p_value}, {"minimum_detectable_effect", cmp.mde},
+                    {"verdict", k3stats::to_string(cmp.verdict)}, {"verdict_text", verdict}});
+    if (print) {
+      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", a.spec.label(), cmp.mean_a / 1e3,
+                 cmp.mean_b / 1e3, 100 * cmp.rel_diff, cmp.p_value, verdict);
+    }
+  }
+  return rows;
+}
+
+nlohmann::json overhead_json(const BenchOutcome& b) {
+  const SweepReport& r = b.report;
+  const double wall = b.total_wall_s;
+  const double overhead = wall - r.kernel_s - r.warmup_s;
+  return {{"total_wall_s", wall},
+          {"kernel_s", r.kernel_s},
+          {"warmup_s", r.warmup_s},
+          {"overhead_s", overhead},
+          {"kernel_fraction", wall > 0 ? r.kernel_s / wall : 0.0},
+          {"warmup_fraction", wall > 0 ? r.warmup_s / wall : 0.0},
+          {"overhead_fraction", wall > 0 ? overhead / wall : 0.0},
+          {"runner_setup_s", r.runner_setup_s},
+          {"accuracy_check_s", r.check_s},
+          {"runner_wall_s", r.child_wall_s},
+          {"k3tune_s", wall - r.child_wall_s}};
+}
+
+nlohmann::json report_json(const BenchOutcome& b) {
+  const SweepReport& r = b.report;
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
-    nlohmann::json j = {{"op", c.spec.op},         {"shape", c.spec.shape},
-                        {"params", c.spec.params}, {"role", c.spec.role},
-                        {"cell_key", c.cell_key},  {"adopted_processes", c.adopted}};
+    nlohmann::json j = {{"op", c.spec.op},           {"shape", c.spec.shape},
+                        {"params", c.spec.params},   {"measure", c.spec.settings.to_json()},
+                        {"role", c.spec.role},       {"build", b.builds[c.build].build_hash},
+                        {"build_label", b.builds[c.build].label},
+                        {"cell_key", c.cell_key},    {"adopted_processes", c.adopted},
+                        {"disturbed_processes", c.disturbed}};
     if (!c.skipped.empty()) {
       j["status"] = "skipped";
       j["reason"] = c.skipped;
@@ -118,11 +131,10 @@ nlohmann::json report_json(const SweepReport& r, const std::string& target,
       const auto& a = c.aggregate;
       j["status"] = a.ok ? "ok" : "failed";
       if (!a.ok) j["reason"] = a.reason;
-      auto opt = [](const std::optional<double>& v) {
-        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-      };
+      auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
       j["processes"] = a.processes;
       j["samples"] = a.samples;
+      j["stop_reason"] = a.stop_reason;
       j["mean_ns"] = opt(a.mean_ns);
       j["ci95_low_ns"] = opt(a.ci_low_ns);
       j["ci95_high_ns"] = opt(a.ci_high_ns);
@@ -137,110 +149,121 @@ nlohmann::json report_json(const SweepReport& r, const std::string& target,
     }
     cells.push_back(j);
   }
+  nlohmann::json builds = nlohmann::json::array();
+  for (const auto& bd : b.builds) builds.push_back({{"build_hash", bd.build_hash}, {"label", bd.label},
+                                                   {"runner", bd.target->runner_path()}});
   return {{"run_uuid", r.run_uuid},
-          {"target", target},
-          {"build_hash", build_hash},
-          {"measure", s.to_json()},
-          {"processes", s.processes},
+          {"target", b.builds.back().target->name()},
+          {"build_hash", b.builds.back().build_hash},
+          {"builds", builds},
+          {"measure", b.settings.to_json()},
+          {"processes", {{"min", b.rounds.min_processes}, {"max", b.rounds.max_processes},
+                         {"target_ci", b.rounds.target_ci}}},
           {"cells", cells},
+          {"comparisons", ab_verdicts(b, false)},
           {"failed_cells", r.failed_cells()},
-          {"overhead",
-           {{"total_wall_s", total_wall_s},
-            {"runner_wall_s", r.child_wall_s},
-            {"kernel_s", r.kernel_s},
-            {"overhead_fraction", total_wall_s > 0 ? 1.0 - r.kernel_s / total_wall_s : 0.0}}}};
+          {"overhead", overhead_json(b)}};
 }
 
-void run_bench(const AppContext& ctx, BenchArgs a, const std::string& command_line) {
-  const auto start = std::chrono::steady_clock::now();
-  auto target = ctx.target(a.target);
-  const Catalog catalog = Catalog::from_target(*target);
-  std::vector<CellSpec> cells = expand_grid(a.grid, catalog, ctx.models_dir(), a.settings);
-  if (a.processes > 0) a.settings.processes = a.processes;
-  if (a.repetitions > 0) a.settings.repetitions = a.repetitions;
-  const std::string hash = sha256_file(target->runner_path());
-  std::optional<k3store::BuildRecord> build;
-  if (!build_known(ctx.db_path(), hash)) build = build_from_runner(*target, hash);
-
-  // Everything is validated: from here on the database is written.
-  std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
-  auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
-  if (build) k3store::upsert_build(*db, *build);
-  SweepOptions opt;
-  opt.settings = a.settings;
-  opt.timeout_s = a.timeout_s;
-  opt.resume = a.resume;
-  opt.progress = !ctx.quiet;
-  opt.stats.wide_ci_threshold = a.wide_ci;
-  opt.command_line = command_line;
-  const SweepReport r = run_sweep(*db, *target, hash, cells, opt);
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (ctx.json) {
-    std::cout << report_json(r, target->name(), hash, a.settings, total).dump(2) << "\n";
-  } else {
-    print_table(r, a.wide_ci);
-    fmt::print("run {} on {}: {} cells, {} runner processes ({} failed), database {}\n", r.run_uuid,
-               target->name(), r.cells.size(), r.processes_run, r.processes_failed, ctx.db_path());
-    fmt::print(
-        "harness overhead: kernels {:.2f} s of {:.2f} s wall = {:.1f}% overhead (runner start-up, "
-        "set-up and "
-        "accuracy check {:.2f} s; k3tune {:.2f} s)\n",
-        r.kernel_s, total, total > 0 ? 100.0 * (1.0 - r.kernel_s / total) : 0.0,
-        r.child_wall_s - r.kernel_s, total - r.child_wall_s);
-  }
-  if (r.failed_cells() > 0) exit_code() = kCellsFailed;
+void print_overhead(const BenchOutcome& b, const std::string& db_path) {
+  const SweepReport& r = b.report;
+  const auto o = overhead_json(b);
+  fmt::print("run {} on {}: {} cells, {} runner processes ({} failed, {} disturbed), database {}\n", r.run_uuid,
+             b.builds.back().target->name(), r.cells.size(), r.processes_run, r.processes_failed,
+             r.processes_disturbed, db_path);
+  fmt::print("wall {:.2f} s = kernel {:.2f} s ({:.1f}%) + warm-up {:.2f} s ({:.1f}%) + overhead {:.2f} s ({:.1f}%: "
+             "runner set-up {:.2f} s, accuracy check {:.2f} s, start/exit/transfer {:.2f} s, k3tune {:.2f} s)\n",
+             o["total_wall_s"].get<double>(), r.kernel_s, 100 * o["kernel_fraction"].get<double>(), r.warmup_s,
+             100 * o["warmup_fraction"].get<double>(), o["overhead_s"].get<double>(),
+             100 * o["overhead_fraction"].get<double>(), r.runner_setup_s, r.check_s,
+             std::max(0.0, r.child_wall_s - r.kernel_s - r.warmup_s - r.runner_setup_s - r.check_s),
+             o["k3tune_s"].get<double>());
 }
 
 }  // namespace
 
 void add_bench_command(CLI::App& app, AppContext& ctx) {
-  auto a = std::make_shared<BenchArgs>();
-  auto* cmd = app.add_subcommand(
-      "bench", "measure ops x shapes x parameter grids on a target into the database");
-  cmd->add_option("--target", a->target, "target name from the targets file")
-      ->capture_default_str();
-  cmd->add_option("--op", a->grid.ops, "op (repeatable); with --model: only these ops");
-  cmd->add_option("--shape", a->grid.shapes, "shape k=v,... (repeatable)");
-  cmd->add_option("--params", a->grid.params, "fixed parameters k=v,...");
-  cmd->add_option("--grid", a->grid.grid,
-                  "swept parameter key=v1,v2,... (repeatable; cartesian product)");
-  cmd->add_option("--config", a->grid.config,
-                  "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
-  cmd->add_option("--model", a->grid.model, "all shapes of configs/models/NAME.toml");
-  cmd->add_option("-P,--processes", a->processes,
-                  "independent runner processes per cell (default 3)")
+  struct Args {
+    std::string target = "local";
+    BenchRequest request;
+  };
+  auto a = std::make_shared<Args>();
+  BenchRequest& rq = a->request;
+  auto* cmd = app.add_subcommand("bench", "measure ops x shapes x parameter grids on a target into the database");
+  cmd->add_option("--target", a->target, "target name from the targets file")->capture_default_str();
+  cmd->add_option("--op", rq.grid.ops, "op (repeatable); with --model: only these ops");
+  cmd->add_option("--shape", rq.grid.shapes, "shape k=v,... (repeatable)");
+  cmd->add_option("--params", rq.grid.params, "fixed parameters k=v,... (op parameters or measurement settings)");
+  cmd->add_option("--grid", rq.grid.grid,
+                  "swept key=v1,v2,... (repeatable; cartesian product); op parameters or measurement settings "
+                  "such as path, huge_pages, cpus, pool_wait, warmup");
+  cmd->add_option("--config", rq.grid.config, "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
+  cmd->add_option("--model", rq.grid.model, "all shapes of configs/models/NAME.toml");
+  cmd->add_option("-P,--processes", rq.plan.processes,
+                  fmt::format("runner processes per cell at least (default {})", defaults::kMinProcesses))
       ->check(CLI::Range(1, 1000));
-  cmd->add_option("-R,--reps", a->repetitions, "measured repetitions per process (default 5)")
-      ->check(CLI::Range(1, 100000));
-  cmd->add_option("--warmup", a->settings.warmup, "untimed calls before measuring")
+  cmd->add_option("--max-processes", rq.plan.max_processes,
+                  fmt::format("adaptive ceiling per cell (default {} with --target-ci, else = -P)",
+                              defaults::kMaxProcesses))
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--target-ci", rq.plan.target_ci,
+                  fmt::format("add interleaved rounds until the 95% CI half-width is below this fraction of the mean "
+                              "(default {}; 0: exactly -P processes)",
+                              defaults::kTargetCi))
+      ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("--baseline-runner", rq.baseline_runner,
+                  "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
+  cmd->add_option("--baseline-build", rq.baseline_build, "the same, by build hash (prefix) from the database");
+  // Measurement settings given on the command line win over a config's [measure] table.
+  struct SettingOption {
+    const char* flag;
+    const char* key;
+    const char* help;
+  };
+  static const SettingOption kSettings[] = {
+      {"-R,--reps", "repetitions", "measured repetitions per process (default 5)"},
+      {"--warmup", "warmup", "untimed calls before measuring (default 2; they also calibrate)"},
+      {"--min-time", "min_time_s", "seconds per repetition (default 0.05)"},
+      {"--iterations", "iterations", "fixed calls per repetition (default 0: calibrated once per cell)"},
+      {"--path", "path", "kernel layer: auto|generic|rvv|ime2"},
+      {"--check", "check", "runner accuracy check: sample|full|none"},
+      {"--cpus", "cpus", "runner thread placement: auto|none|LIST"},
+      {"--pool-wait", "pool_wait", "idle workers: spin|park"},
+      {"--huge-pages", "huge_pages", "huge-page backed large buffers: on|off"},
+      {"--weight-load", "weight_load", "weight cache loading: read|mmap"},
+  };
+  auto values = std::make_shared<std::map<std::string, std::string>>();
+  for (const auto& s : kSettings) cmd->add_option(s.flag, (*values)[s.key], s.help);
+  cmd->add_option("--timeout", rq.timeout_s, "seconds per runner process (default: the target's timeout_s)");
+  cmd->add_flag("--resume", rq.resume, "skip cells already measured for this build, target and parameters");
+  cmd->add_flag("!--no-remeasure", rq.remeasure_disturbed,
+                "keep disturbed processes as they are instead of measuring the cell once more");
+  cmd->add_option("--wide-ci", rq.wide_ci, "warn when the 95% CI half-width exceeds this fraction of the mean")
       ->capture_default_str();
-  cmd->add_option("--min-time", a->settings.min_time_s, "seconds per repetition")
-      ->capture_default_str();
-  cmd->add_option("--iterations", a->settings.iterations,
-                  "fixed calls per repetition (0: automatic)");
-  cmd->add_option("--path", a->settings.path, "kernel layer: auto|generic|rvv|ime2")
-      ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}))
-      ->capture_default_str();
-  cmd->add_option("--check", a->settings.check, "runner accuracy check: sample|full|none")
-      ->check(CLI::IsMember({"sample", "full", "none"}))
-      ->capture_default_str();
-  cmd->add_option("--timeout", a->timeout_s,
-                  "seconds per runner process (default: the target's timeout_s)");
-  cmd->add_flag("--resume", a->resume,
-                "skip cells already measured for this build, target and parameters");
-  cmd->add_option("--wide-ci", a->wide_ci,
-                  "warn when the 95% CI half-width exceeds this fraction of the mean")
-      ->capture_default_str();
-  cmd->callback([&ctx, a, cmd] {
-    std::string line = "k3tune bench";
-    for (const auto& s : cmd->remaining()) line += " " + s;
-    for (const auto* o : cmd->get_options()) {
-      if (o->count() > 0 && o->get_name() != "--help") {
-        for (const auto& r : o->results()) line += " " + o->get_name() + " " + r;
-      }
+  cmd->callback([&ctx, a, cmd, values] {
+    BenchRequest r = a->request;
+    for (const auto& s : kSettings) {
+      const std::string first_flag = std::string(s.flag).substr(std::string(s.flag).rfind(',') + 1);
+      if (cmd->get_option(first_flag)->count() == 0) continue;
+      r.settings.set(s.key, values->at(s.key), first_flag);
+      r.settings_given.push_back(s.key);
     }
-    run_bench(ctx, *a, line);
+    r.command_line = "k3tune bench";
+    for (const auto* o : cmd->get_options())
+      if (o->count() > 0 && o->get_name() != "--help")
+        for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
+    r.db_path = ctx.db_path();
+    r.progress = !ctx.quiet;
+    auto target = ctx.target(a->target);
+    const BenchOutcome b = run_bench(*target, ctx.root, r);
+    if (ctx.json) {
+      std::cout << report_json(b).dump(2) << "\n";
+    } else {
+      print_cells(b, r.wide_ci);
+      ab_verdicts(b, true);
+      print_overhead(b, r.db_path);
+    }
+    if (b.report.failed_cells() > 0) exit_code() = kCellsFailed;
   });
 }
 

@@ -1,133 +1,214 @@
-// `k3tune selfcheck stats`: measures -- with real runner processes -- how often the A/B test calls
-// a difference between identical configurations (false-positive rate) and how often it detects a
-// known slowdown (calibrated extra work of +x% of the measured median per call, via the runner's
-// --extra-work-ns). Each trial runs A, A', A+x1, A+x2 ... as P interleaved process rounds.
-#include <cmath>
+// `k3tune selfcheck stats`: parse options, run the selfcheck (k3::bench), store the noise floor,
+// print the rates with their intervals (or the JSON contract scripts read).
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "bench_session.h"
 #include "catalog.h"
+#include "database.h"
+#include "defaults.h"
 #include "progress.h"
-#include "runner_process.h"
-#include "stats.h"
+#include "provenance.h"
+#include "results.h"
+#include "selfcheck.h"
+#include "synthetic_runner.h"
 
 namespace k3tune {
 namespace {
 
 struct Args {
   std::string target = "local";
-  std::string op = "linear_decode", shape = "n=256,k=256", params = "workers=1,copies=1";
-  int trials = 20;
-  std::vector<double> slowdowns = {0.05, 0.10};
-  MeasureSettings settings;
+  std::vector<std::string> cells = {"linear_decode n=2048,k=2048", "linear_prefill m=128,n=2048,k=2048"};
+  int trials = 0;  // 0: 40 on a target, 2000 on the synthetic runner
+  std::vector<double> slowdowns = {0.03, 0.05, 0.10};
+  ProcessPlan plan;
+  double min_time_s = defaults::kMinTimeS;
+  int repetitions = defaults::kRepetitions;
+  double time_budget_s = 900;
+  bool synthetic = false;
+  NoiseModel noise;
+  std::uint64_t seed = 1;
+  bool store = true;
   k3stats::CompareOptions compare;
 };
 
-void run_selfcheck(const AppContext& ctx, Args& a) {
-  auto target = ctx.target(a.target);
-  const Catalog catalog = Catalog::from_target(*target);
-  const OpSpec& op = catalog.op(a.op, "--op");
-  const CellSpec cell{a.op, catalog.normalise(op, parse_kv(a.shape, "--shape"), true, "--shape"),
-                      catalog.normalise(op, parse_kv(a.params, "--params"), false, "--params"), ""};
-  const auto popt = k3targets::ProcessOptions::with_timeout(target->config().timeout_s);
-  auto measure = [&](const MeasureSettings& s) {
-    const auto o = run_cell_process(*target, cell, s, popt);
-    if (!o.ok) throw UserError(fmt::format("selfcheck: runner failed: {}", o.reason));
-    return o.mean_ns();
-  };
-  // Calibration: the per-call time the slowdowns are a fraction of.
-  const double base_ns = measure(a.settings);
-  std::vector<MeasureSettings> configs(2 + a.slowdowns.size(), a.settings);  // A, A', A+x...
-  for (std::size_t k = 0; k < a.slowdowns.size(); ++k)
-    configs[2 + k].extra_work_ns = a.slowdowns[k] * base_ns;
+// "op shape [params]" -> a cell normalised against the runner's catalog (or taken as given for the
+// synthetic runner, which has no catalog).
+CellSpec parse_cell(const std::string& text, const Catalog* catalog, const MeasureSettings& settings) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find(' ', pos);
+    if (end != pos) parts.push_back(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    throw UserError(fmt::format("--cell '{}': expected \"OP SHAPE [PARAMS]\", e.g. \"linear_decode n=2048,k=2048\"", text));
+  CellSpec c;
+  c.op = parts[0];
+  c.settings = settings;
+  const auto shape = parse_kv(parts[1], "--cell " + text);
+  const auto params = parts.size() == 3 ? parse_kv(parts[2], "--cell " + text) : std::map<std::string, std::string>{};
+  if (catalog != nullptr) {
+    const OpSpec& op = catalog->op(c.op, "--cell");
+    c.shape = catalog->normalise(op, shape, true, "--cell " + text);
+    c.params = catalog->normalise(op, params, false, "--cell " + text);
+  } else {
+    c.shape = shape;
+    c.params = params;
+  }
+  return c;
+}
 
-  const int P = a.settings.processes;
-  int false_positives = 0, paired_false_positives = 0;
-  std::vector<int> detected(a.slowdowns.size(), 0), paired_detected(a.slowdowns.size(), 0);
-  std::vector<std::vector<double>> measured_slowdown(a.slowdowns.size());
-  std::vector<double> aa_diffs;
-  Progress progress(a.trials * P * static_cast<int>(configs.size()), !ctx.quiet);
-  int done = 0;
-  for (int trial = 0; trial < a.trials; ++trial) {
-    std::vector<std::vector<double>> means(configs.size());
-    for (int p = 0; p < P; ++p) {
-      for (std::size_t c = 0; c < configs.size(); ++c) {
-        progress.update(done++, fmt::format("trial {}/{} config {}", trial + 1, a.trials, c));
-        means[c].push_back(measure(configs[c]));
-      }
+nlohmann::json proportion_json(const k3stats::Proportion& p) {
+  return {{"rate", p.rate}, {"ci95_low", p.low}, {"ci95_high", p.high}, {"count", p.successes}, {"trials", p.trials}};
+}
+
+std::string percent_key(double x) { return fmt::format("{:g}%", x * 100); }
+
+nlohmann::json result_json(const SelfcheckResult& r, const RoundsOptions& rounds, const Args& a,
+                           const std::string& target) {
+  nlohmann::json detection = nlohmann::json::object();
+  for (const auto& d : r.detections) detection[percent_key(d.injected)] = proportion_json(d.rate);
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : r.cells) {
+    nlohmann::json det = nlohmann::json::object();
+    for (const auto& d : c.detections) {
+      det[percent_key(d.injected)] = proportion_json(d.rate);
+      det[percent_key(d.injected)]["measured_mean"] = d.measured_mean;
+      det[percent_key(d.injected)]["extra_work_ns"] = d.extra_work_ns;
     }
-    const auto aa = k3stats::compare_processes(means[0], means[1], a.compare);
-    false_positives += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
-    // The same data judged round by round (configurations are interleaved within each round).
-    paired_false_positives += k3stats::compare_paired_rounds(means[0], means[1], a.compare).verdict !=
-                              k3stats::Comparison::Verdict::kNoDifference;
-    aa_diffs.push_back(std::fabs(aa.rel_diff));
-    for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
-      const auto ab = k3stats::compare_processes(means[0], means[2 + k], a.compare);
-      detected[k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
-      paired_detected[k] += k3stats::compare_paired_rounds(means[0], means[2 + k], a.compare).verdict ==
-                            k3stats::Comparison::Verdict::kBSlower;
-      measured_slowdown[k].push_back(ab.rel_diff);
-    }
+    cells.push_back({{"op", c.cell.op}, {"shape", c.cell.shape}, {"params", c.cell.params},
+                     {"base_ns_per_call", c.base_ns}, {"iterations", c.iterations}, {"trials", c.trials},
+                     {"false_positive_rate", proportion_json(c.false_positives)}, {"detection_rate", det},
+                     {"noise_floor", c.noise_floor}, {"abs_diff_q95", c.abs_diff_q95},
+                     {"minimum_detectable_effect", c.minimum_detectable_effect},
+                     {"mean_processes_per_configuration", c.mean_processes},
+                     {"configurations_at_max_processes", c.processes_at_max}, {"processes", c.processes}});
   }
-  progress.finish();
-  nlohmann::json out = {{"target", target->name()},
-                        {"op", a.op},
-                        {"shape", cell.shape},
-                        {"params", cell.params},
-                        {"trials", a.trials},
-                        {"processes", P},
-                        {"repetitions", a.settings.repetitions},
-                        {"min_time_s", a.settings.min_time_s},
-                        {"base_ns_per_call", base_ns},
-                        {"method", "Welch t-test on process means, two-sided"},
-                        {"alpha", a.compare.alpha},
-                        {"min_effect", a.compare.min_effect},
-                        {"a_vs_a",
-                         {{"false_positives", false_positives},
-                          {"trials", a.trials},
-                          {"rate", double(false_positives) / a.trials},
-                          {"mean_abs_diff", k3stats::mean(aa_diffs)},
-                          {"paired_false_positives", paired_false_positives}}}};
-  for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
-    out["slowdowns"].push_back({{"injected", a.slowdowns[k]},
-                                {"extra_work_ns", configs[2 + k].extra_work_ns},
-                                {"detected", detected[k]},
-                                {"trials", a.trials},
-                                {"rate", double(detected[k]) / a.trials},
-                                {"paired_detected", paired_detected[k]},
-                                {"measured_mean", k3stats::mean(measured_slowdown[k])},
-                                {"measured_sd", k3stats::sample_stddev(measured_slowdown[k])}});
-  }
-  if (ctx.json) {
-    std::cout << out.dump(2) << "\n";
-    return;
-  }
-  fmt::print("selfcheck stats: {} {} {} on {}\n", a.op, to_kv(cell.shape), a.params,
-             target->name());
-  fmt::print(
-      "  {} trials x {} configurations x {} processes x {} reps (min-time {} s); base {:.1f} ns "
-      "per call\n",
-      a.trials, configs.size(), P, a.settings.repetitions, a.settings.min_time_s, base_ns);
-  fmt::print("  tests: Welch t on process means | paired t on per-round log ratios; alpha {}, "
-             "minimum effect {:.0f}%\n",
+  const double fp_high = r.false_positives.rate;
+  double det5 = -1;
+  for (const auto& d : r.detections)
+    if (std::fabs(d.injected - 0.05) < 1e-9) det5 = d.rate.rate;
+  nlohmann::json targets = {{"false_positive_rate_at_most_5pct", fp_high <= 0.05},
+                            {"detects_5pct_in_at_least_80pct", det5 >= 0.8}};
+  return {{"target", target},
+          {"runner", a.synthetic ? "synthetic" : "k3bench"},
+          {"trials", r.trials},
+          {"cut_by_time_budget", r.cut_by_time_budget},
+          {"false_positive_rate", proportion_json(r.false_positives)},
+          {"detection_rate", detection},
+          {"noise_floor", r.noise_floor},
+          {"minimum_detectable_effect", r.minimum_detectable_effect},
+          {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
+          {"budget", {{"min_processes", rounds.min_processes}, {"max_processes", rounds.max_processes},
+                      {"target_ci", rounds.target_ci}, {"repetitions", a.repetitions}, {"min_time_s", a.min_time_s}}},
+          {"test", {{"method", "Welch t on process means, two-sided"}, {"alpha", a.compare.alpha},
+                    {"min_effect", a.compare.min_effect}, {"power_for_mde", a.compare.power}}},
+          {"targets_met", targets},
+          {"cells", cells}};
+}
+
+void print_result(const SelfcheckResult& r, const RoundsOptions& rounds, const Args& a, const std::string& target) {
+  fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
+             a.synthetic ? "synthetic runner" : "k3bench", r.trials,
+             r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
+  fmt::print("  budget per configuration: {}..{} processes, target CI {:.1f}%, {} x {} s repetitions; Welch t, alpha "
+             "{}, minimum effect {:.0f}%\n",
+             rounds.min_processes, rounds.max_processes, rounds.target_ci * 100, a.repetitions, a.min_time_s,
              a.compare.alpha, a.compare.min_effect * 100);
-  fmt::print("  A vs A           false positives {:>3}/{:<3} = {:5.1f}% | paired {:>3}/{:<3} = {:5.1f}%   "
-             "(mean |diff| {:.2f}%)\n",
-             false_positives, a.trials, 100.0 * false_positives / a.trials, paired_false_positives,
-             a.trials, 100.0 * paired_false_positives / a.trials, 100 * k3stats::mean(aa_diffs));
-  for (std::size_t k = 0; k < a.slowdowns.size(); ++k) {
-    fmt::print(
-        "  A vs A+{:<4.1f}%     detected        {:>3}/{:<3} = {:5.1f}% | paired {:>3}/{:<3} = {:5.1f}%   "
-        "(measured slowdown {:+.2f}% sd {:.2f}%)\n",
-        100 * a.slowdowns[k], detected[k], a.trials, 100.0 * detected[k] / a.trials,
-        paired_detected[k], a.trials, 100.0 * paired_detected[k] / a.trials,
-        100 * k3stats::mean(measured_slowdown[k]),
-        100 * k3stats::sample_stddev(measured_slowdown[k]));
+  auto line = [](const char* what, const k3stats::Proportion& p) {
+    fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes, p.trials, 100 * p.rate,
+               100 * p.low, 100 * p.high);
+  };
+  for (const auto& c : r.cells) {
+    fmt::print("  {} {}: {:.1f} us per call, noise floor {:.2f}% (|diff| q95 {:.2f}%), MDE {:.2f}%, {:.1f} processes "
+               "per configuration ({} at the maximum)\n",
+               c.cell.label(), to_kv(c.cell.params), c.base_ns / 1e3, 100 * c.noise_floor, 100 * c.abs_diff_q95,
+               100 * c.minimum_detectable_effect, c.mean_processes, c.processes_at_max);
   }
+  line("A vs A false positives", r.false_positives);
+  for (const auto& d : r.detections) {
+    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+  }
+  fmt::print("  noise floor {:.2f}%, minimum detectable effect {:.2f}% (the largest over the cells)\n",
+             100 * r.noise_floor, 100 * r.minimum_detectable_effect);
+  for (const auto& d : r.detections) {
+    if (std::fabs(d.injected - 0.05) < 1e-9 && d.rate.rate < 0.8) {
+      fmt::print("  NOT MET: a 5% slowdown is detected in {:.0f}% of trials (target 80%): at this budget the minimum "
+                 "detectable effect is {:.1f}%; more processes (--max-processes) or a quieter machine are needed\n",
+                 100 * d.rate.rate, 100 * r.minimum_detectable_effect);
+    }
+  }
+  if (r.false_positives.rate > 0.05) {
+    fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n", 100 * r.false_positives.rate);
+  }
+}
+
+void run(const AppContext& ctx, Args a) {
+  RoundsOptions rounds;
+  rounds.min_processes = a.plan.processes > 0 ? a.plan.processes : defaults::kMinProcesses;
+  rounds.target_ci = a.plan.target_ci >= 0 ? a.plan.target_ci : defaults::kTargetCi;
+  rounds.max_processes = a.plan.max_processes > 0 ? a.plan.max_processes
+                         : rounds.target_ci > 0  ? std::max(defaults::kMaxProcesses, rounds.min_processes)
+                                                 : rounds.min_processes;
+  MeasureSettings settings;
+  settings.min_time_s = a.min_time_s;
+  settings.repetitions = a.repetitions;
+  SelfcheckOptions opt;
+  opt.rounds = rounds;
+  opt.slowdowns = a.slowdowns;
+  opt.compare = a.compare;
+  opt.time_budget_s = a.synthetic ? 0 : a.time_budget_s;
+  opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
+
+  std::unique_ptr<k3targets::Target> target;
+  std::unique_ptr<ProcessExecutor> executor;
+  SweepBuild build;
+  std::string target_name = "synthetic";
+  if (a.synthetic) {
+    executor = std::make_unique<SyntheticExecutor>(a.noise, a.seed);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, nullptr, settings));
+  } else {
+    target = ctx.target(a.target);
+    target_name = target->name();
+    const Catalog catalog = Catalog::from_target(*target);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, &catalog, settings));
+    executor = std::make_unique<RunnerExecutor>();
+    build = {target.get(), sha256_file(target->runner_path()), ""};
+    opt.timeout_s = target->config().timeout_s;
+  }
+  Progress progress(opt.trials, !ctx.quiet);
+  const SelfcheckResult r = run_selfcheck(*executor, build, opt, [&](int done, int total, const std::string& what) {
+    progress.set_total(total);
+    progress.update(done, fmt::format("trial {}/{} {}", done + 1, total, what));
+  });
+  progress.finish();
+  if (!a.synthetic && a.store) {
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    const std::string now = k3store::now_utc();
+    k3store::Transaction tx(*db);
+    for (const auto& c : r.cells) {
+      k3store::insert_noise_floor(
+          *db, {target_name, c.cpu_model, c.cell.op, c.cell.shape.dump(), now, c.trials, c.mean_processes,
+                c.noise_floor, c.abs_diff_q95, c.minimum_detectable_effect,
+                nlohmann::json{{"params", c.cell.params}, {"measure", c.cell.settings.to_json()},
+                               {"min_processes", rounds.min_processes}, {"max_processes", rounds.max_processes},
+                               {"target_ci", rounds.target_ci}}
+                    .dump()});
+    }
+    tx.commit();
+  }
+  if (ctx.json)
+    std::cout << result_json(r, rounds, a, target_name).dump(2) << "\n";
+  else
+    print_result(r, rounds, a, target_name);
 }
 
 }  // namespace
@@ -136,29 +217,31 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
   auto* sc = app.add_subcommand("selfcheck", "check k3tune itself");
   sc->require_subcommand(1);
   auto a = std::make_shared<Args>();
-  a->settings.min_time_s = 0.02;
-  auto* stats =
-      sc->add_subcommand("stats", "measured false-positive and detection rates of the A/B test");
+  auto* stats = sc->add_subcommand(
+      "stats", "measured false-positive and detection rates of the A/B test, the noise floor and the minimum "
+               "detectable effect at the default budget");
   stats->add_option("--target", a->target, "target name")->capture_default_str();
-  stats->add_option("--op", a->op, "op")->capture_default_str();
-  stats->add_option("--shape", a->shape, "shape k=v,...")->capture_default_str();
-  stats->add_option("--params", a->params, "parameters k=v,...")->capture_default_str();
-  stats->add_option("--trials", a->trials, "independent trials")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 10000));
-  stats->add_option("--slowdown", a->slowdowns, "injected slowdowns as fractions (repeatable)")
+  stats->add_option("--cell", a->cells, "representative cell \"OP SHAPE [PARAMS]\" (repeatable)")
       ->capture_default_str();
-  stats->add_option("-P,--processes", a->settings.processes, "processes per configuration")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 1000));
-  stats->add_option("-R,--reps", a->settings.repetitions, "repetitions per process")
+  stats->add_option("--trials", a->trials, "trials (default 40; 2000 with --synthetic)")->check(CLI::Range(1, 1000000));
+  stats->add_option("--slowdown", a->slowdowns, "injected slowdowns as fractions (repeatable)")->capture_default_str();
+  stats->add_option("-P,--processes", a->plan.processes, "processes per configuration at least (default: bench's)");
+  stats->add_option("--max-processes", a->plan.max_processes, "adaptive ceiling (default: bench's)");
+  stats->add_option("--target-ci", a->plan.target_ci, "adaptive CI target (default: bench's)");
+  stats->add_option("-R,--reps", a->repetitions, "repetitions per process")->capture_default_str();
+  stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
+  stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
       ->capture_default_str();
-  stats->add_option("--min-time", a->settings.min_time_s, "seconds per repetition")
-      ->capture_default_str();
-  stats->add_option("--min-effect", a->compare.min_effect, "minimum relative effect")
-      ->capture_default_str();
+  stats->add_option("--min-effect", a->compare.min_effect, "minimum relative effect")->capture_default_str();
   stats->add_option("--alpha", a->compare.alpha, "significance level")->capture_default_str();
-  stats->callback([&ctx, a] { run_selfcheck(ctx, *a); });
+  stats->add_flag("!--no-store", a->store, "do not record the noise floor in the database");
+  stats->add_flag("--synthetic", a->synthetic, "a seeded synthetic-noise runner instead of the target (truth known)");
+  stats->add_option("--noise-between", a->noise.between, "synthetic: sd of the log process level")
+      ->capture_default_str();
+  stats->add_option("--noise-within", a->noise.within, "synthetic: sd of the log repetition noise")
+      ->capture_default_str();
+  stats->add_option("--seed", a->seed, "synthetic: seed")->capture_default_str();
+  stats->callback([&ctx, a] { run(ctx, *a); });
 }
 
 }  // namespace k3tune

@@ -1,4 +1,6 @@
-// "k=v,k=v" lists for --shape and --params, validated against an op's declared keys.
+// The runner's side of the shared parameter codec (harness/params): an op's declared shape keys
+// and parameters, and the validated values of one command line, with k3bench's exit-code mapping
+// (malformed input is a usage error; a shape size outside its range is an unsupported shape).
 #pragma once
 
 #include <cstdint>
@@ -9,28 +11,24 @@
 
 #include <nlohmann/json.hpp>
 
+#include "param_spec.h"
+
 namespace k3bench {
 
-// Declaration of one shape key or tunable parameter.
-struct KeySpec {
-  enum class Type { kInt, kFloat, kEnum };
-  std::string name;
-  Type type = Type::kInt;
-  std::string help;
-  std::optional<std::string> default_value;  // no default: required
-  std::int64_t min = 1;                       // kInt range (inclusive)
-  std::int64_t max = 1 << 30;
-  std::vector<std::string> choices;  // kEnum
-
-  nlohmann::json to_json() const;
-};
+using KeySpec = k3params::ParamSpec;
 
 // Declaration helpers (no default: the key is required).
-KeySpec int_key(std::string name, std::string help, std::optional<std::string> default_value,
-                std::int64_t min, std::int64_t max);
-KeySpec float_key(std::string name, std::string help, std::optional<std::string> default_value);
-KeySpec enum_key(std::string name, std::string help, std::string default_value,
-                 std::vector<std::string> choices);
+inline KeySpec int_key(std::string name, std::string help, std::optional<std::string> default_value,
+                       std::int64_t min, std::int64_t max) {
+  return k3params::int_param(std::move(name), std::move(help), std::move(default_value), min, max);
+}
+inline KeySpec float_key(std::string name, std::string help, std::optional<std::string> default_value) {
+  return k3params::float_param(std::move(name), std::move(help), std::move(default_value));
+}
+inline KeySpec enum_key(std::string name, std::string help, std::string default_value,
+                        std::vector<std::string> choices) {
+  return k3params::enum_param(std::move(name), std::move(help), std::move(default_value), std::move(choices));
+}
 
 // Parses "a=1,b=x" (empty string allowed); duplicate or malformed items are usage errors.
 std::map<std::string, std::string> parse_kv_list(const std::string& text, const std::string& what);
@@ -43,15 +41,14 @@ class KeyValues {
   KeyValues(const std::vector<KeySpec>& specs, const std::map<std::string, std::string>& given,
             const std::string& what, bool is_shape);
 
-  std::int64_t integer(const std::string& name) const;
-  double number(const std::string& name) const;
-  const std::string& text(const std::string& name) const;
-  nlohmann::json to_json() const;
+  std::int64_t integer(const std::string& name) const { return at(name).get<std::int64_t>(); }
+  double number(const std::string& name) const { return at(name).get<double>(); }
+  const std::string& text(const std::string& name) const { return at(name).get_ref<const std::string&>(); }
+  const nlohmann::json& to_json() const { return values_; }
 
  private:
-  const KeySpec& spec(const std::string& name) const;
-  std::vector<KeySpec> specs_;
-  std::map<std::string, std::string> values_;
+  const nlohmann::json& at(const std::string& name) const;
+  nlohmann::json values_;
 };
 
 }  // namespace k3bench

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "k3k/dispatch.h"
+#include "placement.h"
 
 namespace k3bench {
 namespace {
@@ -40,16 +41,6 @@ std::string cpuinfo_field(const std::string& key) {
   return "";
 }
 
-std::vector<int> allowed_cpus() {
-  std::vector<int> cpus;
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-  }
-  return cpus;
-}
 
 nlohmann::json vlenb() {
   const auto& cpu = k3k::cpu_features();
@@ -70,7 +61,7 @@ nlohmann::json environment_static() {
                                                             : nlohmann::json(cpuinfo_field("marchid"));
   return {
       {"cpu_model", model},
-      {"cpus_allowed", allowed_cpus()},
+      {"cpus_allowed", allowed_cpu_list()},
       {"cpus_online", sysconf(_SC_NPROCESSORS_ONLN)},
       {"vlenb", vlenb()},
       {"marchid", marchid},
@@ -87,7 +78,7 @@ nlohmann::json environment_static() {
 
 nlohmann::json environment_readings() {
   nlohmann::json freq = nlohmann::json::object();
-  for (int cpu : allowed_cpus()) {
+  for (int cpu : allowed_cpu_list()) {
     const std::string v =
         read_first_line(fmt::format("/sys/devices/system/cpu/cpu{}/cpufreq/scaling_cur_freq", cpu));
     if (!v.empty()) freq[std::to_string(cpu)] = std::stoll(v);

@@ -2,6 +2,7 @@
 // row): every repetition's time, traffic for GB/s and GOPS, dispatch path, parameters used,
 // accuracy against the float64 reference, and the environment.
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <iostream>
 #include <optional>
@@ -15,11 +16,13 @@
 #include "perf_counters.h"
 #include "environment.h"
 #include "errors.h"
+#include "k3k/aligned_buffer.h"
 #include "k3k/dispatch.h"
 #include "measure.h"
 #include "op_case.h"
 #include "report.h"
 #include "placement.h"
+#include "run_settings.h"
 #include "selftest.h"
 #include "tcm_context.h"
 #include "tcm_status.h"
@@ -49,7 +52,11 @@ struct Options {
   bool tcm_status = false;
   std::string tcm_force_release, tcm_backend = "auto";
   bool force = false;
+  std::string huge_pages = "on";
 };
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 void list_ops(bool json) {
   nlohmann::json out = nlohmann::json::array();
@@ -82,7 +89,7 @@ void list_ops(bool json) {
   }
 }
 
-int run_case(const Options& o) {
+int run_case(const Options& o, Clock::time_point process_start) {
   const OpInfo* op = find_op(o.op);
   if (op == nullptr) {
     std::string names;
@@ -127,8 +134,12 @@ int run_case(const Options& o) {
   r.seed = o.seed;
   r.traffic = c->traffic();
   r.environment = environment_static();
+  r.environment["measurement"] = run_settings_json();
   r.environment["readings_before"] = environment_readings();
+  const double setup_s = seconds_since(process_start);
+  const auto check_start = Clock::now();
   if (o.check != "none") r.accuracy = c->check(o.check == "full");
+  const double check_s = seconds_since(check_start);
   if (!o.dump_dir.empty()) {
     write_dump(o.dump_dir, {{"op", r.op}, {"shape", r.shape}, {"params", r.params}, {"seed", r.seed},
                             {"path", r.path}},
@@ -140,11 +151,21 @@ int run_case(const Options& o) {
     const PerfCounters counters;  // after make(): the worker threads exist and are counted too
     r.counters = counters.status_json();
     r.extra_work = extra.to_json();
-    r.repetitions = measure(*c, o.measure, &counters, &extra);
+    MeasureOptions mo = o.measure;
+    std::string policy;
+    mo.pinned = !pool_options(1, &policy).cpus.empty();
+    const Measurement m = measure(*c, mo, &counters, &extra);
+    r.repetitions = m.repetitions;
+    r.calibration = m.calibration;
+    r.timing = {{"setup_s", setup_s},
+                {"check_s", check_s},
+                {"warmup_s", m.calibration.warmup_s},
+                {"measured_s", m.measured_s}};
     r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM copy vs compute time)
   }
   r.environment["readings_after"] = environment_readings();
   r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
+  if (!r.timing.is_null()) r.timing["total_s"] = seconds_since(process_start);
   if (o.json) std::cout << result_json(r).dump(2) << "\n";
   else std::cout << result_table(r, !o.no_header);
   if (!accurate) {
@@ -160,6 +181,7 @@ int run_case(const Options& o) {
 
 int main(int argc, char** argv) {
   using namespace k3bench;
+  const auto process_start = Clock::now();
   Options o;
   CLI::App app{"k3bench: run one k3tune kernel op x shape x parameter set and report times, traffic, "
                "accuracy and environment."};
@@ -192,6 +214,20 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force, "with --tcm-force-release: also take blocks held by a live thread");
   app.add_option("--tcm-backend", o.tcm_backend, "TCM backend for --tcm-status/--tcm-force-release")
       ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
+  RunSettings& rs = run_settings();
+  app.add_option("--cpus", rs.cpus,
+                 "thread placement: auto (A100 CPUs on a K3, else the allowed CPUs in order), none, or a list "
+                 "like 0-1 (K3BENCH_CPUS overrides)")
+      ->capture_default_str();
+  app.add_option("--pool-wait", rs.pool_wait, "idle workers: spin (then park) or park at once")
+      ->check(CLI::IsMember({"spin", "park"}))
+      ->capture_default_str();
+  app.add_option("--huge-pages", o.huge_pages, "2 MiB aligned, THP-advised buffers of >= 2 MiB")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  app.add_option("--weight-load", rs.weight_load, "how the on-disk weight cache is loaded: read or mmap")
+      ->check(CLI::IsMember({"read", "mmap"}))
+      ->capture_default_str();
   app.add_option("--extra-work-ns", o.extra_work_ns,
                  "add a calibrated busy loop of about N ns after every timed call (statistics self-check)")
       ->check(CLI::Range(0.0, 1e9));
@@ -204,6 +240,8 @@ int main(int argc, char** argv) {
     std::cerr << "k3bench: " << e.what() << "\n";
     return kExitUsage;
   }
+  rs.huge_pages = o.huge_pages == "on";
+  k3k::set_huge_page_buffers(rs.huge_pages);  // before any case allocates
   int gb_argc = 1;
   benchmark::Initialize(&gb_argc, argv);
   try {
@@ -216,7 +254,7 @@ int main(int argc, char** argv) {
     if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
     if (!o.tcm_force_release.empty()) return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (o.op.empty()) throw UsageError("--op is required (or --list-ops); see --help");
-    return run_case(o);
+    return run_case(o, process_start);
   } catch (const UsageError& e) {
     std::cerr << "k3bench: " << e.what() << "\n";
     return kExitUsage;

@@ -1,11 +1,20 @@
 #include "measure.h"
 
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <stdexcept>
 
 #include <benchmark/benchmark.h>
 
+#include "environment.h"
+
 namespace k3bench {
 namespace {
+
+using Clock = std::chrono::steady_clock;
 
 class CollectingReporter final : public benchmark::BenchmarkReporter {
  public:
@@ -15,29 +24,102 @@ class CollectingReporter final : public benchmark::BenchmarkReporter {
     for (const auto& run : runs) {
       if (run.run_type != Run::RT_Iteration) continue;  // drop GB's own aggregates
       if (run.error_occurred) throw std::runtime_error("benchmark error: " + run.error_message);
-      Repetition rep{run.GetAdjustedRealTime(), run.GetAdjustedCPUTime(), run.iterations, {}};
+      // The repetition's side data was recorded by the benchmark function in the same order.
+      Repetition& rep = out_.at(next_++);
+      rep.real_ns = run.GetAdjustedRealTime();
+      rep.cpu_ns = run.GetAdjustedCPUTime();
+      rep.iterations = run.iterations;
       for (const auto& [name, counter] : run.counters) rep.counters[name] = counter.value;
-      out_.push_back(std::move(rep));
     }
   }
 
  private:
   std::vector<Repetition>& out_;
+  std::size_t next_ = 0;
 };
+
+// Warm-up calls, timed one by one. When the call count is not given, it is chosen so that a
+// repetition lasts about min_time: from the median of the later warm-up calls (the first ones pay
+// for cold caches and page faults), with more warm-up calls when the given ones are too short to
+// time reliably (under 1 ms in all).
+Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra) {
+  Calibration cal;
+  const bool calibrate = opt.iterations <= 0;
+  const int planned = calibrate ? std::max(opt.warmup, 1) : opt.warmup;
+  std::vector<double> ns;
+  const auto start = Clock::now();
+  auto one_call = [&] {
+    const auto t0 = Clock::now();
+    c.run_once();
+    if (extra != nullptr && extra->enabled()) extra->run();
+    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
+  };
+  for (int i = 0; i < planned; ++i) one_call();
+  if (calibrate) {
+    constexpr double kMinCalibrationNs = 1e6;
+    constexpr int kMaxExtraCalls = 1000;
+    double total = 0;
+    for (double x : ns) total += x;
+    for (int extra_calls = 0; total < kMinCalibrationNs && extra_calls < kMaxExtraCalls; ++extra_calls) {
+      one_call();
+      total += ns.back();
+    }
+    std::vector<double> later(ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2), ns.end());
+    std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
+    cal.call_ns_estimate = later[later.size() / 2];
+    cal.iterations = std::max<std::int64_t>(1, std::llround(opt.min_time_s * 1e9 / std::max(cal.call_ns_estimate, 1.0)));
+    cal.source = "warm-up calls";
+  } else {
+    cal.iterations = opt.iterations;
+    cal.source = "given";
+  }
+  cal.warmup_calls = static_cast<int>(ns.size());
+  cal.warmup_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return cal;
+}
+
+int current_cpu() { return sched_getcpu(); }
 
 }  // namespace
 
-std::vector<Repetition> measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters,
-                                const ExtraWork* extra) {
-  const bool with_extra = extra != nullptr && extra->enabled();
-  for (int i = 0; i < opt.warmup; ++i) {
-    c.run_once();
-    if (with_extra) extra->run();
+std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after, int cpu_before,
+                                      int cpu_after, double migrations, bool pinned, double thermal_tolerance_c) {
+  std::vector<std::string> flags;
+  const auto freq_b = before.value("cpufreq_khz", nlohmann::json::object());
+  const auto freq_a = after.value("cpufreq_khz", nlohmann::json::object());
+  for (const auto& [cpu, khz] : freq_b.items()) {
+    if (freq_a.contains(cpu) && freq_a[cpu] != khz) {
+      flags.emplace_back("frequency-change");
+      break;
+    }
   }
-  std::vector<Repetition> reps;
+  const auto temp_b = before.value("thermal_c", nlohmann::json::object());
+  const auto temp_a = after.value("thermal_c", nlohmann::json::object());
+  for (const auto& [zone, c] : temp_b.items()) {
+    if (temp_a.contains(zone) && temp_a[zone].get<double>() - c.get<double>() > thermal_tolerance_c) {
+      flags.emplace_back("thermal-rise");
+      break;
+    }
+  }
+  // Unpinned threads move all the time on a shared machine; that is part of what the process-level
+  // statistics average over. A pinned process that migrates means the pin did not hold.
+  if (pinned && (migrations > 0 || (cpu_before >= 0 && cpu_after >= 0 && cpu_before != cpu_after))) {
+    flags.emplace_back("cpu-migration");
+  }
+  return flags;
+}
+
+Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters, const ExtraWork* extra) {
+  Measurement m;
+  const bool with_extra = extra != nullptr && extra->enabled();
+  m.calibration = warm_up(c, opt, extra);
+  m.repetitions.reserve(static_cast<std::size_t>(opt.repetitions));
   auto* b = benchmark::RegisterBenchmark("case", [&](benchmark::State& state) {
-    // Counters are read outside the timed loop; GB reports them per iteration (kAvgIterations).
+    // Everything here but the state loop is outside Google Benchmark's timer.
+    Repetition rep;
     const bool count = counters != nullptr && !counters->available().empty();
+    rep.readings_before = environment_readings();
+    rep.cpu_before = current_cpu();
     std::vector<double> before;
     if (count) before = counters->read();
     if (with_extra) {
@@ -51,18 +133,29 @@ std::vector<Repetition> measure(OpCase& c, const MeasureOptions& opt, const Perf
     if (count) {
       const std::vector<double> after = counters->read();
       for (std::size_t i = 0; i < after.size(); ++i) {
-        state.counters[counters->available()[i]] =
-            benchmark::Counter(after[i] - before[i], benchmark::Counter::kAvgIterations);
+        const std::string& name = counters->available()[i];
+        const double delta = after[i] - before[i];
+        if (name == "cpu_migrations") rep.migrations = delta;
+        state.counters[name] = benchmark::Counter(delta, benchmark::Counter::kAvgIterations);
       }
     }
+    rep.cpu_after = current_cpu();
+    rep.readings_after = environment_readings();
+    rep.flags = disturbances(rep.readings_before, rep.readings_after, rep.cpu_before, rep.cpu_after,
+                             rep.migrations, opt.pinned);
+    m.repetitions.push_back(std::move(rep));
   });
-  b->Repetitions(opt.repetitions)->UseRealTime()->Unit(benchmark::kNanosecond);
-  if (opt.iterations > 0) b->Iterations(opt.iterations);
-  else b->MinTime(opt.min_time_s);
-  CollectingReporter reporter(reps);
+  b->Repetitions(opt.repetitions)->UseRealTime()->Unit(benchmark::kNanosecond)->Iterations(m.calibration.iterations);
+  CollectingReporter reporter(m.repetitions);
+  const auto t0 = Clock::now();
   benchmark::RunSpecifiedBenchmarks(&reporter);
+  m.measured_s = std::chrono::duration<double>(Clock::now() - t0).count();
   benchmark::ClearRegisteredBenchmarks();
-  return reps;
+  if (m.repetitions.size() != static_cast<std::size_t>(opt.repetitions)) {
+    throw std::runtime_error("measure: Google Benchmark ran " + std::to_string(m.repetitions.size()) +
+                             " repetitions, expected " + std::to_string(opt.repetitions));
+  }
+  return m;
 }
 
 }  // namespace k3bench

@@ -1,11 +1,17 @@
-// Timing through Google Benchmark: warm-up calls, then R repetitions of the case's timed call;
-// each repetition's mean time per iteration is kept (nothing aggregated away).
+// Timing through Google Benchmark: warm-up calls (which also calibrate the number of calls per
+// repetition), then R repetitions of the case's timed call with a fixed call count, so no
+// repetition is spent on Google Benchmark's own iteration-count estimation. Each repetition's
+// mean time per call is kept (nothing aggregated away), with what the machine did around it:
+// the CPU of the calling thread, CPU migrations and context switches (perf software counters),
+// and the clock and temperature readings before and after.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "extra_work.h"
 #include "op_case.h"
@@ -17,18 +23,44 @@ struct Repetition {
   double real_ns = 0;  // wall time per call
   double cpu_ns = 0;   // CPU time of the calling thread per call
   std::int64_t iterations = 0;
-  std::map<std::string, double> counters;  // hardware counters per call (when available)
+  std::map<std::string, double> counters;  // hardware and software counters per call (when available)
+  int cpu_before = -1, cpu_after = -1;     // CPU of the calling thread around the repetition
+  double migrations = -1;                  // CPU migrations of all threads during it (-1: unknown)
+  nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
+  std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
 };
 
 struct MeasureOptions {
   int repetitions = 5;
-  int warmup = 2;
-  double min_time_s = 0.1;   // per repetition, when iterations == 0
-  std::int64_t iterations = 0;  // fixed calls per repetition (0: chosen by Google Benchmark)
+  int warmup = 2;               // untimed calls before measuring (at least 1 when calibrating)
+  double min_time_s = 0.1;      // per repetition, when iterations == 0
+  std::int64_t iterations = 0;  // fixed calls per repetition (0: calibrated from the warm-up)
+  bool pinned = false;          // the threads are pinned: any migration is a disturbance
+};
+
+struct Calibration {
+  std::int64_t iterations = 0;
+  std::string source;         // "given" or "warm-up calls"
+  int warmup_calls = 0;
+  double warmup_s = 0;        // wall time of all warm-up calls
+  double call_ns_estimate = 0;  // per call, from the warm-up (0 when not calibrated)
+};
+
+struct Measurement {
+  Calibration calibration;
+  std::vector<Repetition> repetitions;
+  double measured_s = 0;  // wall time of the repetitions, Google Benchmark's bookkeeping included
 };
 
 // counters may be null; extra work (if enabled) runs after every timed call, inside the timing.
-std::vector<Repetition> measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
-                                const ExtraWork* extra = nullptr);
+Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
+                    const ExtraWork* extra = nullptr);
+
+// The disturbance rule, applied to one repetition's before/after readings (exposed for tests):
+// a change of any CPU's frequency, a temperature rise of more than `thermal_tolerance_c`, and,
+// when the threads are pinned, any CPU migration or a different CPU for the calling thread.
+std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after,
+                                      int cpu_before, int cpu_after, double migrations, bool pinned,
+                                      double thermal_tolerance_c = 2.0);
 
 }  // namespace k3bench

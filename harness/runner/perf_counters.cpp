@@ -15,14 +15,20 @@ namespace {
 
 struct CounterSpec {
   const char* name;
+  std::uint32_t type;
   std::uint64_t config;
 };
+// Hardware counters split time into compute and memory; the software counters (kept by the kernel,
+// so they work in VMs and under qemu-user where the PMU does not) say whether the threads were
+// moved or preempted while a repetition ran.
 constexpr CounterSpec kSpecs[] = {
-    {"cycles", PERF_COUNT_HW_CPU_CYCLES},
-    {"instructions", PERF_COUNT_HW_INSTRUCTIONS},
-    {"cache_misses", PERF_COUNT_HW_CACHE_MISSES},
-    {"stalled_cycles_frontend", PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
-    {"stalled_cycles_backend", PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+    {"cycles", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    {"instructions", PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+    {"cache_misses", PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+    {"stalled_cycles_frontend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND},
+    {"stalled_cycles_backend", PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+    {"cpu_migrations", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+    {"context_switches", PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
 };
 
 std::vector<int> thread_ids() {
@@ -36,14 +42,20 @@ std::vector<int> thread_ids() {
   return tids;
 }
 
-int open_counter(std::uint64_t config, int tid) {
+int open_counter(const CounterSpec& spec, int tid) {
   perf_event_attr attr{};
   attr.size = sizeof(attr);
-  attr.type = PERF_TYPE_HARDWARE;
-  attr.config = config;
-  attr.exclude_kernel = 1;
+  attr.type = spec.type;
+  attr.config = spec.config;
   attr.exclude_hv = 1;
   attr.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+  // Migrations and context switches happen in the kernel: count them there when allowed
+  // (perf_event_paranoid < 2 or privileged), else fall back to user space only like the rest.
+  if (spec.type == PERF_TYPE_SOFTWARE) {
+    const int fd = static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, 0));
+    if (fd >= 0) return fd;
+  }
+  attr.exclude_kernel = 1;
   return static_cast<int>(syscall(SYS_perf_event_open, &attr, tid, -1, -1, 0));
 }
 
@@ -71,7 +83,7 @@ PerfCounters::PerfCounters() {
     Counter c{spec.name, {}};
     int err = 0;
     for (int tid : tids) {
-      const int fd = open_counter(spec.config, tid);
+      const int fd = open_counter(spec, tid);
       if (fd < 0) {
         err = errno;
         break;

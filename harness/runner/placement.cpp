@@ -1,5 +1,6 @@
 #include "placement.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <charconv>
@@ -10,6 +11,7 @@
 #include "errors.h"
 #include "k3k/dispatch.h"
 #include "k3k/thread_placement.h"
+#include "run_settings.h"
 
 namespace k3bench {
 
@@ -25,6 +27,22 @@ int parse_int(std::string_view s, std::string_view what) {
   return v;
 }
 }  // namespace
+
+std::vector<int> allowed_cpu_list() {
+  // Read once, on the first call (main() places its thread after that): the set the process was
+  // started with, not the one CPU the main thread is pinned to later.
+  static const std::vector<int> initial = [] {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    }
+    return cpus;
+  }();
+  return initial;
+}
 
 std::vector<int> parse_cpu_list(std::string_view text, std::string_view what) {
   std::vector<int> cpus;
@@ -58,29 +76,35 @@ std::vector<int> a100_cpus(std::string_view cpuinfo) {
 k3k::WorkerPoolOptions pool_options(int workers, std::string* policy) {
   k3k::WorkerPoolOptions options;
   options.workers = workers;
+  options.spin_iterations = run_settings().pool_wait == "park" ? 0 : k3k::WorkerPoolOptions::kDefaultSpinIterations;
   const bool gate_exists = ::access(k3k::kAiThreadOptInPath, W_OK) == 0;
+  std::string cpus = run_settings().cpus, source = "--cpus";
   if (const char* env = std::getenv("K3BENCH_CPUS"); env != nullptr && *env != '\0') {
-    if (std::string_view(env) == "none") {
-      *policy = "unpinned (K3BENCH_CPUS=none)";
-      return options;
-    }
-    options.cpus = parse_cpu_list(env, "K3BENCH_CPUS");
+    cpus = env;
+    source = "K3BENCH_CPUS";
+  }
+  if (cpus == "none") {
+    *policy = "unpinned (" + source + "=none)";
+    return options;
+  }
+  if (cpus != "auto") {
+    options.cpus = parse_cpu_list(cpus, source);
     options.ai_thread_opt_in = gate_exists;
-    *policy = std::string("pinned to K3BENCH_CPUS=") + env +
-              (gate_exists ? " after the A100 opt-in" : "");
+    *policy = "pinned to " + source + "=" + cpus + (gate_exists ? " after the A100 opt-in" : "");
     return options;
   }
   std::ifstream in("/proc/cpuinfo");
   std::stringstream text;
   text << in.rdbuf();
   const std::vector<int> a100 = a100_cpus(text.str());
-  if (!gate_exists || a100.empty()) {
-    *policy = "unpinned (no A100 CPUs or no /proc/set_ai_thread)";
+  if (gate_exists && !a100.empty()) {
+    options.cpus = a100;
+    options.ai_thread_opt_in = true;
+    *policy = "pinned to the A100 CPUs after /proc/set_ai_thread opt-in";
     return options;
   }
-  options.cpus = a100;
-  options.ai_thread_opt_in = true;
-  *policy = "pinned to the A100 CPUs after /proc/set_ai_thread opt-in";
+  options.cpus = allowed_cpu_list();
+  *policy = "pinned in order to the process's allowed CPUs (no A100 CPUs here)";
   return options;
 }
 

@@ -1,6 +1,8 @@
-// Where k3bench's workers run. On a K3 the kernels belong on the A100 cores (CPUs with marchid
-// 0x8000000041000002, gated by /proc/set_ai_thread); elsewhere the pool stays unpinned.
-// K3BENCH_CPUS overrides: "none" (unpinned) or a list such as "8-13" or "8,10,12".
+// Where k3bench's workers run (RunSettings::cpus, overridden by K3BENCH_CPUS). On a K3 the kernels
+// belong on the A100 cores (CPUs with marchid 0x8000000041000002, gated by /proc/set_ai_thread);
+// elsewhere "auto" pins worker w to the w-th CPU the process may use, so that a worker's caches
+// and the scheduler's choices do not change from one process to the next. "none" leaves the
+// threads unpinned; a list such as "8-13" or "8,10,12" pins to exactly those CPUs.
 #pragma once
 
 #include <string>
@@ -13,6 +15,9 @@ namespace k3bench {
 
 // "8-11,14" -> {8, 9, 10, 11, 14}; throws UsageError naming `what` on malformed text.
 std::vector<int> parse_cpu_list(std::string_view text, std::string_view what);
+// The CPUs this process was started on (sched_getaffinity at the first call, which main() makes
+// before placing its thread), ascending.
+std::vector<int> allowed_cpu_list();
 // CPUs whose marchid in /proc/cpuinfo text is the A100's.
 std::vector<int> a100_cpus(std::string_view cpuinfo);
 // The pool options for `workers` workers under the policy above, and a one-line description.

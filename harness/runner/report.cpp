@@ -45,8 +45,10 @@ nlohmann::json result_json(const Result& r) {
                   {"ops", r.traffic.ops}};
   j["repetitions"] = nlohmann::json::array();
   for (const auto& rep : r.repetitions) {
-    nlohmann::json jr = {{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations}};
+    nlohmann::json jr = {{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations},
+                         {"cpu", {rep.cpu_before, rep.cpu_after}}, {"flags", rep.flags}};
     if (!rep.counters.empty()) jr["counters"] = rep.counters;
+    if (!rep.flags.empty()) jr["readings"] = {{"before", rep.readings_before}, {"after", rep.readings_after}};
     j["repetitions"].push_back(std::move(jr));
   }
   if (!r.repetitions.empty()) {
@@ -66,6 +68,13 @@ nlohmann::json result_json(const Result& r) {
                      {"extra", a.extra}};
   } else {
     j["accuracy"] = nullptr;
+  }
+  if (!r.timing.is_null()) {
+    j["calibration"] = {{"iterations", r.calibration.iterations},
+                        {"source", r.calibration.source},
+                        {"warmup_calls", r.calibration.warmup_calls},
+                        {"call_ns_estimate", r.calibration.call_ns_estimate}};
+    j["timing"] = r.timing;
   }
   j["environment"] = r.environment;
   j["counters"] = r.counters.is_null() ? nlohmann::json{{"available", nlohmann::json::array()},

@@ -22,6 +22,8 @@ struct Result {
   Traffic traffic;
   std::optional<Accuracy> accuracy;
   std::vector<Repetition> repetitions;
+  Calibration calibration;
+  nlohmann::json timing;  // seconds: setup, check, warmup, measured, total (null when not measured)
   nlohmann::json environment;
   nlohmann::json counters;    // perf counter status: available names, unavailable with reasons
   nlohmann::json extra_work;  // null unless --extra-work-ns was given

@@ -1,5 +1,8 @@
 #include "weight_cache.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -7,20 +10,24 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "run_settings.h"
 
 namespace k3bench {
 namespace {
 
-// Bump when the generator or the quantiser changes what a seed produces.
+// Bump when the generator, the quantiser or a packing changes what a seed produces.
 constexpr std::uint32_t kGeneratorVersion = 1;
-constexpr char kMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
+constexpr char kStorageMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
+constexpr char kPackedMagic[8] = {'K', '3', 'W', '4', 'P', 'K', 'D', '\0'};
 
 struct Header {
   char magic[8];
   std::uint32_t version;
-  std::uint32_t reserved;
+  std::uint32_t layout;  // storage form: 0; packed: W4B64Layout + 1
   std::int64_t n, k;
   std::uint64_t seed;
 };
@@ -35,42 +42,61 @@ std::filesystem::path cache_dir() {
   return {};
 }
 
-bool load(const std::filesystem::path& file, std::int64_t n, std::int64_t k, std::uint64_t seed,
-          k3k::W4B64Storage& out) {
-  std::ifstream f(file, std::ios::binary);
-  if (!f) return false;
-  Header h{};
-  f.read(reinterpret_cast<char*>(&h), sizeof(h));
-  if (!f || std::memcmp(h.magic, kMagic, 8) != 0 || h.version != kGeneratorVersion || h.n != n || h.k != k ||
-      h.seed != seed) {
-    return false;
+// A byte range to copy into a buffer.
+struct Part {
+  void* data;
+  std::size_t bytes;
+};
+
+// The file's bytes after the header, in order, into `parts`: by read() or through a mapping.
+// False (and nothing usable) when the file is absent, short, long, or its header differs.
+bool load_parts(const std::filesystem::path& file, const Header& want, const std::vector<Part>& parts) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  std::size_t payload = 0;
+  for (const auto& p : parts) payload += p.bytes;
+  struct stat st {};
+  bool ok = ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) == sizeof(Header) + payload;
+  if (ok && run_settings().weight_load == "mmap") {
+    void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
+    ok = map != MAP_FAILED;
+    if (ok) {
+      const auto* bytes = static_cast<const char*>(map);
+      ok = std::memcmp(bytes, &want, sizeof(Header)) == 0;
+      std::size_t off = sizeof(Header);
+      for (const auto& p : parts) {
+        if (!ok) break;
+        std::memcpy(p.data, bytes + off, p.bytes);
+        off += p.bytes;
+      }
+      ::munmap(map, static_cast<std::size_t>(st.st_size));
+    }
+  } else if (ok) {
+    Header h{};
+    ok = ::read(fd, &h, sizeof(h)) == static_cast<ssize_t>(sizeof(h)) && std::memcmp(&h, &want, sizeof(h)) == 0;
+    for (const auto& p : parts) {
+      std::size_t done = 0;
+      while (ok && done < p.bytes) {
+        const ssize_t got = ::read(fd, static_cast<char*>(p.data) + done, p.bytes - done);
+        ok = got > 0;
+        if (ok) done += static_cast<std::size_t>(got);
+      }
+    }
   }
-  out.n = n;
-  out.k = k;
-  out.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
-  out.alpha = k3k::AlignedBuffer<float>(static_cast<std::size_t>(n * (k / 64) * 2));
-  f.read(reinterpret_cast<char*>(out.codes.data()), static_cast<std::streamsize>(out.codes.size_bytes()));
-  f.read(reinterpret_cast<char*>(out.alpha.data()), static_cast<std::streamsize>(out.alpha.size_bytes()));
-  return static_cast<bool>(f) && f.peek() == std::char_traits<char>::eof();
+  ::close(fd);
+  return ok;
 }
 
-void store(const std::filesystem::path& dir, const std::filesystem::path& file, const k3k::W4B64Storage& s,
-           std::uint64_t seed) {
+void store_parts(const std::filesystem::path& dir, const std::filesystem::path& file, const Header& h,
+                 const std::vector<Part>& parts) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return;  // a cache that cannot be written is only slower
   const auto tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    Header h{};
-    std::memcpy(h.magic, kMagic, 8);
-    h.version = kGeneratorVersion;
-    h.n = s.n;
-    h.k = s.k;
-    h.seed = seed;
     f.write(reinterpret_cast<const char*>(&h), sizeof(h));
-    f.write(reinterpret_cast<const char*>(s.codes.data()), static_cast<std::streamsize>(s.codes.size_bytes()));
-    f.write(reinterpret_cast<const char*>(s.alpha.data()), static_cast<std::streamsize>(s.alpha.size_bytes()));
+    for (const auto& p : parts) f.write(static_cast<const char*>(p.data), static_cast<std::streamsize>(p.bytes));
     if (!f) {
       std::filesystem::remove(tmp, ec);
       return;
@@ -80,17 +106,65 @@ void store(const std::filesystem::path& dir, const std::filesystem::path& file, 
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
+Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  Header h{};
+  std::memcpy(h.magic, magic, 8);
+  h.version = kGeneratorVersion;
+  h.layout = layout;
+  h.n = n;
+  h.k = k;
+  h.seed = seed;
+  return h;
+}
+
+std::vector<Part> parts_of(k3k::W4B64Storage& s) {
+  return {{s.codes.data(), s.codes.size_bytes()}, {s.alpha.data(), s.alpha.size_bytes()}};
+}
+std::vector<Part> parts_of(k3k::W4B64Packed& p) {
+  return {{p.codes.data(), p.codes.size_bytes()},
+          {p.scale.data(), p.scale.size_bytes()},
+          {p.beta.data(), p.beta.size_bytes()}};
+}
+
 }  // namespace
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed) {
   const auto dir = cache_dir();
   const auto file = dir / fmt::format("w4b64-v{}-{}x{}-seed{}.bin", kGeneratorVersion, n, k, seed);
+  const Header h = header_of(kStorageMagic, 0, n, k, seed);
   k3k::W4B64Storage s;
-  if (!dir.empty() && load(file, n, k, seed, s)) return s;
+  s.n = n;
+  s.k = k;
+  s.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
+  s.alpha = k3k::AlignedBuffer<float>(static_cast<std::size_t>(n * (k / 64) * 2));
+  if (!dir.empty() && load_parts(file, h, parts_of(s))) return s;
   const auto w = k3k::make_synthetic_weights(n, k, {.seed = seed});
   s = k3k::quantize_w4b64_hqq(w.span(), n, k);
-  if (!dir.empty()) store(dir, file, s, seed);
+  if (!dir.empty()) store_parts(dir, file, h, parts_of(s));
   return s;
+}
+
+k3k::W4B64Packed synthetic_w4b64_packed(std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+                                        const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
+  const auto dir = cache_dir();
+  const auto layout_id = static_cast<std::uint32_t>(layout) + 1;
+  const auto file = dir / fmt::format("w4b64-packed{}-v{}-{}x{}-seed{}.bin", layout_id, kGeneratorVersion, n, k, seed);
+  const Header h = header_of(kPackedMagic, layout_id, n, k, seed);
+  if (!dir.empty()) {
+    // The packed sizes are those of a packing of the same shape; allocate, then fill from the file.
+    k3k::W4B64Packed p;
+    p.n = n;
+    p.k = k;
+    p.layout = layout;
+    const std::int64_t tiles = (n + k3k::kW4RowTile - 1) / k3k::kW4RowTile, nb = k / k3k::kW4BlockK;
+    p.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * nb * 32 * k3k::kW4RowTile));
+    p.scale = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
+    p.beta = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
+    if (load_parts(file, h, parts_of(p))) return p;
+  }
+  k3k::W4B64Packed p = repack(k3k::pack_w4b64_generic(synthetic_w4b64(n, k, seed)));
+  if (!dir.empty()) store_parts(dir, file, h, parts_of(p));
+  return p;
 }
 
 }  // namespace k3bench

@@ -1,21 +1,32 @@
-// Synthetic W4B64 weights, quantised once per (N, K, seed) and cached on disk.
+// Synthetic W4B64 weights, quantised once per (N, K, seed) and cached on disk, in two forms: the
+// storage form (MNN layout; what the accuracy check and --dump read) and the packed kernel layout
+// a Linear case times (rowtile32, or IME2's), so the P processes of a sweep neither re-quantise nor
+// re-pack: a process reads the packed bytes straight into the buffer it times.
 //
-// Generating and HQQ-quantising a weight matrix costs ~0.15 us per weight, which for a decode
-// shape is longer than the measurement itself; a sweep starts P fresh processes per cell, so
-// without a cache most of a run would be set-up (the harness overhead target is 5%). The data is a
-// pure function of (N, K, seed, generator version), so a cached copy is exact.
+// Generating and HQQ-quantising a weight matrix costs ~0.15 us per weight, longer than the
+// measurement itself for a decode shape; a sweep starts P fresh processes per cell, so without the
+// cache most of a run would be set-up (the harness overhead target is 5%). The data is a pure
+// function of (N, K, seed, generator version, layout), so a cached copy is exact.
 //
 // Location: $K3BENCH_CACHE_DIR, else $XDG_CACHE_HOME/k3bench, else $HOME/.cache/k3bench;
 // K3BENCH_CACHE_DIR=off disables it. A damaged or mismatching file is ignored and rewritten;
 // writes go to a temporary file renamed into place, so concurrent processes never see half a file.
+// Loading reads the file (read) or maps it and copies from the mapping (mmap), per RunSettings.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 
 #include "k3k/w4b64.h"
 
 namespace k3bench {
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed);
+
+// The packed weights in `layout`; `repack` turns rowtile32 weights into that layout (identity for
+// kRowTile32). Cached per layout.
+k3k::W4B64Packed synthetic_w4b64_packed(std::int64_t n, std::int64_t k, std::uint64_t seed,
+                                        k3k::W4B64Layout layout,
+                                        const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
 
 }  // namespace k3bench

@@ -8,6 +8,8 @@
 
 #include <boost/math/distributions/students_t.hpp>
 
+#include "power.h"
+
 namespace k3stats {
 
 double t_critical(double confidence, double df) {
@@ -128,6 +130,11 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
   if (c.significant && c.meaningful) {
     c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
   }
+  c.mde = c.mean_a != 0 ? minimum_detectable_difference(sample_stddev(a), static_cast<int>(a.size()),
+                                                        sample_stddev(b), static_cast<int>(b.size()), opt.alpha,
+                                                        opt.power) /
+                              std::fabs(c.mean_a)
+                        : std::numeric_limits<double>::infinity();
   return c;
 }
 
@@ -161,6 +168,7 @@ Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector
   if (c.significant && c.meaningful) {
     c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
   }
+  c.mde = std::exp(minimum_detectable_shift(sample_stddev(d), static_cast<int>(d.size()), opt.alpha, opt.power)) - 1.0;
   return c;
 }
 

@@ -79,11 +79,15 @@ struct Comparison {
   double t = 0, df = 0, p_value = 1;
   bool significant = false;  // p < alpha
   bool meaningful = false;   // |rel_diff| >= min_effect
+  // The smallest relative difference this comparison detects with the requested power, at the
+  // data's own spread and process counts (power.h); "no difference" means "unchanged within +-mde".
+  double mde = 0;
   enum class Verdict { kNoDifference, kBFaster, kBSlower } verdict = Verdict::kNoDifference;
 };
 struct CompareOptions {
   double alpha = 0.05;
-  double min_effect = 0.02;
+  double min_effect = 0.02;  // smallest relative difference ever called a change
+  double power = 0.8;        // for the minimum detectable effect
 };
 // Welch's t-test on process means of A and B (each needs >= 2 processes).
 Comparison compare_processes(const std::vector<double>& means_a, const std::vector<double>& means_b,

@@ -92,6 +92,33 @@ CREATE INDEX processes_by_cell ON processes(cell_key, status);
 CREATE INDEX aggregates_by_cell ON aggregates(cell_key, status);
 INSERT INTO meta(key, value) VALUES ('created_by', 'k3tune');
 )sql",
+    // 1 -> 2: where a run's wall time went, disturbed processes and repetitions, per-cell stop
+    // reasons, and the measured noise floor of each target.
+    R"sql(
+ALTER TABLE runs ADD COLUMN warmup_s REAL;         -- warm-up (and calibration) calls of all processes
+ALTER TABLE runs ADD COLUMN overhead_s REAL;       -- wall - kernel - warm-up
+ALTER TABLE runs ADD COLUMN settings_json TEXT;    -- process plan (min/max/target CI), builds compared
+ALTER TABLE processes ADD COLUMN disturbed INTEGER NOT NULL DEFAULT 0;  -- a repetition was disturbed
+ALTER TABLE processes ADD COLUMN timing_json TEXT; -- the runner's own split: setup, check, warm-up, measured
+ALTER TABLE samples ADD COLUMN flags TEXT;         -- JSON list of disturbances seen around the repetition
+ALTER TABLE samples ADD COLUMN cpu_migrations REAL;
+ALTER TABLE samples ADD COLUMN context_switches REAL;
+ALTER TABLE aggregates ADD COLUMN excluded_processes INTEGER NOT NULL DEFAULT 0;  -- disturbed, not counted
+ALTER TABLE aggregates ADD COLUMN stop_reason TEXT;  -- fixed count, CI within target, max processes
+CREATE TABLE noise_floors(
+  target TEXT NOT NULL,
+  cpu_model TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  measured_at TEXT NOT NULL,
+  trials INTEGER NOT NULL,                 -- A-vs-A trials behind it
+  mean_processes REAL NOT NULL,            -- per side, at the default (adaptive) budget
+  noise_floor REAL NOT NULL,               -- standard deviation of the relative A-vs-A difference
+  abs_diff_q95 REAL NOT NULL,              -- 95th percentile of |relative A-vs-A difference|
+  minimum_detectable_effect REAL,          -- median per-trial MDE at power 0.8
+  settings_json TEXT NOT NULL,             -- the measurement settings and process plan used
+  PRIMARY KEY(target, cpu_model, op, shape_json, measured_at));
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

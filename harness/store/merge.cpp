@@ -9,8 +9,8 @@ namespace k3store {
 namespace {
 
 // Parents before children, so foreign keys hold at every insert.
-const char* const kTablesInOrder[] = {"builds",    "runs",    "cells",
-                                      "processes", "samples", "aggregates"};
+const char* const kTablesInOrder[] = {"builds",  "runs",       "cells",       "processes",
+                                      "samples", "aggregates", "noise_floors"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {

@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace k3store {
 
@@ -57,21 +58,24 @@ void insert_run(Connection& c, const RunRecord& r) {
   auto s = c.prepare(
       "INSERT INTO runs(run_uuid, command, target, build_hash, host, processes, repetitions, "
       "warmup, order_json,"
-      " started_at, status) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running')");
+      " started_at, status, settings_json) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',?11)");
   s.bind(1, r.run_uuid).bind(2, r.command).bind(3, r.target).bind(4, r.build_hash).bind(5, r.host);
   s.bind(6, r.processes)
       .bind(7, r.repetitions)
       .bind(8, r.warmup)
       .bind(9, r.order_json)
-      .bind(10, now_utc());
+      .bind(10, now_utc())
+      .bind(11, r.settings_json);
   s.run();
 }
 
-void finish_run(Connection& c, const std::string& run_uuid, double wall_s, double kernel_s) {
+void finish_run(Connection& c, const std::string& run_uuid, double wall_s, double kernel_s,
+                double warmup_s) {
   auto s = c.prepare(
-      "UPDATE runs SET status='finished', finished_at=?2, wall_s=?3, kernel_s=?4 WHERE "
-      "run_uuid=?1");
-  s.bind(1, run_uuid).bind(2, now_utc()).bind(3, wall_s).bind(4, kernel_s);
+      "UPDATE runs SET status='finished', finished_at=?2, wall_s=?3, kernel_s=?4, warmup_s=?5,"
+      " overhead_s=?6 WHERE run_uuid=?1");
+  s.bind(1, run_uuid).bind(2, now_utc()).bind(3, wall_s).bind(4, kernel_s).bind(5, warmup_s);
+  s.bind(6, wall_s - kernel_s - warmup_s);
   s.run();
 }
 
@@ -90,8 +94,8 @@ void insert_process(Connection& c, const ProcessRecord& p) {
   auto s = c.prepare(
       "INSERT INTO processes(run_uuid, cell_key, process_index, order_index, status, exit_code, "
       "reason, wall_ns,"
-      " kernel_ns, path, runner_json, finished_at) VALUES "
-      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+      " kernel_ns, path, runner_json, finished_at, disturbed, timing_json) VALUES "
+      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
   s.bind(1, p.run_uuid).bind(2, p.cell_key).bind(3, p.process_index).bind(4, p.order_index);
   s.bind(5, std::string(p.ok ? "ok" : "failed"));
   if (p.exit_code)
@@ -111,15 +115,23 @@ void insert_process(Connection& c, const ProcessRecord& p) {
     s.bind_null(11);
   else
     s.bind(11, p.runner_json);
-  s.bind(12, now_utc());
+  s.bind(12, now_utc()).bind(13, p.disturbed ? 1 : 0);
+  if (p.timing_json.empty())
+    s.bind_null(14);
+  else
+    s.bind(14, p.timing_json);
   s.run();
   auto ins = c.prepare(
       "INSERT INTO samples(run_uuid, cell_key, process_index, rep_index, ns, cpu_ns, iterations, "
       "cycles,"
-      " instructions, cache_misses, stalled_cycles_frontend, stalled_cycles_backend, outlier)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13)");
-  const char* counter_names[] = {"cycles", "instructions", "cache_misses",
-                                 "stalled_cycles_frontend", "stalled_cycles_backend"};
+      " instructions, cache_misses, stalled_cycles_frontend, stalled_cycles_backend, outlier,"
+      " flags, cpu_migrations, context_switches)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)");
+  // Counter name -> its column's parameter index in the statement above.
+  const std::pair<const char*, int> counter_columns[] = {
+      {"cycles", 8},          {"instructions", 9},    {"cache_misses", 10},
+      {"stalled_cycles_frontend", 11}, {"stalled_cycles_backend", 12},
+      {"cpu_migrations", 15}, {"context_switches", 16}};
   for (std::size_t i = 0; i < p.samples.size(); ++i) {
     const auto& r = p.samples[i];
     ins.bind(1, p.run_uuid)
@@ -127,14 +139,18 @@ void insert_process(Connection& c, const ProcessRecord& p) {
         .bind(3, p.process_index)
         .bind(4, static_cast<int>(i));
     ins.bind(5, r.ns).bind(6, r.cpu_ns).bind(7, r.iterations);
-    for (int k = 0; k < 5; ++k) {
-      auto it = r.counters.find(counter_names[k]);
+    for (const auto& [name, column] : counter_columns) {
+      auto it = r.counters.find(name);
       if (it != r.counters.end())
-        ins.bind(8 + k, it->second);
+        ins.bind(column, it->second);
       else
-        ins.bind_null(8 + k);
+        ins.bind_null(column);
     }
     ins.bind(13, r.outlier ? 1 : 0);
+    if (r.flags.empty())
+      ins.bind_null(14);
+    else
+      ins.bind(14, nlohmann::json(r.flags).dump());
     ins.run();
   }
   tx.commit();
@@ -146,7 +162,8 @@ void insert_aggregate(Connection& c, const AggregateRecord& a) {
       "source_runs,"
       " mean_ns, ci_low_ns, ci_high_ns, ci_rel_half_width, cv_between, cv_all, min_ns, median_ns, "
       "outliers,"
-      " wide_ci, method) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18)");
+      " wide_ci, method, excluded_processes, stop_reason)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)");
   s.bind(1, a.run_uuid).bind(2, a.cell_key).bind(3, std::string(a.ok ? "ok" : "failed"));
   if (a.reason.empty())
     s.bind_null(4);
@@ -156,6 +173,11 @@ void insert_aggregate(Connection& c, const AggregateRecord& a) {
   s.bind(8, a.mean_ns).bind(9, a.ci_low_ns).bind(10, a.ci_high_ns).bind(11, a.ci_rel_half_width);
   s.bind(12, a.cv_between).bind(13, a.cv_all).bind(14, a.min_ns).bind(15, a.median_ns);
   s.bind(16, a.outliers).bind(17, a.wide_ci ? 1 : 0).bind(18, a.method);
+  s.bind(19, a.excluded_processes);
+  if (a.stop_reason.empty())
+    s.bind_null(20);
+  else
+    s.bind(20, a.stop_reason);
   s.run();
 }
 
@@ -192,6 +214,51 @@ std::vector<std::vector<double>> process_times(Connection& c, const std::string&
     out.push_back(std::move(t));
   }
   return out;
+}
+
+ProcessState process_state(Connection& c, const std::string& cell_key, const ProcessRef& p) {
+  auto s = c.prepare(
+      "SELECT disturbed, (SELECT iterations FROM samples x WHERE x.run_uuid = p.run_uuid AND"
+      " x.cell_key = p.cell_key AND x.process_index = p.process_index ORDER BY rep_index LIMIT 1)"
+      " FROM processes p WHERE run_uuid = ?1 AND cell_key = ?2 AND process_index = ?3");
+  s.bind(1, p.run_uuid).bind(2, cell_key).bind(3, p.process_index);
+  ProcessState st;
+  if (s.step()) {
+    st.disturbed = s.integer(0) != 0;
+    st.iterations = s.is_null(1) ? 0 : s.integer(1);
+  }
+  return st;
+}
+
+void insert_noise_floor(Connection& c, const NoiseFloorRecord& r) {
+  auto s = c.prepare(
+      "INSERT OR REPLACE INTO noise_floors(target, cpu_model, op, shape_json, measured_at, trials,"
+      " mean_processes, noise_floor, abs_diff_q95, minimum_detectable_effect, settings_json)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
+  s.bind(1, r.target).bind(2, r.cpu_model).bind(3, r.op).bind(4, r.shape_json);
+  s.bind(5, r.measured_at.empty() ? now_utc() : r.measured_at).bind(6, r.trials);
+  s.bind(7, r.mean_processes).bind(8, r.noise_floor).bind(9, r.abs_diff_q95);
+  s.bind(10, r.minimum_detectable_effect).bind(11, r.settings_json);
+  s.run();
+}
+
+std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::string& target,
+                                                   const std::string& cpu_model) {
+  // The largest floor among the cells measured in the latest selfcheck: a verdict must clear the
+  // noisiest representative cell, not the quietest.
+  auto s = c.prepare(
+      "SELECT target, cpu_model, op, shape_json, measured_at, trials, mean_processes, noise_floor,"
+      " abs_diff_q95, minimum_detectable_effect, settings_json FROM noise_floors"
+      " WHERE target = ?1 AND cpu_model = ?2 AND measured_at ="
+      "  (SELECT max(measured_at) FROM noise_floors WHERE target = ?1 AND cpu_model = ?2)"
+      " ORDER BY noise_floor DESC LIMIT 1");
+  s.bind(1, target).bind(2, cpu_model);
+  if (!s.step()) return std::nullopt;
+  NoiseFloorRecord r{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4),
+                     static_cast<int>(s.integer(5)), s.real(6), s.real(7), s.real(8)};
+  if (!s.is_null(9)) r.minimum_detectable_effect = s.real(9);
+  r.settings_json = s.text(10);
+  return r;
 }
 
 void mark_interrupted(Connection& c, const std::string& run_uuid) {

@@ -26,9 +26,12 @@ std::optional<BuildRecord> find_build(Connection& c, const std::string& build_ha
 struct RunRecord {
   std::string run_uuid, command, target, build_hash, host, order_json;
   int processes = 0, repetitions = 0, warmup = 0;
+  std::string settings_json = "{}";  // process plan, builds compared
 };
 void insert_run(Connection& c, const RunRecord& r);
-void finish_run(Connection& c, const std::string& run_uuid, double wall_s, double kernel_s);
+// wall = kernel + warm-up + overhead (runner start-up, set-up, accuracy check, transfer, k3tune).
+void finish_run(Connection& c, const std::string& run_uuid, double wall_s, double kernel_s,
+                double warmup_s);
 
 struct CellRecord {
   std::string cell_key, target, op, shape_json, params_json, build_hash, measure_json;
@@ -38,8 +41,10 @@ void insert_cell(Connection& c, const CellRecord& cell);  // no-op when the cell
 struct SampleRecord {
   double ns = 0, cpu_ns = 0;
   std::int64_t iterations = 0;
-  std::map<std::string, double> counters;  // cycles, instructions, cache_misses, stalled_cycles_*
+  std::map<std::string, double> counters;  // cycles, instructions, cache_misses, stalled_cycles_*,
+                                           // cpu_migrations, context_switches (per call)
   bool outlier = false;
+  std::vector<std::string> flags;  // disturbances around the repetition ("frequency-change", ...)
 };
 struct ProcessRecord {
   std::string run_uuid, cell_key;
@@ -49,6 +54,8 @@ struct ProcessRecord {
   std::string reason, path, runner_json;
   std::int64_t wall_ns = 0;
   double kernel_ns = 0;
+  bool disturbed = false;          // a repetition was disturbed: kept, not counted in the aggregate
+  std::string timing_json;         // the runner's split of its own wall time
   std::vector<SampleRecord> samples;
 };
 // The process row and all its samples in one transaction.
@@ -59,6 +66,8 @@ struct AggregateRecord {
   bool ok = false;
   std::string reason, source_runs_json = "[]", method;
   int processes = 0, samples = 0, outliers = 0;
+  int excluded_processes = 0;  // disturbed processes left out of every figure
+  std::string stop_reason;     // why the sweep stopped measuring the cell
   bool wide_ci = false;
   std::optional<double> mean_ns, ci_low_ns, ci_high_ns, ci_rel_half_width, cv_between, cv_all,
       min_ns, median_ns;
@@ -78,6 +87,26 @@ std::vector<std::vector<double>> process_times(Connection& c, const std::string&
                                                const std::vector<ProcessRef>& processes);
 // Runs left 'running' by a killed k3tune become 'interrupted' once a resume adopts their data.
 void mark_interrupted(Connection& c, const std::string& run_uuid);
+
+// Whether a process of the cell was disturbed (by reference).
+struct ProcessState {
+  bool disturbed = false;
+  std::int64_t iterations = 0;  // calls per repetition (its first sample's)
+};
+ProcessState process_state(Connection& c, const std::string& cell_key, const ProcessRef& p);
+
+// The measured noise floor of a target (k3tune selfcheck stats).
+struct NoiseFloorRecord {
+  std::string target, cpu_model, op, shape_json, measured_at;
+  int trials = 0;
+  double mean_processes = 0, noise_floor = 0, abs_diff_q95 = 0;
+  std::optional<double> minimum_detectable_effect;
+  std::string settings_json = "{}";
+};
+void insert_noise_floor(Connection& c, const NoiseFloorRecord& r);
+// The most recent noise floor of a target on a CPU model (any op), or nothing.
+std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::string& target,
+                                                   const std::string& cpu_model);
 
 std::string now_utc();
 

@@ -9,10 +9,6 @@
 namespace k3k {
 
 namespace {
-// Decode kernels run for tens of microseconds; waking a sleeping thread costs about as much.
-// Workers therefore spin briefly on the generation counter before parking in atomic::wait.
-constexpr int kSpinIterations = 20000;
-
 
 int cpu_for(const WorkerPoolOptions& options, int worker) {
   if (options.cpus.empty()) return -1;
@@ -91,7 +87,7 @@ void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
   work(0);
   // Wait for the other workers to finish their last task (and to stop reading the job fields).
   for (int spins = 0; busy_workers_.load(std::memory_order_acquire) != 0; ++spins) {
-    if (spins < kSpinIterations) {
+    if (spins < options_.spin_iterations) {
       cpu_relax();
     } else {
       int busy = busy_workers_.load(std::memory_order_acquire);
@@ -112,7 +108,7 @@ void WorkerPool::worker_main(int worker) {
   for (;;) {
     std::uint64_t gen = generation_.load(std::memory_order_acquire);
     for (int spins = 0; gen == seen; ++spins) {
-      if (spins < kSpinIterations) {
+      if (spins < options_.spin_iterations) {
         cpu_relax();
       } else {
         generation_.wait(seen, std::memory_order_acquire);

@@ -165,7 +165,7 @@ TEST_F(HarnessCli, BadInputIsOneLineAndWritesNothing) {
        "unknown target 'nowhere'"},
       {{"bench", "--op", "no_such_op", "--shape", "n=1"}, "unknown op 'no_such_op'"},
       {{"bench", "--model", "gpt-17"}, "unknown model 'gpt-17'"},
-      {{"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=64,bogus=3"}, "unknown shape 'bogus'"},
+      {{"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=64,bogus=3"}, "unknown key 'bogus'"},
       {{"bench", "--config", bad}, bad + ":4: case.grid.workers: expected a non-empty array"},
       {{"bench", "--config", broken}, broken + ":2:"},
       {{"db", "check"}, "no such k3tune database"},

@@ -1,8 +1,17 @@
 // Owning, zero-initialised, 64-byte aligned array: the storage type of every kernel operand.
 // 64 bytes covers a cache line and every vector register width the kernels use on the host;
 // riscv64 builds align to the same value so dumps and layouts are identical across targets.
+//
+// Large buffers (weights streamed by decode, KV caches) are read sequentially over many MiB, so
+// with 4 KiB pages every 4 KiB costs a TLB miss and the physical pages land wherever the
+// allocator finds them. Buffers of at least kHugePageBytes are therefore 2 MiB aligned and
+// advised for transparent huge pages (madvise(MADV_HUGEPAGE)) before they are first touched, the
+// way llama.cpp's SpacemiT memory pool allocates weights. The process-wide policy
+// (set_huge_page_buffers) exists so a benchmark can measure both settings; Linux honours the advice
+// only when /sys/kernel/mm/transparent_hugepage/enabled is "always" or "madvise".
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -10,9 +19,27 @@
 #include <new>
 #include <span>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace k3k {
 
 inline constexpr std::size_t kBufferAlignment = 64;
+inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;
+
+namespace detail {
+inline std::atomic<bool>& huge_page_buffers() {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
+}  // namespace detail
+
+// Whether buffers allocated from now on that are >= kHugePageBytes get 2 MiB alignment and the
+// huge-page advice (default: yes). A process setting, like the worker pool: set it before
+// allocating, not while kernels run.
+inline void set_huge_page_buffers(bool enabled) { detail::huge_page_buffers().store(enabled); }
+inline bool huge_page_buffers() { return detail::huge_page_buffers().load(); }
 
 template <typename T>
 class AlignedBuffer {
@@ -20,9 +47,15 @@ class AlignedBuffer {
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t count) : count_(count) {
     if (count == 0) return;
-    std::size_t bytes = (count * sizeof(T) + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
-    void* p = std::aligned_alloc(kBufferAlignment, bytes);
+    const std::size_t raw = count * sizeof(T);
+    const bool huge = raw >= kHugePageBytes && huge_page_buffers();
+    const std::size_t align = huge ? kHugePageBytes : kBufferAlignment;
+    const std::size_t bytes = (raw + align - 1) / align * align;
+    void* p = std::aligned_alloc(align, bytes);
     if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
+#endif
     std::memset(p, 0, bytes);
     data_.reset(static_cast<T*>(p));
   }

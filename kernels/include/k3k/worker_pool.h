@@ -26,6 +26,11 @@ struct WorkerPoolOptions {
   int workers = 0;                // <= 0: one per hardware thread (or one per listed CPU)
   std::vector<int> cpus;          // worker w is pinned to cpus[w % cpus.size()]; empty: unpinned
   bool ai_thread_opt_in = false;  // write "0" to /proc/set_ai_thread before pinning (K3 A100 CPUs)
+  // How long an idle worker (and the caller waiting for the others) spins on the job counter
+  // before parking in atomic::wait. Waking a parked thread costs about as long as a short decode
+  // call, so the default spins; 0 parks at once; a huge value never parks.
+  int spin_iterations = kDefaultSpinIterations;
+  static constexpr int kDefaultSpinIterations = 20000;
 };
 
 // What happened when a worker placed itself.

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "app_context.h"
+#include "user_error.h"
 
 namespace k3tune {
 namespace {
@@ -52,35 +52,33 @@ std::map<std::string, std::string> table_kv(const std::string& file, const toml:
   return out;
 }
 
-void read_measure_table(const std::string& file, const toml::table& doc, MeasureSettings& s) {
+// [measure]: process plan keys (processes, max_processes, target_ci) and measurement settings
+// (MeasureSettings::keys()). A key also given on the command line keeps the command line's value.
+void read_measure_table(const std::string& file, const toml::table& doc, MeasureSettings& s,
+                        ProcessPlan& plan, const std::vector<std::string>& cli_keys) {
   const toml::node* node = doc.get("measure");
   if (node == nullptr) return;
   const toml::table* t = node->as_table();
   if (t == nullptr) toml_fail(file, *node, "measure", "expected a table");
   for (const auto& [k, v] : *t) {
-    const std::string key = "measure." + std::string(k.str());
-    auto positive_int = [&]() {
+    const std::string name(k.str());
+    const std::string key = "measure." + name;
+    const bool overridden = std::find(cli_keys.begin(), cli_keys.end(), name) != cli_keys.end();
+    if (name == "processes" || name == "max_processes") {
       auto x = v.value_exact<int64_t>();
       if (!x || *x < 1 || *x > 100000) toml_fail(file, v, key, "expected a positive integer");
-      return static_cast<int>(*x);
-    };
-    if (k == "processes")
-      s.processes = positive_int();
-    else if (k == "repetitions")
-      s.repetitions = positive_int();
-    else if (k == "warmup")
-      s.warmup = positive_int();
-    else if (k == "min_time_s") {
+      if (!overridden) (name == "processes" ? plan.processes : plan.max_processes) = static_cast<int>(*x);
+    } else if (name == "target_ci") {
       auto x = v.value<double>();
-      if (!x || *x < 0) toml_fail(file, v, key, "expected a non-negative number");
-      s.min_time_s = *x;
-    } else if (k == "path" || k == "check") {
-      auto x = v.value_exact<std::string>();
-      if (!x) toml_fail(file, v, key, "expected a string");
-      (k == "path" ? s.path : s.check) = *x;
+      if (!x || *x < 0 || *x >= 1) toml_fail(file, v, key, "expected a fraction in [0, 1) (0: fixed count)");
+      if (!overridden) plan.target_ci = *x;
+    } else if (MeasureSettings::is_key(name)) {
+      const std::string where = fmt::format("{}:{}", file, v.source().begin.line);
+      if (!overridden) s.set(name, scalar_text(file, v, key), where);
     } else {
       toml_fail(file, v, key,
-                "unknown key (known: processes, repetitions, warmup, min_time_s, path, check)");
+                "unknown key (known: processes, max_processes, target_ci, repetitions, warmup, "
+                "min_time_s, iterations, check, path, cpus, pool_wait, huge_pages, weight_load)");
     }
   }
 }
@@ -125,9 +123,10 @@ std::vector<CaseBlock> model_blocks(const std::string& models_dir, const std::st
 }
 
 std::vector<CaseBlock> config_blocks(const std::string& file, const std::string& models_dir,
-                                     MeasureSettings& settings) {
+                                     MeasureSettings& settings, ProcessPlan& plan,
+                                     const std::vector<std::string>& cli_keys) {
   const toml::table doc = parse_toml(file);
-  read_measure_table(file, doc, settings);
+  read_measure_table(file, doc, settings, plan, cli_keys);
   std::vector<CaseBlock> blocks;
   const toml::array* cases = doc["case"].as_array();
   if (cases == nullptr) throw UserError(fmt::format("{}: no [[case]] entries", file));
@@ -219,35 +218,20 @@ std::string CellSpec::label() const {
   return s;
 }
 
-nlohmann::json MeasureSettings::to_json() const {
-  return {{"repetitions", repetitions},    {"warmup", warmup}, {"min_time_s", min_time_s},
-          {"iterations", iterations},      {"check", check},   {"path", path},
-          {"extra_work_ns", extra_work_ns}};
-}
-
-std::vector<std::string> MeasureSettings::runner_args(const CellSpec& cell) const {
-  std::vector<std::string> a = {"--op",     cell.op,
-                                "--shape",  to_kv(cell.shape),
-                                "--params", to_kv(cell.params),
-                                "--reps",   std::to_string(repetitions),
-                                "--warmup", std::to_string(warmup),
-                                "--check",  check,
-                                "--path",   path,
-                                "--seed",   "1",
-                                "--json"};
-  if (iterations > 0)
-    a.insert(a.end(), {"--iterations", std::to_string(iterations)});
-  else
-    a.insert(a.end(), {"--min-time", fmt::format("{}", min_time_s)});
-  if (extra_work_ns > 0) a.insert(a.end(), {"--extra-work-ns", fmt::format("{}", extra_work_ns)});
-  return a;
+std::string CellSpec::settings_diff(const MeasureSettings& base) const {
+  const nlohmann::json mine = settings.to_json(), theirs = base.to_json();
+  nlohmann::json diff = nlohmann::json::object();
+  for (const auto& [k, v] : mine.items())
+    if (theirs.value(k, nlohmann::json()) != v) diff[k] = v;
+  return to_kv(diff);
 }
 
 std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& catalog,
-                                  const std::string& models_dir, MeasureSettings& settings) {
+                                  const std::string& models_dir, MeasureSettings& settings,
+                                  ProcessPlan& plan, const std::vector<std::string>& cli_keys) {
   std::vector<CaseBlock> blocks;
   if (!request.config.empty())
-    blocks = config_blocks(request.config, models_dir, settings);
+    blocks = config_blocks(request.config, models_dir, settings, plan, cli_keys);
   else if (!request.model.empty())
     blocks = model_blocks(models_dir, request.model, request.ops);
   else
@@ -260,10 +244,19 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
       // Cartesian product of the swept parameters, first key slowest.
       std::vector<std::size_t> index(b.sweep.size(), 0);
       for (;;) {
-        auto params = b.params;
-        for (std::size_t i = 0; i < b.sweep.size(); ++i)
-          params[b.sweep[i].first] = b.sweep[i].second[index[i]];
-        cells.push_back({b.op, shape_json, catalog.normalise(op, params, false, b.where), role});
+        // A swept key is an op parameter when the op declares it, else a measurement setting.
+        std::map<std::string, std::string> params;
+        MeasureSettings cell_settings = settings;
+        auto assign = [&](const std::string& key, const std::string& value) {
+          if (op.param(key) == nullptr && MeasureSettings::is_key(key))
+            cell_settings.set(key, value, b.where);
+          else
+            params[key] = value;
+        };
+        for (const auto& [key, value] : b.params) assign(key, value);
+        for (std::size_t i = 0; i < b.sweep.size(); ++i) assign(b.sweep[i].first, b.sweep[i].second[index[i]]);
+        cells.push_back({b.op, shape_json, catalog.normalise(op, params, false, b.where),
+                         cell_settings, role});
         std::size_t i = b.sweep.size();
         while (i > 0 && ++index[i - 1] == b.sweep[i - 1].second.size()) index[--i] = 0;
         if (i == 0) break;
@@ -275,7 +268,8 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
   std::vector<CellSpec> unique;
   for (auto& c : cells) {
     auto same = std::find_if(unique.begin(), unique.end(), [&](const CellSpec& u) {
-      return u.op == c.op && u.shape == c.shape && u.params == c.params;
+      return u.op == c.op && u.shape == c.shape && u.params == c.params &&
+             u.settings.to_json() == c.settings.to_json();
     });
     if (same == unique.end())
       unique.push_back(std::move(c));

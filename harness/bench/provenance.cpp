@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "app_context.h"
+#include "user_error.h"
 
 namespace k3tune {
 namespace {

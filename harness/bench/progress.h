@@ -12,6 +12,8 @@ class Progress {
   Progress(int total, bool enabled);
   ~Progress() { finish(); }
   void update(int done, const std::string& what);
+  // Adaptive sweeps learn how much is left as they go: the ETA follows the current estimate.
+  void set_total(int total) { total_ = total; }
   // Prints a message on its own line without breaking the progress line.
   void note(const std::string& message);
   void finish();

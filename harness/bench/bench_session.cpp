@@ -1,0 +1,135 @@
+#include "bench_session.h"
+
+#include <chrono>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "catalog.h"
+#include "database.h"
+#include "defaults.h"
+#include "provenance.h"
+#include "results.h"
+#include "user_error.h"
+
+namespace k3tune {
+namespace {
+
+bool build_known(const std::string& db_path, const std::string& hash) {
+  if (!std::filesystem::exists(db_path) || std::filesystem::file_size(db_path) == 0) return false;
+  auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
+  return k3store::find_build(*db, hash).has_value();
+}
+
+// The baseline's runner: a path given, or the binary recorded for a build hash (which must still
+// be on disk with that hash: a rebuilt file is a different build).
+std::string baseline_path(const BenchRequest& r) {
+  if (!r.baseline_runner.empty()) {
+    if (!std::filesystem::exists(r.baseline_runner))
+      throw UserError(fmt::format("--baseline-runner: {}: no such file", r.baseline_runner));
+    return r.baseline_runner;
+  }
+  if (!std::filesystem::exists(r.db_path))
+    throw UserError(fmt::format("--baseline-build: {}: no database to look the build up in", r.db_path));
+  auto db = k3store::open_database(r.db_path, k3store::OpenMode::kReadOnly);
+  auto find = db->prepare("SELECT build_hash, binary_path FROM builds WHERE build_hash LIKE ?1 || '%'");
+  find.bind(1, r.baseline_build);
+  std::vector<std::pair<std::string, std::string>> matches;
+  while (find.step()) matches.emplace_back(find.text(0), find.text(1));
+  if (matches.size() != 1) {
+    throw UserError(fmt::format("--baseline-build: '{}' matches {} builds in {}", r.baseline_build,
+                                matches.size(), r.db_path));
+  }
+  const auto& [hash, path] = matches.front();
+  if (!std::filesystem::exists(path) || sha256_file(path) != hash) {
+    throw UserError(fmt::format("--baseline-build {}: its binary {} is gone or was rebuilt (keep a copy: "
+                                "--baseline-runner PATH)", hash.substr(0, 12), path));
+  }
+  return path;
+}
+
+}  // namespace
+
+k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash) {
+  const auto r = target.run({"--op", "residual_add", "--shape", "rows=1,dim=64", "--reps", "1",
+                             "--warmup", "0", "--iterations", "1", "--check", "none", "--json"},
+                            k3targets::ProcessOptions::with_timeout(target.config().timeout_s));
+  if (!r.ok()) {
+    throw UserError(fmt::format("target {}: the runner {} does not run: {}", target.name(),
+                                target.runner_path(), r.failure_reason(target.config().timeout_s)));
+  }
+  const auto env = nlohmann::json::parse(r.out).at("environment");
+  const std::string rev = env["runner"].value("source_revision", "unknown");
+  k3store::BuildRecord b;
+  b.build_hash = hash;
+  b.variant = target.config().variant;
+  b.binary_path = target.runner_path();
+  b.compiler = env["build"].value("compiler", "unknown");
+  b.flags = env["build"].value("flags", "");
+  b.cmake_options_json = nlohmann::json{{"CMAKE_BUILD_TYPE", env["build"].value("build_type", "")},
+                                        {"target_arch", env["build"].value("target_arch", "")}}
+                             .dump();
+  b.source_revision = rev;
+  b.source_dirty = rev.ends_with("-dirty");
+  b.recorded_by = "runner report";
+  return b;
+}
+
+BenchOutcome run_bench(const k3targets::Target& target, const std::string& root, const BenchRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  BenchOutcome out;
+  const Catalog catalog = Catalog::from_target(target);
+  out.settings = request.settings;
+  ProcessPlan plan = request.plan;
+  const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models", out.settings,
+                                                  plan, request.settings_given);
+  out.rounds.min_processes = plan.processes > 0 ? plan.processes : defaults::kMinProcesses;
+  out.rounds.target_ci = plan.target_ci >= 0 ? plan.target_ci : defaults::kTargetCi;
+  // A fixed -P without a target CI means exactly P processes; an adaptive run goes up to the max.
+  out.rounds.max_processes = plan.max_processes > 0 ? plan.max_processes
+                             : out.rounds.target_ci > 0 ? std::max(defaults::kMaxProcesses, out.rounds.min_processes)
+                                                        : out.rounds.min_processes;
+  if (out.rounds.max_processes < out.rounds.min_processes) {
+    throw UserError(fmt::format("--max-processes {} is below --processes {}", out.rounds.max_processes,
+                                out.rounds.min_processes));
+  }
+  out.rounds.remeasure_disturbed = request.remeasure_disturbed;
+
+  // The builds: an optional baseline first (A), then the runner under test (B).
+  std::vector<std::pair<const k3targets::Target*, std::string>> runners;
+  if (!request.baseline_runner.empty() || !request.baseline_build.empty()) {
+    k3targets::TargetConfig config = target.config();
+    config.runner = std::filesystem::absolute(baseline_path(request)).string();
+    out.baseline_targets.push_back(k3targets::make_target(config, root));
+    runners.emplace_back(out.baseline_targets.back().get(), "baseline");
+  }
+  runners.emplace_back(&target, runners.empty() ? "" : "candidate");
+  std::vector<k3store::BuildRecord> new_builds;
+  for (const auto& [t, label] : runners) {
+    const std::string hash = sha256_file(t->runner_path());
+    if (!out.builds.empty() && out.builds.front().build_hash == hash) {
+      throw UserError(fmt::format("--baseline-runner {} is the same binary as the runner under test "
+                                  "(sha256 {})", t->runner_path(), hash.substr(0, 12)));
+    }
+    if (!build_known(request.db_path, hash)) new_builds.push_back(build_from_runner(*t, hash));
+    out.builds.push_back({t, hash, label});
+  }
+
+  // Everything is validated: from here on the database is written.
+  std::filesystem::create_directories(std::filesystem::absolute(request.db_path).parent_path());
+  auto db = k3store::open_database(request.db_path, k3store::OpenMode::kCreateOrUpdate);
+  for (const auto& b : new_builds) k3store::upsert_build(*db, b);
+  SweepOptions opt;
+  opt.rounds = out.rounds;
+  opt.timeout_s = request.timeout_s;
+  opt.resume = request.resume;
+  opt.progress = request.progress;
+  opt.stats.wide_ci_threshold = request.wide_ci;
+  opt.command_line = request.command_line;
+  out.report = run_sweep(*db, out.builds, cells, opt);
+  out.total_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return out;
+}
+
+}  // namespace k3tune

@@ -1,0 +1,73 @@
+// The benchmark sweep: cells x builds, measured by runner processes in interleaved rounds (round p
+// runs process p of every unit still measuring, in grid order, builds alternating within a cell:
+// A B A B ...), so slow drifts (thermal, frequency, other tenants) hit every configuration alike
+// instead of biasing whichever ran last. How many processes each cell gets is the round planner's
+// (rounds.h): a fixed count, or adaptive until the CI is narrow enough. The first process of a
+// cell calibrates the calls per repetition and the others reuse that count, so no process spends
+// time on estimation. Nothing is randomised; the order is recorded (runs.order_json,
+// processes.order_index). Each finished process is committed with its samples at once; a cell's
+// aggregate is written when it stops.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "grid.h"
+#include "rounds.h"
+#include "results.h"
+#include "runner_process.h"
+#include "sqlite.h"
+#include "stats.h"
+#include "target.h"
+
+namespace k3tune {
+
+struct SweepOptions {
+  RoundsOptions rounds;
+  double timeout_s = 0;  // per runner process (0: each build target's timeout_s)
+  bool resume = false;   // skip measured cells; adopt processes of interrupted runs
+  bool progress = true;
+  k3stats::CellSummaryOptions stats;
+  std::string command_line;
+  ProcessExecutor* executor = nullptr;  // null: the real runner of each build
+};
+
+struct CellOutcome {
+  CellSpec spec;
+  std::size_t build = 0;  // index into the sweep's builds
+  std::string cell_key;
+  std::string skipped;  // non-empty: not measured in this run, and why
+  int adopted = 0;      // processes taken over from interrupted runs
+  int disturbed = 0;    // processes kept but not counted (disturbed repetitions)
+  bool has_aggregate = false;
+  k3store::AggregateRecord aggregate;
+  std::vector<double> process_means;  // of the counted processes, in order
+};
+
+struct SweepReport {
+  std::string run_uuid;
+  std::vector<CellOutcome> cells;  // cells x builds, cell-major
+  int processes_run = 0, processes_failed = 0, processes_disturbed = 0;
+  double wall_s = 0;        // sweep wall time (runner processes + k3tune's own work)
+  double child_wall_s = 0;  // sum of runner process wall times
+  double kernel_s = 0;      // sum of measured kernel time (repetitions x calls)
+  double warmup_s = 0;      // warm-up and calibration calls
+  double check_s = 0;       // accuracy checks (first process of each cell)
+  double runner_setup_s = 0;  // runner start-up to the first call: inputs, packing, copies
+  int failed_cells() const;
+};
+
+// The cell identity: target, op, shape, params, build and measurement settings.
+std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
+                     const std::string& build_hash);
+
+SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
+                      const std::vector<CellSpec>& cells, const SweepOptions& options);
+
+// Aggregate of one cell from its per-process repetition times (shared with compare and selfcheck).
+k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& per_process,
+                                      const k3stats::CellSummaryOptions& opt);
+
+std::string new_uuid();
+
+}  // namespace k3tune

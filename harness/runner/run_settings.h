@@ -1,0 +1,28 @@
+// The measurement environment of one k3bench process, set once from its command line before any
+// case is built: where the threads run, how idle workers wait, how large buffers are backed, and
+// how the cached weights are loaded. These are the factors that move a kernel's time from one
+// process to the next; every result reports them (environment.measurement) so runs can be told
+// apart, and k3tune can measure them against each other interleaved.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace k3bench {
+
+struct RunSettings {
+  // auto: the A100 CPUs on a K3 (after the /proc/set_ai_thread opt-in), else the process's allowed
+  // CPUs in order (worker w on the w-th); none: unpinned; or a list such as "0-1" / "8,10".
+  // K3BENCH_CPUS in the environment overrides it (for wrappers that cannot change arguments).
+  std::string cpus = "auto";
+  std::string pool_wait = "spin";  // spin (then park after a while) | park (at once)
+  bool huge_pages = true;          // 2 MiB aligned, THP-advised large buffers (k3k::AlignedBuffer)
+  std::string weight_load = "read";  // read | mmap: how the on-disk weight cache is brought in
+};
+
+RunSettings& run_settings();
+// The settings plus what the system made of them (the kernel's THP mode).
+nlohmann::json run_settings_json();
+
+}  // namespace k3bench
