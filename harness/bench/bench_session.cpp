@@ -85,7 +85,9 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models", out.settings,
                                                   plan, request.settings_given);
   out.rounds.min_processes = plan.processes > 0 ? plan.processes : defaults::kMinProcesses;
-  out.rounds.target_ci = plan.target_ci >= 0 ? plan.target_ci : defaults::kTargetCi;
+  // A process count without a CI target is a fixed count (the seed's `-P 3 -R 5`); only a target
+  // CI, given or by default, makes it a minimum.
+  out.rounds.target_ci = plan.target_ci >= 0 ? plan.target_ci : plan.processes > 0 ? 0.0 : defaults::kTargetCi;
   // A fixed -P without a target CI means exactly P processes; an adaptive run goes up to the max.
   out.rounds.max_processes = plan.max_processes > 0 ? plan.max_processes
                              : out.rounds.target_ci > 0 ? std::max(defaults::kMaxProcesses, out.rounds.min_processes)
@@ -122,6 +124,7 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   for (const auto& b : new_builds) k3store::upsert_build(*db, b);
   SweepOptions opt;
   opt.rounds = out.rounds;
+  opt.rounds.paired = out.builds.size() > 1;  // A/B: stop on the interval of the per-round ratios
   opt.timeout_s = request.timeout_s;
   opt.resume = request.resume;
   opt.progress = request.progress;

@@ -1,9 +1,11 @@
 #include "rounds.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sequential.h"
+#include "stats.h"
 
 namespace k3tune {
 
@@ -14,19 +16,81 @@ RoundPlanner::RoundPlanner(std::vector<std::size_t> group_of, RoundsOptions opti
 }
 
 int RoundPlanner::planned(const UnitProgress& u) const {
-  // The fixed count, plus one replacement when a disturbed process was granted a re-measure.
-  return options_.min_processes + (u.remeasure_granted ? 1 : 0);
+  // The first stage (or the fixed count), then the two-stage total once known, plus one
+  // replacement when a disturbed process was granted a re-measure.
+  return std::max(options_.min_processes, u.planned_total) + (u.remeasure_granted ? 1 : 0);
 }
 
 bool RoundPlanner::unit_satisfied(const UnitProgress& u) const {
   if (u.done || !u.failure.empty()) return true;
   if (u.processes >= options_.max_processes + (u.remeasure_granted ? 1 : 0)) return true;
   if (u.processes < planned(u)) return false;
-  if (options_.target_ci <= 0) return true;
-  return k3stats::wide_enough_sample(u.clean_means, options_.target_ci, 2, options_.confidence);
+  return options_.target_ci <= 0 || u.planned_total > 0;
+}
+
+std::pair<std::vector<double>, std::vector<double>> RoundPlanner::paired_means(std::size_t a, std::size_t b) const {
+  std::pair<std::vector<double>, std::vector<double>> out;
+  const UnitProgress &ua = units_.at(a), &ub = units_.at(b);
+  for (std::size_t i = 0, j = 0; i < ua.clean_rounds.size() && j < ub.clean_rounds.size();) {
+    if (ua.clean_rounds[i] < ub.clean_rounds[j]) {
+      ++i;
+    } else if (ua.clean_rounds[i] > ub.clean_rounds[j]) {
+      ++j;
+    } else {
+      out.first.push_back(ua.clean_means[i++]);
+      out.second.push_back(ub.clean_means[j++]);
+    }
+  }
+  return out;
+}
+
+int RoundPlanner::group_total(std::size_t group) const {
+  const int m = options_.min_processes;
+  std::vector<std::size_t> members;
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (group_of_[u] == group && units_[u].failure.empty() && !units_[u].done) members.push_back(u);
+  if (members.empty()) return 0;
+  for (std::size_t u : members)
+    if (static_cast<int>(units_[u].clean_means.size()) < m &&
+        units_[u].processes < options_.max_processes + (units_[u].remeasure_granted ? 1 : 0))
+      return 0;  // the first stage is still running
+  int total = m;
+  auto stage_one = [m](const std::vector<double>& x) { return std::vector<double>(x.begin(), x.begin() + std::min<std::size_t>(x.size(), m)); };
+  if (options_.paired && members.size() >= 2) {
+    for (std::size_t i = 1; i < members.size(); ++i) {
+      const auto [a, b] = paired_means(members[0], members[i]);
+      std::vector<double> log_ratio;
+      for (std::size_t r = 0; r < a.size(); ++r) log_ratio.push_back(std::log(b[r] / a[r]));
+      const auto first = stage_one(log_ratio);
+      if (first.size() < 2) return options_.max_processes;
+      total = std::max(total, k3stats::stein_total(k3stats::sample_stddev(first), static_cast<int>(first.size()),
+                                                   options_.target_ci, options_.confidence, options_.max_processes));
+    }
+  } else {
+    for (std::size_t u : members) {
+      const auto first = stage_one(units_[u].clean_means);
+      if (first.size() < 2) return options_.max_processes;
+      const double rel_sd = k3stats::sample_stddev(first) / k3stats::mean(first);
+      total = std::max(total, k3stats::stein_total(rel_sd, static_cast<int>(first.size()), options_.target_ci,
+                                                   options_.confidence, options_.max_processes));
+    }
+  }
+  return total;
 }
 
 void RoundPlanner::update_group(std::size_t group) {
+  // Two-stage: once the first stage of the group is in, fix N for all its units (once).
+  if (options_.target_ci > 0) {
+    bool unplanned = false;
+    for (std::size_t u = 0; u < units_.size(); ++u)
+      if (group_of_[u] == group && units_[u].planned_total == 0) unplanned = true;
+    if (unplanned) {
+      if (const int n = group_total(group); n > 0) {
+        for (std::size_t u = 0; u < units_.size(); ++u)
+          if (group_of_[u] == group) units_[u].planned_total = n;
+      }
+    }
+  }
   bool all = true;
   for (std::size_t u = 0; u < units_.size(); ++u)
     if (group_of_[u] == group && !unit_satisfied(units_[u])) all = false;
@@ -42,11 +106,12 @@ void RoundPlanner::update_group(std::size_t group) {
     }
     if (!all) continue;
     p.done = true;
-    if (p.processes >= options_.max_processes + (p.remeasure_granted ? 1 : 0) && options_.target_ci > 0 &&
-        !k3stats::wide_enough_sample(p.clean_means, options_.target_ci, 2, options_.confidence)) {
-      p.stop_reason = "max processes (CI still wider than the target)";
+    if (options_.target_ci <= 0) {
+      p.stop_reason = "fixed count";
+    } else if (p.planned_total >= options_.max_processes) {
+      p.stop_reason = "max processes (the two-stage N wanted more)";
     } else {
-      p.stop_reason = options_.target_ci > 0 ? "CI within target" : "fixed count";
+      p.stop_reason = "CI within target";
     }
   }
 }
@@ -61,10 +126,13 @@ std::vector<std::size_t> RoundPlanner::next_round() {
 void RoundPlanner::record_ok(std::size_t unit, double mean, bool disturbed) {
   UnitProgress& u = units_.at(unit);
   ++u.processes;
+  // Without re-measuring, a disturbed process counts like any other (it is still flagged).
+  if (!options_.remeasure_disturbed) disturbed = false;
   if (disturbed) {
     ++u.disturbed;
-    if (options_.remeasure_disturbed && !u.remeasure_granted) u.remeasure_granted = true;
+    u.remeasure_granted = true;  // once per unit: a second disturbance gets no further process
   } else {
+    u.clean_rounds.push_back(u.processes - 1);
     u.clean_means.push_back(mean);
   }
   update_group(group_of_[unit]);

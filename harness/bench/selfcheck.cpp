@@ -15,14 +15,16 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One trial of one cell: every configuration measured interleaved until the planner stops them
-// (one group: they stop together, like the two sides of a real comparison). Returns the counted
-// process means per configuration.
-std::vector<std::vector<double>> measure_trial(ProcessExecutor& executor, const SweepBuild& build,
-                                               const std::vector<CellSpec>& configs, const SelfcheckOptions& opt,
-                                               std::int64_t iterations, CellSelfcheck& stats) {
-  RoundPlanner planner(std::vector<std::size_t>(configs.size(), 0), opt.rounds);
+// (one paired group: they stop together, like the two sides of a real comparison, and process r
+// of each ran in round r). Returns the planner, which holds the counted means and their rounds.
+RoundPlanner measure_trial(ProcessExecutor& executor, const SweepBuild& build, const std::vector<CellSpec>& configs,
+                           const SelfcheckOptions& opt, std::int64_t iterations, CellSelfcheck& stats) {
+  RoundsOptions rounds = opt.rounds;
+  rounds.paired = true;
+  RoundPlanner planner(std::vector<std::size_t>(configs.size(), 0), rounds);
   for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
     for (std::size_t u : round) {
+      if (planner.unit(u).done) continue;  // the group finished earlier in this round
       const ProcessOutcome o =
           executor.run(build, configs[u], planner.unit(u).processes, false, iterations, opt.timeout_s);
       ++stats.processes;
@@ -30,13 +32,21 @@ std::vector<std::vector<double>> measure_trial(ProcessExecutor& executor, const 
       planner.record_ok(u, o.mean_ns(), o.disturbed);
     }
   }
-  std::vector<std::vector<double>> means;
   for (std::size_t u = 0; u < configs.size(); ++u) {
-    means.push_back(planner.unit(u).clean_means);
     stats.mean_processes += planner.unit(u).processes;
     stats.processes_at_max += planner.unit(u).stop_reason.starts_with("max");
   }
-  return means;
+  return planner;
+}
+
+// The A/B verdict of the protocol on interleaved data: the paired test on per-round log ratios.
+// With a target CI the counts came from Stein's two-stage procedure: the test takes its spread
+// from the first stage (exact false-positive rate).
+k3stats::Comparison verdict(const RoundPlanner& p, std::size_t a, std::size_t b, const k3stats::CompareOptions& opt) {
+  const auto [x, y] = p.paired_means(a, b);
+  if (x.size() < 2) return {};
+  const int first_stage = p.options().target_ci > 0 ? p.options().min_processes : 0;
+  return k3stats::compare_paired_rounds(x, y, opt, first_stage);
 }
 
 double quantile_abs(std::vector<double> x, double q) {
@@ -65,7 +75,9 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     const ProcessOutcome base = executor.run(build, cs.cell, 0, true, 0, opt.timeout_s);
     if (!base.ok) throw UserError(fmt::format("selfcheck: {}: runner failed: {}", cs.cell.label(), base.reason));
     cs.base_ns = base.mean_ns();
-    cs.cpu_model = base.runner.value("/environment/cpu_model"_json_pointer, std::string("unknown"));
+    cs.cpu_model = base.runner.is_object()
+                       ? base.runner.value("/environment/cpu_model"_json_pointer, std::string("unknown"))
+                       : "unknown";
     cs.iterations = base.iterations;
     cs.processes = 1;
     configs[c] = {cs.cell, cs.cell};
@@ -84,16 +96,18 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       result.cut_by_time_budget = true;
       break;
     }
-    for (std::size_t c = 0; c < opt.cells.size(); ++c) {
+    // Trials take turns over the cells: `trials` A-vs-A trials in all, split across the cells.
+    {
+      const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
       if (progress) progress(trial, opt.trials, opt.cells[c].label());
       CellSelfcheck& cs = result.cells[c];
-      const auto means = measure_trial(executor, build, configs[c], opt, cs.iterations, cs);
-      const auto aa = k3stats::compare_processes(means[0], means[1], opt.compare);
+      const RoundPlanner trial_data = measure_trial(executor, build, configs[c], opt, cs.iterations, cs);
+      const auto aa = verdict(trial_data, 0, 1, opt.compare);
       fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
       cs.aa_differences.push_back(aa.rel_diff);
       mdes[c].push_back(aa.mde);
       for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-        const auto ab = k3stats::compare_processes(means[0], means[2 + k], opt.compare);
+        const auto ab = verdict(trial_data, 0, 2 + k, opt.compare);
         detected[c][k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
         measured[c][k].push_back(ab.rel_diff);
       }

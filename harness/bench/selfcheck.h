@@ -21,7 +21,7 @@ namespace k3tune {
 
 struct SelfcheckOptions {
   std::vector<CellSpec> cells;  // representative cells, measured with their own settings
-  int trials = 40;
+  int trials = 40;              // in all: trial t measures cell t mod cells
   std::vector<double> slowdowns = {0.03, 0.05, 0.10};
   RoundsOptions rounds;  // the budget each configuration gets (the bench default)
   k3stats::CompareOptions compare;

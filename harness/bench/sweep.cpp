@@ -10,6 +10,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "progress.h"
@@ -101,6 +102,18 @@ k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& pe
   return a;
 }
 
+std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a, const CellOutcome& b) {
+  std::pair<std::vector<double>, std::vector<double>> out;
+  for (std::size_t i = 0; i < a.process_rounds.size(); ++i) {
+    for (std::size_t j = 0; j < b.process_rounds.size(); ++j) {
+      if (a.process_rounds[i] != b.process_rounds[j]) continue;
+      out.first.push_back(a.process_means[i]);
+      out.second.push_back(b.process_means[j]);
+    }
+  }
+  return out;
+}
+
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& opt) {
   if (builds.empty()) throw std::invalid_argument("run_sweep: no build to measure");
@@ -178,7 +191,7 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
     Unit& unit = units[u];
     std::vector<k3store::ProcessRef> used;
     for (std::size_t i = 0; i < unit.refs.size(); ++i)
-      if (!unit.disturbed[i]) used.push_back(unit.refs[i]);
+      if (!unit.disturbed[i] || !opt.rounds.remeasure_disturbed) used.push_back(unit.refs[i]);
     // Every process disturbed: the figures still say something, and the notes say what.
     if (used.empty()) used = unit.refs;
     std::set<std::string> runs{report.run_uuid};
@@ -197,7 +210,9 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
       c.aggregate = aggregate_of(times, opt.stats);
       c.aggregate.excluded_processes = static_cast<int>(unit.refs.size() - used.size());
       c.process_means.clear();
+      c.process_rounds.clear();
       for (const auto& t : times) c.process_means.push_back(k3stats::mean(t));
+      for (const auto& r : used) c.process_rounds.push_back(r.process_index);
     }
     c.disturbed = 0;
     for (bool d : unit.disturbed) c.disturbed += d;
@@ -260,10 +275,11 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         if (unit.iterations == 0) unit.iterations = o.iterations;
         if (o.disturbed) {
           ++report.processes_disturbed;
-          progress.note(fmt::format("k3tune: note: {} process {} was disturbed ({}); measured again",
-                                    c.spec.label(), process_index, o.samples.empty() || o.samples.front().flags.empty()
-                                                                       ? "see samples.flags"
-                                                                       : o.samples.front().flags.front()));
+          std::set<std::string> seen;
+          for (const auto& sample : o.samples) seen.insert(sample.flags.begin(), sample.flags.end());
+          progress.note(fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(), process_index,
+                                    fmt::join(seen, ", "),
+                                    opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
         }
         planner.record_ok(u, o.mean_ns(), o.disturbed);
       } else {

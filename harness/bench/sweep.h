@@ -42,6 +42,7 @@ struct CellOutcome {
   bool has_aggregate = false;
   k3store::AggregateRecord aggregate;
   std::vector<double> process_means;  // of the counted processes, in order
+  std::vector<int> process_rounds;    // the round (process index) of each, for pairing A with B
 };
 
 struct SweepReport {
@@ -60,6 +61,10 @@ struct SweepReport {
 // The cell identity: target, op, shape, params, build and measurement settings.
 std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
                      const std::string& build_hash);
+
+// The means of two cells of one group (a baseline and a candidate) from the rounds both counted,
+// aligned round by round: the input of the paired A/B test.
+std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a, const CellOutcome& b);
 
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& options);

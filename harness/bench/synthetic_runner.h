@@ -1,7 +1,8 @@
 // A runner whose times come from a known noise model, for checking the statistics where the truth
-// is known: each process draws its own level (log-normal, sd `between`, the process-to-process
-// spread that dominates real machines) and each repetition adds its own noise (log-normal, sd
-// `within`). A cell's true per-call time is `base_ns` plus its settings' extra_work_ns -- exactly
+// is known: each process draws its own level (log-normal, sd `between`), on top of the machine's
+// slow drift (a log-normal AR(1) factor shared by consecutive processes: sd `drift`, correlation
+// `drift_correlation` from one process to the next -- measured on the shared VM: about 5% and
+// 0.6), and each repetition adds its own noise (log-normal, sd `within`). A cell's true per-call time is `base_ns` plus its settings' extra_work_ns -- exactly
 // the slowdown the selfcheck injects on a real runner -- so the size of every difference is known.
 // Seeded: the same seed gives the same draws.
 #pragma once
@@ -18,6 +19,8 @@ struct NoiseModel {
   double between = 0.05;  // sd of log process level
   double within = 0.01;   // sd of log repetition noise
   double disturbed_probability = 0;  // chance that a process reports a disturbed repetition
+  double drift = 0;                  // sd of the log drift factor (stationary)
+  double drift_correlation = 0;      // its correlation between consecutive processes
 };
 
 class SyntheticExecutor final : public ProcessExecutor {
@@ -31,6 +34,7 @@ class SyntheticExecutor final : public ProcessExecutor {
   NoiseModel model_;
   std::mt19937_64 rng_;
   int processes_ = 0;
+  double drift_state_ = 0;  // log drift factor of the last process
 };
 
 }  // namespace k3tune

@@ -63,15 +63,16 @@ void print_cells(const BenchOutcome& b, double wide_ci) {
   }
 }
 
-// Baseline (A) vs candidate (B), cell by cell: Welch's t on process means, the minimum effect, and
-// the minimum detectable effect of each comparison.
+// Baseline (A) vs candidate (B), cell by cell: both were measured in the same rounds, so the test
+// is the paired t-test on per-round log ratios (which cancels the machine's drift), with the
+// minimum effect and the minimum detectable effect of each comparison.
 nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
   nlohmann::json rows = nlohmann::json::array();
   if (b.builds.size() != 2) return rows;
   k3stats::CompareOptions opt;
   opt.min_effect = defaults::kMinEffect;
   if (print) {
-    fmt::print("\nbaseline {} vs candidate {} (Welch t on process means, alpha {}, minimum effect {:.0f}%)\n",
+    fmt::print("\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}, minimum effect {:.0f}%)\n",
                b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), opt.alpha,
                opt.min_effect * 100);
   }
@@ -79,15 +80,16 @@ nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
   for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
     const auto& a = cells[i];
     const auto& c = cells[i + 1];
-    if (a.process_means.size() < 2 || c.process_means.size() < 2) continue;
-    const auto cmp = k3stats::compare_processes(a.process_means, c.process_means, opt);
+    const auto [pa, pc] = paired_means(a, c);
+    if (pa.size() < 2) continue;
+    const auto cmp = k3stats::compare_paired_rounds(pa, pc, opt, b.rounds.target_ci > 0 ? b.rounds.min_processes : 0);
     const std::string verdict =
         cmp.verdict == k3stats::Comparison::Verdict::kNoDifference
             ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(cmp.mde, opt.min_effect))
             : cmp.verdict == k3stats::Comparison::Verdict::kBSlower ? "SLOWER" : "faster";
     rows.push_back({{"cell", a.spec.label()}, {"settings", a.spec.settings_diff(b.settings)},
                     {"baseline_mean_ns", cmp.mean_a}, {"candidate_mean_ns", cmp.mean_b}, {"rel_diff", cmp.rel_diff},
-                    {"p_value", cmp.p_value}, {"minimum_detectable_effect", cmp.mde},
+                    {"p_value", cmp.p_value}, {"minimum_detectable_effect", cmp.mde}, {"pairs", pa.size()},
                     {"verdict", k3stats::to_string(cmp.verdict)}, {"verdict_text", verdict}});
     if (print) {
       fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", a.spec.label(), cmp.mean_a / 1e3,

@@ -154,6 +154,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
     MeasureOptions mo = o.measure;
     std::string policy;
     mo.pinned = !pool_options(1, &policy).cpus.empty();
+    mo.busy_wait = run_settings().pool_wait == "spin";
     const Measurement m = measure(*c, mo, &counters, &extra);
     r.repetitions = m.repetitions;
     r.calibration = m.calibration;
@@ -216,8 +217,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
   RunSettings& rs = run_settings();
   app.add_option("--cpus", rs.cpus,
-                 "thread placement: auto (A100 CPUs on a K3, else the allowed CPUs in order), none, or a list "
-                 "like 0-1 (K3BENCH_CPUS overrides)")
+                 "thread placement: auto (the A100 CPUs on a K3, else unpinned), none, or a list like 0-1 "
+                 "(K3BENCH_CPUS overrides)")
       ->capture_default_str();
   app.add_option("--pool-wait", rs.pool_wait, "idle workers: spin (then park) or park at once")
       ->check(CLI::IsMember({"spin", "park"}))

@@ -1,6 +1,7 @@
 #include "measure.h"
 
 #include <sched.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
@@ -38,14 +39,16 @@ class CollectingReporter final : public benchmark::BenchmarkReporter {
   std::size_t next_ = 0;
 };
 
-// Warm-up calls, timed one by one. When the call count is not given, it is chosen so that a
-// repetition lasts about min_time: from the median of the later warm-up calls (the first ones pay
-// for cold caches and page faults), with more warm-up calls when the given ones are too short to
-// time reliably (under 1 ms in all).
+// Warm-up calls, timed one by one: at least the requested number and one full cycle of the case's
+// rotation (every weight copy touched once), so the measured calls see the steady state. When the
+// call count is not given, it is chosen so that a repetition lasts about min_time: from the median
+// of the calls of the last cycle (the first ones pay for cold caches and page faults), with more
+// warm-up calls when those are too short to time reliably (under 1 ms in all).
 Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra) {
   Calibration cal;
   const bool calibrate = opt.iterations <= 0;
-  const int planned = calibrate ? std::max(opt.warmup, 1) : opt.warmup;
+  const int cycle = std::max(1, c.rotation());
+  const int planned = calibrate ? std::max(opt.warmup, 1) + cycle : std::max(opt.warmup, cycle);
   std::vector<double> ns;
   const auto start = Clock::now();
   auto one_call = [&] {
@@ -64,7 +67,8 @@ Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra
       one_call();
       total += ns.back();
     }
-    std::vector<double> later(ns.begin() + static_cast<std::ptrdiff_t>(ns.size() / 2), ns.end());
+    const std::size_t keep = std::max<std::size_t>(static_cast<std::size_t>(cycle), ns.size() / 2);
+    std::vector<double> later(ns.end() - static_cast<std::ptrdiff_t>(std::min(keep, ns.size())), ns.end());
     std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
     cal.call_ns_estimate = later[later.size() / 2];
     cal.iterations = std::max<std::int64_t>(1, std::llround(opt.min_time_s * 1e9 / std::max(cal.call_ns_estimate, 1.0)));
@@ -80,34 +84,13 @@ Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra
 
 int current_cpu() { return sched_getcpu(); }
 
-}  // namespace
-
-std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after, int cpu_before,
-                                      int cpu_after, double migrations, bool pinned, double thermal_tolerance_c) {
-  std::vector<std::string> flags;
-  const auto freq_b = before.value("cpufreq_khz", nlohmann::json::object());
-  const auto freq_a = after.value("cpufreq_khz", nlohmann::json::object());
-  for (const auto& [cpu, khz] : freq_b.items()) {
-    if (freq_a.contains(cpu) && freq_a[cpu] != khz) {
-      flags.emplace_back("frequency-change");
-      break;
-    }
-  }
-  const auto temp_b = before.value("thermal_c", nlohmann::json::object());
-  const auto temp_a = after.value("thermal_c", nlohmann::json::object());
-  for (const auto& [zone, c] : temp_b.items()) {
-    if (temp_a.contains(zone) && temp_a[zone].get<double>() - c.get<double>() > thermal_tolerance_c) {
-      flags.emplace_back("thermal-rise");
-      break;
-    }
-  }
-  // Unpinned threads move all the time on a shared machine; that is part of what the process-level
-  // statistics average over. A pinned process that migrates means the pin did not hold.
-  if (pinned && (migrations > 0 || (cpu_before >= 0 && cpu_after >= 0 && cpu_before != cpu_after))) {
-    flags.emplace_back("cpu-migration");
-  }
-  return flags;
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
 }
+
+}  // namespace
 
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters, const ExtraWork* extra) {
   Measurement m;
@@ -122,6 +105,8 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     rep.cpu_before = current_cpu();
     std::vector<double> before;
     if (count) before = counters->read();
+    const double cpu0 = thread_cpu_seconds();
+    const auto wall0 = Clock::now();
     if (with_extra) {
       for (auto _ : state) {
         c.run_once();
@@ -130,6 +115,8 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     } else {
       for (auto _ : state) c.run_once();
     }
+    const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+    if (opt.busy_wait && wall > 0) rep.cpu_share = (thread_cpu_seconds() - cpu0) / wall;
     if (count) {
       const std::vector<double> after = counters->read();
       for (std::size_t i = 0; i < after.size(); ++i) {
@@ -142,7 +129,7 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     rep.cpu_after = current_cpu();
     rep.readings_after = environment_readings();
     rep.flags = disturbances(rep.readings_before, rep.readings_after, rep.cpu_before, rep.cpu_after,
-                             rep.migrations, opt.pinned);
+                             rep.migrations, opt.pinned, rep.cpu_share);
     m.repetitions.push_back(std::move(rep));
   });
   b->Repetitions(opt.repetitions)->UseRealTime()->Unit(benchmark::kNanosecond)->Iterations(m.calibration.iterations);

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "disturbance.h"
 #include "extra_work.h"
 #include "op_case.h"
 #include "perf_counters.h"
@@ -26,6 +27,7 @@ struct Repetition {
   std::map<std::string, double> counters;  // hardware and software counters per call (when available)
   int cpu_before = -1, cpu_after = -1;     // CPU of the calling thread around the repetition
   double migrations = -1;                  // CPU migrations of all threads during it (-1: unknown)
+  double cpu_share = -1;                   // calling thread's CPU time / wall time
   nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
   std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
 };
@@ -36,6 +38,7 @@ struct MeasureOptions {
   double min_time_s = 0.1;      // per repetition, when iterations == 0
   std::int64_t iterations = 0;  // fixed calls per repetition (0: calibrated from the warm-up)
   bool pinned = false;          // the threads are pinned: any migration is a disturbance
+  bool busy_wait = true;        // idle workers spin: the calling thread is busy throughout
 };
 
 struct Calibration {
@@ -55,12 +58,5 @@ struct Measurement {
 // counters may be null; extra work (if enabled) runs after every timed call, inside the timing.
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
                     const ExtraWork* extra = nullptr);
-
-// The disturbance rule, applied to one repetition's before/after readings (exposed for tests):
-// a change of any CPU's frequency, a temperature rise of more than `thermal_tolerance_c`, and,
-// when the threads are pinned, any CPU migration or a different CPU for the calling thread.
-std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after,
-                                      int cpu_before, int cpu_after, double migrations, bool pinned,
-                                      double thermal_tolerance_c = 2.0);
 
 }  // namespace k3bench

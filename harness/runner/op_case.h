@@ -59,6 +59,10 @@ class OpCase {
   virtual std::string path() const { return k3k::to_string(path_); }
   void set_path(k3k::KernelPath path) { path_ = path; }
   virtual std::vector<DumpArray> dump_arrays() const = 0;
+  // Calls after which the timed call repeats itself exactly (e.g. the number of weight copies a
+  // decode case rotates through): the warm-up covers at least one such cycle, so every copy has
+  // been touched and the measured calls see the steady state.
+  virtual int rotation() const { return 1; }
 
  protected:
   k3k::KernelPath path_ = k3k::KernelPath::kGeneric;

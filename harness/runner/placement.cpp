@@ -103,8 +103,7 @@ k3k::WorkerPoolOptions pool_options(int workers, std::string* policy) {
     *policy = "pinned to the A100 CPUs after /proc/set_ai_thread opt-in";
     return options;
   }
-  options.cpus = allowed_cpu_list();
-  *policy = "pinned in order to the process's allowed CPUs (no A100 CPUs here)";
+  *policy = "unpinned (no A100 CPUs or no /proc/set_ai_thread)";
   return options;
 }
 

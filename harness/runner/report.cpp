@@ -47,6 +47,7 @@ nlohmann::json result_json(const Result& r) {
   for (const auto& rep : r.repetitions) {
     nlohmann::json jr = {{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations},
                          {"cpu", {rep.cpu_before, rep.cpu_after}}, {"flags", rep.flags}};
+    if (rep.cpu_share >= 0) jr["cpu_share"] = rep.cpu_share;
     if (!rep.counters.empty()) jr["counters"] = rep.counters;
     if (!rep.flags.empty()) jr["readings"] = {{"before", rep.readings_before}, {"after", rep.readings_after}};
     j["repetitions"].push_back(std::move(jr));

@@ -12,8 +12,8 @@
 namespace k3bench {
 
 struct RunSettings {
-  // auto: the A100 CPUs on a K3 (after the /proc/set_ai_thread opt-in), else the process's allowed
-  // CPUs in order (worker w on the w-th); none: unpinned; or a list such as "0-1" / "8,10".
+  // auto: the A100 CPUs on a K3 (after the /proc/set_ai_thread opt-in), else unpinned; none:
+  // unpinned; or a list such as "0-1" / "8,10" (worker w on the w-th CPU of the list).
   // K3BENCH_CPUS in the environment overrides it (for wrappers that cannot change arguments).
   std::string cpus = "auto";
   std::string pool_wait = "spin";  // spin (then park after a while) | park (at once)

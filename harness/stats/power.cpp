@@ -63,9 +63,9 @@ double minimum_detectable_difference(double sd_a, int n_a, double sd_b, int n_b,
   return detectable_at(se, df, alpha, power);
 }
 
-double minimum_detectable_shift(double sd, int n, double alpha, double power) {
-  if (n < 2) return std::numeric_limits<double>::infinity();
-  return detectable_at(sd / std::sqrt(double(n)), n - 1.0, alpha, power);
+double minimum_detectable_shift(double se, double df, double alpha, double power) {
+  if (!(df >= 1)) return std::numeric_limits<double>::infinity();
+  return detectable_at(se, df, alpha, power);
 }
 
 int processes_per_side(double d, double alpha, double power) {

@@ -21,8 +21,9 @@ double welch_power(double delta, double sd_a, int n_a, double sd_b, int n_b, dou
 double minimum_detectable_difference(double sd_a, int n_a, double sd_b, int n_b, double alpha,
                                      double power);
 
-// The same for a one-sample (paired) t-test on n differences with standard deviation sd.
-double minimum_detectable_shift(double sd, int n, double alpha, double power);
+// The same for a one-sample (paired) t-test whose mean has standard error `se` with `df` degrees
+// of freedom (n - 1 for n differences; m - 1 after Stein's two-stage procedure).
+double minimum_detectable_shift(double se, double df, double alpha, double power);
 
 // Processes per side a pooled two-sample t-test needs to detect a standardised difference d
 // (delta / sd) with the given power: the smallest n with power(n) >= power, df = 2n - 2.

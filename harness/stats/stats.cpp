@@ -139,7 +139,7 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
 }
 
 Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector<double>& b,
-                                 const CompareOptions& opt) {
+                                 const CompareOptions& opt, int first_stage) {
   if (a.size() != b.size() || a.size() < 2) {
     throw std::invalid_argument("compare_paired_rounds: A and B need the same number (>= 2) of rounds");
   }
@@ -153,8 +153,11 @@ Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector
   c.mean_b = mean(b);
   const double md = mean(d);
   c.rel_diff = std::exp(md) - 1.0;
-  c.df = double(d.size() - 1);
-  const double se = sample_stddev(d) / std::sqrt(double(d.size()));
+  const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
+  const std::vector<double> stage1 = stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
+  const double sd = sample_stddev(stage1);
+  c.df = double(stage1.size() - 1);
+  const double se = sd / std::sqrt(double(d.size()));
   if (se == 0) {
     c.t = md == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), md);
     c.p_value = md == 0 ? 1.0 : 0.0;
@@ -168,7 +171,7 @@ Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector
   if (c.significant && c.meaningful) {
     c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
   }
-  c.mde = std::exp(minimum_detectable_shift(sample_stddev(d), static_cast<int>(d.size()), opt.alpha, opt.power)) - 1.0;
+  c.mde = std::exp(minimum_detectable_shift(se, c.df, opt.alpha, opt.power)) - 1.0;
   return c;
 }
 

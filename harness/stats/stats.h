@@ -96,8 +96,11 @@ Comparison compare_processes(const std::vector<double>& means_a, const std::vect
 // adjacent in time to process p of B. A one-sample t-test (df = P - 1) on the per-round log ratios
 // ln(b_p / a_p) cancels drift that moves both sides of a round together, which Welch's test on
 // the pooled means cannot. rel_diff = exp(mean log ratio) - 1. Sizes must match (>= 2).
+// With first_stage = m (2 <= m < P: the process count was chosen by Stein's two-stage procedure
+// from the first m rounds, sequential.h), the spread is that of the first m log ratios and the
+// degrees of freedom m - 1, which keeps the false-positive rate at exactly alpha.
 Comparison compare_paired_rounds(const std::vector<double>& means_a, const std::vector<double>& means_b,
-                                 const CompareOptions& opt = {});
+                                 const CompareOptions& opt = {}, int first_stage = 0);
 const char* to_string(Comparison::Verdict v);
 
 }  // namespace k3stats

@@ -8,10 +8,12 @@ TcmWorkspace::TcmWorkspace(tcm::Tcm& tcm, WorkerPool& pool)
       block_(static_cast<std::size_t>(pool.size()), -1),
       memory_(static_cast<std::size_t>(pool.size()), nullptr) {
   const int blocks = tcm.geometry().blocks;
-  // A pinned worker takes its CPU's block (block = CPU - 8 on a K3); an unpinned one its index.
+  // On real TCM a pinned worker takes its CPU's block (block = CPU - 8 on a K3). Emulated blocks
+  // belong to no CPU, and an unpinned worker has no fixed CPU: those take their worker index.
+  const bool by_cpu = tcm.backend() == tcm::Backend::kReal;
   for (int w = 0; w < pool.size(); ++w) {
     const WorkerPlacement& p = pool.placement(w);
-    int id = p.pinned ? tcm::block_for_cpu(p.cpu) : w;
+    int id = p.pinned && by_cpu ? tcm::block_for_cpu(p.cpu) : w;
     if (id < 0 || id >= blocks) id = -1;
     for (int v = 0; v < w && id >= 0; ++v)
       if (block_[static_cast<std::size_t>(v)] == id)

@@ -58,7 +58,7 @@ class HarnessCli : public ::testing::Test {
   static std::vector<std::string> tiny_grid() {
     return {"--op",       "linear_decode", "--shape",      "n=64,k=128", "--shape",
             "n=96,k=128", "--grid",        "tile_n=32,64", "--params",   "workers=1,copies=1",
-            "--min-time", "0.002",         "--warmup",     "1"};
+            "--min-time", "0.002",         "--warmup",     "1",            "--no-remeasure"};
   }
   fs::path dir_;
 };
@@ -69,7 +69,8 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
   args.insert(args.end(), {"-P", "2", "-R", "3"});
   const auto r = k3tune(args);
   ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("harness overhead"), std::string::npos);
+  EXPECT_NE(r.out.find("overhead"), std::string::npos);
+  EXPECT_NE(r.out.find("warm-up"), std::string::npos);
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'finished'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM cells"), 4);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE status = 'ok'"), 8);
@@ -89,12 +90,76 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
   EXPECT_EQ(check.code, 0) << check.out;
   // --json output is machine-readable and complete.
   const auto j = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-P",
-                         "2", "-R", "2", "--min-time", "0.001"});
+                         "2", "-R", "2", "--min-time", "0.001", "--no-remeasure"});
   ASSERT_EQ(j.code, 0) << j.err;
   const auto doc = nlohmann::json::parse(j.out);
   EXPECT_EQ(doc["cells"][0]["status"], "ok");
   EXPECT_EQ(doc["cells"][0]["process_means_ns"].size(), 2u);
   EXPECT_GT(doc["overhead"]["kernel_s"].get<double>(), 0.0);
+}
+
+TEST_F(HarnessCli, FirstProcessCalibratesAndTheOthersReuseItsCallCount) {
+  const auto r = k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=128", "--params", "workers=1,copies=1",
+                         "-P", "3", "-R", "2", "--min-time", "0.01", "--no-remeasure"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // One call count for the whole cell, chosen by the first process's warm-up.
+  EXPECT_EQ(count("SELECT count(DISTINCT iterations) FROM samples"), 1);
+  EXPECT_GT(count("SELECT min(iterations) FROM samples"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = "
+                  "'warm-up calls'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = 'given'"),
+            2);
+  // Where the wall time went is stored with the run.
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE warmup_s > 0 AND overhead_s > 0 AND kernel_s > 0"), 1);
+}
+
+TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
+  // A second build: the same runner with bytes appended (a different SHA-256, the same code).
+  const fs::path baseline = dir_ / "k3bench-baseline";
+  fs::copy_file(K3BENCH_PATH, baseline);
+  { std::ofstream(baseline, std::ios::app) << "baseline build"; }
+  fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
+  const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--shape",
+                         "rows=4,dim=256", "-P", "3", "-R", "2", "--min-time", "0.002", "--no-remeasure",
+                         "--baseline-runner", baseline.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["builds"].size(), 2u);
+  EXPECT_EQ(doc["builds"][0]["label"], "baseline");
+  EXPECT_EQ(count("SELECT count(*) FROM builds"), 2);
+  EXPECT_EQ(count("SELECT count(DISTINCT build_hash) FROM cells"), 2);
+  // A B A B: within each round, each cell's baseline process runs right before its candidate's.
+  EXPECT_EQ(count("SELECT count(*) FROM processes p JOIN cells c USING (cell_key) WHERE p.order_index % 2 = 0"
+                  " AND c.build_hash = (SELECT build_hash FROM builds WHERE binary_path LIKE '%baseline')"),
+            6);
+  ASSERT_EQ(doc["comparisons"].size(), 2u);
+  for (const auto& c : doc["comparisons"]) {
+    EXPECT_TRUE(c.contains("minimum_detectable_effect"));
+    EXPECT_TRUE(c["verdict"] == "no-difference" || c["verdict"] == "b-slower" || c["verdict"] == "b-faster");
+  }
+  // The same binary as its own baseline is refused before anything is written.
+  const auto same = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--baseline-runner",
+                            K3BENCH_PATH});
+  EXPECT_EQ(same.code, 2);
+  EXPECT_NE(same.err.find("same binary"), std::string::npos) << same.err;
+}
+
+TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {
+  const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-P", "3",
+                         "--max-processes", "8", "--target-ci", "0.5", "-R", "2", "--min-time", "0.002"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto cell = nlohmann::json::parse(r.out)["cells"][0];
+  // A 50% target is met by the minimum: exactly 3 counted processes, stopped for that reason.
+  EXPECT_EQ(cell["processes"], 3);
+  EXPECT_EQ(cell["stop_reason"], "CI within target");
+  // An unreachable target stops at the ceiling and says so.
+  const auto tight = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=2,dim=256", "-P", "2",
+                             "--max-processes", "4", "--target-ci", "0.000001", "-R", "2", "--min-time", "0.002"});
+  ASSERT_EQ(tight.code, 0) << tight.err;
+  const auto t = nlohmann::json::parse(tight.out)["cells"][0];
+  EXPECT_EQ(t["processes"].get<int>() + t["disturbed_processes"].get<int>() >= 4, true);
+  EXPECT_EQ(t["stop_reason"].get<std::string>().rfind("max processes", 0), 0u) << t.dump();
 }
 
 TEST_F(HarnessCli, KilledSweepKeepsSamplesAndResumeMeasuresOnlyWhatIsMissing) {
@@ -134,7 +199,8 @@ TEST_F(HarnessCli, CrashedAndHungRunnersAreFailedCellsAndTheSweepContinues) {
   // k = 100 is not a multiple of 64: the runner exits 3 (unsupported) for that cell only.
   const auto r =
       k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=100", "--shape", "n=64,k=128",
-              "--params", "workers=1,copies=1", "-P", "2", "-R", "2", "--min-time", "0.001"});
+              "--params", "workers=1,copies=1", "-P", "2", "-R", "2", "--min-time", "0.001",
+              "--no-remeasure"});
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_EQ(
       count(
@@ -144,7 +210,7 @@ TEST_F(HarnessCli, CrashedAndHungRunnersAreFailedCellsAndTheSweepContinues) {
   // A timeout far below the runner's run time: killed, recorded, next cell still measured.
   const auto t =
       k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--shape", "rows=2,dim=256",
-              "-P", "2", "-R", "3", "--min-time", "0.5", "--timeout", "0.3"});
+              "-P", "2", "-R", "3", "--min-time", "0.5", "--timeout", "0.3", "--no-remeasure"});
   EXPECT_EQ(t.code, 3);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE reason LIKE 'timeout%'"), 2);
   EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE reason LIKE 'timeout%'"), 2);

@@ -187,6 +187,8 @@ class LinearCase final : public OpCase {
             {"tcm", tcm_json()}};
   }
 
+  int rotation() const override { return static_cast<int>(copies_); }
+
   std::vector<DumpArray> dump_arrays() const override {
     a_codes_ = k3k::reference::unpack_codes(act_);
     const std::string out_layout = ep_.layout == k3k::OutputLayout::kC4 ? "MNN C4: [ceil(N/4)][M][4], pad lanes 0"
@@ -335,12 +337,9 @@ class LinearCase final : public OpCase {
     p.n = src.n;
     p.k = src.k;
     p.layout = src.layout;
-    p.codes = k3k::AlignedBuffer<std::uint8_t>(src.codes.size());
-    p.scale = k3k::AlignedBuffer<float>(src.scale.size());
-    p.beta = k3k::AlignedBuffer<float>(src.beta.size());
-    std::memcpy(p.codes.data(), src.codes.data(), src.codes.size_bytes());
-    std::memcpy(p.scale.data(), src.scale.data(), src.scale.size_bytes());
-    std::memcpy(p.beta.data(), src.beta.data(), src.beta.size_bytes());
+    p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
+    p.scale = k3k::AlignedBuffer<float>::copy_of(src.scale.span());
+    p.beta = k3k::AlignedBuffer<float>::copy_of(src.beta.span());
     return p;
   }
 

@@ -45,7 +45,14 @@ template <typename T>
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t count) : count_(count) {
+  explicit AlignedBuffer(std::size_t count) : AlignedBuffer(count, nullptr) {}
+
+  // A copy of `src`, written once (no zero-fill first): large copies cost one pass, not two.
+  static AlignedBuffer copy_of(std::span<const T> src) { return AlignedBuffer(src.size(), src.data()); }
+
+ private:
+  // Zero-filled when `init` is null, else a copy of init[0, count).
+  AlignedBuffer(std::size_t count, const T* init) : count_(count) {
     if (count == 0) return;
     const std::size_t raw = count * sizeof(T);
     const bool huge = raw >= kHugePageBytes && huge_page_buffers();
@@ -56,10 +63,19 @@ class AlignedBuffer {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
     if (huge) ::madvise(p, bytes, MADV_HUGEPAGE);  // advice only: failure leaves 4 KiB pages
 #endif
-    std::memset(p, 0, bytes);
+    // Zero up to the 64-byte boundary (kernels may read whole vectors there), not the rest of a
+    // 2 MiB rounding: untouched pages cost nothing.
+    const std::size_t used = (raw + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+    if (init != nullptr) {
+      std::memcpy(p, init, raw);
+      std::memset(static_cast<char*>(p) + raw, 0, used - raw);
+    } else {
+      std::memset(p, 0, used);
+    }
     data_.reset(static_cast<T*>(p));
   }
 
+ public:
   T* data() { return data_.get(); }
   const T* data() const { return data_.get(); }
   std::size_t size() const { return count_; }
