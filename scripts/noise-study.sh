@@ -116,3 +116,36 @@ jq -r '
 ' "$work/out.json" | column -t -s $'\t'
 echo "(per cell: CV of the counted process means, robust CV (1.4826 MAD / median), disturbed processes left out. Defaults: $base)"
 jq -r '"wall \(.overhead.total_wall_s | round) s, kernel \((.overhead.kernel_fraction * 100) | round)%, warm-up \((.overhead.warmup_fraction * 100) | round)%, overhead \((.overhead.overhead_fraction * 100) | round)%"' "$work/out.json"
+
+# Is the spread the machine's own drift? Every counted process's log deviation from its
+# configuration's median, in execution order: correlation with the processes 1, 10, 40 and 100
+# places later (across configurations), and for each cell the spread of a difference between two
+# factor configurations taken within the same round (paired) vs across rounds (unpaired).
+command -v sqlite3 >/dev/null && command -v gawk >/dev/null || { echo "(drift analysis skipped: needs sqlite3 and gawk)"; exit 0; }
+sqlite3 -separator ' ' "$db" "
+  SELECT p.order_index, p.cell_key, c.op || ' ' || json_extract(c.shape_json, '$.n') || 'x' ||
+         json_extract(c.shape_json, '$.k') || ' w' || json_extract(c.params_json, '$.workers'),
+         p.process_index, avg(s.ns)
+  FROM processes p JOIN samples s USING (run_uuid, cell_key, process_index) JOIN cells c USING (cell_key)
+  WHERE p.status = 'ok' AND p.disturbed = 0
+  GROUP BY p.run_uuid, p.cell_key, p.process_index ORDER BY p.order_index" >"$work/order.txt"
+gawk '
+  { key[NR] = $2; cell[NR] = $3 " " $4 " " $5; round[NR] = $6; x[NR] = log($7); n = NR; vals[$2] = vals[$2] " " x[NR] }
+  END {
+    # median per configuration
+    for (k in vals) { m = split(vals[k], srt, " "); asort(srt); med[k] = (m % 2) ? srt[(m + 1) / 2] : (srt[m / 2] + srt[m / 2 + 1]) / 2 }
+    for (i = 1; i <= n; i++) { d[i] = x[i] - med[key[i]]; mu += d[i] / n }
+    for (i = 1; i <= n; i++) c0 += (d[i] - mu) ^ 2 / n
+    printf "drift: sd of log deviations %.1f%%; correlation with the process", 100 * sqrt(c0)
+    split("1 10 40 100", lags, " ")
+    for (j = 1; j <= 4; j++) { L = lags[j]; c = 0; for (i = 1; i + L <= n; i++) c += (d[i] - mu) * (d[i + L] - mu); printf " %d later %.2f%s", L, c / (n - L) / c0, j < 4 ? ";" : "\n" }
+    # paired (same round) vs unpaired spread of differences between configurations of one cell
+    for (i = 1; i <= n; i++) { v[key[i], round[i]] = x[i]; cellof[key[i]] = cell[i]; rounds[key[i]] = rounds[key[i]] " " round[i] }
+    for (ka in cellof) for (kb in cellof) if (ka < kb && cellof[ka] == cellof[kb]) {
+      m = split(rounds[ka], ra, " "); s = 0; s2 = 0; q = 0
+      for (r = 1; r <= m; r++) if ((kb, ra[r]) in v) { dd = v[ka, ra[r]] - v[kb, ra[r]]; s += dd; s2 += dd * dd; q++ }
+      if (q > 2) { paired[cellof[ka]] += sqrt((s2 - s * s / q) / (q - 1)); pairs[cellof[ka]]++ }
+    }
+    for (k in vals) { m = split(vals[k], xs, " "); s = 0; s2 = 0; for (r = 1; r <= m; r++) { s += xs[r]; s2 += xs[r] ^ 2 }; var[cellof[k]] += (s2 - s * s / m) / (m - 1); nv[cellof[k]]++ }
+    for (c in pairs) printf "  %-30s paired difference %.1f%%, unpaired %.1f%%\n", c, 100 * paired[c] / pairs[c], 100 * sqrt(2 * var[c] / nv[c])
+  }' "$work/order.txt"

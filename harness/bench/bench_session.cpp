@@ -31,9 +31,11 @@ std::string baseline_path(const BenchRequest& r) {
     return r.baseline_runner;
   }
   if (!std::filesystem::exists(r.db_path))
-    throw UserError(fmt::format("--baseline-build: {}: no database to look the build up in", r.db_path));
+    throw UserError(
+        fmt::format("--baseline-build: {}: no database to look the build up in", r.db_path));
   auto db = k3store::open_database(r.db_path, k3store::OpenMode::kReadOnly);
-  auto find = db->prepare("SELECT build_hash, binary_path FROM builds WHERE build_hash LIKE ?1 || '%'");
+  auto find =
+      db->prepare("SELECT build_hash, binary_path FROM builds WHERE build_hash LIKE ?1 || '%'");
   find.bind(1, r.baseline_build);
   std::vector<std::pair<std::string, std::string>> matches;
   while (find.step()) matches.emplace_back(find.text(0), find.text(1));
@@ -43,8 +45,10 @@ std::string baseline_path(const BenchRequest& r) {
   }
   const auto& [hash, path] = matches.front();
   if (!std::filesystem::exists(path) || sha256_file(path) != hash) {
-    throw UserError(fmt::format("--baseline-build {}: its binary {} is gone or was rebuilt (keep a copy: "
-                                "--baseline-runner PATH)", hash.substr(0, 12), path));
+    throw UserError(
+        fmt::format("--baseline-build {}: its binary {} is gone or was rebuilt (keep a copy: "
+                    "--baseline-runner PATH)",
+                    hash.substr(0, 12), path));
   }
   return path;
 }
@@ -76,25 +80,29 @@ k3store::BuildRecord build_from_runner(const k3targets::Target& target, const st
   return b;
 }
 
-BenchOutcome run_bench(const k3targets::Target& target, const std::string& root, const BenchRequest& request) {
+BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
+                       const BenchRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   BenchOutcome out;
   const Catalog catalog = Catalog::from_target(target);
   out.settings = request.settings;
   ProcessPlan plan = request.plan;
-  const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models", out.settings,
-                                                  plan, request.settings_given);
+  const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models",
+                                                  out.settings, plan, request.settings_given);
   out.rounds.min_processes = plan.processes > 0 ? plan.processes : defaults::kMinProcesses;
   // A process count without a CI target is a fixed count (the seed's `-P 3 -R 5`); only a target
   // CI, given or by default, makes it a minimum.
-  out.rounds.target_ci = plan.target_ci >= 0 ? plan.target_ci : plan.processes > 0 ? 0.0 : defaults::kTargetCi;
+  out.rounds.target_ci = plan.target_ci >= 0  ? plan.target_ci
+                         : plan.processes > 0 ? 0.0
+                                              : defaults::kTargetCi;
   // A fixed -P without a target CI means exactly P processes; an adaptive run goes up to the max.
   out.rounds.max_processes = plan.max_processes > 0 ? plan.max_processes
-                             : out.rounds.target_ci > 0 ? std::max(defaults::kMaxProcesses, out.rounds.min_processes)
-                                                        : out.rounds.min_processes;
+                             : out.rounds.target_ci > 0
+                                 ? std::max(defaults::kMaxProcesses, out.rounds.min_processes)
+                                 : out.rounds.min_processes;
   if (out.rounds.max_processes < out.rounds.min_processes) {
-    throw UserError(fmt::format("--max-processes {} is below --processes {}", out.rounds.max_processes,
-                                out.rounds.min_processes));
+    throw UserError(fmt::format("--max-processes {} is below --processes {}",
+                                out.rounds.max_processes, out.rounds.min_processes));
   }
   out.rounds.remeasure_disturbed = request.remeasure_disturbed;
 
@@ -111,8 +119,10 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   for (const auto& [t, label] : runners) {
     const std::string hash = sha256_file(t->runner_path());
     if (!out.builds.empty() && out.builds.front().build_hash == hash) {
-      throw UserError(fmt::format("--baseline-runner {} is the same binary as the runner under test "
-                                  "(sha256 {})", t->runner_path(), hash.substr(0, 12)));
+      throw UserError(
+          fmt::format("--baseline-runner {} is the same binary as the runner under test "
+                      "(sha256 {})",
+                      t->runner_path(), hash.substr(0, 12)));
     }
     if (!build_known(request.db_path, hash)) new_builds.push_back(build_from_runner(*t, hash));
     out.builds.push_back({t, hash, label});
@@ -131,7 +141,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   opt.stats.wide_ci_threshold = request.wide_ci;
   opt.command_line = request.command_line;
   out.report = run_sweep(*db, out.builds, cells, opt);
-  out.total_wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.total_wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }
 

@@ -15,11 +15,11 @@ namespace k3tune {
 
 struct BenchRequest {
   GridRequest grid;
-  MeasureSettings settings;                    // defaults, with command-line values applied
-  std::vector<std::string> settings_given;     // measurement keys given on the command line
-  ProcessPlan plan;                            // process counts from the command line
-  std::string baseline_runner;                 // a second runner binary measured A B A B
-  std::string baseline_build;                  // ... or a build hash from the database
+  MeasureSettings settings;                 // defaults, with command-line values applied
+  std::vector<std::string> settings_given;  // measurement keys given on the command line
+  ProcessPlan plan;                         // process counts from the command line
+  std::string baseline_runner;              // a second runner binary measured A B A B
+  std::string baseline_build;               // ... or a build hash from the database
   double timeout_s = 0;
   bool resume = false;
   bool remeasure_disturbed = true;
@@ -35,10 +35,11 @@ struct BenchOutcome {
   std::vector<std::unique_ptr<k3targets::Target>> baseline_targets;
   MeasureSettings settings;  // the sweep's defaults after the config file
   RoundsOptions rounds;
-  double total_wall_s = 0;   // the whole command, catalog query and database included
+  double total_wall_s = 0;  // the whole command, catalog query and database included
 };
 
-BenchOutcome run_bench(const k3targets::Target& target, const std::string& root, const BenchRequest& request);
+BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
+                       const BenchRequest& request);
 
 // A build row for a runner k3tune did not build itself, from what the runner reports about itself.
 k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash);

@@ -55,8 +55,9 @@ const OpSpec& Catalog::op(const std::string& name, const std::string& where) con
 nlohmann::json Catalog::normalise(const OpSpec& op, const std::map<std::string, std::string>& given,
                                   bool shape, const std::string& where) const {
   try {
-    return k3params::normalise(shape ? op.shape_keys : op.params, given,
-                               fmt::format("{} ({} of op {})", where, shape ? "shape" : "params", op.name));
+    return k3params::normalise(
+        shape ? op.shape_keys : op.params, given,
+        fmt::format("{} ({} of op {})", where, shape ? "shape" : "params", op.name));
   } catch (const k3params::ParamError& e) {
     throw UserError(e.what());
   }

@@ -41,6 +41,8 @@ class Catalog {
 // "k=v,k=v" -> map (UserError naming `where` on malformed items or duplicates).
 std::map<std::string, std::string> parse_kv(const std::string& text, const std::string& where);
 // Typed JSON object -> "k=v,k=v" for the runner command line.
-inline std::string to_kv(const nlohmann::json& object) { return k3params::to_kv(object); }
+inline std::string to_kv(const nlohmann::json& object) {
+  return k3params::to_kv(object);
+}
 
 }  // namespace k3tune

@@ -67,10 +67,12 @@ void read_measure_table(const std::string& file, const toml::table& doc, Measure
     if (name == "processes" || name == "max_processes") {
       auto x = v.value_exact<int64_t>();
       if (!x || *x < 1 || *x > 100000) toml_fail(file, v, key, "expected a positive integer");
-      if (!overridden) (name == "processes" ? plan.processes : plan.max_processes) = static_cast<int>(*x);
+      if (!overridden)
+        (name == "processes" ? plan.processes : plan.max_processes) = static_cast<int>(*x);
     } else if (name == "target_ci") {
       auto x = v.value<double>();
-      if (!x || *x < 0 || *x >= 1) toml_fail(file, v, key, "expected a fraction in [0, 1) (0: fixed count)");
+      if (!x || *x < 0 || *x >= 1)
+        toml_fail(file, v, key, "expected a fraction in [0, 1) (0: fixed count)");
       if (!overridden) plan.target_ci = *x;
     } else if (MeasureSettings::is_key(name)) {
       const std::string where = fmt::format("{}:{}", file, v.source().begin.line);
@@ -254,9 +256,10 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
             params[key] = value;
         };
         for (const auto& [key, value] : b.params) assign(key, value);
-        for (std::size_t i = 0; i < b.sweep.size(); ++i) assign(b.sweep[i].first, b.sweep[i].second[index[i]]);
-        cells.push_back({b.op, shape_json, catalog.normalise(op, params, false, b.where),
-                         cell_settings, role});
+        for (std::size_t i = 0; i < b.sweep.size(); ++i)
+          assign(b.sweep[i].first, b.sweep[i].second[index[i]]);
+        cells.push_back(
+            {b.op, shape_json, catalog.normalise(op, params, false, b.where), cell_settings, role});
         std::size_t i = b.sweep.size();
         while (i > 0 && ++index[i - 1] == b.sweep[i - 1].second.size()) index[--i] = 0;
         if (i == 0) break;

@@ -21,16 +21,17 @@ struct CellSpec;
 
 struct MeasureSettings {
   int repetitions = defaults::kRepetitions;
-  int warmup = 2;                // untimed calls before measuring (they also calibrate)
-  double min_time_s = defaults::kMinTimeS;  // per repetition (the call count is calibrated once per cell)
-  std::int64_t iterations = 0;   // fixed calls per repetition instead of min_time (0: automatic)
-  std::string check = "sample";  // the runner's accuracy check before timing
-  std::string path = "auto";     // kernel layer requested from the runner
-  double extra_work_ns = 0;      // calibrated extra work per call (selfcheck only)
-  std::string cpus = "auto";     // k3bench --cpus: auto | none | a CPU list
-  std::string pool_wait = "spin";   // k3bench --pool-wait
-  std::string huge_pages = "on";    // k3bench --huge-pages
-  std::string weight_load = "read";  // k3bench --weight-load
+  int warmup = 2;  // untimed calls before measuring (they also calibrate)
+  double min_time_s =
+      defaults::kMinTimeS;         // per repetition (the call count is calibrated once per cell)
+  std::int64_t iterations = 0;     // fixed calls per repetition instead of min_time (0: automatic)
+  std::string check = "sample";    // the runner's accuracy check before timing
+  std::string path = "auto";       // kernel layer requested from the runner
+  double extra_work_ns = 0;        // calibrated extra work per call (selfcheck only)
+  std::string cpus = "auto";       // k3bench --cpus: auto | none | a CPU list
+  std::string pool_wait = "spin";  // k3bench --pool-wait
+  std::string huge_pages = "on";   // k3bench --huge-pages
+  std::string weight_load = "mmap";  // k3bench --weight-load
 
   // The identity (every field; a cell key hashes it).
   nlohmann::json to_json() const;

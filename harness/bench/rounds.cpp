@@ -28,7 +28,8 @@ bool RoundPlanner::unit_satisfied(const UnitProgress& u) const {
   return options_.target_ci <= 0 || u.planned_total > 0;
 }
 
-std::pair<std::vector<double>, std::vector<double>> RoundPlanner::paired_means(std::size_t a, std::size_t b) const {
+std::pair<std::vector<double>, std::vector<double>> RoundPlanner::paired_means(
+    std::size_t a, std::size_t b) const {
   std::pair<std::vector<double>, std::vector<double>> out;
   const UnitProgress &ua = units_.at(a), &ub = units_.at(b);
   for (std::size_t i = 0, j = 0; i < ua.clean_rounds.size() && j < ub.clean_rounds.size();) {
@@ -55,7 +56,9 @@ int RoundPlanner::group_total(std::size_t group) const {
         units_[u].processes < options_.max_processes + (units_[u].remeasure_granted ? 1 : 0))
       return 0;  // the first stage is still running
   int total = m;
-  auto stage_one = [m](const std::vector<double>& x) { return std::vector<double>(x.begin(), x.begin() + std::min<std::size_t>(x.size(), m)); };
+  auto stage_one = [m](const std::vector<double>& x) {
+    return std::vector<double>(x.begin(), x.begin() + std::min<std::size_t>(x.size(), m));
+  };
   if (options_.paired && members.size() >= 2) {
     for (std::size_t i = 1; i < members.size(); ++i) {
       const auto [a, b] = paired_means(members[0], members[i]);
@@ -63,16 +66,18 @@ int RoundPlanner::group_total(std::size_t group) const {
       for (std::size_t r = 0; r < a.size(); ++r) log_ratio.push_back(std::log(b[r] / a[r]));
       const auto first = stage_one(log_ratio);
       if (first.size() < 2) return options_.max_processes;
-      total = std::max(total, k3stats::stein_total(k3stats::sample_stddev(first), static_cast<int>(first.size()),
-                                                   options_.target_ci, options_.confidence, options_.max_processes));
+      total = std::max(total, k3stats::stein_total(
+                                  k3stats::sample_stddev(first), static_cast<int>(first.size()),
+                                  options_.target_ci, options_.confidence, options_.max_processes));
     }
   } else {
     for (std::size_t u : members) {
       const auto first = stage_one(units_[u].clean_means);
       if (first.size() < 2) return options_.max_processes;
       const double rel_sd = k3stats::sample_stddev(first) / k3stats::mean(first);
-      total = std::max(total, k3stats::stein_total(rel_sd, static_cast<int>(first.size()), options_.target_ci,
-                                                   options_.confidence, options_.max_processes));
+      total = std::max(
+          total, k3stats::stein_total(rel_sd, static_cast<int>(first.size()), options_.target_ci,
+                                      options_.confidence, options_.max_processes));
     }
   }
   return total;

@@ -26,8 +26,8 @@ namespace k3tune {
 
 struct RoundsOptions {
   int min_processes = 3;
-  int max_processes = 3;    // == min_processes: fixed count
-  double target_ci = 0;     // relative CI half-width to reach; 0: no adaptive extension
+  int max_processes = 3;  // == min_processes: fixed count
+  double target_ci = 0;   // relative CI half-width to reach; 0: no adaptive extension
   double confidence = 0.95;
   bool remeasure_disturbed = true;  // false: disturbed processes count like the others
   bool paired = false;              // groups size N on the paired (per-round) spread, see above
@@ -38,9 +38,9 @@ struct UnitProgress {
   std::vector<int> clean_rounds;    // the round (process index) of each clean mean
   int disturbed = 0;                // successful but disturbed processes (kept, not counted)
   int processes = 0;                // processes run or adopted, all outcomes
-  int planned_total = 0;            // N of the two-stage procedure once the first stage is in (0: not yet)
-  bool remeasure_granted = false;   // the one extra process for a disturbed one was granted
-  std::string failure;              // non-empty: the unit failed and is not measured further
+  int planned_total = 0;  // N of the two-stage procedure once the first stage is in (0: not yet)
+  bool remeasure_granted = false;  // the one extra process for a disturbed one was granted
+  std::string failure;             // non-empty: the unit failed and is not measured further
   bool done = false;
   std::string stop_reason;  // "fixed count", "CI within target", "max processes", failure, ...
 };
@@ -65,7 +65,8 @@ class RoundPlanner {
 
   const UnitProgress& unit(std::size_t u) const { return units_[u]; }
   // The clean means of a and b from the rounds where both are clean, aligned round by round.
-  std::pair<std::vector<double>, std::vector<double>> paired_means(std::size_t a, std::size_t b) const;
+  std::pair<std::vector<double>, std::vector<double>> paired_means(std::size_t a,
+                                                                   std::size_t b) const;
   std::size_t units() const { return units_.size(); }
   const RoundsOptions& options() const { return options_; }
 

@@ -34,7 +34,8 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
       o.timing = j["timing"];
       o.warmup_s = o.timing.value("warmup_s", 0.0);
     }
-    if (j.contains("calibration")) o.iterations = j["calibration"].value("iterations", std::int64_t{0});
+    if (j.contains("calibration"))
+      o.iterations = j["calibration"].value("iterations", std::int64_t{0});
     if (o.iterations == 0 && !o.samples.empty()) o.iterations = o.samples.front().iterations;
   } catch (const nlohmann::json::exception& e) {
     o.reason = fmt::format("runner output is not a k3bench result: {}", e.what());
@@ -80,8 +81,9 @@ ProcessOutcome run_cell_process(const k3targets::Target& target, const CellSpec&
   return o;
 }
 
-ProcessOutcome RunnerExecutor::run(const SweepBuild& build, const CellSpec& cell, int /*process_index*/,
-                                   bool check_accuracy, std::int64_t iterations, double timeout_s) {
+ProcessOutcome RunnerExecutor::run(const SweepBuild& build, const CellSpec& cell,
+                                   int /*process_index*/, bool check_accuracy,
+                                   std::int64_t iterations, double timeout_s) {
   return run_cell_process(*build.target, cell, k3targets::ProcessOptions::with_timeout(timeout_s),
                           check_accuracy, iterations);
 }

@@ -62,7 +62,7 @@ class RunnerExecutor final : public ProcessExecutor {
 ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_repetitions);
 
 ProcessOutcome run_cell_process(const k3targets::Target& target, const CellSpec& cell,
-                                const k3targets::ProcessOptions& options, bool check_accuracy = true,
-                                std::int64_t iterations = 0);
+                                const k3targets::ProcessOptions& options,
+                                bool check_accuracy = true, std::int64_t iterations = 0);
 
 }  // namespace k3tune

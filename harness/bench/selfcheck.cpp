@@ -17,18 +17,21 @@ using Clock = std::chrono::steady_clock;
 // One trial of one cell: every configuration measured interleaved until the planner stops them
 // (one paired group: they stop together, like the two sides of a real comparison, and process r
 // of each ran in round r). Returns the planner, which holds the counted means and their rounds.
-RoundPlanner measure_trial(ProcessExecutor& executor, const SweepBuild& build, const std::vector<CellSpec>& configs,
-                           const SelfcheckOptions& opt, std::int64_t iterations, CellSelfcheck& stats) {
+RoundPlanner measure_trial(ProcessExecutor& executor, const SweepBuild& build,
+                           const std::vector<CellSpec>& configs, const SelfcheckOptions& opt,
+                           std::int64_t iterations, CellSelfcheck& stats) {
   RoundsOptions rounds = opt.rounds;
   rounds.paired = true;
   RoundPlanner planner(std::vector<std::size_t>(configs.size(), 0), rounds);
   for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
     for (std::size_t u : round) {
       if (planner.unit(u).done) continue;  // the group finished earlier in this round
-      const ProcessOutcome o =
-          executor.run(build, configs[u], planner.unit(u).processes, false, iterations, opt.timeout_s);
+      const ProcessOutcome o = executor.run(build, configs[u], planner.unit(u).processes, false,
+                                            iterations, opt.timeout_s);
       ++stats.processes;
-      if (!o.ok) throw UserError(fmt::format("selfcheck: {}: runner failed: {}", configs[u].label(), o.reason));
+      if (!o.ok)
+        throw UserError(
+            fmt::format("selfcheck: {}: runner failed: {}", configs[u].label(), o.reason));
       planner.record_ok(u, o.mean_ns(), o.disturbed);
     }
   }
@@ -42,7 +45,8 @@ RoundPlanner measure_trial(ProcessExecutor& executor, const SweepBuild& build, c
 // The A/B verdict of the protocol on interleaved data: the paired test on per-round log ratios.
 // With a target CI the counts came from Stein's two-stage procedure: the test takes its spread
 // from the first stage (exact false-positive rate).
-k3stats::Comparison verdict(const RoundPlanner& p, std::size_t a, std::size_t b, const k3stats::CompareOptions& opt) {
+k3stats::Comparison verdict(const RoundPlanner& p, std::size_t a, std::size_t b,
+                            const k3stats::CompareOptions& opt) {
   const auto [x, y] = p.paired_means(a, b);
   if (x.size() < 2) return {};
   const int first_stage = p.options().target_ci > 0 ? p.options().min_processes : 0;
@@ -56,7 +60,8 @@ double quantile_abs(std::vector<double> x, double q) {
 
 }  // namespace
 
-SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& opt,
+SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build,
+                              const SelfcheckOptions& opt,
                               const std::function<void(int, int, const std::string&)>& progress) {
   if (opt.cells.empty()) throw std::invalid_argument("run_selfcheck: no cells");
   const auto start = Clock::now();
@@ -65,19 +70,23 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   // the calls per repetition every trial then uses.
   std::vector<std::vector<CellSpec>> configs(opt.cells.size());
   std::vector<int> fp(opt.cells.size(), 0);
-  std::vector<std::vector<int>> detected(opt.cells.size(), std::vector<int>(opt.slowdowns.size(), 0));
+  std::vector<std::vector<int>> detected(opt.cells.size(),
+                                         std::vector<int>(opt.slowdowns.size(), 0));
   std::vector<std::vector<double>> mdes(opt.cells.size());
-  std::vector<std::vector<std::vector<double>>> measured(opt.cells.size(),
-                                                         std::vector<std::vector<double>>(opt.slowdowns.size()));
+  std::vector<std::vector<std::vector<double>>> measured(
+      opt.cells.size(), std::vector<std::vector<double>>(opt.slowdowns.size()));
   for (std::size_t c = 0; c < opt.cells.size(); ++c) {
     CellSelfcheck cs;
     cs.cell = opt.cells[c];
     const ProcessOutcome base = executor.run(build, cs.cell, 0, true, 0, opt.timeout_s);
-    if (!base.ok) throw UserError(fmt::format("selfcheck: {}: runner failed: {}", cs.cell.label(), base.reason));
+    if (!base.ok)
+      throw UserError(
+          fmt::format("selfcheck: {}: runner failed: {}", cs.cell.label(), base.reason));
     cs.base_ns = base.mean_ns();
-    cs.cpu_model = base.runner.is_object()
-                       ? base.runner.value("/environment/cpu_model"_json_pointer, std::string("unknown"))
-                       : "unknown";
+    cs.cpu_model =
+        base.runner.is_object()
+            ? base.runner.value("/environment/cpu_model"_json_pointer, std::string("unknown"))
+            : "unknown";
     cs.iterations = base.iterations;
     cs.processes = 1;
     configs[c] = {cs.cell, cs.cell};
@@ -101,7 +110,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
       if (progress) progress(trial, opt.trials, opt.cells[c].label());
       CellSelfcheck& cs = result.cells[c];
-      const RoundPlanner trial_data = measure_trial(executor, build, configs[c], opt, cs.iterations, cs);
+      const RoundPlanner trial_data =
+          measure_trial(executor, build, configs[c], opt, cs.iterations, cs);
       const auto aa = verdict(trial_data, 0, 1, opt.compare);
       fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
       cs.aa_differences.push_back(aa.rel_diff);
@@ -133,7 +143,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     fp_all += fp[c];
     trials_all += cs.trials;
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
-    result.minimum_detectable_effect = std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
+    result.minimum_detectable_effect =
+        std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
     result.processes += cs.processes;
   }
   result.false_positives = k3stats::clopper_pearson(fp_all, trials_all);

@@ -1,10 +1,11 @@
 // `k3tune selfcheck stats`: what the measurement protocol can see on a target, measured rather than
 // assumed. Each trial measures, per representative cell, five configurations interleaved with the
-// default (adaptive) process budget: A, A' (the same), and A with +3%, +5% and +10% calibrated extra
-// work per call. The A/B test's verdict on A vs A' is a false positive when it calls a change; on
-// A vs A+x it is a detection when it calls B slower. Rates come with exact binomial intervals; the
-// noise floor is the spread of the relative A-vs-A difference at that budget, and the minimum
-// detectable effect is the median over trials of the A-vs-A comparison's MDE at power 0.8.
+// default (adaptive) process budget: A, A' (the same), and A with +3%, +5% and +10% calibrated
+// extra work per call. The A/B test's verdict on A vs A' is a false positive when it calls a
+// change; on A vs A+x it is a detection when it calls B slower. Rates come with exact binomial
+// intervals; the noise floor is the spread of the relative A-vs-A difference at that budget, and
+// the minimum detectable effect is the median over trials of the A-vs-A comparison's MDE at power
+// 0.8.
 #pragma once
 
 #include <functional>
@@ -30,15 +31,15 @@ struct SelfcheckOptions {
 };
 
 struct Detection {
-  double injected = 0;        // relative slowdown added
-  double extra_work_ns = 0;   // per call, on this cell
-  k3stats::Proportion rate;   // trials whose verdict was "B slower"
-  double measured_mean = 0;   // mean measured relative difference
+  double injected = 0;       // relative slowdown added
+  double extra_work_ns = 0;  // per call, on this cell
+  k3stats::Proportion rate;  // trials whose verdict was "B slower"
+  double measured_mean = 0;  // mean measured relative difference
 };
 
 struct CellSelfcheck {
   CellSpec cell;
-  double base_ns = 0;  // per call, from the calibration process
+  double base_ns = 0;     // per call, from the calibration process
   std::string cpu_model;  // as the runner reported it (noise floors are kept per target and CPU)
   std::int64_t iterations = 0;
   int trials = 0;
@@ -57,16 +58,17 @@ struct SelfcheckResult {
   std::vector<CellSelfcheck> cells;
   int trials = 0;  // completed on every cell
   bool cut_by_time_budget = false;
-  k3stats::Proportion false_positives;        // pooled over cells
-  std::vector<Detection> detections;          // pooled over cells
-  double noise_floor = 0;                     // the largest of the cells'
-  double minimum_detectable_effect = 0;       // the largest of the cells'
+  k3stats::Proportion false_positives;   // pooled over cells
+  std::vector<Detection> detections;     // pooled over cells
+  double noise_floor = 0;                // the largest of the cells'
+  double minimum_detectable_effect = 0;  // the largest of the cells'
   int processes = 0;
   double wall_s = 0;
 };
 
 // progress(done trials, total trials, note)
-SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& options,
-                              const std::function<void(int, int, const std::string&)>& progress = {});
+SelfcheckResult run_selfcheck(
+    ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& options,
+    const std::function<void(int, int, const std::string&)>& progress = {});
 
 }  // namespace k3tune

@@ -67,7 +67,8 @@ std::string new_uuid() {
   return s;
 }
 
-std::string cell_key(const k3targets::Target& target, const CellSpec& cell, const std::string& build_hash) {
+std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
+                     const std::string& build_hash) {
   const auto& tc = target.config();
   const nlohmann::json identity = {
       {"target", {{"name", tc.name}, {"kind", tc.kind}, {"vlen", tc.kind == "qemu" ? tc.vlen : 0}}},
@@ -102,7 +103,8 @@ k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& pe
   return a;
 }
 
-std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a, const CellOutcome& b) {
+std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a,
+                                                                 const CellOutcome& b) {
   std::pair<std::vector<double>, std::vector<double>> out;
   for (std::size_t i = 0; i < a.process_rounds.size(); ++i) {
     for (std::size_t j = 0; j < b.process_rounds.size(); ++j) {
@@ -165,8 +167,9 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
 
   {
     nlohmann::json builds_json = nlohmann::json::array();
-    for (const auto& b : builds) builds_json.push_back({{"build_hash", b.build_hash}, {"label", b.label},
-                                                        {"target", b.target->name()}});
+    for (const auto& b : builds)
+      builds_json.push_back(
+          {{"build_hash", b.build_hash}, {"label", b.label}, {"target", b.target->name()}});
     const nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
                                      {"max_processes", opt.rounds.max_processes},
                                      {"target_ci", opt.rounds.target_ci},
@@ -174,13 +177,14 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
                                      {"builds", builds_json}};
     const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
     k3store::Transaction tx(db);
-    k3store::insert_run(db, {report.run_uuid, opt.command_line, builds.back().target->name(),
-                             builds.back().build_hash, hostname(), order.dump(), opt.rounds.min_processes,
-                             first.repetitions, first.warmup, settings.dump()});
+    k3store::insert_run(
+        db, {report.run_uuid, opt.command_line, builds.back().target->name(),
+             builds.back().build_hash, hostname(), order.dump(), opt.rounds.min_processes,
+             first.repetitions, first.warmup, settings.dump()});
     for (const auto& c : report.cells) {
-      k3store::insert_cell(db, {c.cell_key, builds[c.build].target->name(), c.spec.op, c.spec.shape.dump(),
-                                c.spec.params.dump(), builds[c.build].build_hash,
-                                c.spec.settings.to_json().dump()});
+      k3store::insert_cell(
+          db, {c.cell_key, builds[c.build].target->name(), c.spec.op, c.spec.shape.dump(),
+               c.spec.params.dump(), builds[c.build].build_hash, c.spec.settings.to_json().dump()});
     }
     for (const auto& r : interrupted) k3store::mark_interrupted(db, r);
     tx.commit();
@@ -219,7 +223,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
     c.aggregate.stop_reason = planner.unit(u).stop_reason;
     c.aggregate.run_uuid = report.run_uuid;
     c.aggregate.cell_key = c.cell_key;
-    c.aggregate.source_runs_json = nlohmann::json(std::vector<std::string>(runs.begin(), runs.end())).dump();
+    c.aggregate.source_runs_json =
+        nlohmann::json(std::vector<std::string>(runs.begin(), runs.end())).dump();
     k3store::Transaction tx(db);
     k3store::insert_aggregate(db, c.aggregate);
     tx.commit();
@@ -228,7 +233,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
   };
   auto write_finished = [&]() {
     for (std::size_t u = 0; u < units.size(); ++u)
-      if (planner.unit(u).done && !units[u].aggregated && report.cells[u].skipped.empty()) write_aggregate(u);
+      if (planner.unit(u).done && !units[u].aggregated && report.cells[u].skipped.empty())
+        write_aggregate(u);
   };
   write_finished();  // units whose adopted processes already complete them
 
@@ -244,7 +250,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
       const int process_index = planner.unit(u).processes;
       progress.set_total(step + planner.processes_left_at_least());
       progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
-                                        build.label.empty() ? "" : " [" + build.label + "]", process_index + 1));
+                                        build.label.empty() ? "" : " [" + build.label + "]",
+                                        process_index + 1));
       const double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
       const bool kill_now = kill_after && report.processes_run == *kill_after;
       ProcessOutcome o;
@@ -265,9 +272,20 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         report.check_s += o.timing.value("check_s", 0.0);
         report.runner_setup_s += o.timing.value("setup_s", 0.0);
       }
-      k3store::ProcessRecord record{report.run_uuid, c.cell_key, process_index, step - 1, o.ok, o.exit_code,
-                                    o.reason, o.path, o.ok ? o.runner.dump() : "", o.wall_ns, o.kernel_ns,
-                                    o.disturbed, o.timing.is_null() ? "" : o.timing.dump(), o.samples};
+      k3store::ProcessRecord record{report.run_uuid,
+                                    c.cell_key,
+                                    process_index,
+                                    step - 1,
+                                    o.ok,
+                                    o.exit_code,
+                                    o.reason,
+                                    o.path,
+                                    o.ok ? o.runner.dump() : "",
+                                    o.wall_ns,
+                                    o.kernel_ns,
+                                    o.disturbed,
+                                    o.timing.is_null() ? "" : o.timing.dump(),
+                                    o.samples};
       k3store::insert_process(db, record);
       if (o.ok) {
         unit.refs.push_back({report.run_uuid, process_index});
@@ -276,17 +294,19 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         if (o.disturbed) {
           ++report.processes_disturbed;
           std::set<std::string> seen;
-          for (const auto& sample : o.samples) seen.insert(sample.flags.begin(), sample.flags.end());
-          progress.note(fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(), process_index,
-                                    fmt::join(seen, ", "),
-                                    opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
+          for (const auto& sample : o.samples)
+            seen.insert(sample.flags.begin(), sample.flags.end());
+          progress.note(
+              fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
+                          process_index, fmt::join(seen, ", "),
+                          opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
         }
         planner.record_ok(u, o.mean_ns(), o.disturbed);
       } else {
         ++report.processes_failed;
         unit.failure = o.reason;
-        progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(), to_kv(c.spec.params),
-                                  process_index, o.reason));
+        progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
+                                  to_kv(c.spec.params), process_index, o.reason));
         planner.record_failure(u, o.reason);
       }
       write_finished();

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "grid.h"
-#include "rounds.h"
 #include "results.h"
+#include "rounds.h"
 #include "runner_process.h"
 #include "sqlite.h"
 #include "stats.h"
@@ -49,11 +49,11 @@ struct SweepReport {
   std::string run_uuid;
   std::vector<CellOutcome> cells;  // cells x builds, cell-major
   int processes_run = 0, processes_failed = 0, processes_disturbed = 0;
-  double wall_s = 0;        // sweep wall time (runner processes + k3tune's own work)
-  double child_wall_s = 0;  // sum of runner process wall times
-  double kernel_s = 0;      // sum of measured kernel time (repetitions x calls)
-  double warmup_s = 0;      // warm-up and calibration calls
-  double check_s = 0;       // accuracy checks (first process of each cell)
+  double wall_s = 0;          // sweep wall time (runner processes + k3tune's own work)
+  double child_wall_s = 0;    // sum of runner process wall times
+  double kernel_s = 0;        // sum of measured kernel time (repetitions x calls)
+  double warmup_s = 0;        // warm-up and calibration calls
+  double check_s = 0;         // accuracy checks (first process of each cell)
   double runner_setup_s = 0;  // runner start-up to the first call: inputs, packing, copies
   int failed_cells() const;
 };
@@ -64,7 +64,8 @@ std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
 
 // The means of two cells of one group (a baseline and a candidate) from the rounds both counted,
 // aligned round by round: the input of the paired A/B test.
-std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a, const CellOutcome& b);
+std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a,
+                                                                 const CellOutcome& b);
 
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& options);

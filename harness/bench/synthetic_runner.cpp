@@ -4,14 +4,15 @@
 
 namespace k3tune {
 
-ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, int, bool, std::int64_t iterations,
-                                      double) {
+ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, int, bool,
+                                      std::int64_t iterations, double) {
   ++processes_;
   std::normal_distribution<double> between(0.0, model_.between), within(0.0, model_.within);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
   // AR(1) with stationary sd `drift`: x' = rho x + sqrt(1 - rho^2) * drift * e.
   const double rho = model_.drift_correlation;
-  drift_state_ = rho * drift_state_ + std::sqrt(1 - rho * rho) * model_.drift * std::normal_distribution<double>()(rng_);
+  drift_state_ = rho * drift_state_ +
+                 std::sqrt(1 - rho * rho) * model_.drift * std::normal_distribution<double>()(rng_);
   const double level =
       (model_.base_ns + cell.settings.extra_work_ns) * std::exp(between(rng_) + drift_state_);
   const bool disturbed = unit(rng_) < model_.disturbed_probability;

@@ -15,7 +15,8 @@ namespace k3tune {
 namespace {
 
 // Parameter keys (and measurement settings) whose values differ among cells: worth a column.
-std::string varying(const std::vector<CellOutcome>& cells, const CellOutcome& c, const MeasureSettings& base) {
+std::string varying(const std::vector<CellOutcome>& cells, const CellOutcome& c,
+                    const MeasureSettings& base) {
   std::vector<std::string> keys;
   for (const auto& [k, v] : cells.front().spec.params.items()) {
     for (const auto& o : cells) {
@@ -26,31 +27,34 @@ std::string varying(const std::vector<CellOutcome>& cells, const CellOutcome& c,
     }
   }
   std::string out;
-  for (const auto& k : keys) out += (out.empty() ? "" : ",") + k + "=" + k3params::value_text(c.spec.params[k]);
+  for (const auto& k : keys)
+    out += (out.empty() ? "" : ",") + k + "=" + k3params::value_text(c.spec.params[k]);
   const std::string diff = c.spec.settings_diff(base);
   if (!diff.empty()) out += (out.empty() ? "" : ",") + diff;
   return out;
 }
 
-std::string pct(const std::optional<double>& v) { return v ? fmt::format("{:.2f}%", *v * 100) : "-"; }
+std::string pct(const std::optional<double>& v) {
+  return v ? fmt::format("{:.2f}%", *v * 100) : "-";
+}
 
 void print_cells(const BenchOutcome& b, double wide_ci) {
   const SweepReport& r = b.report;
-  fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  {}\n", "cell", "params", "P", "mean us",
-             "CI95 +-", "CV", "median us", "out", "notes");
+  fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  {}\n", "cell", "params", "P",
+             "mean us", "CI95 +-", "CV", "median us", "out", "notes");
   for (const auto& c : r.cells) {
     std::string params = varying(r.cells, c, b.settings);
     const std::string& label = b.builds[c.build].label;
     if (!label.empty()) params += (params.empty() ? "" : ",") + label;
     const auto& a = c.aggregate;
     if (!c.skipped.empty()) {
-      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  skipped: {}\n", c.spec.label(), params, "-",
-                 "-", "-", "-", "-", "-", c.skipped);
+      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  skipped: {}\n",
+                 c.spec.label(), params, "-", "-", "-", "-", "-", "-", c.skipped);
       continue;
     }
     if (!c.has_aggregate || !a.ok) {
-      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  FAILED: {}\n", c.spec.label(), params, "-",
-                 "-", "-", "-", "-", "-", a.reason);
+      fmt::print("{:<46} {:<20} {:>5} {:>11} {:>8} {:>7} {:>11} {:>3}  FAILED: {}\n",
+                 c.spec.label(), params, "-", "-", "-", "-", "-", "-", a.reason);
       continue;
     }
     std::string notes;
@@ -58,8 +62,9 @@ void print_cells(const BenchOutcome& b, double wide_ci) {
     if (a.stop_reason.starts_with("max")) notes += "max processes reached ";
     if (c.disturbed > 0) notes += fmt::format("{} disturbed process(es) re-measured ", c.disturbed);
     if (c.adopted > 0) notes += fmt::format("resumed ({} earlier processes) ", c.adopted);
-    fmt::print("{:<46} {:<20} {:>5} {:>11.3f} {:>8} {:>7} {:>11.3f} {:>3}  {}\n", c.spec.label(), params, a.processes,
-               *a.mean_ns / 1e3, pct(a.ci_rel_half_width), pct(a.cv_between), *a.median_ns / 1e3, a.outliers, notes);
+    fmt::print("{:<46} {:<20} {:>5} {:>11.3f} {:>8} {:>7} {:>11.3f} {:>3}  {}\n", c.spec.label(),
+               params, a.processes, *a.mean_ns / 1e3, pct(a.ci_rel_half_width), pct(a.cv_between),
+               *a.median_ns / 1e3, a.outliers, notes);
   }
 }
 
@@ -72,9 +77,11 @@ nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
   k3stats::CompareOptions opt;
   opt.min_effect = defaults::kMinEffect;
   if (print) {
-    fmt::print("\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}, minimum effect {:.0f}%)\n",
-               b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), opt.alpha,
-               opt.min_effect * 100);
+    fmt::print(
+        "\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}, minimum effect "
+        "{:.0f}%)\n",
+        b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), opt.alpha,
+        opt.min_effect * 100);
   }
   const auto& cells = b.report.cells;
   for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
@@ -82,18 +89,26 @@ nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
     const auto& c = cells[i + 1];
     const auto [pa, pc] = paired_means(a, c);
     if (pa.size() < 2) continue;
-    const auto cmp = k3stats::compare_paired_rounds(pa, pc, opt, b.rounds.target_ci > 0 ? b.rounds.min_processes : 0);
+    const auto cmp = k3stats::compare_paired_rounds(
+        pa, pc, opt, b.rounds.target_ci > 0 ? b.rounds.min_processes : 0);
     const std::string verdict =
         cmp.verdict == k3stats::Comparison::Verdict::kNoDifference
             ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(cmp.mde, opt.min_effect))
-            : cmp.verdict == k3stats::Comparison::Verdict::kBSlower ? "SLOWER" : "faster";
-    rows.push_back({{"cell", a.spec.label()}, {"settings", a.spec.settings_diff(b.settings)},
-                    {"baseline_mean_ns", cmp.mean_a}, {"candidate_mean_ns", cmp.mean_b}, {"rel_diff", cmp.rel_diff},
-                    {"p_value", cmp.p_value}, {"minimum_detectable_effect", cmp.mde}, {"pairs", pa.size()},
-                    {"verdict", k3stats::to_string(cmp.verdict)}, {"verdict_text", verdict}});
+        : cmp.verdict == k3stats::Comparison::Verdict::kBSlower ? "SLOWER"
+                                                                : "faster";
+    rows.push_back({{"cell", a.spec.label()},
+                    {"settings", a.spec.settings_diff(b.settings)},
+                    {"baseline_mean_ns", cmp.mean_a},
+                    {"candidate_mean_ns", cmp.mean_b},
+                    {"rel_diff", cmp.rel_diff},
+                    {"p_value", cmp.p_value},
+                    {"minimum_detectable_effect", cmp.mde},
+                    {"pairs", pa.size()},
+                    {"verdict", k3stats::to_string(cmp.verdict)},
+                    {"verdict_text", verdict}});
     if (print) {
-      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", a.spec.label(), cmp.mean_a / 1e3,
-                 cmp.mean_b / 1e3, 100 * cmp.rel_diff, cmp.p_value, verdict);
+      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", a.spec.label(),
+                 cmp.mean_a / 1e3, cmp.mean_b / 1e3, 100 * cmp.rel_diff, cmp.p_value, verdict);
     }
   }
   return rows;
@@ -120,11 +135,15 @@ nlohmann::json report_json(const BenchOutcome& b) {
   const SweepReport& r = b.report;
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
-    nlohmann::json j = {{"op", c.spec.op},           {"shape", c.spec.shape},
-                        {"params", c.spec.params},   {"measure", c.spec.settings.to_json()},
-                        {"role", c.spec.role},       {"build", b.builds[c.build].build_hash},
+    nlohmann::json j = {{"op", c.spec.op},
+                        {"shape", c.spec.shape},
+                        {"params", c.spec.params},
+                        {"measure", c.spec.settings.to_json()},
+                        {"role", c.spec.role},
+                        {"build", b.builds[c.build].build_hash},
                         {"build_label", b.builds[c.build].label},
-                        {"cell_key", c.cell_key},    {"adopted_processes", c.adopted},
+                        {"cell_key", c.cell_key},
+                        {"adopted_processes", c.adopted},
                         {"disturbed_processes", c.disturbed}};
     if (!c.skipped.empty()) {
       j["status"] = "skipped";
@@ -133,7 +152,9 @@ nlohmann::json report_json(const BenchOutcome& b) {
       const auto& a = c.aggregate;
       j["status"] = a.ok ? "ok" : "failed";
       if (!a.ok) j["reason"] = a.reason;
-      auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+      auto opt = [](const std::optional<double>& v) {
+        return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+      };
       j["processes"] = a.processes;
       j["samples"] = a.samples;
       j["stop_reason"] = a.stop_reason;
@@ -152,15 +173,18 @@ nlohmann::json report_json(const BenchOutcome& b) {
     cells.push_back(j);
   }
   nlohmann::json builds = nlohmann::json::array();
-  for (const auto& bd : b.builds) builds.push_back({{"build_hash", bd.build_hash}, {"label", bd.label},
-                                                   {"runner", bd.target->runner_path()}});
+  for (const auto& bd : b.builds)
+    builds.push_back(
+        {{"build_hash", bd.build_hash}, {"label", bd.label}, {"runner", bd.target->runner_path()}});
   return {{"run_uuid", r.run_uuid},
           {"target", b.builds.back().target->name()},
           {"build_hash", b.builds.back().build_hash},
           {"builds", builds},
           {"measure", b.settings.to_json()},
-          {"processes", {{"min", b.rounds.min_processes}, {"max", b.rounds.max_processes},
-                         {"target_ci", b.rounds.target_ci}}},
+          {"processes",
+           {{"min", b.rounds.min_processes},
+            {"max", b.rounds.max_processes},
+            {"target_ci", b.rounds.target_ci}}},
           {"cells", cells},
           {"comparisons", ab_verdicts(b, false)},
           {"failed_cells", r.failed_cells()},
@@ -170,16 +194,19 @@ nlohmann::json report_json(const BenchOutcome& b) {
 void print_overhead(const BenchOutcome& b, const std::string& db_path) {
   const SweepReport& r = b.report;
   const auto o = overhead_json(b);
-  fmt::print("run {} on {}: {} cells, {} runner processes ({} failed, {} disturbed), database {}\n", r.run_uuid,
-             b.builds.back().target->name(), r.cells.size(), r.processes_run, r.processes_failed,
-             r.processes_disturbed, db_path);
-  fmt::print("wall {:.2f} s = kernel {:.2f} s ({:.1f}%) + warm-up {:.2f} s ({:.1f}%) + overhead {:.2f} s ({:.1f}%: "
-             "runner set-up {:.2f} s, accuracy check {:.2f} s, start/exit/transfer {:.2f} s, k3tune {:.2f} s)\n",
-             o["total_wall_s"].get<double>(), r.kernel_s, 100 * o["kernel_fraction"].get<double>(), r.warmup_s,
-             100 * o["warmup_fraction"].get<double>(), o["overhead_s"].get<double>(),
-             100 * o["overhead_fraction"].get<double>(), r.runner_setup_s, r.check_s,
-             std::max(0.0, r.child_wall_s - r.kernel_s - r.warmup_s - r.runner_setup_s - r.check_s),
-             o["k3tune_s"].get<double>());
+  fmt::print("run {} on {}: {} cells, {} runner processes ({} failed, {} disturbed), database {}\n",
+             r.run_uuid, b.builds.back().target->name(), r.cells.size(), r.processes_run,
+             r.processes_failed, r.processes_disturbed, db_path);
+  fmt::print(
+      "wall {:.2f} s = kernel {:.2f} s ({:.1f}%) + warm-up {:.2f} s ({:.1f}%) + overhead {:.2f} s "
+      "({:.1f}%: "
+      "runner set-up {:.2f} s, accuracy check {:.2f} s, start/exit/transfer {:.2f} s, k3tune "
+      "{:.2f} s)\n",
+      o["total_wall_s"].get<double>(), r.kernel_s, 100 * o["kernel_fraction"].get<double>(),
+      r.warmup_s, 100 * o["warmup_fraction"].get<double>(), o["overhead_s"].get<double>(),
+      100 * o["overhead_fraction"].get<double>(), r.runner_setup_s, r.check_s,
+      std::max(0.0, r.child_wall_s - r.kernel_s - r.warmup_s - r.runner_setup_s - r.check_s),
+      o["k3tune_s"].get<double>());
 }
 
 }  // namespace
@@ -191,31 +218,40 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   };
   auto a = std::make_shared<Args>();
   BenchRequest& rq = a->request;
-  auto* cmd = app.add_subcommand("bench", "measure ops x shapes x parameter grids on a target into the database");
-  cmd->add_option("--target", a->target, "target name from the targets file")->capture_default_str();
+  auto* cmd = app.add_subcommand(
+      "bench", "measure ops x shapes x parameter grids on a target into the database");
+  cmd->add_option("--target", a->target, "target name from the targets file")
+      ->capture_default_str();
   cmd->add_option("--op", rq.grid.ops, "op (repeatable); with --model: only these ops");
   cmd->add_option("--shape", rq.grid.shapes, "shape k=v,... (repeatable)");
-  cmd->add_option("--params", rq.grid.params, "fixed parameters k=v,... (op parameters or measurement settings)");
-  cmd->add_option("--grid", rq.grid.grid,
-                  "swept key=v1,v2,... (repeatable; cartesian product); op parameters or measurement settings "
-                  "such as path, huge_pages, cpus, pool_wait, warmup");
-  cmd->add_option("--config", rq.grid.config, "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
+  cmd->add_option("--params", rq.grid.params,
+                  "fixed parameters k=v,... (op parameters or measurement settings)");
+  cmd->add_option(
+      "--grid", rq.grid.grid,
+      "swept key=v1,v2,... (repeatable; cartesian product); op parameters or measurement settings "
+      "such as path, huge_pages, cpus, pool_wait, warmup");
+  cmd->add_option("--config", rq.grid.config,
+                  "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
   cmd->add_option("--model", rq.grid.model, "all shapes of configs/models/NAME.toml");
-  cmd->add_option("-P,--processes", rq.plan.processes,
-                  fmt::format("runner processes per cell at least (default {})", defaults::kMinProcesses))
+  cmd->add_option(
+         "-P,--processes", rq.plan.processes,
+         fmt::format("runner processes per cell at least (default {})", defaults::kMinProcesses))
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-processes", rq.plan.max_processes,
                   fmt::format("adaptive ceiling per cell (default {} with --target-ci, else = -P)",
                               defaults::kMaxProcesses))
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--target-ci", rq.plan.target_ci,
-                  fmt::format("add interleaved rounds until the 95% CI half-width is below this fraction of the mean "
+                  fmt::format("add interleaved rounds until the 95% CI half-width is below this "
+                              "fraction of the mean "
                               "(default {}; 0: exactly -P processes)",
                               defaults::kTargetCi))
       ->check(CLI::Range(0.0, 0.99));
-  cmd->add_option("--baseline-runner", rq.baseline_runner,
-                  "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
-  cmd->add_option("--baseline-build", rq.baseline_build, "the same, by build hash (prefix) from the database");
+  cmd->add_option(
+      "--baseline-runner", rq.baseline_runner,
+      "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
+  cmd->add_option("--baseline-build", rq.baseline_build,
+                  "the same, by build hash (prefix) from the database");
   // Measurement settings given on the command line win over a config's [measure] table.
   struct SettingOption {
     const char* flag;
@@ -226,7 +262,8 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       {"-R,--reps", "repetitions", "measured repetitions per process (default 5)"},
       {"--warmup", "warmup", "untimed calls before measuring (default 2; they also calibrate)"},
       {"--min-time", "min_time_s", "seconds per repetition (default 0.05)"},
-      {"--iterations", "iterations", "fixed calls per repetition (default 0: calibrated once per cell)"},
+      {"--iterations", "iterations",
+       "fixed calls per repetition (default 0: calibrated once per cell)"},
       {"--path", "path", "kernel layer: auto|generic|rvv|ime2"},
       {"--check", "check", "runner accuracy check: sample|full|none"},
       {"--cpus", "cpus", "runner thread placement: auto|none|LIST"},
@@ -236,11 +273,14 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   };
   auto values = std::make_shared<std::map<std::string, std::string>>();
   for (const auto& s : kSettings) cmd->add_option(s.flag, (*values)[s.key], s.help);
-  cmd->add_option("--timeout", rq.timeout_s, "seconds per runner process (default: the target's timeout_s)");
-  cmd->add_flag("--resume", rq.resume, "skip cells already measured for this build, target and parameters");
+  cmd->add_option("--timeout", rq.timeout_s,
+                  "seconds per runner process (default: the target's timeout_s)");
+  cmd->add_flag("--resume", rq.resume,
+                "skip cells already measured for this build, target and parameters");
   cmd->add_flag("!--no-remeasure", rq.remeasure_disturbed,
                 "keep disturbed processes as they are instead of measuring the cell once more");
-  cmd->add_option("--wide-ci", rq.wide_ci, "warn when the 95% CI half-width exceeds this fraction of the mean")
+  cmd->add_option("--wide-ci", rq.wide_ci,
+                  "warn when the 95% CI half-width exceeds this fraction of the mean")
       ->capture_default_str();
   cmd->callback([&ctx, a, cmd, values] {
     BenchRequest r = a->request;

@@ -99,8 +99,11 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
     const auto [target, cpu] = run_machine(*db, run_b);
     if (!args->ignore_noise_floor) {
       if (auto floor = k3store::latest_noise_floor(*db, target, cpu)) {
-        floor_json = {{"target", floor->target}, {"cpu_model", floor->cpu_model}, {"noise_floor", floor->noise_floor},
-                      {"measured_at", floor->measured_at}, {"op", floor->op}};
+        floor_json = {{"target", floor->target},
+                      {"cpu_model", floor->cpu_model},
+                      {"noise_floor", floor->noise_floor},
+                      {"measured_at", floor->measured_at},
+                      {"op", floor->op}};
         opt.min_effect = std::max(opt.min_effect, floor->noise_floor);
       }
     }
@@ -108,11 +111,14 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
     if (!ctx.json) {
       fmt::print("A = {}\nB = {}\n", run_a, run_b);
       if (!floor_json.is_null()) {
-        fmt::print("noise floor of {} on {}: {:.2f}% (selfcheck {}); differences below {:.2f}% are never called\n",
-                   target, cpu, 100 * floor_json["noise_floor"].get<double>(),
-                   floor_json["measured_at"].get<std::string>(), 100 * opt.min_effect);
+        fmt::print(
+            "noise floor of {} on {}: {:.2f}% (selfcheck {}); differences below {:.2f}% are never "
+            "called\n",
+            target, cpu, 100 * floor_json["noise_floor"].get<double>(),
+            floor_json["measured_at"].get<std::string>(), 100 * opt.min_effect);
       }
-      fmt::print("{:<70} {:>11} {:>11} {:>8} {:>8}  {}\n", "cell", "A mean us", "B mean us", "B/A-1", "p", "verdict");
+      fmt::print("{:<70} {:>11} {:>11} {:>8} {:>8}  {}\n", "cell", "A mean us", "B mean us",
+                 "B/A-1", "p", "verdict");
     }
     int compared = 0;
     for (const auto& [key, ca] : a) {
@@ -123,7 +129,8 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
       const std::string verdict_text =
           c.verdict == k3stats::Comparison::Verdict::kNoDifference
               ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(c.mde, opt.min_effect))
-              : c.verdict == k3stats::Comparison::Verdict::kBSlower ? "B SLOWER" : "B faster";
+          : c.verdict == k3stats::Comparison::Verdict::kBSlower ? "B SLOWER"
+                                                                : "B faster";
       ++compared;
       rows.push_back({{"cell", ca.label},
                       {"mean_a_ns", c.mean_a},

@@ -12,9 +12,12 @@ namespace {
 
 const char* type_name(ParamSpec::Type t) {
   switch (t) {
-    case ParamSpec::Type::kInt: return "int";
-    case ParamSpec::Type::kFloat: return "float";
-    case ParamSpec::Type::kEnum: return "enum";
+    case ParamSpec::Type::kInt:
+      return "int";
+    case ParamSpec::Type::kFloat:
+      return "float";
+    case ParamSpec::Type::kEnum:
+      return "enum";
   }
   return "?";
 }
@@ -41,8 +44,7 @@ std::string names_of(const std::vector<ParamSpec>& specs) {
 }
 
 [[noreturn]] void catalog_error(const nlohmann::json& j, const std::string& what) {
-  throw ParamError(ParamError::Kind::kCatalog,
-                   fmt::format("catalog entry {}: {}", j.dump(), what));
+  throw ParamError(ParamError::Kind::kCatalog, fmt::format("catalog entry {}: {}", j.dump(), what));
 }
 
 }  // namespace
@@ -96,7 +98,8 @@ ParamSpec int_param(std::string name, std::string help, std::optional<std::strin
   return s;
 }
 
-ParamSpec float_param(std::string name, std::string help, std::optional<std::string> default_value) {
+ParamSpec float_param(std::string name, std::string help,
+                      std::optional<std::string> default_value) {
   ParamSpec s;
   s.name = std::move(name);
   s.type = ParamSpec::Type::kFloat;
@@ -143,8 +146,9 @@ nlohmann::json normalise(const std::vector<ParamSpec>& specs, const TextValues& 
     bool known = false;
     for (const auto& s : specs) known = known || s.name == key;
     if (!known) {
-      throw ParamError(ParamError::Kind::kUnknownKey,
-                       fmt::format("{}: unknown key '{}' (known: {})", where, key, names_of(specs)));
+      throw ParamError(
+          ParamError::Kind::kUnknownKey,
+          fmt::format("{}: unknown key '{}' (known: {})", where, key, names_of(specs)));
     }
   }
   nlohmann::json out = nlohmann::json::object();
@@ -204,7 +208,8 @@ std::string value_text(const nlohmann::json& v) {
 
 std::string to_kv(const nlohmann::json& object) {
   std::string out;
-  for (const auto& [k, v] : object.items()) out += (out.empty() ? "" : ",") + k + "=" + value_text(v);
+  for (const auto& [k, v] : object.items())
+    out += (out.empty() ? "" : ",") + k + "=" + value_text(v);
   return out;
 }
 

@@ -226,7 +226,7 @@ int main(int argc, char** argv) {
   app.add_option("--huge-pages", o.huge_pages, "2 MiB aligned, THP-advised buffers of >= 2 MiB")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--weight-load", rs.weight_load, "how the on-disk weight cache is loaded: read or mmap")
+  app.add_option("--weight-load", rs.weight_load, "decode weight copies: mmap (from the weight cache, shared) or read (made in this process)")
       ->check(CLI::IsMember({"read", "mmap"}))
       ->capture_default_str();
   app.add_option("--extra-work-ns", o.extra_work_ns,

@@ -39,50 +39,49 @@ class CollectingReporter final : public benchmark::BenchmarkReporter {
   std::size_t next_ = 0;
 };
 
-// Warm-up calls, timed one by one: at least the requested number and one full cycle of the case's
-// rotation (every weight copy touched once), so the measured calls see the steady state. When the
-// call count is not given, it is chosen so that a repetition lasts about min_time: from the median
-// of the calls of the last cycle (the first ones pay for cold caches and page faults), with more
-// warm-up calls when those are too short to time reliably (under 1 ms in all).
+// Warm-up: at least the requested number of calls and one full cycle of the case's rotation
+// (every weight copy touched once), so the measured calls see the steady state. When the call
+// count is not given, a calibration pass follows: calls in a row until at least a fifth of a
+// repetition (20 ms at least, and a whole cycle) has passed, timed as one block -- per-call timings
+// right after start-up run slow (cold caches, a CPU still raising its clock) and under-fill the
+// repetitions. The count makes a repetition last about min_time. Both count as warm-up time.
 Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra) {
   Calibration cal;
-  const bool calibrate = opt.iterations <= 0;
   const int cycle = std::max(1, c.rotation());
-  const int planned = calibrate ? std::max(opt.warmup, 1) + cycle : std::max(opt.warmup, cycle);
-  std::vector<double> ns;
   const auto start = Clock::now();
   auto one_call = [&] {
-    const auto t0 = Clock::now();
     c.run_once();
     if (extra != nullptr && extra->enabled()) extra->run();
-    ns.push_back(std::chrono::duration<double, std::nano>(Clock::now() - t0).count());
   };
-  for (int i = 0; i < planned; ++i) one_call();
-  if (calibrate) {
-    constexpr double kMinCalibrationNs = 1e6;
-    constexpr int kMaxExtraCalls = 1000;
-    double total = 0;
-    for (double x : ns) total += x;
-    for (int extra_calls = 0; total < kMinCalibrationNs && extra_calls < kMaxExtraCalls; ++extra_calls) {
-      one_call();
-      total += ns.back();
-    }
-    const std::size_t keep = std::max<std::size_t>(static_cast<std::size_t>(cycle), ns.size() / 2);
-    std::vector<double> later(ns.end() - static_cast<std::ptrdiff_t>(std::min(keep, ns.size())), ns.end());
-    std::nth_element(later.begin(), later.begin() + static_cast<std::ptrdiff_t>(later.size() / 2), later.end());
-    cal.call_ns_estimate = later[later.size() / 2];
-    cal.iterations = std::max<std::int64_t>(1, std::llround(opt.min_time_s * 1e9 / std::max(cal.call_ns_estimate, 1.0)));
-    cal.source = "warm-up calls";
-  } else {
+  int calls = 0;
+  for (; calls < std::max(opt.warmup, cycle); ++calls) one_call();
+  if (opt.iterations > 0) {
     cal.iterations = opt.iterations;
     cal.source = "given";
+  } else {
+    const double block_s = std::max(0.02, 0.2 * opt.min_time_s);
+    const auto t0 = Clock::now();
+    int timed = 0;
+    double elapsed = 0;
+    do {
+      one_call();
+      ++timed;
+      elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+    } while (elapsed < block_s || timed < cycle);
+    calls += timed;
+    cal.call_ns_estimate = elapsed * 1e9 / timed;
+    cal.iterations =
+        std::max<std::int64_t>(1, std::llround(opt.min_time_s * 1e9 / cal.call_ns_estimate));
+    cal.source = "calibration pass";
   }
-  cal.warmup_calls = static_cast<int>(ns.size());
+  cal.warmup_calls = calls;
   cal.warmup_s = std::chrono::duration<double>(Clock::now() - start).count();
   return cal;
 }
 
-int current_cpu() { return sched_getcpu(); }
+int current_cpu() {
+  return sched_getcpu();
+}
 
 double thread_cpu_seconds() {
   timespec t{};
@@ -92,7 +91,8 @@ double thread_cpu_seconds() {
 
 }  // namespace
 
-Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters, const ExtraWork* extra) {
+Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters,
+                    const ExtraWork* extra) {
   Measurement m;
   const bool with_extra = extra != nullptr && extra->enabled();
   m.calibration = warm_up(c, opt, extra);
@@ -132,15 +132,19 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
                              rep.migrations, opt.pinned, rep.cpu_share);
     m.repetitions.push_back(std::move(rep));
   });
-  b->Repetitions(opt.repetitions)->UseRealTime()->Unit(benchmark::kNanosecond)->Iterations(m.calibration.iterations);
+  b->Repetitions(opt.repetitions)
+      ->UseRealTime()
+      ->Unit(benchmark::kNanosecond)
+      ->Iterations(m.calibration.iterations);
   CollectingReporter reporter(m.repetitions);
   const auto t0 = Clock::now();
   benchmark::RunSpecifiedBenchmarks(&reporter);
   m.measured_s = std::chrono::duration<double>(Clock::now() - t0).count();
   benchmark::ClearRegisteredBenchmarks();
   if (m.repetitions.size() != static_cast<std::size_t>(opt.repetitions)) {
-    throw std::runtime_error("measure: Google Benchmark ran " + std::to_string(m.repetitions.size()) +
-                             " repetitions, expected " + std::to_string(opt.repetitions));
+    throw std::runtime_error("measure: Google Benchmark ran " +
+                             std::to_string(m.repetitions.size()) + " repetitions, expected " +
+                             std::to_string(opt.repetitions));
   }
   return m;
 }

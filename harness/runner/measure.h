@@ -1,9 +1,9 @@
-// Timing through Google Benchmark: warm-up calls (which also calibrate the number of calls per
-// repetition), then R repetitions of the case's timed call with a fixed call count, so no
-// repetition is spent on Google Benchmark's own iteration-count estimation. Each repetition's
-// mean time per call is kept (nothing aggregated away), with what the machine did around it:
-// the CPU of the calling thread, CPU migrations and context switches (perf software counters),
-// and the clock and temperature readings before and after.
+// Timing through Google Benchmark: warm-up calls (and, unless given, a calibration pass for the
+// number of calls per repetition), then R repetitions of the case's timed call with a fixed call
+// count, so no repetition is spent on Google Benchmark's own iteration-count estimation. Each
+// repetition's mean time per call is kept (nothing aggregated away), with what the machine did
+// around it: the CPU of the calling thread, CPU migrations and context switches (perf software
+// counters), and the clock and temperature readings before and after.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +24,11 @@ struct Repetition {
   double real_ns = 0;  // wall time per call
   double cpu_ns = 0;   // CPU time of the calling thread per call
   std::int64_t iterations = 0;
-  std::map<std::string, double> counters;  // hardware and software counters per call (when available)
-  int cpu_before = -1, cpu_after = -1;     // CPU of the calling thread around the repetition
-  double migrations = -1;                  // CPU migrations of all threads during it (-1: unknown)
-  double cpu_share = -1;                   // calling thread's CPU time / wall time
+  std::map<std::string, double>
+      counters;                         // hardware and software counters per call (when available)
+  int cpu_before = -1, cpu_after = -1;  // CPU of the calling thread around the repetition
+  double migrations = -1;               // CPU migrations of all threads during it (-1: unknown)
+  double cpu_share = -1;                // calling thread's CPU time / wall time
   nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
   std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
 };
@@ -43,9 +44,9 @@ struct MeasureOptions {
 
 struct Calibration {
   std::int64_t iterations = 0;
-  std::string source;         // "given" or "warm-up calls"
+  std::string source;  // "given" or "calibration pass"
   int warmup_calls = 0;
-  double warmup_s = 0;        // wall time of all warm-up calls
+  double warmup_s = 0;          // wall time of all warm-up calls
   double call_ns_estimate = 0;  // per call, from the warm-up (0 when not calibrated)
 };
 

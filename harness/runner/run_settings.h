@@ -18,7 +18,9 @@ struct RunSettings {
   std::string cpus = "auto";
   std::string pool_wait = "spin";  // spin (then park after a while) | park (at once)
   bool huge_pages = true;          // 2 MiB aligned, THP-advised large buffers (k3k::AlignedBuffer)
-  std::string weight_load = "read";  // read | mmap: how the on-disk weight cache is brought in
+  // mmap: decode rotations are mapped read-only from the weight cache (page-cache pages shared by
+  // the processes of a sweep); read: each process makes its own copies in memory.
+  std::string weight_load = "mmap";
 };
 
 RunSettings& run_settings();

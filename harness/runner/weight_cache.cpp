@@ -14,8 +14,6 @@
 
 #include <fmt/format.h>
 
-#include "run_settings.h"
-
 namespace k3bench {
 namespace {
 
@@ -23,6 +21,8 @@ namespace {
 constexpr std::uint32_t kGeneratorVersion = 1;
 constexpr char kStorageMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
 constexpr char kPackedMagic[8] = {'K', '3', 'W', '4', 'P', 'K', 'D', '\0'};
+constexpr char kRotationMagic[8] = {'K', '3', 'W', '4', 'R', 'O', 'T', '\0'};
+constexpr std::size_t kPage = 4096;
 
 struct Header {
   char magic[8];
@@ -37,8 +37,10 @@ std::filesystem::path cache_dir() {
     if (std::string(d) == "off") return {};
     return d;
   }
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::filesystem::path(x) / "k3bench";
-  if (const char* h = std::getenv("HOME"); h && *h) return std::filesystem::path(h) / ".cache" / "k3bench";
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x)
+    return std::filesystem::path(x) / "k3bench";
+  if (const char* h = std::getenv("HOME"); h && *h)
+    return std::filesystem::path(h) / ".cache" / "k3bench";
   return {};
 }
 
@@ -48,47 +50,34 @@ struct Part {
   std::size_t bytes;
 };
 
-// The file's bytes after the header, in order, into `parts`: by read() or through a mapping.
-// False (and nothing usable) when the file is absent, short, long, or its header differs.
-bool load_parts(const std::filesystem::path& file, const Header& want, const std::vector<Part>& parts) {
+// The file's bytes after the header, in order, into `parts`. False (and nothing usable) when the
+// file is absent, short, long, or its header differs.
+bool load_parts(const std::filesystem::path& file, const Header& want,
+                const std::vector<Part>& parts) {
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   std::size_t payload = 0;
   for (const auto& p : parts) payload += p.bytes;
   struct stat st {};
-  bool ok = ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) == sizeof(Header) + payload;
-  if (ok && run_settings().weight_load == "mmap") {
-    void* map = ::mmap(nullptr, static_cast<std::size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-    ok = map != MAP_FAILED;
-    if (ok) {
-      const auto* bytes = static_cast<const char*>(map);
-      ok = std::memcmp(bytes, &want, sizeof(Header)) == 0;
-      std::size_t off = sizeof(Header);
-      for (const auto& p : parts) {
-        if (!ok) break;
-        std::memcpy(p.data, bytes + off, p.bytes);
-        off += p.bytes;
-      }
-      ::munmap(map, static_cast<std::size_t>(st.st_size));
-    }
-  } else if (ok) {
-    Header h{};
-    ok = ::read(fd, &h, sizeof(h)) == static_cast<ssize_t>(sizeof(h)) && std::memcmp(&h, &want, sizeof(h)) == 0;
-    for (const auto& p : parts) {
-      std::size_t done = 0;
-      while (ok && done < p.bytes) {
-        const ssize_t got = ::read(fd, static_cast<char*>(p.data) + done, p.bytes - done);
-        ok = got > 0;
-        if (ok) done += static_cast<std::size_t>(got);
-      }
+  bool ok =
+      ::fstat(fd, &st) == 0 && static_cast<std::size_t>(st.st_size) == sizeof(Header) + payload;
+  Header h{};
+  ok = ok && ::read(fd, &h, sizeof(h)) == static_cast<ssize_t>(sizeof(h)) &&
+       std::memcmp(&h, &want, sizeof(h)) == 0;
+  for (const auto& p : parts) {
+    std::size_t done = 0;
+    while (ok && done < p.bytes) {
+      const ssize_t got = ::read(fd, static_cast<char*>(p.data) + done, p.bytes - done);
+      ok = got > 0;
+      if (ok) done += static_cast<std::size_t>(got);
     }
   }
   ::close(fd);
   return ok;
 }
 
-void store_parts(const std::filesystem::path& dir, const std::filesystem::path& file, const Header& h,
-                 const std::vector<Part>& parts) {
+void store_parts(const std::filesystem::path& dir, const std::filesystem::path& file,
+                 const Header& h, const std::vector<Part>& parts) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return;  // a cache that cannot be written is only slower
@@ -96,7 +85,8 @@ void store_parts(const std::filesystem::path& dir, const std::filesystem::path& 
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(&h), sizeof(h));
-    for (const auto& p : parts) f.write(static_cast<const char*>(p.data), static_cast<std::streamsize>(p.bytes));
+    for (const auto& p : parts)
+      f.write(static_cast<const char*>(p.data), static_cast<std::streamsize>(p.bytes));
     if (!f) {
       std::filesystem::remove(tmp, ec);
       return;
@@ -106,7 +96,8 @@ void store_parts(const std::filesystem::path& dir, const std::filesystem::path& 
   if (ec) std::filesystem::remove(tmp, ec);
 }
 
-Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, std::int64_t k,
+                 std::uint64_t seed) {
   Header h{};
   std::memcpy(h.magic, magic, 8);
   h.version = kGeneratorVersion;
@@ -116,6 +107,24 @@ Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, s
   h.seed = seed;
   return h;
 }
+
+std::size_t round_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+// Where one copy's arrays sit inside the rotation file (each 64-byte aligned, copies page aligned).
+struct RotationLayout {
+  std::size_t codes_bytes, scale_bytes, beta_bytes;
+  std::size_t scale_off, beta_off, stride, first;
+  explicit RotationLayout(const k3k::W4B64Packed& p)
+      : codes_bytes(p.codes.size_bytes()),
+        scale_bytes(p.scale.size_bytes()),
+        beta_bytes(p.beta.size_bytes()),
+        scale_off(round_up(codes_bytes, k3k::kBufferAlignment)),
+        beta_off(round_up(scale_off + scale_bytes, k3k::kBufferAlignment)),
+        stride(round_up(beta_off + beta_bytes, kPage)),
+        first(kPage) {}
+};
 
 std::vector<Part> parts_of(k3k::W4B64Storage& s) {
   return {{s.codes.data(), s.codes.size_bytes()}, {s.alpha.data(), s.alpha.size_bytes()}};
@@ -127,6 +136,75 @@ std::vector<Part> parts_of(k3k::W4B64Packed& p) {
 }
 
 }  // namespace
+
+std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t copies, const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
+  const auto dir = cache_dir();
+  if (dir.empty() || copies < 1) return {};
+  const auto layout_id = static_cast<std::uint32_t>(layout) + 1;
+  const auto file = dir / fmt::format("w4b64-rotation{}-v{}-{}x{}-seed{}-copies{}.bin", layout_id,
+                                      kGeneratorVersion, n, k, seed, copies);
+  const Header h = header_of(kRotationMagic, layout_id, n, k, seed);
+  k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, repack);
+  const RotationLayout at(one);
+  const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != file_bytes) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    const auto tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      std::vector<char> header(at.first, 0);
+      std::memcpy(header.data(), &h, sizeof(h));
+      f.write(header.data(), static_cast<std::streamsize>(header.size()));
+      std::vector<char> copy(at.stride, 0);
+      std::memcpy(copy.data(), one.codes.data(), at.codes_bytes);
+      std::memcpy(copy.data() + at.scale_off, one.scale.data(), at.scale_bytes);
+      std::memcpy(copy.data() + at.beta_off, one.beta.data(), at.beta_bytes);
+      for (std::int64_t c = 0; c < copies; ++c)
+        f.write(copy.data(), static_cast<std::streamsize>(copy.size()));
+      if (!f) {
+        std::filesystem::remove(tmp, ec);
+        return {};
+      }
+    }
+    std::filesystem::rename(tmp, file, ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      return {};
+    }
+  }
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  // MAP_POPULATE: the page tables are built here, in set-up, not by the first timed calls.
+  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return {};
+  if (std::memcmp(map, &h, sizeof(h)) != 0) {
+    ::munmap(map, file_bytes);
+    return {};
+  }
+  const std::shared_ptr<const void> owner(
+      map, [file_bytes](const void* p) { ::munmap(const_cast<void*>(p), file_bytes); });
+  std::vector<k3k::W4B64Packed> out;
+  for (std::int64_t c = 0; c < copies; ++c) {
+    auto* base = static_cast<char*>(map) + at.first + static_cast<std::size_t>(c) * at.stride;
+    k3k::W4B64Packed p;
+    p.n = n;
+    p.k = k;
+    p.layout = layout;
+    p.codes = k3k::AlignedBuffer<std::uint8_t>::view_of(reinterpret_cast<std::uint8_t*>(base),
+                                                        one.codes.size(), owner);
+    p.scale = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.scale_off),
+                                                 one.scale.size(), owner);
+    p.beta = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.beta_off),
+                                                one.beta.size(), owner);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed) {
   const auto dir = cache_dir();
@@ -144,11 +222,13 @@ k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t 
   return s;
 }
 
-k3k::W4B64Packed synthetic_w4b64_packed(std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
-                                        const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
+k3k::W4B64Packed synthetic_w4b64_packed(
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
   const auto dir = cache_dir();
   const auto layout_id = static_cast<std::uint32_t>(layout) + 1;
-  const auto file = dir / fmt::format("w4b64-packed{}-v{}-{}x{}-seed{}.bin", layout_id, kGeneratorVersion, n, k, seed);
+  const auto file = dir / fmt::format("w4b64-packed{}-v{}-{}x{}-seed{}.bin", layout_id,
+                                      kGeneratorVersion, n, k, seed);
   const Header h = header_of(kPackedMagic, layout_id, n, k, seed);
   if (!dir.empty()) {
     // The packed sizes are those of a packing of the same shape; allocate, then fill from the file.
@@ -157,7 +237,8 @@ k3k::W4B64Packed synthetic_w4b64_packed(std::int64_t n, std::int64_t k, std::uin
     p.k = k;
     p.layout = layout;
     const std::int64_t tiles = (n + k3k::kW4RowTile - 1) / k3k::kW4RowTile, nb = k / k3k::kW4BlockK;
-    p.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * nb * 32 * k3k::kW4RowTile));
+    p.codes = k3k::AlignedBuffer<std::uint8_t>(
+        static_cast<std::size_t>(tiles * nb * 32 * k3k::kW4RowTile));
     p.scale = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
     p.beta = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
     if (load_parts(file, h, parts_of(p))) return p;

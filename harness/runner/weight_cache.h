@@ -11,11 +11,17 @@
 // Location: $K3BENCH_CACHE_DIR, else $XDG_CACHE_HOME/k3bench, else $HOME/.cache/k3bench;
 // K3BENCH_CACHE_DIR=off disables it. A damaged or mismatching file is ignored and rewritten;
 // writes go to a temporary file renamed into place, so concurrent processes never see half a file.
-// Loading reads the file (read) or maps it and copies from the mapping (mmap), per RunSettings.
+// Decode benchmarks rotate among copies of the weights larger than the last-level cache in all
+// (so each call reads DRAM); making those copies in every process cost ~0.2 s of set-up per process
+// (64 MiB written and page-faulted), most of a sweep's overhead. The rotation file holds the copies
+// once, on disk: with weight_load = mmap a process maps it read-only and times page-cache pages
+// shared by every process of the sweep (as an engine that maps its model file does), set-up a few
+// milliseconds; with read, each process makes its own copies in anonymous (huge-page) memory.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include "k3k/w4b64.h"
 
@@ -25,8 +31,15 @@ k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t 
 
 // The packed weights in `layout`; `repack` turns rowtile32 weights into that layout (identity for
 // kRowTile32). Cached per layout.
-k3k::W4B64Packed synthetic_w4b64_packed(std::int64_t n, std::int64_t k, std::uint64_t seed,
-                                        k3k::W4B64Layout layout,
-                                        const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
+k3k::W4B64Packed synthetic_w4b64_packed(
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
+
+// `copies` distinct copies of the packed weights in `layout`, mapped read-only from the rotation
+// file (made from the packed cache on first use). Empty when there is no cache directory or the
+// file cannot be made: the caller then makes its copies in memory.
+std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t copies, const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
 
 }  // namespace k3bench

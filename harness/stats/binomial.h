@@ -7,7 +7,7 @@ namespace k3stats {
 
 struct Proportion {
   int successes = 0, trials = 0;
-  double rate = 0;         // successes / trials (0 when trials == 0)
+  double rate = 0;           // successes / trials (0 when trials == 0)
   double low = 0, high = 1;  // two-sided Clopper-Pearson interval at `confidence`
 };
 

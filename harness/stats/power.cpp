@@ -32,7 +32,8 @@ double welch_se_df(double sd_a, int n_a, double sd_b, int n_b, double& df) {
 }  // namespace
 
 double welch_power(double delta, double sd_a, int n_a, double sd_b, int n_b, double alpha) {
-  if (n_a < 2 || n_b < 2) throw std::invalid_argument("welch_power: each side needs >= 2 processes");
+  if (n_a < 2 || n_b < 2)
+    throw std::invalid_argument("welch_power: each side needs >= 2 processes");
   double df = 0;
   const double se = welch_se_df(sd_a, n_a, sd_b, n_b, df);
   if (se == 0) return delta == 0 ? alpha : 1.0;
@@ -48,9 +49,9 @@ double detectable_at(double se, double df, double alpha, double power) {
   double hi = 1.0;
   while (excess(hi) < 0 && hi < 1e6) hi *= 2;
   std::uintmax_t iterations = 200;
-  const auto root = boost::math::tools::toms748_solve(excess, 0.0, hi, excess(0.0), excess(hi),
-                                                      boost::math::tools::eps_tolerance<double>(40),
-                                                      iterations);
+  const auto root =
+      boost::math::tools::toms748_solve(excess, 0.0, hi, excess(0.0), excess(hi),
+                                        boost::math::tools::eps_tolerance<double>(40), iterations);
   return 0.5 * (root.first + root.second) * se;
 }
 }  // namespace

@@ -28,7 +28,8 @@ double relative_half_width(const std::vector<double>& x, double confidence) {
   return t_interval(x, confidence).rel_half_width;
 }
 
-int processes_for_half_width(double cv, double target_rel, int min_n, int max_n, double confidence) {
+int processes_for_half_width(double cv, double target_rel, int min_n, int max_n,
+                             double confidence) {
   for (int n = std::max(min_n, 2); n <= max_n; ++n) {
     if (t_critical(confidence, n - 1) * cv / std::sqrt(double(n)) <= target_rel) return n;
   }

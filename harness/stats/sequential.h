@@ -28,9 +28,10 @@ int stein_total(double s_m, int m, double d, double confidence, int max_n);
 // Relative half-width of the Student-t interval of the mean of x (infinite for fewer than 2).
 double relative_half_width(const std::vector<double>& x, double confidence = 0.95);
 
-// Planning: the smallest n >= min_n (at most max_n) with t_{1-alpha/2, n-1} * cv / sqrt(n) <= target,
-// for a between-process coefficient of variation cv. This is the textbook sample-size iteration
-// for a mean to within a margin E when sigma is estimated (E = target * mean, s = cv * mean).
+// Planning: the smallest n >= min_n (at most max_n) with t_{1-alpha/2, n-1} * cv / sqrt(n) <=
+// target, for a between-process coefficient of variation cv. This is the textbook sample-size
+// iteration for a mean to within a margin E when sigma is estimated (E = target * mean, s = cv *
+// mean).
 int processes_for_half_width(double cv, double target_rel, int min_n, int max_n,
                              double confidence = 0.95);
 

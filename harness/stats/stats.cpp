@@ -130,9 +130,9 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
   if (c.significant && c.meaningful) {
     c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
   }
-  c.mde = c.mean_a != 0 ? minimum_detectable_difference(sample_stddev(a), static_cast<int>(a.size()),
-                                                        sample_stddev(b), static_cast<int>(b.size()), opt.alpha,
-                                                        opt.power) /
+  c.mde = c.mean_a != 0 ? minimum_detectable_difference(
+                              sample_stddev(a), static_cast<int>(a.size()), sample_stddev(b),
+                              static_cast<int>(b.size()), opt.alpha, opt.power) /
                               std::fabs(c.mean_a)
                         : std::numeric_limits<double>::infinity();
   return c;
@@ -141,11 +141,13 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
 Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector<double>& b,
                                  const CompareOptions& opt, int first_stage) {
   if (a.size() != b.size() || a.size() < 2) {
-    throw std::invalid_argument("compare_paired_rounds: A and B need the same number (>= 2) of rounds");
+    throw std::invalid_argument(
+        "compare_paired_rounds: A and B need the same number (>= 2) of rounds");
   }
   std::vector<double> d;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!(a[i] > 0) || !(b[i] > 0)) throw std::invalid_argument("compare_paired_rounds: times must be positive");
+    if (!(a[i] > 0) || !(b[i] > 0))
+      throw std::invalid_argument("compare_paired_rounds: times must be positive");
     d.push_back(std::log(b[i] / a[i]));
   }
   Comparison c;
@@ -154,7 +156,8 @@ Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector
   const double md = mean(d);
   c.rel_diff = std::exp(md) - 1.0;
   const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
-  const std::vector<double> stage1 = stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
+  const std::vector<double> stage1 =
+      stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
   const double sd = sample_stddev(stage1);
   c.df = double(stage1.size() - 1);
   const double se = sd / std::sqrt(double(d.size()));

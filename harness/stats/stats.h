@@ -99,8 +99,9 @@ Comparison compare_processes(const std::vector<double>& means_a, const std::vect
 // With first_stage = m (2 <= m < P: the process count was chosen by Stein's two-stage procedure
 // from the first m rounds, sequential.h), the spread is that of the first m log ratios and the
 // degrees of freedom m - 1, which keeps the false-positive rate at exactly alpha.
-Comparison compare_paired_rounds(const std::vector<double>& means_a, const std::vector<double>& means_b,
-                                 const CompareOptions& opt = {}, int first_stage = 0);
+Comparison compare_paired_rounds(const std::vector<double>& means_a,
+                                 const std::vector<double>& means_b, const CompareOptions& opt = {},
+                                 int first_stage = 0);
 const char* to_string(Comparison::Verdict v);
 
 }  // namespace k3stats

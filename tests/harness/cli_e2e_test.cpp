@@ -106,7 +106,7 @@ TEST_F(HarnessCli, FirstProcessCalibratesAndTheOthersReuseItsCallCount) {
   EXPECT_EQ(count("SELECT count(DISTINCT iterations) FROM samples"), 1);
   EXPECT_GT(count("SELECT min(iterations) FROM samples"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = "
-                  "'warm-up calls'"),
+                  "'calibration pass'"),
             1);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = 'given'"),
             2);

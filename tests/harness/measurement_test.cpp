@@ -55,7 +55,8 @@ TEST(HarnessRounds, AdaptiveRoundsStopAtTheRequestedInterval) {
       if (unit.stop_reason == "CI within target") {
         const std::vector<double> first(unit.clean_means.begin(), unit.clean_means.begin() + 3);
         const double s_m = k3stats::sample_stddev(first) / k3stats::mean(first);
-        EXPECT_LE(k3stats::t_critical(0.95, 2) * s_m / std::sqrt(double(unit.clean_means.size())), 0.02);
+        EXPECT_LE(k3stats::t_critical(0.95, 2) * s_m / std::sqrt(double(unit.clean_means.size())),
+                  0.02);
         EXPECT_GE(static_cast<int>(unit.clean_means.size()), unit.planned_total);
       } else {
         EXPECT_EQ(unit.processes, 40) << unit.stop_reason;
@@ -98,7 +99,8 @@ TEST(HarnessSelfcheck, SyntheticVerdictsHoldTheNominalFalsePositiveRate) {
   // (significant AND at least the minimum effect) must not exceed alpha = 5% beyond chance (the
   // rate's 99% interval starts below 5%), and a 10% slowdown must be found nearly always.
   k3tune::SyntheticExecutor exec(
-      {.base_ns = 1e5, .between = 0.02, .within = 0.005, .drift = 0.05, .drift_correlation = 0.6}, 2026);
+      {.base_ns = 1e5, .between = 0.02, .within = 0.005, .drift = 0.05, .drift_correlation = 0.6},
+      2026);
   k3tune::SelfcheckOptions opt;
   opt.cells = {synthetic_cell()};
   opt.trials = 1500;
@@ -106,7 +108,9 @@ TEST(HarnessSelfcheck, SyntheticVerdictsHoldTheNominalFalsePositiveRate) {
   opt.rounds = {.min_processes = 5, .max_processes = 16, .target_ci = 0.03};
   const auto r = k3tune::run_selfcheck(exec, {}, opt);
   EXPECT_EQ(r.trials, 1500);
-  EXPECT_LE(k3stats::clopper_pearson(r.false_positives.successes, r.false_positives.trials, 0.99).low, 0.05);
+  EXPECT_LE(
+      k3stats::clopper_pearson(r.false_positives.successes, r.false_positives.trials, 0.99).low,
+      0.05);
   EXPECT_GT(r.detections[1].rate.rate, 0.95);
   EXPECT_NEAR(r.detections[1].measured_mean, 0.10, 0.01);
   // The noise floor is the spread of the paired A' - A estimate: with n rounds it is about the
@@ -122,7 +126,8 @@ TEST(HarnessSelfcheck, SyntheticFalsePositivesOverManySeedsWithoutMinimumEffect)
   int fp = 0, trials = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
     k3tune::SyntheticExecutor exec(
-        {.base_ns = 1e5, .between = 0.03, .within = 0.01, .drift = 0.05, .drift_correlation = 0.6}, seed);
+        {.base_ns = 1e5, .between = 0.03, .within = 0.01, .drift = 0.05, .drift_correlation = 0.6},
+        seed);
     k3tune::SelfcheckOptions opt;
     opt.cells = {synthetic_cell()};
     opt.trials = 500;
@@ -135,7 +140,8 @@ TEST(HarnessSelfcheck, SyntheticFalsePositivesOverManySeedsWithoutMinimumEffect)
   }
   const auto rate = k3stats::clopper_pearson(fp, trials, 0.99);
   EXPECT_LE(rate.low, 0.05) << fp << "/" << trials;
-  EXPECT_GE(rate.high, 0.05) << fp << "/" << trials;  // and not far below it either: the test is not crippled
+  EXPECT_GE(rate.high, 0.05) << fp << "/"
+                             << trials;  // and not far below it either: the test is not crippled
 }
 
 class HarnessSweepSynthetic : public ::testing::Test {
@@ -157,7 +163,8 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
   tc.kind = "local";
   tc.runner = "/bin/true";
   auto target = k3targets::make_target(tc, "/");
-  k3tune::SyntheticExecutor exec({.base_ns = 1e5, .between = 0.03, .within = 0.01, .disturbed_probability = 0.3}, 3);
+  k3tune::SyntheticExecutor exec(
+      {.base_ns = 1e5, .between = 0.03, .within = 0.01, .disturbed_probability = 0.3}, 3);
   k3tune::SweepOptions opt;
   opt.rounds = {.min_processes = 4, .max_processes = 4};
   opt.progress = false;
@@ -175,7 +182,8 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
     disturbed += c.disturbed;
     // A cell with a disturbed process got exactly one more process; the disturbed ones are stored
     // but not counted.
-    const auto total = db->scalar_int("SELECT count(*) FROM processes WHERE cell_key = '" + c.cell_key + "'");
+    const auto total =
+        db->scalar_int("SELECT count(*) FROM processes WHERE cell_key = '" + c.cell_key + "'");
     EXPECT_EQ(total, 4 + (c.disturbed > 0 ? 1 : 0));
     EXPECT_EQ(c.aggregate.processes + c.aggregate.excluded_processes, total);
     EXPECT_EQ(c.aggregate.excluded_processes, c.disturbed);
@@ -186,7 +194,8 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
 }
 
 TEST(HarnessDisturbance, RuleOnFixtureReadings) {
-  const nlohmann::json steady = {{"cpufreq_khz", {{"8", 1800000}, {"9", 1800000}}}, {"thermal_c", {{"3", 55.0}}}};
+  const nlohmann::json steady = {{"cpufreq_khz", {{"8", 1800000}, {"9", 1800000}}},
+                                 {"thermal_c", {{"3", 55.0}}}};
   nlohmann::json throttled = steady;
   throttled["cpufreq_khz"]["9"] = 1600000;
   nlohmann::json hot = steady;
@@ -205,7 +214,9 @@ TEST(HarnessDisturbance, RuleOnFixtureReadings) {
   EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 0, true, 0.8), V{"preempted"});
   EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 0, true, 0.95), V{});
   // A VM without cpufreq or thermal files: nothing to compare, nothing flagged.
-  EXPECT_EQ(k3bench::disturbances(nlohmann::json::object(), nlohmann::json::object(), -1, -1, -1, false), V{});
+  EXPECT_EQ(
+      k3bench::disturbances(nlohmann::json::object(), nlohmann::json::object(), -1, -1, -1, false),
+      V{});
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(HarnessSequential, SteinTotalFollowsTheBooksRounding) {
   EXPECT_EQ(k3stats::stein_round_up(102.801), 103);
   // m = 5, s = 5, d = 1.789, 95%: t_{4,.025} = 2.776 -> 2.776^2 * 25 / 1.789^2 = 60.2 -> 61.
   EXPECT_EQ(k3stats::stein_total(5.0, 5, 1.789, 0.95, 1000), 61);
-  EXPECT_EQ(k3stats::stein_total(5.0, 5, 1.789, 0.95, 40), 40);  // capped
+  EXPECT_EQ(k3stats::stein_total(5.0, 5, 1.789, 0.95, 40), 40);   // capped
   EXPECT_EQ(k3stats::stein_total(0.1, 5, 1.789, 0.95, 1000), 5);  // never below the first stage
 }
 

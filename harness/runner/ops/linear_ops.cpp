@@ -16,6 +16,7 @@
 #endif
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
+#include "run_settings.h"
 #include "tcm_context.h"
 #include "weight_cache.h"
 
@@ -68,17 +69,25 @@ class LinearCase final : public OpCase {
 
     seed_ = in.seed;
     // Decode streams its weights from DRAM in a model; rotating among copies whose total exceeds
-    // the last-level cache keeps this benchmark from reading them from cache instead. The first
-    // copy is read from the packed-weight cache straight into the buffer that is timed; the
-    // storage form (for the accuracy check and --dump) is loaded only when asked for.
+    // the last-level cache keeps this benchmark from reading them from cache instead. The copies
+    // come mapped from the weight cache's rotation file (weight_load = mmap) or are made in this
+    // process (read: the first read from the packed cache, the others copied from it); the storage
+    // form (for the accuracy check and --dump) is loaded only when asked for.
+    auto repack = [&](k3k::W4B64Packed w) { return pack_for(in.path, std::move(w)); };
+    const k3k::W4B64Layout layout = layout_for(in.path);
     copies_ = in.params.integer("copies");
-    weights_.push_back(synthetic_w4b64_packed(n_, k_, in.seed, layout_for(in.path),
-                                              [&](k3k::W4B64Packed w) { return pack_for(in.path, std::move(w)); }));
     if (copies_ == 0) {
-      copies_ = decode ? std::max<std::int64_t>(1, 2 * last_level_cache_bytes() / weights_.front().bytes() + 1) : 1;
+      const std::int64_t bytes = k3k::W4B64Packed::packed_bytes(n_, k_);
+      copies_ = decode ? std::max<std::int64_t>(1, 2 * last_level_cache_bytes() / bytes + 1) : 1;
     }
-    weights_.reserve(static_cast<std::size_t>(copies_));
-    for (std::int64_t c = 1; c < copies_; ++c) weights_.push_back(clone(weights_.front()));
+    if (copies_ > 1 && run_settings().weight_load == "mmap") {
+      weights_ = synthetic_w4b64_rotation(n_, k_, in.seed, layout, copies_, repack);
+    }
+    if (weights_.empty()) {
+      weights_.push_back(synthetic_w4b64_packed(n_, k_, in.seed, layout, repack));
+      weights_.reserve(static_cast<std::size_t>(copies_));
+      for (std::int64_t c = 1; c < copies_; ++c) weights_.push_back(clone(weights_.front()));
+    }
 
     a_ = make_activations(m_, k_, in.seed + 1);
     if (with_bias) bias_ = make_normal(n_, 0.5, in.seed + 2);

@@ -46,9 +46,23 @@ class AlignedBuffer {
  public:
   AlignedBuffer() = default;
   explicit AlignedBuffer(std::size_t count) : AlignedBuffer(count, nullptr) {}
+  AlignedBuffer(AlignedBuffer&&) noexcept = default;
+  AlignedBuffer& operator=(AlignedBuffer&&) noexcept = default;
+  AlignedBuffer(const AlignedBuffer&) = delete;  // a copy of the data is copy_of(span())
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 
   // A copy of `src`, written once (no zero-fill first): large copies cost one pass, not two.
   static AlignedBuffer copy_of(std::span<const T> src) { return AlignedBuffer(src.size(), src.data()); }
+
+  // A view of memory someone else owns (e.g. a read-only mapping of a weight file), kept alive by
+  // `owner` for as long as any view of it exists. `data` must be kBufferAlignment aligned. Kernels
+  // only read weights, so mapping them is how an engine (or a benchmark) avoids copying them.
+  static AlignedBuffer view_of(T* data, std::size_t count, std::shared_ptr<const void> owner) {
+    AlignedBuffer b;
+    b.count_ = count;
+    b.data_ = std::shared_ptr<T>(std::move(owner), data);  // aliasing: owns `owner`, points at data
+    return b;
+  }
 
  private:
   // Zero-filled when `init` is null, else a copy of init[0, count).
@@ -72,7 +86,7 @@ class AlignedBuffer {
     } else {
       std::memset(p, 0, used);
     }
-    data_.reset(static_cast<T*>(p));
+    data_.reset(static_cast<T*>(p), [](T* q) { std::free(q); });
   }
 
  public:
@@ -91,10 +105,9 @@ class AlignedBuffer {
   std::span<const T> span() const { return {data(), count_}; }
 
  private:
-  struct Free {
-    void operator()(T* p) const { std::free(p); }
-  };
-  std::unique_ptr<T, Free> data_;
+  // Shared only between a buffer and its views' owner; AlignedBuffer itself is move-only, so the
+  // count is touched when a buffer is made or dies, never in a kernel.
+  std::shared_ptr<T> data_;
   std::size_t count_ = 0;
 };
 

@@ -61,6 +61,11 @@ struct W4B64Packed {
 
   std::int64_t blocks_per_row() const { return k / kW4BlockK; }
   std::int64_t row_tiles() const { return (n + kW4RowTile - 1) / kW4RowTile; }
+  // Bytes of an N x K matrix in this form (codes + scale + beta, N padded to whole row tiles).
+  static std::int64_t packed_bytes(std::int64_t n, std::int64_t k) {
+    const std::int64_t units = (n + kW4RowTile - 1) / kW4RowTile * (k / kW4BlockK);
+    return units * (32 * kW4RowTile + 2 * kW4RowTile * static_cast<std::int64_t>(sizeof(float)));
+  }
   // Bytes a kernel reads to consume the whole matrix once (codes + scale + beta).
   std::int64_t bytes() const {
     return static_cast<std::int64_t>(codes.size_bytes() + scale.size_bytes() + beta.size_bytes());
