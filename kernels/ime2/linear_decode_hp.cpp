@@ -17,10 +17,10 @@
 #include <atomic>
 #include <stdexcept>
 
-#include "generic/linear_epilogue.h"
 #include "ime2/ime2_insn.h"
 #include "ime2/linear_w4a8.h"
 #include "ime2/w4b64_ime2_layout.h"
+#include "ime2/microkernels.h"
 #include "k3k/ime2.h"
 
 namespace k3k::ime2::detail {
@@ -105,71 +105,68 @@ vfloat32m2_t block_sub(vfloat32m2_t acc, const std::uint8_t* img, const std::uin
 }
 
 // Columns [col0, col1) of the one decode row; false when a scale is out of range.
-bool decode_columns(const PackedActivations& a, const std::uint8_t* images, const W4B64Packed& w,
-                    const LinearEpilogue& ep, float* out, std::int64_t col0, std::int64_t col1) {
-  const std::int64_t nb = w.blocks_per_row();
-  alignas(64) float tile[4][8];
-  const float sa = a.scale[0];
-  for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
+// The `.hp` decode tile: per block, the fp16 block-scale image of the 32 scales (out-of-range
+// scales make the tile fail: the call throws std::domain_error when it ends).
+class DecodeM1Hp final : public ukernel::DecodeTileBody {
+ public:
+  DecodeM1Hp(const PackedActivations& a, const W4B64Packed& w)
+      : images_(make_images_decode(a)), block_sum_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
+
+  void run(const std::uint8_t* codes, const float* scale, const float* beta,
+           float acc[kW4RowTile]) const override {
+    alignas(64) float tile[4][8];
     vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, 8), acc1 = acc0, acc2 = acc0, acc3 = acc0;
-    for (std::int64_t b = 0; b < nb; ++b) {
-      const std::size_t u = static_cast<std::size_t>(t * nb + b);
+    for (std::int64_t b = 0; b < nb_; ++b) {
       vuint16m1_t scales;
-      if (!scale_image(w.scale.data() + u * kScales, scales)) return false;
-      const std::uint8_t* img = images + b * kUnitBytes;
-      const std::uint8_t* unit = w.codes.data() + u * kUnitBytes;
-      const float* beta = w.beta.data() + u * kScales;
-      const float s_sum = static_cast<float>(a.block_sum[static_cast<std::size_t>(b)]);
-      acc0 = block_sub<0>(acc0, img, unit, scales, beta, s_sum);
-      acc1 = block_sub<1>(acc1, img, unit, scales, beta, s_sum);
-      acc2 = block_sub<2>(acc2, img, unit, scales, beta, s_sum);
-      acc3 = block_sub<3>(acc3, img, unit, scales, beta, s_sum);
+      if (!scale_image(scale + b * kScales, scales)) {
+        in_range_.store(false, std::memory_order_relaxed);
+        return;
+      }
+      const std::uint8_t* img = images_.data() + b * kUnitBytes;
+      const std::uint8_t* unit = codes + b * kUnitBytes;
+      const float* be = beta + b * kScales;
+      const float s_sum = static_cast<float>(block_sum_[b]);
+      acc0 = block_sub<0>(acc0, img, unit, scales, be, s_sum);
+      acc1 = block_sub<1>(acc1, img, unit, scales, be, s_sum);
+      acc2 = block_sub<2>(acc2, img, unit, scales, be, s_sum);
+      acc3 = block_sub<3>(acc3, img, unit, scales, be, s_sum);
     }
     __riscv_vse32_v_f32m2(tile[0], acc0, 8);
     __riscv_vse32_v_f32m2(tile[1], acc1, 8);
     __riscv_vse32_v_f32m2(tile[2], acc2, 8);
     __riscv_vse32_v_f32m2(tile[3], acc3, 8);
-    const std::int64_t lo = std::max(col0, t * kW4RowTile);
-    const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
-    for (std::int64_t col = lo; col < hi; ++col) {
-      const int i = static_cast<int>(col - t * kW4RowTile);
-      generic::store_linear_output(ep, out, a.m, w.n, 0, col, sa, tile[i / 8][i % 8]);
+    for (int i = 0; i < kW4RowTile; ++i) acc[i] = tile[i / 8][i % 8];
+  }
+
+  void finish() const override {
+    if (!in_range_.load()) {
+      throw std::domain_error(
+          "linear_decode_w4b64 (fp16 block-scale accumulation): a block scale is outside {0} u "
+          "[2^-14, 0.5], where fp16 accumulation leaves "
+          "its error bound; use Accumulation::kInt32");
     }
   }
-  return true;
-}
+
+ private:
+  AlignedBuffer<std::uint8_t> images_;
+  const std::int32_t* block_sum_;
+  std::int64_t nb_;
+  mutable std::atomic<bool> in_range_{true};
+};
 
 }  // namespace
+}  // namespace k3k::ime2::detail
 
-void linear_decode_hp(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-                      float* out, WorkerPool& pool, const LinearTiling& tiling) {
-  constexpr const char* who = "ime2::linear_decode_w4b64 (fp16 block-scale accumulation)";
-  validate(who, a, w, ep, out, tiling);
-  if (a.layout != ActivationLayout::kRowK256 || a.m != 1) {
-    throw std::invalid_argument(std::string(who) +
-                                ": activations must be one row in the K256 (decode) layout");
-  }
+namespace k3k::ime2 {
+
+std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
+    const PackedActivations& a, const W4B64Packed& w) {
   if (w.layout != W4B64Layout::kIme2) {
-    throw std::invalid_argument(std::string(who) +
-                                ": weights must be in the kIme2 layout (ime2::pack_w4b64)");
+    throw std::invalid_argument(
+        "linear_decode_w4b64 (fp16 block-scale accumulation): weights must be in the kIme2 layout "
+        "(ime2::pack_w4b64)");
   }
-  const AlignedBuffer<std::uint8_t> images = make_images_decode(a);
-  const std::int64_t n = w.n;
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
-  std::atomic<bool> in_range{true};
-  pool.parallel_for(col_tiles, [&](std::int64_t task, int) {
-    const std::int64_t col0 = task * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
-    if (!decode_columns(a, images.data(), w, ep, out, col0, col1))
-      in_range.store(false, std::memory_order_relaxed);
-  });
-  if (!in_range.load()) {
-    throw std::domain_error(
-        std::string(who) +
-        ": a block scale is outside {0} u [2^-14, 0.5], where fp16 accumulation leaves "
-        "its error bound; use Accumulation::kInt32");
-  }
-  generic::zero_c4_padding(ep, out, 1, n);
+  return std::make_unique<detail::DecodeM1Hp>(a, w);
 }
 
-}  // namespace k3k::ime2::detail
+}  // namespace k3k::ime2

@@ -1,21 +1,19 @@
-// Whether the IME2 kernels can run here. Linux has no hwcap bit for vendor extensions, so the
+// The IME2 layer's CPU probe, built on the CPU facts of k3k/cpu.h and handed to dispatch with the
+// layer's microkernels (ime2/layer.cpp). Linux has no hwcap bit for vendor extensions, so the
 // gate identifies the core by its marchid in /proc/cpuinfo (as llama.cpp and IREE do: A100 and
 // X100 print identical ISA strings), checks VLEN, and a real build then executes one vmadot under a
 // temporary SIGILL handler (once per process, at the first query; the handler is restored right
 // after). The gate describes the CPU the calling thread runs on: worker threads must stay on A100
 // cores. qemu-user shows the host's /proc/cpuinfo, so emulation runs set K3_IME2_ASSUME_MARCHID.
 #include <riscv_vector.h>
-#include <sched.h>
 
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "ime2/ime2_insn.h"
-#include "k3k/dispatch.h"
+#include "k3k/cpu.h"
 #include "k3k/ime2.h"
 
 namespace k3k::ime2 {
@@ -70,12 +68,9 @@ std::optional<std::string> check_marchid(std::string& passed) {
     passed = "marchid " + a100 + " assumed from the " + kMarchidOverrideEnv + " override, /proc/cpuinfo not read";
     return std::nullopt;
   }
-  std::ifstream f("/proc/cpuinfo");
-  std::stringstream text;
-  text << f.rdbuf();
-  const int cpu = sched_getcpu();
-  const auto v = parse_cpuinfo_marchid(text.str(), cpu);
-  const std::string where = "CPU " + std::to_string(cpu) + " in /proc/cpuinfo";
+  const CpuMarchid m = current_cpu_marchid();
+  const auto& v = m.value;
+  const std::string& where = m.where;
   if (!v) {
     return "no marchid for " + where + " (not a SpacemiT core; under qemu-user, set " + kMarchidOverrideEnv +
            "=" + hex(kA100Marchid) + " for emulation runs)";

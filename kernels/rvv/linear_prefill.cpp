@@ -1,89 +1,73 @@
-// RVV prefill Linear ("M4"): 4 activation rows share each unpacked weight K-step. A task is
-// (tile_n output columns) x (group of 4 rows), ordered column-range major like the generic kernel.
+// RVV prefill tile ("M4"): 4 activation rows share each unpacked weight K-step (driver:
+// drivers/linear_prefill.cpp, task = tile_n output columns x one M4 group).
 // Registers: 8 int16 m2 accumulators (4 rows x two halves) + the unpacked codes; the float
-// accumulators of the 4 rows live in a small L1 array between blocks.
-#include <algorithm>
-#include <stdexcept>
-
-#include "generic/linear_epilogue.h"
-#include "k3k/rvv.h"
+// accumulators of the 4 rows live in the driver's small L1 array between blocks.
+#include "rvv/microkernels.h"
 #include "rvv/w4b64_tile.h"
 
 namespace k3k::rvv {
 
+
 namespace {
+
 constexpr int kRows = kPrefillRowsPerTask;
-}
 
-void linear_prefill_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-                          float* out, WorkerPool& pool, const LinearTiling& tiling) {
-  generic::validate_linear_args("rvv::linear_prefill_w4b64", a, w, ep, out, tiling);
-  if (a.layout != ActivationLayout::kRowsM4) {
-    throw std::invalid_argument("rvv::linear_prefill_w4b64: activations must use the M4 (prefill) layout");
-  }
-  const std::int64_t m = a.m, n = w.n, nb = w.blocks_per_row();
-  const std::int64_t groups = (m + kRows - 1) / kRows;
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
+class PrefillM4 final : public ukernel::PrefillTileBody {
+ public:
+  PrefillM4(const PackedActivations& a, const W4B64Packed& w) : a_(a), nb_(w.blocks_per_row()) {}
 
-  pool.parallel_for(groups * col_tiles, [&](std::int64_t task, int) {
-    const std::int64_t group = task % groups;
-    const std::int64_t col0 = (task / groups) * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
-    const std::int64_t row0 = group * kRows;
-    const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - row0));
-    float acc[kRows][kW4RowTile];
-    for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-      const std::uint8_t* codes = w.codes.data() + t * nb * 32 * kW4RowTile;
-      const float* scale = w.scale.data() + t * nb * kW4RowTile;
-      const float* beta = w.beta.data() + t * nb * kW4RowTile;
-      for (std::size_t i0 = 0; i0 < static_cast<std::size_t>(kW4RowTile);) {
-        const std::size_t vl = __riscv_vsetvl_e16m2(kW4RowTile - i0);
-        for (int r = 0; r < kRows; ++r) __riscv_vse32_v_f32m4(acc[r] + i0, __riscv_vfmv_v_f_f32m4(0.0f, vl), vl);
-        for (std::int64_t b = 0; b < nb; ++b) {
-          const std::uint8_t* cb = codes + b * 32 * kW4RowTile + i0;
-          const std::int8_t* x0 = a.codes.data() + ((group * nb + b) * kRows) * 64;  // 4 rows x 64
-          const std::int8_t* x1 = x0 + 64;
-          const std::int8_t* x2 = x0 + 128;
-          const std::int8_t* x3 = x0 + 192;
-          vint16m2_t lo0 = __riscv_vmv_v_x_i16m2(0, vl), hi0 = lo0, lo1 = lo0, hi1 = lo0;
-          vint16m2_t lo2 = lo0, hi2 = lo0, lo3 = lo0, hi3 = lo0;
-          for (int j = 0; j < 32; ++j) {
-            const vuint8m1_t c = __riscv_vle8_v_u8m1(cb + j * kW4RowTile, vl);
-            const vint16m2_t q_low = low_codes(c, vl), q_high = high_codes(c, vl);
-            lo0 = __riscv_vmacc_vx_i16m2(lo0, x0[j], q_low, vl);
-            hi0 = __riscv_vmacc_vx_i16m2(hi0, x0[32 + j], q_high, vl);
-            lo1 = __riscv_vmacc_vx_i16m2(lo1, x1[j], q_low, vl);
-            hi1 = __riscv_vmacc_vx_i16m2(hi1, x1[32 + j], q_high, vl);
-            lo2 = __riscv_vmacc_vx_i16m2(lo2, x2[j], q_low, vl);
-            hi2 = __riscv_vmacc_vx_i16m2(hi2, x2[32 + j], q_high, vl);
-            lo3 = __riscv_vmacc_vx_i16m2(lo3, x3[j], q_low, vl);
-            hi3 = __riscv_vmacc_vx_i16m2(hi3, x3[32 + j], q_high, vl);
-          }
-          const float* sc = scale + b * kW4RowTile + i0;
-          const float* be = beta + b * kW4RowTile + i0;
-          auto sum_of = [&](int r) { return r < rows ? a.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)] : 0; };
-          auto update = [&](int r, vint16m2_t lo, vint16m2_t hi) {
-            const vfloat32m4_t prev = __riscv_vle32_v_f32m4(acc[r] + i0, vl);
-            __riscv_vse32_v_f32m4(acc[r] + i0, accumulate_block(prev, lo, hi, sc, be, sum_of(r), vl), vl);
-          };
-          update(0, lo0, hi0);
-          update(1, lo1, hi1);
-          update(2, lo2, hi2);
-          update(3, lo3, hi3);
+  void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
+           const float* beta, float out[ukernel::kMaxGroupRows][kW4RowTile]) const override {
+    const std::int64_t row0 = group * kRows, nb = nb_;
+    for (std::size_t i0 = 0; i0 < static_cast<std::size_t>(kW4RowTile);) {
+      const std::size_t vl = __riscv_vsetvl_e16m2(kW4RowTile - i0);
+      for (int r = 0; r < kRows; ++r) __riscv_vse32_v_f32m4(out[r] + i0, __riscv_vfmv_v_f_f32m4(0.0f, vl), vl);
+      for (std::int64_t b = 0; b < nb; ++b) {
+        const std::uint8_t* cb = codes + b * 32 * kW4RowTile + i0;
+        const std::int8_t* x0 = a_.codes.data() + ((group * nb + b) * kRows) * 64;  // 4 rows x 64
+        const std::int8_t* x1 = x0 + 64;
+        const std::int8_t* x2 = x0 + 128;
+        const std::int8_t* x3 = x0 + 192;
+        vint16m2_t lo0 = __riscv_vmv_v_x_i16m2(0, vl), hi0 = lo0, lo1 = lo0, hi1 = lo0;
+        vint16m2_t lo2 = lo0, hi2 = lo0, lo3 = lo0, hi3 = lo0;
+        for (int j = 0; j < 32; ++j) {
+          const vuint8m1_t c = __riscv_vle8_v_u8m1(cb + j * kW4RowTile, vl);
+          const vint16m2_t q_low = low_codes(c, vl), q_high = high_codes(c, vl);
+          lo0 = __riscv_vmacc_vx_i16m2(lo0, x0[j], q_low, vl);
+          hi0 = __riscv_vmacc_vx_i16m2(hi0, x0[32 + j], q_high, vl);
+          lo1 = __riscv_vmacc_vx_i16m2(lo1, x1[j], q_low, vl);
+          hi1 = __riscv_vmacc_vx_i16m2(hi1, x1[32 + j], q_high, vl);
+          lo2 = __riscv_vmacc_vx_i16m2(lo2, x2[j], q_low, vl);
+          hi2 = __riscv_vmacc_vx_i16m2(hi2, x2[32 + j], q_high, vl);
+          lo3 = __riscv_vmacc_vx_i16m2(lo3, x3[j], q_low, vl);
+          hi3 = __riscv_vmacc_vx_i16m2(hi3, x3[32 + j], q_high, vl);
         }
-        i0 += vl;
+        const float* sc = scale + b * kW4RowTile + i0;
+        const float* be = beta + b * kW4RowTile + i0;
+        auto sum_of = [&](int r) { return r < rows ? a_.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)] : 0; };
+        auto update = [&](int r, vint16m2_t lo, vint16m2_t hi) {
+          const vfloat32m4_t prev = __riscv_vle32_v_f32m4(out[r] + i0, vl);
+          __riscv_vse32_v_f32m4(out[r] + i0, accumulate_block(prev, lo, hi, sc, be, sum_of(r), vl), vl);
+        };
+        update(0, lo0, hi0);
+        update(1, lo1, hi1);
+        update(2, lo2, hi2);
+        update(3, lo3, hi3);
       }
-      const std::int64_t lo = std::max(col0, t * kW4RowTile);
-      const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
-      for (int r = 0; r < rows; ++r) {
-        const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
-        for (std::int64_t col = lo; col < hi; ++col) {
-          generic::store_linear_output(ep, out, m, n, row0 + r, col, sa, acc[r][col - t * kW4RowTile]);
-        }
-      }
+      i0 += vl;
     }
-  });
-  generic::zero_c4_padding(ep, out, m, n);
+  }
+
+ private:
+  const PackedActivations& a_;
+  std::int64_t nb_;
+};
+
+}  // namespace
+
+std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m4(const PackedActivations& a,
+                                                                 const W4B64Packed& w, WorkerPool&) {
+  return std::make_unique<PrefillM4>(a, w);
 }
 
 }  // namespace k3k::rvv

@@ -1,4 +1,4 @@
-// RVV fused quantise + pack: absmax by vfredmax, then per 64-block: scale, round-half-even
+// RVV quantise microkernel: absmax by vfredmax, then per 64-block: scale, round-half-even
 // (vfcvt.x.f under the default frm = RNE), clamp, narrow to int8, and the block sum by vredsum -
 // the same float operations as the generic layer, so codes, sums and sa are bit-identical.
 // LMUL: e32m8 for the absmax sweep (a long streaming loop, fewest vsetvl per element); the 64-block
@@ -6,29 +6,11 @@
 // (m4 -> m2 -> m1) stays within register-group limits.
 #include <riscv_vector.h>
 
-#include <cmath>
-#include <stdexcept>
-#include <string>
-
-#include "k3k/rvv.h"
+#include "common/quantize_contract.h"
+#include "rvv/microkernels.h"
 
 namespace k3k::rvv {
 namespace {
-
-struct RowQuant {
-  float prescale;
-  float inv_scale;
-};
-
-// Identical contract to the generic layer (see k3k/quantize.h).
-inline RowQuant row_scales(float absmax, float& sa) {
-  sa = absmax / 127.0f;
-  if (!(absmax > 0.0f)) return {1.0f, 0.0f};
-  const float inv = 127.0f / absmax;
-  if (std::isfinite(inv)) return {1.0f, inv};
-  constexpr float kPrescale = 0x1.0p64f;
-  return {kPrescale, 127.0f / (absmax * kPrescale)};
-}
 
 inline float row_absmax(const float* a, std::int64_t k) {
   const std::size_t vlmax = __riscv_vsetvlmax_e32m8();
@@ -43,7 +25,7 @@ inline float row_absmax(const float* a, std::int64_t k) {
   return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredmax_vs_f32m8_f32m1(vmax, zero, vlmax));
 }
 
-inline std::int32_t quantize_block(const float* src, RowQuant rq, std::int8_t* dst) {
+inline std::int32_t quantize_block(const float* src, detail::RowQuant rq, std::int8_t* dst) {
   vint32m1_t sum = __riscv_vmv_v_x_i32m1(0, 1);
   for (int j = 0; j < 64;) {
     const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(64 - j));
@@ -59,33 +41,13 @@ inline std::int32_t quantize_block(const float* src, RowQuant rq, std::int8_t* d
   return __riscv_vmv_x_s_i32m1_i32(sum);
 }
 
-void check_pack(const PackedActivations& out, ActivationLayout want, const char* who) {
-  if (out.layout != want || out.codes.empty()) {
-    throw std::invalid_argument(std::string(who) + ": output pack has the wrong layout or is empty");
-  }
-}
-
 }  // namespace
 
-void quantize_pack_prefill(const float* a, PackedActivations& out, WorkerPool& pool) {
-  check_pack(out, ActivationLayout::kRowsM4, "rvv::quantize_pack_prefill");
-  const std::int64_t k = out.k, nb = out.blocks_per_row();
-  pool.parallel_for(out.m, [&](std::int64_t row, int) {
-    const float* src = a + row * k;
-    const RowQuant rq = row_scales(row_absmax(src, k), out.scale[static_cast<std::size_t>(row)]);
-    for (std::int64_t b = 0; b < nb; ++b) {
-      auto* dst = const_cast<std::int8_t*>(out.block_codes(row, b));
-      out.block_sum[static_cast<std::size_t>(row * nb + b)] = quantize_block(src + b * 64, rq, dst);
-    }
-  });
-}
-
-void quantize_pack_decode(const float* a, PackedActivations& out) {
-  check_pack(out, ActivationLayout::kRowK256, "rvv::quantize_pack_decode");
-  const std::int64_t k = out.k;
-  const RowQuant rq = row_scales(row_absmax(a, k), out.scale[0]);
-  for (std::int64_t kb = 0; kb < k; kb += 64) {
-    out.block_sum[static_cast<std::size_t>(kb / 64)] = quantize_block(a + kb, rq, out.codes.data() + kb);
+void quantize_row(const float* src, std::int64_t k, std::int8_t* codes, std::int64_t block_stride,
+                  std::int32_t* block_sums, float* sa) {
+  const detail::RowQuant rq = detail::row_scales(row_absmax(src, k), *sa);
+  for (std::int64_t b = 0; b < k / 64; ++b) {
+    block_sums[b] = quantize_block(src + b * 64, rq, codes + b * block_stride);
   }
 }
 

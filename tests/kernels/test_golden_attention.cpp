@@ -7,7 +7,12 @@
 #include <string>
 #include <vector>
 
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "kernels/golden_cases.h"
 
 namespace k3test::golden {
@@ -50,7 +55,7 @@ KvCache filled_cache(const CacheCase& c, std::int64_t length, std::uint64_t seed
   for (std::int64_t done = 0; done < length;) {
     const std::int64_t step = std::min<std::int64_t>(length - done, c.capacity / 2);
     const auto k = normal_floats(row * step, seed++), v = normal_floats(row * step, seed++);
-    ops::kv_append(KernelPath::kGeneric, cache, k, v, step, *pools()[0]);
+    k3k::kv_append(KernelPath::kGeneric, cache, k, v, step, *pools()[0]);
     done += step;
   }
   return cache;
@@ -64,13 +69,13 @@ TEST(GoldenOutputs, KvAppend) {
       check_all_pools(path, "kv_append-" + c.name, [&](WorkerPool& pool) {
         KvCache cache({c.n_kv_heads, c.head_dim, c.capacity, c.dtype, c.ring, c.rope});
         // Bulk appends of 17 and 13 tokens, then one token at a time (a ring wraps in both).
-        ops::kv_append(path, cache, std::span(k).first(17 * row), std::span(v).first(17 * row), 17,
+        k3k::kv_append(path, cache, std::span(k).first(17 * row), std::span(v).first(17 * row), 17,
                        pool);
-        ops::kv_append(path, cache, std::span(k).subspan(17 * row, 13 * row),
+        k3k::kv_append(path, cache, std::span(k).subspan(17 * row, 13 * row),
                        std::span(v).subspan(17 * row, 13 * row), 13, pool);
         for (std::size_t t = 30; t < 60 && static_cast<std::int64_t>(t) < c.capacity + 20; ++t) {
           if (!c.ring && static_cast<std::int64_t>(t) >= c.capacity) break;
-          ops::kv_append_one(path, cache, std::span(k).subspan(t * row, row),
+          k3k::kv_append_one(path, cache, std::span(k).subspan(t * row, row),
                              std::span(v).subspan(t * row, row), pool);
         }
         return hash_cache(cache);
@@ -92,7 +97,7 @@ TEST(GoldenOutputs, AttentionPrefill) {
         for (int q_tile : {16, 5}) {
           check_all_pools(path, name, [&](WorkerPool& pool) {
             std::vector<float> out(q.size(), -9.0f);
-            ops::attention_prefill(path, cache, q, tokens, q_heads, out, pool, {q_tile, kv_block});
+            k3k::attention_prefill(path, cache, q, tokens, q_heads, out, pool, {q_tile, kv_block});
             return hash_of(out);
           });
         }
@@ -113,7 +118,7 @@ TEST(GoldenOutputs, AttentionDecode) {
                                    "-chunk" + std::to_string(chunk);
           check_all_pools(path, name, [&](WorkerPool& pool) {
             std::vector<float> out(q.size(), -9.0f);
-            ops::attention_decode(path, cache, q, q_heads, out, pool, {chunk});
+            k3k::attention_decode(path, cache, q, q_heads, out, pool, {chunk});
             return hash_of(out);
           });
         }
@@ -133,19 +138,19 @@ TEST(GoldenOutputs, SmallOps) {
       const std::string s = "-r" + std::to_string(rows) + "d" + std::to_string(dim);
       check_all_pools(path, "rmsnorm" + s, [&](WorkerPool& pool) {
         std::vector<float> out(n, -9.0f);
-        ops::rmsnorm(path, x, weight, out, rows, dim, 1e-6f, pool);
+        k3k::rmsnorm(path, x, weight, out, rows, dim, 1e-6f, pool);
         std::vector<float> in_place = x;
-        ops::rmsnorm(path, in_place, weight, in_place, rows, dim, 1e-6f, pool);
+        k3k::rmsnorm(path, in_place, weight, in_place, rows, dim, 1e-6f, pool);
         return hash_of(in_place, hash_of(out));
       });
       check_all_pools(path, "swiglu" + s, [&](WorkerPool& pool) {
         std::vector<float> out(n, -9.0f);
-        ops::swiglu(path, x, y, out, rows, dim, pool);
+        k3k::swiglu(path, x, y, out, rows, dim, pool);
         return hash_of(out);
       });
       check_all_pools(path, "residual_add" + s, [&](WorkerPool& pool) {
         std::vector<float> out(n, -9.0f);
-        ops::residual_add(path, x, y, out, rows, dim, pool);
+        k3k::residual_add(path, x, y, out, rows, dim, pool);
         return hash_of(out);
       });
     }

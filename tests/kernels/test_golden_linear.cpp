@@ -7,13 +7,19 @@
 #include <string>
 #include <vector>
 
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/tcm_linear.h"
 #include "kernels/golden_cases.h"
 #if defined(K3_HAVE_IME2)
 #include "k3k/ime2.h"
 #endif
 #include "support/test_data.h"
+#include "tcm/tcm_test_support.h"
 
 namespace k3test::golden {
 namespace {
@@ -101,7 +107,7 @@ TEST(GoldenOutputs, QuantizePack) {
       const std::vector<float> a = activation_rows(m, k, 10 + m);
       check_all_pools(path, "quantize_pack_prefill-" + shape(m, 0, k), [&](WorkerPool& pool) {
         PackedActivations p = make_packed_activations(m, k, ActivationLayout::kRowsM4);
-        ops::quantize_pack_prefill(path, a.data(), p, pool);
+        k3k::quantize_pack_prefill(path, a.data(), p, pool);
         return hash_pack(p);
       });
     }
@@ -109,7 +115,7 @@ TEST(GoldenOutputs, QuantizePack) {
       const std::vector<float> a = normal_floats(static_cast<std::size_t>(k), 20 + k, 3.0);
       check_all_pools(path, "quantize_pack_decode-k" + std::to_string(k), [&](WorkerPool&) {
         PackedActivations p = make_packed_activations(1, k, ActivationLayout::kRowK256);
-        ops::quantize_pack_decode(path, a.data(), p);
+        k3k::quantize_pack_decode(path, a.data(), p);
         return hash_pack(p);
       });
     }
@@ -124,7 +130,7 @@ TEST(GoldenOutputs, LinearPrefill) {
     for (const Shape s : {Shape{9, 80, 320}, Shape{4, 64, 128}, Shape{13, 40, 64}}) {
       PackedActivations act = make_packed_activations(s.m, s.k, ActivationLayout::kRowsM4);
       const std::vector<float> a = activation_rows(s.m, s.k, 30 + s.m);
-      ops::quantize_pack_prefill(KernelPath::kGeneric, a.data(), act, *pools()[0]);
+      k3k::quantize_pack_prefill(KernelPath::kGeneric, a.data(), act, *pools()[0]);
       for (const auto& layout : layouts_for(path, weights(s.n, s.k, 40 + s.n))) {
         const std::string& wname = layout.first;
         const W4B64Packed& w = layout.second;
@@ -135,7 +141,7 @@ TEST(GoldenOutputs, LinearPrefill) {
             check_all_pools(path, name, [&](WorkerPool& pool) {
               std::vector<float> out(
                   static_cast<std::size_t>(output_elements(e.ep.layout, s.m, s.n)), -9.0f);
-              ops::linear_prefill_w4b64(path, act, w, e.ep, out.data(), pool, {tile_n});
+              k3k::linear_prefill_w4b64(path, act, w, e.ep, out.data(), pool, {tile_n});
               return hash_of(out);
             });
           }
@@ -152,7 +158,7 @@ TEST(GoldenOutputs, LinearDecodeAndTcmPipeline) {
       const std::int64_t n = nk.first, k = nk.second;
       PackedActivations act = make_packed_activations(1, k, ActivationLayout::kRowK256);
       const std::vector<float> a = normal_floats(static_cast<std::size_t>(k), 60 + n);
-      ops::quantize_pack_decode(KernelPath::kGeneric, a.data(), act);
+      k3k::quantize_pack_decode(KernelPath::kGeneric, a.data(), act);
       for (const auto& layout : layouts_for(path, weights(n, k, 70 + n))) {
         const std::string& wname = layout.first;
         const W4B64Packed& w = layout.second;
@@ -162,7 +168,7 @@ TEST(GoldenOutputs, LinearDecodeAndTcmPipeline) {
           for (int tile_n : {32, 64, 96}) {
             check_all_pools(path, name, [&](WorkerPool& pool) {
               std::vector<float> out(count, -9.0f);
-              ops::linear_decode_w4b64(path, act, w, e.ep, out.data(), pool, {tile_n});
+              k3k::linear_decode_w4b64(path, act, w, e.ep, out.data(), pool, {tile_n});
               return hash_of(out);
             });
           }
@@ -177,8 +183,8 @@ TEST(GoldenOutputs, LinearDecodeAndTcmPipeline) {
                 p.slab_rows = slab_rows;
                 p.pairing = pairing;
                 std::vector<float> out(count, -9.0f);
-                const TcmDecodeResult r =
-                    linear_decode_w4b64_tcm(path, act, w, e.ep, out.data(), pool, &ws, p);
+                const tcm_test::TcmDecodeResult r =
+                    tcm_test::decode_with_tcm(path, act, w, e.ep, out.data(), pool, &ws, p);
                 EXPECT_EQ(r.gate.use_tcm, pool.size() >= 2) << r.gate.reason;
                 return hash_of(out);
               });
@@ -197,7 +203,7 @@ TEST(GoldenOutputs, Ime2HpDecode) {
     const std::int64_t n = nk.first, k = nk.second;
     PackedActivations act = make_packed_activations(1, k, ActivationLayout::kRowK256);
     const std::vector<float> a = normal_floats(static_cast<std::size_t>(k), 90 + n);
-    ops::quantize_pack_decode(KernelPath::kGeneric, a.data(), act);
+    k3k::quantize_pack_decode(KernelPath::kGeneric, a.data(), act);
     const W4B64Packed w = ime2::pack_w4b64(weights(n, k, 95 + n, /*hp_scales=*/true));
     for (const Epilogue& e : epilogues(1, n, 99)) {
       const std::size_t count = static_cast<std::size_t>(output_elements(e.ep.layout, 1, n));
@@ -205,8 +211,8 @@ TEST(GoldenOutputs, Ime2HpDecode) {
         check_all_pools(KernelPath::kIme2, "linear_decode_hp-" + shape(1, n, k) + "-" + e.name,
                         [&](WorkerPool& pool) {
                           std::vector<float> out(count, -9.0f);
-                          ime2::linear_decode_w4b64(act, w, e.ep, out.data(), pool, {tile_n},
-                                                    ime2::Accumulation::kFp16BlockScale);
+                          k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, w, e.ep, out.data(), pool, {tile_n},
+                                                    k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
                           return hash_of(out);
                         });
       }
@@ -221,7 +227,7 @@ TEST(GoldenOutputs, Embedding) {
     const std::vector<std::int32_t> tokens = {0, 49, 7, 7, 23, 1, 48};
     check_all_pools(path, "embedding-n50k256-t7", [&](WorkerPool& pool) {
       std::vector<float> out(tokens.size() * 256, -9.0f);
-      ops::embedding_lookup_w4b64(path, table, tokens.data(),
+      k3k::embedding_lookup_w4b64(path, table, tokens.data(),
                                   static_cast<std::int64_t>(tokens.size()), out.data(), pool);
       return hash_of(out);
     });

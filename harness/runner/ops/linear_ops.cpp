@@ -9,7 +9,7 @@
 #include "errors.h"
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
-#include "k3k/ops.h"
+#include "k3k/quantize.h"
 #include "k3k/tcm_linear.h"
 #if defined(K3_HAVE_IME2)
 #include "k3k/ime2.h"
@@ -92,7 +92,7 @@ class LinearCase final : public OpCase {
     const k3k::W4B64Packed& w = weights_[static_cast<std::size_t>(next_copy_)];
     next_copy_ = (next_copy_ + 1) % copies_;
     if (decode_) {
-      k3k::ops::quantize_pack_decode(path_, a_.data(), act_);
+      k3k::quantize_pack_decode(path_, a_.data(), act_);
       if (fp16_accumulation_) {
         run_fp16_block_scale(w);
         return;
@@ -100,8 +100,13 @@ class LinearCase final : public OpCase {
       // Decided once (the first call is the untimed accuracy check): the gate is per shape, and
       // every weight copy has the same shape.
       if (calls_ == 0) gate_ = k3k::decide_tcm_decode(path_, w, workspace_, tcm_params_, pool_.size());
-      const k3k::TcmPipelineStats stats = k3k::linear_decode_w4b64_tcm(gate_, path_, act_, w, ep_, out_.data(),
-                                                                        pool_, workspace_, tcm_params_, tiling_);
+      k3k::TcmPipelineStats stats;
+      k3k::LinearDecodeOptions options;
+      options.tcm_workspace = workspace_;
+      options.tcm_params = &tcm_params_;
+      options.tcm_gate = &gate_;
+      options.tcm_stats = &stats;
+      k3k::linear_decode_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_, options);
       ++calls_;
       totals_.copy_seconds += stats.copy_seconds;
       totals_.compute_seconds += stats.compute_seconds;
@@ -109,8 +114,8 @@ class LinearCase final : public OpCase {
       totals_.bytes_copied += stats.bytes_copied;
       totals_.workers_without_block += stats.workers_without_block;
     } else {
-      k3k::ops::quantize_pack_prefill(path_, a_.data(), act_, pool_);
-      k3k::ops::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
+      k3k::quantize_pack_prefill(path_, a_.data(), act_, pool_);
+      k3k::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
     }
   }
 
@@ -240,8 +245,8 @@ class LinearCase final : public OpCase {
   void run_fp16_block_scale([[maybe_unused]] const k3k::W4B64Packed& w) {
 #if defined(K3_HAVE_IME2)
     try {
-      k3k::ime2::linear_decode_w4b64(act_, w, ep_, out_.data(), pool_, tiling_,
-                                     k3k::ime2::Accumulation::kFp16BlockScale);
+      k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act_, w, ep_, out_.data(), pool_, tiling_,
+                                     k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
     } catch (const std::domain_error& e) {
       throw UnsupportedShape(std::string("accumulate=fp16: ") + e.what());
     }

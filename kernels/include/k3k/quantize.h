@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "k3k/aligned_buffer.h"
+#include "k3k/dispatch.h"
 #include "k3k/worker_pool.h"
 
 namespace k3k {
@@ -45,11 +46,10 @@ struct PackedActivations {
 // Allocates a pack for M rows of K (K a positive multiple of 64; kRowK256 needs M == 1).
 PackedActivations make_packed_activations(std::int64_t m, std::int64_t k, ActivationLayout layout);
 
-namespace generic {
-// a: [M][K] row-major floats. One pass per row: absmax, then quantise + pack + block sums.
-void quantize_pack_prefill(const float* a, PackedActivations& out, WorkerPool& pool);
-// a: [K] floats (one token).
-void quantize_pack_decode(const float* a, PackedActivations& out);
-}  // namespace generic
+// a: [M][K] row-major floats into a kRowsM4 pack. One pass per row: absmax, then quantise + pack +
+// block sums.
+void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out, WorkerPool& pool);
+// a: [K] floats (one token) into a kRowK256 pack.
+void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& out);
 
 }  // namespace k3k
