@@ -5,8 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "k3k/kv_cache.h"
 #include "common/checks.h"
+#include "k3k/kv_cache.h"
 
 namespace k3k::detail {
 

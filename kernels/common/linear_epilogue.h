@@ -8,9 +8,11 @@
 
 namespace k3k::detail {
 
-// acc is sum_b (s*D + beta*S) for output (row, col); applies sa, bias, residual, clamp in that order.
-inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                                std::int64_t row, std::int64_t col, float sa, float acc) {
+// acc is sum_b (s*D + beta*S) for output (row, col); applies sa, bias, residual, clamp in that
+// order.
+inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64_t m,
+                                std::int64_t n, std::int64_t row, std::int64_t col, float sa,
+                                float acc) {
   const std::int64_t idx = output_index(ep.layout, m, n, row, col);
   float y = sa * acc;
   if (ep.bias != nullptr) y += ep.bias[col];

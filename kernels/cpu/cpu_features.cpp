@@ -38,7 +38,8 @@ CpuMarchid current_cpu_marchid() {
   std::stringstream text;
   text << f.rdbuf();
   const int cpu = sched_getcpu();
-  return {parse_cpuinfo_marchid(text.str(), cpu), "CPU " + std::to_string(cpu) + " in /proc/cpuinfo"};
+  return {parse_cpuinfo_marchid(text.str(), cpu),
+          "CPU " + std::to_string(cpu) + " in /proc/cpuinfo"};
 }
 
 }  // namespace k3k

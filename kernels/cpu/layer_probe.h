@@ -1,6 +1,6 @@
 // A layer's CPU probe: how the layer decides, from the facts of k3k/cpu.h, whether this CPU runs
-// it. Each layer defines its own next to its microkernels (rvv/layer.cpp, ime2/probe.cpp) and hands
-// it to dispatch with them, so a build without a layer contains none of its probing code.
+// it. Each layer defines its own next to its microkernels (rvv/layer_rvv.cpp, ime2/probe.cpp) and
+// hands it to dispatch with them, so a build without a layer contains none of its probing code.
 #pragma once
 
 #include <optional>

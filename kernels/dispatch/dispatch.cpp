@@ -8,9 +8,12 @@ namespace k3k {
 
 const char* to_string(KernelPath path) {
   switch (path) {
-    case KernelPath::kGeneric: return "generic";
-    case KernelPath::kRvv: return "rvv";
-    case KernelPath::kIme2: return "ime2";
+    case KernelPath::kGeneric:
+      return "generic";
+    case KernelPath::kRvv:
+      return "rvv";
+    case KernelPath::kIme2:
+      return "ime2";
   }
   return "?";
 }
@@ -22,7 +25,9 @@ std::optional<KernelPath> parse_kernel_path(std::string_view name) {
   return std::nullopt;
 }
 
-bool path_compiled(KernelPath path) { return dispatch::find_layer(path) != nullptr; }
+bool path_compiled(KernelPath path) {
+  return dispatch::find_layer(path) != nullptr;
+}
 
 namespace {
 
@@ -40,7 +45,8 @@ PathDecision taken(KernelPath path, std::string reason) {
 PathDecision decide_path(std::optional<KernelPath> requested) {
   if (requested) {
     if (auto why = dispatch::unusable_because(*requested)) {
-      throw std::invalid_argument("path " + std::string(to_string(*requested)) + " unavailable: " + *why);
+      throw std::invalid_argument("path " + std::string(to_string(*requested)) +
+                                  " unavailable: " + *why);
     }
     return taken(*requested, "forced");
   }

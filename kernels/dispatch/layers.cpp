@@ -22,20 +22,25 @@ const Layer* find_layer(KernelPath path) {
   static const Layer ime2_layer{KernelPath::kIme2, ime2::kernels, &ime2::probe()};
 #endif
   switch (path) {
-    case KernelPath::kGeneric: return &generic_layer;
+    case KernelPath::kGeneric:
+      return &generic_layer;
 #if defined(K3_HAVE_RVV)
-    case KernelPath::kRvv: return &rvv_layer;
+    case KernelPath::kRvv:
+      return &rvv_layer;
 #endif
 #if defined(K3_HAVE_IME2)
-    case KernelPath::kIme2: return &ime2_layer;
+    case KernelPath::kIme2:
+      return &ime2_layer;
 #endif
-    default: return nullptr;
+    default:
+      return nullptr;
   }
 }
 
 std::optional<std::string> unusable_because(KernelPath path) {
   const Layer* layer = find_layer(path);
-  if (layer == nullptr) return std::string(to_string(path)) + " layer not compiled into this binary";
+  if (layer == nullptr)
+    return std::string(to_string(path)) + " layer not compiled into this binary";
   if (layer->probe != nullptr) return layer->probe->refused();
   return std::nullopt;
 }

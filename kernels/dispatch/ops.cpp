@@ -17,8 +17,10 @@ namespace k3k {
 
 using dispatch::usable_kernels;
 
-void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out, WorkerPool& pool) {
-  driver::quantize_pack_prefill(usable_kernels(path, "quantize_pack_prefill").quantize, a, out, pool);
+void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out,
+                           WorkerPool& pool) {
+  driver::quantize_pack_prefill(usable_kernels(path, "quantize_pack_prefill").quantize, a, out,
+                                pool);
 }
 
 void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& out) {
@@ -40,8 +42,9 @@ void linear_decode_w4b64(KernelPath path, const PackedActivations& a, const W4B6
                                         ? layer.linear_decode_fp16_block_scale
                                         : layer.linear_decode;
   if (uk.bind == nullptr) {
-    throw std::invalid_argument(std::string("linear_decode_w4b64: fp16 block-scale accumulation has no ") +
-                                to_string(path) + " microkernel (ime2 only)");
+    throw std::invalid_argument(
+        std::string("linear_decode_w4b64: fp16 block-scale accumulation has no ") +
+        to_string(path) + " microkernel (ime2 only)");
   }
   if (options.tcm_workspace != nullptr) {
     static const TcmDecodeParams kDefaults;
@@ -53,8 +56,8 @@ void linear_decode_w4b64(KernelPath path, const PackedActivations& a, const W4B6
       gate = &decided;
     }
     if (gate->use_tcm) {
-      const TcmPipelineStats stats = driver::linear_decode_tcm(uk, *gate, a, w, ep, out, pool,
-                                                               *options.tcm_workspace, params, tiling);
+      const TcmPipelineStats stats = driver::linear_decode_tcm(
+          uk, *gate, a, w, ep, out, pool, *options.tcm_workspace, params, tiling);
       if (options.tcm_stats != nullptr) *options.tcm_stats = stats;
       return;
     }
@@ -76,8 +79,9 @@ void attention_prefill(KernelPath path, const KvCache& cache, std::span<const fl
                             tokens, n_q_heads, out, pool, tiling, scale);
 }
 
-void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q, int n_q_heads,
-                      std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling, float scale) {
+void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q,
+                      int n_q_heads, std::span<float> out, WorkerPool& pool,
+                      const DecodeTiling& tiling, float scale) {
   driver::attention_decode(usable_kernels(path, "attention_decode").attention_decode, cache, q,
                            n_q_heads, out, pool, tiling, scale);
 }
@@ -104,7 +108,8 @@ void swiglu(KernelPath path, std::span<const float> gate, std::span<const float>
 
 void residual_add(KernelPath path, std::span<const float> a, std::span<const float> b,
                   std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
-  driver::residual_add(usable_kernels(path, "residual_add").residual_add, a, b, out, rows, dim, pool);
+  driver::residual_add(usable_kernels(path, "residual_add").residual_add, a, b, out, rows, dim,
+                       pool);
 }
 
 }  // namespace k3k

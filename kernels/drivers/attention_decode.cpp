@@ -58,10 +58,12 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
     const std::int64_t c = task % n_chunks;
     const std::int64_t c0 = lo + c * chunk;
     float* s = scratch.data() + worker * stride;
-    const std::int64_t first = static_cast<std::int64_t>(g) * group * n_chunks + c;  // (head g*group, chunk c)
+    const std::int64_t first =
+        static_cast<std::int64_t>(g) * group * n_chunks + c;  // (head g*group, chunk c)
     uk.chunk({&cache, g, c0, static_cast<int>(std::min<std::int64_t>(chunk, pos + 1 - c0)), group,
-              qs.data() + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb, s + off_vb,
-              part_m.data() + first, part_l.data() + first, part_acc.data() + first * hd, n_chunks});
+              qs.data() + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb,
+              s + off_vb, part_m.data() + first, part_l.data() + first,
+              part_acc.data() + first * hd, n_chunks});
   });
 
   pool.parallel_for(n_q_heads, [&](std::int64_t h, int) {

@@ -79,8 +79,9 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
 
     for (int r = 0; r < rows; ++r) {
       const std::int64_t pos = first_pos + t0 + r;
-      uk.rotate_scale_q(qd + ((t0 + r) * n_q_heads + h) * hd, qs + static_cast<std::int64_t>(r) * hd,
-                        hd, half, table.cos_at(pos), table.sin_at(pos), sc);
+      uk.rotate_scale_q(qd + ((t0 + r) * n_q_heads + h) * hd,
+                        qs + static_cast<std::int64_t>(r) * hd, hd, half, table.cos_at(pos),
+                        table.sin_at(pos), sc);
       m[r] = -std::numeric_limits<float>::infinity();
       l[r] = 0.0f;
     }

@@ -25,8 +25,8 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
                     const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
                     const LinearTiling& tiling);
 // Weights read from DRAM, tile_n output columns per task.
-void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a, const W4B64Packed& w,
-                   const LinearEpilogue& ep, float* out, WorkerPool& pool,
+void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
+                   const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
                    const LinearTiling& tiling);
 // Weights streamed through TCM by worker pairs (gate.use_tcm and a workspace required).
 TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGateDecision& gate,
@@ -36,8 +36,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
                                    const LinearTiling& tiling);
 
 void embedding_lookup(const ukernel::Embedding& uk, const W4B64Packed& table,
-                      const std::int32_t* tokens, std::int64_t count, float* out,
-                      WorkerPool& pool);
+                      const std::int32_t* tokens, std::int64_t count, float* out, WorkerPool& pool);
 
 void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache,
                        std::span<const float> q, std::int64_t tokens, int n_q_heads,

@@ -37,9 +37,10 @@ void write_rows(const ukernel::KvAppend& uk, KvCache& cache, const float* k, con
 }
 
 AlignedBuffer<float> fp16_scratch(const KvCache& cache, WorkerPool& pool) {
-  return AlignedBuffer<float>(cache.dtype() == KvDtype::f16
-                                  ? static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size())
-                                  : 0);
+  return AlignedBuffer<float>(
+      cache.dtype() == KvDtype::f16
+          ? static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size())
+          : 0);
 }
 
 }  // namespace

@@ -11,8 +11,8 @@
 
 namespace k3k::driver {
 
-void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a, const W4B64Packed& w,
-                   const LinearEpilogue& ep, float* out, WorkerPool& pool,
+void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
+                   const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
                    const LinearTiling& tiling) {
   constexpr const char* who = "linear_decode_w4b64";
   detail::validate_linear_args(who, a, w, ep, out, tiling, uk.accepts_ime2_layout);

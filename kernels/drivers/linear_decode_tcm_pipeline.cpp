@@ -1,7 +1,8 @@
-// Decode Linear through TCM (the pipeline driver; k3k/tcm_linear.h). Slabs (groups of consecutive 32-row tiles) are split into contiguous ranges,
-// one per lane: a lane is a pair of workers (pairing on) or a single worker (pairing off, or the
-// odd worker out). Inside a pair the lane's slabs alternate between the two roles, and the pair
-// steps through phases t = 0..c (c = the lane's slab count):
+// Decode Linear through TCM (the pipeline driver; k3k/tcm_linear.h). Slabs (groups of consecutive
+// 32-row tiles) are split into contiguous ranges, one per lane: a lane is a pair of workers
+// (pairing on) or a single worker (pairing off, or the odd worker out). Inside a pair the lane's
+// slabs alternate between the two roles, and the pair steps through phases t = 0..c (c = the lane's
+// slab count):
 //   role t % 2       copies slab t of the lane into its own TCM buffer (t < c),
 //   role (t - 1) % 2 computes slab t - 1 from its own TCM buffer (t >= 1),
 // then both meet at the pair barrier. So one core of a pair streams from DRAM while the partner

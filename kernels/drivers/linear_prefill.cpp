@@ -1,8 +1,8 @@
-// Prefill Linear: a task is (tile_n output columns) x (group of group_rows activation rows), ordered
-// column-range major so a worker keeps the same weight tiles hot in L1/L2 while it walks groups.
-// Per 32-row weight tile the layer's body returns the block-reduced accumulators of the group's
-// rows; the direct epilogue stores each output once. Each output's blocks are reduced by one task
-// in ascending order, so results are bitwise identical for every worker count and tile_n.
+// Prefill Linear: a task is (tile_n output columns) x (group of group_rows activation rows),
+// ordered column-range major so a worker keeps the same weight tiles hot in L1/L2 while it walks
+// groups. Per 32-row weight tile the layer's body returns the block-reduced accumulators of the
+// group's rows; the direct epilogue stores each output once. Each output's blocks are reduced by
+// one task in ascending order, so results are bitwise identical for every worker count and tile_n.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -18,7 +18,8 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   constexpr const char* who = "linear_prefill_w4b64";
   detail::validate_linear_args(who, a, w, ep, out, tiling, uk.accepts_ime2_layout);
   if (a.layout != ActivationLayout::kRowsM4) {
-    throw std::invalid_argument(std::string(who) + ": activations must use the M4 (prefill) layout");
+    throw std::invalid_argument(std::string(who) +
+                                ": activations must use the M4 (prefill) layout");
   }
   const std::unique_ptr<ukernel::PrefillTileBody> body = uk.bind(a, w, pool);
   const std::int64_t m = a.m, n = w.n, nb = w.blocks_per_row();
@@ -41,7 +42,8 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
       for (int r = 0; r < rows; ++r) {
         const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
         for (std::int64_t col = lo; col < hi; ++col) {
-          detail::store_linear_output(ep, out, m, n, row0 + r, col, sa, acc[r][col - t * kW4RowTile]);
+          detail::store_linear_output(ep, out, m, n, row0 + r, col, sa,
+                                      acc[r][col - t * kW4RowTile]);
         }
       }
     }

@@ -10,7 +10,8 @@ namespace k3k::driver {
 namespace {
 void check_pack(const PackedActivations& out, ActivationLayout want, const char* who) {
   if (out.layout != want || out.codes.empty()) {
-    throw std::invalid_argument(std::string(who) + ": output pack has the wrong layout or is empty");
+    throw std::invalid_argument(std::string(who) +
+                                ": output pack has the wrong layout or is empty");
   }
 }
 }  // namespace
@@ -22,8 +23,7 @@ void quantize_pack_prefill(const ukernel::Quantize& uk, const float* a, PackedAc
   // The M4 pack keeps the four rows of a group's block contiguous: a row's blocks are 4 * 64 apart.
   pool.parallel_for(out.m, [&](std::int64_t row, int) {
     uk.row(a + row * k, k, const_cast<std::int8_t*>(out.block_codes(row, 0)),
-           kPrefillRowsPerTask * 64, out.block_sum.data() + row * nb,
-           out.scale.data() + row);
+           kPrefillRowsPerTask * 64, out.block_sum.data() + row * nb, out.scale.data() + row);
   });
 }
 

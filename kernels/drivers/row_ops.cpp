@@ -19,7 +19,8 @@ void elementwise(ukernel::ElementwiseFn fn, std::span<const float> a, std::span<
   const std::int64_t tasks = (n + per_task - 1) / per_task;
   pool.parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * per_task;
-    fn(a.data() + begin, b.data() + begin, out.data() + begin, std::min(n, begin + per_task) - begin);
+    fn(a.data() + begin, b.data() + begin, out.data() + begin,
+       std::min(n, begin + per_task) - begin);
   });
 }
 

@@ -35,15 +35,15 @@ struct DecodeChunk {
   int kv_head;
   std::int64_t first_pos;
   int n;
-  int group;              // query heads per kv head
-  const float* q;         // [group][head_dim], rotated and scaled
-  float* scores;          // [group][score_stride] scratch
+  int group;       // query heads per kv head
+  const float* q;  // [group][head_dim], rotated and scaled
+  float* scores;   // [group][score_stride] scratch
   int score_stride;
-  float* kbuf;            // head_dim floats of scratch (fp16 caches)
-  float* vbuf;            // head_dim floats of scratch (fp16 caches)
-  float* m;               // chunk max of query head gi at m[gi * head_stride]
-  float* l;               // chunk sum, likewise
-  float* acc;             // unnormalised accumulator at acc[gi * head_stride * head_dim], head_dim
+  float* kbuf;  // head_dim floats of scratch (fp16 caches)
+  float* vbuf;  // head_dim floats of scratch (fp16 caches)
+  float* m;     // chunk max of query head gi at m[gi * head_stride]
+  float* l;     // chunk sum, likewise
+  float* acc;   // unnormalised accumulator at acc[gi * head_stride * head_dim], head_dim
   std::int64_t head_stride;
 };
 

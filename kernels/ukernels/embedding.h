@@ -7,8 +7,8 @@
 
 namespace k3k::ukernel {
 
-// Block b of table row `row` (kRowTile32): the row sits at lane row % 32 of every (j, row) byte pair
-// of its row tile, so its 32 code bytes are kW4RowTile apart starting at `codes` (low nibble:
+// Block b of table row `row` (kRowTile32): the row sits at lane row % 32 of every (j, row) byte
+// pair of its row tile, so its 32 code bytes are kW4RowTile apart starting at `codes` (low nibble:
 // k = 64b + j, high nibble: k = 64b + 32 + j).
 struct EmbeddingBlock {
   float scale, beta;
@@ -17,7 +17,8 @@ struct EmbeddingBlock {
 inline EmbeddingBlock embedding_block(const W4B64Packed& table, std::int64_t row, std::int64_t b) {
   const std::int64_t block = row / kW4RowTile * table.blocks_per_row() + b;
   const auto at = static_cast<std::size_t>(block * kW4RowTile + row % kW4RowTile);
-  return {table.scale[at], table.beta[at], table.codes.data() + block * 32 * kW4RowTile + row % kW4RowTile};
+  return {table.scale[at], table.beta[at],
+          table.codes.data() + block * 32 * kW4RowTile + row % kW4RowTile};
 }
 
 struct Embedding {

@@ -1,5 +1,6 @@
-// Microkernel contract of the KV-cache appends (driver: drivers/kv_append.cpp): one (token, kv head)
-// row at a time, K rotated with the table row (cos, sin) of its position (half = rotary_dim / 2).
+// Microkernel contract of the KV-cache appends (driver: drivers/kv_append.cpp): one (token, kv
+// head) row at a time, K rotated with the table row (cos, sin) of its position (half = rotary_dim /
+// 2).
 #pragma once
 
 #include <cstdint>

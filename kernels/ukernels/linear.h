@@ -76,6 +76,31 @@ class PrefillTileBody {
                    const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const = 0;
 };
 
+// Tile function of layers whose prefill needs no per-call state: the PrefillTileBody::run contract
+// with the call's activations and nb = K / 64 passed in.
+using PrefillTileFn = void (*)(const PackedActivations& a, std::int64_t group, int rows,
+                               const std::uint8_t* codes, const float* scale, const float* beta,
+                               std::int64_t nb, float acc[kMaxGroupRows][kW4RowTile]);
+
+// The body of such layers; instantiate it in the layer's translation unit so that Fn inlines.
+template <PrefillTileFn Fn>
+std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
+                                                   const W4B64Packed& w) {
+  class Body final : public PrefillTileBody {
+   public:
+    Body(const PackedActivations& a, const W4B64Packed& w) : a_(a), nb_(w.blocks_per_row()) {}
+    void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
+             const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const override {
+      Fn(a_, group, rows, codes, scale, beta, nb_, acc);
+    }
+
+   private:
+    const PackedActivations& a_;
+    std::int64_t nb_;
+  };
+  return std::make_unique<Body>(a, w);
+}
+
 struct LinearPrefill {
   const char* name;  // e.g. "linear_prefill-w4b64-rowtile32-m4n32-rvv"
   int group_rows;    // activation rows per task: 4 (one M4 group) or 8 (the IME2 tile M)

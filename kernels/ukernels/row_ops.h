@@ -16,12 +16,12 @@ struct Rmsnorm {
 using ElementwiseFn = void (*)(const float* a, const float* b, float* out, std::int64_t n);
 
 struct Swiglu {
-  const char* name;  // e.g. "swiglu-f32-rvv"
+  const char* name;     // e.g. "swiglu-f32-rvv"
   ElementwiseFn range;  // out = silu(gate) * up
 };
 
 struct ResidualAdd {
-  const char* name;  // e.g. "residual_add-f32-rvv"
+  const char* name;     // e.g. "residual_add-f32-rvv"
   ElementwiseFn range;  // out = a + b
 };
 

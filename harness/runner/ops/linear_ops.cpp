@@ -253,27 +253,12 @@ class LinearCase final : public OpCase {
 #endif
   }
 
-  // The extra term of the .hp bound, per checked output:
-  //   |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) * |q_k - 8|
-  // with x = 16 hi + lo the activation code's nibbles and gamma16_6 = 6u / (1 - 6u), u = 2^-10.
+  // The extra term of the .hp bound per checked output (k3k/reference/linear.h).
   void add_fp16_accumulation_bound(const std::vector<std::int8_t>& codes, const std::vector<float>& sa,
                                    const std::vector<std::int64_t>& rows, std::vector<double>& bound) const {
-    const double u = 0x1p-10, gamma = 6 * u / (1 - 6 * u);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      const std::int8_t* x = codes.data() + r * static_cast<std::size_t>(k_);
-      for (std::int64_t n = 0; n < n_; ++n) {
-        double sum = 0.0;
-        for (std::int64_t b = 0; b < k_ / k3k::kW4BlockK; ++b) {
-          double block = 0.0;
-          for (std::int64_t j = b * k3k::kW4BlockK; j < (b + 1) * k3k::kW4BlockK; ++j) {
-            const int hi = x[j] >> 4, lo = x[j] & 15;
-            block += (lo + 16.0 * std::abs(hi)) * std::abs(static_cast<int>(storage_.code(n, j)) - 8);
-          }
-          sum += gamma * std::fabs(storage_.scale(n, b)) * block;
-        }
-        bound[r * static_cast<std::size_t>(n_) + static_cast<std::size_t>(n)] += std::fabs(sa[r]) * sum;
-      }
-    }
+    const std::vector<double> extra = k3k::reference::linear_hp_extra_bound(
+        storage_, codes.data(), sa.data(), static_cast<std::int64_t>(rows.size()));
+    for (std::size_t i = 0; i < extra.size(); ++i) bound[i] += extra[i];
   }
 
   void configure_tcm(const KeyValues& p) {

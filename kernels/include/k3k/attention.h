@@ -47,14 +47,14 @@ void validate(const DecodeTiling& tiling, const char* op);
 // Prefill: q, out are [tokens][n_q_heads][head_dim]; the queries are the LAST `tokens` positions
 // of the cache, first_pos = cache.length() - tokens (append their K/V with kv_append first).
 // scale <= 0 selects default_attention_scale(head_dim).
-void attention_prefill(KernelPath path, const KvCache& cache, std::span<const float> q, std::int64_t tokens,
-                       int n_q_heads, std::span<float> out, WorkerPool& pool,
+void attention_prefill(KernelPath path, const KvCache& cache, std::span<const float> q,
+                       std::int64_t tokens, int n_q_heads, std::span<float> out, WorkerPool& pool,
                        const AttentionTiling& tiling = {}, float scale = 0.0f);
 
 // Decode: one query per head at position cache.length() - 1 (append its K/V first);
 // q, out are [n_q_heads][head_dim].
-void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q, int n_q_heads,
-                      std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling = {},
-                      float scale = 0.0f);
+void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q,
+                      int n_q_heads, std::span<float> out, WorkerPool& pool,
+                      const DecodeTiling& tiling = {}, float scale = 0.0f);
 
 }  // namespace k3k

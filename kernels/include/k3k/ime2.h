@@ -2,7 +2,8 @@
 // only in builds with K3_ENABLE_IME2 (macro K3_HAVE_IME2); with K3_IME2_EMULATION each IME2
 // instruction runs as a bit-exact software model (macro K3_IME2_EMULATED), for qemu-user and tests.
 // Only the W4B64 Linear microkernels use IME2; for every other op the ime2 path runs the RVV
-// microkernel. The Linear ops themselves are the dispatched ones of k3k/linear.h (KernelPath::kIme2). Layouts, encodings and the open points of the ISA this layer relies on:
+// microkernel. The Linear ops themselves are the dispatched ones of k3k/linear.h
+// (KernelPath::kIme2). Layouts, encodings and the open points of the ISA this layer relies on:
 // kernels/ime2/README.md.
 #pragma once
 
@@ -41,12 +42,12 @@ std::optional<std::string> unusable_because();
 // One case of selftest(): an IME2 instruction the kernels use, run on fixed documented inputs
 // (kernels/ime2/selftest.cpp) and compared bit for bit with its software model.
 struct SelftestCase {
-  std::string instruction;   // e.g. "vmadotu i4"
-  std::string name;          // the inputs, e.g. "lane-layout"
-  std::string settles;       // the reference's open points this case decides on silicon ("AMBIG-1")
-  bool relied_on = true;     // the kernels depend on this behaviour (false: informational probe)
-  bool pass = false;         // every output lane equals the model's
-  int first_mismatch = -1;   // lane index (C lane p = 8m + n), -1 when all match
+  std::string instruction;  // e.g. "vmadotu i4"
+  std::string name;         // the inputs, e.g. "lane-layout"
+  std::string settles;      // the reference's open points this case decides on silicon ("AMBIG-1")
+  bool relied_on = true;    // the kernels depend on this behaviour (false: informational probe)
+  bool pass = false;        // every output lane equals the model's
+  int first_mismatch = -1;  // lane index (C lane p = 8m + n), -1 when all match
   std::int64_t got = 0, want = 0;  // values at first_mismatch
 };
 // Runs every case; requires unusable_because() == nullopt. In emulation builds the instruction IS

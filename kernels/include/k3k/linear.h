@@ -1,8 +1,9 @@
-// W4B64-asymmetric Linear: y[m][n] = clamp( sa[m] * sum_b ( s[n][b] * D[m][n][b] + beta[n][b] * S[m][b] )
+// W4B64-asymmetric Linear: y[m][n] = clamp( sa[m] * sum_b ( s[n][b] * D[m][n][b] + beta[n][b] *
+// S[m][b] )
 //                                          + bias[n] + residual[m][n] )
-// with the exact integer parts D = sum_{k in b} qa[m][k] * (q[n][k] - 8) and S = sum_{k in b} qa[m][k].
-// Each output's blocks are reduced in ascending b by one task, so results are bitwise identical
-// for every worker count and tile setting.
+// with the exact integer parts D = sum_{k in b} qa[m][k] * (q[n][k] - 8) and S = sum_{k in b}
+// qa[m][k]. Each output's blocks are reduced in ascending b by one task, so results are bitwise
+// identical for every worker count and tile setting.
 #pragma once
 
 #include <cstdint>
@@ -38,14 +39,16 @@ struct LinearEpilogue {
 };
 
 struct LinearTiling {
-  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid recomputing row tiles
+  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid
+                    // recomputing row tiles
 };
 
 // How the decode accumulates a 64-block. kInt32 (the default, every layer): exact int32 dot
 // products, the Linear reference bound. kFp16BlockScale (ime2 path only, only when asked for): the
 // IME2 `.hp` block-scale instructions accumulate s * sum x*(q-8) in fp16 per block, then fp32
 // across blocks, with its own looser bound (kernels/ime2/README.md §3.1):
-//   |y - Y| <= Linear bound + |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) * |q_k - 8|
+//   |y - Y| <= Linear bound + |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) *
+//   |q_k - 8|
 // with gamma16_6 = 6u / (1 - 6u), u = 2^-10, lo/hi the activation nibbles
 // (reference::linear_hp_extra_bound). Needs kIme2 weights and every block scale 0 or in
 // [2^-14, 0.5] (fp16-normal, no overflow); otherwise std::domain_error is thrown after the call

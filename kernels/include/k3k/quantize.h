@@ -15,7 +15,7 @@
 
 namespace k3k {
 
-inline constexpr int kPrefillRowsPerTask = 4;  // "M4": rows that share one B tile
+inline constexpr int kPrefillRowsPerTask = 4;   // "M4": rows that share one B tile
 inline constexpr int kDecodeSuperBlockK = 256;  // K256 super-block of the decode pack
 
 enum class ActivationLayout {
@@ -32,7 +32,7 @@ struct PackedActivations {
   std::int64_t k = 0;
   ActivationLayout layout = ActivationLayout::kRowsM4;
   AlignedBuffer<std::int8_t> codes;
-  AlignedBuffer<float> scale;           // [M] sa
+  AlignedBuffer<float> scale;             // [M] sa
   AlignedBuffer<std::int32_t> block_sum;  // [M][K/64] sum of qa over each block
 
   std::int64_t blocks_per_row() const { return k / 64; }
@@ -48,7 +48,8 @@ PackedActivations make_packed_activations(std::int64_t m, std::int64_t k, Activa
 
 // a: [M][K] row-major floats into a kRowsM4 pack. One pass per row: absmax, then quantise + pack +
 // block sums.
-void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out, WorkerPool& pool);
+void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out,
+                           WorkerPool& pool);
 // a: [K] floats (one token) into a kRowK256 pack.
 void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& out);
 

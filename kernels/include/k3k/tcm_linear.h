@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "k3k/dispatch.h"
-#include "k3k/w4b64.h"
 #include "k3k/tcm.h"
+#include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
 
 namespace k3k {

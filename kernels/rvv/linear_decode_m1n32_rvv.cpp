@@ -21,7 +21,8 @@ void linear_decode_row_tile(const std::uint8_t* codes, const float* scale, const
         lo = __riscv_vmacc_vx_i16m2(lo, xb[j], q_low, vl);
         hi = __riscv_vmacc_vx_i16m2(hi, xb[32 + j], q_high, vl);
       }
-      acc = accumulate_block(acc, lo, hi, scale + b * kW4RowTile + i0, beta + b * kW4RowTile + i0, sums[b], vl);
+      acc = accumulate_block(acc, lo, hi, scale + b * kW4RowTile + i0, beta + b * kW4RowTile + i0,
+                             sums[b], vl);
     }
     __riscv_vse32_v_f32m4(acc_rows + i0, acc, vl);
     i0 += vl;

@@ -19,8 +19,8 @@
 
 #include "ime2/ime2_insn.h"
 #include "ime2/linear_w4a8.h"
-#include "ime2/w4b64_ime2_layout.h"
 #include "ime2/microkernels.h"
+#include "ime2/w4b64_ime2_layout.h"
 #include "k3k/ime2.h"
 
 namespace k3k::ime2::detail {

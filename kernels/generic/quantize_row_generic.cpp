@@ -2,7 +2,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "common/quantize_contract.h"
 #include "generic/microkernels.h"
 
 namespace k3k::generic {
@@ -14,7 +13,8 @@ inline std::int32_t quantize_block(const float* src, detail::RowQuant rq, std::i
   std::int32_t sum = 0;
   for (int j = 0; j < 64; ++j) {
     // nearbyint rounds half to even under the default rounding mode, like RVV's vfcvt.x.f.
-    const float q = std::clamp(std::nearbyint((src[j] * rq.prescale) * rq.inv_scale), -127.0f, 127.0f);
+    const float q =
+        std::clamp(std::nearbyint((src[j] * rq.prescale) * rq.inv_scale), -127.0f, 127.0f);
     dst[j] = static_cast<std::int8_t>(q);
     sum += static_cast<std::int32_t>(q);
   }
@@ -31,10 +31,8 @@ inline float row_absmax(const float* a, std::int64_t k) {
 
 void quantize_row(const float* src, std::int64_t k, std::int8_t* codes, std::int64_t block_stride,
                   std::int32_t* block_sums, float* sa) {
-  const detail::RowQuant rq = detail::row_scales(row_absmax(src, k), *sa);
-  for (std::int64_t b = 0; b < k / 64; ++b) {
-    block_sums[b] = quantize_block(src + b * 64, rq, codes + b * block_stride);
-  }
+  ukernel::quantize_row_with<row_absmax, quantize_block>(src, k, codes, block_stride, block_sums,
+                                                         sa);
 }
 
 }  // namespace k3k::generic

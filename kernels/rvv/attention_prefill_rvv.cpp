@@ -24,10 +24,10 @@
 namespace k3k::rvv {
 
 // One query row (pre-rotated, pre-scaled) against n visible keys: the generic online_block's
-// arithmetic (see kernels/generic/attention_prefill.cpp) in vector form.
+// arithmetic (see kernels/generic/attention_lanes16_generic.cpp) in vector form.
 void attention_online_block(const float* q, const float* const* kp, const float* const* vp, int n,
-                            int hd, float* s, float* /*blk: the block sum lives in registers*/, float& m,
-                            float& l, float* acc) {
+                            int hd, float* s, float* /*blk: the block sum lives in registers*/,
+                            float& m, float& l, float* acc) {
   for (int j = 0; j < n; ++j) s[j] = rvv_detail::dot(q, kp[j], hd);
   const float m_new = std::max(m, rvv_detail::max_of(s, n));
   const float alpha = std::exp(m - m_new);  // first block: exp(-inf) = 0
@@ -49,7 +49,8 @@ void attention_online_block(const float* q, const float* const* kp, const float*
 void attention_divide_row(const float* acc, float l, float* o, int hd) {
   for (int d = 0; d < hd;) {
     const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(hd - d));
-    __riscv_vse32_v_f32m8(o + d, __riscv_vfdiv_vf_f32m8(__riscv_vle32_v_f32m8(acc + d, vl), l, vl), vl);
+    __riscv_vse32_v_f32m8(o + d, __riscv_vfdiv_vf_f32m8(__riscv_vle32_v_f32m8(acc + d, vl), l, vl),
+                          vl);
     d += static_cast<int>(vl);
   }
 }
@@ -59,6 +60,8 @@ void attention_rotate_scale_q(const float* src, float* dst, int head_dim, int ha
   rvv_detail::rope_rotate(src, dst, head_dim, half, cos, sin, scale);
 }
 
-void fp16_row(const fp16_t* src, float* dst, std::int64_t n) { rvv_detail::f16_to_f32_row(src, dst, n); }
+void fp16_row(const fp16_t* src, float* dst, std::int64_t n) {
+  rvv_detail::f16_to_f32_row(src, dst, n);
+}
 
 }  // namespace k3k::rvv

@@ -24,7 +24,8 @@ W4B64Packed pack_w4b64(const W4B64Packed& w) {
   for (std::size_t h = 0; h < halves; ++h) {
     const std::uint8_t* src = w.codes.data() + h * kHalfUnitBytes;
     std::uint8_t* dst = p.codes.data() + h * kHalfUnitBytes;
-    for (int i = 0; i < kHalfUnitBytes; ++i) dst[i] = src[kTransposeHalf[static_cast<std::size_t>(i)]];
+    for (int i = 0; i < kHalfUnitBytes; ++i)
+      dst[i] = src[kTransposeHalf[static_cast<std::size_t>(i)]];
   }
   return p;
 }

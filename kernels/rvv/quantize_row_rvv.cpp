@@ -6,7 +6,6 @@
 // (m4 -> m2 -> m1) stays within register-group limits.
 #include <riscv_vector.h>
 
-#include "common/quantize_contract.h"
 #include "rvv/microkernels.h"
 
 namespace k3k::rvv {
@@ -45,10 +44,8 @@ inline std::int32_t quantize_block(const float* src, detail::RowQuant rq, std::i
 
 void quantize_row(const float* src, std::int64_t k, std::int8_t* codes, std::int64_t block_stride,
                   std::int32_t* block_sums, float* sa) {
-  const detail::RowQuant rq = detail::row_scales(row_absmax(src, k), *sa);
-  for (std::int64_t b = 0; b < k / 64; ++b) {
-    block_sums[b] = quantize_block(src + b * 64, rq, codes + b * block_stride);
-  }
+  ukernel::quantize_row_with<row_absmax, quantize_block>(src, k, codes, block_stride, block_sums,
+                                                         sa);
 }
 
 }  // namespace k3k::rvv

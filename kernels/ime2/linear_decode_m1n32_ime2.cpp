@@ -1,7 +1,7 @@
 // IME2 decode tile ("M1"): the one activation row becomes row 0 of an 8-row A tile (rows 1..7
 // zero; IME2 has no narrower int tile); its A image is built once per call (K bytes -> 16*K
 // bytes), then each 32-row weight tile streams through tile_outputs, from DRAM or from a TCM slab.
-// Open (see README.md): the 7 idle tile rows. The `.hp` variant is linear_decode_hp.cpp.
+// Open (see README.md): the 7 idle tile rows. The `.hp` variant is linear_decode_m1n32_hp_ime2.cpp.
 #include "ime2/linear_w4a8.h"
 #include "ime2/microkernels.h"
 

@@ -20,13 +20,12 @@ const ukernel::LayerKernels& kernels() {
 }
 
 const LayerProbe& probe() {
-  static const LayerProbe p{
-      [] { return gate().refused; },
-      [] {
-        return "IME2 gate: " + gate().passed +
-               (emulated() ? "; IME2 instructions emulated in software" : "");
-      },
-      emulated()};
+  static const LayerProbe p{[] { return gate().refused; },
+                            [] {
+                              return "IME2 gate: " + gate().passed +
+                                     (emulated() ? "; IME2 instructions emulated in software" : "");
+                            },
+                            emulated()};
   return p;
 }
 

@@ -1,5 +1,5 @@
-// Generic embedding row: the row's codes sit at lane row % 32 of every (j, row) byte pair of its row
-// tile (see W4B64Packed); dequantised as s * (q - 8) + beta.
+// Generic embedding row: the row's codes sit at lane row % 32 of every (j, row) byte pair of its
+// row tile (see W4B64Packed); dequantised as s * (q - 8) + beta.
 #include "generic/microkernels.h"
 
 namespace k3k::generic {

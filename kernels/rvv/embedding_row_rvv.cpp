@@ -14,7 +14,8 @@ void embedding_row(const W4B64Packed& table, std::int64_t row, float* dst) {
       const std::size_t vl = __riscv_vsetvl_e32m4(32 - j);
       const vuint8m1_t bytes = __riscv_vlse8_v_u8m1(c + j * kW4RowTile, kW4RowTile, vl);
       for (int half = 0; half < 2; ++half) {
-        const vuint8m1_t q8 = half == 0 ? __riscv_vand_vx_u8m1(bytes, 0x0F, vl) : __riscv_vsrl_vx_u8m1(bytes, 4, vl);
+        const vuint8m1_t q8 =
+            half == 0 ? __riscv_vand_vx_u8m1(bytes, 0x0F, vl) : __riscv_vsrl_vx_u8m1(bytes, 4, vl);
         const vint32m4_t q = __riscv_vsub_vx_i32m4(
             __riscv_vreinterpret_v_u32m4_i32m4(__riscv_vzext_vf4_u32m4(q8, vl)), 8, vl);
         // fl(fl(s * (q-8)) + beta): the two roundings the reference bound assumes.

@@ -16,7 +16,8 @@ void linear_decode_row_tile(const std::uint8_t* codes, const float* scale, const
     const float s_b = static_cast<float>(sums[b]);
     const float* sc = scale + b * kW4RowTile;
     const float* be = beta + b * kW4RowTile;
-    for (int i = 0; i < kW4RowTile; ++i) acc[i] += sc[i] * static_cast<float>(d[0][i]) + be[i] * s_b;
+    for (int i = 0; i < kW4RowTile; ++i)
+      acc[i] += sc[i] * static_cast<float>(d[0][i]) + be[i] * s_b;
   }
 }
 

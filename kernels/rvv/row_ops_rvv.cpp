@@ -29,7 +29,8 @@ void rmsnorm_row(const float* xr, const float* w, float* yr, int dim, float eps)
   for (int i = 0; i < dim;) {
     const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(dim - i));
     const vfloat32m8_t xi = __riscv_vfmul_vf_f32m8(__riscv_vle32_v_f32m8(xr + i, vl), inv, vl);
-    __riscv_vse32_v_f32m8(yr + i, __riscv_vfmul_vv_f32m8(xi, __riscv_vle32_v_f32m8(w + i, vl), vl), vl);
+    __riscv_vse32_v_f32m8(yr + i, __riscv_vfmul_vv_f32m8(xi, __riscv_vle32_v_f32m8(w + i, vl), vl),
+                          vl);
     i += static_cast<int>(vl);
   }
 }
@@ -40,7 +41,8 @@ void swiglu_range(const float* gp, const float* up, float* o, std::int64_t n) {
     const vfloat32m4_t g = __riscv_vle32_v_f32m4(gp + i, vl);
     const vfloat32m4_t e = rvv_detail::vexp(__riscv_vfneg_v_f32m4(g, vl), vl);
     const vfloat32m4_t silu = __riscv_vfdiv_vv_f32m4(g, __riscv_vfadd_vf_f32m4(e, 1.0f, vl), vl);
-    __riscv_vse32_v_f32m4(o + i, __riscv_vfmul_vv_f32m4(silu, __riscv_vle32_v_f32m4(up + i, vl), vl), vl);
+    __riscv_vse32_v_f32m4(o + i,
+                          __riscv_vfmul_vv_f32m4(silu, __riscv_vle32_v_f32m4(up + i, vl), vl), vl);
     i += static_cast<std::int64_t>(vl);
   }
 }
@@ -48,8 +50,9 @@ void swiglu_range(const float* gp, const float* up, float* o, std::int64_t n) {
 void residual_add_range(const float* a, const float* b, float* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n;) {
     const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
-    __riscv_vse32_v_f32m8(o + i, __riscv_vfadd_vv_f32m8(__riscv_vle32_v_f32m8(a + i, vl),
-                                                         __riscv_vle32_v_f32m8(b + i, vl), vl),
+    __riscv_vse32_v_f32m8(o + i,
+                          __riscv_vfadd_vv_f32m8(__riscv_vle32_v_f32m8(a + i, vl),
+                                                 __riscv_vle32_v_f32m8(b + i, vl), vl),
                           vl);
     i += static_cast<std::int64_t>(vl);
   }

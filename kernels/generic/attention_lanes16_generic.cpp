@@ -46,6 +46,10 @@ void attention_online_block(const float* q, const float* const* kp, const float*
   m = m_new;
 }
 
+void fp16_row(const fp16_t* src, float* dst, std::int64_t n) {
+  fp16_to_fp32_row(src, dst, n);
+}
+
 void attention_divide_row(const float* acc, float l, float* out, int head_dim) {
   for (int d = 0; d < head_dim; ++d) out[d] = acc[d] / l;
 }
@@ -67,7 +71,8 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
   const int hd = cache.head_dim(), n = c.n, group = c.group;
   float* s = c.scores;
   for (int j = 0; j < n; ++j) {
-    const float* k = row_f32(cache, cache.k_f32(), cache.k_f16(), c.kv_head, c.first_pos + j, c.kbuf);
+    const float* k =
+        row_f32(cache, cache.k_f32(), cache.k_f16(), c.kv_head, c.first_pos + j, c.kbuf);
     for (int gi = 0; gi < group; ++gi) {
       s[static_cast<std::int64_t>(gi) * c.score_stride + j] =
           dot_lanes(c.q + static_cast<std::int64_t>(gi) * hd, k, hd);
@@ -88,7 +93,8 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
     for (int d = 0; d < hd; ++d) a[d] = 0.0f;
   }
   for (int j = 0; j < n; ++j) {
-    const float* v = row_f32(cache, cache.v_f32(), cache.v_f16(), c.kv_head, c.first_pos + j, c.vbuf);
+    const float* v =
+        row_f32(cache, cache.v_f32(), cache.v_f16(), c.kv_head, c.first_pos + j, c.vbuf);
     for (int gi = 0; gi < group; ++gi) {
       const float p = s[static_cast<std::int64_t>(gi) * c.score_stride + j];
       float* a = c.acc + gi * c.head_stride * hd;
