@@ -7,30 +7,27 @@ namespace k3k::generic {
 
 namespace {
 
-constexpr int kRows = kPrefillRowsPerTask;
-
-void prefill_m4_tile(const PackedActivations& a, std::int64_t group, int rows,
-                     const std::uint8_t* codes, const float* scale, const float* beta,
-                     std::int64_t nb, float out[ukernel::kMaxGroupRows][kW4RowTile]) {
-  const std::int64_t row0 = group * kRows;
-  float acc[kRows][kW4RowTile] = {};
-  std::int32_t d[kRows][kW4RowTile];
-  std::int32_t sums[kRows][1] = {};
-  for (std::int64_t b = 0; b < nb; ++b) {
+// Accumulates in a local array (kept in registers / L1 by the compiler), copied out once.
+void prefill_m4_tile(const ukernel::PrefillTileArgs& t,
+                     float out[ukernel::kMaxGroupRows][kW4RowTile]) {
+  float acc[kPrefillRowsPerTask][kW4RowTile] = {};
+  std::int32_t d[kPrefillRowsPerTask][kW4RowTile];
+  std::int32_t sums[kPrefillRowsPerTask][1] = {};
+  for (std::int64_t b = 0; b < t.nb; ++b) {
     // The M4 pack keeps the 4 rows of a block contiguous (padded rows are zero codes).
-    const std::int8_t* base = a.codes.data() + ((group * nb + b) * kRows) * 64;
-    const std::int8_t* x[kRows] = {base, base + 64, base + 128, base + 192};
-    tile_block_dot<kRows>(codes + b * 32 * kW4RowTile, x, d);
-    const float* sc = scale + b * kW4RowTile;
-    const float* be = beta + b * kW4RowTile;
-    for (int r = 0; r < kRows; ++r) {
-      sums[r][0] = r < rows ? a.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)] : 0;
+    const std::int8_t* base = t.x + b * kPrefillRowsPerTask * 64;
+    const std::int8_t* x[kPrefillRowsPerTask] = {base, base + 64, base + 128, base + 192};
+    tile_block_dot<kPrefillRowsPerTask>(t.codes + b * 32 * kW4RowTile, x, d);
+    const float* sc = t.scale + b * kW4RowTile;
+    const float* be = t.beta + b * kW4RowTile;
+    for (int r = 0; r < kPrefillRowsPerTask; ++r) {
+      sums[r][0] = r < t.rows ? t.sums[r * t.nb + b] : 0;
       const float s_rb = static_cast<float>(sums[r][0]);
       for (int i = 0; i < kW4RowTile; ++i)
         acc[r][i] += sc[i] * static_cast<float>(d[r][i]) + be[i] * s_rb;
     }
   }
-  for (int r = 0; r < rows; ++r)
+  for (int r = 0; r < t.rows; ++r)
     for (int i = 0; i < kW4RowTile; ++i) out[r][i] = acc[r][i];
 }
 

@@ -29,10 +29,6 @@ inline float row_absmax(const float* a, std::int64_t k) {
 
 }  // namespace
 
-void quantize_row(const float* src, std::int64_t k, std::int8_t* codes, std::int64_t block_stride,
-                  std::int32_t* block_sums, float* sa) {
-  ukernel::quantize_row_with<row_absmax, quantize_block>(src, k, codes, block_stride, block_sums,
-                                                         sa);
-}
+const ukernel::QuantizeRowFn quantize_row = ukernel::quantize_row_with<row_absmax, quantize_block>;
 
 }  // namespace k3k::generic

@@ -9,19 +9,16 @@ namespace k3k::rvv {
 
 namespace {
 
-constexpr int kRows = kPrefillRowsPerTask;
-
-void prefill_m4_tile(const PackedActivations& a, std::int64_t group, int rows,
-                     const std::uint8_t* codes, const float* scale, const float* beta,
-                     std::int64_t nb, float out[ukernel::kMaxGroupRows][kW4RowTile]) {
-  const std::int64_t row0 = group * kRows;
+// The float accumulators of the 4 rows live in `out` between blocks.
+void prefill_m4_tile(const ukernel::PrefillTileArgs& t,
+                     float out[ukernel::kMaxGroupRows][kW4RowTile]) {
   for (std::size_t i0 = 0; i0 < static_cast<std::size_t>(kW4RowTile);) {
     const std::size_t vl = __riscv_vsetvl_e16m2(kW4RowTile - i0);
-    for (int r = 0; r < kRows; ++r)
+    for (int r = 0; r < kPrefillRowsPerTask; ++r)
       __riscv_vse32_v_f32m4(out[r] + i0, __riscv_vfmv_v_f_f32m4(0.0f, vl), vl);
-    for (std::int64_t b = 0; b < nb; ++b) {
-      const std::uint8_t* cb = codes + b * 32 * kW4RowTile + i0;
-      const std::int8_t* x0 = a.codes.data() + ((group * nb + b) * kRows) * 64;  // 4 rows x 64
+    for (std::int64_t b = 0; b < t.nb; ++b) {
+      const std::uint8_t* cb = t.codes + b * 32 * kW4RowTile + i0;
+      const std::int8_t* x0 = t.x + b * kPrefillRowsPerTask * 64;  // 4 rows x 64
       const std::int8_t* x1 = x0 + 64;
       const std::int8_t* x2 = x0 + 128;
       const std::int8_t* x3 = x0 + 192;
@@ -39,11 +36,9 @@ void prefill_m4_tile(const PackedActivations& a, std::int64_t group, int rows,
         lo3 = __riscv_vmacc_vx_i16m2(lo3, x3[j], q_low, vl);
         hi3 = __riscv_vmacc_vx_i16m2(hi3, x3[32 + j], q_high, vl);
       }
-      const float* sc = scale + b * kW4RowTile + i0;
-      const float* be = beta + b * kW4RowTile + i0;
-      auto sum_of = [&](int r) {
-        return r < rows ? a.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)] : 0;
-      };
+      const float* sc = t.scale + b * kW4RowTile + i0;
+      const float* be = t.beta + b * kW4RowTile + i0;
+      auto sum_of = [&](int r) { return r < t.rows ? t.sums[r * t.nb + b] : 0; };
       auto update = [&](int r, vint16m2_t lo, vint16m2_t hi) {
         const vfloat32m4_t prev = __riscv_vle32_v_f32m4(out[r] + i0, vl);
         __riscv_vse32_v_f32m4(out[r] + i0, accumulate_block(prev, lo, hi, sc, be, sum_of(r), vl),

@@ -76,11 +76,20 @@ class PrefillTileBody {
                    const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const = 0;
 };
 
+// One M4 group (kPrefillRowsPerTask activation rows) against one 32-row weight tile.
+struct PrefillTileArgs {
+  const std::int8_t* x;       // the group's codes: block b's 4 rows x 64 at x + b * 256 (M4 pack)
+  const std::int32_t* sums;   // block sum of row r, block b at sums[r * nb + b] (r < rows)
+  int rows;                   // valid rows of the group (padded rows have zero codes)
+  const std::uint8_t* codes;  // the weight tile, as for decode
+  const float* scale;
+  const float* beta;
+  std::int64_t nb;  // K / 64
+};
+
 // Tile function of layers whose prefill needs no per-call state: the PrefillTileBody::run contract
-// with the call's activations and nb = K / 64 passed in.
-using PrefillTileFn = void (*)(const PackedActivations& a, std::int64_t group, int rows,
-                               const std::uint8_t* codes, const float* scale, const float* beta,
-                               std::int64_t nb, float acc[kMaxGroupRows][kW4RowTile]);
+// on one M4 group.
+using PrefillTileFn = void (*)(const PrefillTileArgs& t, float acc[kMaxGroupRows][kW4RowTile]);
 
 // The body of such layers; instantiate it in the layer's translation unit so that Fn inlines.
 template <PrefillTileFn Fn>
@@ -91,7 +100,9 @@ std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
     Body(const PackedActivations& a, const W4B64Packed& w) : a_(a), nb_(w.blocks_per_row()) {}
     void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
              const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const override {
-      Fn(a_, group, rows, codes, scale, beta, nb_, acc);
+      Fn({a_.codes.data() + group * nb_ * kPrefillRowsPerTask * 64,
+          a_.block_sum.data() + group * kPrefillRowsPerTask * nb_, rows, codes, scale, beta, nb_},
+         acc);
     }
 
    private:
