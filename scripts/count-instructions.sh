@@ -6,7 +6,7 @@
 # cancels setup, the accuracy check and process start. One worker, so counts are exact.
 # Usage: scripts/count-instructions.sh [vlen]   (default 1024)
 # K3_COUNT_K3BENCH=<riscv64 k3bench> counts that binary instead of building build/rvv (e.g. to put
-# two revisions side by side).
+# two revisions side by side); K3_COUNT_SKIP_GENERIC=1 counts only the RVV path (generic shows 0).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 vlen=${1:-1024}
@@ -47,8 +47,11 @@ count() {  # path iterations op shape -> "insns vector_insns"
 printf '%-20s %-44s %14s %14s %8s %8s\n' op "shape (Qwen3-1.7B)" "generic/call" "rvv/call" "ratio" "rvv %vec"
 while read -r op shape; do
   [ -z "$op" ] && continue
-  read -r g1 _ <<<"$(count generic 1 "$op" "$shape")"
-  read -r g3 _ <<<"$(count generic 3 "$op" "$shape")"
+  g1=0 g3=0
+  if [ "${K3_COUNT_SKIP_GENERIC:-0}" != 1 ]; then
+    read -r g1 _ <<<"$(count generic 1 "$op" "$shape")"
+    read -r g3 _ <<<"$(count generic 3 "$op" "$shape")"
+  fi
   read -r r1 v1 <<<"$(count rvv 1 "$op" "$shape")"
   read -r r3 v3 <<<"$(count rvv 3 "$op" "$shape")"
   g=$(( (g3 - g1) / 2 )); r=$(( (r3 - r1) / 2 )); v=$(( (v3 - v1) / 2 ))
