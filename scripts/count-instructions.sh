@@ -5,6 +5,8 @@
 # Debian's qemu source package. Per call = (count with 3 timed calls - count with 1) / 2, which
 # cancels setup, the accuracy check and process start. One worker, so counts are exact.
 # Usage: scripts/count-instructions.sh [vlen]   (default 1024)
+# K3_COUNT_K3BENCH=<riscv64 k3bench> counts that binary instead of building build/rvv (e.g. to put
+# two revisions side by side); K3_COUNT_SKIP_GENERIC=1 counts only the RVV path (generic shows 0).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 vlen=${1:-1024}
@@ -22,11 +24,15 @@ if [ ! -f "$plugin" ]; then
     "$root/scripts/qemu-insn-count/insn_count.c" -o "$plugin"
 fi
 
-build="$root/build/rvv"
-cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
-cmake --build "$build" -j"$(nproc)" --target k3bench >/dev/null
-k3bench="$build/harness/runner/k3bench"
+if [ -n "${K3_COUNT_K3BENCH:-}" ]; then
+  k3bench=$K3_COUNT_K3BENCH
+else
+  build="$root/build/rvv"
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
+  cmake --build "$build" -j"$(nproc)" --target k3bench >/dev/null
+  k3bench="$build/harness/runner/k3bench"
+fi
 
 count() {  # path iterations op shape -> "insns vector_insns"
   local out params=workers=1; out=$(mktemp)
@@ -41,8 +47,11 @@ count() {  # path iterations op shape -> "insns vector_insns"
 printf '%-20s %-44s %14s %14s %8s %8s\n' op "shape (Qwen3-1.7B)" "generic/call" "rvv/call" "ratio" "rvv %vec"
 while read -r op shape; do
   [ -z "$op" ] && continue
-  read -r g1 _ <<<"$(count generic 1 "$op" "$shape")"
-  read -r g3 _ <<<"$(count generic 3 "$op" "$shape")"
+  g1=0 g3=0
+  if [ "${K3_COUNT_SKIP_GENERIC:-0}" != 1 ]; then
+    read -r g1 _ <<<"$(count generic 1 "$op" "$shape")"
+    read -r g3 _ <<<"$(count generic 3 "$op" "$shape")"
+  fi
   read -r r1 v1 <<<"$(count rvv 1 "$op" "$shape")"
   read -r r3 v3 <<<"$(count rvv 3 "$op" "$shape")"
   g=$(( (g3 - g1) / 2 )); r=$(( (r3 - r1) / 2 )); v=$(( (v3 - v1) / 2 ))

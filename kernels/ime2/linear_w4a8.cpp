@@ -7,14 +7,8 @@
 
 #include <riscv_vector.h>
 
-#include <algorithm>
-#include <stdexcept>
-#include <string>
-
-#include "generic/linear_epilogue.h"
 #include "ime2/ime2_insn.h"
 #include "ime2/w4b64_ime2_layout.h"
-#include "k3k/ime2.h"
 
 namespace k3k::ime2::detail {
 
@@ -145,33 +139,6 @@ void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const f
   __riscv_vse32_v_f32m2(tile[1], acc1, kLanes);
   __riscv_vse32_v_f32m2(tile[2], acc2, kLanes);
   __riscv_vse32_v_f32m2(tile[3], acc3, kLanes);
-}
-
-void group_columns(const PackedActivations& a, const std::uint8_t* images, const W4B64Packed& w,
-                   const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
-                   std::int64_t col1) {
-  const std::int64_t nb = w.blocks_per_row();
-  const bool transpose = w.layout == W4B64Layout::kRowTile32;
-  alignas(64) float tile[4][kLanes];  // [sub][8m + n]
-  for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-    tile_outputs(images, w.codes.data() + t * nb * kUnitBytes, w.scale.data() + t * nb * kW4RowTile,
-                 w.beta.data() + t * nb * kW4RowTile, nb, transpose, tile);
-    const std::int64_t lo = std::max(col0, t * kW4RowTile);
-    const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
-    for (int r = 0; r < rows; ++r) {
-      const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
-      for (std::int64_t col = lo; col < hi; ++col) {
-        const int i = static_cast<int>(col - t * kW4RowTile);
-        generic::store_linear_output(ep, out, a.m, w.n, row0 + r, col, sa, tile[i / 8][8 * r + i % 8]);
-      }
-    }
-  }
-}
-
-void validate(const char* who, const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-              const float* out, const LinearTiling& tiling) {
-  generic::validate_linear_args(who, a, w, ep, out, tiling, /*accept_ime2_layout=*/true);
-  if (auto why = unusable_because()) throw std::invalid_argument(std::string(who) + ": " + *why);
 }
 
 }  // namespace k3k::ime2::detail

@@ -4,7 +4,6 @@
 #include <cstdint>
 
 #include "k3k/aligned_buffer.h"
-#include "k3k/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
@@ -16,25 +15,10 @@ namespace k3k::ime2::detail {
 AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a);
 AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool);
 
-// Outputs of rows [row0, row0 + rows) (rows <= 8) and columns [col0, col1) from one group's images.
-// Per output, blocks are reduced in ascending order with t = s*D + beta*S (two roundings), then the
-// direct epilogue; identical arithmetic for every worker count and tiling.
-void group_columns(const PackedActivations& a, const std::uint8_t* images, const W4B64Packed& w,
-                   const LinearEpilogue& ep, float* out, std::int64_t row0, int rows, std::int64_t col0,
-                   std::int64_t col1);
-
 // One 32-row weight tile (codes: its nb units; scale, beta: its nb x 32 floats) against one group's
 // images: tile[sub][8m + n] is the block-reduced sum of output row m, weight row 8*sub + n, before
 // the epilogue. transpose: the codes are kRowTile32 (permuted into IME2 order per unit).
 void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale, const float* beta,
                   std::int64_t nb, bool transpose, float tile[4][64]);
-
-// The decode kernel with `.hp` fp16 block-scale accumulation (linear_decode_hp.cpp).
-void linear_decode_hp(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep, float* out,
-                      WorkerPool& pool, const LinearTiling& tiling);
-
-// Validation shared by both kernels (throws std::invalid_argument naming `who`).
-void validate(const char* who, const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-              const float* out, const LinearTiling& tiling);
 
 }  // namespace k3k::ime2::detail

@@ -1,21 +1,19 @@
-// Whether the IME2 kernels can run here. Linux has no hwcap bit for vendor extensions, so the
+// The IME2 layer's CPU probe, built on the CPU facts of k3k/cpu.h and handed to dispatch with the
+// layer's microkernels (ime2/layer_ime2.cpp). Linux has no hwcap bit for vendor extensions, so the
 // gate identifies the core by its marchid in /proc/cpuinfo (as llama.cpp and IREE do: A100 and
 // X100 print identical ISA strings), checks VLEN, and a real build then executes one vmadot under a
 // temporary SIGILL handler (once per process, at the first query; the handler is restored right
 // after). The gate describes the CPU the calling thread runs on: worker threads must stay on A100
 // cores. qemu-user shows the host's /proc/cpuinfo, so emulation runs set K3_IME2_ASSUME_MARCHID.
 #include <riscv_vector.h>
-#include <sched.h>
 
 #include <csetjmp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
 
 #include "ime2/ime2_insn.h"
-#include "k3k/dispatch.h"
+#include "k3k/cpu.h"
 #include "k3k/ime2.h"
 
 namespace k3k::ime2 {
@@ -32,10 +30,13 @@ namespace {
 
 #if !defined(K3_IME2_EMULATION)
 sigjmp_buf g_probe_jump;  // used only inside probe_instruction, under the static-init guard
-void on_sigill(int) { siglongjmp(g_probe_jump, 1); }
+void on_sigill(int) {
+  siglongjmp(g_probe_jump, 1);
+}
 
 bool probe_instruction() {
-  struct sigaction handler {}, previous {};
+  struct sigaction handler {
+  }, previous{};
   handler.sa_handler = on_sigill;
   sigemptyset(&handler.sa_mask);
   if (sigaction(SIGILL, &handler, &previous) != 0) return false;
@@ -67,18 +68,16 @@ std::optional<std::string> check_marchid(std::string& passed) {
     if (*v != kA100Marchid) {
       return "marchid " + hex(*v) + " from the " + kMarchidOverrideEnv + " override is not " + a100;
     }
-    passed = "marchid " + a100 + " assumed from the " + kMarchidOverrideEnv + " override, /proc/cpuinfo not read";
+    passed = "marchid " + a100 + " assumed from the " + kMarchidOverrideEnv +
+             " override, /proc/cpuinfo not read";
     return std::nullopt;
   }
-  std::ifstream f("/proc/cpuinfo");
-  std::stringstream text;
-  text << f.rdbuf();
-  const int cpu = sched_getcpu();
-  const auto v = parse_cpuinfo_marchid(text.str(), cpu);
-  const std::string where = "CPU " + std::to_string(cpu) + " in /proc/cpuinfo";
+  const CpuMarchid m = current_cpu_marchid();
+  const auto& v = m.value;
+  const std::string& where = m.where;
   if (!v) {
-    return "no marchid for " + where + " (not a SpacemiT core; under qemu-user, set " + kMarchidOverrideEnv +
-           "=" + hex(kA100Marchid) + " for emulation runs)";
+    return "no marchid for " + where + " (not a SpacemiT core; under qemu-user, set " +
+           kMarchidOverrideEnv + "=" + hex(kA100Marchid) + " for emulation runs)";
   }
   if (*v != kA100Marchid) return "marchid " + hex(*v) + " of " + where + " is not " + a100;
   passed = "marchid " + a100 + " of " + where;
@@ -97,7 +96,8 @@ Gate probe() {
     return g;
   }
   if (cpu.vlenb != kRequiredVlenb) {
-    g.refused = "IME2 kernels need VLEN 1024 (vlenb 128), this CPU has vlenb " + std::to_string(cpu.vlenb);
+    g.refused =
+        "IME2 kernels need VLEN 1024 (vlenb 128), this CPU has vlenb " + std::to_string(cpu.vlenb);
     return g;
   }
   g.passed += ", vlenb 128";
@@ -118,6 +118,8 @@ const Gate& gate() {
   return g;
 }
 
-std::optional<std::string> unusable_because() { return gate().refused; }
+std::optional<std::string> unusable_because() {
+  return gate().refused;
+}
 
 }  // namespace k3k::ime2

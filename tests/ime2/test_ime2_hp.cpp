@@ -11,7 +11,12 @@
 #include "ime2/ime2_model.h"
 #include "k3k/fp16.h"
 #include "k3k/ime2.h"
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/reference/compare.h"
 #include "k3k/reference/linear.h"
 #include "k3k/seeded_random.h"
@@ -153,20 +158,20 @@ double check_hp(const HpCase& c, std::uint64_t seed) {
   ep.bias = c.bias ? bias.data() : nullptr;
   ep.residual = c.residual ? residual.data() : nullptr;
   auto act = make_packed_activations(1, c.k, ActivationLayout::kRowK256);
-  generic::quantize_pack_decode(a.data(), act);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), act);
   std::vector<float> out(static_cast<std::size_t>(elems), -1.0f), out3(out.size(), -2.0f),
       exact(out.size());
   WorkerPool pool1(1), pool3(3);
-  ime2::linear_decode_w4b64(act, p, ep, out.data(), pool1, {c.tile_n},
-                            ime2::Accumulation::kFp16BlockScale);
-  ime2::linear_decode_w4b64(act, p, ep, out3.data(), pool3, {64},
-                            ime2::Accumulation::kFp16BlockScale);
+  k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, ep, out.data(), pool1, {c.tile_n},
+                            k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
+  k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, ep, out3.data(), pool3, {64},
+                            k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
   EXPECT_EQ(0, std::memcmp(out.data(), out3.data(), out.size() * 4)) << "depends on workers/tiling";
   // Default dispatch never takes the fp16 path: it equals the int32 kernel bit for bit.
-  ops::linear_decode_w4b64(KernelPath::kIme2, act, p, ep, exact.data(), pool1, {c.tile_n});
+  k3k::linear_decode_w4b64(KernelPath::kIme2, act, p, ep, exact.data(), pool1, {c.tile_n});
   std::vector<float> int32(out.size());
-  ime2::linear_decode_w4b64(act, p, ep, int32.data(), pool1, {c.tile_n},
-                            ime2::Accumulation::kInt32);
+  k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, ep, int32.data(), pool1, {c.tile_n},
+                            k3k::LinearDecodeOptions{k3k::Accumulation::kInt32});
   EXPECT_EQ(0, std::memcmp(exact.data(), int32.data(), out.size() * 4));
 
   const auto codes = reference::unpack_codes(act);
@@ -218,21 +223,21 @@ TEST(Ime2Hp, RefusesScalesOutsideItsRangeAndRowTile32Weights) {
   W4B64Storage s = hqq_weights(40, 128, 9);
   auto act = make_packed_activations(1, 128, ActivationLayout::kRowK256);
   const auto a = normal_vector(128, 10);
-  generic::quantize_pack_decode(a.data(), act);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), act);
   std::vector<float> out(40);
   WorkerPool pool(2);
-  EXPECT_THROW(ime2::linear_decode_w4b64(act, pack_w4b64_generic(s), {}, out.data(), pool, {},
-                                         ime2::Accumulation::kFp16BlockScale),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, pack_w4b64_generic(s), {}, out.data(), pool, {},
+                                         k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale}),
                std::invalid_argument);
   for (float bad : {0.75f, 1e-6f, NAN}) {
     s.alpha[2 * 37 + 1] = bad;  // scale of (row 18, block 1)
     const W4B64Packed p = ime2::pack_w4b64(pack_w4b64_generic(s));
-    EXPECT_THROW(ime2::linear_decode_w4b64(act, p, {}, out.data(), pool, {},
-                                           ime2::Accumulation::kFp16BlockScale),
+    EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, {}, out.data(), pool, {},
+                                           k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale}),
                  std::domain_error)
         << bad;
     EXPECT_NO_THROW(
-        ime2::linear_decode_w4b64(act, p, {}, out.data(), pool, {}));  // int32 has no such limit
+        k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, {}, out.data(), pool, {}));  // int32 has no such limit
   }
 }
 

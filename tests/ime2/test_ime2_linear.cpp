@@ -7,7 +7,12 @@
 #include <vector>
 
 #include "k3k/ime2.h"
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/reference/compare.h"
 #include "k3k/reference/linear.h"
 #include "k3k/seeded_random.h"
@@ -36,15 +41,15 @@ W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
 
 PackedActivations quantize(const std::vector<float>& a, std::int64_t m, std::int64_t k, bool decode, WorkerPool& pool) {
   auto act = make_packed_activations(m, k, decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
-  if (decode) generic::quantize_pack_decode(a.data(), act);
-  else generic::quantize_pack_prefill(a.data(), act, pool);
+  if (decode) k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), act);
+  else k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), act, pool);
   return act;
 }
 
 void run_ime2(bool decode, const PackedActivations& act, const W4B64Packed& w, const LinearEpilogue& ep, float* out,
               WorkerPool& pool, LinearTiling tiling = {}) {
-  if (decode) ime2::linear_decode_w4b64(act, w, ep, out, pool, tiling);
-  else ime2::linear_prefill_w4b64(act, w, ep, out, pool, tiling);
+  if (decode) k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, w, ep, out, pool, tiling);
+  else k3k::linear_prefill_w4b64(k3k::KernelPath::kIme2, act, w, ep, out, pool, tiling);
 }
 
 // The layout contract in kernels/ime2/README.md, checked against the storage form directly.
@@ -78,11 +83,11 @@ TEST(Ime2Layout, OtherLayersRefuseIme2Weights) {
   WorkerPool pool(1);
   auto act = make_packed_activations(1, 64, ActivationLayout::kRowK256);
   std::vector<float> out(32);
-  EXPECT_THROW(generic::linear_decode_w4b64(act, p, {}, out.data(), pool, {}), std::invalid_argument);
-  EXPECT_THROW(ops::linear_decode_w4b64(KernelPath::kRvv, act, p, {}, out.data(), pool, {}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, act, p, {}, out.data(), pool, {}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_decode_w4b64(KernelPath::kRvv, act, p, {}, out.data(), pool, {}), std::invalid_argument);
   const std::int32_t token = 0;
   std::vector<float> row(64);
-  EXPECT_THROW(ops::embedding_lookup_w4b64(KernelPath::kIme2, p, &token, 1, row.data(), pool), std::invalid_argument);
+  EXPECT_THROW(k3k::embedding_lookup_w4b64(KernelPath::kIme2, p, &token, 1, row.data(), pool), std::invalid_argument);
 }
 
 // Scale 1, beta 0 and integer activations with absmax 127 (sa = 1, qa = a): every output is
@@ -169,8 +174,8 @@ void check_case(const Case& c, std::uint64_t seed) {
     }
   }
   std::vector<float> gen(static_cast<std::size_t>(elems));
-  if (decode) generic::linear_decode_w4b64(act, g, ep, gen.data(), pool1, {});
-  else generic::linear_prefill_w4b64(act, g, ep, gen.data(), pool1, {});
+  if (decode) k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, act, g, ep, gen.data(), pool1, {});
+  else k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, act, g, ep, gen.data(), pool1, {});
 
   k3test::expect_linear_within_bound(s, act, ep, c.m, c.n, first, gen);
 }
@@ -213,10 +218,10 @@ TEST(Ime2Linear, OpsDispatchRunsTheIme2Kernels) {
   const auto a = activations(1, 128, 8);
   WorkerPool pool(2);
   auto act = make_packed_activations(1, 128, ActivationLayout::kRowK256);
-  ops::quantize_pack_decode(KernelPath::kIme2, a.data(), act);  // the RVV kernel under the ime2 path
+  k3k::quantize_pack_decode(KernelPath::kIme2, a.data(), act);  // the RVV kernel under the ime2 path
   std::vector<float> out(40), direct(40);
-  ops::linear_decode_w4b64(KernelPath::kIme2, act, p, {}, out.data(), pool, {});
-  ime2::linear_decode_w4b64(act, p, {}, direct.data(), pool, {});
+  k3k::linear_decode_w4b64(KernelPath::kIme2, act, p, {}, out.data(), pool, {});
+  k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, {}, direct.data(), pool, {});
   EXPECT_EQ(0, std::memcmp(out.data(), direct.data(), out.size() * 4));
 }
 
@@ -227,11 +232,11 @@ TEST(Ime2Linear, BadArgumentsThrow) {
   std::vector<float> out(64);
   auto prefill = make_packed_activations(2, 128, ActivationLayout::kRowsM4);
   auto decode = make_packed_activations(1, 128, ActivationLayout::kRowK256);
-  EXPECT_THROW(ime2::linear_decode_w4b64(prefill, g, {}, out.data(), pool, {}), std::invalid_argument);
-  EXPECT_THROW(ime2::linear_prefill_w4b64(decode, g, {}, out.data(), pool, {}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, prefill, g, {}, out.data(), pool, {}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kIme2, decode, g, {}, out.data(), pool, {}), std::invalid_argument);
   auto wrong_k = make_packed_activations(1, 64, ActivationLayout::kRowK256);
-  EXPECT_THROW(ime2::linear_decode_w4b64(wrong_k, g, {}, out.data(), pool, {}), std::invalid_argument);
-  EXPECT_THROW(ime2::linear_decode_w4b64(decode, g, {}, out.data(), pool, {0}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, wrong_k, g, {}, out.data(), pool, {}), std::invalid_argument);
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, decode, g, {}, out.data(), pool, {0}), std::invalid_argument);
 }
 
 }  // namespace

@@ -96,9 +96,9 @@ inline Acts quantize(const std::vector<float>& a, std::int64_t m, std::int64_t k
   out.pack = make_packed_activations(
       m, k, decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
   if (decode) {
-    generic::quantize_pack_decode(a.data(), out.pack);
+    k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), out.pack);
   } else {
-    generic::quantize_pack_prefill(a.data(), out.pack, pool);
+    k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), out.pack, pool);
   }
   out.codes = reference::unpack_codes(out.pack);
   return out;
@@ -139,9 +139,9 @@ inline std::vector<float> run(const Acts& a, const W4B64Packed& w, const Epi& e,
                          std::numeric_limits<float>::quiet_NaN());
   const LinearTiling tiling{tile_n};
   if (decode) {
-    generic::linear_decode_w4b64(a.pack, w, ep, out.data(), pool, tiling);
+    k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w, ep, out.data(), pool, tiling);
   } else {
-    generic::linear_prefill_w4b64(a.pack, w, ep, out.data(), pool, tiling);
+    k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w, ep, out.data(), pool, tiling);
   }
   return out;
 }

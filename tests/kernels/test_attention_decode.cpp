@@ -58,13 +58,13 @@ CacheSetup make_setup(const DecodeCase& c, std::uint64_t seed) {
     const std::int64_t n = std::min(remaining, c.ring ? c.capacity : remaining);
     const auto k = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed, c.qk_stddev);
     const auto v = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed);
-    k3k::generic::kv_append(s.cache, k, v, n, pool);
+    k3k::kv_append(k3k::KernelPath::kGeneric, s.cache, k, v, n, pool);
     s.mirror.append(k, v, n);
     remaining -= n;
   }
   const auto k = random_floats(static_cast<std::size_t>(row), ++chunk_seed, c.qk_stddev);
   const auto v = random_floats(static_cast<std::size_t>(row), ++chunk_seed);
-  k3k::generic::kv_append_one(s.cache, k, v, pool);
+  k3k::kv_append_one(k3k::KernelPath::kGeneric, s.cache, k, v, pool);
   s.mirror.append(k, v, 1);
   s.q = random_floats(static_cast<std::size_t>(c.n_q_heads * c.head_dim), seed, c.qk_stddev);
   return s;
@@ -73,7 +73,7 @@ CacheSetup make_setup(const DecodeCase& c, std::uint64_t seed) {
 std::vector<float> run_kernel(const CacheSetup& s, const DecodeCase& c, int workers, int chunk) {
   std::vector<float> out(s.q.size());
   k3k::WorkerPool pool(workers);
-  k3k::generic::attention_decode(s.cache, s.q, c.n_q_heads, out, pool, {chunk});
+  k3k::attention_decode(k3k::KernelPath::kGeneric, s.cache, s.q, c.n_q_heads, out, pool, {chunk});
   return out;
 }
 
@@ -135,17 +135,17 @@ TEST(DecodeLoop, EveryStepWithinBound) {
       k3k::WorkerPool pool(3);
       const auto k0 = random_floats(20 * nkv * hd, 31, 1.5);
       const auto v0 = random_floats(20 * nkv * hd, 32);
-      k3k::generic::kv_append(cache, k0, v0, 20, pool);
+      k3k::kv_append(k3k::KernelPath::kGeneric, cache, k0, v0, 20, pool);
       mirror.append(k0, v0, 20);
       const k3k::DecodeTiling tiling{8};
       for (int step = 0; step < 20; ++step) {
         const auto k = random_floats(nkv * hd, 100 + step, 1.5);
         const auto v = random_floats(nkv * hd, 200 + step);
         const auto q = random_floats(nq * hd, 300 + step, 1.5);
-        k3k::generic::kv_append_one(cache, k, v, pool);
+        k3k::kv_append_one(k3k::KernelPath::kGeneric, cache, k, v, pool);
         mirror.append(k, v, 1);
         std::vector<float> out(q.size());
-        k3k::generic::attention_decode(cache, q, nq, out, pool, tiling);
+        k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q, nq, out, pool, tiling);
         const auto expect =
             ref::attention_decode(mirror, q, nq, ref::generic_decode_error_model(hd, tiling));
         const auto r = ref::compare_to_reference(out, expect.out, expect.bound);
@@ -198,25 +198,25 @@ TEST(DecodeArgs, BadArgumentsNameTheField) {
   k3k::KvCache cache({8, 128, 16, KvDtype::f16, false, k3k::kQwen3Rope});
   std::vector<float> q16(16 * 128), out16(q16.size()), q12(12 * 128);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_decode(cache, q16, 16, out16, pool);
+              k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, out16, pool);
             }).find("cache.length() is 0"),
             std::string::npos);
   std::vector<float> kv(8 * 128);
-  k3k::generic::kv_append_one(cache, kv, kv, pool);
-  EXPECT_EQ(thrown_message([&] { k3k::generic::attention_decode(cache, q12, 12, q12, pool); }),
+  k3k::kv_append_one(k3k::KernelPath::kGeneric, cache, kv, kv, pool);
+  EXPECT_EQ(thrown_message([&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q12, 12, q12, pool); }),
             "attention_decode: n_q_heads (12) is not a multiple of n_kv_heads (8)");
   EXPECT_NE(
-      thrown_message([&] { k3k::generic::attention_decode(cache, q12, 16, out16, pool); }).find("q.size()"),
+      thrown_message([&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q12, 16, out16, pool); }).find("q.size()"),
       std::string::npos);
   EXPECT_NE(
-      thrown_message([&] { k3k::generic::attention_decode(cache, q16, 16, q12, pool); }).find("out.size()"),
+      thrown_message([&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, q12, pool); }).find("out.size()"),
       std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_decode(cache, q16, 16, out16, pool, {0});
+              k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, out16, pool, {0});
             }).find("tiling.chunk (0)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_decode(cache, q16, 16, out16, pool, {}, NAN);
+              k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, out16, pool, {}, NAN);
             }).find("scale"),
             std::string::npos);
 }

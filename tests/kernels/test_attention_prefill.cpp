@@ -60,7 +60,7 @@ CacheSetup make_setup(const PrefillCase& c, std::uint64_t seed) {
       const std::int64_t n = std::min(tokens, max_append);
       const auto k = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed, c.qk_stddev);
       const auto v = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed, 1.0);
-      k3k::generic::kv_append(s.cache, k, v, n, pool);
+      k3k::kv_append(k3k::KernelPath::kGeneric, s.cache, k, v, n, pool);
       s.mirror.append(k, v, n);
       tokens -= n;
       done += n;
@@ -76,7 +76,7 @@ std::vector<float> run_kernel(const CacheSetup& s, const PrefillCase& c, int wor
                               const k3k::AttentionTiling& tiling) {
   std::vector<float> out(s.q.size());
   k3k::WorkerPool pool(workers);
-  k3k::generic::attention_prefill(s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling, c.scale);
+  k3k::attention_prefill(k3k::KernelPath::kGeneric, s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling, c.scale);
   return out;
 }
 
@@ -201,37 +201,37 @@ TEST(PrefillArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   k3k::KvCache cache({8, 128, 16, KvDtype::f32, false, k3k::kQwen3Rope});
   std::vector<float> kv(4 * 8 * 128);
-  k3k::generic::kv_append(cache, kv, kv, 4, pool);
+  k3k::kv_append(k3k::KernelPath::kGeneric, cache, kv, kv, 4, pool);
   std::vector<float> q12(4 * 12 * 128), q16(4 * 16 * 128), out16(q16.size());
-  EXPECT_EQ(thrown_message([&] { k3k::generic::attention_prefill(cache, q12, 4, 12, q12, pool); }),
+  EXPECT_EQ(thrown_message([&] { k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q12, 4, 12, q12, pool); }),
             "attention_prefill: n_q_heads (12) is not a multiple of n_kv_heads (8)");
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q12, 4, 16, out16, pool);
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q12, 4, 16, out16, pool);
             }).find("q.size()"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q16, 4, 16, q12, pool);
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q16, 4, 16, q12, pool);
             }).find("out.size()"),
             std::string::npos);
   std::vector<float> q5(5 * 16 * 128), o5(q5.size());
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q5, 5, 16, o5, pool);
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q5, 5, 16, o5, pool);
             }).find("tokens (5) exceeds cache.length() (4)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q16, 4, 16, out16, pool, {0, 64});
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q16, 4, 16, out16, pool, {0, 64});
             }).find("tiling.q_tile (0)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q16, 4, 16, out16, pool, {16, -1});
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q16, 4, 16, out16, pool, {16, -1});
             }).find("tiling.kv_block (-1)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q16, 4, 16, out16, pool, {}, -1.0f);
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q16, 4, 16, out16, pool, {}, -1.0f);
             }).find("scale (-1)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::attention_prefill(cache, q16, 4, 0, out16, pool);
+              k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q16, 4, 0, out16, pool);
             }).find("n_q_heads (0)"),
             std::string::npos);
 }

@@ -51,7 +51,7 @@ std::vector<std::int32_t> make_tokens(std::int64_t count, std::int64_t n, std::u
 
 std::vector<float> lookup(const Table& t, const std::vector<std::int32_t>& tokens, WorkerPool& pool) {
   std::vector<float> out(tokens.size() * sz(t.packed.k), std::numeric_limits<float>::quiet_NaN());
-  generic::embedding_lookup_w4b64(t.packed, tokens.data(), static_cast<std::int64_t>(tokens.size()), out.data(),
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, tokens.data(), static_cast<std::int64_t>(tokens.size()), out.data(),
                                   pool);
   return out;
 }
@@ -122,16 +122,16 @@ TEST(Embedding, OutOfRangeTokenThrowsBeforeWriting) {
     // The bad id is last, so a kernel that validated lazily would already have written rows.
     const std::vector<std::int32_t> tokens = {0, 3, 9, bad};
     std::vector<float> out(tokens.size() * 64, 5.0f);
-    EXPECT_THROW(generic::embedding_lookup_w4b64(t.packed, tokens.data(), 4, out.data(), pool),
+    EXPECT_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, tokens.data(), 4, out.data(), pool),
                  std::invalid_argument)
         << bad;
     for (float v : out) ASSERT_EQ(v, 5.0f) << "output written before the invalid token was rejected";
   }
   const std::vector<std::int32_t> edge = {9, 0};
   std::vector<float> out(2 * 64);
-  EXPECT_NO_THROW(generic::embedding_lookup_w4b64(t.packed, edge.data(), 2, out.data(), pool));
+  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, edge.data(), 2, out.data(), pool));
   // count 0 is a no-op.
-  EXPECT_NO_THROW(generic::embedding_lookup_w4b64(t.packed, edge.data(), 0, out.data(), pool));
+  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, edge.data(), 0, out.data(), pool));
 }
 
 TEST(Embedding, IdenticalBitsForEveryWorkerCount) {

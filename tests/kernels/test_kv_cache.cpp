@@ -68,7 +68,7 @@ TEST_P(KvCacheStore, RotatedKWithinBoundAndVExact) {
   for (std::int64_t tokens : {37, 20}) {
     const auto k = random_floats(static_cast<std::size_t>(tokens * row), 100 + tokens, 3.0);
     const auto v = random_floats(static_cast<std::size_t>(tokens * row), 200 + tokens, 3.0);
-    k3k::generic::kv_append(cache, k, v, tokens, pool);
+    k3k::kv_append(k3k::KernelPath::kGeneric, cache, k, v, tokens, pool);
     ASSERT_EQ(cache.length(), first + tokens);
     const auto expect = ref::rope(k, tokens, c.n_kv_heads, c.head_dim, first, c.rope);
     const auto bound =
@@ -120,7 +120,7 @@ TEST(KvCacheRing, SlotPlacementAndVisibility) {
         v[i] = static_cast<float>(all_v.size() + i);  // exactly representable in fp16 (< 2048)
       }
       all_v.insert(all_v.end(), v.begin(), v.end());
-      k3k::generic::kv_append(cache, k, v, tokens, pool);
+      k3k::kv_append(k3k::KernelPath::kGeneric, cache, k, v, tokens, pool);
     }
     ASSERT_EQ(cache.length(), 21);
     EXPECT_EQ(cache.first_visible(), 13);
@@ -153,21 +153,21 @@ TEST(KvCacheAppend, OneTokenAppendsEqualBulkAndWorkerCountsAgree) {
       k3k::WorkerPool pool1(1);
       k3k::KvCache bulk(cfg);
       const std::size_t split = static_cast<std::size_t>(first_bulk * heads * hd);
-      k3k::generic::kv_append(bulk, std::span(k).first(split), std::span(v).first(split), first_bulk, pool1);
-      k3k::generic::kv_append(bulk, std::span(k).subspan(split), std::span(v).subspan(split),
+      k3k::kv_append(k3k::KernelPath::kGeneric, bulk, std::span(k).first(split), std::span(v).first(split), first_bulk, pool1);
+      k3k::kv_append(k3k::KernelPath::kGeneric, bulk, std::span(k).subspan(split), std::span(v).subspan(split),
                      tokens - first_bulk, pool1);
       for (int workers : {1, 2, 3, 5}) {
         k3k::WorkerPool pool(workers);
         k3k::KvCache one(cfg);
         for (std::int64_t t = 0; t < tokens; ++t) {
           const std::size_t off = static_cast<std::size_t>(t * heads * hd);
-          k3k::generic::kv_append_one(one, std::span(k).subspan(off, heads * hd),
+          k3k::kv_append_one(k3k::KernelPath::kGeneric, one, std::span(k).subspan(off, heads * hd),
                              std::span(v).subspan(off, heads * hd), pool);
         }
         k3k::KvCache bulk_w(cfg);
-        k3k::generic::kv_append(bulk_w, std::span(k).first(split), std::span(v).first(split), first_bulk,
+        k3k::kv_append(k3k::KernelPath::kGeneric, bulk_w, std::span(k).first(split), std::span(v).first(split), first_bulk,
                        pool);
-        k3k::generic::kv_append(bulk_w, std::span(k).subspan(split), std::span(v).subspan(split),
+        k3k::kv_append(k3k::KernelPath::kGeneric, bulk_w, std::span(k).subspan(split), std::span(v).subspan(split),
                        tokens - first_bulk, pool);
         EXPECT_EQ(one.length(), tokens);
         EXPECT_TRUE(storage_equal(bulk, one))
@@ -212,24 +212,24 @@ TEST(KvCacheArgs, BadArgumentsNameTheField) {
 
   k3k::KvCache contiguous({2, 16, 4, k3k::KvDtype::f32, false, {16, 1e4}});
   std::vector<float> kv3(3 * 2 * 16), kv5(5 * 2 * 16);
-  k3k::generic::kv_append(contiguous, kv3, kv3, 3, pool);
+  k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, 3, pool);
   const std::string overflow =
-      thrown_message([&] { k3k::generic::kv_append(contiguous, kv3, kv3, 3, pool); });
+      thrown_message([&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, 3, pool); });
   EXPECT_NE(overflow.find("exceeds the capacity (4)"), std::string::npos) << overflow;
   EXPECT_EQ(contiguous.length(), 3);  // nothing written
-  EXPECT_NE(thrown_message([&] { k3k::generic::kv_append(contiguous, kv5, kv3, 3, pool); }).find("k.size()"),
+  EXPECT_NE(thrown_message([&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv5, kv3, 3, pool); }).find("k.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::generic::kv_append(contiguous, kv3, kv5, 3, pool); }).find("v.size()"),
+  EXPECT_NE(thrown_message([&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv5, 3, pool); }).find("v.size()"),
             std::string::npos);
   EXPECT_NE(
-      thrown_message([&] { k3k::generic::kv_append_one(contiguous, kv3, kv3, pool); }).find("k.size()"),
+      thrown_message([&] { k3k::kv_append_one(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, pool); }).find("k.size()"),
       std::string::npos);
 
   k3k::KvCache ring({2, 16, 4, k3k::KvDtype::f16, true, {16, 1e4}});
-  EXPECT_NE(thrown_message([&] { k3k::generic::kv_append(ring, kv5, kv5, 5, pool); }).find("tokens (5)"),
+  EXPECT_NE(thrown_message([&] { k3k::kv_append(k3k::KernelPath::kGeneric, ring, kv5, kv5, 5, pool); }).find("tokens (5)"),
             std::string::npos);
-  k3k::generic::kv_append(ring, kv3, kv3, 3, pool);
-  k3k::generic::kv_append(ring, kv3, kv3, 3, pool);  // wraps: fine
+  k3k::kv_append(k3k::KernelPath::kGeneric, ring, kv3, kv3, 3, pool);
+  k3k::kv_append(k3k::KernelPath::kGeneric, ring, kv3, kv3, 3, pool);  // wraps: fine
   EXPECT_EQ(ring.length(), 6);
   EXPECT_EQ(ring.first_visible(), 2);
 }

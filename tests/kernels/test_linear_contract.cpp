@@ -150,42 +150,42 @@ TEST(LinearPrefill, InvalidArgumentsThrowBeforeWriting) {
   };
 
   // K mismatch.
-  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w64.packed, ok, out.data(), pool),
+  EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, pre.pack, w64.packed, ok, out.data(), pool),
                std::invalid_argument);
-  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w64.packed, ok, out.data(), pool),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, dec.pack, w64.packed, ok, out.data(), pool),
                std::invalid_argument);
   // Wrong activation layout.
-  EXPECT_THROW(generic::linear_prefill_w4b64(dec.pack, w.packed, ok, out.data(), pool),
+  EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, dec.pack, w.packed, ok, out.data(), pool),
                std::invalid_argument);
-  EXPECT_THROW(generic::linear_decode_w4b64(pre1.pack, w.packed, ok, out.data(), pool),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, pre1.pack, w.packed, ok, out.data(), pool),
                std::invalid_argument);
-  EXPECT_THROW(generic::linear_decode_w4b64(pre.pack, w.packed, ok, out.data(), pool),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, pre.pack, w.packed, ok, out.data(), pool),
                std::invalid_argument);
   // tile_n <= 0.
   for (int tile : {0, -1}) {
-    EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, out.data(), pool, {tile}),
+    EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, pre.pack, w.packed, ok, out.data(), pool, {tile}),
                  std::invalid_argument);
-    EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, out.data(), pool, {tile}),
+    EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, dec.pack, w.packed, ok, out.data(), pool, {tile}),
                  std::invalid_argument);
   }
   // clamp_min > clamp_max.
   LinearEpilogue bad_clamp;
   bad_clamp.clamp_min = 1.0f;
   bad_clamp.clamp_max = -1.0f;
-  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, bad_clamp, out.data(), pool),
+  EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, pre.pack, w.packed, bad_clamp, out.data(), pool),
                std::invalid_argument);
-  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, bad_clamp, out.data(), pool),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, dec.pack, w.packed, bad_clamp, out.data(), pool),
                std::invalid_argument);
   // Null output.
-  EXPECT_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, nullptr, pool),
+  EXPECT_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, pre.pack, w.packed, ok, nullptr, pool),
                std::invalid_argument);
-  EXPECT_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, nullptr, pool),
+  EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, dec.pack, w.packed, ok, nullptr, pool),
                std::invalid_argument);
   EXPECT_TRUE(untouched()) << "a rejected call wrote to the output";
 
   // The valid calls go through.
-  EXPECT_NO_THROW(generic::linear_prefill_w4b64(pre.pack, w.packed, ok, out.data(), pool));
-  EXPECT_NO_THROW(generic::linear_decode_w4b64(dec.pack, w.packed, ok, out.data(), pool));
+  EXPECT_NO_THROW(k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, pre.pack, w.packed, ok, out.data(), pool));
+  EXPECT_NO_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, dec.pack, w.packed, ok, out.data(), pool));
   EXPECT_FALSE(untouched());
 }
 

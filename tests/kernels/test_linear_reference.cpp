@@ -74,8 +74,8 @@ TEST(LinearDecode, Qwen3Sized1024x1024WithResidual) {
   std::vector<float> out(sz(n)), out1(sz(n));
   LinearEpilogue ep;
   ep.residual = residual.data();
-  generic::linear_decode_w4b64(a.pack, w.packed, ep, out.data(), pool);
-  generic::linear_decode_w4b64(a.pack, w.packed, ep, out1.data(), p1);
+  k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out.data(), pool);
+  k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out1.data(), p1);
   expect_matches(out, OutputLayout::kRowMajor, 1, n, ref, "decode 1024x1024");
   EXPECT_TRUE(same_bits(out, out1));
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
@@ -92,12 +92,12 @@ TEST(LinearPrefill, Qwen3SizedM17x3072x1024) {
     ep.layout = layout;
     std::vector<float> out(sz(output_elements(layout, m, n)),
                            std::numeric_limits<float>::quiet_NaN());
-    generic::linear_prefill_w4b64(a.pack, w.packed, ep, out.data(), pool);
+    k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out.data(), pool);
     expect_matches(out, layout, m, n, ref,
                    std::string("prefill 17x3072x1024 ") + layout_name(layout));
     if (layout == OutputLayout::kRowMajor) {  // one single-worker run for the bitwise check
       std::vector<float> out1(out.size(), std::numeric_limits<float>::quiet_NaN());
-      generic::linear_prefill_w4b64(a.pack, w.packed, ep, out1.data(), p1);
+      k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out1.data(), p1);
       EXPECT_TRUE(same_bits(out, out1));
     }
   }

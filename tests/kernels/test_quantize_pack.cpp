@@ -40,13 +40,13 @@ std::vector<float> make_activations(std::int64_t m, std::int64_t k, std::uint64_
 
 PackedActivations pack_prefill(const std::vector<float>& a, std::int64_t m, std::int64_t k, WorkerPool& pool) {
   PackedActivations p = make_packed_activations(m, k, ActivationLayout::kRowsM4);
-  generic::quantize_pack_prefill(a.data(), p, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), p, pool);
   return p;
 }
 
 PackedActivations pack_decode(const float* a, std::int64_t k) {
   PackedActivations p = make_packed_activations(1, k, ActivationLayout::kRowK256);
-  generic::quantize_pack_decode(a, p);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a, p);
   return p;
 }
 
@@ -237,13 +237,13 @@ TEST(QuantizePack, RequantizingIntoAPackOverwritesEverything) {
   const std::vector<float> a = make_activations(m, k, 1);
   const std::vector<float> b = make_activations(m, k, 2);
   PackedActivations p = make_packed_activations(m, k, ActivationLayout::kRowsM4);
-  generic::quantize_pack_prefill(a.data(), p, pool);
-  generic::quantize_pack_prefill(b.data(), p, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), p, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, b.data(), p, pool);
   expect_codes_match_reference(p, b.data(), m, k);
   expect_sums_and_scales(p, b.data(), m, k);
   PackedActivations d = make_packed_activations(1, k, ActivationLayout::kRowK256);
-  generic::quantize_pack_decode(a.data(), d);
-  generic::quantize_pack_decode(b.data(), d);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), d);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, b.data(), d);
   expect_codes_match_reference(d, b.data(), 1, k);
   expect_sums_and_scales(d, b.data(), 1, k);
 }
@@ -303,11 +303,11 @@ TEST(QuantizePack, InvalidArgumentsThrow) {
   PackedActivations dec = make_packed_activations(1, 256, ActivationLayout::kRowK256);
   PackedActivations pre = make_packed_activations(1, 256, ActivationLayout::kRowsM4);
   PackedActivations empty;
-  EXPECT_THROW(generic::quantize_pack_prefill(a.data(), dec, pool), std::invalid_argument);
-  EXPECT_THROW(generic::quantize_pack_decode(a.data(), pre), std::invalid_argument);
-  EXPECT_THROW(generic::quantize_pack_prefill(a.data(), empty, pool), std::invalid_argument);
+  EXPECT_THROW(k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), dec, pool), std::invalid_argument);
+  EXPECT_THROW(k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), pre), std::invalid_argument);
+  EXPECT_THROW(k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), empty, pool), std::invalid_argument);
   empty.layout = ActivationLayout::kRowK256;
-  EXPECT_THROW(generic::quantize_pack_decode(a.data(), empty), std::invalid_argument);
+  EXPECT_THROW(k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), empty), std::invalid_argument);
 }
 
 }  // namespace

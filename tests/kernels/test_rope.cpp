@@ -38,7 +38,7 @@ TEST_P(RopeVsReference, WithinBoundAndPassThroughExact) {
   const auto x = random_floats(static_cast<std::size_t>(c.tokens * heads * c.head_dim), 11, 2.0);
   std::vector<float> y = x;
   k3k::WorkerPool pool(2);
-  k3k::generic::rope_apply(y, c.tokens, heads, c.head_dim, c.first_pos, c.rope, pool);
+  k3k::rope_apply(y, c.tokens, heads, c.head_dim, c.first_pos, c.rope, pool);
   const auto expect = ref::rope(x, c.tokens, heads, c.head_dim, c.first_pos, c.rope);
   const auto bound = ref::rope_bound(x, c.tokens, heads, c.head_dim, c.first_pos, c.rope);
   const auto r = ref::compare_to_reference(y, expect, bound);
@@ -91,7 +91,7 @@ TEST(RopeApply, BitwiseIdenticalAcrossWorkerCounts) {
   for (int workers : {1, 2, 3, 5}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> y = x;
-    k3k::generic::rope_apply(y, tokens, heads, hd, 123, k3k::kQwen3Rope, pool);
+    k3k::rope_apply(y, tokens, heads, hd, 123, k3k::kQwen3Rope, pool);
     if (first.empty()) {
       first = y;
     } else {
@@ -147,7 +147,7 @@ TEST(RopeMutation, InterleavedPairingAndPerturbationFail) {
   // The correct kernel output, one element pushed 3 bounds away.
   std::vector<float> z = x;
   k3k::WorkerPool pool(1);
-  k3k::generic::rope_apply(z, tokens, heads, hd, 1, rope, pool);
+  k3k::rope_apply(z, tokens, heads, hd, 1, rope, pool);
   ASSERT_TRUE(ref::compare_to_reference(z, expect, bound).pass);
   z[5] = static_cast<float>(expect[5] + 3.0 * bound[5]);
   const auto r = ref::compare_to_reference(z, expect, bound);
@@ -160,27 +160,27 @@ TEST(RopeArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   std::vector<float> x(2 * 128);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 2, 1, 128, 0, {127, 1e6}, pool);
+              k3k::rope_apply(x, 2, 1, 128, 0, {127, 1e6}, pool);
             }).find("rotary_dim (127)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 2, 1, 128, 0, {130, 1e6}, pool);
+              k3k::rope_apply(x, 2, 1, 128, 0, {130, 1e6}, pool);
             }).find("rotary_dim (130)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 2, 1, 128, 0, {128, -1.0}, pool);
+              k3k::rope_apply(x, 2, 1, 128, 0, {128, -1.0}, pool);
             }).find("theta"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 3, 1, 128, 0, k3k::kQwen3Rope, pool);
+              k3k::rope_apply(x, 3, 1, 128, 0, k3k::kQwen3Rope, pool);
             }).find("x.size()"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 2, 1, 128, -1, k3k::kQwen3Rope, pool);
+              k3k::rope_apply(x, 2, 1, 128, -1, k3k::kQwen3Rope, pool);
             }).find("first_pos"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rope_apply(x, 2, 0, 128, 0, k3k::kQwen3Rope, pool);
+              k3k::rope_apply(x, 2, 0, 128, 0, k3k::kQwen3Rope, pool);
             }).find("heads (0)"),
             std::string::npos);
 }

@@ -57,14 +57,14 @@ TEST_P(RmsNormVsReference, WithinBoundInPlaceAndDeterministic) {
   const auto w = random_floats(static_cast<std::size_t>(c.dim), 2, 1.0, 0.3);
   std::vector<float> y(x.size());
   k3k::WorkerPool pool2(2);
-  k3k::generic::rmsnorm(x, w, y, c.rows, c.dim, c.eps, pool2);
+  k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, c.rows, c.dim, c.eps, pool2);
   const auto expect = ref::rmsnorm(x, w, c.rows, c.dim, c.eps);
   const auto bound = ref::rmsnorm_bound(expect, c.dim);
   expect_within(y, expect, bound, std::string("rmsnorm ") + c.name);
   for (int workers : {1, 3, 5}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> z = x;  // in place
-    k3k::generic::rmsnorm(z, w, z, c.rows, c.dim, c.eps, pool);
+    k3k::rmsnorm(k3k::KernelPath::kGeneric, z, w, z, c.rows, c.dim, c.eps, pool);
     EXPECT_TRUE(bitwise_equal(y, z)) << "workers " << workers;
   }
 }
@@ -85,11 +85,11 @@ TEST(RmsNormMutation, WrongEpsAndPerturbationFail) {
   const auto w = random_floats(dim, 4, 1.0, 0.2);
   std::vector<float> y(x.size());
   k3k::WorkerPool pool(2);
-  k3k::generic::rmsnorm(x, w, y, rows, dim, 1e-5f, pool);  // the bug: eps 1e-5 instead of 1e-6
+  k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, rows, dim, 1e-5f, pool);  // the bug: eps 1e-5 instead of 1e-6
   const auto expect = ref::rmsnorm(x, w, rows, dim, 1e-6f);
   const auto bound = ref::rmsnorm_bound(expect, dim);
   EXPECT_FALSE(ref::compare_to_reference(y, expect, bound).pass);
-  k3k::generic::rmsnorm(x, w, y, rows, dim, 1e-6f, pool);
+  k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, rows, dim, 1e-6f, pool);
   ASSERT_TRUE(ref::compare_to_reference(y, expect, bound).pass);
   y[100] = static_cast<float>(expect[100] + 3.0 * bound[100]);
   EXPECT_FALSE(ref::compare_to_reference(y, expect, bound).pass);
@@ -104,13 +104,13 @@ TEST(SwiGlu, WithinBoundIncludingExtremesAndDeterministic) {
   for (std::size_t i = 0; i < std::size(extremes); ++i) gate[i * 97] = extremes[i];
   std::vector<float> out(gate.size());
   k3k::WorkerPool pool2(2);
-  k3k::generic::swiglu(gate, up, out, rows, dim, pool2);
+  k3k::swiglu(k3k::KernelPath::kGeneric, gate, up, out, rows, dim, pool2);
   const auto expect = ref::swiglu(gate, up);
   expect_within(out, expect, ref::swiglu_bound(gate, up, expect), "swiglu");
   for (int workers : {1, 3, 5}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> in_place = gate;
-    k3k::generic::swiglu(in_place, up, in_place, rows, dim, pool);
+    k3k::swiglu(k3k::KernelPath::kGeneric, in_place, up, in_place, rows, dim, pool);
     EXPECT_TRUE(bitwise_equal(out, in_place)) << "workers " << workers;
   }
 }
@@ -132,17 +132,17 @@ TEST(ResidualAdd, WithinBoundInPlaceAndDeterministic) {
   const auto b = random_floats(static_cast<std::size_t>(rows * dim), 10, 0.0, 0.01);
   std::vector<float> out(a.size());
   k3k::WorkerPool pool2(2);
-  k3k::generic::residual_add(a, b, out, rows, dim, pool2);
+  k3k::residual_add(k3k::KernelPath::kGeneric, a, b, out, rows, dim, pool2);
   const auto expect = ref::residual_add(a, b);
   const auto bound = ref::residual_add_bound(expect);
   expect_within(out, expect, bound, "residual_add");
   for (int workers : {1, 3, 5}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> in_place = a;
-    k3k::generic::residual_add(in_place, b, in_place, rows, dim, pool);
+    k3k::residual_add(k3k::KernelPath::kGeneric, in_place, b, in_place, rows, dim, pool);
     EXPECT_TRUE(bitwise_equal(out, in_place)) << "workers " << workers;
     std::vector<float> in_place_b = b;
-    k3k::generic::residual_add(a, in_place_b, in_place_b, rows, dim, pool);
+    k3k::residual_add(k3k::KernelPath::kGeneric, a, in_place_b, in_place_b, rows, dim, pool);
     EXPECT_TRUE(bitwise_equal(out, in_place_b)) << "workers " << workers;
   }
   // Mutation: dropping the residual (out = a) is caught, as is a 3-bound perturbation.
@@ -156,30 +156,30 @@ TEST(SmallOpsArgs, BadArgumentsNameTheField) {
   k3k::WorkerPool pool(1);
   std::vector<float> x(4 * 64), w(64), y(4 * 64), w_bad(63);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rmsnorm(x, w_bad, y, 4, 64, 1e-6f, pool);
+              k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w_bad, y, 4, 64, 1e-6f, pool);
             }).find("weight.size() (63)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::generic::rmsnorm(x, w, y, 5, 64, 1e-6f, pool); }).find("x.size()"),
+  EXPECT_NE(thrown_message([&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 5, 64, 1e-6f, pool); }).find("x.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::generic::rmsnorm(x, w, y, 4, 0, 1e-6f, pool); }).find("dim (0)"),
+  EXPECT_NE(thrown_message([&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 4, 0, 1e-6f, pool); }).find("dim (0)"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::generic::rmsnorm(x, w, y, 4, 64, -1.0f, pool); }).find("eps (-1)"),
+  EXPECT_NE(thrown_message([&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 4, 64, -1.0f, pool); }).find("eps (-1)"),
             std::string::npos);
   EXPECT_NE(thrown_message([&] {
-              k3k::generic::rmsnorm(std::span<const float>(x).first(128), std::span<const float>(w),
+              k3k::rmsnorm(k3k::KernelPath::kGeneric, std::span<const float>(x).first(128), std::span<const float>(w),
                            std::span<float>(x).subspan(64, 128), 2, 64, 1e-6f, pool);
             }).find("partially overlaps"),
             std::string::npos);
   std::vector<float> short_up(4 * 64 - 1);
-  EXPECT_NE(thrown_message([&] { k3k::generic::swiglu(x, short_up, y, 4, 64, pool); }).find("up.size()"),
+  EXPECT_NE(thrown_message([&] { k3k::swiglu(k3k::KernelPath::kGeneric, x, short_up, y, 4, 64, pool); }).find("up.size()"),
             std::string::npos);
-  EXPECT_NE(thrown_message([&] { k3k::generic::swiglu(x, x, y, -1, 64, pool); }).find("rows (-1)"),
+  EXPECT_NE(thrown_message([&] { k3k::swiglu(k3k::KernelPath::kGeneric, x, x, y, -1, 64, pool); }).find("rows (-1)"),
             std::string::npos);
   EXPECT_NE(
-      thrown_message([&] { k3k::generic::residual_add(x, x, short_up, 4, 64, pool); }).find("out.size()"),
+      thrown_message([&] { k3k::residual_add(k3k::KernelPath::kGeneric, x, x, short_up, 4, 64, pool); }).find("out.size()"),
       std::string::npos);
   EXPECT_NE(
-      thrown_message([&] { k3k::generic::residual_add(x, short_up, y, 4, 64, pool); }).find("b.size()"),
+      thrown_message([&] { k3k::residual_add(k3k::KernelPath::kGeneric, x, short_up, y, 4, 64, pool); }).find("b.size()"),
       std::string::npos);
 }
 

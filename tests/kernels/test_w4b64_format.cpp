@@ -264,7 +264,7 @@ TEST(W4B64Format, ConstantBlocksReproduceTheirValueExactly) {
   std::vector<std::int32_t> tokens(sz(n));
   for (std::int64_t r = 0; r < n; ++r) tokens[sz(r)] = static_cast<std::int32_t>(r);
   std::vector<float> out(sz(n * k));
-  generic::embedding_lookup_w4b64(packed, tokens.data(), n, out.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(), pool);
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t c = 0; c < 64; ++c) ASSERT_EQ(out[sz(r * k + c)], constants[r]) << r << "," << c;
 }
@@ -334,7 +334,7 @@ TEST(W4B64Format, GenericPackRoundTripsThroughEmbeddingKernel) {
   for (std::int64_t r = 0; r < n; ++r) tokens[sz(r)] = static_cast<std::int32_t>(n - 1 - r);
   std::vector<float> out(sz(n * k));
   WorkerPool pool(2);
-  generic::embedding_lookup_w4b64(packed, tokens.data(), n, out.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(), pool);
   const reference::LinearResult ref = reference::embedding_lookup(st, tokens.data(), n);
   const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
   EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
@@ -351,14 +351,14 @@ TEST(W4B64Format, EverySingleCodeChangeMovesExactlyOneKernelOutput) {
   std::vector<float> before(sz(k)), after(sz(k));
   for (std::int64_t r = 0; r < n; ++r) {
     const std::int32_t token = static_cast<std::int32_t>(r);
-    generic::embedding_lookup_w4b64(base_packed, &token, 1, before.data(), pool);
+    k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, base_packed, &token, 1, before.data(), pool);
     for (std::int64_t col = 0; col < k; ++col) {
       W4B64Storage mutated = clone_storage(base);
       const int q_new = (raw_code(base, r, col) + 5) % 16;
       set_storage_code(mutated, r, col, static_cast<std::uint8_t>(q_new));
       ASSERT_EQ(raw_code(mutated, r, col), q_new);
       const W4B64Packed packed = pack_w4b64_generic(mutated);
-      generic::embedding_lookup_w4b64(packed, &token, 1, after.data(), pool);
+      k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, &token, 1, after.data(), pool);
       for (std::int64_t c = 0; c < k; ++c) {
         if (c == col) {
           const double s = base.scale(r, c / 64), beta = base.beta(r, c / 64);

@@ -19,7 +19,12 @@
 #include "k3k/kv_cache.h"
 #include "k3k/reference/attention.h"
 #include "k3k/reference/compare.h"
-#include "k3k/rvv.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "k3k/worker_pool.h"
 #include "support/test_data.h"
@@ -59,14 +64,14 @@ CacheSetup make_setup(const k3k::KvCacheConfig& cfg, std::int64_t bulk, std::int
     const std::int64_t n = std::min(bulk, max_append);
     const auto k = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed, qk_stddev);
     const auto v = random_floats(static_cast<std::size_t>(n * row), ++chunk_seed);
-    k3k::rvv::kv_append(s.cache, k, v, n, pool);
+    k3k::kv_append(k3k::KernelPath::kRvv, s.cache, k, v, n, pool);
     s.mirror.append(k, v, n);
     bulk -= n;
   }
   for (std::int64_t t = 0; t < singles; ++t) {
     const auto k = random_floats(static_cast<std::size_t>(row), ++chunk_seed, qk_stddev);
     const auto v = random_floats(static_cast<std::size_t>(row), ++chunk_seed);
-    k3k::rvv::kv_append_one(s.cache, k, v, pool);
+    k3k::kv_append_one(k3k::KernelPath::kRvv, s.cache, k, v, pool);
     s.mirror.append(k, v, 1);
   }
   s.q =
@@ -121,9 +126,9 @@ std::vector<float> run_prefill(bool rvv, const CacheSetup& s, const PrefillCase&
   std::vector<float> out(s.q.size());
   k3k::WorkerPool pool(workers);
   if (rvv) {
-    k3k::rvv::attention_prefill(s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling);
+    k3k::attention_prefill(k3k::KernelPath::kRvv, s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling);
   } else {
-    k3k::generic::attention_prefill(s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling);
+    k3k::attention_prefill(k3k::KernelPath::kGeneric, s.cache, s.q, c.S, c.n_q_heads, out, pool, tiling);
   }
   return out;
 }
@@ -215,9 +220,9 @@ std::vector<float> run_decode(bool rvv, const CacheSetup& s, const DecodeCase& c
   std::vector<float> out(s.q.size());
   k3k::WorkerPool pool(workers);
   if (rvv) {
-    k3k::rvv::attention_decode(s.cache, s.q, c.n_q_heads, out, pool, {c.chunk});
+    k3k::attention_decode(k3k::KernelPath::kRvv, s.cache, s.q, c.n_q_heads, out, pool, {c.chunk});
   } else {
-    k3k::generic::attention_decode(s.cache, s.q, c.n_q_heads, out, pool, {c.chunk});
+    k3k::attention_decode(k3k::KernelPath::kGeneric, s.cache, s.q, c.n_q_heads, out, pool, {c.chunk});
   }
   return out;
 }
@@ -268,17 +273,17 @@ TEST(RvvAttentionDecodeLoop, EveryStepWithinBound) {
     k3k::WorkerPool pool(3);
     const auto k0 = random_floats(10 * nkv * hd, 31, 1.5);
     const auto v0 = random_floats(10 * nkv * hd, 32);
-    k3k::rvv::kv_append(cache, k0, v0, 10, pool);
+    k3k::kv_append(k3k::KernelPath::kRvv, cache, k0, v0, 10, pool);
     mirror.append(k0, v0, 10);
     const k3k::DecodeTiling tiling{5};
     for (int step = 0; step < 6; ++step) {
       const auto k = random_floats(nkv * hd, 100 + step, 1.5);
       const auto v = random_floats(nkv * hd, 200 + step);
       const auto q = random_floats(nq * hd, 300 + step, 1.5);
-      k3k::rvv::kv_append_one(cache, k, v, pool);
+      k3k::kv_append_one(k3k::KernelPath::kRvv, cache, k, v, pool);
       mirror.append(k, v, 1);
       std::vector<float> out(q.size());
-      k3k::rvv::attention_decode(cache, q, nq, out, pool, tiling);
+      k3k::attention_decode(k3k::KernelPath::kRvv, cache, q, nq, out, pool, tiling);
       const auto expect =
           ref::attention_decode(mirror, q, nq, ref::rvv_decode_error_model(hd, tiling, vlenb()));
       const auto r = ref::compare_to_reference(out, expect.out, expect.bound);
@@ -329,38 +334,38 @@ TEST(RvvAttentionArgs, SameErrorsAsGeneric) {
     EXPECT_EQ(r, g);
     EXPECT_EQ(r.find("<no"), std::string::npos) << r;
   };
-  same([&] { k3k::rvv::attention_decode(empty, q16, 16, out16, pool); },
-       [&] { k3k::generic::attention_decode(empty, q16, 16, out16, pool); });
+  same([&] { k3k::attention_decode(k3k::KernelPath::kRvv, empty, q16, 16, out16, pool); },
+       [&] { k3k::attention_decode(k3k::KernelPath::kGeneric, empty, q16, 16, out16, pool); });
   k3k::KvCache cache({8, 128, 16, KvDtype::f32, false, k3k::kQwen3Rope});
   std::vector<float> kv(4 * 8 * 128);
-  k3k::rvv::kv_append(cache, kv, kv, 4, pool);
+  k3k::kv_append(k3k::KernelPath::kRvv, cache, kv, kv, 4, pool);
   std::vector<float> q4(4 * 16 * 128), o4(q4.size()), q5(5 * 16 * 128), o5(q5.size());
-  same([&] { k3k::rvv::attention_decode(cache, q12, 12, q12, pool); },
-       [&] { k3k::generic::attention_decode(cache, q12, 12, q12, pool); });
-  same([&] { k3k::rvv::attention_decode(cache, q16, 16, out16, pool, {0}); },
-       [&] { k3k::generic::attention_decode(cache, q16, 16, out16, pool, {0}); });
-  same([&] { k3k::rvv::attention_decode(cache, q16, 16, out16, pool, {}, NAN); },
-       [&] { k3k::generic::attention_decode(cache, q16, 16, out16, pool, {}, NAN); });
-  same([&] { k3k::rvv::attention_prefill(cache, q5, 5, 16, o5, pool); },
-       [&] { k3k::generic::attention_prefill(cache, q5, 5, 16, o5, pool); });
-  same([&] { k3k::rvv::attention_prefill(cache, q4, 4, 16, o5, pool); },
-       [&] { k3k::generic::attention_prefill(cache, q4, 4, 16, o5, pool); });
+  same([&] { k3k::attention_decode(k3k::KernelPath::kRvv, cache, q12, 12, q12, pool); },
+       [&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q12, 12, q12, pool); });
+  same([&] { k3k::attention_decode(k3k::KernelPath::kRvv, cache, q16, 16, out16, pool, {0}); },
+       [&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, out16, pool, {0}); });
+  same([&] { k3k::attention_decode(k3k::KernelPath::kRvv, cache, q16, 16, out16, pool, {}, NAN); },
+       [&] { k3k::attention_decode(k3k::KernelPath::kGeneric, cache, q16, 16, out16, pool, {}, NAN); });
+  same([&] { k3k::attention_prefill(k3k::KernelPath::kRvv, cache, q5, 5, 16, o5, pool); },
+       [&] { k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q5, 5, 16, o5, pool); });
+  same([&] { k3k::attention_prefill(k3k::KernelPath::kRvv, cache, q4, 4, 16, o5, pool); },
+       [&] { k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q4, 4, 16, o5, pool); });
   same(
       [&] {
-        k3k::rvv::attention_prefill(cache, q4, 4, 16, o4, pool, {0, 64});
+        k3k::attention_prefill(k3k::KernelPath::kRvv, cache, q4, 4, 16, o4, pool, {0, 64});
       },
       [&] {
-        k3k::generic::attention_prefill(cache, q4, 4, 16, o4, pool, {0, 64});
+        k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q4, 4, 16, o4, pool, {0, 64});
       });
   same(
       [&] {
-        k3k::rvv::attention_prefill(cache, q4, 4, 16, o4, pool, {16, -1});
+        k3k::attention_prefill(k3k::KernelPath::kRvv, cache, q4, 4, 16, o4, pool, {16, -1});
       },
       [&] {
-        k3k::generic::attention_prefill(cache, q4, 4, 16, o4, pool, {16, -1});
+        k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q4, 4, 16, o4, pool, {16, -1});
       });
-  same([&] { k3k::rvv::attention_prefill(cache, q4, 4, 16, o4, pool, {}, -1.0f); },
-       [&] { k3k::generic::attention_prefill(cache, q4, 4, 16, o4, pool, {}, -1.0f); });
+  same([&] { k3k::attention_prefill(k3k::KernelPath::kRvv, cache, q4, 4, 16, o4, pool, {}, -1.0f); },
+       [&] { k3k::attention_prefill(k3k::KernelPath::kGeneric, cache, q4, 4, 16, o4, pool, {}, -1.0f); });
 }
 
 }  // namespace

@@ -18,7 +18,12 @@
 #include "k3k/kv_cache.h"
 #include "k3k/reference/attention.h"
 #include "k3k/reference/compare.h"
-#include "k3k/rvv.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "k3k/worker_pool.h"
 #include "support/test_data.h"
@@ -82,8 +87,8 @@ TEST_P(RvvKvAppend, KWithinBoundVBitExactAndEqualToGeneric) {
       k[i * 7] = edges[i];
       v[i * 5] = edges[i];
     }
-    k3k::rvv::kv_append(rvv, k, v, tokens, pool);
-    k3k::generic::kv_append(gen, k, v, tokens, pool);
+    k3k::kv_append(k3k::KernelPath::kRvv, rvv, k, v, tokens, pool);
+    k3k::kv_append(k3k::KernelPath::kGeneric, gen, k, v, tokens, pool);
     ASSERT_EQ(rvv.length(), first + tokens);
     EXPECT_TRUE(v_equal(rvv, gen)) << "stored V differs from the generic layer";
     // Stored K: bit-identical to the generic layer (the same fused operation sequence, see
@@ -149,21 +154,21 @@ TEST(RvvKvAppendOne, EqualsBulkAndGenericForEveryWorkerCount) {
       const std::size_t split = static_cast<std::size_t>(first_bulk * heads * hd);
       k3k::WorkerPool pool1(1);
       k3k::KvCache gen(cfg);
-      k3k::generic::kv_append(gen, std::span(k).first(split), std::span(v).first(split), first_bulk,
+      k3k::kv_append(k3k::KernelPath::kGeneric, gen, std::span(k).first(split), std::span(v).first(split), first_bulk,
                               pool1);
-      k3k::generic::kv_append(gen, std::span(k).subspan(split), std::span(v).subspan(split),
+      k3k::kv_append(k3k::KernelPath::kGeneric, gen, std::span(k).subspan(split), std::span(v).subspan(split),
                               tokens - first_bulk, pool1);
       for (int workers : {1, 2, 3}) {
         k3k::WorkerPool pool(workers);
         k3k::KvCache one(cfg), bulk(cfg);
         for (std::int64_t t = 0; t < tokens; ++t) {
           const std::size_t off = static_cast<std::size_t>(t * heads * hd);
-          k3k::rvv::kv_append_one(one, std::span(k).subspan(off, heads * hd),
+          k3k::kv_append_one(k3k::KernelPath::kRvv, one, std::span(k).subspan(off, heads * hd),
                                   std::span(v).subspan(off, heads * hd), pool);
         }
-        k3k::rvv::kv_append(bulk, std::span(k).first(split), std::span(v).first(split), first_bulk,
+        k3k::kv_append(k3k::KernelPath::kRvv, bulk, std::span(k).first(split), std::span(v).first(split), first_bulk,
                             pool);
-        k3k::rvv::kv_append(bulk, std::span(k).subspan(split), std::span(v).subspan(split),
+        k3k::kv_append(k3k::KernelPath::kRvv, bulk, std::span(k).subspan(split), std::span(v).subspan(split),
                             tokens - first_bulk, pool);
         EXPECT_EQ(one.length(), tokens);
         const std::string what = std::string(to_string(dtype)) + (ring ? " ring" : "") +
@@ -252,28 +257,28 @@ TEST(RvvKvArgs, SameErrorsAsGenericAndNothingWritten) {
   k3k::WorkerPool pool(1);
   k3k::KvCache contiguous({2, 16, 4, KvDtype::f32, false, {16, 1e4}});
   std::vector<float> kv3(3 * 2 * 16), kv5(5 * 2 * 16);
-  k3k::rvv::kv_append(contiguous, kv3, kv3, 3, pool);
+  k3k::kv_append(k3k::KernelPath::kRvv, contiguous, kv3, kv3, 3, pool);
   auto same = [](auto&& rvv_call, auto&& gen_call) {
     const std::string r = thrown_message(rvv_call), g = thrown_message(gen_call);
     EXPECT_EQ(r, g);
     EXPECT_EQ(r.find("<no"), std::string::npos) << r;
   };
-  same([&] { k3k::rvv::kv_append(contiguous, kv3, kv3, 3, pool); },
-       [&] { k3k::generic::kv_append(contiguous, kv3, kv3, 3, pool); });
+  same([&] { k3k::kv_append(k3k::KernelPath::kRvv, contiguous, kv3, kv3, 3, pool); },
+       [&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, 3, pool); });
   EXPECT_EQ(contiguous.length(), 3);
-  same([&] { k3k::rvv::kv_append(contiguous, kv5, kv3, 3, pool); },
-       [&] { k3k::generic::kv_append(contiguous, kv5, kv3, 3, pool); });
-  same([&] { k3k::rvv::kv_append(contiguous, kv3, kv5, 3, pool); },
-       [&] { k3k::generic::kv_append(contiguous, kv3, kv5, 3, pool); });
-  same([&] { k3k::rvv::kv_append_one(contiguous, kv3, kv3, pool); },
-       [&] { k3k::generic::kv_append_one(contiguous, kv3, kv3, pool); });
-  same([&] { k3k::rvv::kv_append(contiguous, kv3, kv3, -1, pool); },
-       [&] { k3k::generic::kv_append(contiguous, kv3, kv3, -1, pool); });
+  same([&] { k3k::kv_append(k3k::KernelPath::kRvv, contiguous, kv5, kv3, 3, pool); },
+       [&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv5, kv3, 3, pool); });
+  same([&] { k3k::kv_append(k3k::KernelPath::kRvv, contiguous, kv3, kv5, 3, pool); },
+       [&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv5, 3, pool); });
+  same([&] { k3k::kv_append_one(k3k::KernelPath::kRvv, contiguous, kv3, kv3, pool); },
+       [&] { k3k::kv_append_one(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, pool); });
+  same([&] { k3k::kv_append(k3k::KernelPath::kRvv, contiguous, kv3, kv3, -1, pool); },
+       [&] { k3k::kv_append(k3k::KernelPath::kGeneric, contiguous, kv3, kv3, -1, pool); });
   k3k::KvCache ring({2, 16, 4, KvDtype::f16, true, {16, 1e4}});
-  same([&] { k3k::rvv::kv_append(ring, kv5, kv5, 5, pool); },
-       [&] { k3k::generic::kv_append(ring, kv5, kv5, 5, pool); });
-  k3k::rvv::kv_append(ring, kv3, kv3, 3, pool);
-  k3k::rvv::kv_append(ring, kv3, kv3, 3, pool);  // wraps: fine
+  same([&] { k3k::kv_append(k3k::KernelPath::kRvv, ring, kv5, kv5, 5, pool); },
+       [&] { k3k::kv_append(k3k::KernelPath::kGeneric, ring, kv5, kv5, 5, pool); });
+  k3k::kv_append(k3k::KernelPath::kRvv, ring, kv3, kv3, 3, pool);
+  k3k::kv_append(k3k::KernelPath::kRvv, ring, kv3, kv3, 3, pool);  // wraps: fine
   EXPECT_EQ(ring.length(), 6);
   EXPECT_EQ(ring.first_visible(), 2);
 }

@@ -7,7 +7,12 @@
 #include "k3k/embedding.h"
 #include "k3k/reference/compare.h"
 #include "k3k/reference/linear.h"
-#include "k3k/rvv.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "support/linear_checks.h"
 #include "support/test_data.h"
@@ -46,16 +51,16 @@ TEST(RvvLinear, IntegerDotProductsExact) {
     const bool decode = m == 1;
     const auto layout = decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4;
     auto act = make_packed_activations(m, k, layout);
-    if (decode) rvv::quantize_pack_decode(a.data(), act);
-    else rvv::quantize_pack_prefill(a.data(), act, pool);
+    if (decode) k3k::quantize_pack_decode(k3k::KernelPath::kRvv, a.data(), act);
+    else k3k::quantize_pack_prefill(k3k::KernelPath::kRvv, a.data(), act, pool);
     std::vector<float> got_rvv(static_cast<std::size_t>(m * n)), got_gen(got_rvv.size());
     LinearEpilogue ep;
     if (decode) {
-      rvv::linear_decode_w4b64(act, w, ep, got_rvv.data(), pool, {});
-      generic::linear_decode_w4b64(act, w, ep, got_gen.data(), pool, {});
+      k3k::linear_decode_w4b64(k3k::KernelPath::kRvv, act, w, ep, got_rvv.data(), pool, {});
+      k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, act, w, ep, got_gen.data(), pool, {});
     } else {
-      rvv::linear_prefill_w4b64(act, w, ep, got_rvv.data(), pool, {});
-      generic::linear_prefill_w4b64(act, w, ep, got_gen.data(), pool, {});
+      k3k::linear_prefill_w4b64(k3k::KernelPath::kRvv, act, w, ep, got_rvv.data(), pool, {});
+      k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, act, w, ep, got_gen.data(), pool, {});
     }
     for (std::int64_t r = 0; r < m; ++r) {
       ASSERT_EQ(act.scale[r], 1.0f);
@@ -100,20 +105,20 @@ void check_case(const Case& c, std::uint64_t seed) {
   std::vector<std::vector<float>> by_workers;
   for (int workers : {1, 3}) {
     WorkerPool pool(workers);
-    if (decode) rvv::quantize_pack_decode(a.data(), act);
-    else rvv::quantize_pack_prefill(a.data(), act, pool);
+    if (decode) k3k::quantize_pack_decode(k3k::KernelPath::kRvv, a.data(), act);
+    else k3k::quantize_pack_prefill(k3k::KernelPath::kRvv, a.data(), act, pool);
     LinearTiling tiling{c.tile_n};
     std::vector<float> out(static_cast<std::size_t>(elems), -1.0f);
-    if (decode) rvv::linear_decode_w4b64(act, w, ep, out.data(), pool, tiling);
-    else rvv::linear_prefill_w4b64(act, w, ep, out.data(), pool, tiling);
+    if (decode) k3k::linear_decode_w4b64(k3k::KernelPath::kRvv, act, w, ep, out.data(), pool, tiling);
+    else k3k::linear_prefill_w4b64(k3k::KernelPath::kRvv, act, w, ep, out.data(), pool, tiling);
     by_workers.push_back(out);
   }
   ASSERT_EQ(0, std::memcmp(by_workers[0].data(), by_workers[1].data(), by_workers[0].size() * 4))
       << "rvv output depends on the worker count";
   out_rvv = by_workers[0];
   WorkerPool pool(1);
-  if (decode) generic::linear_decode_w4b64(act, w, ep, out_gen.data(), pool, {});
-  else generic::linear_prefill_w4b64(act, w, ep, out_gen.data(), pool, {});
+  if (decode) k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, act, w, ep, out_gen.data(), pool, {});
+  else k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, act, w, ep, out_gen.data(), pool, {});
 
   k3test::expect_linear_within_bound(s, act, ep, c.m, c.n, out_rvv, out_gen);
 }
@@ -142,10 +147,10 @@ TEST(RvvLinear, MutatedOutputIsCaught) {
   const W4B64Packed w = pack_w4b64_generic(s);
   const auto a = activations(1, 128, 4);
   auto act = make_packed_activations(1, 128, ActivationLayout::kRowK256);
-  rvv::quantize_pack_decode(a.data(), act);
+  k3k::quantize_pack_decode(k3k::KernelPath::kRvv, a.data(), act);
   WorkerPool pool(1);
   std::vector<float> out(16);
-  rvv::linear_decode_w4b64(act, w, {}, out.data(), pool, {});
+  k3k::linear_decode_w4b64(k3k::KernelPath::kRvv, act, w, {}, out.data(), pool, {});
   const auto codes = reference::unpack_codes(act);
   const auto ref = reference::linear_w4b64(s, codes.data(), act.scale.data(), 1, nullptr, nullptr, -INFINITY, INFINITY);
   out[5] += static_cast<float>(3 * ref.bound[5]) + 1e-6f;
@@ -158,14 +163,14 @@ TEST(RvvEmbedding, WithinBoundAndMatchesGeneric) {
   const std::vector<std::int32_t> ids = {0, 69, 31, 32, 33, 5, 64};
   std::vector<float> got(ids.size() * 192), gen(got.size());
   WorkerPool pool(2);
-  rvv::embedding_lookup_w4b64(w, ids.data(), static_cast<std::int64_t>(ids.size()), got.data(), pool);
-  generic::embedding_lookup_w4b64(w, ids.data(), static_cast<std::int64_t>(ids.size()), gen.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kRvv, w, ids.data(), static_cast<std::int64_t>(ids.size()), got.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, w, ids.data(), static_cast<std::int64_t>(ids.size()), gen.data(), pool);
   const auto ref = reference::embedding_lookup(s, ids.data(), static_cast<std::int64_t>(ids.size()));
   const auto cmp = reference::compare_to_reference(got, ref.y, ref.bound);
   EXPECT_TRUE(cmp.pass) << reference::describe(cmp, got, ref.y, ref.bound);
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_LE(std::fabs(double(got[i]) - gen[i]), 2 * ref.bound[i]);
   const std::int32_t bad = 70;
-  EXPECT_THROW(rvv::embedding_lookup_w4b64(w, &bad, 1, got.data(), pool), std::invalid_argument);
+  EXPECT_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kRvv, w, &bad, 1, got.data(), pool), std::invalid_argument);
 }
 
 }  // namespace

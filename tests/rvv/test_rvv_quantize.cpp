@@ -6,7 +6,12 @@
 
 #include "k3k/dispatch.h"
 #include "k3k/quantize.h"
-#include "k3k/rvv.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/seeded_random.h"
 
 namespace {
@@ -47,13 +52,13 @@ TEST(RvvQuantize, PrefillAndDecodeBitExact) {
       const auto a = activations(m, k, 7 + m * k);
       auto g = make_packed_activations(m, k, ActivationLayout::kRowsM4);
       auto r = make_packed_activations(m, k, ActivationLayout::kRowsM4);
-      generic::quantize_pack_prefill(a.data(), g, pool);
-      rvv::quantize_pack_prefill(a.data(), r, pool);
+      k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), g, pool);
+      k3k::quantize_pack_prefill(k3k::KernelPath::kRvv, a.data(), r, pool);
       expect_same_pack(g, r);
       auto gd = make_packed_activations(1, k, ActivationLayout::kRowK256);
       auto rd = make_packed_activations(1, k, ActivationLayout::kRowK256);
-      generic::quantize_pack_decode(a.data(), gd);
-      rvv::quantize_pack_decode(a.data(), rd);
+      k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), gd);
+      k3k::quantize_pack_decode(k3k::KernelPath::kRvv, a.data(), rd);
       expect_same_pack(gd, rd);
     }
   }
@@ -70,8 +75,8 @@ TEST(RvvQuantize, EdgeRowsBitExact) {
   }
   auto g = make_packed_activations(4, k, ActivationLayout::kRowsM4);
   auto r = make_packed_activations(4, k, ActivationLayout::kRowsM4);
-  generic::quantize_pack_prefill(a.data(), g, pool);
-  rvv::quantize_pack_prefill(a.data(), r, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), g, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kRvv, a.data(), r, pool);
   expect_same_pack(g, r);
 }
 
@@ -80,8 +85,8 @@ TEST(RvvQuantize, Qwen3_0_6bShape) {
   const auto a = activations(17, 3072, 99);
   auto g = make_packed_activations(17, 3072, ActivationLayout::kRowsM4);
   auto r = make_packed_activations(17, 3072, ActivationLayout::kRowsM4);
-  generic::quantize_pack_prefill(a.data(), g, pool);
-  rvv::quantize_pack_prefill(a.data(), r, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), g, pool);
+  k3k::quantize_pack_prefill(k3k::KernelPath::kRvv, a.data(), r, pool);
   expect_same_pack(g, r);
 }
 

@@ -19,7 +19,12 @@
 #include "k3k/reference/attention.h"
 #include "k3k/reference/compare.h"
 #include "k3k/reference/small_ops.h"
-#include "k3k/rvv.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "k3k/small_ops.h"
 #include "k3k/worker_pool.h"
@@ -76,8 +81,8 @@ TEST_P(RvvSmallOpsRmsNorm, WithinBoundInPlaceAndDeterministic) {
   const auto w = random_floats(static_cast<std::size_t>(c.dim), 2, 1.0, 0.3);
   std::vector<float> y(x.size()), g(x.size());
   k3k::WorkerPool pool2(2);
-  k3k::rvv::rmsnorm(x, w, y, c.rows, c.dim, c.eps, pool2);
-  k3k::generic::rmsnorm(x, w, g, c.rows, c.dim, c.eps, pool2);
+  k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, c.rows, c.dim, c.eps, pool2);
+  k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, g, c.rows, c.dim, c.eps, pool2);
   const auto expect = ref::rmsnorm(x, w, c.rows, c.dim, c.eps);
   check(std::string("rmsnorm ") + c.name, y, g, expect,
         ref::rmsnorm_bound(expect, c.dim, ref::rvv_dot_depth(c.dim, vlenb())),
@@ -85,7 +90,7 @@ TEST_P(RvvSmallOpsRmsNorm, WithinBoundInPlaceAndDeterministic) {
   for (int workers : {1, 3}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> z = x;  // in place
-    k3k::rvv::rmsnorm(z, w, z, c.rows, c.dim, c.eps, pool);
+    k3k::rmsnorm(k3k::KernelPath::kRvv, z, w, z, c.rows, c.dim, c.eps, pool);
     EXPECT_TRUE(bitwise_equal(y, z)) << "workers " << workers;
   }
 }
@@ -110,9 +115,9 @@ TEST(RvvSmallOpsRmsNormMutation, PerturbationAndWrongEpsFail) {
   k3k::WorkerPool pool(2);
   const auto expect = ref::rmsnorm(x, w, rows, dim, 1e-6f);
   const auto bound = ref::rmsnorm_bound(expect, dim, ref::rvv_dot_depth(dim, vlenb()));
-  k3k::rvv::rmsnorm(x, w, y, rows, dim, 1e-5f, pool);  // the bug: eps 1e-5 instead of 1e-6
+  k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, rows, dim, 1e-5f, pool);  // the bug: eps 1e-5 instead of 1e-6
   EXPECT_FALSE(ref::compare_to_reference(y, expect, bound).pass);
-  k3k::rvv::rmsnorm(x, w, y, rows, dim, 1e-6f, pool);
+  k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, rows, dim, 1e-6f, pool);
   ASSERT_TRUE(ref::compare_to_reference(y, expect, bound).pass);
   y[100] = static_cast<float>(expect[100] + 2.0 * bound[100]);
   EXPECT_FALSE(ref::compare_to_reference(y, expect, bound).pass);
@@ -131,8 +136,8 @@ TEST(RvvSmallOpsSwiGlu, WithinBoundIncludingExtremesAndDeterministic) {
     for (std::size_t i = 0; i < std::size(extremes); ++i) gate[i * 7] = extremes[i];
     std::vector<float> out(gate.size()), gen(gate.size());
     k3k::WorkerPool pool2(2);
-    k3k::rvv::swiglu(gate, up, out, rows, dim, pool2);
-    k3k::generic::swiglu(gate, up, gen, rows, dim, pool2);
+    k3k::swiglu(k3k::KernelPath::kRvv, gate, up, out, rows, dim, pool2);
+    k3k::swiglu(k3k::KernelPath::kGeneric, gate, up, gen, rows, dim, pool2);
     const auto expect = ref::swiglu(gate, up);
     const auto bound = ref::swiglu_bound(gate, up, expect);
     check("swiglu " + std::to_string(rows) + "x" + std::to_string(dim), out, gen, expect, bound,
@@ -153,7 +158,7 @@ TEST(RvvSmallOpsSwiGlu, WithinBoundIncludingExtremesAndDeterministic) {
     for (int workers : {1, 3}) {
       k3k::WorkerPool pool(workers);
       std::vector<float> in_place = gate;
-      k3k::rvv::swiglu(in_place, up, in_place, rows, dim, pool);
+      k3k::swiglu(k3k::KernelPath::kRvv, in_place, up, in_place, rows, dim, pool);
       EXPECT_TRUE(bitwise_equal(out, in_place)) << "workers " << workers;
     }
   }
@@ -165,8 +170,8 @@ TEST(RvvSmallOpsSwiGlu, MultiTaskAndMutation) {
   const auto up = random_floats(static_cast<std::size_t>(rows * dim), 16);
   std::vector<float> a(gate.size()), b(gate.size());
   k3k::WorkerPool pool1(1), pool3(3);
-  k3k::rvv::swiglu(gate, up, a, rows, dim, pool1);
-  k3k::rvv::swiglu(gate, up, b, rows, dim, pool3);
+  k3k::swiglu(k3k::KernelPath::kRvv, gate, up, a, rows, dim, pool1);
+  k3k::swiglu(k3k::KernelPath::kRvv, gate, up, b, rows, dim, pool3);
   EXPECT_TRUE(bitwise_equal(a, b));
   const auto expect = ref::swiglu(gate, up);
   const auto bound = ref::swiglu_bound(gate, up, expect);
@@ -183,8 +188,8 @@ TEST(RvvSmallOpsResidualAdd, BitExactWithGenericInPlaceAndDeterministic) {
   const auto b = random_floats(static_cast<std::size_t>(rows * dim), 10, 0.0, 0.01);
   std::vector<float> out(a.size()), gen(a.size());
   k3k::WorkerPool pool2(2);
-  k3k::rvv::residual_add(a, b, out, rows, dim, pool2);
-  k3k::generic::residual_add(a, b, gen, rows, dim, pool2);
+  k3k::residual_add(k3k::KernelPath::kRvv, a, b, out, rows, dim, pool2);
+  k3k::residual_add(k3k::KernelPath::kGeneric, a, b, gen, rows, dim, pool2);
   EXPECT_TRUE(bitwise_equal(out, gen));
   const auto expect = ref::residual_add(a, b);
   const auto bound = ref::residual_add_bound(expect);
@@ -192,8 +197,8 @@ TEST(RvvSmallOpsResidualAdd, BitExactWithGenericInPlaceAndDeterministic) {
   for (int workers : {1, 3}) {
     k3k::WorkerPool pool(workers);
     std::vector<float> in_a = a, in_b = b;
-    k3k::rvv::residual_add(in_a, b, in_a, rows, dim, pool);
-    k3k::rvv::residual_add(a, in_b, in_b, rows, dim, pool);
+    k3k::residual_add(k3k::KernelPath::kRvv, in_a, b, in_a, rows, dim, pool);
+    k3k::residual_add(k3k::KernelPath::kRvv, a, in_b, in_b, rows, dim, pool);
     EXPECT_TRUE(bitwise_equal(out, in_a)) << "workers " << workers;
     EXPECT_TRUE(bitwise_equal(out, in_b)) << "workers " << workers;
   }
@@ -294,26 +299,26 @@ TEST(RvvSmallOpsArgs, SameErrorsAsGeneric) {
     EXPECT_EQ(r, g);
     EXPECT_EQ(r.find("<no"), std::string::npos) << r;
   };
-  same([&] { k3k::rvv::rmsnorm(x, w_bad, y, 4, 64, 1e-6f, pool); },
-       [&] { k3k::generic::rmsnorm(x, w_bad, y, 4, 64, 1e-6f, pool); });
-  same([&] { k3k::rvv::rmsnorm(x, w, y, 5, 64, 1e-6f, pool); },
-       [&] { k3k::generic::rmsnorm(x, w, y, 5, 64, 1e-6f, pool); });
-  same([&] { k3k::rvv::rmsnorm(x, w, y, 4, 0, 1e-6f, pool); },
-       [&] { k3k::generic::rmsnorm(x, w, y, 4, 0, 1e-6f, pool); });
-  same([&] { k3k::rvv::rmsnorm(x, w, y, 4, 64, -1.0f, pool); },
-       [&] { k3k::generic::rmsnorm(x, w, y, 4, 64, -1.0f, pool); });
+  same([&] { k3k::rmsnorm(k3k::KernelPath::kRvv, x, w_bad, y, 4, 64, 1e-6f, pool); },
+       [&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w_bad, y, 4, 64, 1e-6f, pool); });
+  same([&] { k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, 5, 64, 1e-6f, pool); },
+       [&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 5, 64, 1e-6f, pool); });
+  same([&] { k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, 4, 0, 1e-6f, pool); },
+       [&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 4, 0, 1e-6f, pool); });
+  same([&] { k3k::rmsnorm(k3k::KernelPath::kRvv, x, w, y, 4, 64, -1.0f, pool); },
+       [&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x, w, y, 4, 64, -1.0f, pool); });
   const std::span<const float> x2 = std::span<const float>(x).first(128);
   const std::span<float> o2 = std::span<float>(x).subspan(64, 128);
-  same([&] { k3k::rvv::rmsnorm(x2, w, o2, 2, 64, 1e-6f, pool); },
-       [&] { k3k::generic::rmsnorm(x2, w, o2, 2, 64, 1e-6f, pool); });
-  same([&] { k3k::rvv::swiglu(x, short_up, y, 4, 64, pool); },
-       [&] { k3k::generic::swiglu(x, short_up, y, 4, 64, pool); });
-  same([&] { k3k::rvv::swiglu(x, x, y, -1, 64, pool); },
-       [&] { k3k::generic::swiglu(x, x, y, -1, 64, pool); });
-  same([&] { k3k::rvv::residual_add(x, x, short_up, 4, 64, pool); },
-       [&] { k3k::generic::residual_add(x, x, short_up, 4, 64, pool); });
-  same([&] { k3k::rvv::residual_add(x, short_up, y, 4, 64, pool); },
-       [&] { k3k::generic::residual_add(x, short_up, y, 4, 64, pool); });
+  same([&] { k3k::rmsnorm(k3k::KernelPath::kRvv, x2, w, o2, 2, 64, 1e-6f, pool); },
+       [&] { k3k::rmsnorm(k3k::KernelPath::kGeneric, x2, w, o2, 2, 64, 1e-6f, pool); });
+  same([&] { k3k::swiglu(k3k::KernelPath::kRvv, x, short_up, y, 4, 64, pool); },
+       [&] { k3k::swiglu(k3k::KernelPath::kGeneric, x, short_up, y, 4, 64, pool); });
+  same([&] { k3k::swiglu(k3k::KernelPath::kRvv, x, x, y, -1, 64, pool); },
+       [&] { k3k::swiglu(k3k::KernelPath::kGeneric, x, x, y, -1, 64, pool); });
+  same([&] { k3k::residual_add(k3k::KernelPath::kRvv, x, x, short_up, 4, 64, pool); },
+       [&] { k3k::residual_add(k3k::KernelPath::kGeneric, x, x, short_up, 4, 64, pool); });
+  same([&] { k3k::residual_add(k3k::KernelPath::kRvv, x, short_up, y, 4, 64, pool); },
+       [&] { k3k::residual_add(k3k::KernelPath::kGeneric, x, short_up, y, 4, 64, pool); });
 }
 
 }  // namespace

@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "k3k/linear.h"
 #include "k3k/quantize.h"
+#include "k3k/tcm_linear.h"
 #include "k3k/seeded_random.h"
 #include "k3k/w4b64.h"
 #include "support/test_data.h"
@@ -24,8 +26,30 @@ inline PackedActivations decode_row(std::int64_t k, std::uint64_t seed) {
   std::vector<float> a(static_cast<std::size_t>(k));
   for (auto& x : a) x = static_cast<float>(rng.normal());
   PackedActivations act = make_packed_activations(1, k, ActivationLayout::kRowK256);
-  generic::quantize_pack_decode(a.data(), act);
+  k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), act);
   return act;
+}
+
+// The gate's decision and the pipeline's statistics of one decode call.
+struct TcmDecodeResult {
+  TcmGateDecision gate;
+  TcmPipelineStats stats;
+};
+
+// Decode Linear with the TCM gate decided for this call (as an engine does once per shape).
+inline TcmDecodeResult decode_with_tcm(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
+                                       const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                                       TcmWorkspace* workspace, const TcmDecodeParams& params,
+                                       const LinearTiling& tiling = {}) {
+  TcmDecodeResult r;
+  r.gate = decide_tcm_decode(path, w, workspace, params, pool.size());
+  LinearDecodeOptions options;
+  options.tcm_workspace = workspace;
+  options.tcm_params = &params;
+  options.tcm_gate = &r.gate;
+  options.tcm_stats = &r.stats;
+  linear_decode_w4b64(path, a, w, ep, out, pool, tiling, options);
+  return r;
 }
 
 }  // namespace k3k::tcm_test

@@ -18,7 +18,12 @@
 
 #include <dlfcn.h>
 
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #include "k3k/tcm.h"
 #include "k3k/tcm_linear.h"
 #include "tcm/tcm_test_support.h"
@@ -196,11 +201,11 @@ TEST(TcmLibrary, PipelineReleasesEveryBlockOnEveryExitPath) {
   const W4B64Packed w = tcm_test::random_weights(2048, 2048, 1);
   const PackedActivations act = tcm_test::decode_row(2048, 2);
   std::vector<float> dram(2048), out(2048);
-  ops::linear_decode_w4b64(KernelPath::kGeneric, act, w, {}, dram.data(), pool, {});
+  k3k::linear_decode_w4b64(KernelPath::kGeneric, act, w, {}, dram.data(), pool, {});
   const int waits_before = double_counter("fake_spine_tcm_try_waits");
   const int releases_before = double_counter("fake_spine_tcm_releases");
-  const TcmDecodeResult r =
-      linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {});
+  const tcm_test::TcmDecodeResult r =
+      tcm_test::decode_with_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {});
   ASSERT_TRUE(r.gate.use_tcm) << r.gate.reason;
   EXPECT_EQ(std::memcmp(out.data(), dram.data(), out.size() * sizeof(float)), 0);
   EXPECT_EQ(double_counter("fake_spine_tcm_try_waits") - waits_before,
@@ -211,7 +216,7 @@ TEST(TcmLibrary, PipelineReleasesEveryBlockOnEveryExitPath) {
   LinearTiling bad;
   bad.tile_n = 0;
   EXPECT_THROW(
-      linear_decode_w4b64_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {}, bad),
+      tcm_test::decode_with_tcm(KernelPath::kGeneric, act, w, {}, out.data(), pool, &ws, {}, bad),
       std::invalid_argument);
   EXPECT_EQ(double_counter("fake_spine_tcm_acquired_blocks"), 0);
   {

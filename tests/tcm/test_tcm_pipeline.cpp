@@ -11,7 +11,12 @@
 #include <thread>
 #include <vector>
 
-#include "k3k/ops.h"
+#include "k3k/attention.h"
+#include "k3k/embedding.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/small_ops.h"
 #if defined(K3_HAVE_IME2)
 #include "k3k/ime2.h"
 #endif
@@ -77,15 +82,15 @@ Epilogue make_epilogue(std::int64_t n, OutputLayout layout, std::uint64_t seed) 
 }
 
 // Runs the DRAM kernel and the pipeline and requires identical bytes; returns the pipeline result.
-TcmDecodeResult expect_same_as_dram(KernelPath path, const W4B64Packed& w,
+tcm_test::TcmDecodeResult expect_same_as_dram(KernelPath path, const W4B64Packed& w,
                                     const PackedActivations& act, const LinearEpilogue& ep,
                                     WorkerPool& pool, TcmWorkspace& ws,
                                     const TcmDecodeParams& params) {
   const std::size_t count = sz(output_elements(ep.layout, 1, w.n));
   std::vector<float> dram(count, -1.0f), tcm(count, -7.0f);
-  ops::linear_decode_w4b64(path, act, w, ep, dram.data(), pool, {});
-  const TcmDecodeResult r =
-      linear_decode_w4b64_tcm(path, act, w, ep, tcm.data(), pool, &ws, params);
+  k3k::linear_decode_w4b64(path, act, w, ep, dram.data(), pool, {});
+  const tcm_test::TcmDecodeResult r =
+      tcm_test::decode_with_tcm(path, act, w, ep, tcm.data(), pool, &ws, params);
   EXPECT_EQ(std::memcmp(dram.data(), tcm.data(), count * sizeof(float)), 0)
       << "TCM and DRAM outputs differ (n=" << w.n << " k=" << w.k << " tcm=" << r.gate.use_tcm
       << ": " << r.gate.reason << ")";
@@ -126,7 +131,7 @@ TEST(TcmPipeline, BitwiseIdenticalToDramOverShapesWorkersAndSlabs) {
                 p.compute_workers = workers;
                 p.slab_rows = slab_rows;
                 p.pairing = pairing;
-                const TcmDecodeResult r = expect_same_as_dram(path, w, act, e.ep, pool, ws, p);
+                const tcm_test::TcmDecodeResult r = expect_same_as_dram(path, w, act, e.ep, pool, ws, p);
                 const bool fits =
                     2 * (slab_rows == 0 ? 1 : slab_rows / 32) * tile_bytes <= 384 * 1024;
                 if (workers < 2 || !fits) {
@@ -242,7 +247,7 @@ TEST(TcmPipeline, BlockHeldElsewhereFallsBackToDramForThatWorker) {
     p.use = TcmUse::kOn;
     p.compute_workers = 4;
     p.acquire_timeout_us = 200;
-    const TcmDecodeResult r = expect_same_as_dram(KernelPath::kGeneric, w, act, {}, pool, ws, p);
+    const tcm_test::TcmDecodeResult r = expect_same_as_dram(KernelPath::kGeneric, w, act, {}, pool, ws, p);
     ASSERT_TRUE(r.gate.use_tcm) << r.gate.reason;
     EXPECT_EQ(r.stats.workers_without_block, 1);
     EXPECT_LT(r.stats.bytes_copied, w.bytes());  // worker 1's slabs were read from DRAM

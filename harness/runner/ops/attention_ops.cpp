@@ -6,7 +6,7 @@
 #include "k3k/attention.h"
 #include "k3k/reference/attention.h"
 #include "ops/attention_shape.h"
-#include "k3k/ops.h"
+#include "k3k/kv_cache.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 
@@ -29,15 +29,15 @@ class AttentionCase final : public OpCase {
     const std::int64_t row = std::int64_t(config_.n_kv_heads) * config_.head_dim;
     const auto k = attention_inputs((past_ + seq_) * row, in.seed + 1);
     const auto v = attention_inputs((past_ + seq_) * row, in.seed + 2);
-    k3k::ops::kv_append(in.path, cache_, k, v, past_ + seq_, pool_);
+    k3k::kv_append(in.path, cache_, k, v, past_ + seq_, pool_);
     ref_cache_.append(k, v, past_ + seq_);
     q_ = attention_inputs(seq_ * q_heads_ * config_.head_dim, in.seed + 3);
     out_ = k3k::AlignedBuffer<float>(q_.size());
   }
 
   void run_once() override {
-    if (decode_) k3k::ops::attention_decode(path_, cache_, q_, q_heads_, out_.span(), pool_, decode_tiling_);
-    else k3k::ops::attention_prefill(path_, cache_, q_, seq_, q_heads_, out_.span(), pool_, tiling_);
+    if (decode_) k3k::attention_decode(path_, cache_, q_, q_heads_, out_.span(), pool_, decode_tiling_);
+    else k3k::attention_prefill(path_, cache_, q_, seq_, q_heads_, out_.span(), pool_, tiling_);
   }
 
   Traffic traffic() const override {

@@ -5,7 +5,7 @@
 #include "k3k/kv_cache.h"
 #include "k3k/reference/attention.h"
 #include "ops/attention_shape.h"
-#include "k3k/ops.h"
+#include "k3k/attention.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 
@@ -39,8 +39,8 @@ class KvAppendCase final : public OpCase {
 
   void run_once() override {
     cache_.set_length(past_);
-    if (tokens_ == 1) k3k::ops::kv_append_one(path_, cache_, k_, v_, pool_);
-    else k3k::ops::kv_append(path_, cache_, k_, v_, tokens_, pool_);
+    if (tokens_ == 1) k3k::kv_append_one(path_, cache_, k_, v_, pool_);
+    else k3k::kv_append(path_, cache_, k_, v_, tokens_, pool_);
   }
 
   Traffic traffic() const override {

@@ -9,7 +9,7 @@
 #include "errors.h"
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
-#include "k3k/ops.h"
+#include "k3k/quantize.h"
 #include "k3k/tcm_linear.h"
 #if defined(K3_HAVE_IME2)
 #include "k3k/ime2.h"
@@ -104,7 +104,7 @@ class LinearCase final : public OpCase {
     const k3k::W4B64Packed& w = weights_[static_cast<std::size_t>(next_copy_)];
     next_copy_ = (next_copy_ + 1) % copies_;
     if (decode_) {
-      k3k::ops::quantize_pack_decode(path_, a_.data(), act_);
+      k3k::quantize_pack_decode(path_, a_.data(), act_);
       if (fp16_accumulation_) {
         run_fp16_block_scale(w);
         return;
@@ -112,8 +112,13 @@ class LinearCase final : public OpCase {
       // Decided once (the first call is the untimed accuracy check): the gate is per shape, and
       // every weight copy has the same shape.
       if (calls_ == 0) gate_ = k3k::decide_tcm_decode(path_, w, workspace_, tcm_params_, pool_.size());
-      const k3k::TcmPipelineStats stats = k3k::linear_decode_w4b64_tcm(gate_, path_, act_, w, ep_, out_.data(),
-                                                                        pool_, workspace_, tcm_params_, tiling_);
+      k3k::TcmPipelineStats stats;
+      k3k::LinearDecodeOptions options;
+      options.tcm_workspace = workspace_;
+      options.tcm_params = &tcm_params_;
+      options.tcm_gate = &gate_;
+      options.tcm_stats = &stats;
+      k3k::linear_decode_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_, options);
       ++calls_;
       totals_.copy_seconds += stats.copy_seconds;
       totals_.compute_seconds += stats.compute_seconds;
@@ -121,8 +126,8 @@ class LinearCase final : public OpCase {
       totals_.bytes_copied += stats.bytes_copied;
       totals_.workers_without_block += stats.workers_without_block;
     } else {
-      k3k::ops::quantize_pack_prefill(path_, a_.data(), act_, pool_);
-      k3k::ops::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
+      k3k::quantize_pack_prefill(path_, a_.data(), act_, pool_);
+      k3k::linear_prefill_w4b64(path_, act_, w, ep_, out_.data(), pool_, tiling_);
     }
   }
 
@@ -267,35 +272,20 @@ class LinearCase final : public OpCase {
   void run_fp16_block_scale([[maybe_unused]] const k3k::W4B64Packed& w) {
 #if defined(K3_HAVE_IME2)
     try {
-      k3k::ime2::linear_decode_w4b64(act_, w, ep_, out_.data(), pool_, tiling_,
-                                     k3k::ime2::Accumulation::kFp16BlockScale);
+      k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act_, w, ep_, out_.data(), pool_, tiling_,
+                                     k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
     } catch (const std::domain_error& e) {
       throw UnsupportedShape(std::string("accumulate=fp16: ") + e.what());
     }
 #endif
   }
 
-  // The extra term of the .hp bound, per checked output:
-  //   |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) * |q_k - 8|
-  // with x = 16 hi + lo the activation code's nibbles and gamma16_6 = 6u / (1 - 6u), u = 2^-10.
+  // The extra term of the .hp bound per checked output (k3k/reference/linear.h).
   void add_fp16_accumulation_bound(const std::vector<std::int8_t>& codes, const std::vector<float>& sa,
                                    const std::vector<std::int64_t>& rows, std::vector<double>& bound) const {
-    const double u = 0x1p-10, gamma = 6 * u / (1 - 6 * u);
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      const std::int8_t* x = codes.data() + r * static_cast<std::size_t>(k_);
-      for (std::int64_t n = 0; n < n_; ++n) {
-        double sum = 0.0;
-        for (std::int64_t b = 0; b < k_ / k3k::kW4BlockK; ++b) {
-          double block = 0.0;
-          for (std::int64_t j = b * k3k::kW4BlockK; j < (b + 1) * k3k::kW4BlockK; ++j) {
-            const int hi = x[j] >> 4, lo = x[j] & 15;
-            block += (lo + 16.0 * std::abs(hi)) * std::abs(static_cast<int>(storage().code(n, j)) - 8);
-          }
-          sum += gamma * std::fabs(storage().scale(n, b)) * block;
-        }
-        bound[r * static_cast<std::size_t>(n_) + static_cast<std::size_t>(n)] += std::fabs(sa[r]) * sum;
-      }
-    }
+    const std::vector<double> extra = k3k::reference::linear_hp_extra_bound(
+        storage(), codes.data(), sa.data(), static_cast<std::int64_t>(rows.size()));
+    for (std::size_t i = 0; i < extra.size(); ++i) bound[i] += extra[i];
   }
 
   void configure_tcm(const KeyValues& p) {

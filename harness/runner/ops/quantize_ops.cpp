@@ -6,7 +6,6 @@
 #include "errors.h"
 #include "k3k/quantize.h"
 #include "k3k/reference/linear.h"
-#include "k3k/ops.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 
@@ -29,8 +28,8 @@ class QuantizeCase final : public OpCase {
   }
 
   void run_once() override {
-    if (decode_) k3k::ops::quantize_pack_decode(path_, a_.data(), act_);
-    else k3k::ops::quantize_pack_prefill(path_, a_.data(), act_, pool_);
+    if (decode_) k3k::quantize_pack_decode(path_, a_.data(), act_);
+    else k3k::quantize_pack_prefill(path_, a_.data(), act_, pool_);
   }
 
   Traffic traffic() const override {

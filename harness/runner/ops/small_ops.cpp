@@ -7,7 +7,6 @@
 #include "k3k/reference/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "k3k/small_ops.h"
-#include "k3k/ops.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 #include "weight_cache.h"
@@ -32,9 +31,9 @@ class ElementwiseCase final : public OpCase {
   }
 
   void run_once() override {
-    if (op_ == "rmsnorm") k3k::ops::rmsnorm(path_, x_.span(), y_.span(), out_.span(), rows_, static_cast<int>(dim_), kEps, pool_);
-    else if (op_ == "swiglu") k3k::ops::swiglu(path_, x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
-    else k3k::ops::residual_add(path_, x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
+    if (op_ == "rmsnorm") k3k::rmsnorm(path_, x_.span(), y_.span(), out_.span(), rows_, static_cast<int>(dim_), kEps, pool_);
+    else if (op_ == "swiglu") k3k::swiglu(path_, x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
+    else k3k::residual_add(path_, x_.span(), y_.span(), out_.span(), rows_, dim_, pool_);
   }
 
   Traffic traffic() const override {
@@ -96,7 +95,7 @@ class EmbeddingCase final : public OpCase {
   }
 
   void run_once() override {
-    k3k::ops::embedding_lookup_w4b64(path_, table_, ids_.data(), tokens_, out_.data(), pool_);
+    k3k::embedding_lookup_w4b64(path_, table_, ids_.data(), tokens_, out_.data(), pool_);
   }
   Traffic traffic() const override { return {tokens_ * (dim_ / 2 + dim_ / 64 * 8), tokens_ * dim_ * 4, 2 * tokens_ * dim_}; }
   Accuracy check(bool) override {

@@ -1,4 +1,4 @@
-// Causal grouped-query attention over a KvCache (generic layer).
+// Causal grouped-query attention over a KvCache (the dispatched ops; KernelPath: k3k/dispatch.h).
 //
 // Layouts: Q and the output are [tokens][n_q_heads][head_dim] fp32; Q arrives UNROTATED and the
 // kernels rotate it with the cache's RoPE at its position (the cache already holds rotated K).
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 
+#include "k3k/dispatch.h"
 #include "k3k/kv_cache.h"
 #include "k3k/small_ops.h"
 #include "k3k/worker_pool.h"
@@ -43,19 +44,17 @@ float default_attention_scale(int head_dim);
 void validate(const AttentionTiling& tiling, const char* op);
 void validate(const DecodeTiling& tiling, const char* op);
 
-namespace generic {
 // Prefill: q, out are [tokens][n_q_heads][head_dim]; the queries are the LAST `tokens` positions
 // of the cache, first_pos = cache.length() - tokens (append their K/V with kv_append first).
 // scale <= 0 selects default_attention_scale(head_dim).
-void attention_prefill(const KvCache& cache, std::span<const float> q, std::int64_t tokens,
-                       int n_q_heads, std::span<float> out, WorkerPool& pool,
+void attention_prefill(KernelPath path, const KvCache& cache, std::span<const float> q,
+                       std::int64_t tokens, int n_q_heads, std::span<float> out, WorkerPool& pool,
                        const AttentionTiling& tiling = {}, float scale = 0.0f);
 
 // Decode: one query per head at position cache.length() - 1 (append its K/V first);
 // q, out are [n_q_heads][head_dim].
-void attention_decode(const KvCache& cache, std::span<const float> q, int n_q_heads,
-                      std::span<float> out, WorkerPool& pool, const DecodeTiling& tiling = {},
-                      float scale = 0.0f);
-}  // namespace generic
+void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q,
+                      int n_q_heads, std::span<float> out, WorkerPool& pool,
+                      const DecodeTiling& tiling = {}, float scale = 0.0f);
 
 }  // namespace k3k

@@ -1,6 +1,8 @@
 // Kernel paths and the choice among them. The fallback chain is ime2 -> rvv -> generic: a path is
-// usable when it is compiled in and the CPU can run it. The choice is made once per call site
-// (k3bench, an engine) and passed to the ops in k3k/ops.h, so tests can run any layer on purpose.
+// usable when it is compiled in and the CPU can run it (the layer's probe over k3k/cpu.h). The
+// choice is made once per call site (k3bench, an engine) and passed as the first argument of every
+// op (k3k/quantize.h, linear.h, embedding.h, attention.h, kv_cache.h, small_ops.h), so tests can
+// run any layer on purpose.
 #pragma once
 
 #include <cstdint>
@@ -8,24 +10,14 @@
 #include <string>
 #include <string_view>
 
+#include "k3k/cpu.h"
+
 namespace k3k {
 
 enum class KernelPath { kGeneric, kRvv, kIme2 };
 
 const char* to_string(KernelPath path);
 std::optional<KernelPath> parse_kernel_path(std::string_view name);
-
-struct CpuFeatures {
-  bool vector = false;  // RVV 1.0 usable (riscv64 hwcap 'V')
-  int vlenb = 0;        // bytes per vector register, 0 without V
-};
-const CpuFeatures& cpu_features();
-
-// The `marchid` of logical CPU `cpu` in /proc/cpuinfo text (the value on a "marchid : 0x..." line
-// inside the block that starts with "processor : <cpu>"); with cpu < 0, the first marchid in the
-// text. nullopt when there is none or it is not a number. Linux has no hwcap bit for vendor
-// extensions, so this is how SpacemiT cores are told apart (A100 vs X100, see k3k/ime2.h).
-std::optional<std::uint64_t> parse_cpuinfo_marchid(std::string_view cpuinfo, int cpu);
 
 struct PathDecision {
   KernelPath path = KernelPath::kGeneric;

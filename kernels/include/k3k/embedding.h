@@ -4,11 +4,12 @@
 
 #include <cstdint>
 
+#include "k3k/dispatch.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
 
-namespace k3k::generic {
-// tokens: [T] ids in [0, table.n); out: [T][table.k].
-void embedding_lookup_w4b64(const W4B64Packed& table, const std::int32_t* tokens, std::int64_t count,
-                            float* out, WorkerPool& pool);
-}  // namespace k3k::generic
+namespace k3k {
+// tokens: [T] ids in [0, table.n); out: [T][table.k]. The table must be kRowTile32 (on every path).
+void embedding_lookup_w4b64(KernelPath path, const W4B64Packed& table, const std::int32_t* tokens,
+                            std::int64_t count, float* out, WorkerPool& pool);
+}  // namespace k3k

@@ -17,6 +17,7 @@
 #include <span>
 
 #include "k3k/aligned_buffer.h"
+#include "k3k/dispatch.h"
 #include "k3k/fp16.h"
 #include "k3k/rope.h"
 #include "k3k/worker_pool.h"
@@ -101,20 +102,19 @@ class KvCache {
   AlignedBuffer<fp16_t> k16_, v16_;
 };
 
-namespace generic {
-// Prefill append: k and v are [tokens][n_kv_heads][head_dim] fp32, K UNROTATED. Token t gets
-// position length() + t: K is rotated with the cache's RoPE at that position and stored (rounded to
-// fp16 for f16 caches); V is copied (or rounded to fp16). Then length() += tokens.
-// Parallel over (kv head, token chunk); the stored bits do not depend on the worker count.
-// Throws std::invalid_argument (before writing anything) on size mismatches, on overflowing a
-// contiguous cache, and on tokens > capacity for a ring cache.
-void kv_append(KvCache& cache, std::span<const float> k, std::span<const float> v,
+// Prefill append (dispatched; KernelPath: k3k/dispatch.h): k and v are
+// [tokens][n_kv_heads][head_dim] fp32, K UNROTATED. Token t gets position length() + t: K is
+// rotated with the cache's RoPE at that position and stored (rounded to fp16 for f16 caches); V is
+// copied (or rounded to fp16). Then length() += tokens. Parallel over (kv head, token chunk); the
+// stored bits do not depend on the worker count. Throws std::invalid_argument (before writing
+// anything) on size mismatches, on overflowing a contiguous cache, and on tokens > capacity for a
+// ring cache.
+void kv_append(KernelPath path, KvCache& cache, std::span<const float> k, std::span<const float> v,
                std::int64_t tokens, WorkerPool& pool);
 
 // Decode append of one token (k, v: [n_kv_heads][head_dim]); stores the same bits as kv_append
 // with tokens = 1, without the prefill path's parallel table build.
-void kv_append_one(KvCache& cache, std::span<const float> k, std::span<const float> v,
-                   WorkerPool& pool);
-}  // namespace generic
+void kv_append_one(KernelPath path, KvCache& cache, std::span<const float> k,
+                   std::span<const float> v, WorkerPool& pool);
 
 }  // namespace k3k

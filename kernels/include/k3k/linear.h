@@ -1,13 +1,15 @@
-// W4B64-asymmetric Linear: y[m][n] = clamp( sa[m] * sum_b ( s[n][b] * D[m][n][b] + beta[n][b] * S[m][b] )
+// W4B64-asymmetric Linear: y[m][n] = clamp( sa[m] * sum_b ( s[n][b] * D[m][n][b] + beta[n][b] *
+// S[m][b] )
 //                                          + bias[n] + residual[m][n] )
-// with the exact integer parts D = sum_{k in b} qa[m][k] * (q[n][k] - 8) and S = sum_{k in b} qa[m][k].
-// Each output's blocks are reduced in ascending b by one task, so results are bitwise identical
-// for every worker count and tile setting.
+// with the exact integer parts D = sum_{k in b} qa[m][k] * (q[n][k] - 8) and S = sum_{k in b}
+// qa[m][k]. Each output's blocks are reduced in ascending b by one task, so results are bitwise
+// identical for every worker count and tile setting.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 
+#include "k3k/dispatch.h"
 #include "k3k/quantize.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
@@ -37,16 +39,51 @@ struct LinearEpilogue {
 };
 
 struct LinearTiling {
-  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid recomputing row tiles
+  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid
+                    // recomputing row tiles
 };
 
-namespace generic {
+// How the decode accumulates a 64-block. kInt32 (the default, every layer): exact int32 dot
+// products, the Linear reference bound. kFp16BlockScale (ime2 path only, only when asked for): the
+// IME2 `.hp` block-scale instructions accumulate s * sum x*(q-8) in fp16 per block, then fp32
+// across blocks, with its own looser bound (kernels/ime2/README.md §3.1):
+//   |y - Y| <= Linear bound + |sa| * sum_b gamma16_6 * |s_b| * sum_{k in b} (lo_k + 16 |hi_k|) *
+//   |q_k - 8|
+// with gamma16_6 = 6u / (1 - 6u), u = 2^-10, lo/hi the activation nibbles
+// (reference::linear_hp_extra_bound). Needs kIme2 weights and every block scale 0 or in
+// [2^-14, 0.5] (fp16-normal, no overflow); otherwise std::domain_error is thrown after the call
+// (outputs unspecified).
+enum class Accumulation { kInt32, kFp16BlockScale };
+
+class TcmWorkspace;
+struct TcmDecodeParams;
+struct TcmGateDecision;
+struct TcmPipelineStats;
+
+// Options of the decode Linear beyond tiling (defaults: int32 accumulation, weights from DRAM).
+struct LinearDecodeOptions {
+  Accumulation accumulation = Accumulation::kInt32;
+  // The TCM pipeline (k3k/tcm_linear.h): worker pairs stream weight slabs through their TCM blocks
+  // when a workspace is given and the gate allows it; otherwise the DRAM driver runs.
+  TcmWorkspace* tcm_workspace = nullptr;
+  const TcmDecodeParams* tcm_params = nullptr;  // null: TcmDecodeParams{}
+  // The gate decided earlier by decide_tcm_decode for this path, weight shape, pool, workspace and
+  // params (it reads every block's state and words its reason: once per shape, not in every timed
+  // call); null: decided in this call. A block taken since then only sends its worker to DRAM.
+  const TcmGateDecision* tcm_gate = nullptr;
+  TcmPipelineStats* tcm_stats = nullptr;  // receives the pipeline's statistics (zero after DRAM)
+};
+
+// The dispatched Linear ops (KernelPath: k3k/dispatch.h). Weights in kRowTile32; the ime2 path
+// also reads kIme2 (ime2::pack_w4b64), the others throw std::invalid_argument for it.
 // Prefill ("M4"): activations in the kRowsM4 layout, any M.
-void linear_prefill_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-                          float* out, WorkerPool& pool, const LinearTiling& tiling = {});
-// Decode ("M1"): activations in the kRowK256 layout (M = 1).
-void linear_decode_w4b64(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep,
-                         float* out, WorkerPool& pool, const LinearTiling& tiling = {});
-}  // namespace generic
+void linear_prefill_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
+                          const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                          const LinearTiling& tiling = {});
+// Decode ("M1"): activations in the kRowK256 layout (M = 1). The one decode entry point: DRAM or
+// TCM, int32 or (ime2) fp16 block-scale accumulation, by `options`.
+void linear_decode_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
+                         const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                         const LinearTiling& tiling = {}, const LinearDecodeOptions& options = {});
 
 }  // namespace k3k

@@ -10,11 +10,12 @@
 #include <cstdint>
 
 #include "k3k/aligned_buffer.h"
+#include "k3k/dispatch.h"
 #include "k3k/worker_pool.h"
 
 namespace k3k {
 
-inline constexpr int kPrefillRowsPerTask = 4;  // "M4": rows that share one B tile
+inline constexpr int kPrefillRowsPerTask = 4;   // "M4": rows that share one B tile
 inline constexpr int kDecodeSuperBlockK = 256;  // K256 super-block of the decode pack
 
 enum class ActivationLayout {
@@ -31,7 +32,7 @@ struct PackedActivations {
   std::int64_t k = 0;
   ActivationLayout layout = ActivationLayout::kRowsM4;
   AlignedBuffer<std::int8_t> codes;
-  AlignedBuffer<float> scale;           // [M] sa
+  AlignedBuffer<float> scale;             // [M] sa
   AlignedBuffer<std::int32_t> block_sum;  // [M][K/64] sum of qa over each block
 
   std::int64_t blocks_per_row() const { return k / 64; }
@@ -45,11 +46,11 @@ struct PackedActivations {
 // Allocates a pack for M rows of K (K a positive multiple of 64; kRowK256 needs M == 1).
 PackedActivations make_packed_activations(std::int64_t m, std::int64_t k, ActivationLayout layout);
 
-namespace generic {
-// a: [M][K] row-major floats. One pass per row: absmax, then quantise + pack + block sums.
-void quantize_pack_prefill(const float* a, PackedActivations& out, WorkerPool& pool);
-// a: [K] floats (one token).
-void quantize_pack_decode(const float* a, PackedActivations& out);
-}  // namespace generic
+// a: [M][K] row-major floats into a kRowsM4 pack. One pass per row: absmax, then quantise + pack +
+// block sums.
+void quantize_pack_prefill(KernelPath path, const float* a, PackedActivations& out,
+                           WorkerPool& pool);
+// a: [K] floats (one token) into a kRowK256 pack.
+void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& out);
 
 }  // namespace k3k

@@ -67,11 +67,9 @@ class RopeTable {
 void rope_rotate(const float* src, float* dst, int head_dim, int half, const float* cos,
                  const float* sin);
 
-namespace generic {
 // In place over x = [tokens][heads][head_dim], token t at position first_pos + t.
 // Parallel over token chunks; bitwise identical for any worker count.
 void rope_apply(std::span<float> x, std::int64_t tokens, int heads, int head_dim,
                 std::int64_t first_pos, const RopeConfig& rope, WorkerPool& pool);
-}  // namespace generic
 
 }  // namespace k3k

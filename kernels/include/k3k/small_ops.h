@@ -1,12 +1,13 @@
-// Row-wise small ops of a transformer layer (generic layer). All split their work over rows or
-// fixed element chunks, each task owning disjoint outputs, so results are bitwise identical for any
-// WorkerPool size. Output spans may be the same span as an input (in place) but must not partially
-// overlap one.
+// Row-wise small ops of a transformer layer (the dispatched ops; KernelPath: k3k/dispatch.h). All
+// split their work over rows or fixed element chunks, each task owning disjoint outputs, so results
+// are bitwise identical for any WorkerPool size. Output spans may be the same span as an input (in
+// place) but must not partially overlap one.
 #pragma once
 
 #include <cstdint>
 #include <span>
 
+#include "k3k/dispatch.h"
 #include "k3k/worker_pool.h"
 
 namespace k3k {
@@ -16,20 +17,18 @@ namespace k3k {
 // The float64 references derive their error bounds from this structure.
 inline constexpr int kGenericReductionLanes = 16;
 
-namespace generic {
 // y[r][i] = x[r][i] / sqrt(mean_i(x[r][i]^2) + eps) * weight[i] for r < rows, i < dim.
 // Also the per-head QK norm: rows = tokens * heads, dim = head_dim. (Models whose norm scales by
 // (1 + w) pass the pre-added weight.)
-void rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<float> out,
-             std::int64_t rows, int dim, float eps, WorkerPool& pool);
+void rmsnorm(KernelPath path, std::span<const float> x, std::span<const float> weight,
+             std::span<float> out, std::int64_t rows, int dim, float eps, WorkerPool& pool);
 
 // out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); gate, up, out: [rows][dim].
-void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> out,
-            std::int64_t rows, std::int64_t dim, WorkerPool& pool);
+void swiglu(KernelPath path, std::span<const float> gate, std::span<const float> up,
+            std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool);
 
 // out = a + b elementwise over [rows][dim] (out may be a or b).
-void residual_add(std::span<const float> a, std::span<const float> b, std::span<float> out,
-                  std::int64_t rows, std::int64_t dim, WorkerPool& pool);
-}  // namespace generic
+void residual_add(KernelPath path, std::span<const float> a, std::span<const float> b,
+                  std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool);
 
 }  // namespace k3k

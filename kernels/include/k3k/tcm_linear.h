@@ -4,9 +4,10 @@
 // reading the weights straight from DRAM depends on the board, the shape and the worker count, so
 // every threshold is a parameter that the tuner re-decides, and the gate explains its decision.
 //
-// Results are bitwise identical to the DRAM kernel of the same layer (generic, rvv, ime2): both
-// run the same per-tile body (generic/linear_decode_tile.h) on the same bytes, only the address
-// the weights are read from differs.
+// The pipeline is a driver of k3k::linear_decode_w4b64 (k3k/linear.h), chosen through its
+// LinearDecodeOptions. Results are bitwise identical to the DRAM driver on the same layer (generic,
+// rvv, ime2): both run the layer's decode tile microkernel (kernels/ukernels/linear.h) on the same
+// bytes, only the address the weights are read from differs.
 #pragma once
 
 #include <cstdint>
@@ -14,8 +15,8 @@
 #include <vector>
 
 #include "k3k/dispatch.h"
-#include "k3k/linear.h"
 #include "k3k/tcm.h"
+#include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
 
 namespace k3k {
@@ -82,27 +83,5 @@ struct TcmPipelineStats {
   double wait_seconds = 0;        // pair-barrier waits, summed over workers
   int workers_without_block = 0;  // acquire timed out: those workers computed from DRAM
 };
-
-struct TcmDecodeResult {
-  TcmGateDecision gate;
-  TcmPipelineStats stats;  // zero when the DRAM path ran
-};
-
-// Decode Linear with the gate: the TCM pipeline when decide_tcm_decode allows it, else the layer's
-// DRAM kernel (k3k::ops::linear_decode_w4b64 with dram_tiling). workspace may be null (DRAM path).
-TcmDecodeResult linear_decode_w4b64_tcm(KernelPath path, const PackedActivations& a,
-                                        const W4B64Packed& w, const LinearEpilogue& ep, float* out,
-                                        WorkerPool& pool, TcmWorkspace* workspace,
-                                        const TcmDecodeParams& params,
-                                        const LinearTiling& dram_tiling = {});
-
-// The same with a decision made earlier by decide_tcm_decode for this path, weight shape, pool,
-// workspace and params: the gate reads every block's state and words its reason, which belongs
-// once per shape, not in every call. A block taken since then only sends its worker to DRAM.
-TcmPipelineStats linear_decode_w4b64_tcm(const TcmGateDecision& gate, KernelPath path,
-                                         const PackedActivations& a, const W4B64Packed& w,
-                                         const LinearEpilogue& ep, float* out, WorkerPool& pool,
-                                         TcmWorkspace* workspace, const TcmDecodeParams& params,
-                                         const LinearTiling& dram_tiling = {});
 
 }  // namespace k3k

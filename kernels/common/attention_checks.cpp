@@ -1,0 +1,30 @@
+// Attention tiling checks and the default score scale (k3k/attention.h).
+#include <cmath>
+
+#include "common/attention_checks.h"
+#include "k3k/attention.h"
+
+namespace k3k {
+
+using detail::fail;
+
+float default_attention_scale(int head_dim) {
+  return static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim)));
+}
+
+void validate(const AttentionTiling& tiling, const char* op) {
+  if (tiling.q_tile < 1 || tiling.q_tile > 4096) {
+    fail(op, ": tiling.q_tile (", tiling.q_tile, ") must be in [1, 4096]");
+  }
+  if (tiling.kv_block < 1 || tiling.kv_block > 65536) {
+    fail(op, ": tiling.kv_block (", tiling.kv_block, ") must be in [1, 65536]");
+  }
+}
+
+void validate(const DecodeTiling& tiling, const char* op) {
+  if (tiling.chunk < 1 || tiling.chunk > 1 << 20) {
+    fail(op, ": tiling.chunk (", tiling.chunk, ") must be in [1, 1048576]");
+  }
+}
+
+}  // namespace k3k

@@ -1,0 +1,32 @@
+// The direct epilogue of every Linear driver: block accumulator -> final value, stored once in the
+// requested layout; and the Linear argument checks.
+#pragma once
+
+#include <algorithm>
+
+#include "k3k/linear.h"
+
+namespace k3k::detail {
+
+// acc is sum_b (s*D + beta*S) for output (row, col); applies sa, bias, residual, clamp in that
+// order.
+inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64_t m,
+                                std::int64_t n, std::int64_t row, std::int64_t col, float sa,
+                                float acc) {
+  const std::int64_t idx = output_index(ep.layout, m, n, row, col);
+  float y = sa * acc;
+  if (ep.bias != nullptr) y += ep.bias[col];
+  if (ep.residual != nullptr) y += ep.residual[idx];
+  out[idx] = std::min(std::max(y, ep.clamp_min), ep.clamp_max);
+}
+
+// C4 lanes past N are defined as zero so the output buffer is fully written.
+void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n);
+
+// Throws std::invalid_argument naming `who`. Weights in the IME2 layout are refused unless the
+// layer's microkernel reads them (accept_ime2_layout).
+void validate_linear_args(const char* who, const PackedActivations& a, const W4B64Packed& w,
+                          const LinearEpilogue& ep, const float* out, const LinearTiling& tiling,
+                          bool accept_ime2_layout = false);
+
+}  // namespace k3k::detail

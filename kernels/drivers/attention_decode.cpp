@@ -1,0 +1,76 @@
+// Attention decode: a task is (kv head, chunk of `chunk` context positions) serving every query
+// head of the kv head's group; the per-chunk partials (max, sum, accumulator) are merged per query
+// head in ascending chunk order. chunk changes the rounding of the result; the worker count does
+// not.
+#include <algorithm>
+
+#include "common/attention_checks.h"
+#include "drivers/drivers.h"
+
+namespace k3k::driver {
+
+using detail::fail;
+
+void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
+                      std::span<const float> q, int n_q_heads, std::span<float> out,
+                      WorkerPool& pool, const DecodeTiling& tiling, float scale) {
+  const char* op = "attention_decode";
+  validate(tiling, op);
+  detail::check_attention_args(cache, q.size(), out.size(), 1, n_q_heads, scale, op);
+  if (cache.length() < 1) {
+    fail(op, ": cache.length() is 0; append the query token's K/V to the cache first");
+  }
+
+  const int hd = cache.head_dim();
+  const int n_kv = cache.n_kv_heads();
+  const int group = n_q_heads / n_kv;
+  const float sc = scale > 0.0f ? scale : default_attention_scale(hd);
+  const std::int64_t pos = cache.length() - 1;
+  const std::int64_t lo = cache.first_visible();
+  const std::int64_t context = pos + 1 - lo;
+  const int chunk = static_cast<int>(std::min<std::int64_t>(tiling.chunk, context));
+  const std::int64_t n_chunks = (context + chunk - 1) / chunk;
+  const bool f16 = cache.dtype() == KvDtype::f16;
+
+  // Rotated and scaled queries of every head (n_q_heads * head_dim values: not worth a task).
+  AlignedBuffer<float> qs(static_cast<std::size_t>(n_q_heads) * hd);
+  {
+    const RopeTable table(cache.rope(), pos, 1);
+    for (int h = 0; h < n_q_heads; ++h) {
+      uk.rotate_scale_q(q.data() + static_cast<std::int64_t>(h) * hd,
+                        qs.data() + static_cast<std::int64_t>(h) * hd, hd, table.half(),
+                        table.cos_at(pos), table.sin_at(pos), sc);
+    }
+  }
+
+  // Partial results per (query head, chunk): max, sum and unnormalised accumulator.
+  const std::size_t n_part = static_cast<std::size_t>(n_q_heads * n_chunks);
+  AlignedBuffer<float> part_m(n_part), part_l(n_part), part_acc(n_part * hd);
+  // Per-worker scratch: scores of the group against the chunk, converted K and V rows (fp16).
+  using detail::scratch_stride;
+  const std::int64_t off_kb = scratch_stride(static_cast<std::int64_t>(group) * chunk);
+  const std::int64_t off_vb = off_kb + (f16 ? scratch_stride(hd) : 0);
+  const std::int64_t stride = off_vb + (f16 ? scratch_stride(hd) : 0);
+  AlignedBuffer<float> scratch(static_cast<std::size_t>(stride * pool.size()));
+
+  pool.parallel_for(n_kv * n_chunks, [&](std::int64_t task, int worker) {
+    const int g = static_cast<int>(task / n_chunks);
+    const std::int64_t c = task % n_chunks;
+    const std::int64_t c0 = lo + c * chunk;
+    float* s = scratch.data() + worker * stride;
+    const std::int64_t first =
+        static_cast<std::int64_t>(g) * group * n_chunks + c;  // (head g*group, chunk c)
+    uk.chunk({&cache, g, c0, static_cast<int>(std::min<std::int64_t>(chunk, pos + 1 - c0)), group,
+              qs.data() + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb,
+              s + off_vb, part_m.data() + first, part_l.data() + first,
+              part_acc.data() + first * hd, n_chunks});
+  });
+
+  pool.parallel_for(n_q_heads, [&](std::int64_t h, int) {
+    const std::int64_t base = h * n_chunks;
+    uk.merge(part_acc.data() + base * hd, part_m.data() + base, part_l.data() + base, n_chunks, hd,
+             out.data() + h * hd);
+  });
+}
+
+}  // namespace k3k::driver

@@ -1,0 +1,62 @@
+// One driver per op, written once over the op's microkernel contract (kernels/ukernels/): argument
+// checks, task decomposition, scratch, threading and epilogue. Dispatch (kernels/dispatch/ops.cpp)
+// calls them with the chosen layer's microkernels; nothing else does.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "k3k/attention.h"
+#include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/tcm_linear.h"
+#include "k3k/w4b64.h"
+#include "k3k/worker_pool.h"
+#include "ukernels/layer.h"
+
+namespace k3k::driver {
+
+void quantize_pack_prefill(const ukernel::Quantize& uk, const float* a, PackedActivations& out,
+                           WorkerPool& pool);
+void quantize_pack_decode(const ukernel::Quantize& uk, const float* a, PackedActivations& out);
+
+void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a,
+                    const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                    const LinearTiling& tiling);
+// Weights read from DRAM, tile_n output columns per task.
+void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
+                   const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                   const LinearTiling& tiling);
+// Weights streamed through TCM by worker pairs (gate.use_tcm and a workspace required).
+TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGateDecision& gate,
+                                   const PackedActivations& a, const W4B64Packed& w,
+                                   const LinearEpilogue& ep, float* out, WorkerPool& pool,
+                                   TcmWorkspace& workspace, const TcmDecodeParams& params,
+                                   const LinearTiling& tiling);
+
+void embedding_lookup(const ukernel::Embedding& uk, const W4B64Packed& table,
+                      const std::int32_t* tokens, std::int64_t count, float* out, WorkerPool& pool);
+
+void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache,
+                       std::span<const float> q, std::int64_t tokens, int n_q_heads,
+                       std::span<float> out, WorkerPool& pool, const AttentionTiling& tiling,
+                       float scale);
+void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
+                      std::span<const float> q, int n_q_heads, std::span<float> out,
+                      WorkerPool& pool, const DecodeTiling& tiling, float scale);
+
+void kv_append(const ukernel::KvAppend& uk, KvCache& cache, std::span<const float> k,
+               std::span<const float> v, std::int64_t tokens, WorkerPool& pool);
+void kv_append_one(const ukernel::KvAppend& uk, KvCache& cache, std::span<const float> k,
+                   std::span<const float> v, WorkerPool& pool);
+
+void rmsnorm(const ukernel::Rmsnorm& uk, std::span<const float> x, std::span<const float> weight,
+             std::span<float> out, std::int64_t rows, int dim, float eps, WorkerPool& pool);
+void swiglu(const ukernel::Swiglu& uk, std::span<const float> gate, std::span<const float> up,
+            std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool);
+void residual_add(const ukernel::ResidualAdd& uk, std::span<const float> a,
+                  std::span<const float> b, std::span<float> out, std::int64_t rows,
+                  std::int64_t dim, WorkerPool& pool);
+
+}  // namespace k3k::driver

@@ -1,0 +1,28 @@
+// The generic layer's microkernel table (contracts: kernels/ukernels/).
+#include "generic/microkernels.h"
+
+namespace k3k::generic {
+
+const ukernel::LayerKernels& kernels() {
+  static const ukernel::LayerKernels k{
+      .quantize = {"quantize_pack-f32-i8b64-generic", quantize_row},
+      .linear_prefill = {"linear_prefill-w4b64-rowtile32-m4n32-generic", kPrefillRowsPerTask, false,
+                         bind_linear_prefill_m4},
+      .linear_decode = {"linear_decode-w4b64-rowtile32-m1n32-generic", false,
+                        ukernel::bind_row_tile<linear_decode_row_tile>},
+      .linear_decode_fp16_block_scale = {nullptr, false, nullptr},
+      .embedding = {"embedding-w4b64-rowtile32-generic", embedding_row},
+      .attention_prefill = {"attention_prefill-f32-online-lanes16-generic",
+                            attention_rotate_scale_q, fp16_row, attention_online_block,
+                            attention_divide_row},
+      .attention_decode = {"attention_decode-f32-chunked-lanes16-generic", attention_rotate_scale_q,
+                           attention_decode_chunk, attention_merge_chunks},
+      .kv_append = {"kv_append-rope-generic", kv_append_row_f32, kv_append_row_f16},
+      .rmsnorm = {"rmsnorm-f32-lanes16-generic", rmsnorm_row},
+      .swiglu = {"swiglu-f32-generic", swiglu_range},
+      .residual_add = {"residual_add-f32-generic", residual_add_range},
+  };
+  return k;
+}
+
+}  // namespace k3k::generic

@@ -1,0 +1,172 @@
+// IME2 decode Linear with `.hp` block-scale fp16 accumulation (Accumulation::kFp16BlockScale):
+// the vendor llama.cpp pattern adapted to W4B64-asymmetric. Per (row tile, 64-block) unit:
+//   scales (one v0 image, 64 fp16): groups 0..3 = s of sub-tiles 0..3, groups 4..7 = 16 s;
+//   B = the kIme2 unit with every code made signed (q ^ 8 = q - 8 as a 4-bit two's complement);
+//   c16 = 0; c16 += fp16(lo . B) * s + fp16(hi . B) * 16s over both K-steps (4 .hp instructions)
+//   so c16 ~= s * D with D = sum x (q - 8), and in fp32: acc += widen(c16) + beta * S.
+// Centring the codes keeps |t| <= 32*15*8 (lo) and 32*8*8 (hi) per instruction and c16 small,
+// which is what makes fp16 accumulation tolerable; flushing to fp32 every block bounds the fp16
+// error to one block's four terms (README §3.1 derives the bound). Never chosen by dispatch.
+// Relies on: AMBIG-1 (lane 8m+n; only row 0's lanes 0..7 are read), AMBIG-5 (int4: no
+// difference), AMBIG-6 (the bound holds for the literal and the fused reading and for any
+// rounding mode: u = 2^-10 is one fp16 ulp), AMBIG-8 (VLMAX), AMBIG-9 (fp16, not bf16),
+// AMBIG-14 (vd, a, b never in v0/v1).
+#include <riscv_vector.h>
+
+#include <algorithm>
+#include <atomic>
+#include <stdexcept>
+
+#include "ime2/ime2_insn.h"
+#include "ime2/linear_w4a8.h"
+#include "ime2/microkernels.h"
+#include "ime2/w4b64_ime2_layout.h"
+#include "k3k/ime2.h"
+
+namespace k3k::ime2::detail {
+
+namespace {
+
+constexpr std::size_t kScales = 32;  // block scales per unit (one per row of the 32-row tile)
+
+// fp32 -> fp16 bits, round to nearest even, for lanes that are 0 or fp16-normal (checked first).
+vuint32m1_t fp16_bits_normal(vfloat32m1_t x) {
+  const vuint32m1_t bits = __riscv_vreinterpret_v_f32m1_u32m1(x);
+  const vuint32m1_t abs = __riscv_vand_vx_u32m1(bits, 0x7FFFFFFFu, kScales);
+  vuint32m1_t h =
+      __riscv_vsub_vx_u32m1(__riscv_vsrl_vx_u32m1(abs, 13, kScales), 112u << 10, kScales);
+  const vuint32m1_t rem = __riscv_vand_vx_u32m1(abs, 0x1FFFu, kScales);
+  const vbool32_t tie_odd = __riscv_vmand_mm_b32(
+      __riscv_vmseq_vx_u32m1_b32(rem, 0x1000u, kScales),
+      __riscv_vmsne_vx_u32m1_b32(__riscv_vand_vx_u32m1(h, 1, kScales), 0, kScales), kScales);
+  const vbool32_t up =
+      __riscv_vmor_mm_b32(__riscv_vmsgtu_vx_u32m1_b32(rem, 0x1000u, kScales), tie_odd, kScales);
+  h = __riscv_vadd_vx_u32m1_mu(up, h, h, 1, kScales);
+  h = __riscv_vmerge_vxm_u32m1(h, 0, __riscv_vmseq_vx_u32m1_b32(abs, 0, kScales), kScales);
+  return __riscv_vor_vv_u32m1(
+      h, __riscv_vand_vx_u32m1(__riscv_vsrl_vx_u32m1(bits, 16, kScales), 0x8000u, kScales),
+      kScales);
+}
+
+// The v0 image of one unit: lanes 0..31 fp16(s), lanes 32..63 fp16(16 s) (exponent + 4, exact).
+// Returns false when a scale is outside {0} u [kHpScaleMin, kHpScaleMax] (or NaN).
+bool scale_image(const float* scale, vuint16m1_t& image) {
+  const vfloat32m1_t s = __riscv_vle32_v_f32m1(scale, kScales);
+  const vfloat32m1_t a = __riscv_vfabs_v_f32m1(s, kScales);
+  const vbool32_t ok = __riscv_vmor_mm_b32(
+      __riscv_vmfeq_vf_f32m1_b32(a, 0.0f, kScales),
+      __riscv_vmand_mm_b32(__riscv_vmfge_vf_f32m1_b32(a, kHpScaleMin, kScales),
+                           __riscv_vmfle_vf_f32m1_b32(a, kHpScaleMax, kScales), kScales),
+      kScales);
+  if (__riscv_vcpop_m_b32(ok, kScales) != kScales) return false;
+  const vuint32m1_t h = fp16_bits_normal(s);
+  const vuint32m1_t h16 =
+      __riscv_vadd_vx_u32m1_mu(__riscv_vmsne_vx_u32m1_b32(h, 0, kScales), h, h, 4u << 10, kScales);
+  const vuint16m1_t lo = __riscv_vlmul_ext_v_u16mf2_u16m1(__riscv_vncvt_x_x_w_u16mf2(h, kScales));
+  const vuint16m1_t hi = __riscv_vlmul_ext_v_u16mf2_u16m1(__riscv_vncvt_x_x_w_u16mf2(h16, kScales));
+  image = __riscv_vslideup_vx_u16m1(lo, hi, kScales, 2 * kScales);
+  return true;
+}
+
+// fp16 lanes 0..7 (row 0 of the C tile) -> fp32, exactly (normal, subnormal and zero; the scale
+// range keeps |c16| < 2^16, so no inf/NaN reaches here).
+vfloat32m2_t row0_to_fp32(vuint16m1_t c16) {
+  constexpr std::size_t vl = 8;
+  const vuint32m2_t h = __riscv_vzext_vf2_u32m2(c16, vl);
+  const vuint32m2_t mag = __riscv_vand_vx_u32m2(h, 0x7FFFu, vl);
+  const vuint32m2_t normal =
+      __riscv_vadd_vx_u32m2(__riscv_vsll_vx_u32m2(mag, 13, vl), 112u << 23, vl);
+  const vfloat32m2_t sub =
+      __riscv_vfmul_vf_f32m2(__riscv_vfcvt_f_xu_v_f32m2(mag, vl), 0x1p-24f, vl);  // exact
+  const vbool16_t is_sub = __riscv_vmsltu_vx_u32m2_b16(mag, 0x400u, vl);
+  vuint32m2_t bits =
+      __riscv_vmerge_vvm_u32m2(normal, __riscv_vreinterpret_v_f32m2_u32m2(sub), is_sub, vl);
+  bits = __riscv_vor_vv_u32m2(
+      bits, __riscv_vsll_vx_u32m2(__riscv_vand_vx_u32m2(h, 0x8000u, vl), 16, vl), vl);
+  return __riscv_vreinterpret_v_u32m2_f32m2(bits);
+}
+
+template <int Sub>
+vfloat32m2_t block_sub(vfloat32m2_t acc, const std::uint8_t* img, const std::uint8_t* unit,
+                       vuint16m1_t scales, const float* beta, float block_sum) {
+  const vuint8m1_t a_lo0 = __riscv_vle8_v_u8m1(img, kRegBytes);
+  const vuint8m1_t a_hi0 = __riscv_vle8_v_u8m1(img + kRegBytes, kRegBytes);
+  const vuint8m1_t a_lo1 = __riscv_vle8_v_u8m1(img + 2 * kRegBytes, kRegBytes);
+  const vuint8m1_t a_hi1 = __riscv_vle8_v_u8m1(img + 3 * kRegBytes, kRegBytes);
+  const vuint8m1_t b0 =
+      __riscv_vxor_vx_u8m1(__riscv_vle8_v_u8m1(unit + Sub * kRegBytes, kRegBytes), 0x88, kRegBytes);
+  const vuint8m1_t b1 = __riscv_vxor_vx_u8m1(
+      __riscv_vle8_v_u8m1(unit + kHalfUnitBytes + Sub * kRegBytes, kRegBytes), 0x88, kRegBytes);
+  vuint16m1_t c16 = __riscv_vmv_v_x_u16m1(0, 2 * kScales);
+  c16 = w4a8_block_hp<Sub>(c16, a_lo0, a_hi0, a_lo1, a_hi1, b0, b1, scales);
+  const vfloat32m2_t t = __riscv_vfmacc_vf_f32m2(row0_to_fp32(c16), block_sum,
+                                                 __riscv_vle32_v_f32m2(beta + 8 * Sub, 8), 8);
+  return __riscv_vfadd_vv_f32m2(acc, t, 8);
+}
+
+// Columns [col0, col1) of the one decode row; false when a scale is out of range.
+// The `.hp` decode tile: per block, the fp16 block-scale image of the 32 scales (out-of-range
+// scales make the tile fail: the call throws std::domain_error when it ends).
+class DecodeM1Hp final : public ukernel::DecodeTileBody {
+ public:
+  DecodeM1Hp(const PackedActivations& a, const W4B64Packed& w)
+      : images_(make_images_decode(a)), block_sum_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
+
+  void run(const std::uint8_t* codes, const float* scale, const float* beta,
+           float acc[kW4RowTile]) const override {
+    alignas(64) float tile[4][8];
+    vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, 8), acc1 = acc0, acc2 = acc0, acc3 = acc0;
+    for (std::int64_t b = 0; b < nb_; ++b) {
+      vuint16m1_t scales;
+      if (!scale_image(scale + b * kScales, scales)) {
+        in_range_.store(false, std::memory_order_relaxed);
+        return;
+      }
+      const std::uint8_t* img = images_.data() + b * kUnitBytes;
+      const std::uint8_t* unit = codes + b * kUnitBytes;
+      const float* be = beta + b * kScales;
+      const float s_sum = static_cast<float>(block_sum_[b]);
+      acc0 = block_sub<0>(acc0, img, unit, scales, be, s_sum);
+      acc1 = block_sub<1>(acc1, img, unit, scales, be, s_sum);
+      acc2 = block_sub<2>(acc2, img, unit, scales, be, s_sum);
+      acc3 = block_sub<3>(acc3, img, unit, scales, be, s_sum);
+    }
+    __riscv_vse32_v_f32m2(tile[0], acc0, 8);
+    __riscv_vse32_v_f32m2(tile[1], acc1, 8);
+    __riscv_vse32_v_f32m2(tile[2], acc2, 8);
+    __riscv_vse32_v_f32m2(tile[3], acc3, 8);
+    for (int i = 0; i < kW4RowTile; ++i) acc[i] = tile[i / 8][i % 8];
+  }
+
+  void finish() const override {
+    if (!in_range_.load()) {
+      throw std::domain_error(
+          "linear_decode_w4b64 (fp16 block-scale accumulation): a block scale is outside {0} u "
+          "[2^-14, 0.5], where fp16 accumulation leaves "
+          "its error bound; use Accumulation::kInt32");
+    }
+  }
+
+ private:
+  AlignedBuffer<std::uint8_t> images_;
+  const std::int32_t* block_sum_;
+  std::int64_t nb_;
+  mutable std::atomic<bool> in_range_{true};
+};
+
+}  // namespace
+}  // namespace k3k::ime2::detail
+
+namespace k3k::ime2 {
+
+std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
+    const PackedActivations& a, const W4B64Packed& w) {
+  if (w.layout != W4B64Layout::kIme2) {
+    throw std::invalid_argument(
+        "linear_decode_w4b64 (fp16 block-scale accumulation): weights must be in the kIme2 layout "
+        "(ime2::pack_w4b64)");
+  }
+  return std::make_unique<detail::DecodeM1Hp>(a, w);
+}
+
+}  // namespace k3k::ime2

@@ -1,0 +1,19 @@
+// The RVV 1.0 layer (VLEN-agnostic, vsetvl everywhere; compiled with K3_ENABLE_RVV): its
+// microkernels, bound into one table for dispatch. Names follow the contracts in kernels/ukernels/.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "cpu/layer_probe.h"
+#include "ukernels/layer.h"
+
+namespace k3k::rvv {
+
+#include "ukernels/layer_microkernels.inc"  // NOLINT(bugprone-suspicious-include)
+
+const ukernel::LayerKernels& kernels();
+// The CPU probe dispatch consults before handing out these microkernels.
+const LayerProbe& probe();
+
+}  // namespace k3k::rvv

@@ -1,0 +1,60 @@
+// Microkernel contracts of the attention drivers (drivers/attention_prefill.cpp,
+// drivers/attention_decode.cpp). The drivers own the checks, the task decomposition (prefill:
+// query head x q_tile rows, keys in kv_block blocks; decode: kv head x context chunk, merged per
+// query head in ascending chunk order), the scratch layout and threading; a layer supplies the
+// arithmetic, whose order fixes the rounding (see reference::*_error_model).
+#pragma once
+
+#include <cstdint>
+
+#include "k3k/fp16.h"
+#include "k3k/kv_cache.h"
+
+namespace k3k::ukernel {
+
+// dst = rope(src) * scale for one head vector (cos, sin: the table row of its position; half =
+// rotary_dim / 2).
+using RotateScaleQFn = void (*)(const float* src, float* dst, int head_dim, int half,
+                                const float* cos, const float* sin, float scale);
+
+struct AttentionPrefill {
+  const char* name;  // e.g. "attention_prefill-f32-online-rvv"
+  RotateScaleQFn rotate_scale_q;
+  void (*f16_row)(const fp16_t* src, float* dst, std::int64_t n);  // exact fp16 -> fp32
+  // One query row q (rotated, scaled) against n keys kp[j] / values vp[j] (online softmax step):
+  // s_j = q.k_j; m' = max(m, max s); acc = acc * exp(m - m') + sum_j exp(s_j - m') v_j; l likewise.
+  // s: n floats and blk: head_dim floats of scratch.
+  void (*online_block)(const float* q, const float* const* kp, const float* const* vp, int n,
+                       int head_dim, float* s, float* blk, float& m, float& l, float* acc);
+  void (*divide_row)(const float* acc, float l, float* out, int head_dim);  // out = acc / l
+};
+
+// One decode task: the query heads of kv head `kv_head` against positions [first_pos, first_pos+n).
+struct DecodeChunk {
+  const KvCache* cache;
+  int kv_head;
+  std::int64_t first_pos;
+  int n;
+  int group;       // query heads per kv head
+  const float* q;  // [group][head_dim], rotated and scaled
+  float* scores;   // [group][score_stride] scratch
+  int score_stride;
+  float* kbuf;  // head_dim floats of scratch (fp16 caches)
+  float* vbuf;  // head_dim floats of scratch (fp16 caches)
+  float* m;     // chunk max of query head gi at m[gi * head_stride]
+  float* l;     // chunk sum, likewise
+  float* acc;   // unnormalised accumulator at acc[gi * head_stride * head_dim], head_dim
+  std::int64_t head_stride;
+};
+
+struct AttentionDecode {
+  const char* name;  // e.g. "attention_decode-f32-chunked-rvv"
+  RotateScaleQFn rotate_scale_q;
+  void (*chunk)(const DecodeChunk& c);
+  // out = merge of one query head's n_chunks partials (acc: [n_chunks][head_dim], m, l: [n_chunks])
+  // in ascending chunk order, divided by the merged sum.
+  void (*merge)(const float* acc, const float* m, const float* l, std::int64_t n_chunks,
+                int head_dim, float* out);
+};
+
+}  // namespace k3k::ukernel

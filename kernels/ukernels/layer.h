@@ -1,0 +1,29 @@
+// A kernel layer as dispatch sees it: the microkernels of every op, with a name each. Dispatch
+// (kernels/dispatch/) picks a layer and hands the op's driver its entry; a layer provides
+// microkernels, never a driver. Entries a layer lacks are null (name == nullptr).
+#pragma once
+
+#include "ukernels/attention.h"
+#include "ukernels/embedding.h"
+#include "ukernels/kv_append.h"
+#include "ukernels/linear.h"
+#include "ukernels/quantize.h"
+#include "ukernels/row_ops.h"
+
+namespace k3k::ukernel {
+
+struct LayerKernels {
+  Quantize quantize;
+  LinearPrefill linear_prefill;
+  LinearDecode linear_decode;
+  LinearDecode linear_decode_fp16_block_scale;  // IME2 `.hp` only
+  Embedding embedding;
+  AttentionPrefill attention_prefill;
+  AttentionDecode attention_decode;
+  KvAppend kv_append;
+  Rmsnorm rmsnorm;
+  Swiglu swiglu;
+  ResidualAdd residual_add;
+};
+
+}  // namespace k3k::ukernel
