@@ -118,7 +118,9 @@ std::string process_start(std::int64_t pid) {
   if (close == std::string::npos) return "";
   std::istringstream in(stat.substr(close + 2));
   std::string field;
-  for (int i = 3; i <= 22 && in >> field; ++i) {
+  in >> field;                  // field 3: state
+  if (field == "Z") return "";  // a zombie has exited: dead, only not yet reaped
+  for (int i = 4; i <= 22 && in >> field; ++i) {
   }
   return read_first_line("/proc/sys/kernel/random/boot_id") + ":" + field;
 }

@@ -235,7 +235,8 @@ class LoopbackFarm {
                   tmp_ / "user_ed25519"});
     fs::copy_file(tmp_ / "user_ed25519.pub", tmp_ / "authorized_keys");
     for (int i = 1; i <= boards; ++i) {
-      sshd_.push_back(std::make_unique<Sshd>(tmp_ / ("sshd-b" + std::to_string(i)), tmp_ / "authorized_keys"));
+      sshd_.push_back(
+          std::make_unique<Sshd>(tmp_ / ("sshd-b" + std::to_string(i)), tmp_ / "authorized_keys"));
       sshd_.back()->start();
     }
     write_known_hosts();
@@ -259,9 +260,9 @@ class LoopbackFarm {
                          const std::string& farm_extra = "") const {
     std::ostringstream f;
     f << "[farm]\nname = \"loopback\"\nknown_hosts = \"known_hosts\"\ncontrol_dir = \""
-      << control_dir() << "\"\nconnect_timeout_s = 5\nmax_timeouts = 2\n" << farm_extra
-      << "\n[defaults]\nkind = \"ssh\"\nhost = \"127.0.0.1\"\nuser = \"" << user_name()
-      << "\"\nidentity = \"user_ed25519\"\nrunner = \"" << runner
+      << control_dir() << "\"\nconnect_timeout_s = 5\nmax_timeouts = 2\n"
+      << farm_extra << "\n[defaults]\nkind = \"ssh\"\nhost = \"127.0.0.1\"\nuser = \""
+      << user_name() << "\"\nidentity = \"user_ed25519\"\nrunner = \"" << runner
       << "\"\nvariant = \"rvv-dynamic\"\ntimeout_s = 300\ntags = [\"qemu\", \"vlen1024\"]\n"
       << "exec_prefix = [\"qemu-riscv64\", \"-L\", \"/usr/riscv64-linux-gnu\", \"-cpu\", "
          "\"rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0\"]\n";

@@ -1,6 +1,6 @@
 // The farm layer without sshd: quoting checked by a real /bin/sh, inventory parsing and its
-// one-line errors, health comparison, and local boards (this machine) running the real host k3bench:
-// deploy once per build hash, board-side timeouts, leases on one database (label harness).
+// one-line errors, health comparison, and local boards (this machine) running the real host
+// k3bench: deploy once per build hash, board-side timeouts, leases on one database (label harness).
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -50,9 +50,8 @@ TEST(FarmQuoting, HostileWordsSurviveARealShell) {
   TempDir tmp;
   const std::string canary = tmp / "canary";
   const auto words = hostile_words(canary);
-  const auto r = k3targets::run_process(
-      {"sh", "-c", "printf '%s\\0' " + k3farm::shell_join(words)},
-      k3targets::ProcessOptions::with_timeout(10));
+  const auto r = k3targets::run_process({"sh", "-c", "printf '%s\\0' " + k3farm::shell_join(words)},
+                                        k3targets::ProcessOptions::with_timeout(10));
   ASSERT_TRUE(r.ok()) << r.err;
   EXPECT_EQ(split_nul(r.out), words);
   EXPECT_FALSE(fs::exists(canary));
@@ -134,9 +133,10 @@ TEST_F(FarmInventory, BadInputIsOneLineNamingFileLineAndKey) {
             f + ":8: boards.x.colour: unknown key (known: kind, host, port, user, identity, "
                 "known_hosts, exec_prefix, work_dir, cpus, tags, variant, runner, timeout_s, env, "
                 "test_hooks)");
-  EXPECT_EQ(error_of("[defaults]\nidentity = \"id\"\nwork_dir = \"/w\"\n[boards.x]\nhost = \"h\"\n"),
-            f + ":4: boards.x.known_hosts: missing: host keys are always checked (set "
-                "farm.known_hosts or the board's)");
+  EXPECT_EQ(
+      error_of("[defaults]\nidentity = \"id\"\nwork_dir = \"/w\"\n[boards.x]\nhost = \"h\"\n"),
+      f + ":4: boards.x.known_hosts: missing: host keys are always checked (set "
+          "farm.known_hosts or the board's)");
   EXPECT_EQ(error_of(head + "[boards.x]\nhost = \"h\"\nexec_prefix = \"qemu-riscv64 -cpu x\"\n"),
             f + ":8: boards.x.exec_prefix: expected an array of strings (one element per word)");
   EXPECT_NE(error_of("[boards.x\n").find(f + ":1: "), std::string::npos);
@@ -169,13 +169,15 @@ TEST(FarmHealth, RebootAndThrottlingBetweenTwoProbes) {
   const std::string base =
       "boot_id aaaa\nloadavg 0.5 0.4 0.3 1/100 42\nMemAvailable: 1024000 kB\n"
       "thermal thermal_zone0 cpu-thermal 55000\n"
-      "cpufreq 8 performance 2000000 2000000 2000000\ncpufreq 9 performance 2000000 2000000 2000000\n"
+      "cpufreq 8 performance 2000000 2000000 2000000\ncpufreq 9 performance 2000000 2000000 "
+      "2000000\n"
       "marchid\t: 0x8000000041000002\n";
   const auto before = sample("uptime_s 1000\n" + base, 10000);
   EXPECT_EQ(before.marchid, "0x8000000041000002");
   EXPECT_EQ(before.mem_available_kb, 1024000);
   EXPECT_DOUBLE_EQ(before.thermal_c.at("thermal_zone0:cpu-thermal"), 55.0);
-  EXPECT_TRUE(k3farm::compare_samples(before, sample("uptime_s 1100\n" + base, 10100), {8}, 90).clean());
+  EXPECT_TRUE(
+      k3farm::compare_samples(before, sample("uptime_s 1100\n" + base, 10100), {8}, 90).clean());
   // Uptime went back: a reboot, even with the same boot id (the test hook shifts only uptime).
   auto c = k3farm::compare_samples(before, sample("uptime_s 5\n" + base, 10100), {8}, 90);
   EXPECT_TRUE(c.rebooted);
@@ -187,13 +189,16 @@ TEST(FarmHealth, RebootAndThrottlingBetweenTwoProbes) {
   slow.replace(slow.find("cpufreq 8 performance 2000000"), 29, "cpufreq 8 performance 1200000");
   c = k3farm::compare_samples(before, sample("uptime_s 1100\n" + slow, 10100), {8}, 90);
   EXPECT_TRUE(c.throttled && !c.rebooted);
-  EXPECT_TRUE(k3farm::compare_samples(before, sample("uptime_s 1100\n" + slow, 10100), {9}, 90).clean());
+  EXPECT_TRUE(
+      k3farm::compare_samples(before, sample("uptime_s 1100\n" + slow, 10100), {9}, 90).clean());
   std::string hot = base;
   hot.replace(hot.find("55000"), 5, "97000");
-  EXPECT_TRUE(k3farm::compare_samples(before, sample("uptime_s 1100\n" + hot, 10100), {8}, 90).throttled);
+  EXPECT_TRUE(
+      k3farm::compare_samples(before, sample("uptime_s 1100\n" + hot, 10100), {8}, 90).throttled);
   std::string governor = base;
   governor.replace(governor.find("cpufreq 9 performance"), 21, "cpufreq 9 powersave  ");
-  EXPECT_TRUE(k3farm::compare_samples(before, sample("uptime_s 1100\n" + governor, 10100), {}, 90).throttled);
+  EXPECT_TRUE(k3farm::compare_samples(before, sample("uptime_s 1100\n" + governor, 10100), {}, 90)
+                  .throttled);
 }
 
 // A farm file of local boards running the host k3bench.
@@ -220,20 +225,25 @@ TEST(FarmLocalBoard, DeployOnceProbeRunAndTimeout) {
   EXPECT_GT(h.uptime_s, 0);
   EXPECT_GT(h.mem_available_kb, 0);
   EXPECT_EQ(h.tcm_backend, "emulated");
-  const auto ok = farm.run("l1", {"--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "2",
-                                  "--iterations", "2", "--json"}, 60);
+  const auto ok = farm.run("l1",
+                           {"--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "2",
+                            "--iterations", "2", "--json"},
+                           60);
   ASSERT_TRUE(ok.ok()) << ok.reason;
   EXPECT_EQ(nlohmann::json::parse(ok.process.out)["repetitions"].size(), 2u);
   // A hung runner: killed on the board side after 1 s; nothing of it is left running.
-  const auto hung = farm.run("l1", {"--op", "residual_add", "--shape", "rows=1,dim=256", "--reps",
-                                    "1000", "--min-time", "1000"}, 1);
+  const auto hung = farm.run(
+      "l1",
+      {"--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "1000", "--min-time", "1000"},
+      1);
   EXPECT_EQ(hung.fault, k3farm::Fault::kRunnerTimeout) << hung.reason;
   EXPECT_LT(hung.process.wall_ns, 20e9);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   EXPECT_TRUE(processes_mentioning(tmp / "l1/runners").empty());
   const auto v = farm.judge("l1", hung);
   EXPECT_FALSE(v.board_fault);
-  EXPECT_FALSE(v.quarantined);  // one timeout is the cell's fault; max_timeouts (2) in a row is the board's
+  EXPECT_FALSE(
+      v.quarantined);  // one timeout is the cell's fault; max_timeouts (2) in a row is the board's
   const auto bad = farm.run("l1", {"--op", "no_such_op"}, 60);
   EXPECT_EQ(bad.fault, k3farm::Fault::kCell);
   EXPECT_NE(bad.reason.find("exit code 2"), std::string::npos) << bad.reason;
