@@ -101,13 +101,11 @@ TEST_F(FarmSsh, DeployOncePerBuildHashAndReplaceACorruptedRunner) {
 TEST_F(FarmSsh, HostileStringsArriveIntactAndExecuteNothing) {
   // Board "echo" prints its environment entry and every argv word it gets, NUL-separated, in place
   // of running a runner: the whole run path (wrapper, timeout, env, exec prefix) is under test.
-  start(1,
-        "\n[boards.echo]\nport = 0\nwork_dir = \"WD\"\nexec_prefix = [\"sh\", \"-c\", "
-        "\"printf '%s\\\\0' \\\"$K3BENCH_HOSTILE\\\" \\\"$@\\\"\", \"echo-prefix\"]\n");
-  std::string text = read_file(farm_file_);
-  text.replace(text.find("port = 0"), 8, "port = " + std::to_string(lab_->sshd(1).port()));
-  text.replace(text.find("\"WD\""), 4, "\"" + lab_->work_dir("echo") + "\"");
-  write_file(farm_file_, text);
+  start(1);
+  std::ofstream(farm_file_, std::ios::app)
+      << "\n[boards.echo]\nport = " << lab_->sshd(1).port() << "\nwork_dir = \""
+      << lab_->work_dir("echo") << "\"\nexec_prefix = [\"sh\", \"-c\", "
+      << "\"printf '%s\\\\0' \\\"$K3BENCH_HOSTILE\\\" \\\"$@\\\"\", \"echo-prefix\"]\n";
   const std::string canary = lab_->dir() / "canary";
   std::vector<std::string> hostile = {"it's",
                                       "\"dq\"",

@@ -140,6 +140,13 @@ inline std::vector<pid_t> processes_mentioning(const std::string& needle) {
   return out;
 }
 
+// "b1", "b2", ... (appended rather than "b" + to_string(): GCC 12 warns falsely on that form).
+inline std::string fmt_board(std::size_t i) {
+  std::string name = std::to_string(i);
+  name.insert(name.begin(), 'b');
+  return name;
+}
+
 inline std::string user_name() {
   const passwd* pw = getpwuid(getuid());
   return pw ? pw->pw_name : "root";
@@ -267,7 +274,7 @@ class LoopbackFarm {
       << "exec_prefix = [\"qemu-riscv64\", \"-L\", \"/usr/riscv64-linux-gnu\", \"-cpu\", "
          "\"rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0\"]\n";
     for (std::size_t i = 0; i < sshd_.size(); ++i) {
-      const std::string name = "b" + std::to_string(i + 1);
+      const std::string name = fmt_board(i + 1);
       f << "\n[boards." << name << "]\nport = " << sshd_[i]->port() << "\nwork_dir = \""
         << work_dir(name) << "\"\ntest_hooks = true\n";
     }
