@@ -257,7 +257,9 @@ void add_farm_command(CLI::App& app, AppContext& ctx) {
                                   "take exclusive leases and hold them until a signal "
                                   "(or --hold seconds)");
   auto* re = farm->add_subcommand("release", "recover stale leases (--stale)");
+  farm->fallthrough();  // global options (--json, --db) may follow the subcommands too
   for (auto* cmd : {ls, pr, le, re}) {
+    cmd->fallthrough();
     cmd->add_option("--board", a->boards, "board name (repeatable; default: all)");
     cmd->add_option("--tag", a->tags, "only boards with this tag (repeatable)");
   }

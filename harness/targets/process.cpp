@@ -16,6 +16,7 @@ namespace k3targets {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr double kPipeGraceAfterKillS = 2;
 
 void drain(int fd, std::string& into, bool& open) {
   char buf[65536];
@@ -76,17 +77,23 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   }
   setpgid(pid, pid);  // also from the parent: no race with the kill below
   bool out_open = true, err_open = true, killed = false;
+  double killed_at = 0;
   while (out_open || err_open) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!killed && opt.kill_after_s && elapsed >= *opt.kill_after_s) {
       kill(-pid, SIGKILL);
       killed = true;
+      killed_at = elapsed;
     }
     if (!killed && opt.timeout_s > 0 && elapsed >= opt.timeout_s) {
       kill(-pid, SIGKILL);
       killed = true;
+      killed_at = elapsed;
       r.timed_out = true;
     }
+    // Killed, yet the pipes stay open: a process outside the group holds them (an ssh client
+    // hands its stdio to the shared ControlMaster connection). Stop waiting for their end.
+    if (killed && elapsed - killed_at >= kPipeGraceAfterKillS) break;
     double wait_s = 0.5;
     if (opt.timeout_s > 0) wait_s = std::min(wait_s, std::max(0.0, opt.timeout_s - elapsed));
     if (opt.kill_after_s) wait_s = std::min(wait_s, std::max(0.0, *opt.kill_after_s - elapsed));

@@ -219,6 +219,38 @@ TEST_F(FarmSsh, RunnerTimeoutKillsTheBoardSideGroupAndTheRunGoesOn) {
   EXPECT_EQ(processes_mentioning(runners), std::vector<pid_t>{});
 }
 
+TEST_F(FarmSsh, WhenTheBoardSideTimeoutCannotActTheControllerKillsTheGroup) {
+  start(1);
+  auto f = farm();
+  f->board("b1").deploy(K3_FARM_RISCV_RUNNER);
+  const std::string runners = lab_->work_dir("b1") + "/runners";
+  // The board-side `timeout` and the runner are frozen (SIGSTOP) before the 2 s limit: only the
+  // controller's own deadline and its kill of the recorded process group can end the run.
+  auto pending = std::async(std::launch::async, [&] {
+    return f->run(
+        "b1",
+        {"--op", "linear_decode", "--shape", "n=96,k=256", "--reps", "1000", "--min-time", "1000"},
+        2);
+  });
+  std::vector<pid_t> frozen;  // the board-side `timeout` and the qemu running the runner
+  for (int i = 0; i < 100 && frozen.size() < 2; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    frozen.clear();
+    for (pid_t p : processes_mentioning(runners)) {
+      const std::string comm = read_file("/proc/" + std::to_string(p) + "/comm");
+      if (comm.rfind("timeout", 0) == 0 || comm.rfind("qemu", 0) == 0) frozen.push_back(p);
+    }
+  }
+  ASSERT_EQ(frozen.size(), 2u);
+  for (pid_t p : frozen) kill(p, SIGSTOP);
+  const auto r = pending.get();
+  EXPECT_EQ(r.fault, k3farm::Fault::kRunnerTimeout) << r.reason;
+  EXPECT_EQ(r.reason.rfind("timeout: no result after ", 0), 0u) << r.reason;
+  EXPECT_NE(r.reason.find("killed on the board"), std::string::npos) << r.reason;
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  EXPECT_EQ(processes_mentioning(runners), std::vector<pid_t>{});
+}
+
 // A miniature of the sweep's loop over the public API: cells go to healthy boards; a board fault
 // puts the cell back in the queue for another board; every finished process is committed at once.
 class CellLoop {

@@ -9,7 +9,9 @@
 #include "background_process.h"
 #include "database.h"
 #include "farm.h"
+#include "farm_store.h"
 #include "farm_test_support.h"
+#include "maintenance.h"
 #include "shell_quote.h"
 
 namespace {
@@ -284,6 +286,27 @@ TEST(FarmLocalBoard, LeasesAreExclusiveAndHonourTheLockCommand) {
   EXPECT_EQ(k3farm::board_lock_held(a.board("l1")), std::optional<bool>(false));
   b.lease("l1");
   EXPECT_EQ(db1->scalar_int("SELECT count(*) FROM farm_leases WHERE run_uuid = 'run-b'"), 2);
+}
+
+TEST(FarmStore, QuarantinesAndProbesMergeFromShardsLeasesDoNot) {
+  TempDir tmp;
+  for (const char* shard : {"a", "b"}) {
+    auto c = k3store::open_database(tmp / (std::string(shard) + ".db"),
+                                    k3store::OpenMode::kCreateOrUpdate);
+    k3farm::insert_quarantine(
+        *c, {std::string("run-") + shard, "k3-01", "rebooted", "uptime went back", "t"});
+    k3farm::insert_probe(*c, std::string("run-") + shard, "k3-01", true, "{}");
+    k3farm::insert_lease(
+        *c, {"k3-01", "lab", std::string("run-") + shard, "h", 1, "x", std::nullopt, "t"});
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    const auto added = k3store::merge_databases(tmp / "all.db", {tmp / "a.db", tmp / "b.db"});
+    EXPECT_EQ(added.at("farm_quarantine"), pass == 0 ? 2 : 0);
+    EXPECT_EQ(added.at("farm_probes"), pass == 0 ? 2 : 0);
+  }
+  auto all = k3store::open_database(tmp / "all.db", k3store::OpenMode::kReadOnly);
+  EXPECT_EQ(k3farm::quarantine_rows(*all, "run-b").at(0).reason, "uptime went back");
+  EXPECT_EQ(all->scalar_int("SELECT count(*) FROM farm_leases"), 0);
 }
 
 }  // namespace
