@@ -1,5 +1,7 @@
 #include "background_process.h"
 
+#include "process.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -28,23 +30,7 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) != 0 || pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
     throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  pid_ = fork();
-  if (pid_ == 0) {
-    setpgid(0, 0);
-    sigset_t none;  // a caller waiting for signals blocks them; the child must not inherit that
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    dup2(in[0], STDIN_FILENO);
-    dup2(out[1], STDOUT_FILENO);
-    dup2(err[1], STDERR_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    const std::string msg = fmt::format("{}: {}\n", argv[0], std::strerror(errno));
-    (void)!write(STDERR_FILENO, msg.data(), msg.size());
-    _exit(127);
-  }
+  pid_ = k3targets::spawn_in_group(argv, in[0], out[1], err[1]);
   close(in[0]);
   close(out[1]);
   close(err[1]);
@@ -54,7 +40,6 @@ BackgroundProcess::BackgroundProcess(const std::vector<std::string>& argv) {
     close(err[0]);
     throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
   }
-  setpgid(pid_, pid_);
   in_fd_ = in[1];
   out_fd_ = out[0];
   err_fd_ = err[0];

@@ -14,6 +14,8 @@
 extern char** environ;
 
 namespace k3farm {
+
+using k3targets::last_line;
 namespace {
 
 // Board-side scripts. Fixed text: every value reaches them as a positional argument ("$1"...), so
@@ -81,12 +83,6 @@ bool env_name_passed(const std::string& name) {
 
 std::string first_line(const std::string& s) {
   return s.substr(0, s.find('\n'));
-}
-
-std::string last_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  const auto nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
 double unix_now() {

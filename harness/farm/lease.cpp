@@ -7,6 +7,8 @@
 #include "results.h"
 
 namespace k3farm {
+
+using k3targets::last_line;
 namespace {
 
 // $1 work dir. Holds flock on the lock file for as long as our stdin stays open; exit 75 when
@@ -35,12 +37,6 @@ std::string expand(std::string word, const BoardConfig& b) {
       word.replace(at, key.size(), value);
   }
   return word;
-}
-
-std::string last_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  const auto nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
 }  // namespace

@@ -10,14 +10,10 @@
 #include "shell_quote.h"
 
 namespace k3farm {
+
+using k3targets::last_line;
 namespace fs = std::filesystem;
 namespace {
-
-std::string last_line(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-  const auto nl = s.rfind('\n');
-  return nl == std::string::npos ? s : s.substr(nl + 1);
-}
 
 bool contains(const std::string& text, const char* what) {
   return text.find(what) != std::string::npos;
