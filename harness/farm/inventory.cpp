@@ -60,6 +60,8 @@ class Parser {
 
   FarmConfig parse() {
     toml::table doc;
+    if (!fs::is_regular_file(path_))
+      throw std::runtime_error(fmt::format("{}: no such farm file", path_));
     try {
       doc = toml::parse_file(path_);
     } catch (const toml::parse_error& e) {

@@ -142,6 +142,12 @@ TEST_F(FarmInventory, BadInputIsOneLineNamingFileLineAndKey) {
   EXPECT_EQ(error_of(head + "[boards.x]\nhost = \"h\"\nexec_prefix = \"qemu-riscv64 -cpu x\"\n"),
             f + ":8: boards.x.exec_prefix: expected an array of strings (one element per word)");
   EXPECT_NE(error_of("[boards.x\n").find(f + ":1: "), std::string::npos);
+  try {
+    k3farm::load_farm(tmp_ / "absent.toml");
+    FAIL();
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), tmp_ / "absent.toml" + ": no such farm file");
+  }
 }
 
 TEST_F(FarmInventory, ShippedExampleAndBuiltInFarmLoad) {
@@ -286,6 +292,23 @@ TEST(FarmLocalBoard, LeasesAreExclusiveAndHonourTheLockCommand) {
   EXPECT_EQ(k3farm::board_lock_held(a.board("l1")), std::optional<bool>(false));
   b.lease("l1");
   EXPECT_EQ(db1->scalar_int("SELECT count(*) FROM farm_leases WHERE run_uuid = 'run-b'"), 2);
+}
+
+TEST(FarmCli, BadFarmFileIsOneLineExit2AndWritesNothing) {
+  TempDir tmp;
+  const std::string bad = tmp / "farm.toml";
+  write_file(bad, "[farm]\nknown_hosts = \"kh\"\n[boards.x]\nhost = \"h\"\nidentity = \"i\"\n");
+  for (const char* cmd : {"probe", "lease", "list"}) {
+    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", tmp / "results.db",
+                                  "farm",      "--farm", bad,         cmd};
+    if (std::string(cmd) == "lease") argv.insert(argv.end(), {"--board", "x"});
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(60));
+    EXPECT_EQ(r.exit_code, 2) << cmd;
+    EXPECT_EQ(r.err,
+              "k3tune: " + bad + ":3: boards.x.work_dir: missing (an absolute path on the board)\n")
+        << cmd;
+    EXPECT_FALSE(fs::exists(tmp / "results.db")) << cmd;
+  }
 }
 
 TEST(FarmStore, QuarantinesAndProbesMergeFromShardsLeasesDoNot) {
