@@ -13,6 +13,8 @@ packages=(
   clang-format ccache jq sqlite3 gawk
   # riscv64 cross builds (RVV layer), run under qemu-user; dpkg-dev for `apt-get source`.
   clang-16 g++-riscv64-linux-gnu qemu-user dpkg-dev
+  # The board farm: the OpenSSH client drives boards; the farm tests start their own sshd.
+  openssh-client openssh-server
 )
 
 # Google Benchmark for riscv64 is built from Debian's source package (scripts/build-riscv-deps.sh),

@@ -5,7 +5,9 @@
 # qemu-user at VLEN 256 and 1024, and two riscv64 IME2 trees: ime2-emu (IME2 instructions emulated
 # in software, so the IME2 kernels run under qemu) and ime2 (real instructions: checked in the
 # binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest.
-# K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512.
+# The board-farm tests (label farm, in the Release tree) start one sshd per board on 127.0.0.1 and
+# run the dynamically linked riscv64 runner (build/rvv-dynamic) under qemu-user, so every tree is
+# built before any test runs. K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
@@ -41,6 +43,10 @@ phase "build: riscv64 rvv (build/rvv)"
 cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
 cmake --build "$root/build/rvv" -j"$jobs"
+phase "build: riscv64 rvv, dynamically linked (build/rvv-dynamic: the board runner, TCM test double)"
+cmake -S "$root" -B "$root/build/rvv-dynamic" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-gnu-dynamic.cmake" >/dev/null
+cmake --build "$root/build/rvv-dynamic" -j"$jobs"
 phase "build: riscv64 ime2, emulated (build/ime2-emu)"
 cmake -S "$root" -B "$root/build/ime2-emu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON >/dev/null
@@ -63,6 +69,8 @@ phase "tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
 (cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
+phase "tests: riscv64 dynamic runner under qemu-user (dlopen of the TCM library)"
+(cd "$root/build/rvv-dynamic" && ctest --output-on-failure -j"$jobs" -L '^qemu$') || status=1
 phase "tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and the reference)"
 (cd "$root/build/ime2-emu" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
 phase "tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"

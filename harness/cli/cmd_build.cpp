@@ -30,9 +30,9 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "build", "configure and build a runner variant; record provenance in the database");
-  cmd->add_option("--variant", a->variant, "host|rvv|ime2|ime2-emu")
+  cmd->add_option("--variant", a->variant, "host|rvv|ime2|ime2-emu|rvv-dynamic|ime2-dynamic")
       ->required()
-      ->check(CLI::IsMember({"host", "rvv", "ime2", "ime2-emu"}));
+      ->check(CLI::IsMember({"host", "rvv", "ime2", "ime2-emu", "rvv-dynamic", "ime2-dynamic"}));
   cmd->add_option("-j,--jobs", a->jobs, "parallel compile jobs")->capture_default_str();
   cmd->callback([&ctx, a] {
     const std::string root = ctx.root;
@@ -49,12 +49,15 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
                         "{}/scripts/build-riscv-deps.sh",
                         a->variant, root));
       }
-      configure +=
-          fmt::format(" -DCMAKE_TOOLCHAIN_FILE='{}/cmake/riscv64-linux-clang.cmake'", root);
+      // *-dynamic: the board runners (farm deploys), dynamically linked so they can dlopen the
+      // vendor TCM library.
+      const bool dynamic = a->variant.ends_with("-dynamic");
+      configure += fmt::format(" -DCMAKE_TOOLCHAIN_FILE='{}/cmake/{}.cmake'", root,
+                               dynamic ? "riscv64-linux-gnu-dynamic" : "riscv64-linux-clang");
     }
     // ime2: real IME2 instructions (runs only on a K3 A100); ime2-emu: the same kernels with each
     // IME2 instruction replaced by a bit-exact software model (qemu; correctness only, never timing).
-    if (a->variant == "ime2") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF";
+    if (a->variant == "ime2" || a->variant == "ime2-dynamic") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF";
     if (a->variant == "ime2-emu") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON";
     // Build output goes to stderr so --json stays parseable on stdout.
     if (run_shell(configure + " 1>&2", false) != 0) {

@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
   add_db_command(app, ctx);
   add_compare_command(app, ctx);
   add_selfcheck_command(app, ctx);
+  add_farm_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

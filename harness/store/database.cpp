@@ -119,6 +119,33 @@ CREATE TABLE noise_floors(
   settings_json TEXT NOT NULL,             -- the measurement settings and process plan used
   PRIMARY KEY(target, cpu_model, op, shape_json, measured_at));
 )sql",
+    // 2 -> 3: the board farm (harness/farm): leases, quarantines and health probes.
+    R"sql(
+CREATE TABLE farm_leases(
+  board TEXT PRIMARY KEY,                -- one holder per board
+  farm TEXT NOT NULL,
+  run_uuid TEXT NOT NULL,                -- the holder's run (not a foreign key: taken before the run row)
+  holder_host TEXT NOT NULL,             -- controller host name
+  holder_pid INTEGER NOT NULL,           -- controller process
+  holder_start TEXT NOT NULL,            -- '<boot_id>:<start ticks>' of that process (pid reuse guard)
+  remote_pid INTEGER,                    -- board-side process holding <work_dir>/lease.lock
+  acquired_at TEXT NOT NULL);
+CREATE TABLE farm_quarantine(
+  run_uuid TEXT NOT NULL,
+  board TEXT NOT NULL,
+  fault TEXT NOT NULL,                   -- unreachable, host-key, unresponsive, rebooted, probe-failed, repeated-timeouts
+  reason TEXT NOT NULL,                  -- one line
+  at TEXT NOT NULL,
+  PRIMARY KEY(run_uuid, board));
+CREATE TABLE farm_probes(
+  run_uuid TEXT NOT NULL,
+  board TEXT NOT NULL,
+  seq INTEGER NOT NULL,                  -- 0, 1, ... per board and run
+  taken_at TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  probe_json TEXT NOT NULL,              -- uptime, load, memory, thermal, cpufreq, marchid, vlenb, TCM
+  PRIMARY KEY(run_uuid, board, seq));
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

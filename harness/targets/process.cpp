@@ -16,6 +16,7 @@ namespace k3targets {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+constexpr double kPipeGraceAfterKillS = 2;
 
 void drain(int fd, std::string& into, bool& open) {
   char buf[65536];
@@ -26,13 +27,35 @@ void drain(int fd, std::string& into, bool& open) {
     open = false;
 }
 
+}  // namespace
+
 std::string last_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
   const auto nl = s.rfind('\n');
   return nl == std::string::npos ? s : s.substr(nl + 1);
 }
 
-}  // namespace
+pid_t spawn_in_group(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd) {
+  const pid_t pid = fork();
+  if (pid != 0) {
+    if (pid > 0) setpgid(pid, pid);  // also from the parent: no race with a kill of the group
+    return pid;
+  }
+  setpgid(0, 0);
+  sigset_t none;  // a caller that waits for signals blocks them; its children must not inherit that
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  if (in_fd >= 0) dup2(in_fd, STDIN_FILENO);
+  if (out_fd >= 0) dup2(out_fd, STDOUT_FILENO);
+  if (err_fd >= 0) dup2(err_fd, STDERR_FILENO);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  const std::string msg = fmt::format("{}: {}\n", argv[0], std::strerror(errno));
+  (void)!write(STDERR_FILENO, msg.data(), msg.size());
+  _exit(127);
+}
 
 std::string ProcessResult::failure_reason(double timeout_s) const {
   if (ok()) return "";
@@ -52,19 +75,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     return r;
   }
   const auto start = Clock::now();
-  const pid_t pid = fork();
-  if (pid == 0) {
-    setpgid(0, 0);
-    dup2(out_pipe[1], STDOUT_FILENO);
-    dup2(err_pipe[1], STDERR_FILENO);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    const std::string msg = fmt::format("{}: {}\n", argv[0], std::strerror(errno));
-    (void)!write(STDERR_FILENO, msg.data(), msg.size());
-    _exit(127);
-  }
+  const pid_t pid = spawn_in_group(argv, -1, out_pipe[1], err_pipe[1]);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (pid < 0) {
@@ -74,19 +85,24 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     r.err = std::string("fork: ") + std::strerror(errno);
     return r;
   }
-  setpgid(pid, pid);  // also from the parent: no race with the kill below
   bool out_open = true, err_open = true, killed = false;
+  double killed_at = 0;
   while (out_open || err_open) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
     if (!killed && opt.kill_after_s && elapsed >= *opt.kill_after_s) {
       kill(-pid, SIGKILL);
       killed = true;
+      killed_at = elapsed;
     }
     if (!killed && opt.timeout_s > 0 && elapsed >= opt.timeout_s) {
       kill(-pid, SIGKILL);
       killed = true;
+      killed_at = elapsed;
       r.timed_out = true;
     }
+    // Killed, yet the pipes stay open: a process outside the group holds them (an ssh client
+    // hands its stdio to the shared ControlMaster connection). Stop waiting for their end.
+    if (killed && elapsed - killed_at >= kPipeGraceAfterKillS) break;
     double wait_s = 0.5;
     if (opt.timeout_s > 0) wait_s = std::min(wait_s, std::max(0.0, opt.timeout_s - elapsed));
     if (opt.kill_after_s) wait_s = std::min(wait_s, std::max(0.0, *opt.kill_after_s - elapsed));

@@ -2,6 +2,8 @@
 // own process group so a timeout kills everything it started (qemu, a shell wrapper).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -29,5 +31,13 @@ struct ProcessOptions {
 };
 
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opt);
+
+// Forks and execs `argv` (PATH lookup) as the leader of a new process group, with the given
+// descriptors as stdin/stdout/stderr (-1: inherited) and an empty signal mask. Returns the pid, or
+// -1 when fork failed (errno set); exec failures exit the child with 127 and a message on stderr.
+pid_t spawn_in_group(const std::vector<std::string>& argv, int in_fd, int out_fd, int err_fd);
+
+// The last non-empty line of `text` (for one-line error messages from a tool's stderr).
+std::string last_line(std::string text);
 
 }  // namespace k3targets

@@ -39,7 +39,8 @@ class Target {
   virtual std::string describe() const = 0;
   // Things missing to use this target, each "what -- how to fix" (empty: ready).
   virtual std::vector<std::string> missing() const;
-  ProcessResult run(const std::vector<std::string>& args, const ProcessOptions& opt) const {
+  // Runs the runner with `args`. Farm boards override it: deploy state, board-side timeout.
+  virtual ProcessResult run(const std::vector<std::string>& args, const ProcessOptions& opt) const {
     return run_process(command(args), opt);
   }
 

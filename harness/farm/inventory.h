@@ -1,0 +1,73 @@
+// The farm inventory: which boards exist and how to reach them (configs/farm*.toml), plus the
+// built-in local farm that needs no file. Parsing validates everything it can without touching a
+// board; errors are one line "file:line: key: what" and nothing is written.
+//
+// Board kinds:
+//   ssh   -- a machine reached with the OpenSSH client (a K3 board, or a loopback sshd in tests);
+//   local -- this machine; with an exec prefix (qemu-user) it stands in for a riscv64 board.
+// The exec prefix runs the runner (e.g. "qemu-riscv64 -cpu rv64,v=true,vlen=1024,..."); it is
+// empty on a real board.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace k3farm {
+
+struct BoardConfig {
+  std::string name;
+  std::string kind = "ssh";  // "ssh" | "local"
+  std::string host;          // ssh: host name or address
+  int port = 22;
+  std::string user;                        // ssh: login name (empty: the ssh client's default)
+  std::string identity;                    // ssh: private key file (absolute after loading)
+  std::string known_hosts;                 // ssh: known_hosts file checked strictly (absolute)
+  std::vector<std::string> exec_prefix;    // words run before the runner (empty on a real board)
+  std::string work_dir;                    // absolute path on the board: runners, lock, hooks
+  std::vector<int> cpus;                   // CPUs the runner may use (empty: all)
+  std::string cpus_text;                   // as written, e.g. "8-15"
+  std::vector<std::string> tags;           // e.g. k3, a100, qemu
+  std::string variant = "rvv-dynamic";     // build variant whose runner is deployed
+  std::string runner;                      // explicit local runner path (overrides variant)
+  double timeout_s = 600;                  // per runner process, enforced on the board
+  std::map<std::string, std::string> env;  // extra K3BENCH_* / K3_* settings for this board
+  bool test_hooks = false;  // probe honours <work_dir>/test-hooks/ (tests only; never on a farm)
+  std::string defined_in;   // file:line, for messages
+
+  bool has_tag(const std::string& tag) const;
+};
+
+struct FarmConfig {
+  std::string name = "local";
+  std::string source;  // file path, or "built-in"
+  std::string ssh = "ssh";
+  std::string scp = "scp";
+  std::string ssh_config;   // optional -F file for the client ("" : the client's default)
+  std::string control_dir;  // ControlMaster sockets ("" : /tmp/k3tune-ssh-<uid>)
+  double connect_timeout_s = 10;
+  double control_persist_s = 60;
+  // Reservation command run on the controller around each lease (empty: none). Its words may use
+  // {board} and {host}; the lease's holder command is appended, and the tool must keep the board
+  // reserved while that command runs and exit non-zero when it cannot reserve it (flock -n style).
+  std::vector<std::string> lock_command;
+  int max_timeouts = 2;             // consecutive runner timeouts that quarantine a board
+  double max_temp_c = 95;           // a thermal zone at or above this reads as throttling
+  double lease_wait_s = 20;         // how long taking a lease may wait for the board's answer
+  std::vector<BoardConfig> boards;  // in file order
+
+  const BoardConfig* find(const std::string& board) const;
+  std::vector<std::string> names() const;
+};
+
+// Reads a farm file. Throws std::runtime_error("file:line: key: what").
+FarmConfig load_farm(const std::string& path);
+
+// The built-in farm: "host" (the host runner), "qemu-vlen256" and "qemu-vlen1024" (the riscv64
+// rvv runner under qemu-user), all kind local, working under <root>/build/farm/<board>.
+FarmConfig builtin_local_farm(const std::string& root);
+
+// "8-15", "0,2-3" -> sorted CPU numbers. Throws std::invalid_argument naming the bad item.
+std::vector<int> parse_cpu_list(const std::string& text);
+
+}  // namespace k3farm
