@@ -10,6 +10,8 @@ packages=(
   libbenchmark-dev libgtest-dev libgmock-dev
   libfmt-dev libcli11-dev nlohmann-json3-dev libtomlplusplus-dev
   libsqlite3-dev libboost-dev libspdlog-dev libssl-dev
+  # The tuner: parameter constraints (muParser) and the tuning-table JSON Schema (valijson).
+  libmuparser-dev libvalijson-dev
   clang-format ccache jq sqlite3 gawk
   # riscv64 cross builds (RVV layer), run under qemu-user; dpkg-dev for `apt-get source`.
   clang-16 g++-riscv64-linux-gnu qemu-user dpkg-dev

@@ -39,6 +39,8 @@ void add_bench_command(CLI::App& app, AppContext& ctx);
 void add_db_command(CLI::App& app, AppContext& ctx);
 void add_compare_command(CLI::App& app, AppContext& ctx);
 void add_selfcheck_command(CLI::App& app, AppContext& ctx);
+void add_tune_command(CLI::App& app, AppContext& ctx);
+void add_table_command(CLI::App& app, AppContext& ctx);
 void add_farm_command(CLI::App& app, AppContext& ctx);
 
 // The result code a subcommand callback leaves for main() to return.

@@ -75,6 +75,8 @@ int main(int argc, char** argv) {
   add_db_command(app, ctx);
   add_compare_command(app, ctx);
   add_selfcheck_command(app, ctx);
+  add_tune_command(app, ctx);
+  add_table_command(app, ctx);
   add_farm_command(app, ctx);
   try {
     app.parse(argc, argv);

@@ -146,6 +146,56 @@ CREATE TABLE farm_probes(
   probe_json TEXT NOT NULL,              -- uptime, load, memory, thermal, cpufreq, marchid, vlenb, TCM
   PRIMARY KEY(run_uuid, board, seq));
 )sql",
+    // 3 -> 4: tuning sessions (k3tune tune): every measured point, resumable; the tables written.
+    R"sql(
+CREATE TABLE tuning_sessions(
+  session_id TEXT PRIMARY KEY,           -- hash of what was asked: op, shape, space, strategy, seed, target, build
+  created_at TEXT NOT NULL,
+  finished_at TEXT,
+  command TEXT NOT NULL,
+  target TEXT NOT NULL,
+  build_hash TEXT NOT NULL,
+  run_uuid TEXT,                         -- the run whose processes hold the time measurements
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  model TEXT,
+  space_json TEXT NOT NULL,              -- the space file's path, knobs and the counts before/after constraints
+  strategy TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  budget INTEGER NOT NULL,               -- measurements allowed
+  objective TEXT NOT NULL,               -- time | instructions (a proxy) | synthetic
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished')),
+  result_json TEXT);                     -- chosen configuration, evidence, measurements used
+CREATE TABLE tuning_measurements(
+  session_id TEXT NOT NULL REFERENCES tuning_sessions(session_id),
+  point_key TEXT NOT NULL,               -- the configuration, "k=v,..." in key order
+  measurement INTEGER NOT NULL,          -- 0, 1, ... per point (disturbed ones included)
+  round INTEGER NOT NULL,                -- the interleaved round it ran in
+  value REAL,                            -- ns per call or instructions per call; NULL when rejected
+  disturbed INTEGER NOT NULL DEFAULT 0,  -- kept, not counted
+  rejected INTEGER NOT NULL DEFAULT 0,
+  reason TEXT,
+  cell_key TEXT,                         -- its process and samples (time objective)
+  PRIMARY KEY(session_id, point_key, measurement));
+CREATE TABLE tuning_points(
+  session_id TEXT NOT NULL REFERENCES tuning_sessions(session_id),
+  point_key TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  cell_key TEXT,
+  status TEXT NOT NULL CHECK(status IN ('measured', 'rejected')),
+  reason TEXT,
+  processes INTEGER NOT NULL,            -- counted measurements
+  mean_ns REAL, ci_low_ns REAL, ci_high_ns REAL,
+  PRIMARY KEY(session_id, point_key));
+CREATE TABLE tuning_tables(
+  table_id TEXT PRIMARY KEY,             -- SHA-256 of the table's JSON text
+  created_at TEXT NOT NULL,
+  sessions_json TEXT NOT NULL,           -- the sessions behind its entries
+  path TEXT,
+  table_json TEXT NOT NULL);
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

@@ -13,7 +13,9 @@ namespace {
 // controller and is never merged.
 const char* const kTablesInOrder[] = {"builds",     "runs",         "cells",
                                       "processes",  "samples",      "aggregates",
-                                      "noise_floors", "farm_quarantine", "farm_probes"};
+                                      "noise_floors", "farm_quarantine", "farm_probes",
+                                      "tuning_sessions", "tuning_measurements", "tuning_points",
+                                      "tuning_tables"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {

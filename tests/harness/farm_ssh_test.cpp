@@ -282,7 +282,8 @@ class CellLoop {
                              rep["cpu_ns"].get<double>(),
                              rep["iterations"].get<std::int64_t>(),
                              {},
-                             false});
+                             false,
+                             {}});
     }
     k3store::insert_process(db_, p);
     return v;
@@ -331,8 +332,9 @@ TEST_F(FarmSsh, BoardDiesMidRunItsCellMovesAndNoSampleIsLost) {
   ASSERT_EQ(before, 12) << db->scalar_int("SELECT count(*) FROM processes") << " processes, "
                         << db->scalar_int("SELECT count(*) FROM processes WHERE status = 'ok'")
                         << " ok";
-  // A long cell on b1; b1 dies (sshd and everything it started) while it runs.
-  const auto long_cell = decode_cell(64, 4, "0.5");
+  // A long cell on b1 (4 repetitions of at least 1.5 s each: still running when the board dies
+  // 3 s in, however fast the machine); b1 dies (sshd and everything it started) while it runs.
+  const auto long_cell = decode_cell(64, 4, "1.5");
   auto pending = std::async(std::launch::async, [&] { return f->run("b1", long_cell, 300); });
   std::this_thread::sleep_for(std::chrono::seconds(3));
   lab_->sshd(1).kill_all();

@@ -1,0 +1,132 @@
+#include "gate_command.h"
+
+#include <filesystem>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "bench_session.h"
+#include "catalog.h"
+#include "database.h"
+#include "defaults.h"
+#include "k3k/w4b64.h"
+#include "objective.h"
+#include "provenance.h"
+#include "results.h"
+#include "sweep.h"
+#include "user_error.h"
+
+namespace k3tuner {
+namespace {
+
+using k3tune::UserError;
+
+
+}  // namespace
+
+GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
+  GateOutcome out;
+  if (c.gate != "tcm_decode" && c.gate != "prefill_path")
+    throw UserError(fmt::format("--gate: '{}' is not tcm_decode or prefill_path", c.gate));
+  const bool time = c.objective == "time";
+  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
+  out.facts = probe_target(target);
+  const bool emulated = out.facts.emulated_target || (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
+                        (c.gate == "prefill_path" && out.facts.ime2_emulated);
+  if (time && emulated && !c.force) {
+    throw UserError(fmt::format("tune-gates --gate {} on target {}: {} emulated there, so its timings say nothing "
+                                "about a board (--force to measure anyway, or --objective instructions under qemu)",
+                                c.gate, target.name(), c.gate == "tcm_decode" ? "TCM is" : "the target is"));
+  }
+  out.forced_emulated = time && emulated;
+  if (c.gate == "prefill_path" && out.facts.facts.at("ime2") == 0)
+    throw UserError(fmt::format("tune-gates --gate prefill_path: target {} has no usable IME2 layer", target.name()));
+
+  // Shapes: the model's, plus the grid.
+  const std::string op = c.gate == "tcm_decode" ? "linear_decode" : "linear_prefill";
+  const k3tune::OpSpec& spec = catalog.op(op, "tune-gates");
+  std::set<std::pair<std::int64_t, std::int64_t>> nk;
+  std::set<std::int64_t> ms(c.ms.begin(), c.ms.end());
+  if (!c.model.empty()) {
+    k3tune::GridRequest g;
+    g.model = c.model;
+    g.ops = {op};
+    k3tune::MeasureSettings s;
+    k3tune::ProcessPlan plan;
+    for (const auto& cell : k3tune::expand_grid(g, catalog, c.root + "/configs/models", s, plan)) {
+      nk.insert({cell.shape["n"].get<std::int64_t>(), cell.shape["k"].get<std::int64_t>()});
+      if (cell.shape.contains("m")) ms.insert(cell.shape["m"].get<std::int64_t>());
+    }
+  }
+  for (auto n : c.ns)
+    for (auto k : c.ks) nk.insert({n, k});
+  std::vector<k3tune::CellSpec> cells;
+  auto fixed = k3tune::parse_kv(c.params, "--params");
+  for (const auto& [n, k] : nk) {
+    for (std::int64_t m : c.gate == "tcm_decode" ? std::set<std::int64_t>{1} : ms) {
+      for (int side = 0; side < 2; ++side) {
+        k3tune::CellSpec cell;
+        cell.op = op;
+        std::map<std::string, std::string> shape = {{"n", std::to_string(n)}, {"k", std::to_string(k)}};
+        if (op == "linear_prefill") shape["m"] = std::to_string(m);
+        cell.shape = catalog.normalise(spec, shape, true, "tune-gates");
+        auto params = fixed;
+        if (c.gate == "tcm_decode") {
+          params["tcm"] = side == 0 ? "on" : "off";
+        } else {
+          cell.settings.path = side == 0 ? "ime2" : "rvv";
+        }
+        if (!time) params["workers"] = "1";
+        cell.params = catalog.normalise(spec, params, false, "tune-gates");
+        cells.push_back(cell);
+      }
+    }
+  }
+  std::vector<double> means(cells.size(), 0);
+  if (time) {
+    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
+    auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    const std::string hash = k3tune::sha256_file(target.runner_path());
+    if (!k3store::find_build(*db, hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, hash));
+    k3tune::SweepOptions opt;
+    opt.rounds.min_processes = k3tune::defaults::kMinProcesses;
+    opt.rounds.max_processes = k3tune::defaults::kMaxProcesses;
+    opt.rounds.target_ci = k3tune::defaults::kTargetCi;
+    opt.progress = c.progress;
+    opt.command_line = c.command_line;
+    const auto report = k3tune::run_sweep(*db, {{&target, hash, ""}}, cells, opt);
+    out.run_uuid = report.run_uuid;
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      const auto& a = report.cells[i].aggregate;
+      if (!a.ok || !a.mean_ns)
+        throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), a.reason));
+      means[i] = *a.mean_ns;
+    }
+  } else {
+    const std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+    InstructionObjective objective(target.config().qemu,
+                                   fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", target.config().vlen),
+                                   target.runner_path(), plugin);
+    for (std::size_t i = 0; i < cells.size(); ++i) {
+      if (c.note) c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
+      const Measurement m = objective.measure(cells[i], 0, 0);
+      if (m.rejected) throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), m.reason));
+      means[i] = m.value;
+    }
+  }
+  for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
+    GatePoint p;
+    p.shape = cells[i].shape;
+    p.n = p.shape["n"].get<std::int64_t>();
+    p.k = p.shape["k"].get<std::int64_t>();
+    p.m = p.shape.value("m", std::int64_t{1});
+    p.bytes = k3k::W4B64Packed::packed_bytes(p.n, p.k);
+    p.yes = means[i];
+    p.no = means[i + 1];
+    out.points.push_back(p);
+  }
+  out.rule = c.gate == "tcm_decode" ? fit_tcm_gate(out.points) : fit_m_gate(out.points);
+  return out;
+}
+
+}  // namespace k3tuner

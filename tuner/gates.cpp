@@ -1,0 +1,89 @@
+#include "gates.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include "param_spec.h"
+
+namespace k3tuner {
+namespace {
+
+// Evaluates a rule (a predicate saying "take the choice") over the points.
+template <typename Take>
+GateRule evaluate_rule(const std::vector<GatePoint>& points, Take take) {
+  GateRule r;
+  double chosen = 0, best = 0;
+  for (const auto& p : points) {
+    const bool t = take(p);
+    chosen += t ? p.yes : p.no;
+    best += std::min(p.yes, p.no);
+    if ((t && p.yes > p.no) || (!t && p.no > p.yes)) r.wrong.push_back(k3params::to_kv(p.shape));
+  }
+  r.loss = best > 0 ? chosen / best - 1 : 0;
+  r.shapes = static_cast<int>(points.size());
+  return r;
+}
+
+// Keeps `candidate` when it loses less; on a tie the simpler rule (listed first) stays.
+void keep_better(GateRule& best, GateRule candidate) {
+  if (candidate.loss < best.loss - 1e-12) best = std::move(candidate);
+}
+
+}  // namespace
+
+nlohmann::json GateRule::to_json(const std::string& gate) const {
+  nlohmann::json j = {{"loss", loss}, {"wrong_shapes", static_cast<int>(wrong.size())}, {"shapes", shapes}};
+  if (gate == "tcm_decode") {
+    j["use"] = use;
+    if (use == "threshold") {
+      j["k_min"] = k_min;
+      j["b_min_bytes"] = b_min;
+    }
+  } else {
+    j["m_min"] = std::max<std::int64_t>(1, m_min);
+  }
+  return j;
+}
+
+GateRule fit_tcm_gate(const std::vector<GatePoint>& points) {
+  GateRule best = evaluate_rule(points, [](const GatePoint&) { return false; });
+  best.use = "never";
+  GateRule always = evaluate_rule(points, [](const GatePoint&) { return true; });
+  always.use = "always";
+  keep_better(best, always);
+  std::set<std::int64_t> ks, bs;
+  for (const auto& p : points) {
+    ks.insert(p.k);
+    bs.insert(p.bytes);
+  }
+  bs.insert(0);
+  for (std::int64_t k : ks) {
+    for (std::int64_t b : bs) {
+      GateRule r = evaluate_rule(points, [&](const GatePoint& p) { return p.k >= k && p.bytes >= b; });
+      r.use = "threshold";
+      r.k_min = k;
+      r.b_min = b;
+      keep_better(best, std::move(r));
+    }
+  }
+  return best;
+}
+
+GateRule fit_m_gate(const std::vector<GatePoint>& points) {
+  std::set<std::int64_t> ms;
+  for (const auto& p : points) ms.insert(p.m);
+  GateRule best;
+  best.loss = std::numeric_limits<double>::infinity();
+  // m_min above every measured M: the choice is never taken.
+  ms.insert(ms.empty() ? 1 : *ms.rbegin() + 1);
+  for (std::int64_t m : ms) {
+    GateRule r = evaluate_rule(points, [&](const GatePoint& p) { return p.m >= m; });
+    r.use = "threshold";
+    r.m_min = m;
+    keep_better(best, std::move(r));
+  }
+  return best;
+}
+
+}  // namespace k3tuner

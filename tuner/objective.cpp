@@ -1,0 +1,128 @@
+#include "objective.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "process.h"
+#include "provenance.h"
+#include "results.h"
+#include "sweep.h"
+
+namespace k3tuner {
+namespace {
+
+// The configuration as the synthetic truth sees it: its parameters plus its measurement knobs.
+nlohmann::json visible(const k3tune::CellSpec& cell) {
+  nlohmann::json j = cell.params;
+  j["path"] = cell.settings.path;
+  return j;
+}
+
+}  // namespace
+
+TimeObjective::TimeObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db,
+                             std::string run_uuid, double timeout_s)
+    : target_(target), build_hash_(std::move(build_hash)), run_uuid_(std::move(run_uuid)), db_(db), timeout_s_(timeout_s) {}
+
+Measurement TimeObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
+  Measurement m;
+  m.cell_key = k3tune::cell_key(target_, cell, build_hash_);
+  k3store::insert_cell(db_, {m.cell_key, target_.name(), cell.op, cell.shape.dump(), cell.params.dump(), build_hash_,
+                             cell.settings.to_json().dump()});
+  auto& iterations = iterations_[m.cell_key];
+  const bool first = iterations == 0;
+  const auto o = k3tune::run_cell_process(target_, cell, k3targets::ProcessOptions::with_timeout(timeout_s_), first,
+                                          iterations);
+  k3store::insert_process(db_, {run_uuid_, m.cell_key, index, order_++, o.ok, o.exit_code, o.reason, o.path,
+                                o.ok ? o.runner.dump() : "", o.wall_ns, o.kernel_ns, o.disturbed,
+                                o.timing.is_null() ? "" : o.timing.dump(), o.samples});
+  if (!o.ok) {
+    m.rejected = true;
+    m.reason = o.reason;
+    return m;
+  }
+  if (iterations == 0) iterations = o.iterations;
+  m.value = o.mean_ns();
+  m.disturbed = o.disturbed;
+  return m;
+}
+
+InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, std::string runner, std::string plugin,
+                                           std::map<std::string, std::string> env)
+    : qemu_(std::move(qemu)), cpu_(std::move(cpu)), runner_(std::move(runner)), plugin_(std::move(plugin)),
+      env_(std::move(env)) {}
+
+Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*index*/, int /*round*/) {
+  Measurement m;
+  // One and three timed calls, one worker each time: the difference halves to one call, free of
+  // set-up, the accuracy check and process start.
+  auto count = [&](int calls, std::string& reason) -> double {
+    const std::string out = fmt::format("{}/k3tune-insn-{}-{}.txt", std::filesystem::temp_directory_path().string(),
+                                        getpid(), calls);
+    std::vector<std::string> argv = {"env"};
+    for (const auto& [k, v] : env_) argv.push_back(k + "=" + v);
+    argv.insert(argv.end(), {qemu_, "-cpu", cpu_, "-plugin", plugin_ + ",outfile=" + out, runner_});
+    auto args = cell.settings.runner_args(cell, calls);
+    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--reps") args[i + 1] = "1";
+      if (args[i] == "--warmup") args[i + 1] = "0";
+      if (args[i] == "--check" && calls == 3) args[i + 1] = "none";
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
+    std::ifstream f(out);
+    std::string text((std::istreambuf_iterator<char>(f)), {});
+    std::filesystem::remove(out);
+    if (!r.ok()) {
+      reason = r.failure_reason(1800);
+      if (r.exit_code == 4) reason = "accuracy failure: " + reason;
+      return -1;
+    }
+    std::smatch match;
+    if (!std::regex_search(text, match, std::regex("insns=([0-9]+)"))) {
+      reason = "the counting plugin wrote no count (" + plugin_ + ")";
+      return -1;
+    }
+    return std::stod(match[1]);
+  };
+  std::string reason;
+  const double one = count(1, reason);
+  const double three = one < 0 ? -1 : count(3, reason);
+  if (one < 0 || three < 0) {
+    m.rejected = true;
+    m.reason = reason;
+    return m;
+  }
+  m.value = (three - one) / 2;
+  return m;
+}
+
+SyntheticObjective::SyntheticObjective(std::function<double(const nlohmann::json&)> truth, double noise,
+                                       std::uint64_t seed, std::function<bool(const nlohmann::json&)> reject)
+    : truth_(std::move(truth)), noise_(noise), seed_(seed), reject_(std::move(reject)) {}
+
+Measurement SyntheticObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
+  ++measurements_;
+  Measurement m;
+  const nlohmann::json params = visible(cell);
+  if (reject_ && reject_(params)) {
+    m.rejected = true;
+    m.reason = "accuracy failure: synthetic";
+    return m;
+  }
+  // Seeded by what is measured, not by when: the same measurement always gives the same number.
+  std::seed_seq seq{seed_, std::hash<std::string>{}(params.dump()), static_cast<std::uint64_t>(index)};
+  std::mt19937_64 rng(seq);
+  m.value = truth_(params) * std::exp(std::normal_distribution<double>(0.0, noise_)(rng));
+  return m;
+}
+
+}  // namespace k3tuner

@@ -1,0 +1,102 @@
+// What a tuning minimises, measured one process (or count) at a time:
+//   * time: ns per call from a real runner process on the target (the measurement protocol's
+//     runner processes; every process is stored in the results database like a bench process);
+//   * instructions: dynamic instructions per call under qemu-user, counted by the project's TCG
+//     plugin (scripts/qemu-insn-count) as (count of 3 calls - count of 1 call) / 2. Deterministic,
+//     so one count per configuration is exact -- but a proxy, not a speed, and labelled so.
+//   * synthetic: a known function of the configuration with seeded noise, for the tests.
+// The first measurement of a configuration checks its output against the float64 reference; a
+// configuration that breaks its bound (or that the runner refuses) is rejected with the reason
+// and never chosen.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "grid.h"
+#include "runner_process.h"
+#include "sqlite.h"
+#include "target.h"
+
+namespace k3tuner {
+
+struct Measurement {
+  bool rejected = false;  // accuracy failure, unsupported configuration, runner failure
+  std::string reason;
+  double value = 0;        // ns per call, or instructions per call
+  bool disturbed = false;  // the process saw a disturbance: measure again, do not count it
+  std::string cell_key;    // where its process and samples are stored (time objective)
+};
+
+class Objective {
+ public:
+  virtual ~Objective() = default;
+  virtual std::string name() const = 0;  // "time", "instructions", "synthetic"
+  virtual std::string unit() const = 0;  // "ns per call", ...
+  virtual bool deterministic() const = 0;
+  virtual bool proxy() const { return false; }  // not a speed (instruction counts)
+  // Measurement `index` (0-based) of `cell`, in tuning round `round`.
+  virtual Measurement measure(const k3tune::CellSpec& cell, int index, int round) = 0;
+};
+
+// Runner processes on a target, stored under run `run_uuid` (whose row the caller made).
+class TimeObjective final : public Objective {
+ public:
+  TimeObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db,
+                std::string run_uuid, double timeout_s);
+  std::string name() const override { return "time"; }
+  std::string unit() const override { return "ns per call"; }
+  bool deterministic() const override { return false; }
+  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+
+ private:
+  const k3targets::Target& target_;
+  std::string build_hash_, run_uuid_;
+  k3store::Connection& db_;
+  double timeout_s_;
+  std::map<std::string, std::int64_t> iterations_;  // calibrated calls per repetition, per cell
+  int order_ = 0;
+};
+
+// Instructions per call under qemu-user with the counting plugin.
+class InstructionObjective final : public Objective {
+ public:
+  // qemu: the qemu-riscv64 program; cpu: its -cpu string; runner: the riscv64 k3bench.
+  InstructionObjective(std::string qemu, std::string cpu, std::string runner, std::string plugin,
+                       std::map<std::string, std::string> env = {});
+  std::string name() const override { return "instructions"; }
+  std::string unit() const override { return "instructions per call (qemu)"; }
+  bool deterministic() const override { return true; }
+  bool proxy() const override { return true; }
+  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+
+ private:
+  std::string qemu_, cpu_, runner_, plugin_;
+  std::map<std::string, std::string> env_;
+};
+
+// A known objective: true value f(config) with log-normal noise seeded by (seed, config, index),
+// so a measurement is the same whenever it is taken (interrupting and resuming a tuning sees the
+// same numbers). `reject` marks configurations whose "accuracy check" fails.
+class SyntheticObjective final : public Objective {
+ public:
+  SyntheticObjective(std::function<double(const nlohmann::json& params)> truth, double noise, std::uint64_t seed,
+                     std::function<bool(const nlohmann::json& params)> reject = {});
+  std::string name() const override { return "synthetic"; }
+  std::string unit() const override { return "units"; }
+  bool deterministic() const override { return noise_ == 0; }
+  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+  int measurements() const { return measurements_; }
+
+ private:
+  std::function<double(const nlohmann::json&)> truth_;
+  double noise_;
+  std::uint64_t seed_;
+  std::function<bool(const nlohmann::json&)> reject_;
+  int measurements_ = 0;
+};
+
+}  // namespace k3tuner

@@ -1,0 +1,220 @@
+#include "table.h"
+
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <valijson/adapters/nlohmann_json_adapter.hpp>
+#include <valijson/schema.hpp>
+#include <valijson/schema_parser.hpp>
+#include <valijson/validator.hpp>
+
+#include "param_spec.h"
+#include "results.h"
+#include "user_error.h"
+
+namespace k3tuner {
+
+std::int64_t power_of_two_at_least(std::int64_t x) {
+  std::int64_t p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+nlohmann::json shape_class(const std::string& op, const std::string& path, const nlohmann::json& shape) {
+  nlohmann::json c = {{"path", path}};
+  if (op.starts_with("attn_")) {
+    for (const char* k : {"head_dim", "q_heads", "kv_heads"})
+      if (shape.contains(k)) c[k] = shape[k];
+    const std::int64_t ctx = shape.value("ctx", shape.value("seq", std::int64_t{1}));
+    c["ctx_bucket"] = power_of_two_at_least(ctx);
+    return c;
+  }
+  for (const auto& [k, v] : shape.items()) {
+    if (k == "m") {
+      c["m_bucket"] = power_of_two_at_least(v.get<std::int64_t>());
+    } else if (v.is_number_integer()) {
+      c[k] = v;
+    }
+  }
+  return c;
+}
+
+std::string entry_id(const std::string& op, const nlohmann::json& cls) {
+  std::string id = op + "/" + cls.at("path").get<std::string>();
+  for (const auto& [k, v] : cls.items())
+    if (k != "path") id += "/" + k + k3params::value_text(v);
+  return id;
+}
+
+nlohmann::json make_table(const TargetFacts& target, const TableSource& src, const std::vector<TableEntry>& entries,
+                          const nlohmann::json& gates) {
+  std::set<std::string> sessions;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& e : entries) {
+    if (e.result == nullptr || e.result->chosen == SIZE_MAX) continue;
+    const TuneResult& r = *e.result;
+    const Candidate& chosen = r.candidates[r.chosen];
+    nlohmann::json params = nlohmann::json::object();
+    std::string path = e.path;
+    for (const auto& knob : e.space->knobs()) {
+      if (knob.name == "path") {
+        path = chosen.config.at("path").get<std::string>();
+      } else if (!knob.measurement) {
+        params[knob.name] = chosen.config.at(knob.name);
+      }
+    }
+    const nlohmann::json cls = shape_class(e.op, path, e.shape);
+    nlohmann::json evidence = {{"mean", r.evidence.mean},
+                               {"unit", e.unit},
+                               {"ci95", {r.evidence.ci_low, r.evidence.ci_high}},
+                               {"processes", r.evidence.processes},
+                               {"default_mean", r.evidence.default_mean},
+                               {"speedup", r.evidence.speedup},
+                               {"speedup_ci95", {r.evidence.speedup_low, r.evidence.speedup_high}},
+                               {"paired", r.evidence.paired},
+                               {"session", e.session}};
+    nlohmann::json entry = {{"id", entry_id(e.op, cls)}, {"op", e.op}, {"class", cls}, {"params", params},
+                            {"evidence", evidence}};
+    if (params.contains("accumulate")) entry["hp"] = params["accumulate"] == "fp16";
+    out.push_back(entry);
+    sessions.insert(e.session);
+  }
+  nlohmann::json source = {{"objective", src.objective},
+                           {"proxy", src.proxy},
+                           {"forced_emulated", src.forced_emulated},
+                           {"sessions", std::vector<std::string>(sessions.begin(), sessions.end())},
+                           {"run_uuids", src.run_uuids},
+                           {"command", src.command},
+                           {"k3tune", K3TUNE_VERSION},
+                           {"target", src.target},
+                           {"build_hash", src.build_hash}};
+  nlohmann::json board = {{"fingerprint", target.fingerprint}};
+  if (!src.board_name.empty()) board["name"] = src.board_name;
+  nlohmann::json table = {{"schema", kTableSchemaId}, {"kernel_abi", kKernelAbi}, {"created_at", k3store::now_utc()},
+                          {"source", source},      {"board", board},          {"entries", out}};
+  table["model"] = src.model.empty() ? nlohmann::json(nullptr) : nlohmann::json(src.model);
+  if (!gates.empty()) table["gates"] = gates;
+  return table;
+}
+
+std::vector<std::string> validate_table(const nlohmann::json& table, const std::string& schema_file) {
+  std::vector<std::string> problems;
+  nlohmann::json schema_doc;
+  {
+    std::ifstream f(schema_file);
+    if (!f) throw k3tune::UserError(fmt::format("{}: cannot read the table schema", schema_file));
+    try {
+      schema_doc = nlohmann::json::parse(f);
+    } catch (const nlohmann::json::exception& e) {
+      throw k3tune::UserError(fmt::format("{}: not JSON: {}", schema_file, e.what()));
+    }
+  }
+  valijson::Schema schema;
+  valijson::SchemaParser parser;
+  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_doc);
+  parser.populateSchema(schema_adapter, schema);
+  valijson::Validator validator;
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter doc(table);
+  if (!validator.validate(schema, doc, &results)) {
+    valijson::ValidationResults::Error e;
+    std::set<std::string> seen;
+    while (results.popError(e)) {
+      std::string where;
+      for (const auto& part : e.context) where += part;
+      const std::string line = fmt::format("{}: {}", where, e.description);
+      if (seen.insert(line).second) problems.push_back(line);
+    }
+    return problems;  // the invariants below assume the shape the schema guarantees
+  }
+  if (table.at("kernel_abi").get<int>() != kKernelAbi) {
+    problems.push_back(fmt::format("/kernel_abi: {} (this k3tune writes and checks ABI {})",
+                                   table["kernel_abi"].get<int>(), kKernelAbi));
+  }
+  std::set<std::string> ids;
+  for (std::size_t i = 0; i < table["entries"].size(); ++i) {
+    const auto& e = table["entries"][i];
+    const std::string id = e["id"].get<std::string>();
+    if (!ids.insert(id).second) problems.push_back(fmt::format("/entries/{}/id: '{}' appears twice", i, id));
+    const std::string expected = entry_id(e["op"].get<std::string>(), e["class"]);
+    if (id != expected)
+      problems.push_back(fmt::format("/entries/{}/id: '{}' does not match its op and class ('{}')", i, id, expected));
+  }
+  return problems;
+}
+
+std::string show_table(const nlohmann::json& t) {
+  std::ostringstream o;
+  const auto& fp = t.at("board").at("fingerprint");
+  o << fmt::format("tuning table {} (kernel ABI {}), created {}\n", t.value("schema", "?"), t.value("kernel_abi", 0),
+                   t.value("created_at", "?"));
+  o << fmt::format("board {}: marchid {}, VLEN {}, {} CPUs ({}), TCM {} {} x {} B\n",
+                   t["board"].value("name", "-"), fp["marchid"].is_null() ? "-" : fp["marchid"].get<std::string>(),
+                   fp["vlen"].is_null() ? "-" : std::to_string(fp["vlen"].get<int>()), fp.value("cpus", 0),
+                   fp.value("cpu_model", "?"), fp["tcm"].value("backend", "?"), fp["tcm"].value("blocks", 0),
+                   fp["tcm"].value("block_bytes", 0));
+  const auto& src = t.at("source");
+  o << fmt::format("source: objective {}{}{}, model {}, target {}\n", src.value("objective", "?"),
+                   src.value("proxy", false) ? " (a proxy, not a speed)" : "",
+                   src.value("forced_emulated", false) ? ", timed on EMULATED features (--force)" : "",
+                   t.value("model", nlohmann::json()).is_string() ? t["model"].get<std::string>() : "-",
+                   src.value("target", "?"));
+  if (t.contains("gates")) {
+    for (const auto& [name, g] : t["gates"].items()) o << fmt::format("gate {}: {}\n", name, g.dump());
+  }
+  o << fmt::format("{:<44} {:<44} {:>10} {:>22}\n", "entry", "parameters", "speed-up", "95% CI");
+  for (const auto& e : t.at("entries")) {
+    const auto& ev = e["evidence"];
+    const std::string ci = ev.contains("speedup_ci95")
+                               ? fmt::format("{:.3f}..{:.3f}", ev["speedup_ci95"][0].get<double>(),
+                                             ev["speedup_ci95"][1].get<double>())
+                               : "-";
+    o << fmt::format("{:<44} {:<44} {:>9.3f}x {:>22}\n", e["id"].get<std::string>(), k3params::to_kv(e["params"]),
+                     ev.value("speedup", 1.0), ci);
+  }
+  return o.str();
+}
+
+std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b) {
+  std::ostringstream o;
+  if (a["board"]["fingerprint"] != b["board"]["fingerprint"])
+    o << fmt::format("board: {} -> {}\n", a["board"]["fingerprint"].dump(), b["board"]["fingerprint"].dump());
+  std::map<std::string, nlohmann::json> ea, eb;
+  for (const auto& e : a.at("entries")) ea[e["id"].get<std::string>()] = e;
+  for (const auto& e : b.at("entries")) eb[e["id"].get<std::string>()] = e;
+  int same = 0;
+  for (const auto& [id, e] : ea) {
+    auto it = eb.find(id);
+    if (it == eb.end()) {
+      o << fmt::format("- {} {}\n", id, k3params::to_kv(e["params"]));
+    } else if (it->second["params"] != e["params"]) {
+      o << fmt::format("~ {} {} -> {} (speed-up {:.3f}x -> {:.3f}x)\n", id, k3params::to_kv(e["params"]),
+                       k3params::to_kv(it->second["params"]), e["evidence"].value("speedup", 1.0),
+                       it->second["evidence"].value("speedup", 1.0));
+    } else {
+      ++same;
+    }
+  }
+  for (const auto& [id, e] : eb)
+    if (!ea.contains(id)) o << fmt::format("+ {} {}\n", id, k3params::to_kv(e["params"]));
+  if (a.value("gates", nlohmann::json::object()) != b.value("gates", nlohmann::json::object()))
+    o << fmt::format("gates: {} -> {}\n", a.value("gates", nlohmann::json::object()).dump(),
+                     b.value("gates", nlohmann::json::object()).dump());
+  o << fmt::format("{} entries unchanged\n", same);
+  return o.str();
+}
+
+nlohmann::json read_table(const std::string& path) {
+  std::ifstream f(path);
+  if (!f) throw k3tune::UserError(fmt::format("{}: cannot read the table", path));
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::exception& e) {
+    throw k3tune::UserError(fmt::format("{}: not a JSON document: {}", path, e.what()));
+  }
+}
+
+}  // namespace k3tuner

@@ -1,0 +1,234 @@
+#include "tune_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "bench_session.h"
+#include "catalog.h"
+#include "database.h"
+#include "provenance.h"
+#include "results.h"
+#include "session_store.h"
+#include "sweep.h"
+#include "table.h"
+#include "user_error.h"
+
+namespace k3tuner {
+namespace {
+
+using k3tune::UserError;
+
+struct Job {
+  std::string op, role;
+  nlohmann::json shape;
+};
+
+std::vector<Job> jobs_of(const TuneCommand& c, const k3tune::Catalog& catalog) {
+  std::vector<Job> jobs;
+  if (!c.model.empty()) {
+    k3tune::GridRequest g;
+    g.model = c.model;
+    g.ops = c.ops;
+    k3tune::MeasureSettings s;
+    k3tune::ProcessPlan plan;
+    for (const auto& cell : k3tune::expand_grid(g, catalog, c.root + "/configs/models", s, plan))
+      jobs.push_back({cell.op, cell.role, cell.shape});
+    return jobs;
+  }
+  if (c.ops.empty() || c.shapes.empty()) throw UserError("tune: give --model NAME, or --op OP with --shape k=v,...");
+  for (const auto& op : c.ops) {
+    const k3tune::OpSpec& spec = catalog.op(op, "--op");
+    for (const auto& sh : c.shapes)
+      jobs.push_back({op, "", catalog.normalise(spec, k3tune::parse_kv(sh, "--shape"), true, "--shape")});
+  }
+  return jobs;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream f(path);
+  return std::string((std::istreambuf_iterator<char>(f)), {});
+}
+
+std::string timestamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+nlohmann::json options_json(const StrategyOptions& o) {
+  return {{"seed", o.seed},           {"processes", o.processes},   {"min_rounds", o.min_rounds},
+          {"max_rounds", o.max_rounds}, {"race_error", o.race_error}, {"min_effect", o.min_effect},
+          {"random_samples", o.random_samples}, {"max_sweeps", o.max_sweeps}, {"finalists", o.finalists}};
+}
+
+}  // namespace
+
+TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
+  TuneOutcome out;
+  if (c.objective != "time" && c.objective != "instructions")
+    throw UserError(fmt::format("--objective: '{}' is not time or instructions", c.objective));
+  if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) == strategy_names().end())
+    throw UserError(fmt::format("--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
+  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
+  out.facts = probe_target(target);
+  Variables facts = out.facts.facts;
+  const bool time = c.objective == "time";
+  if (time && out.facts.emulated_target && !c.force) {
+    throw UserError(fmt::format(
+        "target {} runs under qemu-user: its wall time says nothing about a board. Tune with --objective "
+        "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
+        target.name()));
+  }
+  if (time && out.facts.ime2_emulated && !c.force) {
+    throw UserError(fmt::format("target {}: the IME2 layer is emulated in software there; timing it says nothing "
+                                "(--force to time it anyway)", target.name()));
+  }
+  std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+  if (!time) {
+    if (target.config().kind != "qemu")
+      throw UserError(fmt::format("--objective instructions counts under qemu-user: target {} is {}", target.name(),
+                                  target.config().kind));
+    if (!std::filesystem::exists(plugin))
+      throw UserError(fmt::format("--objective instructions: the counting plugin {} is missing (bash "
+                                  "scripts/count-instructions.sh builds it)", plugin));
+    facts["cpus"] = 1;  // counts are exact with one worker only (more would add spinning threads)
+  }
+  const auto jobs = jobs_of(c, catalog);
+  const std::string build_hash = k3tune::sha256_file(target.runner_path());
+
+  // Everything validated that can be without measuring: spaces, flags, objective. From here on
+  // the database is written (unless --explain).
+  std::unique_ptr<k3store::Connection> db;
+  std::unique_ptr<SessionStore> store;
+  std::unique_ptr<Objective> objective;
+  std::string run_uuid;
+  std::vector<SearchSpace> spaces;
+  for (const auto& job : jobs) {
+    const std::string file = c.root + "/configs/spaces/" + job.op + ".toml";
+    if (!std::filesystem::exists(file)) {
+      spaces.emplace_back();
+      continue;
+    }
+    SearchSpace space = SearchSpace::load(file);
+    space.check(catalog.op(job.op, file), with_shape(facts, job.shape));
+    spaces.push_back(std::move(space));
+  }
+  if (!c.explain) {
+    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
+    db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
+    store = std::make_unique<SessionStore>(*db);
+    if (time) {
+      run_uuid = k3tune::new_uuid();
+      k3store::insert_run(*db, {run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0, 0,
+                                nlohmann::json{{"tuning", c.strategy}}.dump()});
+      objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid, target.config().timeout_s);
+    } else {
+      objective = std::make_unique<InstructionObjective>(
+          target.config().qemu, fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", target.config().vlen),
+          target.runner_path(), plugin);
+    }
+  }
+
+  std::vector<TableEntry> entries;
+  bool forced_emulated = c.force && (out.facts.emulated_target || out.facts.ime2_emulated);
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const Job& job = jobs[j];
+    TuneJobOutcome o;
+    o.op = job.op;
+    o.role = job.role;
+    o.shape = job.shape;
+    if (spaces[j].op().empty()) {
+      o.note = fmt::format("no search space for op {} (configs/spaces/{}.toml)", job.op, job.op);
+      out.jobs.push_back(std::move(o));
+      continue;
+    }
+    const SearchSpace& space = spaces[j];
+    o.space_file = space.file();
+    TuneRequest r;
+    r.space = &space;
+    r.catalog = &catalog;
+    r.shape = job.shape;
+    r.fixed = k3tune::parse_kv(c.params, "--params");
+    r.facts = with_shape(facts, job.shape);
+    r.flags = c.flags;
+    r.strategy = c.strategy;
+    r.options = c.options;
+    r.budget = c.budget;
+    r.progress = c.progress;
+    r.stop_after = c.stop_after;
+    // Emulated features: configurations using them are left out unless forced.
+    if (time && !c.force) {
+      for (const auto& cfg : space.enumerate(r.facts, r.flags))
+        if (!space.emulated_knobs(cfg, r.facts).empty()) o.excluded_emulated.push_back(config_key(cfg));
+    }
+    r.exclude.insert(o.excluded_emulated.begin(), o.excluded_emulated.end());
+    if (c.explain) {
+      space.enumerate(r.facts, r.flags, &o.result.counts);
+      out.jobs.push_back(std::move(o));
+      continue;
+    }
+    const nlohmann::json identity = {
+        {"op", job.op},          {"shape", job.shape},     {"fixed", r.fixed},
+        {"space", file_text(space.file())}, {"strategy", c.strategy}, {"options", options_json(c.options)},
+        {"budget", c.budget},    {"objective", c.objective}, {"flags", c.flags},
+        {"force", c.force},      {"build", build_hash},
+        {"target", {{"name", target.name()}, {"kind", target.config().kind}, {"vlen", target.config().vlen}}}};
+    o.session = k3tune::sha256_text(identity.dump()).substr(0, 32);
+    SessionRecord rec{o.session, c.command_line, target.name(), build_hash, run_uuid, job.op, job.shape.dump(), c.model,
+                      nlohmann::json{{"file", space.file()}}.dump(), c.strategy, c.options.seed, c.budget, c.objective, "running", ""};
+    const SessionRecord existing = store->open(rec);
+    o.resumed = existing.status == "finished" || !store->measurements(o.session).empty();
+    o.result = run_tuning(r, *objective, store.get(), o.session);
+    store->finish(o.session, o.result.to_json(), o.result.points_json(job.op));
+    entries.push_back({job.op, job.shape, o.session, nullptr, &space, objective->unit(),
+                       o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
+    out.jobs.push_back(std::move(o));
+  }
+  if (c.explain || db == nullptr) return out;
+  if (time) k3store::finish_run(*db, run_uuid, 0, 0, 0);
+  // The table: one entry per tuned job (results are in out.jobs, which no longer moves).
+  std::size_t e = 0;
+  for (auto& job : out.jobs) {
+    if (job.session.empty()) continue;
+    entries[e].result = &job.result;
+    // The path the runner took ("auto" resolves to the best layer of this target).
+    if (entries[e].path == "auto" && job.result.chosen != SIZE_MAX) {
+      auto s = db->prepare("SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
+                           " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
+      s.bind(1, job.session);
+      entries[e].path = s.step() ? s.text(0) : (out.facts.facts.at("ime2") != 0 ? "ime2" : "generic");
+    }
+    ++e;
+  }
+  if (entries.empty()) return out;
+  TableSource src{c.objective, !time, forced_emulated, run_uuid.empty() ? std::vector<std::string>{}
+                                                                         : std::vector<std::string>{run_uuid},
+                  c.command_line, target.name(), build_hash, target.name(), c.model};
+  out.table = make_table(out.facts, src, entries);
+  out.table_problems = validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json");
+  out.table_path = !c.out.empty() ? c.out
+                                  : fmt::format("{}/results/tables/{}-{}-{}.json", c.root, target.name(),
+                                                c.model.empty() ? out.jobs.front().op : c.model, timestamp());
+  std::filesystem::create_directories(std::filesystem::absolute(out.table_path).parent_path());
+  const std::string text = out.table.dump(2) + "\n";
+  {
+    std::ofstream f(out.table_path);
+    if (!(f << text)) throw UserError(fmt::format("{}: cannot write the table", out.table_path));
+  }
+  nlohmann::json sessions = nlohmann::json::array();
+  for (const auto& j : out.jobs)
+    if (!j.session.empty()) sessions.push_back(j.session);
+  store->add_table(k3tune::sha256_text(text), sessions, out.table_path, text);
+  return out;
+}
+
+}  // namespace k3tuner

@@ -1,0 +1,64 @@
+// `k3tune tune` as a library call: the jobs (op x shape, from a model's shape list or the command
+// line), each tuned in its own resumable session over its op's search space, and the table written
+// from the winners. Refusals happen before anything is measured: a time objective on an emulated
+// target (qemu) or on emulated features (TCM blocks that are ordinary memory) needs --force, and
+// the result is then labelled as such.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gates.h"
+#include "strategy.h"
+#include "target.h"
+#include "target_facts.h"
+#include "tuning.h"
+
+namespace k3tuner {
+
+struct TuneCommand {
+  std::string root;             // source tree: configs/spaces, configs/models, configs/schema
+  std::string db_path;
+  std::string model;            // tune the shapes of configs/models/<model>.toml ...
+  std::vector<std::string> ops;     // ... restricted to these ops; or with shapes: these ops
+  std::vector<std::string> shapes;  // explicit shapes k=v,...
+  std::string params;           // parameters held fixed, k=v,...
+  std::string strategy = "racing";
+  std::string objective = "time";  // time | instructions
+  StrategyOptions options;
+  int budget = 0;               // measurements per job (0: unlimited)
+  std::set<std::string> flags;  // "allow-hp"
+  bool force = false;           // time an emulated target / emulated features anyway
+  bool explain = false;         // sizes only, nothing measured
+  std::string out;              // table path (default results/tables/...)
+  std::string plugin;           // instructions: the qemu counting plugin
+  std::string command_line;
+  std::function<void(const std::string& line)> note;
+  std::function<void(int used, const std::string& what)> progress;
+  std::optional<int> stop_after;  // test hook (K3TUNE_TEST_TUNE_STOP_AFTER)
+};
+
+struct TuneJobOutcome {
+  std::string op, role, session, space_file, note;  // note: why the job was skipped
+  nlohmann::json shape;
+  TuneResult result;
+  bool resumed = false;
+  std::vector<std::string> excluded_emulated;  // configurations left out as emulated
+};
+
+struct TuneOutcome {
+  TargetFacts facts;
+  std::vector<TuneJobOutcome> jobs;
+  nlohmann::json table;  // null when nothing was tuned (or --explain)
+  std::string table_path;
+  std::vector<std::string> table_problems;  // schema validation (must be empty)
+};
+
+TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command);
+
+}  // namespace k3tuner

@@ -1,0 +1,198 @@
+#include "tuning.h"
+
+#include <cmath>
+
+#include <boost/math/distributions/students_t.hpp>
+#include <fmt/format.h>
+
+#include "param_spec.h"
+#include "user_error.h"
+
+namespace k3tuner {
+namespace {
+
+// 95% interval of exp(mean log ratio) from per-round pairs, or from two independent samples.
+void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e) {
+  std::vector<double> d;
+  for (std::size_t i = 0; i < chosen.rounds.size(); ++i)
+    for (std::size_t j = 0; j < def.rounds.size(); ++j)
+      if (chosen.rounds[i] == def.rounds[j]) d.push_back(std::log(def.values[j] / chosen.values[i]));
+  if (d.size() >= 2) {
+    const auto ci = k3stats::t_interval(d);
+    e.speedup = std::exp(ci.mean);
+    e.speedup_low = std::exp(ci.low);
+    e.speedup_high = std::exp(ci.high);
+    e.paired = true;
+    return;
+  }
+  e.speedup = e.default_mean / e.mean;
+  std::vector<double> la, lb;
+  for (double v : chosen.values) la.push_back(std::log(v));
+  for (double v : def.values) lb.push_back(std::log(v));
+  if (la.size() < 2 || lb.size() < 2) {
+    e.speedup_low = e.speedup_high = e.speedup;
+    return;
+  }
+  const double va = std::pow(k3stats::sample_stddev(la), 2) / double(la.size());
+  const double vb = std::pow(k3stats::sample_stddev(lb), 2) / double(lb.size());
+  const double se = std::sqrt(va + vb);
+  const double df = se == 0 ? 1 : (va + vb) * (va + vb) / (va * va / double(la.size() - 1) + vb * vb / double(lb.size() - 1));
+  const double t = se == 0 ? 0 : k3stats::t_critical(0.95, df);
+  const double m = k3stats::mean(lb) - k3stats::mean(la);
+  e.speedup = std::exp(m);
+  e.speedup_low = std::exp(m - t * se);
+  e.speedup_high = std::exp(m + t * se);
+}
+
+}  // namespace
+
+nlohmann::json Evidence::to_json() const {
+  return {{"mean_ns", mean},
+          {"ci95_ns", {ci_low, ci_high}},
+          {"processes", processes},
+          {"default_mean_ns", default_mean},
+          {"speedup", speedup},
+          {"speedup_ci95", {speedup_low, speedup_high}},
+          {"paired", paired}};
+}
+
+k3tune::CellSpec cell_of(const TuneRequest& r, const Config& config) {
+  const k3tune::OpSpec& op = r.catalog->op(r.space->op(), r.space->file());
+  std::map<std::string, std::string> params = r.fixed;
+  k3tune::CellSpec cell;
+  cell.op = op.name;
+  cell.shape = r.shape;
+  cell.settings = r.settings;
+  for (const auto& knob : r.space->knobs()) {
+    const std::string value = k3params::value_text(config.at(knob.name));
+    if (knob.measurement)
+      cell.settings.set(knob.name, value, r.space->file());
+    else
+      params[knob.name] = value;
+  }
+  cell.params = r.catalog->normalise(op, params, false, r.space->file());
+  return cell;
+}
+
+nlohmann::json TuneResult::points_json(const std::string& op) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const Candidate& c = candidates[i];
+    if (c.values.empty() && !c.rejected) continue;
+    nlohmann::json j = {{"point_key", c.key}, {"op", op}, {"shape", cells[i].shape}, {"config", c.config},
+                        {"status", c.rejected ? "rejected" : "measured"}, {"reason", c.reason},
+                        {"processes", c.measurements()}};
+    if (!c.values.empty()) {
+      const auto ci = k3stats::t_interval(c.values);
+      j["mean"] = ci.mean;
+      if (std::isfinite(ci.half_width)) {
+        j["ci_low"] = ci.low;
+        j["ci_high"] = ci.high;
+      }
+    }
+    out.push_back(j);
+  }
+  return out;
+}
+
+nlohmann::json TuneResult::to_json() const {
+  nlohmann::json j = {{"measurements", measurements},
+                      {"budget_exhausted", budget_exhausted},
+                      {"summary", summary},
+                      {"space", {{"product", counts.product}, {"distinct", counts.distinct}, {"valid", counts.valid},
+                                 {"excluded_by_flags", counts.excluded_by_flags}}}};
+  if (chosen != SIZE_MAX) {
+    j["chosen"] = candidates[chosen].config;
+    j["evidence"] = evidence.to_json();
+  }
+  if (defaults != SIZE_MAX) j["defaults"] = candidates[defaults].config;
+  int rejected = 0;
+  for (const auto& c : candidates) rejected += c.rejected;
+  j["rejected"] = rejected;
+  return j;
+}
+
+TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* store, const std::string& session_id) {
+  TuneResult res;
+  std::vector<Config> configs = r.space->enumerate(r.facts, r.flags, &res.counts);
+  std::erase_if(configs, [&](const Config& c) { return r.exclude.contains(config_key(c)); });
+  if (configs.empty()) throw k3tune::UserError(fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
+  const std::string default_key = config_key(r.space->defaults(r.facts));
+  for (const auto& c : configs) {
+    Candidate cand;
+    cand.config = c;
+    cand.key = config_key(c);
+    if (cand.key == default_key) res.defaults = res.candidates.size();
+    res.candidates.push_back(std::move(cand));
+    res.cells.push_back(cell_of(r, c));
+  }
+  // Stored measurements of this session, by (configuration, attempt): replayed in order.
+  std::map<std::pair<std::string, int>, StoredMeasurement> stored;
+  if (store != nullptr)
+    for (auto& m : store->measurements(session_id)) stored[{m.point_key, m.measurement}] = m;
+  std::map<std::size_t, int> attempts;
+
+  StrategyOptions options = r.options;
+  options.deterministic = objective.deterministic();
+  auto strategy = make_strategy(r.strategy, *r.space, options);
+  for (int round = 0;; ++round) {
+    const auto batch = strategy->next_round(res.candidates);
+    if (batch.empty()) break;
+    for (std::size_t i : batch) {
+      Candidate& cand = res.candidates[i];
+      for (bool retried = false;;) {
+        if (r.budget > 0 && res.measurements >= r.budget) {
+          res.budget_exhausted = true;
+          break;
+        }
+        const int attempt = attempts[i]++;
+        StoredMeasurement m;
+        if (auto it = stored.find({cand.key, attempt}); it != stored.end()) {
+          m = it->second;
+        } else {
+          if (r.stop_after && res.new_measurements >= *r.stop_after)
+            throw TuningInterrupted(fmt::format("stopped after {} new measurements", res.new_measurements));
+          if (r.progress) r.progress(res.measurements, cand.key);
+          const Measurement got = objective.measure(res.cells[i], attempt, round);
+          m = {cand.key, attempt, round, got.value, got.disturbed, got.rejected, got.reason, got.cell_key};
+          if (store != nullptr) store->add(session_id, m);
+          ++res.new_measurements;
+        }
+        ++res.measurements;
+        if (m.rejected) {
+          cand.rejected = true;
+          cand.reason = m.reason;
+          break;
+        }
+        if (m.disturbed && !retried) {
+          retried = true;
+          continue;
+        }
+        cand.values.push_back(m.value);
+        cand.rounds.push_back(round);
+        break;
+      }
+      if (res.budget_exhausted) break;
+    }
+    if (res.budget_exhausted) break;
+  }
+  res.summary = strategy->summary();
+  res.chosen = strategy->choose(res.candidates);
+  if (res.chosen != SIZE_MAX) {
+    const Candidate& c = res.candidates[res.chosen];
+    const auto ci = k3stats::t_interval(c.values);
+    res.evidence.mean = ci.mean;
+    res.evidence.ci_low = std::isfinite(ci.half_width) ? ci.low : ci.mean;
+    res.evidence.ci_high = std::isfinite(ci.half_width) ? ci.high : ci.mean;
+    res.evidence.processes = c.measurements();
+    if (res.defaults != SIZE_MAX && !res.candidates[res.defaults].values.empty()) {
+      res.evidence.default_mean = res.candidates[res.defaults].mean();
+      speedup_interval(c, res.candidates[res.defaults], res.evidence);
+    } else {
+      res.evidence.default_mean = ci.mean;
+    }
+  }
+  return res;
+}
+
+}  // namespace k3tuner

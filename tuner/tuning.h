@@ -1,0 +1,78 @@
+// One tuning: a search space on one op and shape, a strategy, an objective and a budget of
+// measurements. Every measurement is stored as it is taken (SessionStore); asking again for the
+// same session replays the stored measurements -- the strategy makes the same decisions on the
+// same numbers -- and measures only what is missing. A disturbed process is kept and measured
+// once more in its place; a rejected configuration (accuracy, unsupported) is never chosen.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "catalog.h"
+#include "grid.h"
+#include "objective.h"
+#include "session_store.h"
+#include "space.h"
+#include "strategy.h"
+
+namespace k3tuner {
+
+struct TuneRequest {
+  const SearchSpace* space = nullptr;
+  const k3tune::Catalog* catalog = nullptr;
+  nlohmann::json shape;                          // normalised shape of the op
+  std::map<std::string, std::string> fixed;      // parameters held for every configuration
+  k3tune::MeasureSettings settings;              // how each process measures
+  Variables facts;                               // target and shape facts for the space
+  std::set<std::string> flags;                   // e.g. "allow-hp"
+  std::set<std::string> exclude;                 // configurations (config_key) left out, e.g. emulated
+  std::string strategy = "racing";
+  StrategyOptions options;
+  int budget = 0;                                // measurements allowed (0: unlimited)
+  std::function<void(int used, const std::string& what)> progress;
+  std::optional<int> stop_after;                 // test hook: interrupt after this many new measurements
+};
+
+struct Evidence {
+  double mean = 0, ci_low = 0, ci_high = 0;  // of the chosen configuration
+  int processes = 0;
+  double default_mean = 0;
+  double speedup = 1, speedup_low = 1, speedup_high = 1;  // default mean / chosen mean, 95% CI
+  bool paired = false;                                    // the CI is from per-round ratios
+  nlohmann::json to_json() const;
+};
+
+struct TuneResult {
+  std::vector<Candidate> candidates;
+  std::vector<k3tune::CellSpec> cells;  // per candidate
+  SpaceCounts counts;
+  std::size_t chosen = SIZE_MAX, defaults = SIZE_MAX;
+  int measurements = 0;      // taken in all (stored or new; disturbed and rejected included)
+  int new_measurements = 0;  // taken in this call
+  bool budget_exhausted = false;
+  std::string summary;
+  Evidence evidence;
+  nlohmann::json points_json(const std::string& op) const;  // for SessionStore::finish
+  nlohmann::json to_json() const;                           // the session's result
+};
+
+// Thrown by the test hook: the tuning stopped on purpose after `stop_after` new measurements.
+struct TuningInterrupted : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+TuneResult run_tuning(const TuneRequest& request, Objective& objective, SessionStore* store,
+                      const std::string& session_id);
+
+// The configuration's cell: fixed parameters, the knob values (op parameters) and the settings
+// (with measurement knobs applied), normalised against the runner's catalog.
+k3tune::CellSpec cell_of(const TuneRequest& request, const Config& config);
+
+}  // namespace k3tuner
