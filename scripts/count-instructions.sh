@@ -13,16 +13,7 @@ vlen=${1:-1024}
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/build-riscv-deps.sh"
 
-third="$root/build/third_party"
-plugin="$third/qemu-plugin/libinsn_count.so"
-if [ ! -f "$plugin" ]; then
-  mkdir -p "$third/src/qemu" "$third/qemu-plugin"
-  (cd "$third/src/qemu" && { ls qemu_*.orig.tar.* >/dev/null 2>&1 || apt-get source --download-only qemu >/dev/null 2>&1; })
-  tar -xf "$third"/src/qemu/qemu_*.orig.tar.* -C "$third/src/qemu" --wildcards '*/include/qemu/qemu-plugin.h'
-  header=$(find "$third/src/qemu" -path '*/include/qemu/qemu-plugin.h' | head -n 1)
-  gcc -O2 -shared -fPIC -I"$(dirname "$(dirname "$header")")" \
-    "$root/scripts/qemu-insn-count/insn_count.c" -o "$plugin"
-fi
+plugin=$(bash "$root/scripts/build-qemu-plugin.sh")
 
 if [ -n "${K3_COUNT_K3BENCH:-}" ]; then
   k3bench=$K3_COUNT_K3BENCH

@@ -12,6 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 bash "$root/scripts/setup.sh"
 bash "$root/scripts/build-riscv-deps.sh"
+bash "$root/scripts/build-qemu-plugin.sh" >/dev/null  # the tuner's instruction-count objective
 jobs=$(nproc)
 # Every phase prints its wall time when the next one starts (and the total at the end), so CI logs
 # show where the budget goes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <limits>
 #include <map>
 #include <iterator>
@@ -217,37 +218,18 @@ class Coordinate final : public Strategy {
     if (current_ == SIZE_MAX) current_ = 0;  // the defaults (enumerated first when valid)
     if (descended_) return finals_round(c);
     for (;;) {
-      if (line_.empty()) {
-        if (knob_ == knobs_.size()) {
-          if (!changed_ || sweep_ + 1 >= o_.max_sweeps) {
-            descended_ = true;
-            return finals_round(c);
-          }
-          ++sweep_;
-          knob_ = 0;
-          changed_ = false;
-        }
-        line_ = line_through(c, knobs_[knob_]);
-      }
+      if (line_.empty() && !start_line(c)) return finals_round(c);
       auto r = line_round(c);
       if (!r.empty()) return r;
-      const std::size_t winner = best_by_mean(c, line_alive_);
-      if (winner != SIZE_MAX && winner != current_) {
-        current_ = winner;
-        changed_ = true;
-      }
-      visited_.insert(line_.begin(), line_.end());
-      line_.clear();
-      line_alive_.clear();
-      ++knob_;
+      finish_line(c);
     }
   }
   std::size_t choose(const std::vector<Candidate>& c) const override {
     return best_by_mean(c, finalists_.empty() ? std::vector<std::size_t>(visited_.begin(), visited_.end()) : finalists_);
   }
   std::string summary() const override {
-    return fmt::format("{} sweeps over {} knobs, {} candidates visited, {} finalists", sweep_ + 1, knobs_.size(),
-                       visited_.size(), finalists_.size());
+    return fmt::format("{} sweeps over {} knobs, {} branches into knobs a value opens, {} candidates visited, {} "
+                       "finalists", sweep_ + 1, knobs_.size(), branch_count_, visited_.size(), finalists_.size());
   }
 
  private:
@@ -270,14 +252,85 @@ class Coordinate final : public Strategy {
     return r;
   }
 
-  std::vector<std::size_t> line_through(const std::vector<Candidate>& c, const std::string& knob) const {
+  // Picks the next line: a pending branch's, else the main descent's next knob (a new sweep after
+  // the last). False when the descent is over.
+  bool start_line(const std::vector<Candidate>& c) {
+    for (;;) {
+      if (!branches_.empty()) {
+        Branch& b = branches_.front();
+        if (b.next < b.knobs.size()) {
+          line_anchor_ = b.best;
+          line_ = line_through(c, b.best, b.knobs[b.next]);
+          return true;
+        }
+        if (c[b.best].mean() < c[line_winner_].mean()) line_winner_ = b.best;
+        branches_.pop_front();
+        continue;
+      }
+      if (line_winner_ != SIZE_MAX) {  // the main line and its branches are done
+        if (line_winner_ != current_) {
+          current_ = line_winner_;
+          changed_ = true;
+        }
+        line_winner_ = SIZE_MAX;
+        ++knob_;
+      }
+      if (knob_ == knobs_.size()) {
+        if (!changed_ || sweep_ + 1 >= o_.max_sweeps) {
+          descended_ = true;
+          return false;
+        }
+        ++sweep_;
+        knob_ = 0;
+        changed_ = false;
+      }
+      line_anchor_ = current_;
+      line_ = line_through(c, current_, knobs_[knob_]);
+      return true;
+    }
+  }
+
+  // A main line's values can switch other knobs on (tcm = on opens slab_rows and pairing); such a
+  // value is judged at the defaults of the knobs it opens, where it may lose to a point it would
+  // beat once they are tuned. So each line value that opens knobs the winner lacks gets a branch:
+  // lines over the opened knobs from that value, and the branch's best competes with the winner.
+  void finish_line(const std::vector<Candidate>& c) {
+    const std::size_t winner = best_by_mean(c, line_alive_);
+    for (std::size_t i : line_)
+      if (!c[i].values.empty() || c[i].rejected) visited_.insert(i);
+    if (!branches_.empty()) {
+      Branch& b = branches_.front();
+      if (winner != SIZE_MAX) b.best = winner;
+      ++b.next;
+    } else {
+      line_winner_ = winner != SIZE_MAX ? winner : current_;
+      for (std::size_t x : line_alive_) {
+        if (x == line_winner_ || c[x].values.empty()) continue;
+        Branch b{x, {}, 0};
+        for (const auto& k : knobs_)
+          if (line_through(c, x, k).size() > 1 && line_through(c, line_winner_, k).size() == 1) b.knobs.push_back(k);
+        if (!b.knobs.empty()) {
+          branches_.push_back(std::move(b));
+          ++branch_count_;
+        }
+      }
+    }
+    line_.clear();
+    line_alive_.clear();
+  }
+
+  std::vector<std::size_t> line_through(const std::vector<Candidate>& c, std::size_t anchor, const std::string& knob) const {
     std::vector<std::size_t> line;
     for (std::size_t i = 0; i < c.size(); ++i) {
       bool same = true;
-      for (const auto& [k, v] : c[current_].config.items())
+      for (const auto& [k, v] : c[anchor].config.items())
         if (k != knob && c[i].config.at(k) != v) same = false;
       if (same) line.push_back(i);
     }
+    // In the knob's order (numbers ascending), not enumeration order, which puts the defaults first:
+    // the hill climb's neighbours are the next values.
+    std::stable_sort(line.begin(), line.end(),
+                     [&](std::size_t a, std::size_t b) { return c[a].config.at(knob) < c[b].config.at(knob); });
     return line;
   }
 
@@ -292,6 +345,7 @@ class Coordinate final : public Strategy {
       for (std::size_t i : line_) line_start_[i] = c[i].measurements();
     }
     std::erase_if(line_alive_, [&](std::size_t i) { return c[i].rejected; });
+    if (o_.deterministic) return climb_round(c);
     std::vector<std::size_t> r;
     for (std::size_t i : line_alive_) {
       const int want = o_.deterministic ? 1 : line_start_[i] + o_.processes;
@@ -300,9 +354,36 @@ class Coordinate final : public Strategy {
     return r;
   }
 
+  // An exact objective walks the line instead of measuring all of it: from the best point measured
+  // so far, its unmeasured neighbours in the knob's value order, until both neighbours are worse
+  // (a discrete hill climb; values are listed in order in the space file). Noisy objectives cannot
+  // afford it: one unlucky neighbour would stop the walk.
+  std::vector<std::size_t> climb_round(const std::vector<Candidate>& c) const {
+    std::size_t best = best_by_mean(c, line_alive_);
+    if (best == SIZE_MAX) {  // nothing measured yet: the line's point on the descent first
+      if (std::find(line_alive_.begin(), line_alive_.end(), line_anchor_) != line_alive_.end()) return {line_anchor_};
+      return line_alive_.empty() ? std::vector<std::size_t>{} : std::vector<std::size_t>{line_alive_.front()};
+    }
+    const auto at = std::find(line_alive_.begin(), line_alive_.end(), best);
+    std::vector<std::size_t> r;
+    if (at != line_alive_.begin() && c[*(at - 1)].values.empty()) r.push_back(*(at - 1));
+    if (at + 1 != line_alive_.end() && c[*(at + 1)].values.empty()) r.push_back(*(at + 1));
+    return r;
+  }
+
+  struct Branch {
+    std::size_t best;                // the branch's best so far (its opening value at first)
+    std::vector<std::string> knobs;  // the knobs it opens, one line each
+    std::size_t next;
+  };
+
   StrategyOptions o_;
   std::vector<std::string> knobs_;
   std::size_t knob_ = 0, current_ = SIZE_MAX;
+  std::size_t line_winner_ = SIZE_MAX;
+  std::size_t line_anchor_ = SIZE_MAX;  // the point the line passes through  // the main line's winner while its branches run
+  std::deque<Branch> branches_;
+  int branch_count_ = 0;
   int sweep_ = 0;
   bool changed_ = false, descended_ = false;
   std::map<std::size_t, int> line_start_;  // measurements each line candidate had when the line began

@@ -61,7 +61,9 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src, con
     std::string path = e.path;
     for (const auto& knob : e.space->knobs()) {
       if (knob.name == "path") {
-        path = chosen.config.at("path").get<std::string>();
+        // "auto" names no layer: the class keeps the layer the runner resolved it to.
+        const auto chosen_path = chosen.config.at("path").get<std::string>();
+        if (chosen_path != "auto") path = chosen_path;
       } else if (!knob.measurement) {
         params[knob.name] = chosen.config.at(knob.name);
       }
@@ -125,6 +127,9 @@ std::vector<std::string> validate_table(const nlohmann::json& table, const std::
     while (results.popError(e)) {
       std::string where;
       for (const auto& part : e.context) where += part;
+      // valijson reports each failure again at every enclosing level ("Failed to validate against
+      // schema associated with property name 'k'"); only the innermost message says what is wrong.
+      if (e.description.rfind("Failed to validate", 0) == 0) continue;
       const std::string line = fmt::format("{}: {}", where, e.description);
       if (seen.insert(line).second) problems.push_back(line);
     }

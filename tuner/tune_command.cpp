@@ -112,7 +112,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   std::string run_uuid;
   std::vector<SearchSpace> spaces;
   for (const auto& job : jobs) {
-    const std::string file = c.root + "/configs/spaces/" + job.op + ".toml";
+    const std::string file = (c.spaces_dir.empty() ? c.root + "/configs/spaces" : c.spaces_dir) + "/" + job.op + ".toml";
     if (!std::filesystem::exists(file)) {
       spaces.emplace_back();
       continue;
@@ -147,7 +147,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     o.role = job.role;
     o.shape = job.shape;
     if (spaces[j].op().empty()) {
-      o.note = fmt::format("no search space for op {} (configs/spaces/{}.toml)", job.op, job.op);
+      o.note = fmt::format("no search space for op {} ({}/{}.toml)", job.op,
+                           c.spaces_dir.empty() ? "configs/spaces" : c.spaces_dir, job.op);
       out.jobs.push_back(std::move(o));
       continue;
     }
@@ -158,6 +159,11 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     r.catalog = &catalog;
     r.shape = job.shape;
     r.fixed = k3tune::parse_kv(c.params, "--params");
+    // Weight copies rotate past the last-level cache, which qemu does not model; counted, their set-up
+    // is most of a process's instructions and one call's count is what is asked for.
+    if (!time && r.fixed.count("copies") == 0 && catalog.op(job.op, "--op").param("copies") != nullptr)
+      r.fixed["copies"] = "1";
+    r.settings = c.settings;
     r.facts = with_shape(facts, job.shape);
     r.flags = c.flags;
     r.strategy = c.strategy;
@@ -180,7 +186,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
         {"op", job.op},          {"shape", job.shape},     {"fixed", r.fixed},
         {"space", file_text(space.file())}, {"strategy", c.strategy}, {"options", options_json(c.options)},
         {"budget", c.budget},    {"objective", c.objective}, {"flags", c.flags},
-        {"force", c.force},      {"build", build_hash},
+        {"force", c.force},      {"build", build_hash}, {"settings", c.settings.to_json()},
         {"target", {{"name", target.name()}, {"kind", target.config().kind}, {"vlen", target.config().vlen}}}};
     o.session = k3tune::sha256_text(identity.dump()).substr(0, 32);
     SessionRecord rec{o.session, c.command_line, target.name(), build_hash, run_uuid, job.op, job.shape.dump(), c.model,
@@ -215,6 +221,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
                   c.command_line, target.name(), build_hash, target.name(), c.model};
   out.table = make_table(out.facts, src, entries);
   out.table_problems = validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json");
+  // A table the kernels would refuse is never written; the sessions stay stored, so a re-run after
+  // the fix measures nothing again.
+  if (!out.table_problems.empty()) return out;
   out.table_path = !c.out.empty() ? c.out
                                   : fmt::format("{}/results/tables/{}-{}-{}.json", c.root, target.name(),
                                                 c.model.empty() ? out.jobs.front().op : c.model, timestamp());

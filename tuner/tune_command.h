@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gates.h"
+#include "measure_settings.h"
 #include "strategy.h"
 #include "target.h"
 #include "target_facts.h"
@@ -28,6 +29,8 @@ struct TuneCommand {
   std::vector<std::string> ops;     // ... restricted to these ops; or with shapes: these ops
   std::vector<std::string> shapes;  // explicit shapes k=v,...
   std::string params;           // parameters held fixed, k=v,...
+  std::string spaces_dir;       // search spaces, <op>.toml (default <root>/configs/spaces)
+  k3tune::MeasureSettings settings;  // how each time-objective process measures (reps, min time)
   std::string strategy = "racing";
   std::string objective = "time";  // time | instructions
   StrategyOptions options;

@@ -34,7 +34,7 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
     } else if (problems.empty()) {
       fmt::print("{}: valid ({} entries)\n", *vfile, t["entries"].size());
     } else {
-      for (const auto& p : problems) fmt::print("{}: {}\n", *vfile, p);
+      for (const auto& p : problems) fmt::print(stderr, "{}: {}\n", *vfile, p);
     }
     if (!problems.empty()) exit_code() = kProblems;
   });

@@ -86,6 +86,9 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--budget", c.budget, "measurements per shape at most (0: the strategy decides)")
       ->capture_default_str();
   cmd->add_option("--seed", c.options.seed, "seed of the random strategies")->capture_default_str();
+  cmd->add_option("--spaces", c.spaces_dir, "directory of search spaces <op>.toml (default configs/spaces)");
+  cmd->add_option("-R,--reps", c.settings.repetitions, "time: repetitions per process")->capture_default_str();
+  cmd->add_option("--min-time", c.settings.min_time_s, "time: seconds per repetition at least")->capture_default_str();
   cmd->add_option("--processes", c.options.processes, "processes per configuration (exhaustive, random, coordinate)")
       ->capture_default_str();
   cmd->add_option("--min-rounds", c.options.min_rounds, "racing: rounds before the first elimination")
@@ -131,7 +134,7 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
       if (!out.table_path.empty()) fmt::print("table {} ({} entries)\n", out.table_path, out.table["entries"].size());
     }
     if (!out.table_problems.empty()) {
-      for (const auto& p : out.table_problems) std::cerr << "k3tune: table invalid: " << p << "\n";
+      for (const auto& p : out.table_problems) std::cerr << "k3tune: table invalid (not written): " << p << "\n";
       exit_code() = kProblems;
     }
   });

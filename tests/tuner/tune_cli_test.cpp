@@ -1,0 +1,210 @@
+// `k3tune tune` end to end: the real k3tune binary tunes with real k3bench processes (on the host,
+// and under qemu-user with the instruction-count plugin), writes tables that are then validated
+// by `k3tune table validate` against the published JSON Schema, and resumes without re-measuring.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Cmd {
+  int code;
+  std::string out, err;
+};
+
+class TuneCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("k3tune_tune_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "spaces");
+    std::ofstream(dir_ / "targets.toml") << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
+                                            "\"\ntimeout_s = 120\n"
+                                         << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
+                                         << "\"\ntimeout_s = 600\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string rvv_runner() { return K3TUNE_ROOT "/build/rvv/harness/runner/k3bench"; }
+  std::string db() const { return (dir_ / "results.db").string(); }
+  std::string spaces() const { return (dir_ / "spaces").string(); }
+  void write_space(const std::string& text, const std::string& op = "linear_decode") const {
+    std::ofstream(dir_ / "spaces" / (op + ".toml")) << text;
+  }
+
+  Cmd k3tune(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets",
+                                     (dir_ / "targets.toml").string(), "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
+    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  }
+  std::int64_t count(const std::string& sql) const {
+    return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
+  }
+  static nlohmann::json read_json(const fs::path& p) {
+    std::ifstream f(p);
+    return nlohmann::json::parse(f);
+  }
+  fs::path dir_;
+};
+
+// Two tile widths x two worker counts on the host.
+constexpr const char* kSmallSpace = R"(
+[space]
+op = "linear_decode"
+description = "test: tile width and workers"
+meaningful_on = ["local"]
+[knobs.workers]
+range = [1, "cpus"]
+default = "cpus"
+[knobs.tile_n]
+values = [32, 64]
+default = 64
+[constraints]
+rules = ["tile_n <= n"]
+)";
+
+TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
+  write_space(kSmallSpace);
+  const std::string table = (dir_ / "local.json").string();
+  const std::vector<std::string> tune = {"--json", "tune", "--spaces", spaces(), "--op", "linear_decode", "--shape",
+                                         "k=128,n=64", "--params", "copies=1", "--strategy", "exhaustive",
+                                         "--processes", "2", "-R", "2", "--min-time", "0.002", "--out", table};
+  const auto first = k3tune(tune);
+  ASSERT_EQ(first.code, 0) << first.err;
+  const auto out = nlohmann::json::parse(first.out);
+  const auto& job = out["jobs"].at(0);
+  EXPECT_EQ(job["result"]["space"]["valid"], 4);
+  EXPECT_EQ(job["result"]["measurements"], 4 * 2);
+  EXPECT_EQ(job["measurements_new"], 4 * 2);
+  EXPECT_TRUE(out["table_problems"].empty());
+  // Every measurement is a real process in the database, and the session's points are stored.
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE status = 'ok'"), 8);
+  EXPECT_EQ(count("SELECT count(*) FROM tuning_measurements"), 8);
+  EXPECT_EQ(count("SELECT count(*) FROM tuning_sessions WHERE status = 'finished'"), 1);
+
+  const auto t = read_json(table);
+  ASSERT_EQ(t["entries"].size(), 1u);
+  const auto& e = t["entries"][0];
+  EXPECT_EQ(e["op"], "linear_decode");
+  EXPECT_EQ(e["class"]["k"], 128);
+  EXPECT_EQ(e["class"]["n"], 64);
+  EXPECT_NE(e["class"]["path"], "auto");  // the layer the runner resolved, never "auto"
+  EXPECT_EQ(e["params"]["tile_n"], job["result"]["chosen"]["tile_n"]);
+  EXPECT_EQ(e["evidence"]["processes"], 2);
+  EXPECT_GT(e["evidence"]["mean"].get<double>(), 0);
+  const auto validate = k3tune({"table", "validate", table});
+  EXPECT_EQ(validate.code, 0) << validate.err;
+
+  // The same command again: the session resumes and nothing is measured.
+  const auto again = k3tune(tune);
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto job2 = nlohmann::json::parse(again.out)["jobs"].at(0);
+  EXPECT_TRUE(job2["resumed"].get<bool>());
+  EXPECT_EQ(job2["measurements_new"], 0);
+  EXPECT_EQ(job2["result"]["chosen"], job["result"]["chosen"]);
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), 8);
+
+  // A damaged table is refused with the field named.
+  auto damaged = t;
+  damaged["entries"][0]["evidence"].erase("mean");
+  damaged["entries"][0]["class"]["k"] = 100;  // not a multiple of the 64-wide quantisation block
+  std::ofstream(dir_ / "damaged.json") << damaged.dump(2);
+  const auto bad = k3tune({"table", "validate", (dir_ / "damaged.json").string()});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("[entries][0][class][k]: Value should be a multiple of 64"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("[entries][0][evidence]: Missing required property 'mean'"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 2) << bad.err;
+}
+
+TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
+  write_space(kSmallSpace);
+  const std::vector<std::string> tune = {"tune", "--spaces", spaces(), "--op", "linear_decode", "--shape",
+                                         "k=128,n=64", "--params", "copies=1", "--strategy", "exhaustive",
+                                         "--processes", "1", "-R", "1", "--min-time", "0.002",
+                                         "--out", (dir_ / "t.json").string()};
+  ASSERT_EQ(k3tune(tune).code, 0);
+  const auto processes = count("SELECT count(*) FROM processes");
+  // A knob the runner does not have.
+  std::string text = kSmallSpace;
+  text += "[knobs.tile_m]\nvalues = [1, 2]\ndefault = 1\n";
+  write_space(text);
+  fs::remove(dir_ / "t.json");
+  const auto r = k3tune(tune);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("linear_decode.toml"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("tile_m"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), processes);
+  EXPECT_FALSE(fs::exists(dir_ / "t.json"));
+  // Timing under qemu is refused: its wall time says nothing about a board.
+  const auto q = k3tune({"tune", "--target", "qemu", "--spaces", spaces(), "--op", "linear_decode", "--shape",
+                         "k=128,n=64"});
+  EXPECT_EQ(q.code, 2);
+  EXPECT_NE(q.err.find("--objective instructions"), std::string::npos) << q.err;
+}
+
+// Under qemu-user the objective is the instruction count of one call (a deterministic proxy: the
+// timed calls' counts are exact; a few hundred instructions of timer reads per process are not,
+// which the difference of nine calls and one dilutes to < 0.01%). Attention prefill's query tile x
+// key block: 12 x 9 = 108 configurations whose counts differ by up to a third. Coordinate descent
+// (a hill climb along each line, exact objectives need nothing more) must land within 2% of the
+// exhaustive best using at most a quarter of its measurements.
+constexpr const char* kQemuSpace = R"(
+[space]
+op = "attn_prefill"
+description = "test: query tile and key block, one worker"
+meaningful_on = ["qemu"]
+[knobs.q_tile]
+values = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
+default = 16
+[knobs.kv_block]
+values = [8, 16, 24, 32, 48, 64, 96, 128, 256]
+default = 64
+[constraints]
+rules = ["q_tile <= seq"]
+)";
+
+TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarterOfItsMeasurements) {
+  ASSERT_TRUE(fs::exists(rvv_runner())) << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
+  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+      << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
+  write_space(kQemuSpace, "attn_prefill");
+  auto tune = [&](const std::string& strategy) {
+    const std::string table = (dir_ / (strategy + ".json")).string();
+    const auto r = k3tune({"--json", "tune", "--target", "qemu", "--spaces", spaces(), "--op", "attn_prefill",
+                           "--shape", "seq=64,head_dim=64,q_heads=2,kv_heads=1", "--params", "workers=1",
+                           "--objective", "instructions", "--strategy", strategy, "--out", table});
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(k3tune({"table", "validate", table}).code, 0) << strategy;
+    EXPECT_EQ(read_json(table)["source"]["objective"], "instructions");
+    return nlohmann::json::parse(r.out)["jobs"].at(0)["result"];
+  };
+  const auto exhaustive = tune("exhaustive");
+  const auto coordinate = tune("coordinate");
+  ASSERT_EQ(exhaustive["space"]["valid"], 108);
+  EXPECT_EQ(exhaustive["measurements"], 108);
+  EXPECT_EQ(exhaustive["rejected"], 0);
+  const double best = exhaustive["evidence"]["mean_ns"].get<double>();
+  const double found = coordinate["evidence"]["mean_ns"].get<double>();
+  EXPECT_GT(best, 1e5);  // a real per-call count, not the difference of two noisy totals
+  // The space is not flat: within 2% must mean something.
+  const auto worst = count("SELECT max(value) FROM tuning_measurements m JOIN tuning_sessions s USING(session_id) "
+                           "WHERE s.strategy = 'exhaustive'");
+  EXPECT_GT(double(worst), best * 1.2);
+  EXPECT_LE(found, best * 1.02) << coordinate["chosen"] << " vs " << exhaustive["chosen"];
+  EXPECT_LE(coordinate["measurements"].get<int>() * 4, exhaustive["measurements"].get<int>())
+      << coordinate["summary"];
+}
+
+}  // namespace
