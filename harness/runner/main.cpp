@@ -21,6 +21,7 @@
 #include "measure.h"
 #include "op_case.h"
 #include "report.h"
+#include "tuning_params.h"
 #include "placement.h"
 #include "run_settings.h"
 #include "selftest.h"
@@ -45,7 +46,7 @@ struct Options {
   bool list_ops = false;
   bool json = false;
   bool no_header = false;
-  std::string op, shape, params, check = "sample", dump_dir, path = "auto", selftest;
+  std::string op, shape, params, check = "sample", dump_dir, path = "auto", selftest, table;
   MeasureOptions measure;
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
@@ -104,9 +105,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
   } catch (const std::invalid_argument& e) {
     throw UnsupportedShape(std::string("--path: ") + e.what());
   }
+  auto given = parse_kv_list(o.params, "--params");
+  const nlohmann::json tuning = apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
   CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
-                KeyValues(op->params, parse_kv_list(o.params, "--params"), "--params", false), o.seed,
-                decision.path};
+                KeyValues(op->params, given, "--params", false), o.seed, decision.path};
   const long long need = op->footprint(in.shape, in.params);
   const long long avail = available_memory_bytes();
   if (avail > 0 && need > avail * 8 / 10) {
@@ -130,6 +132,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
   r.emulated = decision.emulated;
   r.shape = in.shape.to_json();
   r.params = c->params_used();
+  r.tuning = tuning;
   r.path = c->path();
   r.seed = o.seed;
   r.traffic = c->traffic();
@@ -193,6 +196,9 @@ int main(int argc, char** argv) {
   app.add_option("--op", o.op, "op name (see --list-ops)");
   app.add_option("--shape", o.shape, "shape keys, k=v,k=v");
   app.add_option("--params", o.params, "tunable parameters, k=v,k=v (defaults from --list-ops)");
+  app.add_option("--table", o.table,
+                 "tuning table (k3tune tune): parameters not given in --params come from its entry for this op, "
+                 "path and shape (K3_TUNING_TABLE in the environment does the same)");
   app.add_option("--reps", o.measure.repetitions, "measured repetitions")->check(CLI::Range(1, 100000));
   app.add_option("--warmup", o.measure.warmup, "untimed calls before measuring")->check(CLI::Range(0, 100000));
   app.add_option("--min-time", o.measure.min_time_s, "seconds per repetition (when --iterations is 0)")

@@ -39,6 +39,7 @@ nlohmann::json result_json(const Result& r) {
   j["params"] = r.params;
   j["path"] = r.path;
   j["dispatch"] = r.dispatch;
+  if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   j["seed"] = r.seed;
   j["traffic"] = {{"weight_bytes", r.traffic.weight_bytes},
                   {"activation_bytes", r.traffic.activation_bytes},

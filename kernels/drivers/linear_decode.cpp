@@ -25,7 +25,7 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
   const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
   const float sa = a.scale[0];
 
-  pool.parallel_for(col_tiles, [&](std::int64_t task, int) {
+  pool.parallel_for_on(tiling.max_workers, col_tiles, [&](std::int64_t task, int) {
     const std::int64_t col0 = task * tiling.tile_n;
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
     alignas(64) float acc[kW4RowTile];

@@ -27,7 +27,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   const std::int64_t groups = (m + group_rows - 1) / group_rows;
   const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
 
-  pool.parallel_for(groups * col_tiles, [&](std::int64_t task, int) {
+  pool.parallel_for_on(tiling.max_workers, groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
     const std::int64_t col0 = (task / groups) * tiling.tile_n;
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);

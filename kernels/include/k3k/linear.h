@@ -41,6 +41,8 @@ struct LinearEpilogue {
 struct LinearTiling {
   int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid
                     // recomputing row tiles
+  int max_workers = 0;  // workers of the caller's pool that take tasks (0: all); the results do
+                        // not depend on it
 };
 
 // How the decode accumulates a 64-block. kInt32 (the default, every layer): exact int32 dot

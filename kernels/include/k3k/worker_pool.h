@@ -66,6 +66,20 @@ class WorkerPool {
     run(tasks, Mode::kTasks, trampoline<Fn>(), const_cast<void*>(static_cast<const void*>(&fn)));
   }
 
+  // parallel_for on workers 0..workers-1 only (0, or >= size(): all of them). Each of them takes
+  // tasks from a shared counter, so which worker ran a task changes, never what a task computes.
+  template <typename Fn>
+  void parallel_for_on(int workers, std::int64_t tasks, Fn&& fn) {
+    if (workers <= 0 || workers >= size()) return parallel_for(tasks, fn);
+    if (tasks <= 0) return;
+    std::atomic<std::int64_t> next{0};
+    run_each(workers, [&](int worker) {
+      for (std::int64_t t = next.fetch_add(1, std::memory_order_relaxed); t < tasks;
+           t = next.fetch_add(1, std::memory_order_relaxed))
+        fn(t, worker);
+    });
+  }
+
   // Runs fn(worker) exactly once on each of workers 0..count-1, all at the same time (each on its
   // own thread), and returns when all have finished. For cooperative kernels whose workers wait
   // for each other (pipelines with pair barriers): with parallel_for one thread could take two

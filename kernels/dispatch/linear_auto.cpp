@@ -1,0 +1,127 @@
+// The "auto" Linear entry points (k3k/linear_auto.h): table lookups happen at pack time, once per
+// shape; a call reads what was decided.
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "k3k/dispatch.h"
+#include "k3k/linear_auto.h"
+#ifdef K3_HAVE_IME2
+#include "k3k/ime2.h"
+#endif
+
+namespace k3k {
+namespace {
+
+constexpr std::size_t kPrefillBuckets = 21;
+
+std::int64_t as_int(const TuningValue& v) { return std::get<std::int64_t>(v); }
+const std::string& as_word(const TuningValue& v) { return std::get<std::string>(v); }
+
+}  // namespace
+
+LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, KernelPath path,
+                               const std::map<std::string, std::int64_t>& shape) {
+  LinearAutoChoice c;
+  const bool decode = op == "linear_decode";
+  for (const char* name : {"tile_n", "workers"}) c.source[name] = "default";
+  if (decode)
+    for (const char* name : {"accumulate", "tcm", "slab_rows", "tcm_workers", "pairing"}) c.source[name] = "default";
+  if (table == nullptr) return c;
+  if (decode) {
+    if (const auto& gate = table->tcm_decode_gate()) {
+      if (gate->use == "never") c.tcm.use = TcmUse::kOff;
+      if (gate->use == "always") c.tcm.use = TcmUse::kOn;
+      if (gate->k_min) c.tcm.k_min = *gate->k_min;
+      if (gate->b_min_bytes) c.tcm.b_min = *gate->b_min_bytes;
+      c.source["tcm_gate"] = "table gates";
+    }
+  }
+  const TuningEntry* e = table->find(op, path, shape);
+  if (e == nullptr) return c;
+  c.entry = e->id;
+  const std::string from = "table " + e->id;
+  for (const auto& [name, value] : e->params) {
+    if (name == "tile_n") c.tiling.tile_n = static_cast<int>(as_int(value));
+    else if (name == "workers") c.tiling.max_workers = static_cast<int>(as_int(value));
+    else if (!decode) continue;
+    else if (name == "accumulate") c.accumulation = as_word(value) == "fp16" ? Accumulation::kFp16BlockScale : Accumulation::kInt32;
+    else if (name == "tcm") {
+      const std::string& w = as_word(value);
+      c.tcm.use = w == "on" ? TcmUse::kOn : w == "off" ? TcmUse::kOff : TcmUse::kAuto;
+      c.tcm.table_disables = w == "off";
+    } else if (name == "slab_rows") c.tcm.slab_rows = static_cast<int>(as_int(value));
+    else if (name == "tcm_workers") c.tcm.compute_workers = static_cast<int>(as_int(value));
+    else if (name == "pairing") c.tcm.pairing = as_int(value) != 0;
+    else if (name == "k_min") c.tcm.k_min = as_int(value);
+    else if (name == "b_min_kib") c.tcm.b_min = as_int(value) * 1024;
+    else continue;
+    c.source[name] = from;
+  }
+  // fp16 accumulation needs the IME2 weights; a table cannot ask for it elsewhere (the loader
+  // refuses such an entry), so this only guards a layer that changed since.
+  if (path != KernelPath::kIme2) c.accumulation = Accumulation::kInt32;
+  return c;
+}
+
+AutoLinearWeights pack_linear_auto(const W4B64Storage& storage) {
+  AutoLinearWeights w;
+  TuningTableUse use;
+  w.table = use.table();
+  const std::map<std::string, std::int64_t> decode_shape = {{"k", storage.k}, {"n", storage.n}};
+  PathDecision best = decide_path();
+  w.path = best.path;
+  w.path_reason = best.reason;
+  if (w.table != nullptr) {
+    const TuningEntry* named = nullptr;
+    for (KernelPath p : {KernelPath::kIme2, KernelPath::kRvv, KernelPath::kGeneric}) {
+      named = w.table->find("linear_decode", p, decode_shape);
+      if (named != nullptr && named->shape_class.at("k") == storage.k && named->shape_class.at("n") == storage.n) break;
+      named = nullptr;
+    }
+    if (named != nullptr) {
+      try {
+        w.path = decide_path(named->path).path;
+        w.path_reason = "table entry " + named->id;
+      } catch (const std::invalid_argument&) {
+        // The table's layer is not usable in this binary: the best usable one stays.
+      }
+    }
+  }
+  w.packed = pack_w4b64_generic(storage);
+#ifdef K3_HAVE_IME2
+  if (w.path == KernelPath::kIme2) w.packed = ime2::pack_w4b64(w.packed);
+#endif
+  w.decode = choose_linear(w.table, "linear_decode", w.path, decode_shape);
+  for (std::size_t b = 0; b < kPrefillBuckets; ++b)
+    w.prefill[b] = choose_linear(w.table, "linear_prefill", w.path,
+                                 {{"m", std::int64_t{1} << b}, {"k", storage.k}, {"n", storage.n}});
+  return w;
+}
+
+void prepare_tcm(AutoLinearWeights& w, const TcmWorkspace& workspace, int pool_size) {
+  w.tcm_gate = decide_tcm_decode(w.path, w.packed, &workspace, w.decode.tcm, pool_size);
+}
+
+void linear_decode_auto(const AutoLinearWeights& w, const PackedActivations& a, const LinearEpilogue& ep,
+                        float* out, WorkerPool& pool, TcmWorkspace* workspace) {
+  TuningTableUse use;  // a table load meanwhile is refused
+  LinearDecodeOptions options;
+  options.accumulation = w.decode.accumulation;
+  if (workspace != nullptr && w.tcm_gate) {
+    options.tcm_workspace = workspace;
+    options.tcm_params = &w.decode.tcm;
+    options.tcm_gate = &*w.tcm_gate;
+  }
+  linear_decode_w4b64(w.path, a, w.packed, ep, out, pool, w.decode.tiling, options);
+}
+
+void linear_prefill_auto(const AutoLinearWeights& w, const PackedActivations& a, const LinearEpilogue& ep,
+                         float* out, WorkerPool& pool) {
+  TuningTableUse use;
+  std::size_t bucket = 0;
+  while (bucket + 1 < kPrefillBuckets && (std::int64_t{1} << bucket) < a.m) ++bucket;
+  linear_prefill_w4b64(w.path, a, w.packed, ep, out, pool, w.prefill[bucket].tiling);
+}
+
+}  // namespace k3k

@@ -1,0 +1,27 @@
+// What the kernels accept for each tunable parameter of each op a table may name: the ranges the
+// runner publishes (k3bench --list-ops) for the same ops. A table value outside them is refused.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace k3k::tuning {
+
+struct ParamRange {
+  std::string_view name;
+  std::int64_t min = 0, max = 0;    // integers
+  std::int64_t multiple_of = 1;     // integers: 0 excepted (e.g. slab_rows 0 = automatic)
+  std::vector<std::string_view> words;  // non-empty: a word parameter with these values
+};
+
+struct OpTuning {
+  std::string_view op;
+  std::vector<ParamRange> params;
+  std::vector<std::string_view> class_keys;  // every key an entry's class must have (besides path)
+};
+
+// Null for an op no table may tune.
+const OpTuning* find_op_tuning(std::string_view op);
+
+}  // namespace k3k::tuning

@@ -1,0 +1,275 @@
+// Strict validation of a tuning table against this build and a board. Every check names the field
+// in JSON-pointer form; the first problem refuses the whole table (a half-applied table would mix
+// tuned and default choices that were never measured together).
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "k3k/tuning.h"
+#include "tuning/param_ranges.h"
+
+namespace k3k {
+namespace {
+
+using nlohmann::json;
+
+// Tables are a few hundred entries; anything near this is not a table.
+constexpr std::size_t kMaxTableBytes = std::size_t{8} << 20;
+constexpr std::size_t kMaxEntries = 100000;
+constexpr std::int64_t kMaxClassValue = std::int64_t{1} << 40;
+
+struct Refused {
+  std::string what;
+};
+
+[[noreturn]] void refuse(std::string what) { throw Refused{std::move(what)}; }
+
+const json& member(const json& o, const char* key, const std::string& where) {
+  if (!o.is_object()) refuse(fmt::format("{}: not an object", where.empty() ? "/" : where));
+  const auto it = o.find(key);
+  if (it == o.end()) refuse(fmt::format("{}/{}: missing", where, key));
+  return *it;
+}
+
+std::int64_t integer(const json& v, const std::string& where) {
+  if (v.is_number_unsigned()) {
+    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+      refuse(fmt::format("{}: {} is out of range", where, v.dump()));
+    return static_cast<std::int64_t>(v.get<std::uint64_t>());
+  }
+  if (v.is_number_integer()) return v.get<std::int64_t>();
+  refuse(fmt::format("{}: expected an integer, found {}", where, v.type_name()));
+}
+
+std::string text(const json& v, const std::string& where) {
+  if (!v.is_string()) refuse(fmt::format("{}: expected a string, found {}", where, v.type_name()));
+  return v.get<std::string>();
+}
+
+std::optional<std::string> optional_text(const json& v, const std::string& where) {
+  if (v.is_null()) return std::nullopt;
+  return text(v, where);
+}
+
+std::string shown(const std::optional<std::string>& s) { return s ? *s : "none"; }
+std::string shown(const std::optional<int>& v) { return v ? std::to_string(*v) : "none"; }
+
+void check_board(const json& fp, const BoardFingerprint& board) {
+  const std::string w = "/board/fingerprint";
+  const auto marchid = optional_text(member(fp, "marchid", w), w + "/marchid");
+  if (marchid != board.marchid)
+    refuse(fmt::format("{}/marchid: made for {}, this machine has {}", w, shown(marchid), shown(board.marchid)));
+  const json& vlen = member(fp, "vlen", w);
+  std::optional<int> table_vlen;
+  if (!vlen.is_null()) {
+    const std::int64_t v = integer(vlen, w + "/vlen");
+    if (v < 0 || v > 65536) refuse(fmt::format("{}/vlen: {} is out of range", w, v));
+    table_vlen = static_cast<int>(v);
+  }
+  if (table_vlen.has_value() != board.vlen_bits.has_value() || (table_vlen && *table_vlen != *board.vlen_bits))
+    refuse(fmt::format("{}/vlen: made for VLEN {}, this machine has {}", w, shown(table_vlen), shown(board.vlen_bits)));
+  const std::int64_t cpus = integer(member(fp, "cpus", w), w + "/cpus");
+  if (cpus != board.cpus)
+    refuse(fmt::format("{}/cpus: made for {} CPUs, this process may use {}", w, cpus, board.cpus));
+  const json& tcm = member(fp, "tcm", w);
+  const std::string backend = text(member(tcm, "backend", w + "/tcm"), w + "/tcm/backend");
+  const std::int64_t blocks = integer(member(tcm, "blocks", w + "/tcm"), w + "/tcm/blocks");
+  const std::int64_t bytes = integer(member(tcm, "block_bytes", w + "/tcm"), w + "/tcm/block_bytes");
+  if (backend != board.tcm_backend || blocks != board.tcm_blocks || bytes != board.tcm_block_bytes)
+    refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w, backend, blocks,
+                       bytes, board.tcm_backend, board.tcm_blocks, board.tcm_block_bytes));
+}
+
+TuningValue checked_param(const tuning::ParamRange& range, const json& v, const std::string& where) {
+  if (!range.words.empty()) {
+    const std::string s = text(v, where);
+    for (const auto& w : range.words)
+      if (s == w) return s;
+    std::string known;
+    for (const auto& w : range.words) known += (known.empty() ? "" : ", ") + std::string(w);
+    refuse(fmt::format("{}: '{}' is not one of {}", where, s.size() > 40 ? s.substr(0, 40) + "..." : s, known));
+  }
+  const std::int64_t x = integer(v, where);
+  if (x < range.min || x > range.max)
+    refuse(fmt::format("{}: {} is outside [{}, {}]", where, x, range.min, range.max));
+  if (x != 0 && x % range.multiple_of != 0)
+    refuse(fmt::format("{}: {} is not a multiple of {}", where, x, range.multiple_of));
+  return x;
+}
+
+std::string class_key(std::string_view op, KernelPath path, const std::map<std::string, std::int64_t>& cls) {
+  std::string key = fmt::format("{}/{}", op, to_string(path));
+  for (const auto& [k, v] : cls) key += fmt::format("/{}{}", k, v);
+  return key;
+}
+
+TuningEntry parse_entry(const json& e, const std::string& w) {
+  TuningEntry out;
+  out.id = text(member(e, "id", w), w + "/id");
+  out.op = text(member(e, "op", w), w + "/op");
+  const tuning::OpTuning* op = tuning::find_op_tuning(out.op);
+  if (op == nullptr)
+    refuse(fmt::format("{}/op: '{}' is not an op a table may tune", w, out.op.size() > 40 ? out.op.substr(0, 40) : out.op));
+  const json& cls = member(e, "class", w);
+  if (!cls.is_object()) refuse(fmt::format("{}/class: not an object", w));
+  for (const auto& [k, v] : cls.items()) {
+    const std::string where = fmt::format("{}/class/{}", w, k);
+    if (k == "path") {
+      const auto path = parse_kernel_path(text(v, where));
+      if (!path) refuse(fmt::format("{}: '{}' is not generic, rvv or ime2", where, v.dump()));
+      out.path = *path;
+      continue;
+    }
+    const std::int64_t x = integer(v, where);
+    if (x < 1 || x > kMaxClassValue) refuse(fmt::format("{}: {} is out of range", where, x));
+    if (k == "k" && x % 64 != 0) refuse(fmt::format("{}: {} is not a multiple of 64", where, x));
+    out.shape_class[k] = x;
+  }
+  if (!cls.contains("path")) refuse(fmt::format("{}/class/path: missing", w));
+  for (const auto& k : op->class_keys)
+    if (!out.shape_class.contains(std::string(k))) refuse(fmt::format("{}/class/{}: missing", w, k));
+  const json& params = member(e, "params", w);
+  if (!params.is_object()) refuse(fmt::format("{}/params: not an object", w));
+  for (const auto& [k, v] : params.items()) {
+    const std::string where = fmt::format("{}/params/{}", w, k);
+    const tuning::ParamRange* range = nullptr;
+    for (const auto& p : op->params)
+      if (p.name == k) range = &p;
+    if (range == nullptr)
+      refuse(fmt::format("{}: not a parameter of {}", where.size() > 120 ? where.substr(0, 120) : where, out.op));
+    out.params[k] = checked_param(*range, v, where);
+  }
+  if (const auto it = e.find("hp"); it != e.end()) {
+    if (!it->is_boolean()) refuse(fmt::format("{}/hp: expected a boolean", w));
+    out.hp = it->get<bool>();
+  }
+  const auto acc = out.params.find("accumulate");
+  const bool fp16 = acc != out.params.end() && std::get<std::string>(acc->second) == "fp16";
+  if (fp16 != out.hp) refuse(fmt::format("{}/hp: must be true exactly when accumulate is fp16", w));
+  if (fp16 && out.path != KernelPath::kIme2) refuse(fmt::format("{}/params/accumulate: fp16 needs the ime2 path", w));
+  return out;
+}
+
+}  // namespace
+
+std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const BoardFingerprint& board,
+                                                std::string& problem) {
+  problem.clear();
+  if (text_in.size() > kMaxTableBytes) {
+    problem = fmt::format("{} bytes: larger than any table ({} MiB at most)", text_in.size(), kMaxTableBytes >> 20);
+    return nullptr;
+  }
+  try {
+    // No exceptions from the parser (a malformed document is "discarded"); comments refused.
+    const json t = json::parse(text_in.begin(), text_in.end(), nullptr, false, false);
+    if (t.is_discarded()) refuse("not valid JSON");
+    if (!t.is_object()) refuse(fmt::format("/: expected an object, found {}", t.type_name()));
+    const std::string schema = text(member(t, "schema", ""), "/schema");
+    if (schema != kTuningTableSchema)
+      refuse(fmt::format("/schema: '{}' is not {}", schema.size() > 60 ? schema.substr(0, 60) : schema, kTuningTableSchema));
+    const std::int64_t abi = integer(member(t, "kernel_abi", ""), "/kernel_abi");
+    if (abi != kKernelAbiVersion)
+      refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi, kKernelAbiVersion));
+    check_board(member(member(t, "board", ""), "fingerprint", "/board"), board);
+
+    auto table = std::unique_ptr<TuningTable>(new TuningTable());
+    if (const auto g = t.find("gates"); g != t.end()) {
+      if (!g->is_object()) refuse("/gates: not an object");
+      if (const auto d = g->find("tcm_decode"); d != g->end()) {
+        const std::string w = "/gates/tcm_decode";
+        TcmDecodeGate gate;
+        gate.use = text(member(*d, "use", w), w + "/use");
+        if (gate.use != "never" && gate.use != "always" && gate.use != "threshold")
+          refuse(fmt::format("{}/use: '{}' is not never, always or threshold", w, gate.use.substr(0, 40)));
+        if (d->contains("k_min")) {
+          gate.k_min = integer((*d)["k_min"], w + "/k_min");
+          if (*gate.k_min < 1 || *gate.k_min > (std::int64_t{1} << 30)) refuse(fmt::format("{}/k_min: out of range", w));
+        }
+        if (d->contains("b_min_bytes")) {
+          gate.b_min_bytes = integer((*d)["b_min_bytes"], w + "/b_min_bytes");
+          if (*gate.b_min_bytes < 0 || *gate.b_min_bytes > (std::int64_t{1} << 40))
+            refuse(fmt::format("{}/b_min_bytes: out of range", w));
+        }
+        table->tcm_gate_ = gate;
+      }
+    }
+    const json& entries = member(t, "entries", "");
+    if (!entries.is_array()) refuse("/entries: not an array");
+    if (entries.size() > kMaxEntries) refuse(fmt::format("/entries: {} entries, more than {}", entries.size(), kMaxEntries));
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+      TuningEntry e = parse_entry(entries[i], fmt::format("/entries/{}", i));
+      const std::string key = class_key(e.op, e.path, e.shape_class);
+      if (!table->by_class_.emplace(key, table->entries_.size()).second)
+        refuse(fmt::format("/entries/{}: a second entry for {}", i, key));
+      table->entries_.push_back(std::move(e));
+    }
+    return table;
+  } catch (const Refused& r) {
+    problem = r.what;
+  } catch (const std::exception& e) {  // a safety net: nothing above should throw anything else
+    problem = fmt::format("malformed: {}", e.what());
+  }
+  return nullptr;
+}
+
+std::map<std::string, std::int64_t> tuning_shape_class(std::string_view op,
+                                                       const std::map<std::string, std::int64_t>& shape) {
+  auto pow2 = [](std::int64_t x) {
+    std::int64_t p = 1;
+    while (p < x && p < (std::int64_t{1} << 40)) p *= 2;
+    return p;
+  };
+  std::map<std::string, std::int64_t> c;
+  if (op.starts_with("attn_")) {
+    for (const char* k : {"head_dim", "q_heads", "kv_heads"})
+      if (const auto it = shape.find(k); it != shape.end()) c[k] = it->second;
+    const auto ctx = shape.find("ctx");
+    const auto seq = shape.find("seq");
+    c["ctx_bucket"] = pow2(ctx != shape.end() ? ctx->second : seq != shape.end() ? seq->second : 1);
+    return c;
+  }
+  for (const auto& [k, v] : shape) {
+    if (k == "m")
+      c["m_bucket"] = pow2(v);
+    else
+      c[k] = v;
+  }
+  return c;
+}
+
+const TuningEntry* TuningTable::find(std::string_view op, KernelPath path,
+                                     const std::map<std::string, std::int64_t>& shape) const {
+  const auto cls = tuning_shape_class(op, shape);
+  if (const auto it = by_class_.find(class_key(op, path, cls)); it != by_class_.end()) return &entries_[it->second];
+  // The nearest class of the same op and path with the same keys.
+  const TuningEntry* best = nullptr;
+  double best_distance = 0;
+  std::int64_t best_size = 0;
+  for (const auto& e : entries_) {
+    if (e.op != op || e.path != path || e.shape_class.size() != cls.size()) continue;
+    double distance = 0;
+    std::int64_t size = 0;
+    bool same_keys = true;
+    for (const auto& [k, v] : cls) {
+      const auto it = e.shape_class.find(k);
+      if (it == e.shape_class.end()) {
+        same_keys = false;
+        break;
+      }
+      distance += std::abs(std::log2(double(it->second)) - std::log2(double(std::max<std::int64_t>(v, 1))));
+      size += it->second;
+    }
+    if (!same_keys) continue;
+    if (best == nullptr || distance < best_distance || (distance == best_distance && size < best_size)) {
+      best = &e;
+      best_distance = distance;
+      best_size = size;
+    }
+  }
+  return best;
+}
+
+}  // namespace k3k
