@@ -1,0 +1,298 @@
+// The tuning-table loader (k3k/tuning.h) and the auto Linear entry points (k3k/linear_auto.h):
+// every rejection reason with its one-line message, a table for another board refused, a valid
+// table changing exactly the parameters it names, the nearest-class rule, loading refused while an
+// auto call runs, and auto calls bitwise equal to explicit calls with the same parameters.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+
+#include <nlohmann/json.hpp>
+
+#include "k3k/linear_auto.h"
+#include "k3k/tuning.h"
+#include "linear_test_support.h"
+
+namespace k3k {
+namespace {
+
+using nlohmann::json;
+
+BoardFingerprint test_board() {
+  BoardFingerprint b;
+  b.cpus = 2;
+  b.tcm_backend = "emulated";
+  b.tcm_blocks = 8;
+  b.tcm_block_bytes = 393216;
+  return b;
+}
+
+json fingerprint_of(const BoardFingerprint& b) {
+  return {{"marchid", b.marchid ? json(*b.marchid) : json(nullptr)},
+          {"vlen", b.vlen_bits ? json(*b.vlen_bits) : json(nullptr)},
+          {"cpu_model", "test"},
+          {"cpus", b.cpus},
+          {"tcm", {{"backend", b.tcm_backend}, {"blocks", b.tcm_blocks}, {"block_bytes", b.tcm_block_bytes}}}};
+}
+
+json entry(const std::string& op, const std::string& path, json cls, json params) {
+  cls["path"] = path;
+  std::string id = op + "/" + path;
+  for (const auto& [k, v] : cls.items())
+    if (k != "path") id += "/" + k + v.dump();
+  return {{"id", id}, {"op", op}, {"class", cls}, {"params", params}, {"evidence", {{"mean", 1.0}, {"processes", 8}}}};
+}
+
+json valid_table(const BoardFingerprint& b = test_board(), const std::string& path = "generic") {
+  return {{"schema", "k3tune.tuning-table/1"},
+          {"kernel_abi", kKernelAbiVersion},
+          {"created_at", "2026-11-30T23:45:43Z"},
+          {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
+          {"board", {{"fingerprint", fingerprint_of(b)}}},
+          {"gates", {{"tcm_decode", {{"use", "threshold"}, {"k_min", 4096}, {"b_min_bytes", 1 << 20}}}}},
+          {"entries",
+           {entry("linear_decode", path, {{"k", 256}, {"n", 96}}, {{"tile_n", 32}, {"workers", 1}}),
+            entry("linear_prefill", path, {{"m_bucket", 8}, {"k", 256}, {"n", 96}}, {{"tile_n", 64}})}}};
+}
+
+std::unique_ptr<TuningTable> parse(const json& t, std::string& problem, const BoardFingerprint& b = test_board()) {
+  return TuningTable::parse(t.dump(), b, problem);
+}
+
+TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
+  std::string problem;
+  const auto table = parse(valid_table(), problem);
+  ASSERT_TRUE(table) << problem;
+  EXPECT_EQ(table->entries().size(), 2u);
+  const LinearAutoChoice defaults = choose_linear(nullptr, "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
+  const LinearAutoChoice c = choose_linear(table.get(), "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
+  EXPECT_EQ(c.entry, "linear_decode/generic/k256/n96");
+  EXPECT_EQ(c.tiling.tile_n, 32);
+  EXPECT_EQ(c.tiling.max_workers, 1);
+  EXPECT_EQ(c.source.at("tile_n"), "table linear_decode/generic/k256/n96");
+  EXPECT_EQ(c.source.at("workers"), "table linear_decode/generic/k256/n96");
+  // Named nowhere: the defaults, untouched (the table's gate sets k_min and b_min only).
+  EXPECT_EQ(c.source.at("slab_rows"), "default");
+  EXPECT_EQ(c.accumulation, defaults.accumulation);
+  EXPECT_EQ(c.tcm.use, defaults.tcm.use);
+  EXPECT_EQ(c.tcm.slab_rows, defaults.tcm.slab_rows);
+  EXPECT_EQ(c.tcm.compute_workers, defaults.tcm.compute_workers);
+  EXPECT_EQ(c.tcm.pairing, defaults.tcm.pairing);
+  EXPECT_EQ(c.tcm.k_min, 4096);
+  EXPECT_EQ(c.tcm.b_min, 1 << 20);
+  EXPECT_EQ(defaults.tiling.tile_n, LinearTiling{}.tile_n);
+  EXPECT_EQ(defaults.tiling.max_workers, 0);
+  // Prefill: M = 5 falls in bucket 8.
+  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric, {{"m", 5}, {"k", 256}, {"n", 96}});
+  EXPECT_EQ(p.tiling.tile_n, 64);
+  EXPECT_EQ(p.tiling.max_workers, 0);
+}
+
+TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
+  struct Case {
+    const char* name;
+    std::function<void(json&)> damage;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"root", [](json& t) { t = json::array(); }, "/: expected an object, found array"},
+      {"schema", [](json& t) { t["schema"] = "k3tune.tuning-table/2"; }, "/schema: 'k3tune.tuning-table/2' is not"},
+      {"abi", [](json& t) { t["kernel_abi"] = kKernelAbiVersion + 1; }, "/kernel_abi: table for kernel ABI 2, this library is ABI 1"},
+      {"abi type", [](json& t) { t["kernel_abi"] = "1"; }, "/kernel_abi: expected an integer, found string"},
+      {"board missing", [](json& t) { t.erase("board"); }, "/board: missing"},
+      {"marchid", [](json& t) { t["board"]["fingerprint"]["marchid"] = "0x8000000058000001"; },
+       "/board/fingerprint/marchid: made for 0x8000000058000001, this machine has none"},
+      {"vlen", [](json& t) { t["board"]["fingerprint"]["vlen"] = 1024; },
+       "/board/fingerprint/vlen: made for VLEN 1024, this machine has none"},
+      {"cpus", [](json& t) { t["board"]["fingerprint"]["cpus"] = 64; },
+       "/board/fingerprint/cpus: made for 64 CPUs, this process may use 2"},
+      {"tcm", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "real"; },
+       "/board/fingerprint/tcm: made for real TCM (8 x 393216 B), this machine has emulated (8 x 393216 B)"},
+      {"entries type", [](json& t) { t["entries"] = json::object(); }, "/entries: not an array"},
+      {"op", [](json& t) { t["entries"][0]["op"] = "softmax"; }, "/entries/0/op: 'softmax' is not an op a table may tune"},
+      {"path", [](json& t) { t["entries"][0]["class"]["path"] = "auto"; }, "/entries/0/class/path: '\"auto\"' is not generic, rvv or ime2"},
+      {"k", [](json& t) { t["entries"][0]["class"]["k"] = 100; }, "/entries/0/class/k: 100 is not a multiple of 64"},
+      {"class key", [](json& t) { t["entries"][0]["class"].erase("n"); }, "/entries/0/class/n: missing"},
+      {"class value", [](json& t) { t["entries"][0]["class"]["n"] = -5; }, "/entries/0/class/n: -5 is out of range"},
+      {"param name", [](json& t) { t["entries"][0]["params"]["tile_m"] = 4; },
+       "/entries/0/params/tile_m: not a parameter of linear_decode"},
+      {"range", [](json& t) { t["entries"][0]["params"]["tile_n"] = 5000; }, "/entries/0/params/tile_n: 5000 is outside [1, 4096]"},
+      {"zero workers", [](json& t) { t["entries"][0]["params"]["workers"] = 0; }, "/entries/0/params/workers: 0 is outside [1, 256]"},
+      {"type", [](json& t) { t["entries"][0]["params"]["tile_n"] = "wide"; }, "/entries/0/params/tile_n: expected an integer, found string"},
+      {"float", [](json& t) { t["entries"][0]["params"]["tile_n"] = 1e30; }, "/entries/0/params/tile_n: expected an integer, found number"},
+      {"huge", [](json& t) { t["entries"][0]["params"]["tile_n"] = std::uint64_t{18446744073709551615u}; },
+       "/entries/0/params/tile_n: 18446744073709551615 is out of range"},
+      {"word", [](json& t) { t["entries"][0]["params"]["tcm"] = "maybe"; }, "/entries/0/params/tcm: 'maybe' is not one of off, on, auto"},
+      {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 48; }, "/entries/0/params/slab_rows: 48 is not a multiple of 32"},
+      {"hp flag", [](json& t) { t["entries"][0]["hp"] = true; }, "/entries/0/hp: must be true exactly when accumulate is fp16"},
+      {"fp16 path",
+       [](json& t) {
+         t["entries"][0]["params"]["accumulate"] = "fp16";
+         t["entries"][0]["hp"] = true;
+       },
+       "/entries/0/params/accumulate: fp16 needs the ime2 path"},
+      {"duplicate", [](json& t) { t["entries"].push_back(t["entries"][0]); }, "/entries/2: a second entry for linear_decode/generic/k256/n96"},
+      {"gate", [](json& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; }, "/gates/tcm_decode/use: 'sometimes' is not never, always or threshold"},
+      {"gate range", [](json& t) { t["gates"]["tcm_decode"]["k_min"] = 0; }, "/gates/tcm_decode/k_min: out of range"},
+  };
+  for (const auto& c : cases) {
+    json t = valid_table();
+    c.damage(t);
+    std::string problem;
+    EXPECT_FALSE(parse(t, problem)) << c.name;
+    EXPECT_NE(problem.find(c.expected), std::string::npos) << c.name << ": " << problem;
+    EXPECT_EQ(problem.find('\n'), std::string::npos) << c.name;
+  }
+  // Text that is not a table at all.
+  std::string problem;
+  const BoardFingerprint b = test_board();
+  EXPECT_FALSE(TuningTable::parse("{\"schema\": ", b, problem));
+  EXPECT_EQ(problem, "not valid JSON");
+  EXPECT_FALSE(TuningTable::parse("{\"a\": NaN}", b, problem));
+  EXPECT_EQ(problem, "not valid JSON");
+  EXPECT_FALSE(TuningTable::parse(std::string(9 << 20, ' '), b, problem));
+  EXPECT_NE(problem.find("larger than any table"), std::string::npos) << problem;
+  EXPECT_FALSE(TuningTable::parse(std::string(100000, '[') + std::string(100000, ']'), b, problem));
+  EXPECT_EQ(problem, "/: expected an object, found array");
+}
+
+TEST(TuningTable, NearestClassOfTheSameOpAndPath) {
+  json t = valid_table();
+  t["entries"] = {entry("linear_decode", "generic", {{"k", 2048}, {"n", 2048}}, {{"tile_n", 64}}),
+                  entry("linear_decode", "generic", {{"k", 2048}, {"n", 6144}}, {{"tile_n", 256}}),
+                  entry("linear_decode", "rvv", {{"k", 2048}, {"n", 1024}}, {{"tile_n", 32}})};
+  std::string problem;
+  const auto table = parse(t, problem);
+  ASSERT_TRUE(table) << problem;
+  auto id = [&](KernelPath p, std::int64_t k, std::int64_t n) {
+    const TuningEntry* e = table->find("linear_decode", p, {{"k", k}, {"n", n}});
+    return e ? e->id : std::string("none");
+  };
+  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 2048), "linear_decode/generic/k2048/n2048");
+  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 4096), "linear_decode/generic/k2048/n6144");  // log2 distance 0.58 vs 1
+  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 3000), "linear_decode/generic/k2048/n2048");  // 0.55 vs 1.03
+  EXPECT_EQ(id(KernelPath::kGeneric, 1024, 1024), "linear_decode/generic/k2048/n2048");
+  EXPECT_EQ(id(KernelPath::kRvv, 2048, 6144), "linear_decode/rvv/k2048/n1024");  // only entry of that path
+  EXPECT_EQ(id(KernelPath::kIme2, 2048, 2048), "none");
+  EXPECT_EQ(table->find("linear_prefill", KernelPath::kGeneric, {{"m", 4}, {"k", 2048}, {"n", 2048}}), nullptr);
+  const auto cls = tuning_shape_class("linear_prefill", {{"m", 100}, {"k", 2048}, {"n", 2048}});
+  EXPECT_EQ(cls.at("m_bucket"), 128);
+  EXPECT_EQ(tuning_shape_class("attn_decode", {{"ctx", 1000}, {"head_dim", 128}}).at("ctx_bucket"), 1024);
+}
+
+class TuningTableFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("k3k_tuning_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    clear_tuning_table();
+  }
+  void TearDown() override {
+    clear_tuning_table();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string write(const std::string& name, const json& t) const {
+    const auto p = (dir_ / name).string();
+    std::ofstream(p) << t.dump(2);
+    return p;
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(TuningTableFile, ATableForAnotherBoardIsRefusedAndTheLoadedOneStays) {
+  const BoardFingerprint here = running_board();
+  const auto good = write("good.json", valid_table(here));
+  const TableLoad l = load_tuning_table(good);
+  ASSERT_TRUE(l.loaded) << l.problem;
+  EXPECT_EQ(l.entries, 2u);
+  const TuningTable* active = active_tuning_table();
+  ASSERT_NE(active, nullptr);
+  BoardFingerprint other = here;
+  other.cpus += 1;
+  const auto bad = write("other.json", valid_table(other));
+  testing::internal::CaptureStderr();
+  const TableLoad r = load_tuning_table(bad);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(r.loaded);
+  EXPECT_NE(r.problem.find("/board/fingerprint/cpus: made for"), std::string::npos) << r.problem;
+  EXPECT_EQ(err, "k3k: tuning table " + bad + ": " + r.problem + "; using the built-in defaults\n");
+  EXPECT_EQ(active_tuning_table(), active);  // the earlier table stays
+  EXPECT_EQ(last_table_load().problem, r.problem);
+  const TableLoad missing = load_tuning_table((dir_ / "missing.json").string());
+  EXPECT_EQ(missing.problem, "cannot be read");
+}
+
+TEST_F(TuningTableFile, LoadingIsRefusedWhileAnAutoCallRuns) {
+  const auto path = write("t.json", valid_table(running_board()));
+  {
+    TuningTableUse in_flight;  // what an auto entry point holds while it runs
+    testing::internal::CaptureStderr();
+    const TableLoad r = load_tuning_table(path);
+    testing::internal::GetCapturedStderr();
+    EXPECT_FALSE(r.loaded);
+    EXPECT_NE(r.problem.find("running on other threads"), std::string::npos) << r.problem;
+    EXPECT_EQ(active_tuning_table(), nullptr);
+  }
+  EXPECT_TRUE(load_tuning_table(path).loaded);
+}
+
+TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesParameters) {
+  using namespace linear_test;
+  const std::int64_t n = 96, k = 256;
+  const Weights w = make_weights(n, k, 11);
+  WorkerPool pool(2);
+  // The table names the layer the dispatcher would pick anyway (it must be usable here).
+  const std::string layer = to_string(decide_path().path);
+  json t = valid_table(running_board(), layer);
+  t["entries"][0]["params"] = {{"tile_n", 32}, {"workers", 1}};
+  ASSERT_TRUE(load_tuning_table(write("t.json", t)).loaded);
+  const AutoLinearWeights aw = pack_linear_auto(clone_storage(w.storage));
+  EXPECT_EQ(to_string(aw.path), layer);
+  EXPECT_EQ(aw.path_reason, "table entry linear_decode/" + layer + "/k256/n96");
+  EXPECT_EQ(aw.decode.tiling.tile_n, 32);
+  EXPECT_EQ(aw.decode.tiling.max_workers, 1);
+  EXPECT_EQ(aw.prefill[3].tiling.tile_n, 64);  // bucket 8
+
+  const std::vector<float> bias = normal_vector(n, 5, 0.5);
+  LinearEpilogue ep;
+  ep.bias = bias.data();
+  {
+    const Acts a = quantize(make_activations(1, k, 7), 1, k, true, pool);
+    std::vector<float> automatic(sz(n)), explicit_call(sz(n));
+    linear_decode_auto(aw, a.pack, ep, automatic.data(), pool);
+    linear_decode_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool, LinearTiling{32, 1});
+    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)), 0);
+  }
+  {
+    const std::int64_t m = 6;
+    const Acts a = quantize(make_activations(m, k, 8), m, k, false, pool);
+    std::vector<float> automatic(sz(m * n)), explicit_call(sz(m * n));
+    linear_prefill_auto(aw, a.pack, ep, automatic.data(), pool);
+    linear_prefill_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool, LinearTiling{64, 0});
+    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)), 0);
+  }
+  // Without a table: the defaults and the best usable layer.
+  clear_tuning_table();
+  const AutoLinearWeights plain = pack_linear_auto(clone_storage(w.storage));
+  EXPECT_EQ(plain.table, nullptr);
+  EXPECT_EQ(plain.decode.tiling.tile_n, LinearTiling{}.tile_n);
+  EXPECT_EQ(plain.path, decide_path().path);
+}
+
+TEST(WorkerPoolSubset, ParallelForOnUsesOnlyTheFirstWorkers) {
+  WorkerPool pool(2);
+  std::vector<int> by(64, -1);
+  pool.parallel_for_on(1, 64, [&](std::int64_t t, int worker) { by[static_cast<std::size_t>(t)] = worker; });
+  for (int w : by) EXPECT_EQ(w, 0);
+  std::atomic<int> tasks{0};
+  pool.parallel_for_on(0, 100, [&](std::int64_t, int) { tasks.fetch_add(1); });
+  EXPECT_EQ(tasks.load(), 100);
+}
+
+}  // namespace
+}  // namespace k3k
