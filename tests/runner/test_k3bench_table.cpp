@@ -1,0 +1,146 @@
+// k3bench --table / K3_TUNING_TABLE: parameters come from the table's entry unless given on the
+// command line, each with its source in the JSON; outputs are bitwise those of the same parameters
+// given on the command line; a table for another board is refused with one line and the defaults.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "k3bench_process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class K3benchTable : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("k3bench_table_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // This machine as k3bench sees it: the fingerprint a table made here records.
+  static json fingerprint() {
+    const auto probe = k3test::run_k3bench("--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 "
+                                           "--iterations 1 --check none --json");
+    const auto tcm = k3test::run_k3bench("--tcm-status --json");
+    const auto env = json::parse(probe.out)["environment"];
+    const auto t = json::parse(tcm.out);
+    const std::string backend = t.value("backend", "off");
+    json marchid = env.value("marchid", json());
+    if (marchid.is_string()) {
+      std::string m = marchid.get<std::string>();
+      for (auto& c : m) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      marchid = m;
+    }
+    return {{"marchid", marchid},
+            {"vlen", env["vlenb"].is_number() ? json(env["vlenb"].get<int>() * 8) : json(nullptr)},
+            {"cpu_model", "test"},
+            {"cpus", env["cpus_allowed"].size()},
+            {"tcm",
+             {{"backend", backend},
+              {"blocks", backend == "off" ? 0 : t["geometry"].value("blocks", 0)},
+              {"block_bytes", backend == "off" ? 0 : t["geometry"].value("block_bytes", 0)}}}};
+  }
+  // The layer k3bench takes by default here.
+  static std::string best_path() {
+    const auto r = k3test::run_k3bench("--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 --iterations 1 "
+                                       "--check none --json");
+    return json::parse(r.out)["path"].get<std::string>();
+  }
+  std::string table(const json& fp, const std::string& path) const {
+    const std::string id = "linear_decode/" + path + "/k256/n96";
+    const json t = {
+        {"schema", "k3tune.tuning-table/1"},
+        {"kernel_abi", 1},
+        {"created_at", "2026-11-30T23:45:43Z"},
+        {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
+        {"board", {{"fingerprint", fp}}},
+        {"entries",
+         {{{"id", id},
+           {"op", "linear_decode"},
+           {"class", {{"path", path}, {"k", 256}, {"n", 96}}},
+           {"params", {{"tile_n", 32}, {"workers", 1}, {"tcm", "off"}}},
+           {"evidence", {{"mean", 1.0}, {"processes", 8}}}}}}};
+    const auto file = (dir_ / "table.json").string();
+    std::ofstream(file) << t.dump(2);
+    return file;
+  }
+  std::string output_bytes(const fs::path& dump) const {
+    std::ifstream mf(dump / "manifest.json");
+    const auto manifest = json::parse(mf);
+    for (const auto& a : manifest["arrays"])
+      if (a["name"] == "output") {
+        std::ifstream f(dump / a["file"].get<std::string>(), std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(f), {});
+      }
+    ADD_FAILURE() << "no output array in " << dump;
+    return {};
+  }
+  fs::path dir_;
+};
+
+constexpr const char* kCase = "--op linear_decode --shape k=256,n=96 --reps 1 --min-time 0.001 --json";
+
+TEST_F(K3benchTable, ParametersComeFromTheTableWithTheirSourceAndOutputsMatchTheCommandLine) {
+  const std::string path = best_path();
+  const std::string file = table(fingerprint(), path);
+  const std::string id = "linear_decode/" + path + "/k256/n96";
+  const auto with = k3test::run_k3bench(std::string(kCase) + " --params copies=1 --table " + file +
+                                        " --dump " + (dir_ / "with").string());
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  const auto j = json::parse(with.out);
+  EXPECT_EQ(j["tuning"]["loaded"], true) << j["tuning"];
+  EXPECT_EQ(j["tuning"]["entry"], id);
+  EXPECT_EQ(j["tuning"]["sources"]["tile_n"], "table " + id);
+  EXPECT_EQ(j["tuning"]["sources"]["workers"], "table " + id);
+  EXPECT_EQ(j["tuning"]["sources"]["copies"], "command line");
+  EXPECT_EQ(j["tuning"]["sources"]["slab_rows"], "default");
+  EXPECT_EQ(j["params"]["tile_n"], 32);
+  EXPECT_EQ(j["params"]["workers"], 1);
+  EXPECT_EQ(j["params"]["tcm"]["use"], "off");
+
+  // The same parameters on the command line: the same bits out.
+  const auto given = k3test::run_k3bench(std::string(kCase) + " --params copies=1,tile_n=32,workers=1,tcm=off --dump " +
+                                         (dir_ / "given").string());
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_FALSE(json::parse(given.out).contains("tuning"));
+  const std::string a = output_bytes(dir_ / "with"), b = output_bytes(dir_ / "given");
+  ASSERT_FALSE(a.empty());
+  EXPECT_EQ(a, b);
+
+  // The environment variable does what --table does; the command line still wins.
+  const auto env = k3test::run_k3bench(std::string(kCase) + " --params copies=1,tile_n=64", "K3_TUNING_TABLE=" + file);
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  const auto e = json::parse(env.out);
+  EXPECT_EQ(e["tuning"]["sources"]["tile_n"], "command line");
+  EXPECT_EQ(e["tuning"]["sources"]["workers"], "table " + id);
+  EXPECT_EQ(e["params"]["tile_n"], 64);
+  EXPECT_EQ(e["params"]["workers"], 1);
+}
+
+TEST_F(K3benchTable, ATableForAnotherBoardIsRefusedWithOneLineAndTheDefaultsRun) {
+  json fp = fingerprint();
+  fp["cpus"] = fp["cpus"].get<int>() + 7;
+  const std::string file = table(fp, best_path());
+  const auto r = k3test::run_k3bench(std::string(kCase) + " --params copies=1 --table " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  EXPECT_EQ(j["tuning"]["loaded"], false);
+  EXPECT_NE(j["tuning"]["refused"].get<std::string>().find("/board/fingerprint/cpus: made for"), std::string::npos);
+  EXPECT_EQ(j["tuning"]["sources"]["tile_n"], "default");
+  EXPECT_EQ(j["params"]["tile_n"], 64);
+  EXPECT_NE(r.err.find("k3k: tuning table " + file + ": /board/fingerprint/cpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("; using the built-in defaults\n"), std::string::npos) << r.err;
+}
+
+}  // namespace
