@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -141,6 +143,36 @@ TEST_F(K3benchTable, ATableForAnotherBoardIsRefusedWithOneLineAndTheDefaultsRun)
   EXPECT_EQ(j["params"]["tile_n"], 64);
   EXPECT_NE(r.err.find("k3k: tuning table " + file + ": /board/fingerprint/cpus"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("; using the built-in defaults\n"), std::string::npos) << r.err;
+}
+
+// The example engine (examples/engine): the same program, with and without a table; the table
+// changes the parameters it names and nothing in the outputs.
+TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
+  const std::string path = best_path();
+  const std::string file = table(fingerprint(), path);
+  auto run = [](const std::string& env) {
+    static int calls = 0;
+    const std::string out = (fs::temp_directory_path() / ("k3_engine_" + std::to_string(::getpid()) + "_" + std::to_string(++calls))).string();
+    const int rc = std::system((env + " " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 > " + out + " 2>&1").c_str());
+    std::ifstream f(out);
+    std::string text((std::istreambuf_iterator<char>(f)), {});
+    fs::remove(out);
+    EXPECT_EQ(rc, 0) << text;
+    return text;
+  };
+  const std::string plain = run("env -u K3_TUNING_TABLE");
+  const std::string tuned = run("K3_TUNING_TABLE=" + file);
+  EXPECT_NE(plain.find("table: none\n"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("decode: tile_n 64 (default), workers all (default)"), std::string::npos) << plain;
+  EXPECT_NE(tuned.find("table: " + file + "\n"), std::string::npos) << tuned;
+  EXPECT_NE(tuned.find("layer: " + path + " (table entry linear_decode/" + path + "/k256/n96)"), std::string::npos) << tuned;
+  EXPECT_NE(tuned.find("decode: tile_n 32 (table linear_decode/" + path + "/k256/n96), workers 1 (table"), std::string::npos)
+      << tuned;
+  EXPECT_NE(tuned.find("prefill: tile_n 64 (default)"), std::string::npos) << tuned;  // no prefill entry
+  auto checksum = [](const std::string& text) { return text.substr(text.find("checksum:")); };
+  ASSERT_NE(plain.find("checksum:"), std::string::npos);
+  ASSERT_NE(tuned.find("checksum:"), std::string::npos);
+  EXPECT_EQ(checksum(plain), checksum(tuned));
 }
 
 }  // namespace
