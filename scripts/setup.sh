@@ -15,6 +15,8 @@ packages=(
   clang-format ccache jq sqlite3 gawk
   # riscv64 cross builds (RVV layer), run under qemu-user; dpkg-dev for `apt-get source`.
   clang-16 g++-riscv64-linux-gnu qemu-user dpkg-dev
+  # The tuning-table fuzzer (scripts/fuzz-table.sh): libFuzzer and clang-16's sanitizer runtimes.
+  libfuzzer-16-dev libclang-rt-16-dev
   # The board farm: the OpenSSH client drives boards; the farm tests start their own sshd.
   openssh-client openssh-server
 )

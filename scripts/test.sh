@@ -4,7 +4,8 @@
 # worker pool (thousands of randomized pipeline runs), the riscv64 RVV tree whose tests run under
 # qemu-user at VLEN 256 and 1024, and two riscv64 IME2 trees: ime2-emu (IME2 instructions emulated
 # in software, so the IME2 kernels run under qemu) and ime2 (real instructions: checked in the
-# binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest.
+# binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest,
+# and last fuzzes the tuning-table parser for 60 s (scripts/fuzz-table.sh: libFuzzer, ASan + UBSan).
 # The board-farm tests (label farm, in the Release tree) start one sshd per board on 127.0.0.1 and
 # run the dynamically linked riscv64 runner (build/rvv-dynamic) under qemu-user, so every tree is
 # built before any test runs. K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512.
@@ -77,6 +78,8 @@ phase "tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and t
 phase "tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
 (cd "$root/build/ime2" && ctest --output-on-failure -j"$jobs" -L '^binary$' && \
   ctest --output-on-failure -R '^kernels_qemu_vlen1024$') || status=1
+phase "fuzz: tuning-table parser (60 s, ASan+UBSan)"
+bash "$root/scripts/fuzz-table.sh" 60 || status=1
 phase ""
 echo "== time: total: $(( $(date +%s) - suite_start )) s"
 exit $status
