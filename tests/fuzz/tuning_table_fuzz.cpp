@@ -208,10 +208,22 @@ void check_table(const k3k::TuningTable& table) {
     check_perturbed(table, entries[i]);
 }
 
+// K3_FUZZ_VERBOSE=1 (when replaying inputs: tuning_table_fuzz FILE...) prints each board's verdict.
+bool verbose() {
+  static const bool on = std::getenv("K3_FUZZ_VERBOSE") != nullptr;
+  return on;
+}
+
 std::unique_ptr<k3k::TuningTable> parse_checked(std::string_view text,
                                                 const k3k::BoardFingerprint& board) {
   std::string problem = "left over from an earlier call";
   auto table = k3k::TuningTable::parse(text, board, problem);
+  if (verbose()) {
+    const std::string verdict =
+        table ? "accepted, " + std::to_string(table->entries().size()) + " entries"
+              : "refused: " + problem;
+    std::fprintf(stderr, "board %s: %s\n", board.marchid.value_or("none").c_str(), verdict.c_str());
+  }
   if (table) {
     expect(problem.empty(), "no problem with an accepted table", problem);
     check_table(*table);
