@@ -77,6 +77,13 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     throw UserError(fmt::format("--objective: '{}' is not time or instructions", c.objective));
   if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) == strategy_names().end())
     throw UserError(fmt::format("--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
+  // Refused before the target is even probed: its kind alone decides.
+  if (c.objective == "time" && target.config().kind == "qemu" && !c.force) {
+    throw UserError(fmt::format(
+        "target {} runs under qemu-user: its wall time says nothing about a board. Tune with --objective "
+        "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
+        target.name()));
+  }
   const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
   out.facts = probe_target(target);
   Variables facts = out.facts.facts;

@@ -9,7 +9,6 @@
 #include "user_error.h"
 
 namespace k3tuner {
-namespace {
 
 // 95% interval of exp(mean log ratio) from per-round pairs, or from two independent samples.
 void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e) {
@@ -43,8 +42,6 @@ void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e
   e.speedup_low = std::exp(m - t * se);
   e.speedup_high = std::exp(m + t * se);
 }
-
-}  // namespace
 
 nlohmann::json Evidence::to_json() const {
   return {{"mean_ns", mean},

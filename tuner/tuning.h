@@ -68,6 +68,11 @@ struct TuningInterrupted : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The speed-up of `chosen` over `def` (default_mean / mean) with its 95% interval: from the
+// per-round pairs when they share two or more rounds (paired = true), else from the two samples.
+// Fills e.speedup, speedup_low/high, paired.
+void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e);
+
 TuneResult run_tuning(const TuneRequest& request, Objective& objective, SessionStore* store,
                       const std::string& session_id);
 

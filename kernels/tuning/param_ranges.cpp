@@ -22,8 +22,8 @@ const std::array<OpTuning, 4>& ops() {
        {"k", "n"}},
       {"linear_prefill", {ints("workers", 1, 256), ints("tile_n", 1, 4096)}, {"m_bucket", "k", "n"}},
       {"attn_prefill", {ints("workers", 1, 256), ints("q_tile", 1, 4096), ints("kv_block", 1, 65536)},
-       {"head_dim", "q_heads", "kv_heads"}},
-      {"attn_decode", {ints("workers", 1, 256), ints("chunk", 1, 1048576)}, {"head_dim", "q_heads", "kv_heads"}},
+       {"head_dim", "q_heads", "kv_heads", "ctx_bucket"}},
+      {"attn_decode", {ints("workers", 1, 256), ints("chunk", 1, 1048576)}, {"head_dim", "q_heads", "kv_heads", "ctx_bucket"}},
   }};
   return table;
 }

@@ -18,7 +18,7 @@ struct ParamRange {
 struct OpTuning {
   std::string_view op;
   std::vector<ParamRange> params;
-  std::vector<std::string_view> class_keys;  // every key an entry's class must have (besides path)
+  std::vector<std::string_view> class_keys;  // exactly the keys an entry's class has (besides path)
 };
 
 // Null for an op no table may tune.

@@ -27,6 +27,23 @@ struct Refused {
 
 [[noreturn]] void refuse(std::string what) { throw Refused{std::move(what)}; }
 
+// Text from the table as it appears in a problem: at most 40 characters, control and non-ASCII
+// bytes as \xNN, so a hostile table cannot add lines (or terminal escapes) to a log.
+std::string printable(std::string_view s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size() && i < 40; ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c >= 0x7f || c == '\\')
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
+  }
+  if (s.size() > 40) out += "...";
+  return out;
+}
+
+bool power_of_two(std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
+
 const json& member(const json& o, const char* key, const std::string& where) {
   if (!o.is_object()) refuse(fmt::format("{}: not an object", where.empty() ? "/" : where));
   const auto it = o.find(key);
@@ -37,7 +54,7 @@ const json& member(const json& o, const char* key, const std::string& where) {
 std::int64_t integer(const json& v, const std::string& where) {
   if (v.is_number_unsigned()) {
     if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
-      refuse(fmt::format("{}: {} is out of range", where, v.dump()));
+      refuse(fmt::format("{}: {} is out of range", where, printable(v.dump())));
     return static_cast<std::int64_t>(v.get<std::uint64_t>());
   }
   if (v.is_number_integer()) return v.get<std::int64_t>();
@@ -54,7 +71,7 @@ std::optional<std::string> optional_text(const json& v, const std::string& where
   return text(v, where);
 }
 
-std::string shown(const std::optional<std::string>& s) { return s ? *s : "none"; }
+std::string shown(const std::optional<std::string>& s) { return s ? printable(*s) : "none"; }
 std::string shown(const std::optional<int>& v) { return v ? std::to_string(*v) : "none"; }
 
 void check_board(const json& fp, const BoardFingerprint& board) {
@@ -90,7 +107,7 @@ TuningValue checked_param(const tuning::ParamRange& range, const json& v, const 
       if (s == w) return s;
     std::string known;
     for (const auto& w : range.words) known += (known.empty() ? "" : ", ") + std::string(w);
-    refuse(fmt::format("{}: '{}' is not one of {}", where, s.size() > 40 ? s.substr(0, 40) + "..." : s, known));
+    refuse(fmt::format("{}: '{}' is not one of {}", where, printable(s), known));
   }
   const std::int64_t x = integer(v, where);
   if (x < range.min || x > range.max)
@@ -112,20 +129,24 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
   out.op = text(member(e, "op", w), w + "/op");
   const tuning::OpTuning* op = tuning::find_op_tuning(out.op);
   if (op == nullptr)
-    refuse(fmt::format("{}/op: '{}' is not an op a table may tune", w, out.op.size() > 40 ? out.op.substr(0, 40) : out.op));
+    refuse(fmt::format("{}/op: '{}' is not an op a table may tune", w, printable(out.op)));
   const json& cls = member(e, "class", w);
   if (!cls.is_object()) refuse(fmt::format("{}/class: not an object", w));
   for (const auto& [k, v] : cls.items()) {
-    const std::string where = fmt::format("{}/class/{}", w, k);
+    const std::string where = fmt::format("{}/class/{}", w, printable(k));
     if (k == "path") {
-      const auto path = parse_kernel_path(text(v, where));
-      if (!path) refuse(fmt::format("{}: '{}' is not generic, rvv or ime2", where, v.dump()));
+      const auto path = parse_kernel_path(v.is_string() ? v.get<std::string>() : std::string());
+      if (!path) refuse(fmt::format("{}: '{}' is not generic, rvv or ime2", where, printable(v.dump())));
       out.path = *path;
       continue;
     }
+    bool known = false;
+    for (const auto& key : op->class_keys) known = known || key == k;
+    if (!known) refuse(fmt::format("{}: not a shape-class key of {}", where, out.op));
     const std::int64_t x = integer(v, where);
     if (x < 1 || x > kMaxClassValue) refuse(fmt::format("{}: {} is out of range", where, x));
     if (k == "k" && x % 64 != 0) refuse(fmt::format("{}: {} is not a multiple of 64", where, x));
+    if (k.ends_with("_bucket") && !power_of_two(x)) refuse(fmt::format("{}: {} is not a power of two", where, x));
     out.shape_class[k] = x;
   }
   if (!cls.contains("path")) refuse(fmt::format("{}/class/path: missing", w));
@@ -134,12 +155,12 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
   const json& params = member(e, "params", w);
   if (!params.is_object()) refuse(fmt::format("{}/params: not an object", w));
   for (const auto& [k, v] : params.items()) {
-    const std::string where = fmt::format("{}/params/{}", w, k);
+    const std::string where = fmt::format("{}/params/{}", w, printable(k));
     const tuning::ParamRange* range = nullptr;
     for (const auto& p : op->params)
       if (p.name == k) range = &p;
     if (range == nullptr)
-      refuse(fmt::format("{}: not a parameter of {}", where.size() > 120 ? where.substr(0, 120) : where, out.op));
+      refuse(fmt::format("{}: not a parameter of {}", where, out.op));
     out.params[k] = checked_param(*range, v, where);
   }
   if (const auto it = e.find("hp"); it != e.end()) {
@@ -169,7 +190,7 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     if (!t.is_object()) refuse(fmt::format("/: expected an object, found {}", t.type_name()));
     const std::string schema = text(member(t, "schema", ""), "/schema");
     if (schema != kTuningTableSchema)
-      refuse(fmt::format("/schema: '{}' is not {}", schema.size() > 60 ? schema.substr(0, 60) : schema, kTuningTableSchema));
+      refuse(fmt::format("/schema: '{}' is not {}", printable(schema), kTuningTableSchema));
     const std::int64_t abi = integer(member(t, "kernel_abi", ""), "/kernel_abi");
     if (abi != kKernelAbiVersion)
       refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi, kKernelAbiVersion));
@@ -183,7 +204,7 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
         TcmDecodeGate gate;
         gate.use = text(member(*d, "use", w), w + "/use");
         if (gate.use != "never" && gate.use != "always" && gate.use != "threshold")
-          refuse(fmt::format("{}/use: '{}' is not never, always or threshold", w, gate.use.substr(0, 40)));
+          refuse(fmt::format("{}/use: '{}' is not never, always or threshold", w, printable(gate.use)));
         if (d->contains("k_min")) {
           gate.k_min = integer((*d)["k_min"], w + "/k_min");
           if (*gate.k_min < 1 || *gate.k_min > (std::int64_t{1} << 30)) refuse(fmt::format("{}/k_min: out of range", w));

@@ -1,0 +1,154 @@
+#include "verify_command.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "bench_session.h"
+#include "catalog.h"
+#include "database.h"
+#include "objective.h"
+#include "param_spec.h"
+#include "provenance.h"
+#include "results.h"
+#include "table.h"
+#include "user_error.h"
+
+namespace k3tuner {
+namespace {
+
+// A shape of the class: the class's keys, buckets at their upper end (the shape the tuner's
+// measurements are nearest to when it tuned the model's shapes).
+std::map<std::string, std::string> shape_of(const std::string& op, const nlohmann::json& cls) {
+  std::map<std::string, std::string> shape;
+  for (const auto& [k, v] : cls.items()) {
+    if (k == "path") continue;
+    const std::string value = std::to_string(v.get<std::int64_t>());
+    if (k == "m_bucket")
+      shape["m"] = value;
+    else if (k == "ctx_bucket")
+      shape[op == "attn_decode" ? "ctx" : "seq"] = value;
+    else
+      shape[k] = value;
+  }
+  return shape;
+}
+
+}  // namespace
+
+VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
+  VerifyOutcome out;
+  const nlohmann::json table = read_table(c.table);
+  const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json");
+  if (!problems.empty()) throw k3tune::UserError(fmt::format("{}: {}", c.table, problems.front()));
+  if (c.processes < 2) throw k3tune::UserError("--processes: at least 2 per side (a CI needs two pairs)");
+  out.facts = probe_target(target);
+  const nlohmann::json& fp = table["board"]["fingerprint"];
+  auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
+  for (const char* key : {"marchid", "vlen", "cpus", "tcm"})
+    if (differs(key) && !c.force)
+      throw k3tune::UserError(fmt::format("{}: /board/fingerprint/{}: the table was made for {}, target {} has {} "
+                                          "(--force to measure anyway)",
+                                          c.table, key, fp.at(key).dump(), target.name(),
+                                          out.facts.fingerprint.at(key).dump()));
+  if (out.facts.emulated_target && !c.force)
+    throw k3tune::UserError(fmt::format("target {} runs under qemu-user: its wall time verifies nothing (--force)",
+                                        target.name()));
+  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
+  const std::string build_hash = k3tune::sha256_file(target.runner_path());
+
+  // Every cell is built (and so every op, shape and parameter checked) before anything is written.
+  struct Pair {
+    VerifiedEntry entry;
+    k3tune::CellSpec tuned, defaults;
+  };
+  std::vector<Pair> pairs;
+  for (const auto& e : table["entries"]) {
+    Pair p;
+    p.entry.id = e["id"];
+    p.entry.op = e["op"];
+    const std::string where = fmt::format("{} entry {}", c.table, p.entry.id);
+    const k3tune::OpSpec& op = catalog.op(p.entry.op, where);
+    std::map<std::string, std::string> params;
+    for (const auto& [k, v] : e["params"].items()) params[k] = k3params::value_text(v);
+    for (auto* cell : {&p.tuned, &p.defaults}) {
+      cell->op = op.name;
+      cell->shape = catalog.normalise(op, shape_of(op.name, e["class"]), true, where);
+      cell->settings = c.settings;
+      cell->settings.path = e["class"]["path"];
+    }
+    p.tuned.params = catalog.normalise(op, params, false, where);
+    p.defaults.params = catalog.normalise(op, {}, false, where);
+    p.entry.shape = p.tuned.shape;
+    p.entry.params = e["params"];
+    p.entry.claimed = e["evidence"].value("speedup", 0.0);
+    pairs.push_back(std::move(p));
+  }
+
+  std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
+  auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+  if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
+  out.run_uuid = k3tune::new_uuid();
+  k3store::insert_run(*db, {out.run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0, 0,
+                            nlohmann::json{{"verify", c.table}}.dump()});
+  TimeObjective objective(target, build_hash, *db, out.run_uuid, target.config().timeout_s);
+  double log_sum = 0;
+  int logs = 0;
+  for (auto& p : pairs) {
+    Candidate tuned, defaults;
+    int started[2] = {0, 0};  // processes per side, disturbed ones included (the database's index)
+    std::string failure;
+    for (int round = 0; round < c.processes && failure.empty(); ++round) {
+      // Alternate which side goes first, so a drift within a round favours neither.
+      for (int side = 0; side < 2 && failure.empty(); ++side) {
+        const bool tuned_side = (side == 0) == (round % 2 == 0);
+        Candidate& cand = tuned_side ? tuned : defaults;
+        // A disturbed process is kept in the database, not counted, and measured again (twice at most).
+        for (int attempt = 0; attempt < 3; ++attempt) {
+          const Measurement m = objective.measure(tuned_side ? p.tuned : p.defaults, started[tuned_side ? 0 : 1]++, round);
+          if (m.rejected) {
+            failure = fmt::format("{}: {}", tuned_side ? "the table's parameters" : "the defaults", m.reason);
+            break;
+          }
+          if (m.disturbed) continue;
+          cand.values.push_back(m.value);
+          cand.rounds.push_back(round);
+          break;
+        }
+      }
+    }
+    VerifiedEntry& v = p.entry;
+    if (!failure.empty() || tuned.values.size() < 2 || defaults.values.size() < 2) {
+      v.verdict = "failed: " + (failure.empty() ? std::string("too many disturbed processes") : failure);
+      ++out.failed;
+    } else {
+      v.evidence.mean = tuned.mean();
+      v.evidence.default_mean = defaults.mean();
+      v.evidence.processes = tuned.measurements();
+      speedup_interval(tuned, defaults, v.evidence);
+      if (v.evidence.speedup_low > 1) {
+        v.verdict = "faster";
+        ++out.faster;
+      } else if (v.evidence.speedup_high < 1) {
+        v.verdict = "slower";
+        ++out.slower;
+      } else {
+        v.verdict = "no difference";
+        ++out.same;
+      }
+      log_sum += std::log(v.evidence.speedup);
+      ++logs;
+    }
+    out.entries.push_back(v);
+  }
+  k3store::finish_run(*db, out.run_uuid, 0, 0, 0);
+  out.geomean_speedup = logs > 0 ? std::exp(log_sum / logs) : 1.0;
+  out.verdict = fmt::format("{}: {} entries: {} faster, {} no difference, {} slower{}; geometric-mean speed-up {:.3f}x",
+                            out.slower > 0 || out.failed > 0 ? "NOT VERIFIED" : "verified", out.entries.size(),
+                            out.faster, out.same, out.slower,
+                            out.failed > 0 ? fmt::format(", {} failed", out.failed) : "", out.geomean_speedup);
+  return out;
+}
+
+}  // namespace k3tuner

@@ -1,0 +1,43 @@
+// `k3tune table verify`: re-measures a table's choices against the kernel defaults on a target,
+// interleaved (A B, B A, ... in every round), and reports the realised speed-up per entry with its
+// 95% interval and an overall verdict. Measurements land in the database as a run.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "measure_settings.h"
+#include "target.h"
+#include "target_facts.h"
+#include "tuning.h"
+
+namespace k3tuner {
+
+struct VerifyCommand {
+  std::string root, db_path, table, command_line;
+  int processes = 8;  // per side and entry
+  k3tune::MeasureSettings settings;
+  bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
+};
+
+struct VerifiedEntry {
+  std::string id, op, verdict;  // faster | slower | no difference | failed: <reason>
+  nlohmann::json shape, params;
+  Evidence evidence;  // mean = with the table's parameters; default_mean; speedup with its CI
+  double claimed = 0;  // the speed-up the table's evidence claims
+};
+
+struct VerifyOutcome {
+  TargetFacts facts;
+  std::string run_uuid;
+  std::vector<VerifiedEntry> entries;
+  int faster = 0, slower = 0, same = 0, failed = 0;
+  double geomean_speedup = 1;
+  std::string verdict;  // one line
+};
+
+VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& command);
+
+}  // namespace k3tuner
