@@ -68,6 +68,7 @@ Chart speedups_chart(const Verdict& v) {
          {"mark", {{"type", "rule"}, {"color", "#222"}}},
          {"encoding", {{"y", y}, {"x", {{"field", "low"}, {"type", "quantitative"}}}, {"x2", {{"field", "high"}}}}}},
         {{"name", "speedup_one"},
+         {"data", {{"values", json::array({json::object()})}}},
          {"mark", {{"type", "rule"}, {"strokeDash", {4, 3}}, {"color", "#555"}}},
          {"encoding", {{"x", {{"datum", 1}}}}}}}}};
   return {"chart-speedups", "speedups", "Speed-up per cell",
@@ -222,6 +223,7 @@ Chart roofline_chart(const Roofline& r) {
                    {"mark", {{"type", "point"}, {"filled", true}, {"size", 70}, {"clip", true}}},
                    {"encoding", {{"x", xs}, {"y", ys},
                                  {"shape", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}}},
+                                 {"fill", {{"field", "op"}, {"type", "nominal"}, {"title", "op"}, {"scale", {{"scheme", "dark2"}}}}},
                                  {"tooltip", {{{"field", "label"}}, {{"field", "path"}}, {{"field", "gops"}, {"format", ".2f"}},
                                               {{"field", "gbps"}, {"format", ".2f"}}, {{"field", "intensity"}, {"format", ".3g"}},
                                               {{"field", "mean_us"}, {"format", ".3f"}}}}}}});

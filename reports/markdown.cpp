@@ -18,7 +18,11 @@ std::string us(std::optional<double> ns) { return ns ? fmt::format("{:.3f}", *ns
 std::string us(double ns) { return fmt::format("{:.3f}", ns / 1e3); }
 std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
 std::string p_text(double p) { return fmt::format("{:.2g}", p); }
-std::string short_id(const std::string& id) { return id.substr(0, 12); }
+// Run ids are UUIDs: their first group (8 hex digits) names them; build hashes: 12 hex digits.
+std::string short_id(const std::string& id) {
+  const auto dash = id.find('-');
+  return id.substr(0, dash == std::string::npos ? 12 : dash);
+}
 
 std::string plural(int n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
@@ -168,21 +172,27 @@ void section_figures(const RunData& run, std::string& out) {
   std::map<std::pair<std::string, std::string>, std::vector<const CellFigures*>> groups;
   for (const auto& c : run.cells) groups[{c.model, c.op}].push_back(&c);
   for (const auto& [key, cells] : groups) {
-    out += fmt::format("### {}{}\n\n", key.first.empty() ? "" : key.first + " / ", key.second);
+    // The kernel layer goes into the heading when every cell of the group ran the same one.
+    std::string path = cells.front()->path;
+    for (const CellFigures* c : cells) path = c->path == path ? path : "";
+    const bool path_in_heading = !path.empty() && path != "none";
+    out += fmt::format("### {}{}{}\n\n", key.first.empty() ? "" : key.first + " / ", key.second,
+                       path_in_heading ? " (" + path + ")" : "");
     TextTable t({"cell", "P", "mean us", "95% CI us", "CV", "GB/s", "GOPS", "err/bnd"},
                 {L, R, R, R, R, R, R, R});
     std::vector<std::string> failed;
     for (const CellFigures* c : cells) {
+      const std::string label =
+          path_in_heading || c->path.empty() || c->path == "none" ? c->label : c->label + " (" + c->path + ")";
       if (!c->ok) {
         failed.push_back(c->label + ": " + c->reason);
-        t.add({c->label, "-", "FAILED", "-", "-", "-", "-", "-"});
+        t.add({label, "-", "FAILED", "-", "-", "-", "-", "-"});
         continue;
       }
       const std::string ci = c->ci_low_ns && c->ci_high_ns
                                  ? fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3)
                                  : "-";
-      t.add({c->label + (c->path.empty() || c->path == "none" ? "" : " (" + c->path + ")"),
-             std::to_string(c->processes), us(c->mean_ns), ci,
+      t.add({label, std::to_string(c->processes), us(c->mean_ns), ci,
              c->cv_between ? fmt::format("{:.1f}%", 100 * *c->cv_between) : "-",
              c->bytes_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->bytes_per_call / *c->mean_ns) : "-",
              c->ops_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->ops_per_call / *c->mean_ns) : "-",
@@ -207,8 +217,8 @@ void section_trends(const Trends& t, std::string& out) {
                     kTextWidth, "- ", "  ");
     }
   }
-  out += wrap(fmt::format("{} series over {} ({}); {}.", t.series.size(), t.window,
-                          plural(static_cast<int>(t.runs.size()), "run", "runs"),
+  out += wrap(fmt::format("{} over {}; {}.", plural(static_cast<int>(t.series.size()), "series", "series"),
+                          t.window,
                           changes == 0 ? "no change point" : plural(changes, "change point", "change points")));
   out += lines + "\n";
 }

@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -52,7 +53,8 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
   std::vector<std::string> notes;
   for (const auto& b : run.builds) {
     const auto kept = keep_runner(runners_dir, b.build_hash, b.binary_path);
-    notes.push_back(fmt::format("runner {}: {}{}", b.build_hash.substr(0, 12), kept.note,
+    notes.push_back(fmt::format("runner {}: {}{}", b.build_hash.substr(0, 12),
+                                kept.note,
                                 kept.path.empty() ? "" : " (" + kept.path + ")"));
   }
   return notes;
@@ -104,7 +106,11 @@ Report build_report(const ReportRequest& request) {
 
   if (request.keep_runners) {
     if (r.baseline) r.runner_notes = keep_run_runners(*r.baseline, request.runners_dir);
-    for (auto& n : keep_run_runners(r.run, request.runners_dir)) r.runner_notes.push_back(n);
+    for (auto& n : keep_run_runners(r.run, request.runners_dir)) {
+      const bool same_build = std::any_of(r.runner_notes.begin(), r.runner_notes.end(),
+                                          [&](const std::string& m) { return m.substr(0, 20) == n.substr(0, 20); });
+      if (!same_build) r.runner_notes.push_back(n);  // "runner <hash12>" already listed
+    }
   }
   if (request.confirm && r.verdict && r.baseline) {
     confirm_suspected(*r.verdict, *r.baseline, r.run, request.confirm_ctx);
