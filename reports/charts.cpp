@@ -251,7 +251,14 @@ Chart heatmap_chart(const Heatmap& h, int index) {
       {"width", {{"step", 46}}},
       {"height", {{"step", 30}}},
       {"layer",
-       {{{"name", "heat_cells"},
+       {{{"name", "heat_rejected"},  // no time to colour: Vega-Lite would drop them from heat_cells
+         {"transform", json::array({{{"filter", "datum.relative === null"}}})},
+         {"mark", {{"type", "rect"}, {"stroke", "white"}, {"color", "#cfcfcf"}}},
+         {"encoding", {{"x", x}, {"y", y},
+                       {"tooltip", {{{"field", "x"}, {"title", h.x_knob}}, {{"field", "y"}, {"title", h.y_knob.empty() ? "-" : h.y_knob}},
+                                    {{"field", "rejected"}}, {{"field", "reason"}}}}}}},
+        {{"name", "heat_cells"},
+         {"transform", json::array({{{"filter", "datum.relative !== null"}}})},
          {"mark", {{"type", "rect"}, {"stroke", "white"}}},
          {"encoding", {{"x", x}, {"y", y},
                        {"color", {{"field", "relative"}, {"type", "quantitative"}, {"title", "time / best"},
@@ -262,7 +269,7 @@ Chart heatmap_chart(const Heatmap& h, int index) {
         {{"name", "heat_text"},
          {"mark", {{"type", "text"}, {"fontSize", 10}}},
          {"encoding", {{"x", x}, {"y", y}, {"text", {{"field", "text"}}},
-                       {"color", {{"condition", {{"test", "datum.relative === null || datum.relative > 1.3"}, {"value", "white"}}},
+                       {"color", {{"condition", {{"test", "datum.relative !== null && datum.relative > 1.3"}, {"value", "white"}}},
                                   {"value", "black"}}}}}}}}};
   return {fmt::format("chart-heatmap-{}", index), "tuning",
           fmt::format("{} {}: {} x {}", h.op, h.shape, h.x_knob, h.y_knob.empty() ? "-" : h.y_knob),
@@ -275,12 +282,11 @@ Chart heatmap_chart(const Heatmap& h, int index) {
 Chart table_chart(const TuningTable& t, int index) {
   json values = json::array();
   for (const auto& e : t.table.value("entries", json::array())) {
-    const auto ev = e.value("evidence", json::object());
-    if (!ev.contains("speedup") || !ev["speedup"].is_number()) continue;
-    const auto ci = ev.value("speedup_ci95", json::array());
-    values.push_back({{"id", e.value("id", "?")}, {"speedup", ev["speedup"]},
-                      {"low", ci.size() == 2 ? ci[0] : ev["speedup"]}, {"high", ci.size() == 2 ? ci[1] : ev["speedup"]},
-                      {"processes", ev.value("processes", 0)}});
+    const EntryEvidence ev = evidence_of(e);
+    if (!ev.speedup) continue;
+    values.push_back({{"id", e.is_object() ? e.value("id", "?") : "?"}, {"speedup", *ev.speedup},
+                      {"low", ev.speedup_low.value_or(*ev.speedup)}, {"high", ev.speedup_high.value_or(*ev.speedup)},
+                      {"processes", ev.processes.value_or(0)}});
   }
   const json y = {{"field", "id"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 400}}}};
   json spec = {
@@ -300,7 +306,7 @@ Chart table_chart(const TuningTable& t, int index) {
          {"mark", {{"type", "rule"}, {"color", "#222"}}},
          {"encoding", {{"y", y}, {"x", {{"field", "low"}, {"type", "quantitative"}}}, {"x2", {{"field", "high"}}}}}}}}};
   return {fmt::format("chart-table-{}", index), "tables",
-          fmt::format("Table {} (session {})", t.table_id.substr(0, 12), t.session_id.substr(0, 12)),
+          fmt::format("Table {} ({})", t.table_id.substr(0, 12), t.path.empty() ? "no path" : t.path),
           "The selected configuration of each entry: its speed-up over the built-in defaults with the 95% interval "
           "(the table's own evidence).",
           spec};

@@ -159,26 +159,27 @@ std::string tuning_section(const Report& r, const std::vector<Chart>& charts) {
   for (const auto& c : charts)
     if (c.section == "tables") out += chart_div(c);
   for (const auto& t : r.tuning.tables) {
-    out += fmt::format("<h4>Table <code>{}</code> {}</h4>\n", esc(t.table_id.substr(0, 12)), esc(t.path));
-    if (!t.table.is_object()) {
+    std::string sessions;
+    for (const auto& id : t.sessions) sessions += (sessions.empty() ? "" : ", ") + id.substr(0, 12);
+    out += fmt::format("<h4>Table <code>{}</code> {} <span class=\"note\">(sessions {})</span></h4>\n",
+                       esc(t.table_id.substr(0, 12)), esc(t.path), esc(sessions.empty() ? "-" : sessions));
+    if (!t.table.is_object() || !t.table.contains("entries") || !t.table["entries"].is_array()) {
       out += "<p class=\"note\">not a readable tuning table</p>\n";
       continue;
     }
-    out += "<table><thead>" + head({"entry", "params", "mean us", "95% CI us", "processes", "default us", "speed-up"}) +
+    out += "<table><thead>" + head({"entry", "params", "mean", "95% CI", "processes", "defaults", "speed-up"}) +
            "</thead><tbody>\n";
-    for (const auto& e : t.table.value("entries", nlohmann::json::array())) {
-      const auto ev = e.value("evidence", nlohmann::json::object());
-      auto num = [&](const char* k) {
-        return ev.contains(k) && ev[k].is_number() ? std::optional<double>(ev[k].get<double>()) : std::nullopt;
-      };
-      const auto ci = ev.value("ci95_ns", nlohmann::json::array());
-      out += row({esc(e.value("id", "?")), "<code>" + esc(e.value("params", nlohmann::json::object()).dump()) + "</code>",
-                  us(num("mean_ns")),
-                  ci.size() == 2 && ci[0].is_number() && ci[1].is_number()
-                      ? us(ci[0].get<double>()) + " .. " + us(ci[1].get<double>())
+    for (const auto& e : t.table["entries"]) {
+      const EntryEvidence ev = evidence_of(e);
+      const bool is_object = e.is_object();
+      out += row({esc(is_object ? e.value("id", "?") : "?"),
+                  "<code>" + esc(is_object ? e.value("params", nlohmann::json::object()).dump() : "{}") + "</code>",
+                  esc(evidence_value_text(ev, ev.mean)),
+                  ev.ci_low && ev.ci_high
+                      ? esc(evidence_value_text(ev, ev.ci_low) + " .. " + evidence_value_text(ev, ev.ci_high))
                       : "-",
-                  ev.contains("processes") ? ev["processes"].dump() : "-", us(num("default_mean_ns")),
-                  num("speedup") ? fmt::format("{:.3f}", *num("speedup")) : "-"});
+                  ev.processes ? std::to_string(*ev.processes) : "-", esc(evidence_value_text(ev, ev.default_mean)),
+                  ev.speedup ? fmt::format("{:.3f}", *ev.speedup) : "-"});
     }
     out += "</tbody></table>\n";
   }

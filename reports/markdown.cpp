@@ -253,29 +253,26 @@ void section_tuning(const TuningData& t, std::string& out) {
                 kTextWidth, "- ", "  ");
   }
   for (const auto& tt : t.tables) {
-    out += "\n" + wrap(fmt::format("Table {} (session {}, {}{}):", short_id(tt.table_id),
-                                   short_id(tt.session_id), tt.created_at,
+    std::string sessions;
+    for (const auto& id : tt.sessions) sessions += (sessions.empty() ? "" : ", ") + short_id(id);
+    out += "\n" + wrap(fmt::format("Table {} (sessions {}, {}{}):", short_id(tt.table_id),
+                                   sessions.empty() ? "-" : sessions, tt.created_at,
                                    tt.path.empty() ? "" : ", " + tt.path));
-    if (!tt.table.is_object() || !tt.table.contains("entries")) {
+    if (!tt.table.is_object() || !tt.table.contains("entries") || !tt.table["entries"].is_array()) {
       out += "- (not a readable tuning table)\n";
       continue;
     }
-    TextTable e({"entry", "params", "mean us", "speed-up [95% CI]"}, {L, L, R, R}, 1);
+    TextTable e({"entry", "params", "mean", "speed-up [95% CI]"}, {L, L, R, R}, 1);
     for (const auto& entry : tt.table["entries"]) {
-      const auto ev = entry.value("evidence", nlohmann::json::object());
+      const EntryEvidence ev = evidence_of(entry);
       std::string params;
-      for (const auto& [k, v] : entry.value("params", nlohmann::json::object()).items())
+      const auto p = entry.is_object() ? entry.value("params", nlohmann::json::object()) : nlohmann::json::object();
+      for (const auto& [k, v] : p.items())
         params += (params.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
-      std::string speedup = "-";
-      if (ev.contains("speedup") && ev["speedup"].is_number()) {
-        speedup = fmt::format("{:.3f}", ev["speedup"].get<double>());
-        if (ev.contains("speedup_ci95") && ev["speedup_ci95"].is_array() && ev["speedup_ci95"].size() == 2)
-          speedup += fmt::format(" [{:.3f}, {:.3f}]", ev["speedup_ci95"][0].get<double>(),
-                                 ev["speedup_ci95"][1].get<double>());
-      }
-      e.add({entry.value("id", "?"), params,
-             ev.contains("mean_ns") && ev["mean_ns"].is_number() ? us(ev["mean_ns"].get<double>()) : "-",
-             speedup});
+      std::string speedup = ev.speedup ? fmt::format("{:.3f}", *ev.speedup) : "-";
+      if (ev.speedup && ev.speedup_low && ev.speedup_high)
+        speedup += fmt::format(" [{:.3f}, {:.3f}]", *ev.speedup_low, *ev.speedup_high);
+      e.add({entry.is_object() ? entry.value("id", "?") : "?", params, evidence_value_text(ev, ev.mean), speedup});
     }
     out += e.markdown();
   }

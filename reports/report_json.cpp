@@ -164,7 +164,7 @@ nlohmann::json tuning_json(const TuningData& t) {
                     {"cells", cells}});
   }
   for (const auto& tt : t.tables) {
-    tables.push_back({{"table_id", tt.table_id}, {"session_id", tt.session_id},
+    tables.push_back({{"table_id", tt.table_id}, {"sessions", tt.sessions},
                       {"created_at", tt.created_at}, {"path", tt.path}, {"table", tt.table}});
   }
   return {{"available", t.available}, {"note", t.note}, {"sessions", sessions},

@@ -47,20 +47,26 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
                                  const std::map<std::string, std::vector<Point>>& by_shape) {
   std::vector<Heatmap> out;
   for (const auto& [shape, points] : by_shape) {
-    std::map<std::string, std::set<std::string>> values;  // knob -> values among measured points
-    std::vector<std::string> order;                       // knobs in config order
-    for (const auto& p : points) {
-      for (const auto& [k, v] : p.config.items()) {
-        if (!values.count(k)) order.push_back(k);
-        if (p.measured) values[k].insert(value_text(v));
-      }
-    }
+    // Knob -> value -> measured points with it. The axes are the two knobs with the most values;
+    // between knobs with as many, the one explored more evenly (its rarest value on more points:
+    // a knob varied at one point only says little), then by name.
+    std::map<std::string, std::map<std::string, int>> values;
+    for (const auto& p : points)
+      for (const auto& [k, v] : p.config.items())
+        if (p.measured) ++values[k][value_text(v)];
+    auto rarest = [&](const std::string& k) {
+      int n = 0;
+      for (const auto& [v, count] : values[k]) n = n == 0 ? count : std::min(n, count);
+      return n;
+    };
     std::vector<std::string> knobs;
-    for (const auto& k : order)
-      if (values[k].size() >= 2) knobs.push_back(k);
+    for (const auto& [k, vs] : values)
+      if (vs.size() >= 2) knobs.push_back(k);
     if (knobs.empty()) continue;
-    std::stable_sort(knobs.begin(), knobs.end(), [&](const std::string& a, const std::string& b) {
-      return values[a].size() > values[b].size();
+    std::sort(knobs.begin(), knobs.end(), [&](const std::string& a, const std::string& b) {
+      if (values[a].size() != values[b].size()) return values[a].size() > values[b].size();
+      if (rarest(a) != rarest(b)) return rarest(a) > rarest(b);
+      return a < b;
     });
     Heatmap h;
     h.session_id = session;
@@ -111,6 +117,35 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
 
 }  // namespace
 
+EntryEvidence evidence_of(const nlohmann::json& entry) {
+  EntryEvidence e;
+  const auto ev = entry.is_object() ? entry.value("evidence", nlohmann::json::object()) : nlohmann::json::object();
+  if (!ev.is_object()) return e;
+  auto num = [&](const nlohmann::json& v) {
+    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+  };
+  auto field = [&](const char* key) { return ev.contains(key) ? num(ev[key]) : std::nullopt; };
+  auto interval = [&](const char* key, std::optional<double>& low, std::optional<double>& high) {
+    if (!ev.contains(key) || !ev[key].is_array() || ev[key].size() != 2) return;
+    low = num(ev[key][0]);
+    high = num(ev[key][1]);
+  };
+  e.mean = field("mean");
+  e.default_mean = field("default_mean");
+  e.speedup = field("speedup");
+  interval("ci95", e.ci_low, e.ci_high);
+  interval("speedup_ci95", e.speedup_low, e.speedup_high);
+  if (ev.contains("processes") && ev["processes"].is_number_integer()) e.processes = ev["processes"].get<int>();
+  if (ev.contains("unit") && ev["unit"].is_string()) e.unit = ev["unit"].get<std::string>();
+  return e;
+}
+
+std::string evidence_value_text(const EntryEvidence& e, const std::optional<double>& value) {
+  if (!value) return "-";
+  if (e.unit.empty() || e.unit == "ns per call") return fmt::format("{:.3f} us", *value / 1e3);
+  return fmt::format("{:.4g} {}", *value, e.unit);
+}
+
 TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::string& until,
                        int max_sessions) {
   TuningData t;
@@ -142,9 +177,12 @@ TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::s
   auto points = db.prepare(
       "SELECT shape_json, config_json, status, coalesce(reason, ''), mean_ns, op"
       " FROM tuning_points WHERE session_id = ?1 ORDER BY point_key");
+  // A table can draw on several sessions (sessions_json): it is listed once, under the first.
   auto tables = db.prepare(
-      "SELECT table_id, session_id, created_at, coalesce(path, ''), table_json FROM tuning_tables"
-      " WHERE session_id = ?1 ORDER BY created_at");
+      "SELECT t.table_id, t.created_at, coalesce(t.path, ''), t.table_json, t.sessions_json"
+      " FROM tuning_tables t WHERE EXISTS (SELECT 1 FROM json_each(t.sessions_json) s"
+      " WHERE s.value = ?1) ORDER BY t.created_at");
+  std::set<std::string> listed;
   for (auto& session : t.sessions) {
     std::map<std::string, std::vector<Point>> by_shape;
     std::string op = session.op;
@@ -168,11 +206,15 @@ TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::s
     while (tables.step()) {
       TuningTable tt;
       tt.table_id = tables.text(0);
-      tt.session_id = tables.text(1);
-      tt.created_at = tables.text(2);
-      tt.path = tables.text(3);
-      tt.table = nlohmann::json::parse(tables.text(4), nullptr, false);
+      if (!listed.insert(tt.table_id).second) continue;
+      tt.created_at = tables.text(1);
+      tt.path = tables.text(2);
+      tt.table = nlohmann::json::parse(tables.text(3), nullptr, false);
       if (tt.table.is_discarded()) tt.table = nullptr;
+      const auto sessions = nlohmann::json::parse(tables.text(4), nullptr, false);
+      if (sessions.is_array())
+        for (const auto& id : sessions)
+          if (id.is_string()) tt.sessions.push_back(id.get<std::string>());
       t.tables.push_back(std::move(tt));
     }
     tables.reset();

@@ -42,9 +42,23 @@ struct Heatmap {
 };
 
 struct TuningTable {
-  std::string table_id, session_id, created_at, path;
-  nlohmann::json table;  // the tuning-table document
+  std::string table_id, created_at, path;
+  std::vector<std::string> sessions;  // the sessions behind its entries (sessions_json)
+  nlohmann::json table;               // the tuning-table document
 };
+
+// An entry's evidence as the table format states it: `mean` and `default_mean` in `unit` ("ns per
+// call", or "instructions per call" for a proxy objective), `ci95` the mean's interval, `speedup`
+// over the built-in defaults with `speedup_ci95`. Absent or non-numeric fields stay empty.
+struct EntryEvidence {
+  std::optional<double> mean, ci_low, ci_high, default_mean, speedup, speedup_low, speedup_high;
+  std::optional<int> processes;
+  std::string unit;
+};
+EntryEvidence evidence_of(const nlohmann::json& entry);
+// A value of the evidence in its unit: "12.345 us" for ns per call, "1.2e+05 instructions per
+// call" for the proxy; "-" when absent.
+std::string evidence_value_text(const EntryEvidence& e, const std::optional<double>& value);
 
 struct TuningData {
   bool available = false;
