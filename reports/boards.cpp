@@ -68,7 +68,8 @@ Board read_board(const std::string& path) {
       if (!v.is_array_of_tables()) toml_fail(path, v, key, "expected [[ceiling]] tables");
       int i = 0;
       for (const auto& t : *v.as_array())
-        b.ceilings.push_back(read_ceiling(path, *t.as_table(), "ceiling[" + std::to_string(i++) + "]"));
+        b.ceilings.push_back(
+            read_ceiling(path, *t.as_table(), "ceiling[" + std::to_string(i++) + "]"));
     } else {
       toml_fail(path, v, key, "unknown table (known: board, match, ceiling)");
     }
@@ -92,7 +93,8 @@ std::vector<Board> load_boards(const std::string& dir) {
   std::vector<std::string> files;
   if (std::filesystem::is_directory(dir)) {
     for (const auto& e : std::filesystem::directory_iterator(dir))
-      if (e.is_regular_file() && e.path().extension() == ".toml") files.push_back(e.path().string());
+      if (e.is_regular_file() && e.path().extension() == ".toml")
+        files.push_back(e.path().string());
   }
   std::sort(files.begin(), files.end());
   std::vector<Board> boards;

@@ -45,9 +45,20 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   v.confirm_requested = true;
   std::vector<CellVerdict*> suspected;
   for (auto& c : v.cells)
-    if (c.timing.outcome == Outcome::kRegression && c.timing.confirmation == Confirmation::kNotAsked)
+    if (c.timing.outcome == Outcome::kRegression &&
+        c.timing.confirmation == Confirmation::kNotAsked)
       suspected.push_back(&c);
   if (suspected.empty()) return "";
+  if (base.build_hash == cand.build_hash) {
+    // The code is the same: whatever moved between the runs is the machine (the trends show it).
+    for (auto* c : suspected) {
+      c->timing.confirmation = Confirmation::kRefuted;
+      c->timing.confirm_note =
+          fmt::format("both runs measured build {}: the code did not change, the machine did",
+                      base.build_hash.substr(0, 12));
+    }
+    return "";
+  }
   const auto target = ctx.targets.find(cand.target);
   if (target == ctx.targets.end()) {
     mark_unavailable(suspected, fmt::format("target {} is not in the targets file", cand.target));
@@ -55,15 +66,13 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   }
   const BuildInfo* build_a = base.build(base.build_hash);
   const BuildInfo* build_b = cand.build(cand.build_hash);
-  const auto runner_a = find_runner(ctx.runners_dir, base.build_hash, build_a ? build_a->binary_path : "");
-  const auto runner_b = find_runner(ctx.runners_dir, cand.build_hash, build_b ? build_b->binary_path : "");
+  const auto runner_a =
+      find_runner(ctx.runners_dir, base.build_hash, build_a ? build_a->binary_path : "");
+  const auto runner_b =
+      find_runner(ctx.runners_dir, cand.build_hash, build_b ? build_b->binary_path : "");
   if (runner_a.path.empty() || runner_b.path.empty()) {
-    mark_unavailable(suspected,
-                     "cannot re-measure: " + (runner_a.path.empty() ? runner_a.note : runner_b.note));
-    return "";
-  }
-  if (base.build_hash == cand.build_hash) {
-    mark_unavailable(suspected, "both runs measured the same build");
+    mark_unavailable(
+        suspected, "cannot re-measure: " + (runner_a.path.empty() ? runner_a.note : runner_b.note));
     return "";
   }
   k3targets::TargetConfig config_a = target->second, config_b = target->second;
@@ -82,9 +91,10 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   opt.rounds.target_ci = v.config.confirm_target_ci;
   opt.rounds.paired = true;
   opt.progress = ctx.progress;
-  opt.command_line = ctx.command_line.empty()
-                         ? fmt::format("k3tune report --confirm: {} against {}", cand.run_uuid, base.run_uuid)
-                         : ctx.command_line;
+  opt.command_line =
+      ctx.command_line.empty()
+          ? fmt::format("k3tune report --confirm: {} against {}", cand.run_uuid, base.run_uuid)
+          : ctx.command_line;
   auto db = k3store::open_database(ctx.db_path, k3store::OpenMode::kCreateOrUpdate);
   const k3tune::SweepReport report = k3tune::run_sweep(*db, builds, cells, opt);
   const int first_stage = opt.rounds.target_ci > 0 ? opt.rounds.min_processes : 0;
@@ -95,7 +105,8 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     c.timing.confirm_run = report.run_uuid;
     if (!a.aggregate.ok || !b.aggregate.ok) {
       c.timing.confirmation = Confirmation::kUnavailable;
-      c.timing.confirm_note = "re-measurement failed: " + (!b.aggregate.ok ? b.aggregate.reason : a.aggregate.reason);
+      c.timing.confirm_note =
+          "re-measurement failed: " + (!b.aggregate.ok ? b.aggregate.reason : a.aggregate.reason);
       continue;
     }
     const auto [pa, pb] = k3tune::paired_means(a, b);
@@ -115,11 +126,12 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     const bool slower = cmp.verdict == k3stats::Comparison::Verdict::kBSlower;
     c.timing.confirmation = slower ? Confirmation::kConfirmed : Confirmation::kRefuted;
     c.timing.confirm_note =
-        slower ? fmt::format("interleaved: SLOWER {:+.1f}% (p {:.2g}, {} rounds)", 100 * cmp.rel_diff,
-                             cmp.p_value, pa.size())
-               : fmt::format("interleaved: unchanged within +-{:.1f}% ({:+.1f}%, p {:.2g}, {} rounds)",
-                             100 * std::max(cmp.mde, c.timing.threshold), 100 * cmp.rel_diff,
-                             cmp.p_value, pa.size());
+        slower
+            ? fmt::format("interleaved: SLOWER {:+.1f}% (p {:.2g}, {} rounds)", 100 * cmp.rel_diff,
+                          cmp.p_value, pa.size())
+            : fmt::format("interleaved: unchanged within +-{:.1f}% ({:+.1f}%, p {:.2g}, {} rounds)",
+                          100 * std::max(cmp.mde, c.timing.threshold), 100 * cmp.rel_diff,
+                          cmp.p_value, pa.size());
   }
   return report.run_uuid;
 }

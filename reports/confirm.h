@@ -4,7 +4,9 @@
 // (A B A B, one sweep into the database, a run of its own), and the paired per-round test
 // (k3stats::compare_paired_rounds, Stein's first stage) decides. Confirmed when that test calls
 // the candidate slower by at least the same threshold; refuted otherwise; unavailable (with the
-// reason) when a runner was not kept or the target is not in the targets file.
+// reason) when a runner was not kept or the target is not in the targets file. Two runs of the
+// same build are refuted without measuring: the code did not change, so the change is the
+// machine's (the trends show it).
 #pragma once
 
 #include <map>

@@ -14,10 +14,18 @@ namespace {
 using Align = TextTable::Align;
 constexpr Align L = Align::kLeft, R = Align::kRight;
 
-std::string us(std::optional<double> ns) { return ns ? fmt::format("{:.3f}", *ns / 1e3) : "-"; }
-std::string us(double ns) { return fmt::format("{:.3f}", ns / 1e3); }
-std::string pct(double x) { return fmt::format("{:+.1f}%", 100 * x); }
-std::string p_text(double p) { return fmt::format("{:.2g}", p); }
+std::string us(std::optional<double> ns) {
+  return ns ? fmt::format("{:.3f}", *ns / 1e3) : "-";
+}
+std::string us(double ns) {
+  return fmt::format("{:.3f}", ns / 1e3);
+}
+std::string pct(double x) {
+  return fmt::format("{:+.1f}%", 100 * x);
+}
+std::string p_text(double p) {
+  return fmt::format("{:.2g}", p);
+}
 // Run ids are UUIDs: their first group (8 hex digits) names them; build hashes: 12 hex digits.
 std::string short_id(const std::string& id) {
   const auto dash = id.find('-');
@@ -30,22 +38,29 @@ std::string plural(int n, const char* one, const char* many) {
 
 std::string confirmation_text(const TimingVerdict& t) {
   switch (t.confirmation) {
-    case Confirmation::kConfirmed: return "CONFIRMED " + pct(t.confirm_cmp->rel_diff);
-    case Confirmation::kRefuted: return "refuted (see below)";
-    case Confirmation::kUnavailable: return "COUNTED: no re-run";
-    case Confirmation::kInterleaved: return "interleaved run";
-    default: return "unconfirmed (no --confirm)";
+    case Confirmation::kConfirmed:
+      return "CONFIRMED " + pct(t.confirm_cmp->rel_diff);
+    case Confirmation::kRefuted:
+      return "refuted (see below)";
+    case Confirmation::kUnavailable:
+      return "COUNTED: no re-run";
+    case Confirmation::kInterleaved:
+      return "interleaved run";
+    default:
+      return "unconfirmed (no --confirm)";
   }
 }
 
 std::string run_line(const RunData& r) {
-  std::string s = fmt::format("{} on {} ({}, {}", short_id(r.run_uuid), r.target, r.host, r.started_at);
+  std::string s =
+      fmt::format("{} on {} ({}, {}", short_id(r.run_uuid), r.target, r.host, r.started_at);
   if (!r.finished_at.empty()) s += " .. " + r.finished_at;
   return s + ", " + r.status + ")";
 }
 
 std::string build_line(const BuildInfo& b) {
-  std::string s = fmt::format("{} {}", short_id(b.build_hash), b.variant.empty() ? "" : "(" + b.variant + ")");
+  std::string s =
+      fmt::format("{} {}", short_id(b.build_hash), b.variant.empty() ? "" : "(" + b.variant + ")");
   if (!b.label.empty()) s = b.label + " " + s;
   s += ", rev " + (b.source_revision.empty() ? "unknown" : b.source_revision);
   if (!b.compiler.empty()) s += ", " + b.compiler.substr(0, b.compiler.find('\n'));
@@ -56,7 +71,8 @@ void section_rules(const Verdict& v, std::string& out) {
   std::string method =
       v.method == "welch-across-runs"
           ? "Welch's t-test on the process means of two runs taken at different times"
-          : "paired t-test on per-round log ratios of two builds measured in the same rounds (A B A B)";
+          : "paired t-test on per-round log ratios of two builds measured in the same rounds (A B "
+            "A B)";
   std::string text = fmt::format(
       "{}, alpha {}. A change is called when significant and at least the op's minimum effect ({}",
       method, v.config.alpha, v.config.source);
@@ -67,8 +83,9 @@ void section_rules(const Verdict& v, std::string& out) {
   } else {
     text += "; no noise floor stored for this target and CPU";
   }
-  text += "). Unchanged cells say what the data could have seen (minimum detectable effect, power " +
-          fmt::format("{}).", v.config.power);
+  text +=
+      "). Unchanged cells say what the data could have seen (minimum detectable effect, power " +
+      fmt::format("{}).", v.config.power);
   if (v.method == "welch-across-runs") {
     text += v.confirm_requested
                 ? " Suspected slowdowns were re-measured now, both builds interleaved (--confirm);"
@@ -95,20 +112,30 @@ void section_regressions(const Verdict& v, std::string& out) {
 }
 
 void section_improvements(const Verdict& v, std::string& out) {
-  TextTable t({"cell", "base us", "cand us", "change", "p", "speed-up [95% CI]"}, {L, R, R, R, R, R});
+  TextTable t({"cell", "base us", "cand us", "change", "p", "speed-up [95% CI]"},
+              {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != Outcome::kImprovement) continue;
     const auto& s = c.timing.speedup;
     t.add({c.label, us(c.timing.cmp.mean_a), us(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value),
-           fmt::format("{:.3f} [{:.3f}, {}]", s.value, s.low,
-                       std::isfinite(s.high) ? fmt::format("{:.3f}", s.high) : "inf")});
+           fmt::format("{:.2f} [{:.2f}, {}]", s.value, s.low,
+                       std::isfinite(s.high) ? fmt::format("{:.2f}", s.high) : "inf")});
   }
-  if (!t.empty()) out += "### Faster\n\n" + t.markdown() + "\n";
+  if (t.empty()) return;
+  out += "### Faster\n\n" + t.markdown() + "\n";
+  if (v.method == "welch-across-runs")
+    out +=
+        wrap(
+            "Across runs and not re-measured (--confirm re-measures slowdowns only): on a machine "
+            "that drifts, check a speed-up interleaved (bench --baseline-runner) before relying on "
+            "it.") +
+        "\n";
 }
 
 void section_unchanged(const Verdict& v, std::string& out) {
-  TextTable t({"cell", "base us", "cand us", "change", "p", "unchanged within"}, {L, R, R, R, R, R});
+  TextTable t({"cell", "base us", "cand us", "change", "p", "unchanged within"},
+              {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != Outcome::kUnchanged) continue;
     t.add({c.label, us(c.timing.cmp.mean_a), us(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
@@ -123,10 +150,10 @@ void section_accuracy(const Verdict& v, std::string& out) {
   for (const auto& c : v.cells) {
     const auto& a = c.accuracy;
     if (a.ratio_flagged) {
-      lines += wrap(fmt::format("{}: worst error/bound {:.3g} -> {:.3g} (+{:.3g}, allowed +{:.3g})",
-                                c.label, *a.ratio_a, *a.ratio_b, *a.ratio_b - *a.ratio_a,
-                                v.config.max_ratio_increase),
-                    kTextWidth, "- ACCURACY ", "  ");
+      lines += wrap(
+          fmt::format("{}: worst error/bound {:.3g} -> {:.3g} (+{:.3g}, allowed +{:.3g})", c.label,
+                      *a.ratio_a, *a.ratio_b, *a.ratio_b - *a.ratio_a, v.config.max_ratio_increase),
+          kTextWidth, "- ACCURACY ", "  ");
     }
     if (a.checksum_flagged) {
       lines += wrap(fmt::format("{}: output checksum {} -> {} (this op's outputs must not change)",
@@ -140,11 +167,11 @@ void section_accuracy(const Verdict& v, std::string& out) {
     identical += c.accuracy.checksum_required && !c.accuracy.checksum_flagged;
   }
   out += "### Accuracy\n\n";
-  out += lines.empty() ? wrap(fmt::format(
-                             "No accuracy flag: {} cells compared by worst error/bound (allowed "
-                             "increase {:.3g}); {} outputs required identical and identical.",
-                             checked, v.config.max_ratio_increase, identical))
-                       : lines;
+  out += lines.empty()
+             ? wrap(fmt::format("No accuracy flag: {} cells compared by worst error/bound (allowed "
+                                "increase {:.3g}); {} outputs required identical and identical.",
+                                checked, v.config.max_ratio_increase, identical))
+             : lines;
   out += "\n";
 }
 
@@ -172,9 +199,16 @@ void section_figures(const RunData& run, std::string& out) {
   std::map<std::pair<std::string, std::string>, std::vector<const CellFigures*>> groups;
   for (const auto& c : run.cells) groups[{c.model, c.op}].push_back(&c);
   for (const auto& [key, cells] : groups) {
-    // The kernel layer goes into the heading when every cell of the group ran the same one.
-    std::string path = cells.front()->path;
-    for (const CellFigures* c : cells) path = c->path == path ? path : "";
+    // The kernel layer goes into the heading when every cell of the group that ran (a failed
+    // cell has none) ran the same one.
+    std::string path;
+    bool same = true;
+    for (const CellFigures* c : cells) {
+      if (c->path.empty()) continue;
+      same = same && (path.empty() || c->path == path);
+      path = c->path;
+    }
+    if (!same) path.clear();
     const bool path_in_heading = !path.empty() && path != "none";
     out += fmt::format("### {}{}{}\n\n", key.first.empty() ? "" : key.first + " / ", key.second,
                        path_in_heading ? " (" + path + ")" : "");
@@ -182,20 +216,28 @@ void section_figures(const RunData& run, std::string& out) {
                 {L, R, R, R, R, R, R, R});
     std::vector<std::string> failed;
     for (const CellFigures* c : cells) {
-      const std::string label =
-          path_in_heading || c->path.empty() || c->path == "none" ? c->label : c->label + " (" + c->path + ")";
+      // The op is the heading: the row names the shape and parameters.
+      const std::string rest =
+          c->label.rfind(c->op + " ", 0) == 0 ? c->label.substr(c->op.size() + 1) : c->label;
+      const std::string label = path_in_heading || c->path.empty() || c->path == "none"
+                                    ? rest
+                                    : rest + " (" + c->path + ")";
       if (!c->ok) {
         failed.push_back(c->label + ": " + c->reason);
         t.add({label, "-", "FAILED", "-", "-", "-", "-", "-"});
         continue;
       }
-      const std::string ci = c->ci_low_ns && c->ci_high_ns
-                                 ? fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3)
-                                 : "-";
+      const std::string ci =
+          c->ci_low_ns && c->ci_high_ns
+              ? fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3)
+              : "-";
       t.add({label, std::to_string(c->processes), us(c->mean_ns), ci,
              c->cv_between ? fmt::format("{:.1f}%", 100 * *c->cv_between) : "-",
-             c->bytes_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->bytes_per_call / *c->mean_ns) : "-",
-             c->ops_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->ops_per_call / *c->mean_ns) : "-",
+             c->bytes_per_call && c->mean_ns
+                 ? fmt::format("{:.2f}", *c->bytes_per_call / *c->mean_ns)
+                 : "-",
+             c->ops_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->ops_per_call / *c->mean_ns)
+                                           : "-",
              c->error_to_bound ? fmt::format("{:.2g}", *c->error_to_bound) : "-"});
     }
     out += t.markdown() + "\n";
@@ -217,9 +259,9 @@ void section_trends(const Trends& t, std::string& out) {
                     kTextWidth, "- ", "  ");
     }
   }
-  out += wrap(fmt::format("{} over {}; {}.", plural(static_cast<int>(t.series.size()), "series", "series"),
-                          t.window,
-                          changes == 0 ? "no change point" : plural(changes, "change point", "change points")));
+  out += wrap(fmt::format(
+      "{} over {}; {}.", plural(static_cast<int>(t.series.size()), "series", "series"), t.window,
+      changes == 0 ? "no change point" : plural(changes, "change point", "change points")));
   out += lines + "\n";
 }
 
@@ -229,17 +271,20 @@ void section_roofline(const Roofline& r, std::string& out) {
   for (const auto& n : r.notes) out += wrap(n, kTextWidth, "- ", "  ");
   TextTable ceilings({"ceiling", "value", "origin"}, {L, R, L});
   for (const auto& c : r.ceilings)
-    ceilings.add({c.name, fmt::format("{:.1f} {}", c.value, c.kind == "bandwidth" ? "GB/s" : "GOPS"), c.origin});
+    ceilings.add({c.name,
+                  fmt::format("{:.1f} {}", c.value, c.kind == "bandwidth" ? "GB/s" : "GOPS"),
+                  c.origin});
   if (!ceilings.empty()) out += "\n" + ceilings.markdown();
   const Ceiling* bw = nullptr;
   for (const auto& c : r.ceilings)
     if (c.kind == "bandwidth" && c.origin == "measured") bw = &c;
   if (bw != nullptr && !r.points.empty()) {
-    const auto best = std::max_element(r.points.begin(), r.points.end(),
-                                       [](const auto& a, const auto& b) { return a.gbps < b.gbps; });
-    out += "\n" + wrap(fmt::format("Highest bandwidth: {} at {:.2f} GB/s, {:.0f}% of {} ({:.2f} GB/s).",
-                                   best->label, best->gbps, 100 * best->gbps / bw->value, bw->name,
-                                   bw->value));
+    const auto best =
+        std::max_element(r.points.begin(), r.points.end(),
+                         [](const auto& a, const auto& b) { return a.gbps < b.gbps; });
+    out += "\n" + wrap(fmt::format(
+                      "Highest bandwidth: {} at {:.2f} GB/s, {:.0f}% of {} ({:.2f} GB/s).",
+                      best->label, best->gbps, 100 * best->gbps / bw->value, bw->name, bw->value));
   }
   out += "\n";
 }
@@ -247,8 +292,8 @@ void section_roofline(const Roofline& r, std::string& out) {
 void section_tuning(const TuningData& t, std::string& out) {
   out += "## Tuning\n\n" + wrap(t.note + ".");
   for (const auto& h : t.heatmaps) {
-    out += wrap(fmt::format("session {} {} {}: {} measured, {} rejected points over {}{}", short_id(h.session_id),
-                            h.op, h.shape, h.measured, h.rejected, h.x_knob,
+    out += wrap(fmt::format("session {} {} {}: {} measured, {} rejected points over {}{}",
+                            short_id(h.session_id), h.op, h.shape, h.measured, h.rejected, h.x_knob,
                             h.y_knob.empty() ? "" : " x " + h.y_knob),
                 kTextWidth, "- ", "  ");
   }
@@ -266,13 +311,16 @@ void section_tuning(const TuningData& t, std::string& out) {
     for (const auto& entry : tt.table["entries"]) {
       const EntryEvidence ev = evidence_of(entry);
       std::string params;
-      const auto p = entry.is_object() ? entry.value("params", nlohmann::json::object()) : nlohmann::json::object();
+      const auto p = entry.is_object() ? entry.value("params", nlohmann::json::object())
+                                       : nlohmann::json::object();
       for (const auto& [k, v] : p.items())
-        params += (params.empty() ? "" : ",") + k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+        params += (params.empty() ? "" : ",") + k + "=" +
+                  (v.is_string() ? v.get<std::string>() : v.dump());
       std::string speedup = ev.speedup ? fmt::format("{:.3f}", *ev.speedup) : "-";
       if (ev.speedup && ev.speedup_low && ev.speedup_high)
         speedup += fmt::format(" [{:.3f}, {:.3f}]", *ev.speedup_low, *ev.speedup_high);
-      e.add({entry.is_object() ? entry.value("id", "?") : "?", params, evidence_value_text(ev, ev.mean), speedup});
+      e.add({entry.is_object() ? entry.value("id", "?") : "?", params,
+             evidence_value_text(ev, ev.mean), speedup});
     }
     out += e.markdown();
   }
@@ -291,7 +339,8 @@ void section_provenance(const Report& r, std::string& out) {
   out += wrap(environment, kTextWidth, "- ", "  ");
   for (const auto& b : r.run.builds) out += wrap("build " + build_line(b), kTextWidth, "- ", "  ");
   if (r.baseline)
-    for (const auto& b : r.baseline->builds) out += wrap("baseline build " + build_line(b), kTextWidth, "- ", "  ");
+    for (const auto& b : r.baseline->builds)
+      out += wrap("baseline build " + build_line(b), kTextWidth, "- ", "  ");
   out += wrap(fmt::format("processes: {} ok, {} failed, {} disturbed (kept, not counted)",
                           r.run.processes_ok, r.run.processes_failed, r.run.processes_disturbed),
               kTextWidth, "- ", "  ");
@@ -311,14 +360,15 @@ std::string verdict_headline(const Verdict& v) {
     unconfirmed += c.timing.outcome == Outcome::kRegression && !c.timing_regression();
   }
   const int regressions = v.regressions();
-  std::string s = regressions == 0
-                      ? "clean, no regression"
-                      : fmt::format("{} ({} slower, {} accuracy)",
-                                    plural(regressions, "REGRESSION", "REGRESSIONS"), timing, accuracy);
+  std::string s = regressions == 0 ? "clean, no regression"
+                                   : fmt::format("{} ({} slower, {} accuracy)",
+                                                 plural(regressions, "REGRESSION", "REGRESSIONS"),
+                                                 timing, accuracy);
   s += fmt::format(", {}, {} unchanged", plural(v.improvements(), "improvement", "improvements"),
                    v.unchanged());
   if (unconfirmed > 0) s += fmt::format(", {} suspected slowdown(s) refuted", unconfirmed);
-  if (!v.failed.empty()) s += ", " + plural(static_cast<int>(v.failed.size()), "failed cell", "failed cells");
+  if (!v.failed.empty())
+    s += ", " + plural(static_cast<int>(v.failed.size()), "failed cell", "failed cells");
   return s;
 }
 

@@ -17,7 +17,8 @@ bool is_op_name(const std::string& s) {
 double fraction(const std::string& path, const toml::node& v, const std::string& key, double lo,
                 double hi) {
   const double x = toml_number(path, v, key);
-  if (!(x >= lo && x <= hi)) toml_fail(path, v, key, fmt::format("expected a value in [{}, {}]", lo, hi));
+  if (!(x >= lo && x <= hi))
+    toml_fail(path, v, key, fmt::format("expected a value in [{}, {}]", lo, hi));
   return x;
 }
 
@@ -46,7 +47,8 @@ void read_timing(const std::string& path, const toml::table& t, RegressionConfig
         c.op_min_effect[name] = fraction(path, x, key + "." + name, 0.0, 1.0);
       }
     } else {
-      toml_fail(path, v, key, "unknown key (known: min_effect, alpha, power, use_noise_floor, ops)");
+      toml_fail(path, v, key,
+                "unknown key (known: min_effect, alpha, power, use_noise_floor, ops)");
     }
   }
 }
@@ -103,7 +105,8 @@ RegressionConfig load_regression_config(const std::string& path) {
   c.source = path;
   for (const auto& [k, v] : doc) {
     const std::string key(k.str());
-    if (!v.is_table()) toml_fail(path, v, key, "expected a table ([timing], [accuracy], [confirm])");
+    if (!v.is_table())
+      toml_fail(path, v, key, "expected a table ([timing], [accuracy], [confirm])");
     if (k == "timing")
       read_timing(path, *v.as_table(), c);
     else if (k == "accuracy")

@@ -53,8 +53,7 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
   std::vector<std::string> notes;
   for (const auto& b : run.builds) {
     const auto kept = keep_runner(runners_dir, b.build_hash, b.binary_path);
-    notes.push_back(fmt::format("runner {}: {}{}", b.build_hash.substr(0, 12),
-                                kept.note,
+    notes.push_back(fmt::format("runner {}: {}{}", b.build_hash.substr(0, 12), kept.note,
                                 kept.path.empty() ? "" : " (" + kept.path + ")"));
   }
   return notes;
@@ -77,7 +76,8 @@ Report build_report(const ReportRequest& request) {
   if (request.baseline == "previous") {
     const std::string previous = previous_comparable_run(*db, r.run);
     if (previous.empty()) {
-      r.verdict_note = "no earlier run on target " + r.run.target + " shares a configuration with this run";
+      r.verdict_note =
+          "no earlier run on target " + r.run.target + " shares a configuration with this run";
     } else {
       r.baseline = load_run(*db, previous);
     }
@@ -92,11 +92,13 @@ Report build_report(const ReportRequest& request) {
   } else if (r.run.builds.size() == 2 && !r.run.builds.front().label.empty()) {
     r.verdict = compare_within_run(r.run, config, floor);
   } else if (r.verdict_note.empty()) {
-    r.verdict_note = "no baseline: figures only (--baseline RUN or --baseline previous for a verdict)";
+    r.verdict_note =
+        "no baseline: figures only (--baseline RUN or --baseline previous for a verdict)";
   }
 
   r.trends = load_trends(*db, r.run, request.window, config);
-  r.roofline = build_roofline(r.run, boards, k3store::latest_target_probe(*db, r.run.target, r.run.cpu_model));
+  r.roofline = build_roofline(r.run, boards,
+                              k3store::latest_target_probe(*db, r.run.target, r.run.cpu_model));
   // Tuning sessions up to the end of the window (or of the run, when no --until).
   const std::string until = !request.window.until.empty() ? window_until(request.window, r.run)
                             : r.run.finished_at.empty()   ? r.generated_at
@@ -107,8 +109,9 @@ Report build_report(const ReportRequest& request) {
   if (request.keep_runners) {
     if (r.baseline) r.runner_notes = keep_run_runners(*r.baseline, request.runners_dir);
     for (auto& n : keep_run_runners(r.run, request.runners_dir)) {
-      const bool same_build = std::any_of(r.runner_notes.begin(), r.runner_notes.end(),
-                                          [&](const std::string& m) { return m.substr(0, 20) == n.substr(0, 20); });
+      const bool same_build =
+          std::any_of(r.runner_notes.begin(), r.runner_notes.end(),
+                      [&](const std::string& m) { return m.substr(0, 20) == n.substr(0, 20); });
       if (!same_build) r.runner_notes.push_back(n);  // "runner <hash12>" already listed
     }
   }

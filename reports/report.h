@@ -27,9 +27,9 @@ namespace k3reports {
 // The exit codes of `k3tune report` and `k3tune compare` (the CLI's own: 0, 2 bad command line).
 enum ReportExit : int {
   kReportClean = 0,
-  kReportCellsFailed = 3,   // no regression, but cells of the run failed (reasons in the summary)
-  kReportRegressions = 4,   // regressions in the verdict (confirmed ones when confirming)
-  kReportFailed = 5,        // no report: unknown run, bad rules or board file, unwritable output...
+  kReportCellsFailed = 3,  // no regression, but cells of the run failed (reasons in the summary)
+  kReportRegressions = 4,  // regressions in the verdict (confirmed ones when confirming)
+  kReportFailed = 5,       // no report: unknown run, bad rules or board file, unwritable output...
 };
 
 struct ReportRequest {
@@ -37,10 +37,10 @@ struct ReportRequest {
   std::string run;       // id prefix; "" = the latest run
   std::string baseline;  // id prefix, "previous", or "" (no cross-run verdict)
   TrendWindow window;
-  std::string out_dir;      // "" = <directory of the database>/reports/<run id>
-  std::string rules_file;   // configs/regression.toml ("" = built-in defaults)
-  std::string boards_dir;   // configs/boards
-  std::string js_dir;       // the vendored Vega scripts (html.h)
+  std::string out_dir;     // "" = <directory of the database>/reports/<run id>
+  std::string rules_file;  // configs/regression.toml ("" = built-in defaults)
+  std::string boards_dir;  // configs/boards
+  std::string js_dir;      // the vendored Vega scripts (html.h)
   bool html = true;
   bool confirm = false;
   ConfirmContext confirm_ctx;  // used with confirm

@@ -12,19 +12,20 @@ nlohmann::json opt(const std::optional<double>& v) {
 }
 
 nlohmann::json build_json(const BuildInfo& b) {
-  return {{"build_hash", b.build_hash},
-          {"label", b.label},
-          {"variant", b.variant},
-          {"binary_path", b.binary_path},
-          {"compiler", b.compiler},
-          {"flags", b.flags},
-          {"cmake_options", nlohmann::json::parse(b.cmake_options, nullptr, false).is_discarded()
-                                ? nlohmann::json(b.cmake_options)
-                                : nlohmann::json::parse(b.cmake_options)},
-          {"source_revision", b.source_revision},
-          {"source_dirty", b.source_dirty ? nlohmann::json(*b.source_dirty) : nlohmann::json(nullptr)},
-          {"recorded_by", b.recorded_by},
-          {"created_at", b.created_at}};
+  return {
+      {"build_hash", b.build_hash},
+      {"label", b.label},
+      {"variant", b.variant},
+      {"binary_path", b.binary_path},
+      {"compiler", b.compiler},
+      {"flags", b.flags},
+      {"cmake_options", nlohmann::json::parse(b.cmake_options, nullptr, false).is_discarded()
+                            ? nlohmann::json(b.cmake_options)
+                            : nlohmann::json::parse(b.cmake_options)},
+      {"source_revision", b.source_revision},
+      {"source_dirty", b.source_dirty ? nlohmann::json(*b.source_dirty) : nlohmann::json(nullptr)},
+      {"recorded_by", b.recorded_by},
+      {"created_at", b.created_at}};
 }
 
 nlohmann::json cell_json(const CellFigures& c) {
@@ -50,7 +51,8 @@ nlohmann::json cell_json(const CellFigures& c) {
                       {"process_means_ns", c.process_means},
                       {"error_to_bound", opt(c.error_to_bound)},
                       {"max_abs_err", opt(c.max_abs_err)},
-                      {"accuracy_pass", c.accuracy_pass ? nlohmann::json(*c.accuracy_pass) : nlohmann::json(nullptr)},
+                      {"accuracy_pass", c.accuracy_pass ? nlohmann::json(*c.accuracy_pass)
+                                                        : nlohmann::json(nullptr)},
                       {"output_checksum", c.output_checksum},
                       {"bytes_per_call", opt(c.bytes_per_call)},
                       {"ops_per_call", opt(c.ops_per_call)}};
@@ -81,7 +83,10 @@ nlohmann::json run_json(const RunData& r) {
           {"marchid", r.marchid},
           {"arch", r.arch},
           {"environment", r.environment},
-          {"processes", {{"ok", r.processes_ok}, {"failed", r.processes_failed}, {"disturbed", r.processes_disturbed}}},
+          {"processes",
+           {{"ok", r.processes_ok},
+            {"failed", r.processes_failed},
+            {"disturbed", r.processes_disturbed}}},
           {"builds", builds},
           {"cells", cells}};
 }
@@ -116,15 +121,24 @@ nlohmann::json trends_json(const Trends& t) {
 }
 
 nlohmann::json ceiling_json(const Ceiling& c) {
-  return {{"name", c.name}, {"kind", c.kind}, {"value", c.value}, {"origin", c.origin}, {"source", c.source}};
+  return {{"name", c.name},
+          {"kind", c.kind},
+          {"value", c.value},
+          {"origin", c.origin},
+          {"source", c.source}};
 }
 
 nlohmann::json roofline_json(const Roofline& r) {
   nlohmann::json ceilings = nlohmann::json::array(), points = nlohmann::json::array();
   for (const auto& c : r.ceilings) ceilings.push_back(ceiling_json(c));
   for (const auto& p : r.points) {
-    points.push_back({{"label", p.label}, {"op", p.op}, {"path", p.path}, {"intensity", p.intensity},
-                      {"gops", p.gops}, {"gbps", p.gbps}, {"mean_ns", p.mean_ns}});
+    points.push_back({{"label", p.label},
+                      {"op", p.op},
+                      {"path", p.path},
+                      {"intensity", p.intensity},
+                      {"gops", p.gops},
+                      {"gbps", p.gbps},
+                      {"mean_ns", p.mean_ns}});
   }
   nlohmann::json probe = nullptr;
   if (r.probe) {
@@ -137,38 +151,61 @@ nlohmann::json roofline_json(const Roofline& r) {
              {"peak_f32_gflops", opt(r.probe->peak_f32_gflops)},
              {"peak_i16_gops", opt(r.probe->peak_i16_gops)}};
   }
-  return {{"board", r.board}, {"board_file", r.board_file}, {"notes", r.notes},
-          {"ceilings", ceilings}, {"points", points}, {"probe", probe}};
+  return {{"board", r.board},     {"board_file", r.board_file}, {"notes", r.notes},
+          {"ceilings", ceilings}, {"points", points},           {"probe", probe}};
 }
 
 nlohmann::json tuning_json(const TuningData& t) {
   nlohmann::json sessions = nlohmann::json::array(), maps = nlohmann::json::array(),
                  tables = nlohmann::json::array();
   for (const auto& s : t.sessions) {
-    sessions.push_back({{"session_id", s.session_id}, {"created_at", s.created_at},
-                        {"finished_at", s.finished_at}, {"command", s.command}, {"op", s.op},
-                        {"model", s.model}, {"strategy", s.strategy}, {"objective", s.objective},
-                        {"status", s.status}, {"budget", opt(s.budget)},
+    sessions.push_back({{"session_id", s.session_id},
+                        {"created_at", s.created_at},
+                        {"finished_at", s.finished_at},
+                        {"command", s.command},
+                        {"op", s.op},
+                        {"model", s.model},
+                        {"strategy", s.strategy},
+                        {"objective", s.objective},
+                        {"status", s.status},
+                        {"budget", opt(s.budget)},
                         {"points", {{"measured", s.measured}, {"rejected", s.rejected}}}});
   }
   for (const auto& h : t.heatmaps) {
     nlohmann::json cells = nlohmann::json::array();
     for (const auto& c : h.cells) {
-      cells.push_back({{"x", c.x}, {"y", c.y}, {"mean_ns", opt(c.mean_ns)}, {"relative", c.relative},
-                       {"measured", c.measured}, {"rejected", c.rejected},
-                       {"rejected_reason", c.rejected_reason}, {"best", c.best}});
+      cells.push_back({{"x", c.x},
+                       {"y", c.y},
+                       {"mean_ns", opt(c.mean_ns)},
+                       {"relative", c.relative},
+                       {"measured", c.measured},
+                       {"rejected", c.rejected},
+                       {"rejected_reason", c.rejected_reason},
+                       {"best", c.best}});
     }
-    maps.push_back({{"session_id", h.session_id}, {"op", h.op}, {"shape", h.shape},
-                    {"x_knob", h.x_knob}, {"y_knob", h.y_knob}, {"x_values", h.x_values},
-                    {"y_values", h.y_values}, {"measured", h.measured}, {"rejected", h.rejected},
+    maps.push_back({{"session_id", h.session_id},
+                    {"op", h.op},
+                    {"shape", h.shape},
+                    {"x_knob", h.x_knob},
+                    {"y_knob", h.y_knob},
+                    {"x_values", h.x_values},
+                    {"y_values", h.y_values},
+                    {"measured", h.measured},
+                    {"rejected", h.rejected},
                     {"cells", cells}});
   }
   for (const auto& tt : t.tables) {
-    tables.push_back({{"table_id", tt.table_id}, {"sessions", tt.sessions},
-                      {"created_at", tt.created_at}, {"path", tt.path}, {"table", tt.table}});
+    tables.push_back({{"table_id", tt.table_id},
+                      {"sessions", tt.sessions},
+                      {"created_at", tt.created_at},
+                      {"path", tt.path},
+                      {"table", tt.table}});
   }
-  return {{"available", t.available}, {"note", t.note}, {"sessions", sessions},
-          {"heatmaps", maps}, {"tables", tables}};
+  return {{"available", t.available},
+          {"note", t.note},
+          {"sessions", sessions},
+          {"heatmaps", maps},
+          {"tables", tables}};
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ void load_environment(k3store::Connection& db, RunData& r) {
 
 // Counted process means of every aggregated cell, in round order: processes of this run (or of
 // the interrupted runs a resumed cell adopted), leaving out disturbed ones when the sweep did.
-void load_process_means(k3store::Connection& db, RunData& r, std::map<std::string, CellFigures*>& by_cell) {
+void load_process_means(k3store::Connection& db, RunData& r,
+                        std::map<std::string, CellFigures*>& by_cell) {
   auto s = db.prepare(
       "SELECT a.cell_key, p.process_index, avg(x.ns) FROM aggregates a"
       " JOIN processes p ON p.cell_key = a.cell_key AND p.status = 'ok'"
@@ -126,11 +127,13 @@ void load_runner_facts(k3store::Connection& db, RunData& r, CellFigures& c) {
 // Labels name the op, the shape, and the parameters and settings that vary among the run's cells
 // of that op (the rest are the same everywhere and would only make lines long).
 void make_labels(RunData& r) {
-  std::map<std::string, std::map<std::string, std::set<std::string>>> values;  // op -> key -> values
+  std::map<std::string, std::map<std::string, std::set<std::string>>>
+      values;  // op -> key -> values
   for (const auto& c : r.cells) {
     for (const auto& [k, v] : c.params.items()) values[c.op][k].insert(value_text(v));
     for (const char* k : kIdentitySettings)
-      if (c.measure.contains(k)) values[c.op][std::string("@") + k].insert(value_text(c.measure[k]));
+      if (c.measure.contains(k))
+        values[c.op][std::string("@") + k].insert(value_text(c.measure[k]));
   }
   for (auto& c : r.cells) {
     std::string varying;
@@ -177,13 +180,14 @@ std::string shape_text(const nlohmann::json& shape) {
   return s;
 }
 
-std::string config_key(const std::string& target, const std::string& op, const nlohmann::json& shape,
-                       const nlohmann::json& params, const nlohmann::json& measure) {
+std::string config_key(const std::string& target, const std::string& op,
+                       const nlohmann::json& shape, const nlohmann::json& params,
+                       const nlohmann::json& measure) {
   nlohmann::json settings = nlohmann::json::object();
   for (const char* k : kIdentitySettings)
     if (measure.contains(k)) settings[k] = measure[k];
-  return nlohmann::json{{"target", target}, {"op", op}, {"shape", shape}, {"params", params},
-                        {"settings", settings}}
+  return nlohmann::json{
+      {"target", target}, {"op", op}, {"shape", shape}, {"params", params}, {"settings", settings}}
       .dump();  // objects are key-sorted: canonical
 }
 
@@ -219,8 +223,8 @@ RunData load_run(k3store::Connection& db, const std::string& run_prefix) {
     matches.push_back(std::move(r));
   }
   if (run_prefix.empty() || matches.size() != 1) {
-    throw ReportError(fmt::format("run '{}' matches {} runs in {}", run_prefix, matches.size(),
-                                  db.path()));
+    throw ReportError(
+        fmt::format("run '{}' matches {} runs in {}", run_prefix, matches.size(), db.path()));
   }
   RunData r = std::move(matches.front());
   r.model = model_of_command(r.command);
@@ -228,8 +232,10 @@ RunData load_run(k3store::Connection& db, const std::string& run_prefix) {
   load_environment(db, r);
 
   auto cells = db.prepare(
-      "SELECT c.cell_key, c.build_hash, c.target, c.op, c.shape_json, c.params_json, c.measure_json,"
-      " a.status, coalesce(a.reason, ''), a.processes, a.excluded_processes, a.mean_ns, a.ci_low_ns,"
+      "SELECT c.cell_key, c.build_hash, c.target, c.op, c.shape_json, c.params_json, "
+      "c.measure_json,"
+      " a.status, coalesce(a.reason, ''), a.processes, a.excluded_processes, a.mean_ns, "
+      "a.ci_low_ns,"
       " a.ci_high_ns, a.cv_between, a.median_ns, a.min_ns, coalesce(a.wide_ci, 0)"
       " FROM cells c LEFT JOIN aggregates a ON a.cell_key = c.cell_key AND a.run_uuid = ?1"
       " WHERE c.cell_key IN (SELECT value FROM runs, json_each(runs.order_json)"
@@ -299,9 +305,9 @@ std::string previous_comparable_run(k3store::Connection& db, const RunData& run)
     cells.bind(1, candidate);
     bool shared = false;
     while (!shared && cells.step()) {
-      shared = keys.count(config_key(run.target, cells.text(0), nlohmann::json::parse(cells.text(1)),
-                                     nlohmann::json::parse(cells.text(2)),
-                                     nlohmann::json::parse(cells.text(3)))) > 0;
+      shared = keys.count(config_key(
+                   run.target, cells.text(0), nlohmann::json::parse(cells.text(1)),
+                   nlohmann::json::parse(cells.text(2)), nlohmann::json::parse(cells.text(3)))) > 0;
     }
     cells.reset();
     if (shared) return candidate;

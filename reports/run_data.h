@@ -70,8 +70,9 @@ std::string previous_comparable_run(k3store::Connection& db, const RunData& run)
 // "--model NAME" of a command line, or "".
 std::string model_of_command(const std::string& command);
 // The configuration identity (see CellFigures::config_key) and its readable label parts.
-std::string config_key(const std::string& target, const std::string& op, const nlohmann::json& shape,
-                       const nlohmann::json& params, const nlohmann::json& measure);
+std::string config_key(const std::string& target, const std::string& op,
+                       const nlohmann::json& shape, const nlohmann::json& params,
+                       const nlohmann::json& measure);
 std::string shape_text(const nlohmann::json& shape);  // "n=2048,k=2048"
 
 }  // namespace k3reports

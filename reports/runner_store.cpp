@@ -32,8 +32,9 @@ RunnerLocation find_runner(const std::string& dir, const std::string& hash,
   const std::string kept = (fs::path(dir) / hash).string();
   if (has_hash(kept, hash)) return {kept, "kept copy"};
   if (has_hash(binary_path, hash)) return {binary_path, "the recorded binary"};
-  return {"", fmt::format("runner {} was not kept ({}) and {} is gone or was rebuilt",
-                          hash.substr(0, 12), kept, binary_path.empty() ? "its binary" : binary_path)};
+  return {"",
+          fmt::format("runner {} was not kept ({}) and {} is gone or was rebuilt",
+                      hash.substr(0, 12), kept, binary_path.empty() ? "its binary" : binary_path)};
 }
 
 RunnerLocation keep_runner(const std::string& dir, const std::string& hash,
@@ -49,8 +50,10 @@ RunnerLocation keep_runner(const std::string& dir, const std::string& hash,
   const fs::path tmp = fs::path(dir) / ("." + hash + ".tmp");
   fs::copy_file(binary_path, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec)
-    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                             fs::perms::others_read | fs::perms::others_exec, ec);
+    fs::permissions(tmp,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                        fs::perms::others_read | fs::perms::others_exec,
+                    ec);
   if (!ec) fs::rename(tmp, kept, ec);
   if (ec) {
     fs::remove(tmp, ec);

@@ -22,6 +22,13 @@ std::string clip(const std::string& text, std::size_t width) {
   return text.substr(0, width - 3) + "...";
 }
 
+std::string clip_middle(const std::string& text, std::size_t width) {
+  if (text.size() <= width) return text;
+  if (width <= 3) return text.substr(0, width);
+  const std::size_t head = (width - 3) / 2, tail = width - 3 - head;
+  return text.substr(0, head) + "..." + text.substr(text.size() - tail);
+}
+
 std::string TextTable::markdown(std::size_t width) const {
   const std::size_t n = headers_.size();
   std::vector<std::size_t> w(n, 3);
@@ -39,7 +46,7 @@ std::string TextTable::markdown(std::size_t width) const {
   auto line = [&](const std::vector<std::string>& cells) {
     std::string out = "|";
     for (std::size_t c = 0; c < n; ++c) {
-      const std::string v = clip(cells[c], w[c]);
+      const std::string v = c == flex_ ? clip_middle(cells[c], w[c]) : clip(cells[c], w[c]);
       const std::string pad(w[c] - v.size(), ' ');
       out += ' ';
       if (align_[c] == Align::kRight)
@@ -53,7 +60,8 @@ std::string TextTable::markdown(std::size_t width) const {
   std::string out = line(headers_);
   out += "|";
   for (std::size_t c = 0; c < n; ++c)
-    out += align_[c] == Align::kRight ? std::string(w[c] + 1, '-') + ":|" : std::string(w[c] + 2, '-') + "|";
+    out += align_[c] == Align::kRight ? std::string(w[c] + 1, '-') + ":|"
+                                      : std::string(w[c] + 2, '-') + "|";
   out += "\n";
   for (const auto& r : rows_) out += line(r);
   return out;

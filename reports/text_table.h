@@ -13,7 +13,9 @@ constexpr std::size_t kTextWidth = 100;
 class TextTable {
  public:
   enum class Align { kLeft, kRight };
-  // `flex`: the column that is truncated (with "...") when the table is wider than the limit.
+  // `flex`: the column that is shortened when the table is wider than the limit, by cutting out
+  // its middle ("..."): a cell label starts with the op and ends with the parameters that tell
+  // its rows apart, so both ends are kept.
   TextTable(std::vector<std::string> headers, std::vector<Align> align, std::size_t flex = 0);
   void add(std::vector<std::string> row);
   bool empty() const { return rows_.empty(); }
@@ -31,5 +33,7 @@ std::string wrap(const std::string& text, std::size_t width = kTextWidth,
                  const std::string& first_prefix = "", const std::string& indent = "");
 // "text" cut to `width` bytes with "..." at the end when longer.
 std::string clip(const std::string& text, std::size_t width);
+// "text" cut to `width` bytes by replacing its middle with "..." when longer.
+std::string clip_middle(const std::string& text, std::size_t width);
 
 }  // namespace k3reports

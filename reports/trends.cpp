@@ -18,8 +18,8 @@ std::string bound(const std::string& text, const char* option, bool upper) {
   static const std::regex stamp(R"(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)");
   if (std::regex_match(text, stamp)) return text;
   if (std::regex_match(text, date)) return text + (upper ? "T23:59:59Z" : "T00:00:00Z");
-  throw ReportError(
-      fmt::format("{}: '{}' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)", option, text));
+  throw ReportError(fmt::format("{}: '{}' is not a date (YYYY-MM-DD or YYYY-MM-DDTHH:MM:SSZ, UTC)",
+                                option, text));
 }
 
 }  // namespace
@@ -37,13 +37,16 @@ Trends load_trends(k3store::Connection& db, const RunData& run, const TrendWindo
       "SELECT run_uuid FROM runs WHERE target = ?1 AND started_at <= ?2 AND started_at >= ?3"
       " ORDER BY started_at DESC, rowid DESC LIMIT ?4");
   runs.bind(1, run.target).bind(2, until).bind(3, since);
-  runs.bind(4, static_cast<std::int64_t>(window.since.empty() ? std::max(window.last, 1) : 1000000));
+  runs.bind(4,
+            static_cast<std::int64_t>(window.since.empty() ? std::max(window.last, 1) : 1000000));
   while (runs.step()) t.runs.push_back(runs.text(0));
-  if (std::find(t.runs.begin(), t.runs.end(), run.run_uuid) == t.runs.end()) t.runs.push_back(run.run_uuid);
+  if (std::find(t.runs.begin(), t.runs.end(), run.run_uuid) == t.runs.end())
+    t.runs.push_back(run.run_uuid);
   std::reverse(t.runs.begin(), t.runs.end());
-  t.window = window.since.empty()
-                 ? fmt::format("the last {} runs on target {} up to {}", t.runs.size(), run.target, until)
-                 : fmt::format("{} runs on target {} from {} to {}", t.runs.size(), run.target, since, until);
+  t.window = window.since.empty() ? fmt::format("the last {} runs on target {} up to {}",
+                                                t.runs.size(), run.target, until)
+                                  : fmt::format("{} runs on target {} from {} to {}", t.runs.size(),
+                                                run.target, since, until);
 
   std::map<std::string, TrendSeries> by_key;
   for (const auto& c : run.cells) {

@@ -81,7 +81,7 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
     std::set<std::string> xs, ys;
     for (const auto& p : points) {
       const std::string x = p.config.contains(h.x_knob) ? value_text(p.config[h.x_knob]) : "-";
-      const std::string y = h.y_knob.empty()           ? "all"
+      const std::string y = h.y_knob.empty()              ? "all"
                             : p.config.contains(h.y_knob) ? value_text(p.config[h.y_knob])
                                                           : "-";
       xs.insert(x);
@@ -119,7 +119,8 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
 
 EntryEvidence evidence_of(const nlohmann::json& entry) {
   EntryEvidence e;
-  const auto ev = entry.is_object() ? entry.value("evidence", nlohmann::json::object()) : nlohmann::json::object();
+  const auto ev = entry.is_object() ? entry.value("evidence", nlohmann::json::object())
+                                    : nlohmann::json::object();
   if (!ev.is_object()) return e;
   auto num = [&](const nlohmann::json& v) {
     return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
@@ -135,7 +136,8 @@ EntryEvidence evidence_of(const nlohmann::json& entry) {
   e.speedup = field("speedup");
   interval("ci95", e.ci_low, e.ci_high);
   interval("speedup_ci95", e.speedup_low, e.speedup_high);
-  if (ev.contains("processes") && ev["processes"].is_number_integer()) e.processes = ev["processes"].get<int>();
+  if (ev.contains("processes") && ev["processes"].is_number_integer())
+    e.processes = ev["processes"].get<int>();
   if (ev.contains("unit") && ev["unit"].is_string()) e.unit = ev["unit"].get<std::string>();
   return e;
 }
@@ -150,7 +152,8 @@ TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::s
                        int max_sessions) {
   TuningData t;
   if (!has_tables(db)) {
-    t.note = "no tuning sessions: this database has no tuning tables (the tuner has not written to it)";
+    t.note =
+        "no tuning sessions: this database has no tuning tables (the tuner has not written to it)";
     return t;
   }
   t.available = true;
@@ -201,7 +204,8 @@ TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::s
       by_shape[shape.is_object() ? shape_text(shape) : points.text(0)].push_back(std::move(p));
     }
     points.reset();
-    for (auto& h : heatmaps_of(session.session_id, op, by_shape)) t.heatmaps.push_back(std::move(h));
+    for (auto& h : heatmaps_of(session.session_id, op, by_shape))
+      t.heatmaps.push_back(std::move(h));
     tables.bind(1, session.session_id);
     while (tables.step()) {
       TuningTable tt;

@@ -28,9 +28,12 @@ k3stats::CompareOptions options(const RegressionConfig& config, double threshold
 
 Outcome outcome_of(const k3stats::Comparison& c) {
   switch (c.verdict) {
-    case k3stats::Comparison::Verdict::kBSlower: return Outcome::kRegression;
-    case k3stats::Comparison::Verdict::kBFaster: return Outcome::kImprovement;
-    default: return Outcome::kUnchanged;
+    case k3stats::Comparison::Verdict::kBSlower:
+      return Outcome::kRegression;
+    case k3stats::Comparison::Verdict::kBFaster:
+      return Outcome::kImprovement;
+    default:
+      return Outcome::kUnchanged;
   }
 }
 
@@ -39,8 +42,7 @@ AccuracyVerdict accuracy_of(const CellFigures& a, const CellFigures& b,
   AccuracyVerdict v;
   v.ratio_a = a.error_to_bound;
   v.ratio_b = b.error_to_bound;
-  if (v.ratio_a && v.ratio_b)
-    v.ratio_flagged = *v.ratio_b > *v.ratio_a + config.max_ratio_increase;
+  if (v.ratio_a && v.ratio_b) v.ratio_flagged = *v.ratio_b > *v.ratio_a + config.max_ratio_increase;
   v.checksum_a = a.output_checksum;
   v.checksum_b = b.output_checksum;
   // Outputs must match only for the same kernel layer: generic and RVV round differently.
@@ -83,8 +85,8 @@ Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b
   Speedup s;
   s.value = ma / mb;
   if (se == 0) return {s.value, s.value, s.value};
-  const double df = (va + vb) * (va + vb) /
-                    (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
+  const double df =
+      (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
   const double t = k3stats::t_critical(0.95, df);
   const double r_low = (mb - ma - t * se) / ma, r_high = (mb - ma + t * se) / ma;
   s.low = 1 / (1 + r_high);
@@ -92,12 +94,14 @@ Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b
   return s;
 }
 
-Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b, int first_stage) {
+Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b,
+                       int first_stage) {
   std::vector<double> d;
   for (std::size_t i = 0; i < a.size(); ++i) d.push_back(std::log(b[i] / a[i]));
   const double md = k3stats::mean(d);
   const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
-  const std::vector<double> stage1 = stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
+  const std::vector<double> stage1 =
+      stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
   const double se = k3stats::sample_stddev(stage1) / std::sqrt(double(d.size()));
   const double t = k3stats::t_critical(0.95, double(stage1.size() - 1));
   return {std::exp(-md), std::exp(-(md + t * se)), std::exp(-(md - t * se))};
@@ -109,7 +113,9 @@ bool CellVerdict::timing_regression() const {
   return timing.outcome == Outcome::kRegression && timing.confirmation != Confirmation::kRefuted;
 }
 
-bool CellVerdict::regression() const { return timing_regression() || accuracy_regression(); }
+bool CellVerdict::regression() const {
+  return timing_regression() || accuracy_regression();
+}
 
 int Verdict::regressions() const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(),
@@ -252,31 +258,43 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
 
 const char* to_string(Outcome o) {
   switch (o) {
-    case Outcome::kRegression: return "regression";
-    case Outcome::kImprovement: return "improvement";
-    case Outcome::kUnchanged: return "unchanged";
-    default: return "not-compared";
+    case Outcome::kRegression:
+      return "regression";
+    case Outcome::kImprovement:
+      return "improvement";
+    case Outcome::kUnchanged:
+      return "unchanged";
+    default:
+      return "not-compared";
   }
 }
 
 const char* to_string(Confirmation c) {
   switch (c) {
-    case Confirmation::kConfirmed: return "confirmed";
-    case Confirmation::kRefuted: return "refuted";
-    case Confirmation::kUnavailable: return "unavailable";
-    case Confirmation::kInterleaved: return "interleaved";
-    default: return "not-asked";
+    case Confirmation::kConfirmed:
+      return "confirmed";
+    case Confirmation::kRefuted:
+      return "refuted";
+    case Confirmation::kUnavailable:
+      return "unavailable";
+    case Confirmation::kInterleaved:
+      return "interleaved";
+    default:
+      return "not-asked";
   }
 }
 
 std::string timing_text(const TimingVerdict& t) {
   const double pct = 100 * t.cmp.rel_diff;
   switch (t.outcome) {
-    case Outcome::kRegression: return fmt::format("SLOWER {:+.1f}%", pct);
-    case Outcome::kImprovement: return fmt::format("faster {:+.1f}%", pct);
+    case Outcome::kRegression:
+      return fmt::format("SLOWER {:+.1f}%", pct);
+    case Outcome::kImprovement:
+      return fmt::format("faster {:+.1f}%", pct);
     case Outcome::kUnchanged:
       return fmt::format("unchanged within +-{:.1f}%", 100 * std::max(t.cmp.mde, t.threshold));
-    default: return "not compared: " + t.not_compared;
+    default:
+      return "not compared: " + t.not_compared;
   }
 }
 
@@ -286,13 +304,19 @@ nlohmann::json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-nlohmann::json finite(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
+nlohmann::json finite(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
 
 nlohmann::json comparison_json(const k3stats::Comparison& c) {
-  return {{"baseline_mean_ns", c.mean_a}, {"candidate_mean_ns", c.mean_b},
-          {"rel_diff", finite(c.rel_diff)}, {"t", finite(c.t)},
-          {"df", finite(c.df)},           {"p_value", finite(c.p_value)},
-          {"significant", c.significant},   {"meaningful", c.meaningful},
+  return {{"baseline_mean_ns", c.mean_a},
+          {"candidate_mean_ns", c.mean_b},
+          {"rel_diff", finite(c.rel_diff)},
+          {"t", finite(c.t)},
+          {"df", finite(c.df)},
+          {"p_value", finite(c.p_value)},
+          {"significant", c.significant},
+          {"meaningful", c.meaningful},
           {"minimum_detectable_effect", finite(c.mde)}};
 }
 
@@ -301,31 +325,33 @@ nlohmann::json comparison_json(const k3stats::Comparison& c) {
 nlohmann::json to_json(const Verdict& v) {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : v.cells) {
-    nlohmann::json timing = {{"outcome", to_string(c.timing.outcome)},
-                             {"speedup",
-                              {{"value", finite(c.timing.speedup.value)},
-                               {"ci95", {finite(c.timing.speedup.low), finite(c.timing.speedup.high)}}}},
-                             {"text", timing_text(c.timing)},
-                             {"threshold", c.timing.threshold},
-                             {"processes", {c.timing.processes_a, c.timing.processes_b}},
-                             {"confirmation", to_string(c.timing.confirmation)},
-                             {"confirm_note", c.timing.confirm_note},
-                             {"confirm_run", c.timing.confirm_run}};
+    nlohmann::json timing = {
+        {"outcome", to_string(c.timing.outcome)},
+        {"speedup",
+         {{"value", finite(c.timing.speedup.value)},
+          {"ci95", {finite(c.timing.speedup.low), finite(c.timing.speedup.high)}}}},
+        {"text", timing_text(c.timing)},
+        {"threshold", c.timing.threshold},
+        {"processes", {c.timing.processes_a, c.timing.processes_b}},
+        {"confirmation", to_string(c.timing.confirmation)},
+        {"confirm_note", c.timing.confirm_note},
+        {"confirm_run", c.timing.confirm_run}};
     if (c.timing.outcome != Outcome::kNotCompared) timing["test"] = comparison_json(c.timing.cmp);
     if (c.timing.confirm_cmp) timing["confirm_test"] = comparison_json(*c.timing.confirm_cmp);
-    cells.push_back({{"config_key", c.config_key},
-                     {"label", c.label},
-                     {"op", c.op},
-                     {"model", c.model},
-                     {"shape", c.shape},
-                     {"regression", c.regression()},
-                     {"timing", timing},
-                     {"accuracy",
-                      {{"error_to_bound", {opt_json(c.accuracy.ratio_a), opt_json(c.accuracy.ratio_b)}},
-                       {"ratio_flagged", c.accuracy.ratio_flagged},
-                       {"checksum", {c.accuracy.checksum_a, c.accuracy.checksum_b}},
-                       {"checksum_required", c.accuracy.checksum_required},
-                       {"checksum_flagged", c.accuracy.checksum_flagged}}}});
+    cells.push_back(
+        {{"config_key", c.config_key},
+         {"label", c.label},
+         {"op", c.op},
+         {"model", c.model},
+         {"shape", c.shape},
+         {"regression", c.regression()},
+         {"timing", timing},
+         {"accuracy",
+          {{"error_to_bound", {opt_json(c.accuracy.ratio_a), opt_json(c.accuracy.ratio_b)}},
+           {"ratio_flagged", c.accuracy.ratio_flagged},
+           {"checksum", {c.accuracy.checksum_a, c.accuracy.checksum_b}},
+           {"checksum_required", c.accuracy.checksum_required},
+           {"checksum_flagged", c.accuracy.checksum_flagged}}}});
   }
   nlohmann::json failed = nlohmann::json::array();
   for (const auto& f : v.failed)

@@ -14,7 +14,14 @@
 namespace k3tune {
 
 // Exit codes (also in --help).
-enum Exit : int { kOk = 0, kProblems = 1, kUsage = 2, kCellsFailed = 3, kRegressions = 4, kReportFailed = 5 };
+enum Exit : int {
+  kOk = 0,
+  kProblems = 1,
+  kUsage = 2,
+  kCellsFailed = 3,
+  kRegressions = 4,
+  kReportFailed = 5
+};
 
 struct AppContext {
   std::string root;          // source tree: configs/, build trees, scripts/

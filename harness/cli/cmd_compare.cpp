@@ -26,7 +26,8 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
-      "compare", "regression verdict of run B against run A (the report's verdict, in the terminal)");
+      "compare",
+      "regression verdict of run B against run A (the report's verdict, in the terminal)");
   cmd->add_option("run_a", args->a, "baseline run id (prefix)")->required();
   cmd->add_option("run_b", args->b, "candidate run id (prefix)")->required();
   cmd->add_option("--rules", args->rules,
@@ -58,7 +59,8 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
       const auto base = k3reports::load_run(*db, args->a);
       const auto cand = k3reports::load_run(*db, args->b);
       std::optional<k3store::NoiseFloorRecord> floor;
-      if (config.use_noise_floor) floor = k3store::latest_noise_floor(*db, cand.target, cand.cpu_model);
+      if (config.use_noise_floor)
+        floor = k3store::latest_noise_floor(*db, cand.target, cand.cpu_model);
       db.reset();
       k3reports::Verdict v = k3reports::compare_runs(base, cand, config, floor);
       k3reports::keep_run_runners(base, runners);
@@ -70,7 +72,8 @@ void add_compare_command(CLI::App& app, AppContext& ctx) {
       else
         std::cout << k3reports::verdict_markdown(v);
       bool failed = false;
-      for (const auto& c : cand.cells) failed = failed || (c.build_hash == cand.build_hash && !c.ok);
+      for (const auto& c : cand.cells)
+        failed = failed || (c.build_hash == cand.build_hash && !c.ok);
       exit_code() = v.regressions() > 0 ? kRegressions : failed ? kCellsFailed : kOk;
     } catch (const std::exception& e) {
       std::cerr << "k3tune: compare: " << e.what() << "\n";

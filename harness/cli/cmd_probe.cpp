@@ -82,10 +82,10 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     // chains (the roofline's measured compute ceilings; the layer is the one bench runs).
     nlohmann::json peaks = nlohmann::json::object();
     for (const char* mode : {"f32", "i16"}) {
-      const auto r = t->run({"--op", "peak", "--shape", "kiters=16", "--params",
-                             std::string("mode=") + mode, "--reps", "3", "--warmup", "1",
-                             "--min-time", "0.05", "--check", "sample", "--json"},
-                            k3targets::ProcessOptions::with_timeout(timeout));
+      const auto r = t->run(
+          {"--op", "peak", "--shape", "kiters=16", "--params", std::string("mode=") + mode,
+           "--reps", "3", "--warmup", "1", "--min-time", "0.05", "--check", "sample", "--json"},
+          k3targets::ProcessOptions::with_timeout(timeout));
       if (r.ok()) {
         const auto pj = nlohmann::json::parse(r.out);
         peaks[mode] = {{"gops", pj["summary"]["gops"]},

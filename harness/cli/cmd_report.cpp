@@ -42,7 +42,8 @@ void add_report_command(CLI::App& app, AppContext& ctx) {
       ->check(CLI::Range(1, 100000));
   cmd->add_option("-o,--out", rq.out_dir,
                   "output directory (default: reports/<run id> next to the database)");
-  cmd->add_option("--rules", a->rules, "regression rules (default: <root>/configs/regression.toml)");
+  cmd->add_option("--rules", a->rules,
+                  "regression rules (default: <root>/configs/regression.toml)");
   cmd->add_option("--boards", a->boards, "board files (default: <root>/configs/boards)");
   cmd->add_option("--runners", rq.runners_dir,
                   "kept runner binaries (default: runners/ next to the database)");
@@ -65,12 +66,15 @@ void add_report_command(CLI::App& app, AppContext& ctx) {
       for (const auto* o : cmd->get_options())
         if (o->count() > 0 && o->get_name() != "--help")
           for (const auto& v : o->results())
-            r.command_line += (o->get_name().rfind("-", 0) == 0 ? " " + o->get_name() : "") + " " + v;
+            r.command_line +=
+                (o->get_name().rfind("-", 0) == 0 ? " " + o->get_name() : "") + " " + v;
       if (r.confirm) r.confirm_ctx = confirm_context(ctx, r.db_path, r.runners_dir);
       if (r.html) k3reports::load_vendored_scripts(r.js_dir);  // fail before any work
       const k3reports::Report report = k3reports::build_report(r);
       if (r.out_dir.empty())
-        r.out_dir = (std::filesystem::absolute(r.db_path).parent_path() / "reports" / report.run.run_uuid).string();
+        r.out_dir =
+            (std::filesystem::absolute(r.db_path).parent_path() / "reports" / report.run.run_uuid)
+                .string();
       const auto files = k3reports::write_report(report, r);
       if (ctx.json) {
         std::cout << k3reports::report_json(report).dump(2) << "\n";

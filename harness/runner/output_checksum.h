@@ -14,8 +14,7 @@
 namespace k3bench {
 
 // FNV-1a 64 over raw bytes; `h` chains several buffers into one hash.
-std::uint64_t fnv1a64(const void* data, std::size_t bytes,
-                      std::uint64_t h = 0xcbf29ce484222325ull);
+std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h = 0xcbf29ce484222325ull);
 
 // {"fnv1a64": "<16 hex digits>", "arrays": [names], "bytes": N}, or null when the case has none
 // of its output arrays (probes without outputs, ops whose result stays inside the kernel state).

@@ -44,8 +44,10 @@ void plant_tuning(k3store::Connection& c) {
   create_tuning_tables(c);
   add_tuning_session(c, "tune-browser", "2000-01-01T00:00:00Z", "local", "linear_decode");
   auto point = c.prepare(
-      "INSERT INTO tuning_points(session_id, point_key, op, shape_json, config_json, status, reason,"
-      " processes, mean_ns) VALUES ('tune-browser', ?1, 'linear_decode', '{\"k\":2048,\"n\":2048}', ?2, ?3, ?4, 3, ?5)");
+      "INSERT INTO tuning_points(session_id, point_key, op, shape_json, config_json, status, "
+      "reason,"
+      " processes, mean_ns) VALUES ('tune-browser', ?1, 'linear_decode', "
+      "'{\"k\":2048,\"n\":2048}', ?2, ?3, ?4, 3, ?5)");
   int key = 0;
   for (int workers : {1, 2, 4})
     for (int tile : {32, 64, 128, 256}) {
@@ -60,13 +62,17 @@ void plant_tuning(k3store::Connection& c) {
         point.bind(5, 4e5 / workers + 100.0 * std::abs(tile - 64));
       point.run();
     }
-  add_tuning_table(c, "browser-table", "2000-01-01T01:00:00Z", {"tune-browser"}, decode_table_entry(1e5, 1.4));
+  add_tuning_table(c, "browser-table", "2000-01-01T01:00:00Z", {"tune-browser"},
+                   decode_table_entry(1e5, 1.4));
 }
 
 // Runs browser_check.js on `html`; its JSON result (the process's stdout) or a failure.
-json check_in_browser(const fs::path& html, const fs::path& out_dir, const std::string& screenshot) {
-  const std::vector<std::string> argv = {"env", "NODE_PATH=" K3_JS_DIR "/node_modules", K3_NODE, K3_BROWSER_CHECK,
-                                         html.string(), out_dir.string(), screenshot};
+json check_in_browser(const fs::path& html, const fs::path& out_dir,
+                      const std::string& screenshot) {
+  const std::vector<std::string> argv = {"env",         "NODE_PATH=" K3_JS_DIR "/node_modules",
+                                         K3_NODE,       K3_BROWSER_CHECK,
+                                         html.string(), out_dir.string(),
+                                         screenshot};
   const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(300));
   EXPECT_EQ(r.exit_code, 0) << "browser_check.js: " << r.err;
   const json result = json::parse(r.out, nullptr, false);
@@ -94,7 +100,8 @@ TEST_F(ReportBrowser, HtmlLoadsOfflineAndDrawsEveryChart) {
   const json result = check_in_browser(keep / "report.html", keep, "report.png");
   ASSERT_FALSE(result.empty());
 
-  EXPECT_EQ(result["console"], json::array()) << "console messages or page errors: " << result["console"].dump(1);
+  EXPECT_EQ(result["console"], json::array())
+      << "console messages or page errors: " << result["console"].dump(1);
   const std::string url = "file://" + fs::absolute(keep / "report.html").string();
   EXPECT_EQ(result["requests"], json::array({url})) << "the page fetched more than itself";
   // The file itself is read by the browser's file loader, outside the network stack: the net log
@@ -116,25 +123,30 @@ TEST_F(ReportBrowser, HtmlLoadsOfflineAndDrawsEveryChart) {
     seen.insert(id);
     EXPECT_EQ(chart["rendered"], "ok") << id;
     EXPECT_GE(chart["svg"].get<int>(), 1) << id;
-    for (const auto& marks : expected[id]) EXPECT_GT(chart["marks"].value(marks, 0), 0) << id << " " << marks;
+    for (const auto& marks : expected[id])
+      EXPECT_GT(chart["marks"].value(marks, 0), 0) << id << " " << marks;
   }
   for (const auto& [id, marks] : expected) EXPECT_TRUE(seen.count(id)) << id << " missing";
   EXPECT_EQ(seen.size(), expected.size());
-  // The counts match the data: a bar per compared cell, a point per roofline kernel, a heat cell per
-  // (tile_n, workers) pair, a point per run in each trend series.
+  // The counts match the data: a bar per compared cell, a point per roofline kernel, a heat cell
+  // per (tile_n, workers) pair, a point per run in each trend series.
   const auto charts = result["charts"];
   auto marks_of = [&](const std::string& id, const std::string& name) {
     for (const auto& c : charts)
       if (c["id"] == id) return c["marks"].value(name, 0);
     return 0;
   };
-  EXPECT_EQ(marks_of("chart-speedups", "speedup_bars_marks"), static_cast<int>(doc["verdict"]["cells"].size()));
-  EXPECT_EQ(marks_of("chart-roofline", "roof_points_marks"), static_cast<int>(doc["roofline"]["points"].size()));
-  EXPECT_EQ(marks_of("chart-heatmap-0", "heat_cells_marks"), 11);  // 3 workers x 4 tile_n, one rejected
+  EXPECT_EQ(marks_of("chart-speedups", "speedup_bars_marks"),
+            static_cast<int>(doc["verdict"]["cells"].size()));
+  EXPECT_EQ(marks_of("chart-roofline", "roof_points_marks"),
+            static_cast<int>(doc["roofline"]["points"].size()));
+  EXPECT_EQ(marks_of("chart-heatmap-0", "heat_cells_marks"),
+            11);  // 3 workers x 4 tile_n, one rejected
   EXPECT_EQ(marks_of("chart-heatmap-0", "heat_rejected_marks"), 1);
   EXPECT_EQ(marks_of("chart-heatmap-0", "heat_text_marks"), 12);
   int trend_points = 0;
-  for (const auto& series : doc["trends"]["series"]) trend_points += static_cast<int>(series["points"].size());
+  for (const auto& series : doc["trends"]["series"])
+    trend_points += static_cast<int>(series["points"].size());
   EXPECT_EQ(trend_points, 2 * 3) << "three configurations, each in both runs";
   EXPECT_EQ(marks_of("chart-trends", "trend_points_marks"), trend_points);
 
@@ -154,14 +166,18 @@ TEST_F(ReportBrowser, TheCheckCatchesFetchesAndBrokenCharts) {
   std::ofstream(keep / "bad.html")
       << "<!DOCTYPE html><html><head><meta charset=\"utf-8\"></head><body>"
          "<img src=\"http://127.0.0.1:9/pixel.png\"><div class=\"chart\" id=\"chart-x\"></div>"
-         "<script>console.error('chart-x: no spec'); document.getElementById('chart-x').dataset.rendered = 'error';"
+         "<script>console.error('chart-x: no spec'); "
+         "document.getElementById('chart-x').dataset.rendered = 'error';"
          "document.body.dataset.charts = 'error';</script></body></html>";
   const json result = check_in_browser(keep / "bad.html", keep, "bad.png");
   ASSERT_FALSE(result.empty());
   EXPECT_EQ(result["body_charts"], "error");
-  EXPECT_NE(result["console"].dump().find("chart-x: no spec"), std::string::npos) << result["console"];
-  EXPECT_NE(result["requests"].dump().find("http://127.0.0.1:9/pixel.png"), std::string::npos) << result["requests"];
-  EXPECT_NE(result["netlog"].dump().find("http://127.0.0.1:9/pixel.png"), std::string::npos) << result["netlog"];
+  EXPECT_NE(result["console"].dump().find("chart-x: no spec"), std::string::npos)
+      << result["console"];
+  EXPECT_NE(result["requests"].dump().find("http://127.0.0.1:9/pixel.png"), std::string::npos)
+      << result["requests"];
+  EXPECT_NE(result["netlog"].dump().find("http://127.0.0.1:9/pixel.png"), std::string::npos)
+      << result["netlog"];
   ASSERT_EQ(result["charts"].size(), 1u);
   EXPECT_EQ(result["charts"][0]["rendered"], "error");
 }

@@ -15,15 +15,17 @@ namespace fs = std::filesystem;
 namespace k3test::reports {
 
 void ReportTest::SetUp() {
-  dir_ = fs::temp_directory_path() /
-         ("k3reports_" + std::to_string(::getpid()) + "_" +
-          ::testing::UnitTest::GetInstance()->current_test_info()->name());
+  dir_ =
+      fs::temp_directory_path() / ("k3reports_" + std::to_string(::getpid()) + "_" +
+                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   use_runner(K3BENCH_PATH);
 }
 
-void ReportTest::TearDown() { fs::remove_all(dir_); }
+void ReportTest::TearDown() {
+  fs::remove_all(dir_);
+}
 
 void ReportTest::use_runner(const std::string& runner) const {
   std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" << runner
@@ -31,7 +33,8 @@ void ReportTest::use_runner(const std::string& runner) const {
 }
 
 Cmd ReportTest::k3tune(const std::vector<std::string>& args) const {
-  std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets", targets(), "-q"};
+  std::vector<std::string> argv = {K3TUNE_PATH, "--root",    K3TUNE_ROOT, "--db",
+                                   db(),        "--targets", targets(),   "-q"};
   argv.insert(argv.end(), args.begin(), args.end());
   const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
   return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
@@ -47,8 +50,9 @@ std::string ReportTest::copy_of_runner(const std::string& name) const {
 
 std::string ReportTest::slower_runner(const std::string& name, double extra_ns) const {
   const fs::path p = dir_ / name;
-  std::ofstream(p) << "#!/bin/sh\n# the real runner with calibrated extra work after every call\nexec '"
-                   << K3BENCH_PATH << "' \"$@\" --extra-work-ns " << extra_ns << "\n";
+  std::ofstream(p)
+      << "#!/bin/sh\n# the real runner with calibrated extra work after every call\nexec '"
+      << K3BENCH_PATH << "' \"$@\" --extra-work-ns " << extra_ns << "\n";
   fs::permissions(p, fs::perms::owner_all);
   return p.string();
 }
@@ -67,7 +71,8 @@ std::unique_ptr<k3store::Connection> ReportTest::open() const {
   return k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate);
 }
 
-std::string ReportTest::cell_of(const std::string& run, const std::string& op, const nlohmann::json& shape) const {
+std::string ReportTest::cell_of(const std::string& run, const std::string& op,
+                                const nlohmann::json& shape) const {
   auto c = open();
   auto s = c->prepare(
       "SELECT c.cell_key FROM cells c JOIN runs r ON c.build_hash = r.build_hash"
@@ -78,8 +83,8 @@ std::string ReportTest::cell_of(const std::string& run, const std::string& op, c
   return s.text(0);
 }
 
-void ReportTest::plant_samples(const std::string& from_run, const std::string& from_cell, const std::string& to_run,
-                               const std::string& to_cell,
+void ReportTest::plant_samples(const std::string& from_run, const std::string& from_cell,
+                               const std::string& to_run, const std::string& to_cell,
                                const std::function<std::pair<int, double>(int)>& source) const {
   auto c = open();
   k3store::Transaction tx(*c);
@@ -87,12 +92,15 @@ void ReportTest::plant_samples(const std::string& from_run, const std::string& f
       "SELECT process_index, rep_index FROM samples WHERE run_uuid = ?1 AND cell_key = ?2");
   targets.bind(1, to_run).bind(2, to_cell);
   std::vector<std::pair<int, int>> slots;
-  while (targets.step()) slots.emplace_back(static_cast<int>(targets.integer(0)), static_cast<int>(targets.integer(1)));
+  while (targets.step())
+    slots.emplace_back(static_cast<int>(targets.integer(0)), static_cast<int>(targets.integer(1)));
   ASSERT_FALSE(slots.empty());
   auto read = c->prepare(
-      "SELECT ns FROM samples WHERE run_uuid = ?1 AND cell_key = ?2 AND process_index = ?3 AND rep_index = ?4");
+      "SELECT ns FROM samples WHERE run_uuid = ?1 AND cell_key = ?2 AND process_index = ?3 AND "
+      "rep_index = ?4");
   auto write = c->prepare(
-      "UPDATE samples SET ns = ?1 WHERE run_uuid = ?2 AND cell_key = ?3 AND process_index = ?4 AND rep_index = ?5");
+      "UPDATE samples SET ns = ?1 WHERE run_uuid = ?2 AND cell_key = ?3 AND process_index = ?4 AND "
+      "rep_index = ?5");
   for (const auto& [p, rep] : slots) {
     const auto [q, factor] = source(p);
     read.bind(1, from_run).bind(2, from_cell).bind(3, q).bind(4, rep);
@@ -118,11 +126,11 @@ void ReportTest::plant_samples(const std::string& from_run, const std::string& f
   tx.commit();
 }
 
-void ReportTest::plant_accuracy(const std::string& run, const std::string& cell, const std::string& json_path,
-                                const std::string& sql_value) const {
+void ReportTest::plant_accuracy(const std::string& run, const std::string& cell,
+                                const std::string& json_path, const std::string& sql_value) const {
   auto c = open();
-  c->exec("UPDATE processes SET runner_json = json_set(runner_json, '" + json_path + "', " + sql_value +
-          ") WHERE run_uuid = '" + run + "' AND cell_key = '" + cell +
+  c->exec("UPDATE processes SET runner_json = json_set(runner_json, '" + json_path + "', " +
+          sql_value + ") WHERE run_uuid = '" + run + "' AND cell_key = '" + cell +
           "' AND json_type(runner_json, '$.accuracy') = 'object'");
   ASSERT_EQ(c->changes(), 1) << "no accuracy-checked process of " << cell;
 }
@@ -153,20 +161,25 @@ CREATE TABLE IF NOT EXISTS tuning_tables(table_id TEXT PRIMARY KEY, created_at T
 )sql");
 }
 
-void add_tuning_session(k3store::Connection& c, const std::string& id, const std::string& created_at,
-                        const std::string& target, const std::string& op) {
+void add_tuning_session(k3store::Connection& c, const std::string& id,
+                        const std::string& created_at, const std::string& target,
+                        const std::string& op) {
   auto s = c.prepare(
-      "INSERT INTO tuning_sessions(session_id, created_at, finished_at, command, target, build_hash, op,"
+      "INSERT INTO tuning_sessions(session_id, created_at, finished_at, command, target, "
+      "build_hash, op,"
       " shape_json, space_json, strategy, seed, budget, objective, status)"
-      " VALUES (?1, ?2, ?2, 'k3tune tune', ?3, 'b', ?4, '{}', '{}', 'exhaustive', 1, 100, 'time', 'finished')");
+      " VALUES (?1, ?2, ?2, 'k3tune tune', ?3, 'b', ?4, '{}', '{}', 'exhaustive', 1, 100, 'time', "
+      "'finished')");
   s.bind(1, id).bind(2, created_at).bind(3, target).bind(4, op);
   s.run();
 }
 
 void add_tuning_table(k3store::Connection& c, const std::string& id, const std::string& created_at,
                       const std::vector<std::string>& sessions, const nlohmann::json& entry) {
-  const nlohmann::json table = {{"schema", "k3tune.tuning-table/1"}, {"kernel_abi", 1}, {"entries", {entry}}};
-  auto s = c.prepare("INSERT INTO tuning_tables VALUES (?1, ?2, ?3, 'tables/' || ?1 || '.json', ?4)");
+  const nlohmann::json table = {
+      {"schema", "k3tune.tuning-table/1"}, {"kernel_abi", 1}, {"entries", {entry}}};
+  auto s =
+      c.prepare("INSERT INTO tuning_tables VALUES (?1, ?2, ?3, 'tables/' || ?1 || '.json', ?4)");
   s.bind(1, id).bind(2, created_at).bind(3, nlohmann::json(sessions).dump()).bind(4, table.dump());
   s.run();
 }
@@ -177,9 +190,16 @@ nlohmann::json decode_table_entry(double mean_ns, double speedup) {
           {"class", {{"path", "rvv"}, {"n", 2048}, {"k", 2048}}},
           {"params", {{"workers", 2}, {"tile_n", 64}}},
           {"hp", false},
-          {"evidence", {{"mean", mean_ns}, {"unit", "ns per call"}, {"ci95", {mean_ns - 20, mean_ns + 20}},
-                        {"processes", 12}, {"default_mean", mean_ns * speedup}, {"speedup", speedup},
-                        {"speedup_ci95", {speedup - 0.1, speedup + 0.1}}, {"paired", true}, {"session", "s1"}}}};
+          {"evidence",
+           {{"mean", mean_ns},
+            {"unit", "ns per call"},
+            {"ci95", {mean_ns - 20, mean_ns + 20}},
+            {"processes", 12},
+            {"default_mean", mean_ns * speedup},
+            {"speedup", speedup},
+            {"speedup_ci95", {speedup - 0.1, speedup + 0.1}},
+            {"paired", true},
+            {"session", "s1"}}}};
 }
 
 std::vector<std::string> lines_of(const std::string& text) {

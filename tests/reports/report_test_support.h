@@ -42,11 +42,13 @@ class ReportTest : public ::testing::Test {
   std::string bench(const std::string& config_text) const;
   std::unique_ptr<k3store::Connection> open() const;
   // The cell key of `run`'s cell of `op` whose shape JSON equals `shape`.
-  std::string cell_of(const std::string& run, const std::string& op, const nlohmann::json& shape) const;
+  std::string cell_of(const std::string& run, const std::string& op,
+                      const nlohmann::json& shape) const;
   // Replaces the samples of (to_run, to_cell) by those of (from_run, from_cell): process p gets
   // the repetitions of source(p).first times source(p).second; then re-aggregates the cell.
-  void plant_samples(const std::string& from_run, const std::string& from_cell, const std::string& to_run,
-                     const std::string& to_cell, const std::function<std::pair<int, double>(int)>& source) const;
+  void plant_samples(const std::string& from_run, const std::string& from_cell,
+                     const std::string& to_run, const std::string& to_cell,
+                     const std::function<std::pair<int, double>(int)>& source) const;
   // Sets a JSON path of the accuracy-checked process's runner_json of (run, cell).
   void plant_accuracy(const std::string& run, const std::string& cell, const std::string& json_path,
                       const std::string& sql_value) const;
@@ -58,8 +60,9 @@ class ReportTest : public ::testing::Test {
 // The tuner's tables (its schema migration, as the results-database contract states it), created
 // when absent: the report reads them when they exist.
 void create_tuning_tables(k3store::Connection& c);
-void add_tuning_session(k3store::Connection& c, const std::string& id, const std::string& created_at,
-                        const std::string& target, const std::string& op);
+void add_tuning_session(k3store::Connection& c, const std::string& id,
+                        const std::string& created_at, const std::string& target,
+                        const std::string& op);
 void add_tuning_table(k3store::Connection& c, const std::string& id, const std::string& created_at,
                       const std::vector<std::string>& sessions, const nlohmann::json& entry);
 // A tuning-table entry for linear_decode n=k=2048 with evidence in the table format's fields.

@@ -10,6 +10,8 @@
 #include "boards.h"
 #include "change_points.h"
 #include "database.h"
+#include "maintenance.h"
+#include "probes.h"
 #include "regression_config.h"
 #include "report_error.h"
 #include "report_test_support.h"
@@ -24,32 +26,39 @@ namespace {
 
 TEST(ReportChangePoints, FindsStepsAndNothingInNoise) {
   // One step of +20% after four runs, with run-to-run noise of about 1%.
-  const auto one = k3reports::find_change_points({10, 10.1, 9.9, 10, 12, 12.1, 11.9, 12}, 0.05, 0.02);
+  const auto one =
+      k3reports::find_change_points({10, 10.1, 9.9, 10, 12, 12.1, 11.9, 12}, 0.05, 0.02);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0].index, 4u);
   EXPECT_NEAR(one[0].rel_change, 0.2, 0.005);
   EXPECT_LT(one[0].p_value, 0.05);
   // Two steps, found by segmenting each side again.
-  const auto two = k3reports::find_change_points({10, 10, 10, 10, 13, 13, 13, 13, 10, 10, 10, 10}, 0.05, 0.02);
+  const auto two =
+      k3reports::find_change_points({10, 10, 10, 10, 13, 13, 13, 13, 10, 10, 10, 10}, 0.05, 0.02);
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[0].index, 4u);
   EXPECT_EQ(two[1].index, 8u);
   // Noise alone (alternating +-3%), a step below the minimum effect, and too few runs: none.
-  EXPECT_TRUE(k3reports::find_change_points({10, 10.3, 9.7, 10.3, 9.7, 10.3, 9.7, 10}, 0.05, 0.02).empty());
-  EXPECT_TRUE(k3reports::find_change_points({10, 10, 10, 10, 10.1, 10.1, 10.1, 10.1}, 0.05, 0.02).empty());
+  EXPECT_TRUE(
+      k3reports::find_change_points({10, 10.3, 9.7, 10.3, 9.7, 10.3, 9.7, 10}, 0.05, 0.02).empty());
+  EXPECT_TRUE(
+      k3reports::find_change_points({10, 10, 10, 10, 10.1, 10.1, 10.1, 10.1}, 0.05, 0.02).empty());
   EXPECT_TRUE(k3reports::find_change_points({10, 20, 20}, 0.05, 0.02).empty());
 }
 
 TEST(ReportText, TablesFitTheWidthAndProseWraps) {
-  k3reports::TextTable t({"cell", "mean us", "p"}, {k3reports::TextTable::Align::kLeft,
-                                                    k3reports::TextTable::Align::kRight,
-                                                    k3reports::TextTable::Align::kRight});
-  t.add({std::string(150, 'x'), "12.345", "0.01"});
+  k3reports::TextTable t({"cell", "mean us", "p"},
+                         {k3reports::TextTable::Align::kLeft, k3reports::TextTable::Align::kRight,
+                          k3reports::TextTable::Align::kRight});
+  t.add({"head" + std::string(150, 'x') + "tail", "12.345", "0.01"});
   t.add({"short|with a bar", "1", "1"});
   const std::string md = t.markdown();
   for (const auto& line : lines_of(md)) EXPECT_EQ(line.size(), 100u) << line;
-  EXPECT_NE(md.find("xxx... |"), std::string::npos) << md;
-  EXPECT_NE(md.find("short/with a bar"), std::string::npos) << "a '|' would split the Markdown cell";
+  EXPECT_NE(md.find("| headxxx"), std::string::npos) << md;  // both ends of the label are kept
+  EXPECT_NE(md.find("xxx...xxx"), std::string::npos) << md;
+  EXPECT_NE(md.find("xxxtail |"), std::string::npos) << md;
+  EXPECT_NE(md.find("short/with a bar"), std::string::npos)
+      << "a '|' would split the Markdown cell";
   EXPECT_NE(md.find("|------"), std::string::npos);
   EXPECT_NE(md.find("-:|"), std::string::npos) << "right-aligned columns say so";
   std::string words;
@@ -95,21 +104,23 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
     const char* text;
     const char* message;
   };
-  for (const Case& c : {Case{"[timing]\nalpha = 0.9\n", ":2: timing.alpha: expected a value in"},
-                        Case{"[timing]\nmin_efect = 0.02\n", ":2: timing.min_efect: unknown key"},
-                        Case{"[accuracy]\nidentical_outputs = \"linear\"\n",
-                             ":2: accuracy.identical_outputs: expected a list"},
-                        Case{"[accuracy]\nidentical_outputs = [\"Linear Decode\"]\n",
-                             ":2: accuracy.identical_outputs: 'Linear Decode' is not an op name"},
-                        Case{"[confirm]\nprocesses = 8\nmax_processes = 4\n", "confirm.max_processes: 4 is below"},
-                        Case{"[reporting]\n", ":1: reporting: unknown table"},
-                        Case{"[timing\n", ":1: "}}) {
+  for (const Case& c :
+       {Case{"[timing]\nalpha = 0.9\n", ":2: timing.alpha: expected a value in"},
+        Case{"[timing]\nmin_efect = 0.02\n", ":2: timing.min_efect: unknown key"},
+        Case{"[accuracy]\nidentical_outputs = \"linear\"\n",
+             ":2: accuracy.identical_outputs: expected a list"},
+        Case{"[accuracy]\nidentical_outputs = [\"Linear Decode\"]\n",
+             ":2: accuracy.identical_outputs: 'Linear Decode' is not an op name"},
+        Case{"[confirm]\nprocesses = 8\nmax_processes = 4\n", "confirm.max_processes: 4 is below"},
+        Case{"[reporting]\n", ":1: reporting: unknown table"}, Case{"[timing\n", ":1: "}}) {
     const std::string path = write("bad.toml", c.text);
     const std::string e = error_of([&] { k3reports::load_regression_config(path); });
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find(c.message), std::string::npos) << e;
   }
-  EXPECT_NE(error_of([&] { k3reports::load_regression_config((dir_ / "absent.toml").string()); }).find("no such file"),
+  EXPECT_NE(error_of([&] {
+              k3reports::load_regression_config((dir_ / "absent.toml").string());
+            }).find("no such file"),
             std::string::npos);
 }
 
@@ -136,12 +147,17 @@ TEST_F(ReportFiles, BoardFilesMatchTheRunTheyDescribe) {
 
   fs::create_directories(dir_ / "boards");
   const std::string bad = (dir_ / "boards" / "b.toml").string();
-  std::ofstream(bad) << "[board]\nname = \"x\"\n[[ceiling]]\nname = \"dram\"\nkind = \"bandwidth\"\nvalue = 10\n"
-                        "origin = \"published\"\n";
-  EXPECT_NE(error_of([&] { k3reports::load_boards((dir_ / "boards").string()); }).find(bad + ":3: ceiling[0].source: missing"),
+  std::ofstream(bad)
+      << "[board]\nname = \"x\"\n[[ceiling]]\nname = \"dram\"\nkind = \"bandwidth\"\nvalue = 10\n"
+         "origin = \"published\"\n";
+  EXPECT_NE(error_of([&] {
+              k3reports::load_boards((dir_ / "boards").string());
+            }).find(bad + ":3: ceiling[0].source: missing"),
             std::string::npos);
   std::ofstream(bad) << "[board]\nname = \"x\"\n[[ceiling]]\nname = \"dram\"\nkind = \"memory\"\n";
-  EXPECT_NE(error_of([&] { k3reports::load_boards((dir_ / "boards").string()); }).find(":5: ceiling[0].kind: expected"),
+  EXPECT_NE(error_of([&] {
+              k3reports::load_boards((dir_ / "boards").string());
+            }).find(":5: ceiling[0].kind: expected"),
             std::string::npos);
 }
 
@@ -174,12 +190,16 @@ TEST_F(ReportFiles, TuningLandscapesAndTablesWhenTheTunersTablesExist) {
     add_tuning_session(*c, "s-other", "2026-06-01T00:00:00Z", "qemu", "linear_decode");
     add_tuning_session(*c, "s-later", "2027-06-01T00:00:00Z", "local", "linear_decode");
     auto point = c->prepare(
-        "INSERT INTO tuning_points(session_id, point_key, op, shape_json, config_json, status, reason,"
-        " processes, mean_ns) VALUES ('s1', ?1, 'linear_decode', '{\"k\":2048,\"n\":2048}', ?2, ?3, ?4, 3, ?5)");
+        "INSERT INTO tuning_points(session_id, point_key, op, shape_json, config_json, status, "
+        "reason,"
+        " processes, mean_ns) VALUES ('s1', ?1, 'linear_decode', '{\"k\":2048,\"n\":2048}', ?2, "
+        "?3, ?4, 3, ?5)");
     int key = 0;
-    auto add = [&](int workers, int tile, int slab, const char* status, const char* reason, double ns) {
+    auto add = [&](int workers, int tile, int slab, const char* status, const char* reason,
+                   double ns) {
       point.bind(1, "p" + std::to_string(key++));
-      point.bind(2, nlohmann::json{{"workers", workers}, {"tile_n", tile}, {"slab_rows", slab}}.dump());
+      point.bind(
+          2, nlohmann::json{{"workers", workers}, {"tile_n", tile}, {"slab_rows", slab}}.dump());
       point.bind(3, std::string(status)).bind(4, std::string(reason));
       if (ns > 0)
         point.bind(5, ns);
@@ -188,12 +208,15 @@ TEST_F(ReportFiles, TuningLandscapesAndTablesWhenTheTunersTablesExist) {
       point.run();
     };
     for (int w : {1, 2})
-      for (int t : {32, 64, 128}) add(w, t, 0, "measured", "", 1000.0 * t / (w * 32) + (t == 64 ? 0 : 500));
-    add(2, 64, 64, "measured", "", 900);  // the same (tile_n, workers) with another slab: the faster counts
+      for (int t : {32, 64, 128})
+        add(w, t, 0, "measured", "", 1000.0 * t / (w * 32) + (t == 64 ? 0 : 500));
+    add(2, 64, 64, "measured", "",
+        900);  // the same (tile_n, workers) with another slab: the faster counts
     add(2, 256, 0, "rejected", "two slabs do not fit a 384 KiB TCM block", 0);
     // One table drawn from two sessions of this target: listed once.
     add_tuning_session(*c, "s2", "2026-06-01T00:30:00Z", "local", "rmsnorm");
-    add_tuning_table(*c, "tab1", "2026-06-01T01:00:00Z", {"s1", "s2"}, decode_table_entry(900, 1.2));
+    add_tuning_table(*c, "tab1", "2026-06-01T01:00:00Z", {"s1", "s2"},
+                     decode_table_entry(900, 1.2));
   }
   auto c = k3store::open_database(path, k3store::OpenMode::kReadOnly);
   const auto tuning = k3reports::load_tuning(*c, run, "2026-12-31T00:00:00Z");
@@ -206,7 +229,8 @@ TEST_F(ReportFiles, TuningLandscapesAndTablesWhenTheTunersTablesExist) {
   const auto& h = tuning.heatmaps[0];
   EXPECT_EQ(h.shape, "k=2048,n=2048");
   EXPECT_EQ(h.x_knob, "tile_n");  // 3 measured values
-  EXPECT_EQ(h.y_knob, "workers");  // 2 values, like slab_rows, but on 3 and 4 points (slab_rows 64: one)
+  EXPECT_EQ(h.y_knob,
+            "workers");  // 2 values, like slab_rows, but on 3 and 4 points (slab_rows 64: one)
   EXPECT_EQ(h.x_values, (std::vector<std::string>{"32", "64", "128", "256"}));
   EXPECT_EQ(h.y_values, (std::vector<std::string>{"1", "2"}));
   ASSERT_EQ(h.cells.size(), 7u);
@@ -244,6 +268,41 @@ TEST_F(ReportFiles, TuningLandscapesAndTablesWhenTheTunersTablesExist) {
   k3reports::EntryEvidence proxy;
   proxy.unit = "instructions per call";
   EXPECT_EQ(k3reports::evidence_value_text(proxy, 1234.0), "1234 instructions per call");
+}
+
+// The roofline's measured ceilings: what `probe` records (target_probes), the latest per target
+// and CPU model, carried by `db merge` from shards once (natural key: target, CPU, time).
+TEST_F(ReportFiles, TargetProbesAreKeptAndMergedOnce) {
+  const std::string shard = (dir_ / "shard.db").string(), dest = (dir_ / "dest.db").string();
+  {
+    auto c = k3store::open_database(shard, k3store::OpenMode::kCreateOrUpdate);
+    k3store::TargetProbeRecord r;
+    r.target = "local";
+    r.cpu_model = "AMD EPYC";
+    r.host = "vm";
+    r.build_hash = "b1";
+    r.measured_at = "2026-11-01T00:00:00Z";
+    r.membw_read_gbps = 50.0;
+    k3store::insert_target_probe(*c, r);
+    r.measured_at = "2026-11-02T00:00:00Z";
+    r.membw_read_gbps = 60.0;
+    r.peak_f32_gflops = 65.0;
+    k3store::insert_target_probe(*c, r);
+    r.cpu_model = "other";
+    r.measured_at = "2026-11-03T00:00:00Z";
+    k3store::insert_target_probe(*c, r);
+    const auto latest = k3store::latest_target_probe(*c, "local", "AMD EPYC");
+    ASSERT_TRUE(latest.has_value());
+    EXPECT_EQ(latest->measured_at, "2026-11-02T00:00:00Z");
+    EXPECT_EQ(*latest->membw_read_gbps, 60.0);
+    EXPECT_EQ(*latest->peak_f32_gflops, 65.0);
+    EXPECT_FALSE(latest->peak_i16_gops.has_value());
+    EXPECT_FALSE(k3store::latest_target_probe(*c, "qemu", "AMD EPYC").has_value());
+  }
+  EXPECT_EQ(k3store::merge_databases(dest, {shard})["target_probes"], 3);
+  EXPECT_EQ(k3store::merge_databases(dest, {shard})["target_probes"], 0);
+  auto c = k3store::open_database(dest, k3store::OpenMode::kReadOnly);
+  EXPECT_EQ(c->scalar_int("SELECT count(*) FROM target_probes"), 3);
 }
 
 }  // namespace

@@ -72,30 +72,27 @@ void chains_generic(T* state, T x, const T* y, std::int64_t steps) {
 
 #if defined(K3_HAVE_RVV)
 // RVV types cannot be array elements: the eight chains are spelled out.
-#define K3_PEAK_RVV_CHAINS(load, store, madd, suffix)                                        \
-  const std::size_t vl = __riscv_vsetvlmax_##suffix();                                     \
-  auto yv = load(y, vl);                                                                     \
-  auto a0 = load(state + 0 * vl, vl), a1 = load(state + 1 * vl, vl);                         \
-  auto a2 = load(state + 2 * vl, vl), a3 = load(state + 3 * vl, vl);                         \
-  auto a4 = load(state + 4 * vl, vl), a5 = load(state + 5 * vl, vl);                         \
-  auto a6 = load(state + 6 * vl, vl), a7 = load(state + 7 * vl, vl);                         \
-  for (std::int64_t i = 0; i < steps; ++i) {                                                 \
-    a0 = madd(a0, x, yv, vl), a1 = madd(a1, x, yv, vl), a2 = madd(a2, x, yv, vl);            \
-    a3 = madd(a3, x, yv, vl), a4 = madd(a4, x, yv, vl), a5 = madd(a5, x, yv, vl);            \
-    a6 = madd(a6, x, yv, vl), a7 = madd(a7, x, yv, vl);                                      \
-  }                                                                                          \
+#define K3_PEAK_RVV_CHAINS(load, store, madd, suffix)                                          \
+  const std::size_t vl = __riscv_vsetvlmax_##suffix();                                         \
+  auto yv = load(y, vl);                                                                       \
+  auto a0 = load(state + 0 * vl, vl), a1 = load(state + 1 * vl, vl);                           \
+  auto a2 = load(state + 2 * vl, vl), a3 = load(state + 3 * vl, vl);                           \
+  auto a4 = load(state + 4 * vl, vl), a5 = load(state + 5 * vl, vl);                           \
+  auto a6 = load(state + 6 * vl, vl), a7 = load(state + 7 * vl, vl);                           \
+  for (std::int64_t i = 0; i < steps; ++i) {                                                   \
+    a0 = madd(a0, x, yv, vl), a1 = madd(a1, x, yv, vl), a2 = madd(a2, x, yv, vl);              \
+    a3 = madd(a3, x, yv, vl), a4 = madd(a4, x, yv, vl), a5 = madd(a5, x, yv, vl);              \
+    a6 = madd(a6, x, yv, vl), a7 = madd(a7, x, yv, vl);                                        \
+  }                                                                                            \
   store(state + 0 * vl, a0, vl), store(state + 1 * vl, a1, vl), store(state + 2 * vl, a2, vl); \
   store(state + 3 * vl, a3, vl), store(state + 4 * vl, a4, vl), store(state + 5 * vl, a5, vl); \
   store(state + 6 * vl, a6, vl), store(state + 7 * vl, a7, vl)
 
 void chains_rvv(float* state, float x, const float* y, std::int64_t steps) {
-  K3_PEAK_RVV_CHAINS(__riscv_vle32_v_f32m2, __riscv_vse32_v_f32m2, __riscv_vfmadd_vf_f32m2,
-                     e32m2);
+  K3_PEAK_RVV_CHAINS(__riscv_vle32_v_f32m2, __riscv_vse32_v_f32m2, __riscv_vfmadd_vf_f32m2, e32m2);
 }
-void chains_rvv(std::uint16_t* state, std::uint16_t x, const std::uint16_t* y,
-                std::int64_t steps) {
-  K3_PEAK_RVV_CHAINS(__riscv_vle16_v_u16m2, __riscv_vse16_v_u16m2, __riscv_vmadd_vx_u16m2,
-                     e16m2);
+void chains_rvv(std::uint16_t* state, std::uint16_t x, const std::uint16_t* y, std::int64_t steps) {
+  K3_PEAK_RVV_CHAINS(__riscv_vle16_v_u16m2, __riscv_vse16_v_u16m2, __riscv_vmadd_vx_u16m2, e16m2);
 }
 #undef K3_PEAK_RVV_CHAINS
 #endif
@@ -109,8 +106,9 @@ class PeakCase final : public OpCase {
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
 #if defined(K3_HAVE_RVV)
     vector_ = in.path != k3k::KernelPath::kGeneric;
-    if (vector_) lanes_ = static_cast<int>(sizeof(T) == 4 ? __riscv_vsetvlmax_e32m2()
-                                                            : __riscv_vsetvlmax_e16m2());
+    if (vector_)
+      lanes_ =
+          static_cast<int>(sizeof(T) == 4 ? __riscv_vsetvlmax_e32m2() : __riscv_vsetvlmax_e16m2());
 #endif
     if (!vector_) lanes_ = generic_lanes<T>();
     const std::size_t per_worker = static_cast<std::size_t>(kChains * lanes_);
@@ -182,12 +180,13 @@ class PeakCase final : public OpCase {
             {"chains", kChains},
             {"lanes", lanes_},
             {"code", vector_ ? "rvv intrinsics, LMUL 2"
-                             : kGenericVectorBytes > 0
-                                 ? "gcc vector types, " + std::to_string(kGenericVectorBytes) +
-                                       " bytes"
-                                 : "scalar"}};
+                     : kGenericVectorBytes > 0
+                         ? "gcc vector types, " + std::to_string(kGenericVectorBytes) + " bytes"
+                         : "scalar"}};
   }
-  std::string path() const override { return vector_ ? "rvv" : "generic"; }
+  std::string path() const override {
+    return vector_ ? "rvv" : "generic";
+  }
   std::vector<DumpArray> dump_arrays() const override {
     const auto n = static_cast<std::int64_t>(state_.size());
     return {dump_of("output", sizeof(T) == 4 ? "f32" : "u16", {pool_.size(), kChains, lanes_},
