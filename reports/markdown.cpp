@@ -36,18 +36,19 @@ std::string plural(int n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
+// Short: the cell labels next to it need the width; the reason follows the table as a note.
 std::string confirmation_text(const TimingVerdict& t) {
   switch (t.confirmation) {
     case Confirmation::kConfirmed:
       return "CONFIRMED " + pct(t.confirm_cmp->rel_diff);
     case Confirmation::kRefuted:
-      return "refuted (see below)";
+      return "refuted";
     case Confirmation::kUnavailable:
-      return "COUNTED: no re-run";
+      return "COUNTED";
     case Confirmation::kInterleaved:
       return "interleaved run";
     default:
-      return "unconfirmed (no --confirm)";
+      return "unconfirmed";
   }
 }
 
