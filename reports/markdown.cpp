@@ -170,7 +170,7 @@ void section_accuracy(const Verdict& v, std::string& out) {
   out += "### Accuracy\n\n";
   out += lines.empty()
              ? wrap(fmt::format("No accuracy flag: {} cells compared by worst error/bound (allowed "
-                                "increase {:.3g}); {} outputs required identical and identical.",
+                                "increase {:.3g}); {} outputs that must stay identical are.",
                                 checked, v.config.max_ratio_increase, identical))
              : lines;
   out += "\n";
