@@ -108,22 +108,26 @@ Chart times_chart(const RunData& run) {
          {"op", c.op},
          {"order", order++},
          {"mean_us", *c.mean_ns / 1e3},
-         {"low_us", c.ci_low_ns ? json(*c.ci_low_ns / 1e3) : json(*c.mean_ns / 1e3)},
+         // A log axis cannot show an interval reaching zero: its low end is drawn at 1% of the
+         // mean.
+         {"low_us", std::max(c.ci_low_ns.value_or(*c.mean_ns), *c.mean_ns / 100) / 1e3},
          {"high_us", c.ci_high_ns ? json(*c.ci_high_ns / 1e3) : json(*c.mean_ns / 1e3)},
          {"processes", c.processes}});
   }
-  const json y = {{"field", "label"},
-                  {"type", "nominal"},
-                  {"title", nullptr},
-                  {"sort", {{"field", "order"}}},
-                  {"axis", {{"labelLimit", 420}}}};
+  const json y = {
+      {"field", "label"},
+      {"type", "nominal"},
+      {"title", nullptr},
+      {"sort", nullptr},  // the run's order; a sort field in two layers makes Vega-Lite warn
+      {"axis", {{"labelLimit", 420}}}};
   json spec = {{"$schema", kSchema},
                {"data", {{"values", values}}},
                {"width", 520},
                {"height", {{"step", 18}}},
                {"layer",
-                {{{"name", "time_bars"},
-                  {"mark", {{"type", "bar"}, {"height", {{"band", 0.7}}}}},
+                // Points, not bars: a bar on a log axis starts at zero, which has no position.
+                {{{"name", "time_points"},
+                  {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
                   {"encoding",
                    {{"y", y},
                     {"x",

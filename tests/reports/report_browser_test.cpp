@@ -158,6 +158,31 @@ TEST_F(ReportBrowser, HtmlLoadsOfflineAndDrawsEveryChart) {
   EXPECT_EQ(bytes.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
 }
 
+// A run reported on its own (no baseline, no tuning tables): time per call instead of speed-ups.
+TEST_F(ReportBrowser, ARunWithoutBaselineDrawsItsTimes) {
+  const std::string run = bench(kCases);
+  const fs::path keep = fs::path(K3_TEST_OUTPUT_DIR) / "report-browser-single";
+  const auto r = k3tune({"report", run, "-o", keep.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const json result = check_in_browser(keep / "report.html", keep, "report.png");
+  ASSERT_FALSE(result.empty());
+  EXPECT_EQ(result["console"], json::array()) << result["console"].dump(1);
+  EXPECT_EQ(result["requests"].size(), 1u) << result["requests"];
+  EXPECT_EQ(result["netlog"], json::array());
+  EXPECT_EQ(result["body_charts"], "ok");
+  std::set<std::string> ids;
+  for (const auto& chart : result["charts"]) {
+    ids.insert(chart["id"].get<std::string>());
+    EXPECT_EQ(chart["rendered"], "ok") << chart["id"];
+  }
+  EXPECT_EQ(ids, (std::set<std::string>{"chart-times", "chart-trends", "chart-roofline"}));
+  for (const auto& chart : result["charts"]) {
+    if (chart["id"] != "chart-times") continue;
+    EXPECT_EQ(chart["marks"].value("time_points_marks", 0), 3) << chart["marks"];  // one per cell
+    EXPECT_EQ(chart["marks"].value("time_ci_marks", 0), 3) << chart["marks"];
+  }
+}
+
 // The check itself notices a page that reaches for the network and one whose chart fails: a
 // report with an <img> from a remote host and a broken chart must be caught.
 TEST_F(ReportBrowser, TheCheckCatchesFetchesAndBrokenCharts) {
