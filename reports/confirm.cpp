@@ -1,5 +1,7 @@
 #include "confirm.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "database.h"
@@ -132,6 +134,13 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
             : fmt::format("interleaved: unchanged within +-{:.1f}% ({:+.1f}%, p {:.2g}, {} rounds)",
                           100 * std::max(cmp.mde, c.timing.threshold), 100 * cmp.rel_diff,
                           cmp.p_value, pa.size());
+    // Not slower is a refutation only when the re-measurement could have seen the slowdown the
+    // runs suggested; too noisy to tell, the suspicion stands and counts.
+    if (!slower && cmp.mde > std::fabs(c.timing.cmp.rel_diff)) {
+      c.timing.confirmation = Confirmation::kUnavailable;
+      c.timing.confirm_note += fmt::format(": too noisy to rule out the suspected {:+.1f}%",
+                                           100 * c.timing.cmp.rel_diff);
+    }
   }
   return report.run_uuid;
 }

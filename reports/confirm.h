@@ -3,8 +3,10 @@
 // again, now: the baseline build's kept runner and the candidate's, interleaved in the same rounds
 // (A B A B, one sweep into the database, a run of its own), and the paired per-round test
 // (k3stats::compare_paired_rounds, Stein's first stage) decides. Confirmed when that test calls
-// the candidate slower by at least the same threshold; refuted otherwise; unavailable (with the
-// reason) when a runner was not kept or the target is not in the targets file. Two runs of the
+// the candidate slower by at least the same threshold; refuted when it does not and its minimum
+// detectable effect is below the suspected change; unavailable, and counted (with the reason),
+// when the re-measurement was too noisy to tell, a runner was not kept or the target is not in
+// the targets file. Two runs of the
 // same build are refuted without measuring: the code did not change, so the change is the
 // machine's (the trends show it).
 #pragma once
