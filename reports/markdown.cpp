@@ -367,7 +367,8 @@ std::string verdict_headline(const Verdict& v) {
                                                  timing, accuracy);
   s += fmt::format(", {}, {} unchanged", plural(v.improvements(), "improvement", "improvements"),
                    v.unchanged());
-  if (unconfirmed > 0) s += fmt::format(", {} suspected slowdown(s) refuted", unconfirmed);
+  if (unconfirmed > 0)
+    s += fmt::format(", {} refuted", unconfirmed);  // slowdowns (Slower lists them)
   if (!v.failed.empty())
     s += ", " + plural(static_cast<int>(v.failed.size()), "failed cell", "failed cells");
   return s;
