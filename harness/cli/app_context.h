@@ -14,7 +14,14 @@
 namespace k3tune {
 
 // Exit codes (also in --help).
-enum Exit : int { kOk = 0, kProblems = 1, kUsage = 2, kCellsFailed = 3 };
+enum Exit : int {
+  kOk = 0,
+  kProblems = 1,
+  kUsage = 2,
+  kCellsFailed = 3,
+  kRegressions = 4,
+  kReportFailed = 5
+};
 
 struct AppContext {
   std::string root;          // source tree: configs/, build trees, scripts/
@@ -42,6 +49,7 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx);
 void add_tune_command(CLI::App& app, AppContext& ctx);
 void add_table_command(CLI::App& app, AppContext& ctx);
 void add_farm_command(CLI::App& app, AppContext& ctx);
+void add_report_command(CLI::App& app, AppContext& ctx);
 
 // The result code a subcommand callback leaves for main() to return.
 int& exit_code();

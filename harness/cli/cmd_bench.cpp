@@ -14,13 +14,14 @@
 namespace k3tune {
 namespace {
 
-// Parameter keys (and measurement settings) whose values differ among cells: worth a column.
+// Parameter keys (and measurement settings) whose values differ among the cells of the same op:
+// worth a column. (Cells of other ops have other keys.)
 std::string varying(const std::vector<CellOutcome>& cells, const CellOutcome& c,
                     const MeasureSettings& base) {
   std::vector<std::string> keys;
-  for (const auto& [k, v] : cells.front().spec.params.items()) {
+  for (const auto& [k, v] : c.spec.params.items()) {
     for (const auto& o : cells) {
-      if (o.spec.params.value(k, nlohmann::json()) != v) {
+      if (o.spec.op == c.spec.op && o.spec.params.value(k, nlohmann::json()) != v) {
         keys.push_back(k);
         break;
       }

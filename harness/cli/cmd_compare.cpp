@@ -1,169 +1,83 @@
-// `k3tune compare RUN_A RUN_B`: for every configuration measured in both runs (same target, op,
-// shape, params; builds may differ), Welch's t-test on process means plus the minimum effect size,
-// and the minimum detectable effect of each comparison ("unchanged within +-x%"). The smallest
-// difference ever called a change is the larger of --min-effect and the target's measured noise
-// floor (`selfcheck stats`) on the CPU model the runs were taken on.
-// Runs from different times on a machine that changes are not comparable as they stand: the
-// dependable A/B is `bench --baseline-runner`, which measures both builds interleaved.
+// `k3tune compare RUN_A RUN_B`: the regression verdict of run B against run A, exactly as `k3tune
+// report B --baseline A` states it (k3::reports): for every configuration measured in both runs
+// (same target, op, shape, params and measurement settings; builds may differ), Welch's t-test on
+// process means, the op's minimum effect from configs/regression.toml raised to the target's
+// measured noise floor, the minimum detectable effect of each "unchanged", accuracy flags, failed
+// cells. Runs from different times are a screening test on a machine that drifts: --confirm
+// re-measures what it suspects with both builds' runners interleaved. Exit codes as `report`.
 #include <iostream>
-#include <map>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
 #include "database.h"
-#include "defaults.h"
-#include "results.h"
-#include "stats.h"
+#include "markdown.h"
+#include "report.h"
+#include "report_context.h"
+#include "runner_store.h"
 
 namespace k3tune {
-namespace {
-
-struct RunCell {
-  std::string label;
-  std::vector<double> process_means;
-};
-
-// Process means of every successfully aggregated cell of a run (run id prefix accepted), keyed by
-// the configuration (target, op, shape, params) rather than the cell key, which includes the build.
-std::map<std::string, RunCell> run_cells(k3store::Connection& db, const std::string& run_prefix,
-                                         std::string& run) {
-  auto find = db.prepare("SELECT run_uuid FROM runs WHERE run_uuid LIKE ?1 || '%'");
-  find.bind(1, run_prefix);
-  std::vector<std::string> matches;
-  while (find.step()) matches.push_back(find.text(0));
-  if (matches.size() != 1) {
-    throw UserError(fmt::format("compare: run '{}' matches {} runs in the database", run_prefix,
-                                matches.size()));
-  }
-  run = matches.front();
-  auto s = db.prepare(
-      "SELECT c.target || ' ' || c.op || ' ' || c.shape_json || ' ' || c.params_json, c.op, "
-      "c.shape_json,"
-      " c.params_json, p.run_uuid, p.process_index, avg(x.ns)"
-      " FROM aggregates a JOIN cells c USING (cell_key)"
-      " JOIN processes p ON p.cell_key = a.cell_key AND p.status = 'ok'"
-      "   AND (p.disturbed = 0 OR a.processes = 0 OR a.excluded_processes = 0)"
-      "   AND (p.run_uuid = a.run_uuid OR a.source_runs LIKE '%\"' || p.run_uuid || '\"%')"
-      " JOIN samples x ON x.run_uuid = p.run_uuid AND x.cell_key = p.cell_key AND x.process_index "
-      "= p.process_index"
-      " WHERE a.run_uuid = ?1 AND a.status = 'ok'"
-      " GROUP BY a.cell_key, p.run_uuid, p.process_index");
-  s.bind(1, run);
-  std::map<std::string, RunCell> out;
-  while (s.step()) {
-    auto& c = out[s.text(0)];
-    c.label = s.text(1) + " " + s.text(2) + " " + s.text(3);
-    c.process_means.push_back(s.real(6));
-  }
-  return out;
-}
-
-// Target and CPU model a run was measured on (from its first process's environment).
-std::pair<std::string, std::string> run_machine(k3store::Connection& db, const std::string& run) {
-  auto s = db.prepare(
-      "SELECT r.target, json_extract(p.runner_json, '$.environment.cpu_model') FROM runs r"
-      " JOIN processes p USING (run_uuid) WHERE r.run_uuid = ?1 AND p.status = 'ok' LIMIT 1");
-  s.bind(1, run);
-  if (!s.step()) return {"", ""};
-  return {s.text(0), s.is_null(1) ? "" : s.text(1)};
-}
-
-}  // namespace
 
 void add_compare_command(CLI::App& app, AppContext& ctx) {
   struct Args {
-    std::string a, b;
-    k3stats::CompareOptions opt;
-    bool ignore_noise_floor = false;
+    std::string a, b, rules, runners;
+    std::optional<double> alpha, min_effect;
+    bool ignore_noise_floor = false, confirm = false;
   };
   auto args = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
-      "compare", "A/B: Welch's t-test on process means + minimum effect size, per cell");
+      "compare",
+      "regression verdict of run B against run A (the report's verdict, in the terminal)");
   cmd->add_option("run_a", args->a, "baseline run id (prefix)")->required();
   cmd->add_option("run_b", args->b, "candidate run id (prefix)")->required();
-  cmd->add_option("--alpha", args->opt.alpha, "significance level")->capture_default_str();
-  cmd->add_option("--min-effect", args->opt.min_effect,
-                  "smallest relative difference worth calling")
-      ->capture_default_str();
+  cmd->add_option("--rules", args->rules,
+                  "regression rules (default: <root>/configs/regression.toml)");
+  cmd->add_option("--alpha", args->alpha, "significance level (overrides the rules)");
+  cmd->add_option("--min-effect", args->min_effect,
+                  "smallest relative difference worth calling, for every op (overrides the rules)");
   cmd->add_flag("--ignore-noise-floor", args->ignore_noise_floor,
-                "use --min-effect alone, not the target's measured noise floor");
+                "use the minimum effects alone, not the target's measured noise floor");
+  cmd->add_flag("--confirm", args->confirm,
+                "re-measure suspected slowdowns now, both builds' kept runners interleaved");
+  cmd->add_option("--runners", args->runners,
+                  "kept runner binaries (default: runners/ next to the database)");
   cmd->callback([&ctx, args] {
-    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
-    std::string run_a, run_b;
-    const auto a = run_cells(*db, args->a, run_a);
-    const auto b = run_cells(*db, args->b, run_b);
-    k3stats::CompareOptions opt = args->opt;
-    nlohmann::json floor_json = nullptr;
-    const auto [target, cpu] = run_machine(*db, run_b);
-    if (!args->ignore_noise_floor) {
-      if (auto floor = k3store::latest_noise_floor(*db, target, cpu)) {
-        floor_json = {{"target", floor->target},
-                      {"cpu_model", floor->cpu_model},
-                      {"noise_floor", floor->noise_floor},
-                      {"measured_at", floor->measured_at},
-                      {"op", floor->op}};
-        opt.min_effect = std::max(opt.min_effect, floor->noise_floor);
+    try {
+      const std::string db_path = ctx.db_path();
+      const std::string rules =
+          args->rules.empty() ? ctx.root + "/configs/regression.toml" : args->rules;
+      k3reports::RegressionConfig config = k3reports::load_regression_config(rules);
+      if (args->alpha) config.alpha = *args->alpha;
+      if (args->min_effect) {
+        config.min_effect = *args->min_effect;
+        config.op_min_effect.clear();
       }
-    }
-    nlohmann::json rows = nlohmann::json::array();
-    if (!ctx.json) {
-      fmt::print("A = {}\nB = {}\n", run_a, run_b);
-      if (!floor_json.is_null()) {
-        fmt::print(
-            "noise floor of {} on {}: {:.2f}% (selfcheck {}); differences below {:.2f}% are never "
-            "called\n",
-            target, cpu, 100 * floor_json["noise_floor"].get<double>(),
-            floor_json["measured_at"].get<std::string>(), 100 * opt.min_effect);
-      }
-      fmt::print("{:<70} {:>11} {:>11} {:>8} {:>8}  {}\n", "cell", "A mean us", "B mean us",
-                 "B/A-1", "p", "verdict");
-    }
-    int compared = 0;
-    for (const auto& [key, ca] : a) {
-      auto it = b.find(key);
-      if (it == b.end()) continue;
-      if (ca.process_means.size() < 2 || it->second.process_means.size() < 2) continue;
-      const auto c = k3stats::compare_processes(ca.process_means, it->second.process_means, opt);
-      const std::string verdict_text =
-          c.verdict == k3stats::Comparison::Verdict::kNoDifference
-              ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(c.mde, opt.min_effect))
-          : c.verdict == k3stats::Comparison::Verdict::kBSlower ? "B SLOWER"
-                                                                : "B faster";
-      ++compared;
-      rows.push_back({{"cell", ca.label},
-                      {"mean_a_ns", c.mean_a},
-                      {"mean_b_ns", c.mean_b},
-                      {"rel_diff", c.rel_diff},
-                      {"t", c.t},
-                      {"df", c.df},
-                      {"p_value", c.p_value},
-                      {"significant", c.significant},
-                      {"meaningful", c.meaningful},
-                      {"minimum_detectable_effect", c.mde},
-                      {"processes", {ca.process_means.size(), it->second.process_means.size()}},
-                      {"verdict", k3stats::to_string(c.verdict)},
-                      {"verdict_text", verdict_text}});
-      if (!ctx.json) {
-        std::string label = ca.label;
-        std::erase(label, '"');
-        if (label.size() > 70) label.resize(70);
-        fmt::print("{:<70} {:>11.3f} {:>11.3f} {:>+7.2f}% {:>8.3g}  {}\n", label, c.mean_a / 1e3,
-                   c.mean_b / 1e3, 100 * c.rel_diff, c.p_value, verdict_text);
-      }
-    }
-    if (ctx.json) {
-      std::cout << nlohmann::json{{"run_a", run_a},
-                                  {"run_b", run_b},
-                                  {"alpha", opt.alpha},
-                                  {"min_effect", opt.min_effect},
-                                  {"noise_floor", floor_json},
-                                  {"cells", rows}}
-                       .dump(2)
-                << "\n";
-    } else if (compared == 0) {
-      fmt::print("no configuration was measured (with >= 2 processes) in both runs\n");
+      if (args->ignore_noise_floor) config.use_noise_floor = false;
+      const std::string runners =
+          args->runners.empty() ? k3reports::default_runners_dir(db_path) : args->runners;
+      auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
+      const auto base = k3reports::load_run(*db, args->a);
+      const auto cand = k3reports::load_run(*db, args->b);
+      std::optional<k3store::NoiseFloorRecord> floor;
+      if (config.use_noise_floor)
+        floor = k3store::latest_noise_floor(*db, cand.target, cand.cpu_model);
+      db.reset();
+      k3reports::Verdict v = k3reports::compare_runs(base, cand, config, floor);
+      k3reports::keep_run_runners(base, runners);
+      k3reports::keep_run_runners(cand, runners);
+      if (args->confirm)
+        k3reports::confirm_suspected(v, base, cand, confirm_context(ctx, db_path, runners));
+      if (ctx.json)
+        std::cout << k3reports::to_json(v).dump(2) << "\n";
+      else
+        std::cout << k3reports::verdict_markdown(v);
+      bool failed = false;
+      for (const auto& c : cand.cells)
+        failed = failed || (c.build_hash == cand.build_hash && !c.ok);
+      exit_code() = v.regressions() > 0 ? kRegressions : failed ? kCellsFailed : kOk;
+    } catch (const std::exception& e) {
+      std::cerr << "k3tune: compare: " << e.what() << "\n";
+      exit_code() = kReportFailed;
     }
   });
 }

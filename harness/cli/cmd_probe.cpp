@@ -1,12 +1,20 @@
 // `k3tune probe --target T`: what the runner sees on a target -- VLEN, marchid, the IME2 gate, the
-// TCM backend and block states (stale locks), hardware counters, and streaming memory bandwidth
-// (the membw op). TCM bandwidth is the tcm_bw op (`k3tune bench --op tcm_bw`).
+// TCM backend and block states (stale locks), hardware counters, streaming memory bandwidth (the
+// membw op), TCM bandwidth (the tcm_bw op) and the compute peaks of the runner's own code (the
+// peak op). The bandwidth and peaks are recorded in the database (target_probes) as the measured
+// ceilings of the reports' roofline; --no-record leaves the database alone.
+#include <unistd.h>
+
+#include <filesystem>
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "database.h"
+#include "probes.h"
+#include "provenance.h"
 
 namespace k3tune {
 
@@ -14,12 +22,15 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
   struct Args {
     std::string target = "local";
     int mib = 64;
+    bool no_record = false;
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("probe", "run the runner's probes on a target");
   cmd->add_option("--target", a->target, "target name")->capture_default_str();
   cmd->add_option("--mib", a->mib, "membw array size in MiB (several times the last-level cache)")
       ->capture_default_str();
+  cmd->add_flag("--no-record", a->no_record,
+                "do not record the measured ceilings in the database (target_probes)");
   cmd->callback([&ctx, a] {
     auto t = ctx.target(a->target);
     if (!t->missing().empty())
@@ -67,6 +78,28 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
       tcm_bw[mode] = r.ok() ? nlohmann::json::parse(r.out)["summary"]["total_gbps"]
                             : nlohmann::json(r.failure_reason(timeout));
     }
+    // Compute peaks of the runner's own code on every worker: float32 and uint16 multiply-add
+    // chains (the roofline's measured compute ceilings; the layer is the one bench runs).
+    nlohmann::json peaks = nlohmann::json::object();
+    for (const char* mode : {"f32", "i16"}) {
+      const auto r = t->run(
+          {"--op", "peak", "--shape", "kiters=16", "--params", std::string("mode=") + mode,
+           "--reps", "3", "--warmup", "1", "--min-time", "0.05", "--check", "sample", "--json"},
+          k3targets::ProcessOptions::with_timeout(timeout));
+      if (r.ok()) {
+        const auto pj = nlohmann::json::parse(r.out);
+        peaks[mode] = {{"gops", pj["summary"]["gops"]},
+                       {"path", pj["path"]},
+                       {"workers", pj["params"]["workers"]},
+                       {"code", pj["params"]["code"]}};
+      } else {
+        peaks[mode] = r.failure_reason(timeout);
+      }
+    }
+    auto peak_gops = [&](const char* mode) {
+      return peaks[mode].is_object() ? std::optional<double>(peaks[mode]["gops"].get<double>())
+                                     : std::nullopt;
+    };
     nlohmann::json out = {
         {"target", t->name()},
         {"describe", t->describe()},
@@ -82,8 +115,27 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
         {"membw_read_gbps", j["summary"]["total_gbps"]},
         {"tcm_bw_gbps", tcm_bw},
         {"membw_mib", a->mib},
+        {"peak_gops", peaks},
         {"runner", env["runner"]},
     };
+    if (!a->no_record) {
+      char host[256] = {};
+      gethostname(host, sizeof(host) - 1);
+      k3store::TargetProbeRecord rec;
+      rec.target = t->name();
+      rec.cpu_model = env["cpu_model"].get<std::string>();
+      rec.host = host;
+      rec.build_hash = sha256_file(t->runner_path());
+      rec.membw_read_gbps = j["summary"]["total_gbps"].get<double>();
+      rec.peak_f32_gflops = peak_gops("f32");
+      rec.peak_i16_gops = peak_gops("i16");
+      rec.probe_json = out.dump();
+      const std::string db_path = ctx.db_path();
+      std::filesystem::create_directories(std::filesystem::absolute(db_path).parent_path());
+      auto db = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
+      k3store::insert_target_probe(*db, rec);
+      out["recorded_in"] = db_path;
+    }
     if (ctx.json) {
       std::cout << out.dump(2) << "\n";
       return;
@@ -111,6 +163,18 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     };
     fmt::print("TCM bw       copy-in {}, read {}, same read from DRAM {} (192 KiB per worker)\n",
                gbps(tcm_bw["copy_in"]), gbps(tcm_bw["read"]), gbps(tcm_bw["dram_read"]));
+    auto peak_line = [&](const char* mode) {
+      const auto& p = peaks[mode];
+      return p.is_object() ? fmt::format("{:.1f} GOPS ({} path, {} workers, {})",
+                                         p["gops"].get<double>(), p["path"].get<std::string>(),
+                                         p["workers"].get<int>(), p["code"].get<std::string>())
+                           : "failed: " + p.get<std::string>();
+    };
+    fmt::print("peak f32     {}\n", peak_line("f32"));
+    fmt::print("peak i16     {}\n", peak_line("i16"));
+    if (out.contains("recorded_in"))
+      fmt::print("recorded     {} (target_probes: the reports' measured ceilings)\n",
+                 out["recorded_in"].get<std::string>());
   });
 }
 

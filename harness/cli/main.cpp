@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
   CLI::App app{"k3tune: autotuning and benchmarking harness for the SpacemiT K3"};
   app.footer(
       "Exit codes: 0 ok; 1 problems found (doctor, db check); 2 bad input (nothing written); "
-      "3 bench finished but some cells failed.\nEnvironment: K3TUNE_ROOT (source tree), K3TUNE_DB "
+      "3 bench finished but some cells failed (report, compare: cells of the run failed); "
+      "4 report, compare: regressions in the verdict; 5 report, compare: no report could be "
+      "produced.\nEnvironment: K3TUNE_ROOT (source tree), K3TUNE_DB "
       "(database).");
   app.require_subcommand(1);
   app.add_option("--root", ctx.root, "source tree (configs/, build trees)")->capture_default_str();
@@ -78,6 +80,7 @@ int main(int argc, char** argv) {
   add_tune_command(app, ctx);
   add_table_command(app, ctx);
   add_farm_command(app, ctx);
+  add_report_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

@@ -20,6 +20,7 @@
 #include "k3k/dispatch.h"
 #include "measure.h"
 #include "op_case.h"
+#include "output_checksum.h"
 #include "report.h"
 #include "tuning_params.h"
 #include "placement.h"
@@ -141,7 +142,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
   r.environment["readings_before"] = environment_readings();
   const double setup_s = seconds_since(process_start);
   const auto check_start = Clock::now();
-  if (o.check != "none") r.accuracy = c->check(o.check == "full");
+  if (o.check != "none") {
+    r.accuracy = c->check(o.check == "full");
+    r.accuracy->output_checksum = output_checksum(*c);  // the outputs the check just computed
+  }
   const double check_s = seconds_since(check_start);
   if (!o.dump_dir.empty()) {
     write_dump(o.dump_dir, {{"op", r.op}, {"shape", r.shape}, {"params", r.params}, {"seed", r.seed},

@@ -34,6 +34,8 @@ struct Accuracy {
   double worst_ratio = 0.0;      // max over elements of err / bound (pass iff <= 1)
   bool pass = true;
   nlohmann::json extra = nlohmann::json::object();  // op-specific figures (e.g. quantisation error)
+  // FNV-1a 64 of the output arrays right after the check (output_checksum.h), or null.
+  nlohmann::json output_checksum = nullptr;
 };
 
 // A raw little-endian array for --dump.
@@ -59,6 +61,8 @@ class OpCase {
   virtual std::string path() const { return k3k::to_string(path_); }
   void set_path(k3k::KernelPath path) { path_ = path; }
   virtual std::vector<DumpArray> dump_arrays() const = 0;
+  // The dump arrays that are the case's result (hashed into the output checksum); none: no checksum.
+  virtual std::vector<std::string> output_names() const { return {"output"}; }
   // Calls after which the timed call repeats itself exactly (e.g. the number of weight copies a
   // decode case rotates through): the warm-up covers at least one such cycle, so every copy has
   // been touched and the measured calls see the steady state.

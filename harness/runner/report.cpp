@@ -67,7 +67,7 @@ nlohmann::json result_json(const Result& r) {
     j["accuracy"] = {{"reference", a.reference}, {"pass", a.pass}, {"checked", a.checked},
                      {"total", a.total}, {"max_abs_err", a.max_abs_err}, {"max_rel_err", a.max_rel_err},
                      {"worst_error_to_bound", a.worst_ratio}, {"bound_at_worst", a.worst_bound},
-                     {"extra", a.extra}};
+                     {"extra", a.extra}, {"output_checksum", a.output_checksum}};
   } else {
     j["accuracy"] = nullptr;
   }

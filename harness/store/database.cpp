@@ -196,6 +196,21 @@ CREATE TABLE tuning_tables(
   path TEXT,
   table_json TEXT NOT NULL);
 )sql",
+    // 4 -> 5: what `k3tune probe` measured on a target: the measured ceilings of the reports'
+    // roofline (streaming bandwidth, compute peaks of the runner's own code).
+    R"sql(
+CREATE TABLE target_probes(
+  target TEXT NOT NULL,
+  cpu_model TEXT NOT NULL,
+  measured_at TEXT NOT NULL,
+  host TEXT NOT NULL,                    -- controller host name
+  build_hash TEXT NOT NULL,              -- SHA-256 of the runner that measured (not a foreign key)
+  membw_read_gbps REAL,                  -- membw op, mode=read, all workers
+  peak_f32_gflops REAL,                  -- peak op, mode=f32: multiply-add chains as compiled
+  peak_i16_gops REAL,                    -- peak op, mode=i16
+  probe_json TEXT NOT NULL,              -- the whole probe (VLEN, marchid, TCM, every figure)
+  PRIMARY KEY(target, cpu_model, measured_at));
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

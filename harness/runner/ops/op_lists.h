@@ -13,6 +13,7 @@ void add_kv_cache_ops(std::vector<OpInfo>& ops);
 void add_small_ops(std::vector<OpInfo>& ops);
 void add_membw_ops(std::vector<OpInfo>& ops);
 void add_tcm_ops(std::vector<OpInfo>& ops);
+void add_peak_ops(std::vector<OpInfo>& ops);
 
 // Common parameter of the ops that use TCM: which backend (auto, real, emulated, off).
 KeySpec tcm_backend_param();

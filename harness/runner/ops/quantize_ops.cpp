@@ -78,6 +78,10 @@ class QuantizeCase final : public OpCase {
             {"layout", decode_ ? "k256_row" : "rows_m4"}};
   }
 
+  std::vector<std::string> output_names() const override {
+    return {"activation_codes", "activation_scale", "activation_block_sum"};
+  }
+
   std::vector<DumpArray> dump_arrays() const override {
     codes_ = k3k::reference::unpack_codes(act_);
     return {dump_of("activations", "f32", {m_, k_}, "row-major [M][K]", a_.data(), m_ * k_),

@@ -1,0 +1,23 @@
+// report.html: one self-contained file. Everything it shows is inside it -- the Vega and Vega-Lite
+// scripts (vendored from the npm registry by scripts/setup.sh into build/third_party/js, inlined
+// here), each chart's Vega-Lite spec with its data, the report's JSON, the styles -- so opening it
+// fetches nothing but the file itself. Charts are rendered to inline SVG when the page loads.
+#pragma once
+
+#include <string>
+
+#include "report.h"
+
+namespace k3reports {
+
+// The vendored scripts: <js_dir>/node_modules/{vega,vega-lite}/build/*.min.js.
+struct VendoredScripts {
+  std::string vega, vega_lite;                  // the scripts
+  std::string vega_version, vega_lite_version;  // from their package.json
+};
+// ReportError naming the missing file and the fix (scripts/setup.sh) when absent.
+VendoredScripts load_vendored_scripts(const std::string& js_dir);
+
+std::string report_html(const Report& report, const std::string& js_dir);
+
+}  // namespace k3reports

@@ -1,0 +1,147 @@
+#include "report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "boards.h"
+#include "database.h"
+#include "html.h"
+#include "markdown.h"
+#include "probes.h"
+#include "report_error.h"
+#include "results.h"
+#include "runner_store.h"
+
+namespace k3reports {
+namespace fs = std::filesystem;
+namespace {
+
+std::unique_ptr<k3store::Connection> open_read_only(const std::string& path) {
+  try {
+    return k3store::open_database(path, k3store::OpenMode::kReadOnly);
+  } catch (const k3store::StoreError& e) {
+    throw ReportError(e.what());
+  }
+}
+
+std::optional<k3store::NoiseFloorRecord> noise_floor(k3store::Connection& db, const RunData& run,
+                                                     const RegressionConfig& config) {
+  if (!config.use_noise_floor) return std::nullopt;
+  return k3store::latest_noise_floor(db, run.target, run.cpu_model);
+}
+
+void write_file(const fs::path& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw ReportError(fmt::format("{}: cannot write", path.string()));
+}
+
+}  // namespace
+
+int Report::exit_code() const {
+  if (verdict && verdict->regressions() > 0) return kReportRegressions;
+  for (const auto& c : run.cells)
+    if (c.build_hash == run.build_hash && !c.ok) return kReportCellsFailed;
+  return kReportClean;
+}
+
+std::vector<std::string> keep_run_runners(const RunData& run, const std::string& runners_dir) {
+  std::vector<std::string> notes;
+  for (const auto& b : run.builds) {
+    const auto kept = keep_runner(runners_dir, b.build_hash, b.binary_path);
+    notes.push_back(fmt::format("runner {}: {}{}", b.build_hash.substr(0, 12), kept.note,
+                                kept.path.empty() ? "" : " (" + kept.path + ")"));
+  }
+  return notes;
+}
+
+Report build_report(const ReportRequest& request) {
+  Report r;
+  r.generated_at = k3store::now_utc();
+  r.generator = request.generator;
+  r.command_line = request.command_line;
+  r.db_path = request.db_path;
+  r.boards_dir = request.boards_dir;
+  const RegressionConfig config =
+      request.rules_file.empty() ? RegressionConfig{} : load_regression_config(request.rules_file);
+  r.rules_file = config.source;
+  const std::vector<Board> boards = load_boards(request.boards_dir);
+
+  auto db = open_read_only(request.db_path);
+  r.run = load_run(*db, request.run.empty() ? latest_run(*db) : request.run);
+  if (request.baseline == "previous") {
+    const std::string previous = previous_comparable_run(*db, r.run);
+    if (previous.empty()) {
+      r.verdict_note =
+          "no earlier run on target " + r.run.target + " shares a configuration with this run";
+    } else {
+      r.baseline = load_run(*db, previous);
+    }
+  } else if (!request.baseline.empty()) {
+    r.baseline = load_run(*db, request.baseline);
+    if (r.baseline->run_uuid == r.run.run_uuid)
+      throw ReportError("--baseline names the reported run itself");
+  }
+  const auto floor = noise_floor(*db, r.run, config);
+  if (r.baseline) {
+    r.verdict = compare_runs(*r.baseline, r.run, config, floor);
+  } else if (r.run.builds.size() == 2 && !r.run.builds.front().label.empty()) {
+    r.verdict = compare_within_run(r.run, config, floor);
+  } else if (r.verdict_note.empty()) {
+    r.verdict_note =
+        "no baseline: figures only (--baseline RUN or --baseline previous for a verdict)";
+  }
+
+  r.trends = load_trends(*db, r.run, request.window, config);
+  r.roofline = build_roofline(r.run, boards,
+                              k3store::latest_target_probe(*db, r.run.target, r.run.cpu_model));
+  // Tuning sessions up to the end of the window (or of the run, when no --until).
+  const std::string until = !request.window.until.empty() ? window_until(request.window, r.run)
+                            : r.run.finished_at.empty()   ? r.generated_at
+                                                          : r.run.finished_at;
+  r.tuning = load_tuning(*db, r.run, until);
+  db.reset();
+
+  if (request.keep_runners) {
+    if (r.baseline) r.runner_notes = keep_run_runners(*r.baseline, request.runners_dir);
+    for (auto& n : keep_run_runners(r.run, request.runners_dir)) {
+      const bool same_build =
+          std::any_of(r.runner_notes.begin(), r.runner_notes.end(),
+                      [&](const std::string& m) { return m.substr(0, 20) == n.substr(0, 20); });
+      if (!same_build) r.runner_notes.push_back(n);  // "runner <hash12>" already listed
+    }
+  }
+  if (request.confirm && r.verdict && r.baseline) {
+    confirm_suspected(*r.verdict, *r.baseline, r.run, request.confirm_ctx);
+  } else if (request.confirm && r.verdict) {
+    r.verdict->confirm_requested = true;  // within one run: already interleaved
+  }
+  return r;
+}
+
+std::vector<std::string> write_report(const Report& report, const ReportRequest& request) {
+  const fs::path dir = request.out_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir))
+    throw ReportError(fmt::format("{}: cannot create the output directory", dir.string()));
+  // The HTML first: it needs the vendored scripts, and a report is all or nothing.
+  std::string html;
+  if (request.html) html = report_html(report, request.js_dir);
+  std::vector<std::string> files;
+  write_file(dir / "summary.md", summary_markdown(report));
+  files.push_back((dir / "summary.md").string());
+  write_file(dir / "report.json", report_json(report).dump(2) + "\n");
+  files.push_back((dir / "report.json").string());
+  if (request.html) {
+    write_file(dir / "report.html", html);
+    files.push_back((dir / "report.html").string());
+  }
+  return files;
+}
+
+}  // namespace k3reports

@@ -1,0 +1,388 @@
+#include "verdict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "report_error.h"
+
+namespace k3reports {
+namespace {
+
+double threshold_for(const std::string& op, const RegressionConfig& config,
+                     const std::optional<k3store::NoiseFloorRecord>& floor) {
+  double t = config.min_effect_for(op);
+  if (config.use_noise_floor && floor) t = std::max(t, floor->noise_floor);
+  return t;
+}
+
+k3stats::CompareOptions options(const RegressionConfig& config, double threshold) {
+  k3stats::CompareOptions o;
+  o.alpha = config.alpha;
+  o.power = config.power;
+  o.min_effect = threshold;
+  return o;
+}
+
+Outcome outcome_of(const k3stats::Comparison& c) {
+  switch (c.verdict) {
+    case k3stats::Comparison::Verdict::kBSlower:
+      return Outcome::kRegression;
+    case k3stats::Comparison::Verdict::kBFaster:
+      return Outcome::kImprovement;
+    default:
+      return Outcome::kUnchanged;
+  }
+}
+
+AccuracyVerdict accuracy_of(const CellFigures& a, const CellFigures& b,
+                            const RegressionConfig& config) {
+  AccuracyVerdict v;
+  v.ratio_a = a.error_to_bound;
+  v.ratio_b = b.error_to_bound;
+  if (v.ratio_a && v.ratio_b) v.ratio_flagged = *v.ratio_b > *v.ratio_a + config.max_ratio_increase;
+  v.checksum_a = a.output_checksum;
+  v.checksum_b = b.output_checksum;
+  // Outputs must match only for the same kernel layer: generic and RVV round differently.
+  v.checksum_required = config.identical_outputs.count(b.op) > 0 && a.path == b.path &&
+                        !v.checksum_a.empty() && !v.checksum_b.empty();
+  v.checksum_flagged = v.checksum_required && v.checksum_a != v.checksum_b;
+  return v;
+}
+
+CellVerdict cell_verdict(const CellFigures& a, const CellFigures& b) {
+  CellVerdict v;
+  v.config_key = b.config_key;
+  v.label = b.label;
+  v.op = b.op;
+  v.model = b.model;
+  v.shape = shape_text(b.shape);
+  v.a = &a;
+  v.b = &b;
+  // The label without the build marker of an A/B run: both sides are one configuration.
+  if (const auto at = v.label.rfind(" ["); at != std::string::npos && v.label.back() == ']')
+    v.label.resize(at);
+  return v;
+}
+
+void add_failures(const RunData& run, const std::string& build, const std::string& side,
+                  Verdict& v) {
+  for (const auto& c : run.cells) {
+    if (c.build_hash != build || c.ok) continue;
+    v.failed.push_back({c.label, c.op, c.reason, side});
+  }
+}
+
+}  // namespace
+
+Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b) {
+  const double ma = k3stats::mean(a), mb = k3stats::mean(b);
+  const double va = std::pow(k3stats::sample_stddev(a), 2) / double(a.size());
+  const double vb = std::pow(k3stats::sample_stddev(b), 2) / double(b.size());
+  const double se = std::sqrt(va + vb);
+  Speedup s;
+  s.value = ma / mb;
+  if (se == 0) return {s.value, s.value, s.value};
+  const double df =
+      (va + vb) * (va + vb) / (va * va / double(a.size() - 1) + vb * vb / double(b.size() - 1));
+  const double t = k3stats::t_critical(0.95, df);
+  const double r_low = (mb - ma - t * se) / ma, r_high = (mb - ma + t * se) / ma;
+  s.low = 1 / (1 + r_high);
+  s.high = 1 + r_low > 0 ? 1 / (1 + r_low) : INFINITY;
+  return s;
+}
+
+Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b,
+                       int first_stage) {
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.size(); ++i) d.push_back(std::log(b[i] / a[i]));
+  const double md = k3stats::mean(d);
+  const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
+  const std::vector<double> stage1 =
+      stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
+  const double se = k3stats::sample_stddev(stage1) / std::sqrt(double(d.size()));
+  const double t = k3stats::t_critical(0.95, double(stage1.size() - 1));
+  return {std::exp(-md), std::exp(-(md + t * se)), std::exp(-(md - t * se))};
+}
+
+bool CellVerdict::timing_regression() const {
+  // A suspected slowdown that could not be re-measured still counts: losing a kept runner must
+  // not make a regression pass.
+  return timing.outcome == Outcome::kRegression && timing.confirmation != Confirmation::kRefuted;
+}
+
+bool CellVerdict::regression() const {
+  return timing_regression() || accuracy_regression();
+}
+
+int Verdict::regressions() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(),
+                                        [](const CellVerdict& c) { return c.regression(); }));
+}
+int Verdict::accuracy_regressions() const {
+  return static_cast<int>(std::count_if(
+      cells.begin(), cells.end(), [](const CellVerdict& c) { return c.accuracy_regression(); }));
+}
+int Verdict::improvements() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const CellVerdict& c) {
+    return c.timing.outcome == Outcome::kImprovement;
+  }));
+}
+int Verdict::unchanged() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const CellVerdict& c) {
+    return c.timing.outcome == Outcome::kUnchanged;
+  }));
+}
+int Verdict::suspected() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(), [](const CellVerdict& c) {
+    return c.timing.outcome == Outcome::kRegression &&
+           c.timing.confirmation != Confirmation::kConfirmed &&
+           c.timing.confirmation != Confirmation::kInterleaved;
+  }));
+}
+
+Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionConfig& config,
+                     const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
+  Verdict v;
+  v.baseline_run = base.run_uuid;
+  v.candidate_run = cand.run_uuid;
+  v.baseline_build = base.build_hash;
+  v.candidate_build = cand.build_hash;
+  v.method = "welch-across-runs";
+  v.config = config;
+  v.noise_floor = noise_floor;
+  std::map<std::string, const CellFigures*> in_base;
+  for (const auto& c : base.cells)
+    if (c.build_hash == base.build_hash) in_base[c.config_key] = &c;
+  std::map<std::string, bool> matched;
+  for (const auto& b : cand.cells) {
+    if (b.build_hash != cand.build_hash) continue;
+    const auto it = in_base.find(b.config_key);
+    if (it == in_base.end()) {
+      v.only_in_candidate.push_back(b.label);
+      continue;
+    }
+    matched[b.config_key] = true;
+    const CellFigures& a = *it->second;
+    CellVerdict cv = cell_verdict(a, b);
+    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+    cv.timing.processes_a = static_cast<int>(a.process_means.size());
+    cv.timing.processes_b = static_cast<int>(b.process_means.size());
+    if (!a.ok || !b.ok) {
+      cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
+    } else if (a.process_means.size() < 2 || b.process_means.size() < 2) {
+      cv.timing.not_compared = "fewer than 2 counted processes on a side";
+    } else {
+      cv.timing.cmp = k3stats::compare_processes(a.process_means, b.process_means,
+                                                 options(config, cv.timing.threshold));
+      cv.timing.outcome = outcome_of(cv.timing.cmp);
+      cv.timing.speedup = welch_speedup(a.process_means, b.process_means);
+    }
+    if (a.ok && b.ok) cv.accuracy = accuracy_of(a, b, config);
+    v.cells.push_back(std::move(cv));
+  }
+  for (const auto& [key, a] : in_base)
+    if (!matched.count(key)) v.only_in_baseline.push_back(a->label);
+  add_failures(cand, cand.build_hash, "candidate", v);
+  return v;
+}
+
+k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
+                                      const RegressionConfig& config, double threshold,
+                                      int first_stage, Speedup* speedup) {
+  std::vector<double> pa, pb;
+  for (std::size_t i = 0; i < a.process_rounds.size(); ++i) {
+    for (std::size_t j = 0; j < b.process_rounds.size(); ++j) {
+      if (a.process_rounds[i] != b.process_rounds[j]) continue;
+      pa.push_back(a.process_means[i]);
+      pb.push_back(b.process_means[j]);
+    }
+  }
+  if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both builds");
+  const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
+  if (speedup != nullptr) *speedup = paired_speedup(pa, pb, m);
+  return k3stats::compare_paired_rounds(pa, pb, options(config, threshold), m);
+}
+
+Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
+                           const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
+  const BuildInfo* base = nullptr;
+  const BuildInfo* cand = nullptr;
+  for (const auto& b : run.builds) {
+    if (b.label == "baseline") base = &b;
+    if (b.label == "candidate") cand = &b;
+  }
+  if (base == nullptr || cand == nullptr)
+    throw ReportError(fmt::format("run {} did not measure a baseline build", run.run_uuid));
+  Verdict v;
+  v.baseline_run = v.candidate_run = run.run_uuid;
+  v.baseline_build = base->build_hash;
+  v.candidate_build = cand->build_hash;
+  v.method = "paired-rounds-within-run";
+  v.config = config;
+  v.noise_floor = noise_floor;
+  const double target_ci = run.settings.value("target_ci", 0.0);
+  const int first_stage = target_ci > 0 ? run.settings.value("min_processes", 0) : 0;
+  std::map<std::string, const CellFigures*> in_base;
+  for (const auto& c : run.cells)
+    if (c.build_hash == base->build_hash) in_base[c.config_key] = &c;
+  for (const auto& b : run.cells) {
+    if (b.build_hash != cand->build_hash) continue;
+    const auto it = in_base.find(b.config_key);
+    if (it == in_base.end()) continue;
+    CellVerdict cv = cell_verdict(*it->second, b);
+    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+    cv.timing.confirmation = Confirmation::kInterleaved;
+    cv.timing.processes_a = static_cast<int>(it->second->process_means.size());
+    cv.timing.processes_b = static_cast<int>(b.process_means.size());
+    if (!it->second->ok || !b.ok) {
+      cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
+    } else {
+      try {
+        cv.timing.cmp = paired_comparison(*it->second, b, config, cv.timing.threshold, first_stage,
+                                          &cv.timing.speedup);
+        cv.timing.outcome = outcome_of(cv.timing.cmp);
+      } catch (const std::invalid_argument& e) {
+        cv.timing.not_compared = e.what();
+      }
+      cv.accuracy = accuracy_of(*it->second, b, config);
+    }
+    v.cells.push_back(std::move(cv));
+  }
+  add_failures(run, cand->build_hash, "candidate", v);
+  add_failures(run, base->build_hash, "baseline", v);
+  return v;
+}
+
+const char* to_string(Outcome o) {
+  switch (o) {
+    case Outcome::kRegression:
+      return "regression";
+    case Outcome::kImprovement:
+      return "improvement";
+    case Outcome::kUnchanged:
+      return "unchanged";
+    default:
+      return "not-compared";
+  }
+}
+
+const char* to_string(Confirmation c) {
+  switch (c) {
+    case Confirmation::kConfirmed:
+      return "confirmed";
+    case Confirmation::kRefuted:
+      return "refuted";
+    case Confirmation::kUnavailable:
+      return "unavailable";
+    case Confirmation::kInterleaved:
+      return "interleaved";
+    default:
+      return "not-asked";
+  }
+}
+
+std::string timing_text(const TimingVerdict& t) {
+  const double pct = 100 * t.cmp.rel_diff;
+  switch (t.outcome) {
+    case Outcome::kRegression:
+      return fmt::format("SLOWER {:+.1f}%", pct);
+    case Outcome::kImprovement:
+      return fmt::format("faster {:+.1f}%", pct);
+    case Outcome::kUnchanged:
+      return fmt::format("unchanged within +-{:.1f}%", 100 * std::max(t.cmp.mde, t.threshold));
+    default:
+      return "not compared: " + t.not_compared;
+  }
+}
+
+namespace {
+
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+nlohmann::json finite(double x) {
+  return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr);
+}
+
+nlohmann::json comparison_json(const k3stats::Comparison& c) {
+  return {{"baseline_mean_ns", c.mean_a},
+          {"candidate_mean_ns", c.mean_b},
+          {"rel_diff", finite(c.rel_diff)},
+          {"t", finite(c.t)},
+          {"df", finite(c.df)},
+          {"p_value", finite(c.p_value)},
+          {"significant", c.significant},
+          {"meaningful", c.meaningful},
+          {"minimum_detectable_effect", finite(c.mde)}};
+}
+
+}  // namespace
+
+nlohmann::json to_json(const Verdict& v) {
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : v.cells) {
+    nlohmann::json timing = {
+        {"outcome", to_string(c.timing.outcome)},
+        {"speedup",
+         {{"value", finite(c.timing.speedup.value)},
+          {"ci95", {finite(c.timing.speedup.low), finite(c.timing.speedup.high)}}}},
+        {"text", timing_text(c.timing)},
+        {"threshold", c.timing.threshold},
+        {"processes", {c.timing.processes_a, c.timing.processes_b}},
+        {"confirmation", to_string(c.timing.confirmation)},
+        {"confirm_note", c.timing.confirm_note},
+        {"confirm_run", c.timing.confirm_run}};
+    if (c.timing.outcome != Outcome::kNotCompared) timing["test"] = comparison_json(c.timing.cmp);
+    if (c.timing.confirm_cmp) timing["confirm_test"] = comparison_json(*c.timing.confirm_cmp);
+    cells.push_back(
+        {{"config_key", c.config_key},
+         {"label", c.label},
+         {"op", c.op},
+         {"model", c.model},
+         {"shape", c.shape},
+         {"regression", c.regression()},
+         {"timing", timing},
+         {"accuracy",
+          {{"error_to_bound", {opt_json(c.accuracy.ratio_a), opt_json(c.accuracy.ratio_b)}},
+           {"ratio_flagged", c.accuracy.ratio_flagged},
+           {"checksum", {c.accuracy.checksum_a, c.accuracy.checksum_b}},
+           {"checksum_required", c.accuracy.checksum_required},
+           {"checksum_flagged", c.accuracy.checksum_flagged}}}});
+  }
+  nlohmann::json failed = nlohmann::json::array();
+  for (const auto& f : v.failed)
+    failed.push_back({{"label", f.label}, {"op", f.op}, {"reason", f.reason}, {"side", f.side}});
+  nlohmann::json floor = nullptr;
+  if (v.noise_floor) {
+    floor = {{"target", v.noise_floor->target},
+             {"cpu_model", v.noise_floor->cpu_model},
+             {"noise_floor", v.noise_floor->noise_floor},
+             {"measured_at", v.noise_floor->measured_at}};
+  }
+  return {{"baseline_run", v.baseline_run},
+          {"candidate_run", v.candidate_run},
+          {"baseline_build", v.baseline_build},
+          {"candidate_build", v.candidate_build},
+          {"method", v.method},
+          {"alpha", v.config.alpha},
+          {"rules", v.config.source},
+          {"confirm_requested", v.confirm_requested},
+          {"noise_floor", floor},
+          {"counts",
+           {{"regressions", v.regressions()},
+            {"accuracy_regressions", v.accuracy_regressions()},
+            {"improvements", v.improvements()},
+            {"unchanged", v.unchanged()},
+            {"suspected", v.suspected()},
+            {"failed", v.failed.size()}}},
+          {"cells", cells},
+          {"failed", failed},
+          {"only_in_baseline", v.only_in_baseline},
+          {"only_in_candidate", v.only_in_candidate}};
+}
+
+}  // namespace k3reports

@@ -1,0 +1,126 @@
+// The regression verdict of a candidate against a baseline, cell by cell (configurations measured
+// on both sides), as `k3tune report` and `k3tune compare` print it.
+//
+// Timing. Two sources of a verdict, never mixed:
+//  - across runs (a baseline run and a candidate run taken at different times): Welch's t-test on
+//    the two sets of process means. On a machine that drifts between runs this is a screening
+//    test: what it flags is "suspected" until the confirm step re-measures it;
+//  - within one run (bench --baseline-runner, or the confirm step's re-measurement): both builds
+//    ran in the same rounds, A B A B, and the test is the paired t-test on per-round log ratios
+//    (k3stats::compare_paired_rounds, Stein's first stage when the run chose its process count).
+// Either way a change is called only when significant at alpha AND at least the op's minimum
+// effect (configs/regression.toml), raised to the target's measured noise floor when one is
+// stored; "unchanged" carries the minimum detectable effect ("unchanged within +-x%").
+// Accuracy: a worse worst error/bound ratio beyond the configured increase, or a changed output
+// checksum for an op whose outputs must not change (same kernel path on both sides), is flagged.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "regression_config.h"
+#include "results.h"
+#include "run_data.h"
+#include "stats.h"
+
+namespace k3reports {
+
+enum class Outcome { kRegression, kImprovement, kUnchanged, kNotCompared };
+// What happened to a suspected timing change: nobody asked (no --confirm), the interleaved
+// re-measurement confirmed or refuted it, it could not be re-measured (why in the note), or the
+// verdict already came from an interleaved run (nothing to confirm).
+enum class Confirmation { kNotAsked, kConfirmed, kRefuted, kUnavailable, kInterleaved };
+
+// Baseline time / candidate time (> 1: the candidate is faster) with its 95% interval: from the
+// log ratios of the rounds (paired: exact on the log scale), or from Welch's interval of the
+// difference relative to the baseline mean (across runs). `high` is infinite when the interval
+// of the difference reaches -100%.
+struct Speedup {
+  double value = 1, low = 1, high = 1;
+};
+Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b);
+Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b, int first_stage);
+
+struct TimingVerdict {
+  Outcome outcome = Outcome::kNotCompared;
+  std::string not_compared;  // why, when kNotCompared
+  k3stats::Comparison cmp;   // rel_diff > 0: the candidate is slower
+  double threshold = 0;      // the minimum effect applied (op's, or the noise floor if larger)
+  int processes_a = 0, processes_b = 0;
+  Speedup speedup;  // of the deciding test (the re-measurement's once confirmed or refuted)
+  Confirmation confirmation = Confirmation::kNotAsked;
+  std::string confirm_note;  // re-measurement's verdict text, or why it could not run
+  std::string confirm_run;   // the run that re-measured it
+  std::optional<k3stats::Comparison> confirm_cmp;
+};
+
+struct AccuracyVerdict {
+  std::optional<double> ratio_a, ratio_b;  // worst error/bound
+  bool ratio_flagged = false;
+  std::string checksum_a, checksum_b;
+  bool checksum_required = false;  // the op's outputs must not change (and both ran the same path)
+  bool checksum_flagged = false;
+};
+
+struct CellVerdict {
+  std::string config_key, label, op, model, shape;
+  const CellFigures* a = nullptr;  // baseline
+  const CellFigures* b = nullptr;  // candidate
+  TimingVerdict timing;
+  AccuracyVerdict accuracy;
+  // Counted against the candidate: a timing regression (unless the interleaved re-measurement
+  // refuted it; one that could not be re-measured still counts) or an accuracy flag.
+  bool regression() const;
+  bool timing_regression() const;
+  bool accuracy_regression() const { return accuracy.ratio_flagged || accuracy.checksum_flagged; }
+};
+
+struct FailedCell {
+  std::string label, op, reason;
+  std::string side;  // "candidate" or "baseline"
+};
+
+struct Verdict {
+  std::string baseline_run, candidate_run;  // equal for a verdict within one run
+  std::string baseline_build, candidate_build;
+  std::string method;  // "welch-across-runs" or "paired-rounds-within-run"
+  bool confirm_requested = false;
+  RegressionConfig config;
+  std::optional<k3store::NoiseFloorRecord> noise_floor;
+  std::vector<CellVerdict> cells;
+  std::vector<FailedCell> failed;
+  std::vector<std::string> only_in_baseline, only_in_candidate;  // labels
+
+  int regressions() const;
+  int accuracy_regressions() const;
+  int improvements() const;
+  int unchanged() const;
+  int suspected() const;  // timing regressions across runs awaiting or refused confirmation
+};
+
+// Cells of `base` (its own build) against the cells of `cand` (its own build) with the same
+// configuration: Welch across runs.
+Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionConfig& config,
+                     const std::optional<k3store::NoiseFloorRecord>& noise_floor);
+
+// A run that measured two builds interleaved (bench --baseline-runner): paired verdict per cell.
+// `run.builds` must hold the baseline and the candidate (ReportError otherwise).
+Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
+                           const std::optional<k3store::NoiseFloorRecord>& noise_floor);
+
+// The paired verdict of one cell measured interleaved (the confirm step uses it as well).
+k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
+                                      const RegressionConfig& config, double threshold,
+                                      int first_stage, Speedup* speedup = nullptr);
+
+// "unchanged within +-3.4%", "SLOWER +5.1%", "faster -4.0%", "not compared: ...".
+std::string timing_text(const TimingVerdict& t);
+const char* to_string(Outcome o);
+const char* to_string(Confirmation c);
+
+nlohmann::json to_json(const Verdict& v);
+
+}  // namespace k3reports
