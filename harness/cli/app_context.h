@@ -40,6 +40,7 @@ void add_db_command(CLI::App& app, AppContext& ctx);
 void add_compare_command(CLI::App& app, AppContext& ctx);
 void add_selfcheck_command(CLI::App& app, AppContext& ctx);
 void add_farm_command(CLI::App& app, AppContext& ctx);
+void add_model_command(CLI::App& app, AppContext& ctx);
 
 // The result code a subcommand callback leaves for main() to return.
 int& exit_code();

@@ -76,6 +76,7 @@ int main(int argc, char** argv) {
   add_compare_command(app, ctx);
   add_selfcheck_command(app, ctx);
   add_farm_command(app, ctx);
+  add_model_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
