@@ -46,6 +46,8 @@ class Forward {
   std::int32_t argmax();
 
   std::int64_t position() const { return position_; }
+  // The logits of the last prefill or decode call.
+  std::span<const float> logits() const { return logits_.span(); }
   OpTimer& timer() { return timer_; }
   const k3k::KernelPath& path() const { return path_; }
   // Bytes of the KV caches and recurrent states.
