@@ -1,12 +1,12 @@
 # Dependencies of a cross build that Debian ships only for the host architecture:
-# - header-only libraries (fmt in header-only mode, nlohmann-json, CLI11): their headers are
-#   architecture-independent, so a staging directory exposes just those headers to the target
-#   compiler (never the host's /usr/include as a whole, which would shadow the sysroot's libc);
+# - header-only libraries (fmt in header-only mode, nlohmann-json, CLI11, toml++ in header-only
+#   mode): their headers are architecture-independent, so a staging directory exposes just those
+#   headers to the target compiler (never the host's /usr/include as a whole, which would shadow the sysroot's libc);
 # - GoogleTest, built from Debian's architecture-independent source in /usr/src/googletest;
 # - Google Benchmark comes from scripts/build-riscv-deps.sh (found through CMAKE_FIND_ROOT_PATH).
 set(K3_STAGED_HEADERS "${CMAKE_BINARY_DIR}/staged-headers")
 file(MAKE_DIRECTORY "${K3_STAGED_HEADERS}")
-foreach(dir fmt nlohmann CLI)
+foreach(dir fmt nlohmann CLI toml++)
   if(NOT EXISTS "/usr/include/${dir}")
     message(FATAL_ERROR "/usr/include/${dir} missing: run scripts/setup.sh")
   endif()
@@ -20,7 +20,11 @@ target_link_libraries(fmt::fmt INTERFACE k3_staged_headers)
 target_compile_definitions(fmt::fmt INTERFACE FMT_HEADER_ONLY=1)
 add_library(nlohmann_json::nlohmann_json ALIAS k3_staged_headers)
 add_library(CLI11::CLI11 ALIAS k3_staged_headers)
+add_library(tomlplusplus::tomlplusplus INTERFACE IMPORTED)
+target_link_libraries(tomlplusplus::tomlplusplus INTERFACE k3_staged_headers)
+target_compile_definitions(tomlplusplus::tomlplusplus INTERFACE TOML_HEADER_ONLY=1)
 set(fmt_FOUND TRUE)
+set(tomlplusplus_FOUND TRUE)
 set(nlohmann_json_FOUND TRUE)
 set(CLI11_FOUND TRUE)
 

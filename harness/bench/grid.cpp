@@ -7,6 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "model_config.h"
+#include "model_runs.h"
+#include "model_shapes.h"
 #include "user_error.h"
 
 namespace k3tune {
@@ -85,38 +88,36 @@ void read_measure_table(const std::string& file, const toml::table& doc, Measure
   }
 }
 
+// A model's op cells, derived from its dimensions (harness/model/model_shapes.h); --op filters
+// them. With `runs`, the whole-model cells of `k3tune model` instead (model_runs.h).
 std::vector<CaseBlock> model_blocks(const std::string& models_dir, const std::string& model,
-                                    const std::vector<std::string>& op_filter) {
-  const std::string file = models_dir + "/" + model + ".toml";
-  if (!std::filesystem::exists(file)) {
-    std::string known;
-    if (std::filesystem::is_directory(models_dir)) {
-      for (const auto& e : std::filesystem::directory_iterator(models_dir)) {
-        if (e.path().extension() == ".toml")
-          known += (known.empty() ? "" : ", ") + e.path().stem().string();
-      }
-    }
-    throw UserError(
-        fmt::format("--model: unknown model '{}' (known in {}: {})", model, models_dir, known));
+                                    const std::vector<std::string>& op_filter,
+                                    const ModelRuns* runs = nullptr) {
+  k3model::ModelConfig config;
+  try {
+    config = k3model::load_model_config(k3model::resolve_model_path(model, models_dir));
+  } catch (const k3model::ModelConfigError& e) {
+    throw UserError(e.what());
   }
-  const toml::table doc = parse_toml(file);
-  const toml::array* shapes = doc["shapes"].as_array();
-  if (shapes == nullptr) throw UserError(fmt::format("{}: no [[shapes]] list", file));
   std::vector<CaseBlock> blocks;
-  for (const auto& entry : *shapes) {
-    const toml::table* t = entry.as_table();
-    if (t == nullptr) toml_fail(file, entry, "shapes", "expected [[shapes]] tables");
-    const auto op = (*t)["op"].value<std::string>();
-    if (!op) toml_fail(file, entry, "shapes.op", "missing op");
-    if (!op_filter.empty() && std::find(op_filter.begin(), op_filter.end(), *op) == op_filter.end())
+  const std::string where = config.file;
+  if (runs != nullptr) {
+    for (const auto& [op, shape, role] : model_run_shapes(config, *runs)) {
+      CaseBlock b;
+      b.op = op;
+      b.where = where;
+      b.shapes.push_back({shape, role});
+      blocks.push_back(std::move(b));
+    }
+    return blocks;
+  }
+  for (const auto& s : k3model::derive_op_shapes(config)) {
+    if (!op_filter.empty() && std::find(op_filter.begin(), op_filter.end(), s.op) == op_filter.end())
       continue;
-    const toml::node* shape = t->get("shape");
-    if (shape == nullptr) toml_fail(file, entry, "shapes.shape", "missing shape table");
     CaseBlock b;
-    b.op = *op;
-    b.where = fmt::format("{}:{}", file, entry.source().begin.line);
-    b.shapes.push_back(
-        {table_kv(file, *shape, "shapes.shape"), (*t)["name"].value_or(std::string())});
+    b.op = s.op;
+    b.where = where;
+    b.shapes.push_back({s.shape, s.role});
     blocks.push_back(std::move(b));
   }
   if (blocks.empty())
@@ -235,7 +236,8 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
   if (!request.config.empty())
     blocks = config_blocks(request.config, models_dir, settings, plan, cli_keys);
   else if (!request.model.empty())
-    blocks = model_blocks(models_dir, request.model, request.ops);
+    blocks = model_blocks(models_dir, request.model, request.ops,
+                          request.model_runs.empty() ? nullptr : &request.model_runs);
   else
     blocks = command_line_blocks(request);
   std::vector<CellSpec> cells;

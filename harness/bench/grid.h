@@ -1,5 +1,6 @@
 // The benchmark grid: ops x shapes x parameter grids, from the command line, from a bench config
-// file, or from a model's shape list (configs/models/NAME.toml), each expanded to canonical cells.
+// file, or from a model's dimensions (configs/models/NAME.toml: its op cells, or its whole-model
+// prefill/decode cells), each expanded to canonical cells.
 #pragma once
 
 #include <cstdint>
@@ -10,6 +11,7 @@
 
 #include "catalog.h"
 #include "measure_settings.h"
+#include "model_runs.h"
 
 namespace k3tune {
 
@@ -37,6 +39,7 @@ struct GridRequest {
   std::string params;               // --params k=v,... fixed for every cell
   std::string config;               // --config FILE (TOML)
   std::string model;                // --model NAME (configs/models/NAME.toml); --op filters it
+  ModelRuns model_runs;             // non-empty: the model's whole-model cells (k3tune model)
 };
 
 // Throws UserError (file:line: key: what for TOML files) on any bad input. `settings` are the

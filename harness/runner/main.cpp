@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 
@@ -19,6 +20,7 @@
 #include "k3k/aligned_buffer.h"
 #include "k3k/dispatch.h"
 #include "measure.h"
+#include "model_command.h"
 #include "op_case.h"
 #include "output_checksum.h"
 #include "report.h"
@@ -55,6 +57,7 @@ struct Options {
   std::string tcm_force_release, tcm_backend = "auto";
   bool force = false;
   std::string huge_pages = "on";
+  ModelCommandOptions model;
 };
 
 using Clock = std::chrono::steady_clock;
@@ -225,6 +228,17 @@ int main(int argc, char** argv) {
   app.add_flag("--force", o.force, "with --tcm-force-release: also take blocks held by a live thread");
   app.add_option("--tcm-backend", o.tcm_backend, "TCM backend for --tcm-status/--tcm-force-release")
       ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
+  auto* model_opt = app.add_option("--model", o.model.model,
+                                   "whole-model run: NAME (configs/models/NAME.toml) or a .toml file; "
+                                   "prefill --pp and decode --tg tokens per second, per-op breakdown");
+  app.add_option("--models-dir", o.model.models_dir, "where --model NAME is looked up")
+      ->default_str("$K3BENCH_MODELS_DIR, else the source tree's configs/models");
+  app.add_option("--pp", o.model.pp, "--model: prompt tokens of the prefill test (0: none)")->capture_default_str();
+  app.add_option("--tg", o.model.tg, "--model: decode steps of the decode test (0: none)")->capture_default_str();
+  app.add_option("--tg-prompt", o.model.tg_prompt, "--model: prompt tokens before the decode test")
+      ->capture_default_str();
+  app.add_flag("--check-forward", o.model.check_forward,
+               "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();
   app.add_option("--cpus", rs.cpus,
                  "thread placement: auto (the A100 CPUs on a K3, else unpinned), none, or a list like 0-1 "
@@ -264,7 +278,22 @@ int main(int argc, char** argv) {
     if (!o.selftest.empty()) return run_selftest(o.selftest, o.json);
     if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
     if (!o.tcm_force_release.empty()) return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
-    if (o.op.empty()) throw UsageError("--op is required (or --list-ops); see --help");
+    if (model_opt->count() > 0) {
+      ModelCommandOptions m = o.model;
+      if (m.models_dir.empty()) {
+        const char* env = std::getenv("K3BENCH_MODELS_DIR");
+        m.models_dir = env != nullptr ? env : K3_MODELS_DIR;
+      }
+      // --reps / --warmup keep their meaning: timed and untimed runs of each test.
+      if (app.get_option("--reps")->count() > 0) m.reps = o.measure.repetitions;
+      if (app.get_option("--warmup")->count() > 0) m.warmup = o.measure.warmup;
+      m.params = o.params;
+      m.path = o.path;
+      m.seed = o.seed;
+      m.json = o.json;
+      return run_model_command(m);
+    }
+    if (o.op.empty()) throw UsageError("--op is required (or --list-ops, or --model); see --help");
     return run_case(o, process_start);
   } catch (const UsageError& e) {
     std::cerr << "k3bench: " << e.what() << "\n";

@@ -12,7 +12,8 @@ const std::vector<OpInfo>& all_ops() {
   static const std::vector<OpInfo> ops = [] {
     std::vector<OpInfo> v;
     for (auto* add : {&add_quantize_ops, &add_linear_ops, &add_attention_ops, &add_kv_cache_ops,
-                      &add_small_ops, &add_membw_ops, &add_tcm_ops, &add_peak_ops}) {
+                      &add_small_ops, &add_membw_ops, &add_tcm_ops, &add_peak_ops, &add_gdn_ops,
+                      &add_model_ops}) {
       add(v);
     }
     return v;

@@ -7,6 +7,7 @@
 #include <span>
 
 #include "k3k/attention.h"
+#include "k3k/deltanet.h"
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
 #include "k3k/quantize.h"
@@ -58,5 +59,28 @@ void swiglu(const ukernel::Swiglu& uk, std::span<const float> gate, std::span<co
 void residual_add(const ukernel::ResidualAdd& uk, std::span<const float> a,
                   std::span<const float> b, std::span<float> out, std::int64_t rows,
                   std::int64_t dim, WorkerPool& pool);
+
+// Gated DeltaNet (drivers/deltanet.cpp, drivers/deltanet_rows.cpp).
+void gdn_prefill(const ukernel::GatedDeltaNet& uk, const GdnDims& dims, std::int64_t tokens,
+                 const GdnInputs& in, std::span<float> state, std::span<float> out,
+                 WorkerPool& pool, const GdnPrefillTiling& tiling);
+void gdn_decode(const ukernel::GatedDeltaNet& uk, const GdnDims& dims, const GdnInputs& in,
+                std::span<float> state, std::span<float> out, WorkerPool& pool,
+                const GdnDecodeTiling& tiling);
+void gdn_gates(const ukernel::GdnGates& uk, const float* a, std::int64_t a_stride, const float* b,
+               std::int64_t b_stride, std::span<const float> a_log,
+               std::span<const float> dt_bias, std::span<float> g, std::span<float> beta,
+               std::int64_t tokens, int heads, WorkerPool& pool);
+void l2norm(const ukernel::L2Norm& uk, const float* x, std::int64_t x_stride, float* y,
+            std::int64_t y_stride, std::int64_t tokens, int heads, int dim, float eps, float scale,
+            WorkerPool& pool);
+void causal_conv1d(const ukernel::CausalConv& uk, std::span<const float> x,
+                   std::span<const float> weight, std::span<float> state, std::span<float> y,
+                   std::int64_t tokens, int channels, int kernel, WorkerPool& pool);
+void gated_rmsnorm(const ukernel::GatedRmsnorm& uk, std::span<const float> x,
+                   std::span<const float> z, std::span<const float> weight, std::span<float> y,
+                   std::int64_t rows, int dim, float eps, WorkerPool& pool);
+void sigmoid_gate(const ukernel::SigmoidGate& uk, std::span<const float> x,
+                  std::span<const float> gate, std::span<float> out, WorkerPool& pool);
 
 }  // namespace k3k::driver

@@ -21,6 +21,12 @@ const ukernel::LayerKernels& kernels() {
       .rmsnorm = {"rmsnorm-f32-lanes16-generic", rmsnorm_row},
       .swiglu = {"swiglu-f32-generic", swiglu_range},
       .residual_add = {"residual_add-f32-generic", residual_add_range},
+      .gated_deltanet = {"gated_deltanet-f32-chunk-cols-generic", gdn_dot, gdn_chunk_columns},
+      .gdn_gates = {"gdn_gates-f32-generic", gdn_gates_row},
+      .l2norm = {"l2norm-f32-lanes16-generic", l2norm_row},
+      .causal_conv = {"causal_conv1d-f32-generic", causal_conv_block},
+      .gated_rmsnorm = {"gated_rmsnorm-f32-lanes16-generic", gated_rmsnorm_row},
+      .sigmoid_gate = {"sigmoid_gate-f32-generic", sigmoid_gate_range},
   };
   return k;
 }

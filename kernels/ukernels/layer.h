@@ -4,6 +4,7 @@
 #pragma once
 
 #include "ukernels/attention.h"
+#include "ukernels/deltanet.h"
 #include "ukernels/embedding.h"
 #include "ukernels/kv_append.h"
 #include "ukernels/linear.h"
@@ -24,6 +25,13 @@ struct LayerKernels {
   Rmsnorm rmsnorm;
   Swiglu swiglu;
   ResidualAdd residual_add;
+  // Gated DeltaNet (Qwen3.5 linear attention) and the attention output gate.
+  GatedDeltaNet gated_deltanet;
+  GdnGates gdn_gates;
+  L2Norm l2norm;
+  CausalConv causal_conv;
+  GatedRmsnorm gated_rmsnorm;
+  SigmoidGate sigmoid_gate;
 };
 
 }  // namespace k3k::ukernel

@@ -14,6 +14,8 @@ void add_small_ops(std::vector<OpInfo>& ops);
 void add_membw_ops(std::vector<OpInfo>& ops);
 void add_tcm_ops(std::vector<OpInfo>& ops);
 void add_peak_ops(std::vector<OpInfo>& ops);
+void add_gdn_ops(std::vector<OpInfo>& ops);
+void add_model_ops(std::vector<OpInfo>& ops);
 
 // Common parameter of the ops that use TCM: which backend (auto, real, emulated, off).
 KeySpec tcm_backend_param();

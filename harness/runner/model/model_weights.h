@@ -1,0 +1,68 @@
+// A model's weights as the forward pass reads them: every projection in W4B64 (kRowTile32, or the
+// IME2 layout on the ime2 path), norms and the small per-head vectors in fp32. Synthetic and
+// seeded: each 32-row tile of a matrix is generated, HQQ-quantised and packed straight into the
+// matrix's buffer (never the whole float matrix: Qwen3-1.7B's fp32 embedding alone is 1.24 GB),
+// tiles in parallel, each from its own seed, so the bits do not depend on the worker count.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "k3k/aligned_buffer.h"
+#include "k3k/dispatch.h"
+#include "k3k/w4b64.h"
+#include "k3k/worker_pool.h"
+#include "model_config.h"
+
+namespace k3bench::model {
+
+struct AttentionWeights {
+  k3k::W4B64Packed q, k, v, o;  // q: [q_heads * head_dim (* 2 with the output gate)][hidden]
+  k3k::AlignedBuffer<float> q_norm, k_norm;  // [head_dim] (qk_norm only)
+};
+
+struct DeltaNetWeights {
+  k3k::W4B64Packed qkv, z, a, b, out;  // in_proj_qkv/z/a/b: [.][hidden]; out_proj: [hidden][v]
+  k3k::AlignedBuffer<float> conv;      // [conv_kernel][conv_dim], tap-major
+  k3k::AlignedBuffer<float> a_log, dt_bias;  // [v_heads]
+  k3k::AlignedBuffer<float> norm;            // [v_dim], the gated RMSNorm's weight
+};
+
+struct LayerWeights {
+  bool linear = false;                              // Gated DeltaNet (true) or full attention
+  k3k::AlignedBuffer<float> input_norm, post_norm;  // [hidden]
+  AttentionWeights attn;
+  DeltaNetWeights gdn;
+  k3k::W4B64Packed gate, up, down;
+};
+
+struct ModelWeights {
+  k3k::W4B64Packed embedding;  // [vocab][hidden], kRowTile32: token lookup and the tied lm_head
+  k3k::W4B64Packed lm_head;    // untied models only (n == 0 when tied)
+  k3k::AlignedBuffer<float> final_norm;
+  std::vector<LayerWeights> layers;
+
+  const k3k::W4B64Packed& output_head() const { return lm_head.n > 0 ? lm_head : embedding; }
+  // Bytes of every weight; and what one decode step streams: all projections, the lm_head and
+  // the norms (the embedding row it looks up is noise).
+  std::int64_t bytes() const;
+  std::int64_t decode_bytes_per_token() const;
+};
+
+struct WeightOptions {
+  std::uint64_t seed = 1;
+  int hqq_iterations = 0;  // 0: HQQ's initial min/max scale and zero (the weights' values do not
+                           // change any timing; refining zeros costs ~10x the generation time)
+};
+
+// Generates the weights; on the ime2 path the projections are repacked into the IME2 layout (the
+// embedding stays kRowTile32: the lookup reads that layout).
+ModelWeights make_synthetic_weights(const k3model::ModelConfig& config,
+                                    const WeightOptions& options, k3k::KernelPath path,
+                                    k3k::WorkerPool& pool);
+
+// One matrix, as make_synthetic_weights makes it (exposed for tests).
+k3k::W4B64Packed synthetic_matrix(std::int64_t n, std::int64_t k, std::uint64_t seed, double stddev,
+                                  int hqq_iterations, k3k::WorkerPool& pool);
+
+}  // namespace k3bench::model

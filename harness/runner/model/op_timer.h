@@ -1,0 +1,74 @@
+// Where a forward pass's time goes: steady_clock around every kernel call, summed per op kind, in
+// the same run as the total it is compared with (the sum must account for the total; the rest is
+// the glue between calls). Two clock reads per call (~50 ns) against calls of microseconds.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+namespace k3bench::model {
+
+enum class Op : int {
+  kEmbedding,
+  kNorm,      // input, post-attention and final RMSNorm
+  kQuantize,  // activation quantisation + pack (shared by the projections of one input)
+  kAttnProj,  // q, k, v projections
+  kQkNorm,
+  kAttnSplit,  // query / gate de-interleave (output-gated attention)
+  kKvAppend,   // K rotated on write
+  kAttention,
+  kAttnGate,  // attention * sigmoid(gate)
+  kAttnOut,   // o_proj (+ residual)
+  kGdnProj,   // in_proj_qkv, z, a, b
+  kGdnConv,
+  kGdnL2Norm,
+  kGdnGates,
+  kGdnCore,  // the recurrence (chunked prefill or decode step)
+  kGdnNorm,  // gated RMSNorm
+  kGdnOut,   // out_proj (+ residual)
+  kMlpGateUp,
+  kSwiglu,
+  kMlpDown,  // down_proj (+ residual)
+  kLmHead,
+  kSample,      // argmax over the logits
+  kStateReset,  // recurrent and convolution states zeroed / restored, caches rewound
+  kCount
+};
+
+const char* op_name(Op op);
+
+class OpTimer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  template <typename Fn>
+  void time(Op op, Fn&& fn) {
+    const auto t0 = Clock::now();
+    fn();
+    seconds_[static_cast<int>(op)] += std::chrono::duration<double>(Clock::now() - t0).count();
+    ++calls_[static_cast<int>(op)];
+  }
+  void add(const OpTimer& other) {
+    for (std::size_t i = 0; i < seconds_.size(); ++i) {
+      seconds_[i] += other.seconds_[i];
+      calls_[i] += other.calls_[i];
+    }
+  }
+  void clear() {
+    seconds_.fill(0.0);
+    calls_.fill(0);
+  }
+  double seconds(Op op) const { return seconds_[static_cast<int>(op)]; }
+  std::int64_t calls(Op op) const { return calls_[static_cast<int>(op)]; }
+  double total() const {
+    double s = 0;
+    for (double x : seconds_) s += x;
+    return s;
+  }
+
+ private:
+  std::array<double, static_cast<int>(Op::kCount)> seconds_{};
+  std::array<std::int64_t, static_cast<int>(Op::kCount)> calls_{};
+};
+
+}  // namespace k3bench::model

@@ -1,0 +1,249 @@
+#include "model_command.h"
+
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "environment.h"
+#include "errors.h"
+#include "k3k/dispatch.h"
+#include "model/forward.h"
+#include "model/model_check.h"
+#include "model/model_report.h"
+#include "model/model_weights.h"
+#include "model_config.h"
+#include "op_case.h"
+
+namespace k3bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+struct TestResult {
+  std::string name;  // "pp512", "tg128"
+  std::int64_t tokens = 0;
+  std::vector<double> seconds;         // per repetition
+  model::OpTimer ops;                  // summed over the repetitions
+  std::vector<std::string> checksums;  // per repetition
+  nlohmann::json json() const {
+    std::vector<double> tps;
+    for (double s : seconds) tps.push_back(double(tokens) / s);
+    double mean = 0, var = 0;
+    for (double x : tps) mean += x / double(tps.size());
+    for (double x : tps) var += (x - mean) * (x - mean);
+    const double sd = tps.size() > 1 ? std::sqrt(var / double(tps.size() - 1)) : 0.0;
+    double wall = 0;
+    for (double s : seconds) wall += s;
+    bool same = true;
+    for (const auto& c : checksums) same = same && c == checksums.front();
+    return {
+        {"test", name},
+        {"tokens", tokens},
+        {"seconds", seconds},
+        {"tokens_per_s", tps},
+        {"mean_tokens_per_s", mean},
+        {"stddev_tokens_per_s", sd},
+        {"ms_per_token", 1e3 * wall / double(tokens * std::int64_t(seconds.size()))},
+        {"logits_checksum", checksums.empty() ? "" : checksums.front()},
+        {"identical_logits_every_repetition", same},
+        {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))}};
+  }
+};
+
+// One timed test. `body(timed, sum)` calls the forward through `timed`, which times each call
+// (the forward and its greedy choice) and hands back the logits; the checksum is taken outside
+// the timed calls (hashing a 152k-entry logit vector costs ~0.6 ms, 2% of a small model's decode
+// step). The forward's timer is cleared before each run.
+template <typename Prepare, typename Body>
+void repeat(model::Forward& fwd, TestResult& r, int warmup, int reps, Prepare&& prepare,
+            Body&& body) {
+  for (int i = 0; i < warmup + reps; ++i) {
+    prepare();
+    fwd.timer().clear();
+    model::LogitsChecksum sum;
+    double s = 0;
+    auto timed = [&s](auto&& call) {
+      const auto t0 = Clock::now();
+      const std::span<const float> logits = call();
+      s += since(t0);
+      return logits;
+    };
+    body(timed, sum);
+    if (i < warmup) continue;
+    r.seconds.push_back(s);
+    r.ops.add(fwd.timer());
+    r.checksums.push_back(sum.hex());
+  }
+}
+
+std::string table(const k3model::ModelConfig& c, const nlohmann::json& doc) {
+  std::string out = fmt::format(
+      "| model | modelSize | backend | threads | test | t/s |\n|---|---:|---|---:|---|---:|\n");
+  const double gib = doc["weights"]["bytes"].get<double>() / 1073741824.0;
+  for (const auto& t : doc["results"]) {
+    out += fmt::format("| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} |\n", c.name, gib,
+                       doc["path"].get<std::string>(), doc["params"]["workers"].get<int>(),
+                       t["test"].get<std::string>(), t["mean_tokens_per_s"].get<double>(),
+                       t["stddev_tokens_per_s"].get<double>());
+  }
+  for (const auto& t : doc["results"]) {
+    const auto& b = t["breakdown"];
+    out +=
+        fmt::format("\n{}: per-op share of {:.1f} ms per run (ops sum {:.1f} ms, {})\n",
+                    t["test"].get<std::string>(), 1e3 * b["wall_s_per_call"].get<double>(),
+                    1e3 * b["ops_sum_s_per_call"].get<double>(), b["sum_check"].get<std::string>());
+    for (const auto& o : b["ops"]) {
+      out += fmt::format("  {:<12} {:>6.1f}%  {:>10.3f} ms\n", o["op"].get<std::string>(),
+                         100 * o["share"].get<double>(), 1e3 * o["seconds_per_call"].get<double>());
+    }
+  }
+  out += fmt::format(
+      "\npeak RSS {:.0f} MiB (weights {:.0f} MiB, generated in {:.1f} s); decode streams {:.1f} "
+      "MiB per token\n",
+      doc["peak_rss_bytes"].get<double>() / 1048576.0,
+      doc["weights"]["bytes"].get<double>() / 1048576.0,
+      doc["weights"]["generation_s"].get<double>(),
+      doc["weights"]["decode_bytes_per_token"].get<double>() / 1048576.0);
+  for (const auto& t : doc["results"])
+    out += fmt::format("logits checksum {}: {}\n", t["test"].get<std::string>(),
+                       t["logits_checksum"].get<std::string>());
+  if (doc.contains("forward_check"))
+    out += "forward check: " + doc["forward_check"]["summary"].get<std::string>() + "\n";
+  return out;
+}
+
+}  // namespace
+
+int run_model_command(const ModelCommandOptions& o) {
+  k3model::ModelConfig config;
+  try {
+    config = k3model::load_model_config(k3model::resolve_model_path(o.model, o.models_dir));
+  } catch (const k3model::ModelConfigError& e) {
+    throw UsageError(e.what());
+  }
+  if (o.pp < 0 || o.tg < 0 || o.tg_prompt < 1 || o.reps < 1 || o.warmup < 0 ||
+      (o.pp == 0 && o.tg == 0))
+    throw UsageError(
+        "--pp/--tg: give a prompt length and/or decode steps (>= 0, not both 0), --reps >= 1");
+  const OpInfo* op = find_op("model_pp");
+  const KeyValues params(op->params, parse_kv_list(o.params, "--params"), "--params", false);
+  std::optional<k3k::KernelPath> requested;
+  if (o.path != "auto") requested = k3k::parse_kernel_path(o.path);
+  k3k::PathDecision decision;
+  try {
+    decision = k3k::decide_path(requested);
+  } catch (const std::invalid_argument& e) {
+    throw UnsupportedShape(std::string("--path: ") + e.what());
+  }
+  const std::int64_t weights_est = (config.body_params() + config.embedding_params()) * 5 / 8;
+  const long long avail = available_memory_bytes();
+  if (avail > 0 && weights_est > avail * 8 / 10)
+    throw UnsupportedShape(
+        fmt::format("--model {}: its weights need about {:.1f} GiB, {:.1f} GiB available",
+                    config.id, weights_est / 1073741824.0, avail / 1073741824.0));
+  // Refused before the weights are generated (seconds to minutes for a real model).
+  if (o.check_forward && config.body_params() + config.embedding_params() > 50'000'000)
+    throw UsageError(
+        "--check-forward: the float64 forward is for small models (under 50M weights)");
+  if (o.check_forward && decision.path == k3k::KernelPath::kIme2)
+    throw UnsupportedShape(
+        "--check-forward: the reference reads kRowTile32 weights (use --path rvv)");
+  k3k::WorkerPool& pool = pool_of_size(static_cast<int>(params.integer("workers")));
+  model::ModelParams mp;
+  mp.kv_dtype = params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
+  mp.gdn_prefill.chunk = static_cast<int>(params.integer("gdn_chunk"));
+
+  nlohmann::json doc;
+  doc["schema"] = "k3bench.model/1";
+  doc["model"] = {{"name", config.name},
+                  {"id", config.id},
+                  {"file", config.file},
+                  {"source", config.source},
+                  {"dims", config.shape_values()}};
+  doc["path"] = k3k::to_string(decision.path);
+  doc["dispatch"] = {{"requested", o.path},
+                     {"path", k3k::to_string(decision.path)},
+                     {"reason", decision.reason},
+                     {"emulated", decision.emulated}};
+  doc["params"] = {{"workers", pool.size()},
+                   {"kv_dtype", k3k::to_string(mp.kv_dtype)},
+                   {"gdn_chunk", mp.gdn_prefill.chunk},
+                   {"seed", o.seed},
+                   {"repetitions", o.reps},
+                   {"warmup", o.warmup},
+                   {"tg_prompt", o.tg_prompt}};
+  doc["environment"] = environment_static();
+
+  const auto gen0 = Clock::now();
+  const model::ModelWeights weights = model::make_synthetic_weights(
+      config, {static_cast<std::uint64_t>(params.integer("weight_seed")), 0}, decision.path, pool);
+  doc["weights"] = {{"bytes", weights.bytes()},
+                    {"decode_bytes_per_token", weights.decode_bytes_per_token()},
+                    {"generation_s", since(gen0)}};
+  if (o.check_forward) {
+    const auto c = model::check_forward(config, weights, decision.path, pool, mp,
+                                        std::max(1, std::min(o.pp, 64)), 8, o.seed);
+    doc["forward_check"] = {{"pass", c.pass},
+                            {"steps", c.steps},
+                            {"err_quantized", c.err_quantized},
+                            {"err_unquantized", c.err_unquantized},
+                            {"argmax_mismatches", c.argmax_mismatches},
+                            {"summary", c.summary()}};
+  }
+  const int max_prompt = std::max(o.pp, o.tg_prompt);
+  model::Forward fwd(config, weights, mp, decision.path, pool, max_prompt,
+                     std::max<std::int64_t>(o.pp, o.tg_prompt + o.tg));
+  doc["state_bytes"] = fwd.state_bytes();
+  doc["results"] = nlohmann::json::array();
+  if (o.pp > 0) {
+    TestResult r;
+    r.name = fmt::format("pp{}", o.pp);
+    r.tokens = o.pp;
+    const auto prompt = model::prompt_tokens(o.pp, config.vocab, o.seed);
+    repeat(
+        fwd, r, o.warmup, o.reps, [&] { fwd.reset(); },
+        [&](auto& timed, model::LogitsChecksum& sum) {
+          sum.add(timed([&] { return fwd.prefill(prompt); }));
+        });
+    doc["results"].push_back(r.json());
+  }
+  if (o.tg > 0) {
+    TestResult r;
+    r.name = fmt::format("tg{}", o.tg);
+    r.tokens = o.tg;
+    const auto prompt = model::prompt_tokens(o.tg_prompt, config.vocab, o.seed + 1);
+    repeat(
+        fwd, r, o.warmup, o.reps,
+        [&] {
+          fwd.reset();
+          fwd.prefill(prompt);
+        },
+        [&](auto& timed, model::LogitsChecksum& sum) {
+          for (int i = 0; i < o.tg; ++i) sum.add(timed([&] { return fwd.decode(fwd.argmax()); }));
+        });
+    doc["results"].push_back(r.json());
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  doc["peak_rss_bytes"] = static_cast<std::int64_t>(ru.ru_maxrss) * 1024;
+  if (o.json)
+    std::cout << doc.dump(2) << "\n";
+  else
+    std::cout << table(config, doc);
+  if (doc.contains("forward_check") && !doc["forward_check"]["pass"].get<bool>()) {
+    std::cerr << "k3bench: forward check failed: "
+              << doc["forward_check"]["summary"].get<std::string>() << "\n";
+    return kExitAccuracy;
+  }
+  return kExitOk;
+}
+
+}  // namespace k3bench

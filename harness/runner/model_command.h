@@ -1,0 +1,28 @@
+// k3bench --model NAME: a whole model's prefill and decode speed, llm_bench-style (warm-up runs
+// excluded, weight generation excluded): pp N (one prefill of N tokens per repetition) and tg M
+// (M greedy decode steps after a short prompt), tokens per second of every repetition, the per-op
+// breakdown of each test, peak RSS, the weight bytes one decode step streams, and logits
+// checksums (identical output across builds means identical checksums).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace k3bench {
+
+struct ModelCommandOptions {
+  std::string model;       // NAME in models_dir, or a .toml path
+  std::string models_dir;  // default: the source tree's configs/models
+  int pp = 512, tg = 128;  // 0 skips a test
+  int tg_prompt = 1;       // prompt before the decode test (llm_bench's tg128 uses -p 1)
+  int reps = 5, warmup = 1;
+  std::string params;  // model_pp's parameters: workers, kv_dtype, gdn_chunk, weight_seed
+  std::string path = "auto";
+  std::uint64_t seed = 1;  // prompt tokens
+  bool check_forward = false;
+  bool json = false;
+};
+
+int run_model_command(const ModelCommandOptions& options);
+
+}  // namespace k3bench

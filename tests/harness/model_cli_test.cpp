@@ -1,0 +1,102 @@
+// k3tune model end to end: the real k3tune drives real k3bench processes over a small model's
+// whole-model cells into a real database (P x R samples, op model_pp / model_tg, the breakdown in
+// each process's runner report), prints the llm_bench-style table, keeps published figures apart
+// and labelled, and refuses a bad model before writing anything.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "model_session.h"
+#include "process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class ModelCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("k3tune_model_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
+                                "\"\ntimeout_s = 120\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string db() const { return (dir_ / "results.db").string(); }
+  std::string targets() const { return (dir_ / "targets.toml").string(); }
+  k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {K3TUNE_PATH, "--root",    K3TUNE_ROOT, "--db",
+                                     db(),        "--targets", targets(),   "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
+  }
+  std::int64_t count(const std::string& sql) const {
+    return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
+  }
+  fs::path dir_;
+};
+
+TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
+  const auto r =
+      k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.5.toml", "--pp",
+              "8,16", "--tg", "4", "-P", "2", "-R", "2", "--params", "workers=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(
+      r.out.find("| model | modelSize | backend | threads | test | t/s | 95% CI | processes |"),
+      std::string::npos)
+      << r.out;
+  for (const char* test : {"| pp8 |", "| pp16 |", "| tg4 |"})
+    EXPECT_NE(r.out.find(test), std::string::npos) << test << "\n" << r.out;
+  EXPECT_NE(r.out.find("gdn_core"), std::string::npos) << r.out;  // the breakdown
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_pp'"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_tg'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), 3 * 2 * 2);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"breakdown\"%'"), 6);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%float64 forward pass%'"),
+            3);
+}
+
+TEST_F(ModelCli, BadModelWritesNothing) {
+  const auto r = k3tune({"model", "--model", "gpt-17"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown model 'gpt-17'"), std::string::npos) << r.err;
+  const auto lengths = k3tune({"model", "--model", "qwen3-0.6b", "--pp", "64,x"});
+  EXPECT_EQ(lengths.exit_code, 2);
+  EXPECT_NE(lengths.err.find("--pp: 'x' is not a token count"), std::string::npos) << lengths.err;
+  EXPECT_FALSE(fs::exists(db()));
+}
+
+// Published figures are printed apart from ours, labelled as another machine's.
+TEST(ModelTable, PublishedFiguresAreLabelledAndApart) {
+  k3tune::ModelOutcome o;
+  o.config = k3model::load_model_config(K3TUNE_ROOT "/configs/models/qwen3-0.6b.toml");
+  for (const auto& f : k3tune::load_published(K3TUNE_ROOT "/configs/published/k3.toml"))
+    if (f.model == o.config.id) o.published.push_back(f);
+  k3tune::ModelRow row;
+  row.test = "pp512";
+  row.tokens = 512;
+  row.ok = true;
+  row.tps = 12.5;
+  row.path = "generic";
+  o.rows.push_back(row);
+  const std::string md = k3tune::model_markdown(o, "local");
+  const auto ours = md.find("| Qwen3-0.6B | 0.35 GiB | cpu generic | 0 | pp512 | 12.50 ± 0.00 |");
+  const auto label = md.find("NOT measured by k3tune");
+  const auto theirs = md.find("| Qwen3-0.6B | pp512 | MNN | HQQ W4B64 asym | 381.24 |");
+  EXPECT_NE(ours, std::string::npos) << md;
+  EXPECT_NE(label, std::string::npos) << md;
+  EXPECT_NE(theirs, std::string::npos) << md;
+  EXPECT_LT(ours, label);
+  EXPECT_LT(label, theirs);
+  const auto j = k3tune::model_json(o);
+  EXPECT_EQ(j["published"][0]["measured_by"], "another party, on another machine (not k3tune)");
+}
+
+}  // namespace
