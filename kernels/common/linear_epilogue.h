@@ -23,10 +23,10 @@ inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64
 // C4 lanes past N are defined as zero so the output buffer is fully written.
 void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n);
 
-// Throws std::invalid_argument naming `who`. Weights in the IME2 layout are refused unless the
-// layer's microkernel reads them (accept_ime2_layout).
+// Throws std::invalid_argument naming `who`; weights whose layout the microkernel `ukernel` does
+// not read (reads_layout false) are refused with both names.
 void validate_linear_args(const char* who, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, const float* out, const LinearTiling& tiling,
-                          bool accept_ime2_layout = false);
+                          const char* ukernel, bool reads_layout);
 
 }  // namespace k3k::detail

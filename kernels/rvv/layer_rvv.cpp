@@ -1,17 +1,66 @@
 // The RVV layer's microkernel table (contracts: kernels/ukernels/) and its CPU probe.
+//
+// Linear: the weights are packed at load time in kSignedRows with R rows per tile, R chosen for
+// the running VLEN (default R = max(32, VLEN/8): one LMUL-1 strip per tile from VLEN 256 up, so a
+// strip's vl and hence the work per instruction grow with VLEN: 32 rows at VLEN 256, 128 at 1024);
+// the microkernel variants differ in LMUL (strip = VLEN/8 * L rows) and, for prefill, in how many
+// activation rows share a pass. The default variant takes the LMUL whose strip covers a tile.
+#include <algorithm>
+#include <array>
+#include <stdexcept>
+#include <string>
+
 #include "k3k/cpu.h"
+#include "rvv/linear_strips.h"
 #include "rvv/microkernels.h"
 
 namespace k3k::rvv {
 
+namespace {
+
+bool reads_strips(const W4B64Packed& w) {
+  return w.layout == W4B64Layout::kRowTile32 || w.layout == W4B64Layout::kSignedRows;
+}
+
+constexpr std::array<ukernel::LinearDecode, 2> kDecode{{
+    {"linear_decode-w4b64-srows-m1-e8m1-rvv", reads_strips, bind_linear_decode_strips_e8m1},
+    {"linear_decode-w4b64-srows-m1-e8m2-rvv", reads_strips, bind_linear_decode_strips_e8m2},
+}};
+constexpr std::array<ukernel::LinearPrefill, 2> kPrefill{{
+    {"linear_prefill-w4b64-srows-m4-e8m1-rvv", kPrefillRowsPerTask, reads_strips,
+     bind_linear_prefill_strips_m4_e8m1},
+    {"linear_prefill-w4b64-srows-m4-2x2-e8m2-rvv", kPrefillRowsPerTask, reads_strips,
+     bind_linear_prefill_strips_m4_2x2_e8m2},
+}};
+
+// LMUL 2 when a tile is wider than one LMUL-1 strip (e.g. 32 rows at VLEN 128), else LMUL 1.
+bool wide_tile(const W4B64Packed& w) {
+  return w.row_tile > static_cast<int>(cpu_features().vlenb);
+}
+const ukernel::LinearDecode* pick_decode(const W4B64Packed& w) {
+  return reads_strips(w) ? &kDecode[wide_tile(w) ? 1 : 0] : nullptr;
+}
+const ukernel::LinearPrefill* pick_prefill(const W4B64Packed& w) {
+  return reads_strips(w) ? &kPrefill[wide_tile(w) ? 1 : 0] : nullptr;
+}
+
+int default_rows() {
+  return std::max(kW4RowTile, static_cast<int>(cpu_features().vlenb));
+}
+
+W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
+  return pack_w4b64_signed_rows(w, rows == 0 ? default_rows() : rows);
+}
+
+}  // namespace
+
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-rvv", quantize_row},
-      .linear_prefill = {"linear_prefill-w4b64-rowtile32-m4n32-rvv", kPrefillRowsPerTask, false,
-                         bind_linear_prefill_m4},
-      .linear_decode = {"linear_decode-w4b64-rowtile32-m1n32-rvv", false,
-                        ukernel::bind_row_tile<linear_decode_row_tile>},
-      .linear_decode_fp16_block_scale = {nullptr, false, nullptr},
+      .weight_packing = {"srows", default_rows, pack_signed_rows},
+      .linear_prefill = {kPrefill, pick_prefill},
+      .linear_decode = {kDecode, pick_decode},
+      .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
       .embedding = {"embedding-w4b64-rowtile32-rvv", embedding_row},
       .attention_prefill = {"attention_prefill-f32-online-rvv", attention_rotate_scale_q, fp16_row,
                             attention_online_block, attention_divide_row},
