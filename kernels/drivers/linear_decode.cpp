@@ -22,12 +22,13 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
   }
   const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
   const std::int64_t n = w.n, rows = w.row_tile;
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
+  const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows);
+  const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
   const float sa = a.scale[0];
 
   pool.parallel_for(col_tiles, [&](std::int64_t task, int) {
-    const std::int64_t col0 = task * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
+    const std::int64_t col0 = task * tile_n;
+    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tile_n);
     alignas(64) float acc[kMaxRowTile];
     for (std::int64_t t = col0 / rows; t * rows < col1; ++t) {
       body->run(w.codes.data() + t * w.tile_code_bytes(), w.scale.data() + t * w.tile_floats(),

@@ -26,12 +26,13 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   const std::int64_t m = a.m, n = w.n, rows_per_tile = w.row_tile;
   const int group_rows = uk.group_rows;
   const std::int64_t groups = (m + group_rows - 1) / group_rows;
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
+  const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows_per_tile);
+  const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
 
   pool.parallel_for(groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
-    const std::int64_t col0 = (task / groups) * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
+    const std::int64_t col0 = (task / groups) * tile_n;
+    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tile_n);
     const std::int64_t row0 = group * group_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(group_rows, m - row0));
     alignas(64) float acc[ukernel::kMaxGroupRows * kMaxRowTile];

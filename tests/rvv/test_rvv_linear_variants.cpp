@@ -221,11 +221,12 @@ TEST(RvvLinearVariants, PrefetchDistanceNeverChangesResults) {
 
 TEST(RvvLinearVariants, DefaultsFollowTheVectorLength) {
   const int vlenb = cpu_features().vlenb;
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv), std::max(32, vlenb));
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv), std::max(64, vlenb));
   const Problem p = make_problem(1, 64, 64, 51);
   const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
-  // One LMUL-1 strip covers a default tile from VLEN 256 up; at VLEN 128 LMUL 2 does.
-  const std::string lmul = vlenb >= 32 ? "e8m1" : "e8m2";
+  // Up to VLEN 256 a default tile (64 rows) is wider than an LMUL-1 strip, so LMUL 2; from VLEN
+  // 512 up one LMUL-1 strip covers it.
+  const std::string lmul = vlenb >= 64 ? "e8m1" : "e8m2";
   EXPECT_NE(default_linear_decode(KernelPath::kRvv, w).find(lmul), std::string::npos)
       << default_linear_decode(KernelPath::kRvv, w);
   EXPECT_NE(default_linear_prefill(KernelPath::kRvv, w).find(lmul), std::string::npos)

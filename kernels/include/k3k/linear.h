@@ -42,8 +42,8 @@ struct LinearEpilogue {
 };
 
 struct LinearTiling {
-  int tile_n = 64;  // output columns per task (tasks never split K); a task computes whole row
-                    // tiles, so multiples of the weights' rows per tile avoid recomputing tiles
+  int tile_n = 64;  // output columns per task (tasks never split K), rounded up to whole weight
+                    // tiles (the weights' rows per tile: a tile is computed by one task)
   // The microkernel variant by its contract name (linear_variants() lists them), or empty / "auto"
   // for the layer's default for the weights' layout on this CPU. A name the layer does not have,
   // or whose kernel does not read the weights' layout, throws std::invalid_argument.
