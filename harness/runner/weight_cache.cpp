@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,15 @@ constexpr std::size_t kPage = 4096;
 struct Header {
   char magic[8];
   std::uint32_t version;
-  std::uint32_t layout;  // storage form: 0; packed: W4B64Layout + 1
+  std::uint32_t layout;  // storage form: 0; packed: W4B64Layout + 1, plus rows per tile << 8
   std::int64_t n, k;
   std::uint64_t seed;
 };
+
+// The packed form's id in file names and headers: layout + 1, and its rows per tile.
+std::uint32_t layout_id_of(k3k::W4B64Layout layout, int row_tile) {
+  return (static_cast<std::uint32_t>(layout) + 1) | static_cast<std::uint32_t>(row_tile) << 8;
+}
 
 std::filesystem::path cache_dir() {
   if (const char* d = std::getenv("K3BENCH_CACHE_DIR")) {
@@ -138,15 +144,15 @@ std::vector<Part> parts_of(k3k::W4B64Packed& p) {
 }  // namespace
 
 std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
-    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout, int row_tile,
     std::int64_t copies, const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
   const auto dir = cache_dir();
   if (dir.empty() || copies < 1) return {};
-  const auto layout_id = static_cast<std::uint32_t>(layout) + 1;
+  const auto layout_id = layout_id_of(layout, row_tile);
   const auto file = dir / fmt::format("w4b64-rotation{}-v{}-{}x{}-seed{}-copies{}.bin", layout_id,
                                       kGeneratorVersion, n, k, seed, copies);
   const Header h = header_of(kRotationMagic, layout_id, n, k, seed);
-  k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, repack);
+  k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, row_tile, repack);
   const RotationLayout at(one);
   const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
   struct stat st {};
@@ -195,6 +201,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
     p.n = n;
     p.k = k;
     p.layout = layout;
+    p.row_tile = row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::view_of(reinterpret_cast<std::uint8_t*>(base),
                                                         one.codes.size(), owner);
     p.scale = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.scale_off),
@@ -223,10 +230,10 @@ k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t 
 }
 
 k3k::W4B64Packed synthetic_w4b64_packed(
-    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout, int row_tile,
     const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack) {
   const auto dir = cache_dir();
-  const auto layout_id = static_cast<std::uint32_t>(layout) + 1;
+  const auto layout_id = layout_id_of(layout, row_tile);
   const auto file = dir / fmt::format("w4b64-packed{}-v{}-{}x{}-seed{}.bin", layout_id,
                                       kGeneratorVersion, n, k, seed);
   const Header h = header_of(kPackedMagic, layout_id, n, k, seed);
@@ -236,14 +243,19 @@ k3k::W4B64Packed synthetic_w4b64_packed(
     p.n = n;
     p.k = k;
     p.layout = layout;
-    const std::int64_t tiles = (n + k3k::kW4RowTile - 1) / k3k::kW4RowTile, nb = k / k3k::kW4BlockK;
-    p.codes = k3k::AlignedBuffer<std::uint8_t>(
-        static_cast<std::size_t>(tiles * nb * 32 * k3k::kW4RowTile));
-    p.scale = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
-    p.beta = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * k3k::kW4RowTile));
+    p.row_tile = row_tile;
+    const auto tiles = static_cast<std::size_t>(p.row_tiles());
+    p.codes =
+        k3k::AlignedBuffer<std::uint8_t>(tiles * static_cast<std::size_t>(p.tile_code_bytes()));
+    p.scale = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
+    p.beta = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
     if (load_parts(file, h, parts_of(p))) return p;
   }
   k3k::W4B64Packed p = repack(k3k::pack_w4b64_generic(synthetic_w4b64(n, k, seed)));
+  if (p.layout != layout || p.row_tile != row_tile) {
+    throw std::logic_error(
+        "weight cache: the repacking produced another layout than the one cached");
+  }
   if (!dir.empty()) store_parts(dir, file, h, parts_of(p));
   return p;
 }

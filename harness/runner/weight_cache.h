@@ -30,16 +30,16 @@ namespace k3bench {
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed);
 
 // The packed weights in `layout`; `repack` turns rowtile32 weights into that layout (identity for
-// kRowTile32). Cached per layout.
+// kRowTile32). Cached per layout and rows per tile.
 k3k::W4B64Packed synthetic_w4b64_packed(
-    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout, int row_tile,
     const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
 
 // `copies` distinct copies of the packed weights in `layout`, mapped read-only from the rotation
 // file (made from the packed cache on first use). Empty when there is no cache directory or the
 // file cannot be made: the caller then makes its copies in memory.
 std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
-    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout,
+    std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout, int row_tile,
     std::int64_t copies, const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
 
 }  // namespace k3bench

@@ -22,11 +22,14 @@ void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::
 
 void validate_linear_args(const char* who, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, const float* out, const LinearTiling& tiling,
-                          bool accept_ime2_layout) {
+                          const char* ukernel, bool reads_layout) {
   auto fail = [&](const std::string& what) { throw std::invalid_argument(std::string(who) + ": " + what); };
   if (a.k != w.k) fail("activation K (" + std::to_string(a.k) + ") != weight K (" + std::to_string(w.k) + ")");
   if (w.n <= 0 || w.k <= 0 || w.k % kW4BlockK != 0) fail("weights must be N>0, K a positive multiple of 64");
-  if (w.layout == W4B64Layout::kIme2 && !accept_ime2_layout) fail("weights are packed for the IME2 layer (layout kIme2)");
+  if (!reads_layout) {
+    fail(std::string("weights in layout ") + to_string(w.layout) + " with " + std::to_string(w.row_tile) +
+         " rows per tile are not read by " + ukernel + (w.layout == W4B64Layout::kIme2 ? " (packed for the IME2 layer)" : ""));
+  }
   if (tiling.tile_n <= 0) fail("tile_n must be positive, got " + std::to_string(tiling.tile_n));
   if (out == nullptr) fail("output is null");
   if (!(ep.clamp_min <= ep.clamp_max)) fail("clamp_min > clamp_max");

@@ -6,9 +6,6 @@
 
 #include "k3k/dispatch.h"
 #include "k3k/linear_auto.h"
-#ifdef K3_HAVE_IME2
-#include "k3k/ime2.h"
-#endif
 
 namespace k3k {
 namespace {
@@ -24,9 +21,9 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
                                const std::map<std::string, std::int64_t>& shape) {
   LinearAutoChoice c;
   const bool decode = op == "linear_decode";
-  for (const char* name : {"tile_n", "workers"}) c.source[name] = "default";
+  for (const char* name : {"tile_n", "workers", "weight_rows"}) c.source[name] = "default";
   if (decode)
-    for (const char* name : {"accumulate", "tcm", "slab_rows", "tcm_workers", "pairing"}) c.source[name] = "default";
+    for (const char* name : {"accumulate", "tcm", "slab_rows", "tcm_workers", "pairing", "prefetch"}) c.source[name] = "default";
   if (table == nullptr) return c;
   if (decode) {
     if (const auto& gate = table->tcm_decode_gate()) {
@@ -44,6 +41,7 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
   for (const auto& [name, value] : e->params) {
     if (name == "tile_n") c.tiling.tile_n = static_cast<int>(as_int(value));
     else if (name == "workers") c.tiling.max_workers = static_cast<int>(as_int(value));
+    else if (name == "weight_rows") c.weight_rows = static_cast<int>(as_int(value));
     else if (!decode) continue;
     else if (name == "accumulate") c.accumulation = as_word(value) == "fp16" ? Accumulation::kFp16BlockScale : Accumulation::kInt32;
     else if (name == "tcm") {
@@ -53,6 +51,7 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
     } else if (name == "slab_rows") c.tcm.slab_rows = static_cast<int>(as_int(value));
     else if (name == "tcm_workers") c.tcm.compute_workers = static_cast<int>(as_int(value));
     else if (name == "pairing") c.tcm.pairing = as_int(value) != 0;
+    else if (name == "prefetch") c.tiling.prefetch_bytes = static_cast<int>(as_int(value));
     else if (name == "k_min") c.tcm.k_min = as_int(value);
     else if (name == "b_min_kib") c.tcm.b_min = as_int(value) * 1024;
     else continue;
@@ -88,11 +87,9 @@ AutoLinearWeights pack_linear_auto(const W4B64Storage& storage) {
       }
     }
   }
-  w.packed = pack_w4b64_generic(storage);
-#ifdef K3_HAVE_IME2
-  if (w.path == KernelPath::kIme2) w.packed = ime2::pack_w4b64(w.packed);
-#endif
   w.decode = choose_linear(w.table, "linear_decode", w.path, decode_shape);
+  // The layout the layer reads best here, with the table's rows per tile when it names them.
+  w.packed = pack_w4b64_for(w.path, pack_w4b64_generic(storage), w.path == KernelPath::kRvv ? w.decode.weight_rows : 0);
   for (std::size_t b = 0; b < kPrefillBuckets; ++b)
     w.prefill[b] = choose_linear(w.table, "linear_prefill", w.path,
                                  {{"m", std::int64_t{1} << b}, {"k", storage.k}, {"n", storage.n}});

@@ -27,25 +27,80 @@ void quantize_pack_decode(KernelPath path, const float* a, PackedActivations& ou
   driver::quantize_pack_decode(usable_kernels(path, "quantize_pack_decode").quantize, a, out);
 }
 
+namespace {
+
+// The variant of a Linear microkernel a call runs: the one named in the tiling, or the layer's
+// default for the weights; a name the layer lacks, or no kernel for the layout, throws.
+template <typename Kernel>
+const Kernel& linear_variant(const ukernel::LinearVariants<Kernel>& v, KernelPath path,
+                             std::string_view name, const W4B64Packed& w, const char* op) {
+  if (const Kernel* k = ukernel::find_variant(v, name, w)) return *k;
+  std::string known;
+  for (const Kernel& k : v.all) known += std::string(known.empty() ? "" : ", ") + k.name;
+  if (!name.empty() && name != "auto") {
+    throw std::invalid_argument(std::string(op) + ": the " + to_string(path) +
+                                " layer has no microkernel '" + std::string(name) +
+                                "' (it has: " + known + ")");
+  }
+  throw std::invalid_argument(std::string(op) + ": no " + to_string(path) +
+                              " microkernel reads weights in layout " + to_string(w.layout) +
+                              " with " + std::to_string(w.row_tile) + " rows per tile (" + known +
+                              ")");
+}
+
+}  // namespace
+
+W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows) {
+  return usable_kernels(path, "pack_w4b64_for").weight_packing.pack(std::move(rowtile32), rows);
+}
+
+int default_weight_rows(KernelPath path) {
+  return usable_kernels(path, "default_weight_rows").weight_packing.default_rows();
+}
+
+LinearVariantNames linear_variants(KernelPath path) {
+  LinearVariantNames names;
+  const dispatch::Layer* compiled = dispatch::find_layer(path);
+  if (compiled == nullptr) return names;
+  const ukernel::LayerKernels& layer = compiled->kernels();
+  for (const auto& k : layer.linear_prefill.all) names.prefill.emplace_back(k.name);
+  for (const auto& k : layer.linear_decode.all) names.decode.emplace_back(k.name);
+  return names;
+}
+
+std::string default_linear_decode(KernelPath path, const W4B64Packed& w) {
+  const ukernel::LayerKernels& layer = usable_kernels(path, "default_linear_decode");
+  return linear_variant(layer.linear_decode, path, {}, w, "default_linear_decode").name;
+}
+
+std::string default_linear_prefill(KernelPath path, const W4B64Packed& w) {
+  const ukernel::LayerKernels& layer = usable_kernels(path, "default_linear_prefill");
+  return linear_variant(layer.linear_prefill, path, {}, w, "default_linear_prefill").name;
+}
+
 void linear_prefill_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, float* out, WorkerPool& pool,
                           const LinearTiling& tiling) {
-  driver::linear_prefill(usable_kernels(path, "linear_prefill_w4b64").linear_prefill, a, w, ep, out,
-                         pool, tiling);
+  constexpr const char* op = "linear_prefill_w4b64";
+  const ukernel::LayerKernels& layer = usable_kernels(path, op);
+  driver::linear_prefill(linear_variant(layer.linear_prefill, path, tiling.ukernel, w, op), a, w,
+                         ep, out, pool, tiling);
 }
 
 void linear_decode_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
                          const LinearEpilogue& ep, float* out, WorkerPool& pool,
                          const LinearTiling& tiling, const LinearDecodeOptions& options) {
-  const ukernel::LayerKernels& layer = usable_kernels(path, "linear_decode_w4b64");
-  const ukernel::LinearDecode& uk = options.accumulation == Accumulation::kFp16BlockScale
-                                        ? layer.linear_decode_fp16_block_scale
-                                        : layer.linear_decode;
-  if (uk.bind == nullptr) {
+  constexpr const char* op = "linear_decode_w4b64";
+  const ukernel::LayerKernels& layer = usable_kernels(path, op);
+  const bool fp16 = options.accumulation == Accumulation::kFp16BlockScale;
+  if (fp16 && layer.linear_decode_fp16_block_scale.bind == nullptr) {
     throw std::invalid_argument(
         std::string("linear_decode_w4b64: fp16 block-scale accumulation has no ") +
         to_string(path) + " microkernel (ime2 only)");
   }
+  const ukernel::LinearDecode& uk =
+      fp16 ? layer.linear_decode_fp16_block_scale
+           : linear_variant(layer.linear_decode, path, tiling.ukernel, w, op);
   if (options.tcm_workspace != nullptr) {
     static const TcmDecodeParams kDefaults;
     const TcmDecodeParams& params = options.tcm_params != nullptr ? *options.tcm_params : kDefaults;

@@ -1,6 +1,6 @@
 // Decode Linear ("M1"), weights read from DRAM: one activation row; a task covers tile_n output
-// columns, computed one 32-row weight tile at a time by the layer's tile body. The call is
-// memory-bound (4.5 bits of weight per multiply-add): the activation row stays in L1 and the
+// columns, computed one weight tile (w.row_tile rows) at a time by the layer's tile body. The call
+// is memory-bound (4.5 bits of weight per multiply-add): the activation row stays in L1 and the
 // weights are read exactly once, in order.
 #include <algorithm>
 #include <stdexcept>
@@ -15,27 +15,28 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
                    const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
                    const LinearTiling& tiling) {
   constexpr const char* who = "linear_decode_w4b64";
-  detail::validate_linear_args(who, a, w, ep, out, tiling, uk.accepts_ime2_layout);
+  detail::validate_linear_args(who, a, w, ep, out, tiling, uk.name, uk.reads(w));
   if (a.layout != ActivationLayout::kRowK256 || a.m != 1) {
     throw std::invalid_argument(std::string(who) +
                                 ": activations must be one row in the K256 (decode) layout");
   }
-  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w);
-  const std::int64_t n = w.n, nb = w.blocks_per_row();
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
+  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
+  const std::int64_t n = w.n, rows = w.row_tile;
+  const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows);
+  const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
   const float sa = a.scale[0];
 
   pool.parallel_for_on(tiling.max_workers, col_tiles, [&](std::int64_t task, int) {
-    const std::int64_t col0 = task * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
-    alignas(64) float acc[kW4RowTile];
-    for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-      body->run(w.codes.data() + t * nb * 32 * kW4RowTile, w.scale.data() + t * nb * kW4RowTile,
-                w.beta.data() + t * nb * kW4RowTile, acc);
-      const std::int64_t lo = std::max(col0, t * kW4RowTile);
-      const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
+    const std::int64_t col0 = task * tile_n;
+    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tile_n);
+    alignas(64) float acc[kMaxRowTile];
+    for (std::int64_t t = col0 / rows; t * rows < col1; ++t) {
+      body->run(w.codes.data() + t * w.tile_code_bytes(), w.scale.data() + t * w.tile_floats(),
+                w.beta.data() + t * w.tile_floats(), acc);
+      const std::int64_t lo = std::max(col0, t * rows);
+      const std::int64_t hi = std::min(col1, (t + 1) * rows);
       for (std::int64_t col = lo; col < hi; ++col) {
-        detail::store_linear_output(ep, out, 1, n, 0, col, sa, acc[col - t * kW4RowTile]);
+        detail::store_linear_output(ep, out, 1, n, 0, col, sa, acc[col - t * rows]);
       }
     }
   });

@@ -1,5 +1,5 @@
 // Decode Linear through TCM (the pipeline driver; k3k/tcm_linear.h). Slabs (groups of consecutive
-// 32-row tiles) are split into contiguous ranges, one per lane: a lane is a pair of workers
+// weight tiles) are split into contiguous ranges, one per lane: a lane is a pair of workers
 // (pairing on) or a single worker (pairing off, or the odd worker out). Inside a pair the lane's
 // slabs alternate between the two roles, and the pair steps through phases t = 0..c (c = the lane's
 // slab count):
@@ -14,6 +14,7 @@
 #include <chrono>
 #include <optional>
 #include <stdexcept>
+#include <string>
 
 #include "common/linear_epilogue.h"
 #include "drivers/drivers.h"
@@ -67,15 +68,20 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
                                    TcmWorkspace& workspace, const TcmDecodeParams& params,
                                    const LinearTiling& tiling) {
   TcmPipelineStats stats;
-  detail::validate_linear_args("linear_decode_w4b64 (TCM)", a, w, ep, out, tiling,
-                               uk.accepts_ime2_layout);
+  detail::validate_linear_args("linear_decode_w4b64 (TCM)", a, w, ep, out, tiling, uk.name,
+                               uk.reads(w));
   if (a.layout != ActivationLayout::kRowK256 || a.m != 1) {
     throw std::invalid_argument(
         "linear_decode_w4b64 (TCM): activations must be one row in the K256 (decode) layout");
   }
-  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w);
-  const std::int64_t n = w.n, tiles = w.row_tiles();
-  const std::int64_t slab_tiles = gate.slab_rows / kW4RowTile;
+  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
+  const std::int64_t n = w.n, tiles = w.row_tiles(), rows = w.row_tile;
+  if (gate.slab_rows <= 0 || gate.slab_rows % rows != 0) {
+    throw std::invalid_argument(
+        "linear_decode_w4b64 (TCM): the gate's slab of " + std::to_string(gate.slab_rows) +
+        " rows is not a whole number of weight tiles (" + std::to_string(rows) + " rows)");
+  }
+  const std::int64_t slab_tiles = gate.slab_rows / rows;
   const std::int64_t slabs = (tiles + slab_tiles - 1) / slab_tiles;
   const std::int64_t buffer_bytes = slab_tiles * tcm_detail::tile_slab_bytes(w);
   const int workers = std::min(gate.workers, pool.size());
@@ -89,13 +95,13 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     const std::int64_t t0 = s * slab_tiles, count = std::min(slab_tiles, tiles - t0);
     const tcm_detail::SlabView v =
         buffer != nullptr ? tcm_detail::tcm_slab(w, buffer, count) : tcm_detail::dram_slab(w, t0);
-    alignas(64) float acc[kW4RowTile];
+    alignas(64) float acc[kMaxRowTile];
     for (std::int64_t i = 0; i < count; ++i) {
       body->run(v.codes + i * tcm_detail::tile_code_bytes(w),
                 v.scale + i * tcm_detail::tile_floats(w), v.beta + i * tcm_detail::tile_floats(w),
                 acc);
-      const std::int64_t row0 = (t0 + i) * kW4RowTile;
-      for (std::int64_t r = 0; r < kW4RowTile && row0 + r < n; ++r) {
+      const std::int64_t row0 = (t0 + i) * rows;
+      for (std::int64_t r = 0; r < rows && row0 + r < n; ++r) {
         detail::store_linear_output(ep, out, 1, n, 0, row0 + r, sa, acc[r]);
       }
     }

@@ -1,8 +1,9 @@
 // Prefill Linear: a task is (tile_n output columns) x (group of group_rows activation rows),
 // ordered column-range major so a worker keeps the same weight tiles hot in L1/L2 while it walks
-// groups. Per 32-row weight tile the layer's body returns the block-reduced accumulators of the
-// group's rows; the direct epilogue stores each output once. Each output's blocks are reduced by
-// one task in ascending order, so results are bitwise identical for every worker count and tile_n.
+// groups. Per weight tile (w.row_tile rows) the layer's body returns the block-reduced accumulators
+// of the group's rows; the direct epilogue stores each output once. Each output's blocks are
+// reduced by one task in ascending order, so results are bitwise identical for every worker count
+// and tile_n.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -16,34 +17,36 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
                     const W4B64Packed& w, const LinearEpilogue& ep, float* out, WorkerPool& pool,
                     const LinearTiling& tiling) {
   constexpr const char* who = "linear_prefill_w4b64";
-  detail::validate_linear_args(who, a, w, ep, out, tiling, uk.accepts_ime2_layout);
+  detail::validate_linear_args(who, a, w, ep, out, tiling, uk.name, uk.reads(w));
   if (a.layout != ActivationLayout::kRowsM4) {
     throw std::invalid_argument(std::string(who) +
                                 ": activations must use the M4 (prefill) layout");
   }
   const std::unique_ptr<ukernel::PrefillTileBody> body = uk.bind(a, w, pool);
-  const std::int64_t m = a.m, n = w.n, nb = w.blocks_per_row();
+  const std::int64_t m = a.m, n = w.n, rows_per_tile = w.row_tile;
   const int group_rows = uk.group_rows;
   const std::int64_t groups = (m + group_rows - 1) / group_rows;
-  const std::int64_t col_tiles = (n + tiling.tile_n - 1) / tiling.tile_n;
+  const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows_per_tile);
+  const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
 
   pool.parallel_for_on(tiling.max_workers, groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
-    const std::int64_t col0 = (task / groups) * tiling.tile_n;
-    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tiling.tile_n);
+    const std::int64_t col0 = (task / groups) * tile_n;
+    const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tile_n);
     const std::int64_t row0 = group * group_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(group_rows, m - row0));
-    alignas(64) float acc[ukernel::kMaxGroupRows][kW4RowTile];
-    for (std::int64_t t = col0 / kW4RowTile; t * kW4RowTile < col1; ++t) {
-      body->run(group, rows, w.codes.data() + t * nb * 32 * kW4RowTile,
-                w.scale.data() + t * nb * kW4RowTile, w.beta.data() + t * nb * kW4RowTile, acc);
-      const std::int64_t lo = std::max(col0, t * kW4RowTile);
-      const std::int64_t hi = std::min(col1, (t + 1) * kW4RowTile);
+    alignas(64) float acc[ukernel::kMaxGroupRows * kMaxRowTile];
+    for (std::int64_t t = col0 / rows_per_tile; t * rows_per_tile < col1; ++t) {
+      body->run(group, rows, w.codes.data() + t * w.tile_code_bytes(),
+                w.scale.data() + t * w.tile_floats(), w.beta.data() + t * w.tile_floats(), acc);
+      const std::int64_t lo = std::max(col0, t * rows_per_tile);
+      const std::int64_t hi = std::min(col1, (t + 1) * rows_per_tile);
       for (int r = 0; r < rows; ++r) {
         const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
+        const float* acc_r = acc + r * rows_per_tile;
         for (std::int64_t col = lo; col < hi; ++col) {
           detail::store_linear_output(ep, out, m, n, row0 + r, col, sa,
-                                      acc[r][col - t * kW4RowTile]);
+                                      acc_r[col - t * rows_per_tile]);
         }
       }
     }

@@ -1,3 +1,6 @@
+#include <stdexcept>
+#include <string>
+
 #include "k3k/w4b64.h"
 
 namespace k3k {
@@ -27,6 +30,65 @@ W4B64Packed pack_w4b64_generic(const W4B64Storage& storage) {
         }
         scale[r] = row < p.n ? storage.scale(row, b) : 0.0f;
         beta[r] = row < p.n ? storage.beta(row, b) : 0.0f;
+      }
+    }
+  }
+  return p;
+}
+
+const char* to_string(W4B64Layout layout) {
+  switch (layout) {
+    case W4B64Layout::kRowTile32:
+      return "rowtile32";
+    case W4B64Layout::kIme2:
+      return "ime2";
+    case W4B64Layout::kSignedRows:
+      return "srows";
+  }
+  return "?";
+}
+
+W4B64Packed pack_w4b64_signed_rows(const W4B64Packed& w, int rows) {
+  const char* who = "pack_w4b64_signed_rows";
+  if (w.layout != W4B64Layout::kRowTile32) {
+    throw std::invalid_argument(std::string(who) +
+                                ": weights must be in the kRowTile32 layout, got " +
+                                to_string(w.layout));
+  }
+  if (rows < kMinSignedRows || rows > kMaxRowTile || rows % kMinSignedRows != 0) {
+    throw std::invalid_argument(std::string(who) +
+                                ": rows must be a multiple of 16 in [16, 256], got " +
+                                std::to_string(rows));
+  }
+  W4B64Packed p;
+  p.n = w.n;
+  p.k = w.k;
+  p.layout = W4B64Layout::kSignedRows;
+  p.row_tile = rows;
+  const std::int64_t nb = w.blocks_per_row(), tiles = p.row_tiles();
+  p.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * p.tile_code_bytes()));
+  p.scale = AlignedBuffer<float>(static_cast<std::size_t>(tiles * p.tile_floats()));
+  p.beta = AlignedBuffer<float>(static_cast<std::size_t>(tiles * p.tile_floats()));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const std::int64_t unit = t * nb + b;
+      for (int r = 0; r < rows; ++r) {
+        const std::int64_t row = t * rows + r;
+        const bool real = row < w.n;
+        // Source: tile row / 32, lane row % 32 of the kRowTile32 arrays.
+        const std::int64_t src_unit = (row / kW4RowTile) * nb + b;
+        const std::int64_t lane = row % kW4RowTile;
+        for (int j = 0; j < 32; ++j) {
+          // Padding rows: code 8 in both halves, i.e. the signed nibbles 0.
+          const std::uint8_t byte =
+              real ? w.codes[static_cast<std::size_t>((src_unit * 32 + j) * kW4RowTile + lane)]
+                   : 0x88;
+          p.codes[static_cast<std::size_t>((unit * 32 + j) * rows + r)] =
+              static_cast<std::uint8_t>(byte ^ 0x88);
+        }
+        const auto src = static_cast<std::size_t>(src_unit * kW4RowTile + lane);
+        p.scale[static_cast<std::size_t>(unit * rows + r)] = real ? w.scale[src] : 0.0f;
+        p.beta[static_cast<std::size_t>(unit * rows + r)] = real ? w.beta[src] : 0.0f;
       }
     }
   }

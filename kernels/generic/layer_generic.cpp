@@ -1,16 +1,38 @@
 // The generic layer's microkernel table (contracts: kernels/ukernels/).
+#include <stdexcept>
+#include <string>
+
 #include "generic/microkernels.h"
 
 namespace k3k::generic {
 
+namespace {
+
+constexpr ukernel::LinearPrefill kPrefill{"linear_prefill-w4b64-rowtile32-m4n32-generic",
+                                          kPrefillRowsPerTask, ukernel::reads_rowtile32,
+                                          bind_linear_prefill_m4};
+constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-rowtile32-m1n32-generic",
+                                        ukernel::reads_rowtile32,
+                                        ukernel::bind_row_tile<linear_decode_row_tile>};
+
+// The generic kernels read kRowTile32 as it comes.
+W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
+  if (rows != 0 && rows != kW4RowTile) {
+    throw std::invalid_argument("generic layer: weights are read in 32-row tiles, got rows=" +
+                                std::to_string(rows));
+  }
+  return w;
+}
+
+}  // namespace
+
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-generic", quantize_row},
-      .linear_prefill = {"linear_prefill-w4b64-rowtile32-m4n32-generic", kPrefillRowsPerTask, false,
-                         bind_linear_prefill_m4},
-      .linear_decode = {"linear_decode-w4b64-rowtile32-m1n32-generic", false,
-                        ukernel::bind_row_tile<linear_decode_row_tile>},
-      .linear_decode_fp16_block_scale = {nullptr, false, nullptr},
+      .weight_packing = {"rowtile32", [] { return kW4RowTile; }, keep_rowtile32},
+      .linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>},
+      .linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>},
+      .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
       .embedding = {"embedding-w4b64-rowtile32-generic", embedding_row},
       .attention_prefill = {"attention_prefill-f32-online-lanes16-generic",
                             attention_rotate_scale_q, fp16_row, attention_online_block,

@@ -7,7 +7,7 @@ namespace k3k::generic {
 
 void linear_decode_row_tile(const std::uint8_t* codes, const float* scale, const float* beta,
                             const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
-                            float acc[kW4RowTile]) {
+                            float* acc) {
   for (int i = 0; i < kW4RowTile; ++i) acc[i] = 0.0f;
   std::int32_t d[1][kW4RowTile];
   for (std::int64_t b = 0; b < nb; ++b) {

@@ -8,8 +8,7 @@ namespace k3k::generic {
 namespace {
 
 // Accumulates in a local array (kept in registers / L1 by the compiler), copied out once.
-void prefill_m4_tile(const ukernel::PrefillTileArgs& t,
-                     float out[ukernel::kMaxGroupRows][kW4RowTile]) {
+void prefill_m4_tile(const ukernel::PrefillTileArgs& t, float* out) {
   float acc[kPrefillRowsPerTask][kW4RowTile] = {};
   std::int32_t d[kPrefillRowsPerTask][kW4RowTile];
   std::int32_t sums[kPrefillRowsPerTask][1] = {};
@@ -28,7 +27,7 @@ void prefill_m4_tile(const ukernel::PrefillTileArgs& t,
     }
   }
   for (int r = 0; r < t.rows; ++r)
-    for (int i = 0; i < kW4RowTile; ++i) out[r][i] = acc[r][i];
+    for (int i = 0; i < kW4RowTile; ++i) out[r * kW4RowTile + i] = acc[r][i];
 }
 
 }  // namespace

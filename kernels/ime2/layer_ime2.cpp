@@ -4,15 +4,40 @@
 #include "k3k/ime2.h"
 #include "rvv/microkernels.h"
 
+#include <stdexcept>
+#include <string>
+
 namespace k3k::ime2 {
+
+namespace {
+
+constexpr ukernel::LinearPrefill kPrefill{"linear_prefill-w4b64-any-m8n32-ime2",
+                                          ukernel::kMaxGroupRows, ukernel::reads_rowtile32_or_ime2,
+                                          bind_linear_prefill_m8};
+constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-any-m1n32-ime2",
+                                        ukernel::reads_rowtile32_or_ime2, bind_linear_decode_m1};
+
+bool reads_ime2(const W4B64Packed& w) {
+  return w.layout == W4B64Layout::kIme2;
+}
+
+W4B64Packed pack_ime2(W4B64Packed w, int rows) {
+  if (rows != 0 && rows != kW4RowTile) {
+    throw std::invalid_argument("ime2 layer: weights are read in 32-row tiles, got rows=" +
+                                std::to_string(rows));
+  }
+  return pack_w4b64(w);
+}
+
+}  // namespace
 
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k = [] {
     ukernel::LayerKernels t = rvv::kernels();
-    t.linear_prefill = {"linear_prefill-w4b64-any-m8n32-ime2", ukernel::kMaxGroupRows, true,
-                        bind_linear_prefill_m8};
-    t.linear_decode = {"linear_decode-w4b64-any-m1n32-ime2", true, bind_linear_decode_m1};
-    t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", true,
+    t.weight_packing = {"ime2", [] { return kW4RowTile; }, pack_ime2};
+    t.linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>};
+    t.linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>};
+    t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", reads_ime2,
                                         bind_linear_decode_m1_fp16_block_scale};
     return t;
   }();

@@ -113,7 +113,7 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
       : images_(make_images_decode(a)), block_sum_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
 
   void run(const std::uint8_t* codes, const float* scale, const float* beta,
-           float acc[kW4RowTile]) const override {
+           float* acc) const override {
     alignas(64) float tile[4][8];
     vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, 8), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (std::int64_t b = 0; b < nb_; ++b) {
@@ -160,7 +160,7 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
 namespace k3k::ime2 {
 
 std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
-    const PackedActivations& a, const W4B64Packed& w) {
+    const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions&) {
   if (w.layout != W4B64Layout::kIme2) {
     throw std::invalid_argument(
         "linear_decode_w4b64 (fp16 block-scale accumulation): weights must be in the kIme2 layout "

@@ -17,7 +17,7 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
   void run(const std::uint8_t* codes, const float* scale, const float* beta,
-           float acc[kW4RowTile]) const override {
+           float* acc) const override {
     alignas(64) float tile[4][64];  // [sub][8m + n]; the activation is row m = 0
     detail::tile_outputs(images_.data(), codes, scale, beta, nb_, transpose_, tile);
     for (int i = 0; i < kW4RowTile; ++i) acc[i] = tile[i / 8][i % 8];
@@ -32,7 +32,8 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
 }  // namespace
 
 std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
-                                                               const W4B64Packed& w) {
+                                                               const W4B64Packed& w,
+                                                               const ukernel::LinearOptions&) {
   return std::make_unique<DecodeM1>(a, w);
 }
 

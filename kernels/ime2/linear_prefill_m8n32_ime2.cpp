@@ -17,12 +17,12 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
   void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-           const float* beta, float acc[ukernel::kMaxGroupRows][kW4RowTile]) const override {
+           const float* beta, float* acc) const override {
     alignas(64) float tile[4][64];  // [sub][8m + n]
     detail::tile_outputs(images_.data() + group * nb_ * kUnitBytes, codes, scale, beta, nb_,
                          transpose_, tile);
     for (int r = 0; r < rows; ++r)
-      for (int i = 0; i < kW4RowTile; ++i) acc[r][i] = tile[i / 8][8 * r + i % 8];
+      for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];
   }
 
  private:

@@ -17,10 +17,11 @@ std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m8(const PackedAct
                                                                  WorkerPool& pool);
 // Decode: the activation row as row 0 of an 8-row A tile, its image built once per call.
 std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
-                                                               const W4B64Packed& w);
+                                                               const W4B64Packed& w,
+                                                               const ukernel::LinearOptions&);
 // Decode with `.hp` fp16 block-scale accumulation (kIme2 weights only; README §3.1).
 std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
-    const PackedActivations& a, const W4B64Packed& w);
+    const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions&);
 
 const ukernel::LayerKernels& kernels();
 // The CPU probe dispatch consults before handing out these microkernels.

@@ -1,6 +1,7 @@
-// How a slab of consecutive 32-row weight tiles sits in a TCM buffer: the tiles' codes
-// ([tiles][nb][32][32] bytes), then their scales, then their betas ([tiles][nb][32] floats each),
-// i.e. the same arrays as in DRAM, cut to the slab. The copy is three memcpy-like runs.
+// How a slab of consecutive weight tiles (R = w.row_tile rows each) sits in a TCM buffer: the
+// tiles' codes ([tiles][nb][32][R] bytes), then their scales, then their betas ([tiles][nb][R]
+// floats each), i.e. the same arrays as in DRAM, cut to the slab. The copy is three memcpy-like
+// runs.
 #pragma once
 
 #include <cstdint>
@@ -10,10 +11,10 @@
 namespace k3k::tcm_detail {
 
 inline std::int64_t tile_code_bytes(const W4B64Packed& w) {
-  return w.blocks_per_row() * 32 * kW4RowTile;
+  return w.tile_code_bytes();
 }
 inline std::int64_t tile_floats(const W4B64Packed& w) {
-  return w.blocks_per_row() * kW4RowTile;
+  return w.tile_floats();
 }
 // Bytes one tile occupies in a slab buffer.
 inline std::int64_t tile_slab_bytes(const W4B64Packed& w) {

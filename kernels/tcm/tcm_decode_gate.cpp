@@ -41,8 +41,8 @@ TcmGateDecision decide_tcm_decode(KernelPath /*path: every layer has a tile body
       static_cast<std::int64_t>(workspace->tcm().geometry().block_bytes);
   const std::int64_t fit_tiles = block_bytes / (2 * tile_bytes);  // two slab buffers per block
   if (fit_tiles < 1) {
-    return off("two 32-row slabs (" + kib(2 * tile_bytes) + ") exceed a TCM block (" +
-               kib(block_bytes) + ")");
+    return off("two " + std::to_string(w.row_tile) + "-row slabs (" + kib(2 * tile_bytes) +
+               ") exceed a TCM block (" + kib(block_bytes) + ")");
   }
   d.workers = std::max(1, std::min(params.compute_workers, pool_size));
   int usable = 0;
@@ -53,7 +53,11 @@ TcmGateDecision decide_tcm_decode(KernelPath /*path: every layer has a tile body
                " usable TCM block(s) for the pipeline workers, need 2");
   std::int64_t slab_tiles;
   if (params.slab_rows > 0) {
-    slab_tiles = params.slab_rows / kW4RowTile;
+    if (params.slab_rows % w.row_tile != 0) {
+      return off("slab_rows " + std::to_string(params.slab_rows) + " is not a multiple of the " +
+                 std::to_string(w.row_tile) + " rows per weight tile");
+    }
+    slab_tiles = params.slab_rows / w.row_tile;
     if (slab_tiles > fit_tiles) {
       return off("slab_rows " + std::to_string(params.slab_rows) + " needs 2 x " +
                  kib(slab_tiles * tile_bytes) + " > a TCM block (" + kib(block_bytes) + ")");
@@ -62,7 +66,7 @@ TcmGateDecision decide_tcm_decode(KernelPath /*path: every layer has a tile body
     // Largest that fits, but leave each worker at least two slabs so the pair can alternate.
     slab_tiles = std::clamp<std::int64_t>(w.row_tiles() / (2 * d.workers), 1, fit_tiles);
   }
-  d.slab_rows = static_cast<int>(slab_tiles * kW4RowTile);
+  d.slab_rows = static_cast<int>(slab_tiles * w.row_tile);
   d.use_tcm = true;
   d.reason = std::string(params.use == TcmUse::kOn ? "tcm=on" : "gates passed") + ": K " +
              std::to_string(w.k) + ", weights " + kib(w.bytes()) + ", " + std::to_string(usable) +

@@ -15,8 +15,9 @@ namespace k3k::ukernel {
 
 struct LayerKernels {
   Quantize quantize;
-  LinearPrefill linear_prefill;
-  LinearDecode linear_decode;
+  WeightPacking weight_packing;  // the layout this layer's Linear kernels read best
+  LinearVariants<LinearPrefill> linear_prefill;
+  LinearVariants<LinearDecode> linear_decode;
   LinearDecode linear_decode_fp16_block_scale;  // IME2 `.hp` only
   Embedding embedding;
   AttentionPrefill attention_prefill;

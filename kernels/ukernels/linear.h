@@ -1,13 +1,19 @@
 // Microkernel contracts of the W4B64 Linear drivers (drivers/linear_prefill.cpp,
 // drivers/linear_decode.cpp and the TCM pipeline drivers/linear_decode_tcm_pipeline.cpp). A layer
-// computes the block-reduced accumulators of one 32-row weight tile; the drivers own the checks,
-// the task split over output columns (and row groups), threading and the epilogue. The DRAM and TCM
-// decode drivers run the same tile body on the same bytes, so they are bitwise identical by
-// construction.
+// computes the block-reduced accumulators of one weight tile (w.row_tile rows: 32, or R for the
+// RVV layer's kSignedRows layout); the drivers own the checks, the task split over output columns
+// (and row groups), threading and the epilogue. The DRAM and TCM decode drivers run the same tile
+// body on the same bytes, so they are bitwise identical by construction.
+//
+// A layer may offer several variants of a Linear microkernel (e.g. the RVV strip width and LMUL),
+// each with its contract name; dispatch takes the one named by LinearTiling::ukernel or, when none
+// is named, the layer's default for the weights' layout and this CPU (LinearVariants::pick).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <span>
+#include <string_view>
 
 #include "k3k/quantize.h"
 #include "k3k/w4b64.h"
@@ -21,37 +27,55 @@ namespace k3k::ukernel {
 // rows i of one tile: codes [nb][32 j][32 rows], scale and beta [nb][32 rows], x the K int8 codes.
 using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, const float* beta,
                                  const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
-                                 float acc[kW4RowTile]);
+                                 float* acc);
+
+// Per-call options a Linear microkernel receives when it is bound.
+struct LinearOptions {
+  // Software prefetch distance in bytes ahead of the weight stream (0: off). Only microkernels
+  // built with Zicbop use it (K3_ENABLE_ZICBOP); it never changes a result.
+  int prefetch_bytes = 0;
+};
 
 // A layer's tile body bound to one call's activations (the IME2 layer builds its A images once per
-// call here). run() computes acc[32] for one tile from weight pointers in DRAM or in TCM; it is
-// called concurrently from several workers.
+// call here). run() computes acc[0..w.row_tile) for one tile from weight pointers in DRAM or in
+// TCM; it is called concurrently from several workers.
 class DecodeTileBody {
  public:
   virtual ~DecodeTileBody() = default;
   virtual void run(const std::uint8_t* codes, const float* scale, const float* beta,
-                   float acc[kW4RowTile]) const = 0;
+                   float* acc) const = 0;
   // After all tiles: throws when the microkernel met data it cannot compute (the IME2 `.hp` body's
   // out-of-range block scales: std::domain_error). Default: nothing to report.
   virtual void finish() const {}
 };
 
 struct LinearDecode {
-  const char* name;          // e.g. "linear_decode-w4b64-rowtile32-m1n32-rvv"
-  bool accepts_ime2_layout;  // reads weights in W4B64Layout::kIme2 (else only kRowTile32)
+  const char* name;  // e.g. "linear_decode-w4b64-srows-m1-e8m1-rvv"
+  // Whether the microkernel reads weights packed like `w` (layout, rows per tile).
+  bool (*reads)(const W4B64Packed& w);
   // Binds the body to one call (throws std::invalid_argument for weights it cannot read).
-  std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w);
+  std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
+                                          const LinearOptions& options);
 };
+
+// Layout predicates most microkernels use.
+inline bool reads_rowtile32(const W4B64Packed& w) {
+  return w.layout == W4B64Layout::kRowTile32;
+}
+inline bool reads_rowtile32_or_ime2(const W4B64Packed& w) {
+  return w.layout == W4B64Layout::kRowTile32 || w.layout == W4B64Layout::kIme2;
+}
 
 // The body of layers whose tile function reads the activation codes and block sums directly.
 template <DecodeRowTileFn Fn>
-std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const W4B64Packed& w) {
+std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const W4B64Packed& w,
+                                              const LinearOptions&) {
   class Body final : public DecodeTileBody {
    public:
     Body(const PackedActivations& a, const W4B64Packed& w)
         : x_(a.codes.data()), sums_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
     void run(const std::uint8_t* codes, const float* scale, const float* beta,
-             float acc[kW4RowTile]) const override {
+             float* acc) const override {
       Fn(codes, scale, beta, x_, sums_, nb_, acc);
     }
 
@@ -67,16 +91,17 @@ std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const 
 
 inline constexpr int kMaxGroupRows = 8;  // activation rows per prefill task, at most
 
-// acc[r][i] (r < rows, i < 32) = the block-reduced sum of activation row group * group_rows + r
-// against weight row i of one tile (codes, scale, beta as for decode), before the epilogue.
+// acc[r * w.row_tile + i] (r < rows, i < w.row_tile) = the block-reduced sum of activation row
+// group * group_rows + r against weight row i of one tile (codes, scale, beta as for decode),
+// before the epilogue.
 class PrefillTileBody {
  public:
   virtual ~PrefillTileBody() = default;
   virtual void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-                   const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const = 0;
+                   const float* beta, float* acc) const = 0;
 };
 
-// One M4 group (kPrefillRowsPerTask activation rows) against one 32-row weight tile.
+// One M4 group (kPrefillRowsPerTask activation rows) against one weight tile.
 struct PrefillTileArgs {
   const std::int8_t* x;       // the group's codes: block b's 4 rows x 64 at x + b * 256 (M4 pack)
   const std::int32_t* sums;   // block sum of row r, block b at sums[r * nb + b] (r < rows)
@@ -85,11 +110,12 @@ struct PrefillTileArgs {
   const float* scale;
   const float* beta;
   std::int64_t nb;  // K / 64
+  int row_tile;     // weight rows of the tile (R)
 };
 
 // Tile function of layers whose prefill needs no per-call state: the PrefillTileBody::run contract
-// on one M4 group.
-using PrefillTileFn = void (*)(const PrefillTileArgs& t, float acc[kMaxGroupRows][kW4RowTile]);
+// on one M4 group (acc: rows x row_tile floats, row stride row_tile).
+using PrefillTileFn = void (*)(const PrefillTileArgs& t, float* acc);
 
 // The body of such layers; instantiate it in the layer's translation unit so that Fn inlines.
 template <PrefillTileFn Fn>
@@ -97,28 +123,64 @@ std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
                                                    const W4B64Packed& w) {
   class Body final : public PrefillTileBody {
    public:
-    Body(const PackedActivations& a, const W4B64Packed& w) : a_(a), nb_(w.blocks_per_row()) {}
+    Body(const PackedActivations& a, const W4B64Packed& w)
+        : a_(a), nb_(w.blocks_per_row()), row_tile_(w.row_tile) {}
     void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-             const float* beta, float acc[kMaxGroupRows][kW4RowTile]) const override {
+             const float* beta, float* acc) const override {
       Fn({a_.codes.data() + group * nb_ * kPrefillRowsPerTask * 64,
-          a_.block_sum.data() + group * kPrefillRowsPerTask * nb_, rows, codes, scale, beta, nb_},
+          a_.block_sum.data() + group * kPrefillRowsPerTask * nb_, rows, codes, scale, beta, nb_,
+          row_tile_},
          acc);
     }
 
    private:
     const PackedActivations& a_;
     std::int64_t nb_;
+    int row_tile_;
   };
   return std::make_unique<Body>(a, w);
 }
 
 struct LinearPrefill {
-  const char* name;  // e.g. "linear_prefill-w4b64-rowtile32-m4n32-rvv"
+  const char* name;  // e.g. "linear_prefill-w4b64-srows-m4-e8m1-rvv"
   int group_rows;    // activation rows per task: 4 (one M4 group) or 8 (the IME2 tile M)
-  bool accepts_ime2_layout;
+  bool (*reads)(const W4B64Packed& w);
   // Binds to one call; may prepare per-call operands in parallel on `pool`.
   std::unique_ptr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                            WorkerPool& pool);
+};
+
+// A layer's variants of one Linear microkernel. `all` lists every variant (what a tuner may
+// choose among); pick(w) is the layer's default for weights packed like w on this CPU (null when
+// no variant reads them). Dispatch resolves a requested name against `all`.
+template <typename Kernel>
+struct LinearVariants {
+  std::span<const Kernel> all;
+  const Kernel* (*pick)(const W4B64Packed& w);
+};
+
+// The variant named `name` among `v.all`, or v.pick(w) when the name is empty; null when unknown.
+template <typename Kernel>
+const Kernel* find_variant(const LinearVariants<Kernel>& v, std::string_view name,
+                           const W4B64Packed& w) {
+  if (name.empty() || name == "auto") return v.pick(w);
+  for (const Kernel& k : v.all)
+    if (name == k.name) return &k;
+  return nullptr;
+}
+
+// The variants of a layer that offers one microkernel: it, when it reads w.
+template <const auto& Kernel>
+const auto* pick_only(const W4B64Packed& w) {
+  return Kernel.reads(w) ? &Kernel : nullptr;
+}
+
+// Packs kRowTile32 weights into the layout a layer's Linear kernels read best on this CPU:
+// rows = 0 takes the layer's default rows per tile for the running VLEN (`default_rows`).
+struct WeightPacking {
+  const char* name;  // the layout, e.g. "srows"
+  int (*default_rows)();
+  W4B64Packed (*pack)(W4B64Packed rowtile32, int rows);
 };
 
 }  // namespace k3k::ukernel

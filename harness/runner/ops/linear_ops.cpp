@@ -5,15 +5,13 @@
 #include <cstring>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "errors.h"
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/tcm_linear.h"
-#if defined(K3_HAVE_IME2)
-#include "k3k/ime2.h"
-#endif
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 #include "run_settings.h"
@@ -54,6 +52,7 @@ class LinearCase final : public OpCase {
       throw UnsupportedShape(fmt::format("shape: k={} is not a multiple of 64 (W4B64 blocks)", k_));
     }
     tiling_.tile_n = static_cast<int>(in.params.integer("tile_n"));
+    configure_microkernel(in.params, in.path, decode);
     ep_.layout = in.params.text("layout") == "c4" ? k3k::OutputLayout::kC4 : k3k::OutputLayout::kRowMajor;
     const bool with_bias = in.params.integer("bias") != 0;
     const bool with_residual = in.params.integer("residual") != 0;
@@ -73,18 +72,18 @@ class LinearCase final : public OpCase {
     // come mapped from the weight cache's rotation file (weight_load = mmap) or are made in this
     // process (read: the first read from the packed cache, the others copied from it); the storage
     // form (for the accuracy check and --dump) is loaded only when asked for.
-    auto repack = [&](k3k::W4B64Packed w) { return pack_for(in.path, std::move(w)); };
+    auto repack = [&](k3k::W4B64Packed w) { return k3k::pack_w4b64_for(in.path, std::move(w), weight_rows_); };
     const k3k::W4B64Layout layout = layout_for(in.path);
     copies_ = in.params.integer("copies");
     if (copies_ == 0) {
-      const std::int64_t bytes = k3k::W4B64Packed::packed_bytes(n_, k_);
+      const std::int64_t bytes = k3k::W4B64Packed::packed_bytes(n_, k_, weight_rows_);
       copies_ = decode ? std::max<std::int64_t>(1, 2 * last_level_cache_bytes() / bytes + 1) : 1;
     }
     if (copies_ > 1 && run_settings().weight_load == "mmap") {
-      weights_ = synthetic_w4b64_rotation(n_, k_, in.seed, layout, copies_, repack);
+      weights_ = synthetic_w4b64_rotation(n_, k_, in.seed, layout, weight_rows_, copies_, repack);
     }
     if (weights_.empty()) {
-      weights_.push_back(synthetic_w4b64_packed(n_, k_, in.seed, layout, repack));
+      weights_.push_back(synthetic_w4b64_packed(n_, k_, in.seed, layout, weight_rows_, repack));
       weights_.reserve(static_cast<std::size_t>(copies_));
       for (std::int64_t c = 1; c < copies_; ++c) weights_.push_back(clone(weights_.front()));
     }
@@ -194,7 +193,10 @@ class LinearCase final : public OpCase {
             {"clamp", ep_.clamp_max != INFINITY ? nlohmann::json::array({ep_.clamp_min, ep_.clamp_max})
                                                 : nlohmann::json(nullptr)},
             {"copies", copies_},
-            {"weight_layout", weights_.front().layout == k3k::W4B64Layout::kIme2 ? "ime2" : "rowtile32"},
+            {"weight_layout", k3k::to_string(weights_.front().layout)},
+            {"weight_rows", weights_.front().row_tile},
+            {"ukernel", ukernel_name()},
+            {"prefetch", tiling_.prefetch_bytes},
             {"rows_per_task", decode_ ? 1 : k3k::kPrefillRowsPerTask},
             {"accumulate", fp16_accumulation_ ? "fp16 (IME2 .hp block scale)" : "int32"},
             {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"},
@@ -229,28 +231,59 @@ class LinearCase final : public OpCase {
   }
 
  private:
-  // The weight layout an engine on this path would load: the IME2 kernels read kIme2 units
-  // directly (they also accept kRowTile32 but transpose every unit in registers, which is not what
-  // an engine pays). The disk cache holds the storage form, so repacking here keeps it valid.
-  static k3k::W4B64Layout layout_for([[maybe_unused]] k3k::KernelPath path) {
-#if defined(K3_HAVE_IME2)
+  // The weight layout an engine on this path would load (k3k::pack_w4b64_for): the IME2 kernels
+  // read kIme2 units directly (they also accept kRowTile32 but transpose every unit in registers,
+  // which is not what an engine pays), the RVV kernels kSignedRows tiles of weight_rows rows. The
+  // disk cache holds the storage form, so repacking here keeps it valid.
+  static k3k::W4B64Layout layout_for(k3k::KernelPath path) {
     if (path == k3k::KernelPath::kIme2) return k3k::W4B64Layout::kIme2;
-#endif
+    if (path == k3k::KernelPath::kRvv) return k3k::W4B64Layout::kSignedRows;
     return k3k::W4B64Layout::kRowTile32;
+  }
+
+  // weight_rows (rows per packed tile: 0 = the path's default for this VLEN), ukernel (a variant
+  // of this path by contract name, or auto) and, for decode, the prefetch distance.
+  void configure_microkernel(const KeyValues& p, k3k::KernelPath path, bool decode) {
+    const std::int64_t rows = p.integer("weight_rows");
+    weight_rows_ = rows == 0 ? k3k::default_weight_rows(path) : static_cast<int>(rows);
+    const bool signed_rows = layout_for(path) == k3k::W4B64Layout::kSignedRows;
+    if (signed_rows ? (weight_rows_ % k3k::kMinSignedRows != 0) : weight_rows_ != k3k::kW4RowTile) {
+      throw UnsupportedShape(fmt::format("--params: weight_rows={} is not a {} layout ({})", rows,
+                                         k3k::to_string(path),
+                                         signed_rows ? "a multiple of 16 in [16, 256]" : "32 rows per tile"));
+    }
+    ukernel_ = p.text("ukernel");
+    if (ukernel_ != "auto") {
+      const k3k::LinearVariantNames names = k3k::linear_variants(path);
+      const auto& known = decode ? names.decode : names.prefill;
+      if (std::find(known.begin(), known.end(), ukernel_) == known.end()) {
+        throw UnsupportedShape(fmt::format("--params: ukernel={} is not a {} {} microkernel (have: {})", ukernel_,
+                                           k3k::to_string(path), decode ? "decode" : "prefill",
+                                           fmt::join(known, ", ")));
+      }
+      tiling_.ukernel = ukernel_;
+    }
+    if (decode) {
+      tiling_.prefetch_bytes = static_cast<int>(p.integer("prefetch"));
+      if (tiling_.prefetch_bytes != 0 && !k3k::prefetch_built()) {
+        throw UnsupportedShape(fmt::format("--params: prefetch={} needs a build with Zicbop (K3_ENABLE_ZICBOP)",
+                                           tiling_.prefetch_bytes));
+      }
+    }
+  }
+
+  // The variant the calls run (auto resolved for the packed weights).
+  std::string ukernel_name() const {
+    if (fp16_accumulation_) return "linear_decode-w4b64-ime2-m1n32-hp-ime2";
+    if (ukernel_ != "auto") return ukernel_;
+    return decode_ ? k3k::default_linear_decode(path_, weights_.front())
+                   : k3k::default_linear_prefill(path_, weights_.front());
   }
 
   // The storage form the packed weights came from (same cache, same seed), loaded on first use.
   const k3k::W4B64Storage& storage() const {
     if (storage_.codes.empty()) storage_ = synthetic_w4b64(n_, k_, seed_);
     return storage_;
-  }
-
-  static k3k::W4B64Packed pack_for(k3k::KernelPath path, k3k::W4B64Packed rowtile32) {
-#if defined(K3_HAVE_IME2)
-    if (path == k3k::KernelPath::kIme2) return k3k::ime2::pack_w4b64(rowtile32);
-#endif
-    (void)path;
-    return rowtile32;
   }
 
   // accumulate=fp16: the IME2 `.hp` block-scale decode kernel (fp16 accumulation per block), with
@@ -292,8 +325,9 @@ class LinearCase final : public OpCase {
     const std::string use = p.text("tcm");
     tcm_params_.use = use == "on" ? k3k::TcmUse::kOn : use == "off" ? k3k::TcmUse::kOff : k3k::TcmUse::kAuto;
     tcm_params_.slab_rows = static_cast<int>(p.integer("slab_rows"));
-    if (tcm_params_.slab_rows % k3k::kW4RowTile != 0) {
-      throw UsageError(fmt::format("--params: slab_rows={} is not a multiple of 32", tcm_params_.slab_rows));
+    if (tcm_params_.slab_rows % weight_rows_ != 0) {
+      throw UsageError(fmt::format("--params: slab_rows={} is not a multiple of weight_rows ({})",
+                                   tcm_params_.slab_rows, weight_rows_));
     }
     tcm_params_.compute_workers = static_cast<int>(p.integer("tcm_workers"));
     tcm_params_.pairing = p.integer("pairing") != 0;
@@ -336,6 +370,7 @@ class LinearCase final : public OpCase {
     p.n = src.n;
     p.k = src.k;
     p.layout = src.layout;
+    p.row_tile = src.row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
     p.scale = k3k::AlignedBuffer<float>::copy_of(src.scale.span());
     p.beta = k3k::AlignedBuffer<float>::copy_of(src.beta.span());
@@ -346,6 +381,8 @@ class LinearCase final : public OpCase {
   std::int64_t m_, n_, k_;
   k3k::WorkerPool& pool_;
   k3k::LinearTiling tiling_;
+  int weight_rows_ = k3k::kW4RowTile;
+  std::string ukernel_ = "auto";  // tiling_.ukernel views it
   k3k::LinearEpilogue ep_;
   std::uint64_t seed_ = 0;
   mutable k3k::W4B64Storage storage_;  // loaded by storage() when first needed
@@ -365,9 +402,23 @@ class LinearCase final : public OpCase {
   std::int64_t calls_ = 0;
 };
 
-std::vector<KeySpec> linear_params() {
+// "auto" and the variant names of every compiled layer (decode or prefill).
+std::vector<std::string> ukernel_choices(bool decode) {
+  std::vector<std::string> v = {"auto"};
+  for (k3k::KernelPath path : {k3k::KernelPath::kGeneric, k3k::KernelPath::kRvv, k3k::KernelPath::kIme2}) {
+    const k3k::LinearVariantNames names = k3k::linear_variants(path);
+    for (const auto& n : decode ? names.decode : names.prefill) v.push_back(n);
+  }
+  return v;
+}
+
+std::vector<KeySpec> linear_params(bool decode) {
   std::vector<KeySpec> p = {workers_param()};
-  p.push_back(int_key("tile_n", "output columns per task (multiples of 32 fit the packed row tiles)", "64", 1, 4096));
+  p.push_back(int_key("tile_n", "output columns per task (multiples of weight_rows fit the packed row tiles)", "64", 1, 4096));
+  p.push_back(enum_key("ukernel", "microkernel variant by contract name (auto: the path's default for the weights and VLEN)",
+                       "auto", ukernel_choices(decode)));
+  p.push_back(int_key("weight_rows", "rows per packed weight tile (rvv: multiple of 16 in [16, 256]; generic, ime2: 32; 0: the path's default for this VLEN)",
+                      "0", 0, k3k::kMaxRowTile));
   p.push_back(enum_key("layout", "output layout", "rowmajor", {"rowmajor", "c4"}));
   p.push_back(int_key("bias", "add a bias vector (0/1)", "1", 0, 1));
   p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));
@@ -378,13 +429,15 @@ std::vector<KeySpec> linear_params() {
 
 // Decode adds the TCM pipeline's knobs (k3k/tcm_linear.h); defaults are the shipped gates.
 std::vector<KeySpec> decode_params() {
-  std::vector<KeySpec> p = linear_params();
+  std::vector<KeySpec> p = linear_params(true);
+  p.push_back(int_key("prefetch", "software prefetch distance in bytes ahead of the weight stream, 0 = off (Zicbop builds only)",
+                      "0", 0, 1 << 20));
   p.push_back(enum_key("accumulate", "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)",
                        "int32", {"int32", "fp16"}));
   p.push_back(enum_key("tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto",
                        {"auto", "on", "off"}));
   p.push_back(tcm_backend_param());
-  p.push_back(int_key("slab_rows", "weight rows per TCM slab, multiple of 32 (0: auto: two fit a block, two or more per worker)", "0", 0, 1 << 16));
+  p.push_back(int_key("slab_rows", "weight rows per TCM slab, a multiple of weight_rows (0: auto: two fit a block, two or more per worker)", "0", 0, 1 << 16));
   p.push_back(int_key("tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6", 1, 256));
   p.push_back(int_key("pairing", "pair workers: one copies while its partner computes (0/1)", "1", 0, 1));
   p.push_back(int_key("k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048", 1, 1 << 30));
@@ -410,7 +463,7 @@ void add_linear_ops(std::vector<OpInfo>& ops) {
       "linear_prefill",
       "W4B64-asym Linear, prefill M4 kernel (quantise+pack A fused, direct epilogue)",
       {dim("m", "activation rows (tokens)"), dim("n", "output features"), dim("k", "input features, multiple of 64")},
-      linear_params(),
+      linear_params(false),
       [footprint](const KeyValues& s, const KeyValues& p) { return footprint(s.integer("m"), s, p); },
       [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, false); }});
   ops.push_back(OpInfo{

@@ -8,6 +8,9 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "k3k/dispatch.h"
 #include "k3k/quantize.h"
@@ -39,10 +42,17 @@ struct LinearEpilogue {
 };
 
 struct LinearTiling {
-  int tile_n = 64;  // output columns per task (tasks never split K); multiples of 32 avoid
-                    // recomputing row tiles
+  int tile_n = 64;  // output columns per task (tasks never split K), rounded up to whole weight
+                    // tiles (the weights' rows per tile: a tile is computed by one task)
   int max_workers = 0;  // workers of the caller's pool that take tasks (0: all); the results do
                         // not depend on it
+  // The microkernel variant by its contract name (linear_variants() lists them), or empty / "auto"
+  // for the layer's default for the weights' layout on this CPU. A name the layer does not have,
+  // or whose kernel does not read the weights' layout, throws std::invalid_argument.
+  std::string_view ukernel = {};
+  // Software prefetch distance in bytes ahead of the weight stream, 0 = off (decode; used only
+  // where the build has Zicbop, k3k::prefetch_built(); results never change).
+  int prefetch_bytes = 0;
 };
 
 // How the decode accumulates a 64-block. kInt32 (the default, every layer): exact int32 dot
@@ -76,8 +86,29 @@ struct LinearDecodeOptions {
   TcmPipelineStats* tcm_stats = nullptr;  // receives the pipeline's statistics (zero after DRAM)
 };
 
-// The dispatched Linear ops (KernelPath: k3k/dispatch.h). Weights in kRowTile32; the ime2 path
-// also reads kIme2 (ime2::pack_w4b64), the others throw std::invalid_argument for it.
+// Weight packing at load time: kRowTile32 weights repacked into the layout `path`'s Linear kernels
+// read best on this CPU (generic: unchanged; rvv: kSignedRows with `rows` rows per tile, 0 = the
+// default for the running VLEN; ime2: kIme2, rows 0 or 32). The layout is recorded in the result.
+W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows = 0);
+// The rows per tile pack_w4b64_for(path, w, 0) chooses here.
+int default_weight_rows(KernelPath path);
+
+// The Linear microkernel variants of a layer (contract names), for the tuner: `prefill` and
+// `decode` list every name LinearTiling::ukernel accepts on `path` (empty when the layer is not
+// compiled in); default_* name what "auto" takes for weights packed like `w`.
+struct LinearVariantNames {
+  std::vector<std::string> prefill, decode;
+};
+LinearVariantNames linear_variants(KernelPath path);
+std::string default_linear_decode(KernelPath path, const W4B64Packed& w);
+std::string default_linear_prefill(KernelPath path, const W4B64Packed& w);
+
+// True when software prefetch (Zicbop prefetch.r) is compiled into the streaming kernels.
+bool prefetch_built();
+
+// The dispatched Linear ops (KernelPath: k3k/dispatch.h). Weights in kRowTile32 on every path;
+// the rvv path also reads kSignedRows and the ime2 path kIme2 (pack_w4b64_for); a layout a path
+// does not read throws std::invalid_argument.
 // Prefill ("M4"): activations in the kRowsM4 layout, any M.
 void linear_prefill_w4b64(KernelPath path, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, float* out, WorkerPool& pool,

@@ -25,6 +25,7 @@ struct LinearAutoChoice {
   LinearTiling tiling;
   Accumulation accumulation = Accumulation::kInt32;
   TcmDecodeParams tcm;  // decode only
+  int weight_rows = 0;  // rows per weight tile of the rvv layout (0: the default for this VLEN); pack time
   std::string entry;    // the table entry used, or "" for the defaults
   std::map<std::string, std::string> source;  // parameter -> "table <id>" | "default"
 };

@@ -45,26 +45,42 @@ struct W4B64Storage {
 // horizontal reductions, and loops that compilers vectorise across rows with 16-bit lanes.
 inline constexpr int kW4RowTile = 32;
 
-// Byte order of the codes inside each (row tile, block) 1024-byte unit. kRowTile32 is the layout
-// above, read by every layer. kIme2 is a permutation of each unit into the IME2 matmul operand
-// order, made by k3k::ime2::pack_w4b64 and read only by the IME2 layer (kernels/ime2/README.md);
-// scale and beta are identical in both. Kernels reject a layout they do not read.
-enum class W4B64Layout { kRowTile32, kIme2 };
+// Byte order of the codes inside each (row tile, block) unit. kRowTile32 is the layout above, read
+// by every layer. kIme2 is a permutation of each unit into the IME2 matmul operand order, made by
+// k3k::ime2::pack_w4b64 and read only by the IME2 layer (kernels/ime2/README.md). kSignedRows is
+// the RVV layer's layout (pack_w4b64_signed_rows): the same arrays with R = row_tile rows per tile
+// (chosen at load time for the running VLEN, recorded in row_tile) and pre-biased codes:
+//   codes: [N/R tiles][K/64 blocks][32 j][R rows] bytes; byte (j, r) holds q - 8 of k = 64b + j as
+//          a signed (two's complement) nibble in its LOW half and q - 8 of k = 64b + 32 + j in its
+//          HIGH half, i.e. the kRowTile32 byte XOR 0x88 (padding rows: 0, scale 0);
+//   scale, beta: [N/R tiles][K/64 blocks][R rows] floats.
+// A vector kernel then gets q - 8 of the high half with one arithmetic shift and of the low half
+// with a shift pair, all at 8-bit element width (kernels/rvv/w4b64_strip.h). Scale and beta are
+// the same values in every layout. Kernels reject a layout they do not read.
+enum class W4B64Layout { kRowTile32, kIme2, kSignedRows };
+const char* to_string(W4B64Layout layout);
+
+// Rows per tile kSignedRows accepts (the RVV strips are whole multiples of 16 rows).
+inline constexpr int kMinSignedRows = 16, kMaxRowTile = 256;
 
 struct W4B64Packed {
   std::int64_t n = 0;
   std::int64_t k = 0;
   W4B64Layout layout = W4B64Layout::kRowTile32;
+  int row_tile = kW4RowTile;  // R: rows per tile (32 except for kSignedRows)
   AlignedBuffer<std::uint8_t> codes;
   AlignedBuffer<float> scale;
   AlignedBuffer<float> beta;
 
   std::int64_t blocks_per_row() const { return k / kW4BlockK; }
-  std::int64_t row_tiles() const { return (n + kW4RowTile - 1) / kW4RowTile; }
+  std::int64_t row_tiles() const { return (n + row_tile - 1) / row_tile; }
+  // Bytes of one tile's codes (all blocks) and floats of one tile's scale (or beta) array.
+  std::int64_t tile_code_bytes() const { return blocks_per_row() * 32 * row_tile; }
+  std::int64_t tile_floats() const { return blocks_per_row() * row_tile; }
   // Bytes of an N x K matrix in this form (codes + scale + beta, N padded to whole row tiles).
-  static std::int64_t packed_bytes(std::int64_t n, std::int64_t k) {
-    const std::int64_t units = (n + kW4RowTile - 1) / kW4RowTile * (k / kW4BlockK);
-    return units * (32 * kW4RowTile + 2 * kW4RowTile * static_cast<std::int64_t>(sizeof(float)));
+  static std::int64_t packed_bytes(std::int64_t n, std::int64_t k, int rows = kW4RowTile) {
+    const std::int64_t units = (n + rows - 1) / rows * (k / kW4BlockK);
+    return units * (32 * rows + 2 * rows * static_cast<std::int64_t>(sizeof(float)));
   }
   // Bytes a kernel reads to consume the whole matrix once (codes + scale + beta).
   std::int64_t bytes() const {
@@ -91,6 +107,10 @@ W4B64Storage quantize_w4b64_hqq(std::span<const float> weights, std::int64_t n, 
 
 // Storage form -> generic kernel layout (a pure permutation of codes; scales copied).
 W4B64Packed pack_w4b64_generic(const W4B64Storage& storage);
+
+// kRowTile32 -> kSignedRows with `rows` rows per tile (a multiple of 16 in [16, 256]): codes
+// XOR 0x88 and regrouped, scale and beta regrouped; throws std::invalid_argument otherwise.
+W4B64Packed pack_w4b64_signed_rows(const W4B64Packed& rowtile32, int rows);
 
 // Dequantised row of the storage form in float64 (the reference's view of the weights).
 void dequantize_w4b64_row(const W4B64Storage& storage, std::int64_t row, double* out);
