@@ -10,10 +10,13 @@
 namespace k3reports {
 namespace {
 
+// Whether the tuner has written here: the tables exist in every schema-5 database, so only rows
+// say it (a database of another tool could lack the tables altogether).
 bool has_tables(k3store::Connection& db) {
-  return db.scalar_int(
-             "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
-             " ('tuning_sessions', 'tuning_points', 'tuning_tables')") == 3;
+  if (db.scalar_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
+                    " ('tuning_sessions', 'tuning_points', 'tuning_tables')") != 3)
+    return false;
+  return db.scalar_int("SELECT count(*) FROM tuning_sessions") + db.scalar_int("SELECT count(*) FROM tuning_tables") > 0;
 }
 
 std::string value_text(const nlohmann::json& v) {
