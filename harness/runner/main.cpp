@@ -289,6 +289,7 @@ int main(int argc, char** argv) {
       if (app.get_option("--warmup")->count() > 0) m.warmup = o.measure.warmup;
       m.params = o.params;
       m.path = o.path;
+      m.table = o.table;
       m.seed = o.seed;
       m.json = o.json;
       return run_model_command(m);

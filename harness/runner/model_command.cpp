@@ -12,11 +12,14 @@
 #include "environment.h"
 #include "errors.h"
 #include "k3k/dispatch.h"
+#include "k3k/linear_auto.h"
+#include "k3k/tuning.h"
 #include "model/forward.h"
 #include "model/model_check.h"
 #include "model/model_report.h"
 #include "model/model_weights.h"
 #include "model_config.h"
+#include "model_shapes.h"
 #include "op_case.h"
 
 namespace k3bench {
@@ -122,6 +125,39 @@ std::string table(const k3model::ModelConfig& c, const nlohmann::json& doc) {
 
 }  // namespace
 
+namespace {
+
+// A tuning table (--table, or K3_TUNING_TABLE): the Linear tilings its entries give this model's
+// shapes (prefill at --pp tokens), decided once before any timing, as an engine decides at load.
+// Null when no table was asked for; otherwise the table, whether it was loaded (or why not) and
+// the entry each tuned shape uses.
+nlohmann::json apply_model_tuning(const ModelCommandOptions& o, const k3model::ModelConfig& config,
+                                  k3k::KernelPath path, model::ModelParams& mp) {
+  if (!o.table.empty()) k3k::load_tuning_table(o.table);
+  const k3k::TableLoad load = k3k::last_table_load();
+  if (load.source.empty()) return nullptr;
+  nlohmann::json out = {{"table", load.source}, {"loaded", load.loaded}};
+  if (!load.problem.empty()) out["refused"] = load.problem;
+  nlohmann::json used = nlohmann::json::object();
+  if (const k3k::TuningTable* table = k3k::active_tuning_table()) {
+    for (const auto& s : k3model::derive_op_shapes(config)) {
+      if (s.op != "linear_decode" && s.op != "linear_prefill") continue;
+      const std::int64_t n = std::stoll(s.shape.at("n")), k = std::stoll(s.shape.at("k"));
+      std::map<std::string, std::int64_t> shape = {{"n", n}, {"k", k}};
+      if (s.op == "linear_prefill") shape["m"] = std::max(o.pp, 1);
+      const k3k::LinearAutoChoice c = k3k::choose_linear(table, s.op, path, shape);
+      if (c.entry.empty()) continue;
+      const std::string key = fmt::format("{}/n{}/k{}", s.op, n, k);
+      mp.linear[key] = c.tiling;
+      used[key] = c.entry;
+    }
+  }
+  out["entries"] = used;
+  return out;
+}
+
+}  // namespace
+
 int run_model_command(const ModelCommandOptions& o) {
   k3model::ModelConfig config;
   try {
@@ -160,6 +196,7 @@ int run_model_command(const ModelCommandOptions& o) {
   model::ModelParams mp;
   mp.kv_dtype = params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
   mp.gdn_prefill.chunk = static_cast<int>(params.integer("gdn_chunk"));
+  const nlohmann::json tuning = apply_model_tuning(o, config, decision.path, mp);
 
   nlohmann::json doc;
   doc["schema"] = "k3bench.model/1";
@@ -180,6 +217,7 @@ int run_model_command(const ModelCommandOptions& o) {
                    {"repetitions", o.reps},
                    {"warmup", o.warmup},
                    {"tg_prompt", o.tg_prompt}};
+  if (!tuning.is_null()) doc["tuning"] = tuning;
   doc["environment"] = environment_static();
 
   const auto gen0 = Clock::now();

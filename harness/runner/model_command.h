@@ -18,6 +18,7 @@ struct ModelCommandOptions {
   int reps = 5, warmup = 1;
   std::string params;  // model_pp's parameters: workers, kv_dtype, gdn_chunk, weight_seed
   std::string path = "auto";
+  std::string table;       // tuning table (--table); K3_TUNING_TABLE does the same
   std::uint64_t seed = 1;  // prompt tokens
   bool check_forward = false;
   bool json = false;

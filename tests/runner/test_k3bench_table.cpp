@@ -175,4 +175,29 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
   EXPECT_EQ(checksum(plain), checksum(tuned));
 }
 
+// A model run takes its Linear tilings from the table (the nearest decode class here: the table has
+// one decode entry) and its logits do not change.
+TEST_F(K3benchTable, AModelRunUsesTheTableAndItsLogitsDoNotChange) {
+  const std::string path = best_path();
+  const std::string file = table(fingerprint(), path);
+  auto run = [](const std::string& extra) {
+    const auto r = k3test::run_k3bench("--model " K3_TEST_MODELS_DIR "/tiny-qwen3.toml --pp 8 --tg 4 --reps 1 "
+                                       "--warmup 0 --json --params workers=2 " + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out);
+  };
+  const auto plain = run("");
+  const auto tuned = run("--table " + file);
+  EXPECT_FALSE(plain.contains("tuning"));
+  EXPECT_EQ(tuned["tuning"]["loaded"], true) << tuned["tuning"];
+  ASSERT_FALSE(tuned["tuning"]["entries"].empty()) << tuned["tuning"];
+  for (const auto& [shape, entry] : tuned["tuning"]["entries"].items()) {
+    EXPECT_EQ(shape.rfind("linear_decode/", 0), 0u) << shape;
+    EXPECT_EQ(entry, "linear_decode/" + path + "/k256/n96");
+  }
+  ASSERT_EQ(plain["results"].size(), tuned["results"].size());
+  for (std::size_t t = 0; t < plain["results"].size(); ++t)
+    EXPECT_EQ(plain["results"][t]["logits_checksum"], tuned["results"][t]["logits_checksum"]);
+}
+
 }  // namespace
