@@ -56,9 +56,14 @@ TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
   EXPECT_NE(r.out.find("gdn_core"), std::string::npos) << r.out;  // the breakdown
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_pp'"), 2);
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_tg'"), 1);
-  EXPECT_EQ(count("SELECT count(*) FROM samples"), 3 * 2 * 2);
+  // P = 2 processes per cell; one the disturbance check flags (a loaded machine) is kept and
+  // measured once more, so a cell has 2 to 4 processes, each with R = 2 samples and its breakdown.
+  const auto processes = count("SELECT count(*) FROM processes");
+  EXPECT_GE(processes, 3 * 2);
+  EXPECT_LE(processes, 3 * 2 * 2);
+  EXPECT_EQ(count("SELECT count(*) FROM samples"), processes * 2);
   EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 3);
-  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"breakdown\"%'"), 6);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"breakdown\"%'"), processes);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%float64 forward pass%'"),
             3);
 }
