@@ -25,7 +25,9 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, doubl
 
 // Same size and the same bits (NaN payloads and signed zeros included).
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  // Empty vectors may hold null data pointers, which memcmp must not see (UBSan says so).
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 // W4B64 storage (MNN form) with uniformly random code bytes; alpha(index) gives each float of the
