@@ -17,6 +17,7 @@
 #include "perf_counters.h"
 #include "environment.h"
 #include "errors.h"
+#include "path_option.h"
 #include "k3k/aligned_buffer.h"
 #include "k3k/dispatch.h"
 #include "measure.h"
@@ -101,14 +102,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
     for (const auto& x : all_ops()) names += (names.empty() ? "" : ", ") + x.name;
     throw UsageError(fmt::format("--op: unknown op '{}' (known: {})", o.op, names));
   }
-  std::optional<k3k::KernelPath> requested;
-  if (o.path != "auto") requested = k3k::parse_kernel_path(o.path);
-  k3k::PathDecision decision;
-  try {
-    decision = k3k::decide_path(requested);
-  } catch (const std::invalid_argument& e) {
-    throw UnsupportedShape(std::string("--path: ") + e.what());
-  }
+  const k3k::PathDecision decision = decide_path_option(o.path);
   auto given = parse_kv_list(o.params, "--params");
   const nlohmann::json tuning = apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
   CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),

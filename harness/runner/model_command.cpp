@@ -11,6 +11,7 @@
 
 #include "environment.h"
 #include "errors.h"
+#include "path_option.h"
 #include "k3k/dispatch.h"
 #include "k3k/linear_auto.h"
 #include "k3k/tuning.h"
@@ -171,14 +172,7 @@ int run_model_command(const ModelCommandOptions& o) {
         "--pp/--tg: give a prompt length and/or decode steps (>= 0, not both 0), --reps >= 1");
   const OpInfo* op = find_op("model_pp");
   const KeyValues params(op->params, parse_kv_list(o.params, "--params"), "--params", false);
-  std::optional<k3k::KernelPath> requested;
-  if (o.path != "auto") requested = k3k::parse_kernel_path(o.path);
-  k3k::PathDecision decision;
-  try {
-    decision = k3k::decide_path(requested);
-  } catch (const std::invalid_argument& e) {
-    throw UnsupportedShape(std::string("--path: ") + e.what());
-  }
+  const k3k::PathDecision decision = decide_path_option(o.path);
   const std::int64_t weights_est = (config.body_params() + config.embedding_params()) * 5 / 8;
   const long long avail = available_memory_bytes();
   if (avail > 0 && weights_est > avail * 8 / 10)
