@@ -128,10 +128,13 @@ void insert_process(Connection& c, const ProcessRecord& p) {
       " flags, cpu_migrations, context_switches)"
       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)");
   // Counter name -> its column's parameter index in the statement above.
-  const std::pair<const char*, int> counter_columns[] = {
-      {"cycles", 8},          {"instructions", 9},    {"cache_misses", 10},
-      {"stalled_cycles_frontend", 11}, {"stalled_cycles_backend", 12},
-      {"cpu_migrations", 15}, {"context_switches", 16}};
+  const std::pair<const char*, int> counter_columns[] = {{"cycles", 8},
+                                                         {"instructions", 9},
+                                                         {"cache_misses", 10},
+                                                         {"stalled_cycles_frontend", 11},
+                                                         {"stalled_cycles_backend", 12},
+                                                         {"cpu_migrations", 15},
+                                                         {"context_switches", 16}};
   for (std::size_t i = 0; i < p.samples.size(); ++i) {
     const auto& r = p.samples[i];
     ins.bind(1, p.run_uuid)
@@ -254,10 +257,18 @@ std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::str
       " ORDER BY noise_floor DESC LIMIT 1");
   s.bind(1, target).bind(2, cpu_model);
   if (!s.step()) return std::nullopt;
-  NoiseFloorRecord r{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4),
-                     static_cast<int>(s.integer(5)), s.real(6), s.real(7), s.real(8)};
+  NoiseFloorRecord r{.target = s.text(0),
+                     .cpu_model = s.text(1),
+                     .op = s.text(2),
+                     .shape_json = s.text(3),
+                     .measured_at = s.text(4),
+                     .trials = static_cast<int>(s.integer(5)),
+                     .mean_processes = s.real(6),
+                     .noise_floor = s.real(7),
+                     .abs_diff_q95 = s.real(8),
+                     .minimum_detectable_effect = std::nullopt,
+                     .settings_json = s.text(10)};
   if (!s.is_null(9)) r.minimum_detectable_effect = s.real(9);
-  r.settings_json = s.text(10);
   return r;
 }
 

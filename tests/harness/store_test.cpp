@@ -37,9 +37,16 @@ class HarnessStore : public ::testing::Test {
     k3store::insert_run(c, {run, "k3tune bench", "local", "hash1", "host", "[]", procs, reps, 1});
     k3store::insert_cell(c, {"cell1", "local", "linear_decode", "{}", "{}", "hash1", "{}"});
     for (int p = 0; p < procs; ++p) {
-      k3store::ProcessRecord pr{run, "cell1", p, p, true, 0, "", "generic", "{}", 1000, 500.0, {}};
-      for (int r = 0; r < reps; ++r)
-        pr.samples.push_back({100.0 + r, 100.0, 10, {{"cycles", 5.0}}, false});
+      k3store::ProcessRecord pr;
+      pr.run_uuid = run, pr.cell_key = "cell1", pr.process_index = p, pr.order_index = p;
+      pr.ok = true, pr.exit_code = 0, pr.path = "generic", pr.runner_json = "{}";
+      pr.wall_ns = 1000, pr.kernel_ns = 500.0;
+      for (int r = 0; r < reps; ++r) {
+        k3store::SampleRecord sample;
+        sample.ns = 100.0 + r, sample.cpu_ns = 100.0, sample.iterations = 10;
+        sample.counters = {{"cycles", 5.0}};
+        pr.samples.push_back(sample);
+      }
       k3store::insert_process(c, pr);
     }
   }
@@ -73,8 +80,9 @@ TEST_F(HarnessStore, NewDatabaseHasSchemaAndPragmas) {
 
 TEST_F(HarnessStore, ForeignKeysAreEnforced) {
   auto c = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
-  k3store::ProcessRecord orphan{
-      "no-such-run", "no-such-cell", 0, 0, true, 0, "", "", "", 1, 1.0, {}};
+  k3store::ProcessRecord orphan;
+  orphan.run_uuid = "no-such-run", orphan.cell_key = "no-such-cell", orphan.ok = true;
+  orphan.exit_code = 0, orphan.wall_ns = 1, orphan.kernel_ns = 1.0;
   EXPECT_THROW(k3store::insert_process(*c, orphan), k3store::StoreError);
   EXPECT_EQ(c->scalar_int("SELECT count(*) FROM processes"), 0);  // the transaction rolled back
 }
