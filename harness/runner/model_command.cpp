@@ -11,7 +11,6 @@
 
 #include "environment.h"
 #include "errors.h"
-#include "path_option.h"
 #include "k3k/dispatch.h"
 #include "k3k/linear_auto.h"
 #include "k3k/tuning.h"
@@ -22,6 +21,8 @@
 #include "model_config.h"
 #include "model_shapes.h"
 #include "op_case.h"
+#include "path_option.h"
+#include "tuning_params.h"
 
 namespace k3bench {
 namespace {
@@ -134,11 +135,8 @@ namespace {
 // the entry each tuned shape uses.
 nlohmann::json apply_model_tuning(const ModelCommandOptions& o, const k3model::ModelConfig& config,
                                   k3k::KernelPath path, model::ModelParams& mp) {
-  if (!o.table.empty()) k3k::load_tuning_table(o.table);
-  const k3k::TableLoad load = k3k::last_table_load();
-  if (load.source.empty()) return nullptr;
-  nlohmann::json out = {{"table", load.source}, {"loaded", load.loaded}};
-  if (!load.problem.empty()) out["refused"] = load.problem;
+  nlohmann::json out = load_tuning_table_report(o.table);
+  if (out.is_null()) return out;
   nlohmann::json used = nlohmann::json::object();
   if (const k3k::TuningTable* table = k3k::active_tuning_table()) {
     for (const auto& s : k3model::derive_op_shapes(config)) {

@@ -6,15 +6,21 @@
 
 namespace k3bench {
 
-nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& op,
-                                  const std::map<std::string, std::string>& shape, k3k::KernelPath path,
-                                  std::map<std::string, std::string>& given) {
+nlohmann::json load_tuning_table_report(const std::string& table_path) {
   if (!table_path.empty()) k3k::load_tuning_table(table_path);
-  const k3k::TuningTable* table = k3k::active_tuning_table();
   const k3k::TableLoad load = k3k::last_table_load();
   if (load.source.empty()) return nullptr;
   nlohmann::json out = {{"table", load.source}, {"loaded", load.loaded}};
   if (!load.problem.empty()) out["refused"] = load.problem;
+  return out;
+}
+
+nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& op,
+                                  const std::map<std::string, std::string>& shape,
+                                  k3k::KernelPath path, std::map<std::string, std::string>& given) {
+  nlohmann::json out = load_tuning_table_report(table_path);
+  if (out.is_null()) return out;
+  const k3k::TuningTable* table = k3k::active_tuning_table();
   const k3k::TuningEntry* entry = nullptr;
   if (table != nullptr) {
     std::map<std::string, std::int64_t> numeric;
@@ -34,8 +40,9 @@ nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& o
     }
     const auto it = entry != nullptr ? entry->params.find(p.name) : decltype(entry->params.end()){};
     if (entry != nullptr && it != entry->params.end()) {
-      given[p.name] = std::holds_alternative<std::int64_t>(it->second) ? std::to_string(std::get<std::int64_t>(it->second))
-                                                                       : std::get<std::string>(it->second);
+      given[p.name] = std::holds_alternative<std::int64_t>(it->second)
+                          ? std::to_string(std::get<std::int64_t>(it->second))
+                          : std::get<std::string>(it->second);
       sources[p.name] = "table " + entry->id;
     } else {
       sources[p.name] = "default";
