@@ -42,19 +42,20 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   const nlohmann::json table = read_table(c.table);
   const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json");
   if (!problems.empty()) throw k3tune::UserError(fmt::format("{}: {}", c.table, problems.front()));
-  if (c.processes < 2) throw k3tune::UserError("--processes: at least 2 per side (a CI needs two pairs)");
+  if (c.processes < 2)
+    throw k3tune::UserError("--processes: at least 2 per side (a CI needs two pairs)");
   out.facts = probe_target(target);
   const nlohmann::json& fp = table["board"]["fingerprint"];
   auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
   for (const char* key : {"marchid", "vlen", "cpus", "tcm"})
     if (differs(key) && !c.force)
-      throw k3tune::UserError(fmt::format("{}: /board/fingerprint/{}: the table was made for {}, target {} has {} "
-                                          "(--force to measure anyway)",
-                                          c.table, key, fp.at(key).dump(), target.name(),
-                                          out.facts.fingerprint.at(key).dump()));
+      throw k3tune::UserError(fmt::format(
+          "{}: /board/fingerprint/{}: the table was made for {}, target {} has {} "
+          "(--force to measure anyway)",
+          c.table, key, fp.at(key).dump(), target.name(), out.facts.fingerprint.at(key).dump()));
   if (out.facts.emulated_target && !c.force)
-    throw k3tune::UserError(fmt::format("target {} runs under qemu-user: its wall time verifies nothing (--force)",
-                                        target.name()));
+    throw k3tune::UserError(fmt::format(
+        "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
   const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
   const std::string build_hash = k3tune::sha256_file(target.runner_path());
 
@@ -88,27 +89,34 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
 
   std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
   auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
-  if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
+  if (!k3store::find_build(*db, build_hash))
+    k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
   out.run_uuid = k3tune::new_uuid();
-  k3store::insert_run(*db, {out.run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0, 0,
-                            nlohmann::json{{"verify", c.table}}.dump()});
+  k3store::insert_run(*db, {out.run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0,
+                            0, nlohmann::json{{"verify", c.table}}.dump()});
   TimeObjective objective(target, build_hash, *db, out.run_uuid, target.config().timeout_s);
   double log_sum = 0;
   int logs = 0;
   for (auto& p : pairs) {
     Candidate tuned, defaults;
     int started[2] = {0, 0};  // processes per side, disturbed ones included (the database's index)
+    // A table that chose the defaults measures one cell on both sides: one process index sequence,
+    // or the second side's process 0 would collide with the first's in the database.
+    const bool one_cell = p.tuned.params == p.defaults.params;
     std::string failure;
     for (int round = 0; round < c.processes && failure.empty(); ++round) {
       // Alternate which side goes first, so a drift within a round favours neither.
       for (int side = 0; side < 2 && failure.empty(); ++side) {
         const bool tuned_side = (side == 0) == (round % 2 == 0);
         Candidate& cand = tuned_side ? tuned : defaults;
-        // A disturbed process is kept in the database, not counted, and measured again (twice at most).
+        // A disturbed process is kept in the database, not counted, and measured again (twice at
+        // most).
         for (int attempt = 0; attempt < 3; ++attempt) {
-          const Measurement m = objective.measure(tuned_side ? p.tuned : p.defaults, started[tuned_side ? 0 : 1]++, round);
+          const Measurement m = objective.measure(tuned_side ? p.tuned : p.defaults,
+                                                  started[tuned_side || one_cell ? 0 : 1]++, round);
           if (m.rejected) {
-            failure = fmt::format("{}: {}", tuned_side ? "the table's parameters" : "the defaults", m.reason);
+            failure = fmt::format("{}: {}", tuned_side ? "the table's parameters" : "the defaults",
+                                  m.reason);
             break;
           }
           if (m.disturbed) continue;
@@ -120,7 +128,8 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     }
     VerifiedEntry& v = p.entry;
     if (!failure.empty() || tuned.values.size() < 2 || defaults.values.size() < 2) {
-      v.verdict = "failed: " + (failure.empty() ? std::string("too many disturbed processes") : failure);
+      v.verdict =
+          "failed: " + (failure.empty() ? std::string("too many disturbed processes") : failure);
       ++out.failed;
     } else {
       v.evidence.mean = tuned.mean();
@@ -144,10 +153,11 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   }
   k3store::finish_run(*db, out.run_uuid, 0, 0, 0);
   out.geomean_speedup = logs > 0 ? std::exp(log_sum / logs) : 1.0;
-  out.verdict = fmt::format("{}: {} entries: {} faster, {} no difference, {} slower{}; geometric-mean speed-up {:.3f}x",
-                            out.slower > 0 || out.failed > 0 ? "NOT VERIFIED" : "verified", out.entries.size(),
-                            out.faster, out.same, out.slower,
-                            out.failed > 0 ? fmt::format(", {} failed", out.failed) : "", out.geomean_speedup);
+  out.verdict = fmt::format(
+      "{}: {} entries: {} faster, {} no difference, {} slower{}; geometric-mean speed-up {:.3f}x",
+      out.slower > 0 || out.failed > 0 ? "NOT VERIFIED" : "verified", out.entries.size(),
+      out.faster, out.same, out.slower,
+      out.failed > 0 ? fmt::format(", {} failed", out.failed) : "", out.geomean_speedup);
   return out;
 }
 
