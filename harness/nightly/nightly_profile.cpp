@@ -51,7 +51,7 @@ Profile profile(const std::string& name) {
             {}};
   if (name == "smoke")
     return {{"host"},
-            {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
+            {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
             quick_plan,
             {"host"},
             false,

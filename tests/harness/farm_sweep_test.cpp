@@ -37,12 +37,30 @@ class FarmSweep : public ::testing::Test {
   }
   // Six tiny decode cells (three shapes x two worker counts), two processes each.
   Cmd bench(const std::string& db, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args{"--json",  "bench",        "--farm",       tmp_ / "farm.toml",
-                                  "--op",    "linear_decode", "--shape",     "n=96,k=256",
-                                  "--shape", "n=128,k=256",  "--shape",      "n=64,k=128",
-                                  "--grid",  "workers=1,2",  "-P",           "2",
-                                  "--target-ci", "0",        "-R",           "2",
-                                  "--min-time", "0.002",     "--cells-per-probe", "2"};
+    std::vector<std::string> args{"--json",
+                                  "bench",
+                                  "--farm",
+                                  tmp_ / "farm.toml",
+                                  "--op",
+                                  "linear_decode",
+                                  "--shape",
+                                  "n=96,k=256",
+                                  "--shape",
+                                  "n=128,k=256",
+                                  "--shape",
+                                  "n=64,k=128",
+                                  "--grid",
+                                  "workers=1,2",
+                                  "-P",
+                                  "2",
+                                  "--target-ci",
+                                  "0",
+                                  "-R",
+                                  "2",
+                                  "--min-time",
+                                  "0.002",
+                                  "--cells-per-probe",
+                                  "2"};
     args.insert(args.end(), extra.begin(), extra.end());
     return k3tune(db, args);
   }
