@@ -212,7 +212,13 @@ class BoardWorker {
       } else {
         for (std::size_t i = 0; i < batch.size(); ++i) settle(batch[i], rep.run_uuid, rep.cells[i]);
       }
-    } catch (const BoardLost& e) {
+    } catch (const std::exception& e) {
+      // The board was lost mid-batch (BoardLost), or something else broke on this board: the
+      // board leaves the run; cells it finished stay, the others go back to the queue.
+      const std::string why = e.what();
+      if (dynamic_cast<const BoardLost*>(&e) == nullptr)
+        ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
+                             fmt::format("board {}: {}", board_, why));
       k3store::mark_interrupted(*db_, opt.run_uuid);
       std::lock_guard lock(ctx_.queue.mu());
       ctx_.out.runs.emplace_back(board_, opt.run_uuid);
@@ -227,11 +233,11 @@ class BoardWorker {
           row(batch[i], opt.run_uuid, key, "measured", "");
           continue;
         }
-        row(batch[i], opt.run_uuid, key, "moved", e.what());
+        row(batch[i], opt.run_uuid, key, "moved", why);
         back.push_back(batch[i]);
-        back_reason.push_back(e.what());
+        back_reason.push_back(why);
       }
-      note(fmt::format("{}: {} unfinished cells go back to the queue", e.what(), back.size()));
+      note(fmt::format("{}: {} unfinished cells go back to the queue", why, back.size()));
       leave = true;
     }
     std::vector<std::size_t> requeue;
@@ -335,13 +341,20 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     c.spec = all[p];
     out.cells.push_back(std::move(c));
   }
+  std::vector<std::pair<std::unique_ptr<k3targets::Target>, std::string>> board_keys;
+  if (rq.bench.resume)
+    for (const auto& b : out.boards) {
+      auto t = farm.target(b);
+      const std::string hash = sha256_file(t->runner_path());
+      board_keys.emplace_back(std::move(t), hash);
+    }
   for (std::size_t i = 0; i < out.cells.size(); ++i) {
     auto& c = out.cells[i];
     if (rq.bench.resume) {
       // Measured before on one of these boards (same build, settings): not again.
-      for (const auto& b : out.boards) {
-        auto t = farm.target(b);
-        const std::string key = cell_key(*t, c.spec, sha256_file(t->runner_path()));
+      for (const auto& [t, hash] : board_keys) {
+        const std::string& b = t->name();
+        const std::string key = cell_key(*t, c.spec, hash);
         if (k3store::cell_has_ok_aggregate(*db, key)) {
           c.status = "skipped";
           c.reason = fmt::format("already measured on board {}", b);

@@ -41,7 +41,7 @@ class Nightly : public ::testing::Test {
 };
 
 TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
-  const std::string dir = tmp_ / "nightly" / "n1";
+  const std::string dir = tmp_ / "nightly/n1";
   const auto t0 = std::chrono::steady_clock::now();
   // First attempt, in its own process group; killed once the bench has committed a process.
   const int out = ::open((tmp_ / "first.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
