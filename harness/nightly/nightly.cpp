@@ -198,7 +198,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   for (std::size_t i = 0; i < steps.size() && !failed; ++i) {
     const NightlyStep& step = steps[i];
     StepLine line{step.name, "done", "", 0, 0};
-    if (const auto done = find_step(*db, o.id, step.name); done && done->status == "done") {
+    const auto earlier = find_step(*db, o.id, step.name);
+    if (const auto& done = earlier; done && done->status == "done") {
       state.details[step.name] = done->detail_json.empty()
                                      ? nlohmann::json::object()
                                      : nlohmann::json::parse(done->detail_json);
@@ -215,6 +216,16 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     const std::string command = fmt::format("k3tune {}", fmt::join(args, " "));
     fmt::print("[{}/{}] {}: {}\n", i + 1, steps.size(), step.name, command);
     std::fflush(stdout);
+    if (step.leases && earlier) {
+      std::vector<std::string> release{rq.self_exe, "--root", rq.root, "--db",    rq.db_path,
+                                       "farm",      "--farm", rq.farm, "release", "--stale"};
+      const std::string log = o.dir + "/logs/" + step.name + ".log";
+      const int rc = run_step(release, o.dir + "/logs/" + step.name + "-release.out", log);
+      fmt::print(
+          "[{}/{}] {}: cut short earlier; stale leases it left recovered (k3tune farm "
+          "release --stale: exit {})\n",
+          i + 1, steps.size(), step.name, rc);
+    }
     begin_step(*db, o.id, step.name, static_cast<int>(i), command);
     const auto t0 = Clock::now();
     const std::string out_path = o.dir + "/logs/" + step.name + (step.json ? ".json" : ".out");

@@ -3,7 +3,10 @@
 // to <dir>/logs/<step>.log; the database records each step (nightly_steps) and the nightly
 // (nightlies). Re-running with --resume DIR skips the steps already done; a step cut short is
 // run again, and the bench steps themselves resume (cells measured are skipped, committed
-// processes adopted), so nothing measured is measured twice.
+// processes adopted), so nothing measured is measured twice. A farm step cut short (killed) leaves
+// its leases behind, stale (holder dead); resuming that step first recovers the farm's stale
+// leases (`k3tune farm release --stale`, logged) -- the one place a stale lease is recovered
+// without being asked, because the nightly being resumed is the dead holder.
 //
 // Artifacts in <dir> (default <root>/nightly/<UTC date and time, e.g. 2026-12-01T0300Z>):
 // nightly.md (steps, verdict, where everything is), summary.md / report.html / report.json (the

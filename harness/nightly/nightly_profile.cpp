@@ -93,6 +93,8 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build) {
                      return cat(cat(a, p.bench_cells), p.bench_plan);
                    },
                    {0, 3},
+                   true,
+                   false,
                    true});
   if (p.ime2_emu)
     steps.push_back({"bench-ime2-emu",

@@ -38,6 +38,7 @@ struct NightlyStep {
   std::set<int> ok_codes{0};  // exit codes that finish the step (others fail the nightly)
   bool json = false;          // the step prints JSON on stdout: kept as its detail
   bool verdict = false;       // the report step: its exit code is the verdict
+  bool leases = false;        // the step leases farm boards (see nightly.h: stale leases)
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps.
