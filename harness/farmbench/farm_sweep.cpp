@@ -23,22 +23,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::vector<std::string> chosen_boards(const k3farm::FarmConfig& farm, const FarmBenchRequest& rq) {
-  for (const auto& b : rq.boards)
-    if (farm.find(b) == nullptr)
-      throw UserError(fmt::format("--board: unknown board '{}' (farm {}: {})", b, farm.source,
-                                  fmt::join(farm.names(), ", ")));
-  std::vector<std::string> out;
-  for (const auto& b : farm.boards) {
-    const bool named = rq.boards.empty() ||
-                       std::find(rq.boards.begin(), rq.boards.end(), b.name) != rq.boards.end();
-    bool tagged = true;
-    for (const auto& t : rq.tags) tagged = tagged && b.has_tag(t);
-    if (named && tagged) out.push_back(b.name);
+  try {
+    return k3farm::select_boards(farm, rq.boards, rq.tags);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(e.what());
   }
-  if (out.empty())
-    throw UserError(
-        fmt::format("--board/--tag: no board of farm {} ({}) matches", farm.name, farm.source));
-  return out;
 }
 
 // The cells, validated against the runner's catalog, asked from the first board that answers.

@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -47,7 +48,7 @@ std::string read_text(const std::string& path) {
 // Runs `argv` in this process group (a kill of the nightly takes its steps with it), stdout to
 // `out_path`, stderr to `log_path`. Returns the exit code (128 + signal when killed).
 int run_step(const std::vector<std::string>& argv, const std::string& out_path,
-             const std::string& log_path) {
+             const std::string& log_path, const std::map<std::string, std::string>& env = {}) {
   const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   if (out < 0 || log < 0) throw UserError(fmt::format("{}: cannot write the step's log", log_path));
@@ -55,6 +56,7 @@ int run_step(const std::vector<std::string>& argv, const std::string& out_path,
   if (pid == 0) {
     dup2(out, STDOUT_FILENO);
     dup2(log, STDERR_FILENO);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
     args.push_back(nullptr);
@@ -229,7 +231,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     begin_step(*db, o.id, step.name, static_cast<int>(i), command);
     const auto t0 = Clock::now();
     const std::string out_path = o.dir + "/logs/" + step.name + (step.json ? ".json" : ".out");
-    const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log");
+    const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log", step.env);
     line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     line.exit_code = code;
     const nlohmann::json detail = step.json ? detail_of(out_path) : nlohmann::json::object();
@@ -245,7 +247,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       line.note = "some cells failed or boards were quarantined";
     }
     if (step.verdict && ok) verdict_code = code;
-    if (step.name == "bench" && detail.contains("samples_after"))
+    if (detail.contains("samples_after"))
       line.note += fmt::format(" samples {} -> {}", detail.value("samples_before", 0),
                                detail.value("samples_after", 0));
     fmt::print("[{}/{}] {}: {} in {:.1f} s (exit {}){}\n", i + 1, steps.size(), step.name,

@@ -55,7 +55,7 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     try {
       if (fs::exists(db()) &&
-          count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = "
+          count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = "
                 "'running'") == 1 &&
           count("SELECT count(*) FROM processes WHERE status = 'ok'") >= 1) {
         kill(-pid, SIGKILL);
@@ -70,8 +70,8 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a runner in flight finishes alone
   const auto processes_at_kill = count("SELECT count(*) FROM processes WHERE status = 'ok'");
   const auto samples_at_kill = count("SELECT count(*) FROM samples");
-  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = 'done'"),
-            0);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = 'done'"), 0);
 
   const auto r =
       k3targets::run_process(argv({"--resume", dir}), k3targets::ProcessOptions::with_timeout(900));
@@ -96,7 +96,7 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
                   "host_build_hash IS NOT NULL"),
             1);
   for (const char* f : {"summary.md", "report.html", "report.json", "nightly.md",
-                        "tables/local.json", "logs/bench.json"})
+                        "tables/local.json", "logs/bench-host.json"})
     EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
   const std::string summary = read_file(dir + "/summary.md");
   EXPECT_NE(summary.find("# Nightly n1 (smoke profile"), std::string::npos) << summary;
