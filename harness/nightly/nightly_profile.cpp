@@ -160,11 +160,14 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build) {
                        return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
                      }});
   // Today's host runner, interleaved with the previous nightly's kept runner when there is one.
+  // Never --resume: the baseline's cells were measured by the previous nightly and would be
+  // skipped, and a paired verdict needs both builds in the same rounds of one run (a cut-short
+  // verdict bench is measured again from the start; it is the smallest step).
   steps.push_back({"verdict-bench",
                    [p](const NightlyState& s) {
-                     Args a = cat(cat(Args{"--json", "bench", "--target", "local", "--resume"},
-                                      p.verdict_cells),
-                                  p.verdict_plan);
+                     Args a =
+                         cat(cat(Args{"--json", "bench", "--target", "local"}, p.verdict_cells),
+                             p.verdict_plan);
                      if (!s.baseline_runner.empty())
                        a = cat(a, {"--baseline-runner", s.baseline_runner});
                      return a;
