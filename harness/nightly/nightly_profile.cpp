@@ -37,7 +37,7 @@ Profile profile(const std::string& name) {
             "8",
             true,
             two_decode,
-            {"-P", "3", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
+            {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
   if (name == "full")
     return {{"host", "rvv", "ime2-emu"},
             {"--model", "qwen3-0.6b"},
