@@ -248,8 +248,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     }
     if (step.verdict && ok) verdict_code = code;
     if (detail.contains("samples_after"))
-      line.note += fmt::format(" samples {} -> {}", detail.value("samples_before", 0),
-                               detail.value("samples_after", 0));
+      line.note += fmt::format("{}samples in the database {} -> {}", line.note.empty() ? "" : "; ",
+                               detail.value("samples_before", 0), detail.value("samples_after", 0));
     fmt::print("[{}/{}] {}: {} in {:.1f} s (exit {}){}\n", i + 1, steps.size(), step.name,
                line.status, line.wall_s, code, line.note.empty() ? "" : "; " + line.note);
     std::fflush(stdout);
