@@ -80,6 +80,26 @@ k3store::BuildRecord build_from_runner(const k3targets::Target& target, const st
   return b;
 }
 
+RoundsOptions rounds_from_plan(const ProcessPlan& plan, bool remeasure_disturbed) {
+  RoundsOptions r;
+  r.min_processes = plan.processes > 0 ? plan.processes : defaults::kMinProcesses;
+  // A process count without a CI target is a fixed count (the seed's `-P 3 -R 5`); only a target
+  // CI, given or by default, makes it a minimum.
+  r.target_ci = plan.target_ci >= 0  ? plan.target_ci
+                : plan.processes > 0 ? 0.0
+                                     : defaults::kTargetCi;
+  // A fixed -P without a target CI means exactly P processes; an adaptive run goes up to the max.
+  r.max_processes = plan.max_processes > 0 ? plan.max_processes
+                    : r.target_ci > 0      ? std::max(defaults::kMaxProcesses, r.min_processes)
+                                           : r.min_processes;
+  if (r.max_processes < r.min_processes) {
+    throw UserError(fmt::format("--max-processes {} is below --processes {}", r.max_processes,
+                                r.min_processes));
+  }
+  r.remeasure_disturbed = remeasure_disturbed;
+  return r;
+}
+
 BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
                        const BenchRequest& request) {
   const auto start = std::chrono::steady_clock::now();
@@ -89,22 +109,7 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   ProcessPlan plan = request.plan;
   const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models",
                                                   out.settings, plan, request.settings_given);
-  out.rounds.min_processes = plan.processes > 0 ? plan.processes : defaults::kMinProcesses;
-  // A process count without a CI target is a fixed count (the seed's `-P 3 -R 5`); only a target
-  // CI, given or by default, makes it a minimum.
-  out.rounds.target_ci = plan.target_ci >= 0  ? plan.target_ci
-                         : plan.processes > 0 ? 0.0
-                                              : defaults::kTargetCi;
-  // A fixed -P without a target CI means exactly P processes; an adaptive run goes up to the max.
-  out.rounds.max_processes = plan.max_processes > 0 ? plan.max_processes
-                             : out.rounds.target_ci > 0
-                                 ? std::max(defaults::kMaxProcesses, out.rounds.min_processes)
-                                 : out.rounds.min_processes;
-  if (out.rounds.max_processes < out.rounds.min_processes) {
-    throw UserError(fmt::format("--max-processes {} is below --processes {}",
-                                out.rounds.max_processes, out.rounds.min_processes));
-  }
-  out.rounds.remeasure_disturbed = request.remeasure_disturbed;
+  out.rounds = rounds_from_plan(plan, request.remeasure_disturbed);
 
   // The builds: an optional baseline first (A), then the runner under test (B).
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;

@@ -41,6 +41,10 @@ struct BenchOutcome {
 BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
                        const BenchRequest& request);
 
+// Process counts from the command line's plan: fixed (-P without a target CI) or adaptive
+// (Stein's two stages up to the maximum). Throws UserError when the maximum is below the minimum.
+RoundsOptions rounds_from_plan(const ProcessPlan& plan, bool remeasure_disturbed);
+
 // A build row for a runner k3tune did not build itself, from what the runner reports about itself.
 k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash);
 

@@ -123,7 +123,7 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
   RunnerExecutor runner;
   ProcessExecutor& exec = opt.executor != nullptr ? *opt.executor : runner;
   SweepReport report;
-  report.run_uuid = new_uuid();
+  report.run_uuid = opt.run_uuid.empty() ? new_uuid() : opt.run_uuid;
 
   // Units: cell-major, build-minor, so a round alternates the builds of each cell (A B A B ...).
   const std::size_t nb = builds.size();

@@ -29,6 +29,7 @@ struct SweepOptions {
   bool progress = true;
   k3stats::CellSummaryOptions stats;
   std::string command_line;
+  std::string run_uuid;                 // "" : a fresh one (farm sweeps name their batch runs)
   ProcessExecutor* executor = nullptr;  // null: the real runner of each build
 };
 

@@ -7,8 +7,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "bench_farm_output.h"
 #include "bench_session.h"
 #include "defaults.h"
+#include "farm_sweep.h"
 #include "stats.h"
 
 namespace k3tune {
@@ -216,12 +218,30 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   struct Args {
     std::string target = "local";
     BenchRequest request;
+    FarmBenchRequest farm;  // with --farm: everything but the BenchRequest
+    std::string shard;
   };
   auto a = std::make_shared<Args>();
   BenchRequest& rq = a->request;
   auto* cmd = app.add_subcommand(
       "bench", "measure ops x shapes x parameter grids on a target into the database");
   cmd->add_option("--target", a->target, "target name from the targets file")
+      ->capture_default_str();
+  auto* farm = cmd->add_option("--farm", a->farm.farm,
+                               "measure on a board farm instead: a farm file, or 'local' (host + "
+                               "qemu boards); the cells are "
+                               "spread over the healthy boards");
+  cmd->add_option("--board", a->farm.boards, "with --farm: only these boards (repeatable)")
+      ->needs(farm);
+  cmd->add_option("--tag", a->farm.tags, "with --farm: only boards with every tag (repeatable)")
+      ->needs(farm);
+  cmd->add_option("--shard", a->shard,
+                  "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
+      ->needs(farm);
+  cmd->add_option("--cells-per-probe", a->farm.cells_per_probe,
+                  "with --farm: cells measured between two health probes of a board")
+      ->needs(farm)
+      ->check(CLI::Range(1, 10000))
       ->capture_default_str();
   cmd->add_option("--op", rq.grid.ops, "op (repeatable); with --model: only these ops");
   cmd->add_option("--shape", rq.grid.shapes, "shape k=v,... (repeatable)");
@@ -297,6 +317,20 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
     r.db_path = ctx.db_path();
     r.progress = !ctx.quiet;
+    if (!a->farm.farm.empty()) {
+      if (cmd->get_option("--target")->count() > 0)
+        throw UserError("--target and --farm: measure on one or the other");
+      FarmBenchRequest f = a->farm;
+      f.bench = r;
+      if (!a->shard.empty()) f.shard = parse_shard(a->shard);
+      const FarmBenchOutcome o = run_farm_bench(ctx.root, f);
+      if (ctx.json)
+        std::cout << farm_bench_json(o, r.db_path).dump(2) << "\n";
+      else
+        print_farm_bench(o, r.db_path);
+      if (o.count("failed") + o.count("unmeasured") > 0) exit_code() = kCellsFailed;
+      return;
+    }
     auto target = ctx.target(a->target);
     const BenchOutcome b = run_bench(*target, ctx.root, r);
     if (ctx.json) {

@@ -34,20 +34,11 @@ k3farm::FarmConfig load(const AppContext& ctx, const FarmArgs& a) {
 }
 
 std::vector<std::string> chosen(const k3farm::FarmConfig& farm, const FarmArgs& a) {
-  for (const auto& b : a.boards)
-    if (farm.find(b) == nullptr)
-      throw UserError(fmt::format("--board: unknown board '{}' (farm {}: {})", b, farm.source,
-                                  fmt::join(farm.names(), ", ")));
-  std::vector<std::string> out;
-  for (const auto& b : farm.boards) {
-    const bool named =
-        a.boards.empty() || std::find(a.boards.begin(), a.boards.end(), b.name) != a.boards.end();
-    bool tagged = true;
-    for (const auto& t : a.tags) tagged = tagged && b.has_tag(t);
-    if (named && tagged) out.push_back(b.name);
+  try {
+    return k3farm::select_boards(farm, a.boards, a.tags);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(e.what());
   }
-  if (out.empty()) throw UserError("no board matches --board/--tag");
-  return out;
 }
 
 bool db_exists(const std::string& path) {

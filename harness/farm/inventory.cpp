@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 namespace k3farm {
@@ -27,6 +28,27 @@ const BoardConfig* FarmConfig::find(const std::string& board) const {
 std::vector<std::string> FarmConfig::names() const {
   std::vector<std::string> out;
   for (const auto& b : boards) out.push_back(b.name);
+  return out;
+}
+
+std::vector<std::string> select_boards(const FarmConfig& farm,
+                                       const std::vector<std::string>& names,
+                                       const std::vector<std::string>& tags) {
+  for (const auto& b : names)
+    if (farm.find(b) == nullptr)
+      throw std::invalid_argument(fmt::format("--board: unknown board '{}' (farm {}: {})", b,
+                                              farm.source, fmt::join(farm.names(), ", ")));
+  std::vector<std::string> out;
+  for (const auto& b : farm.boards) {
+    const bool named =
+        names.empty() || std::find(names.begin(), names.end(), b.name) != names.end();
+    bool tagged = true;
+    for (const auto& t : tags) tagged = tagged && b.has_tag(t);
+    if (named && tagged) out.push_back(b.name);
+  }
+  if (out.empty())
+    throw std::invalid_argument(
+        fmt::format("--board/--tag: no board of farm {} ({}) matches", farm.name, farm.source));
   return out;
 }
 

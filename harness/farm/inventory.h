@@ -60,6 +60,13 @@ struct FarmConfig {
   std::vector<std::string> names() const;
 };
 
+// The boards named in `names` (all when empty) that carry every tag in `tags`, in inventory order.
+// Throws std::invalid_argument: "--board: unknown board 'x' (farm ...)" or "--board/--tag: no
+// board of farm N (source) matches".
+std::vector<std::string> select_boards(const FarmConfig& farm,
+                                       const std::vector<std::string>& names,
+                                       const std::vector<std::string>& tags);
+
 // Reads a farm file. Throws std::runtime_error("file:line: key: what").
 FarmConfig load_farm(const std::string& path);
 

@@ -211,6 +211,45 @@ CREATE TABLE target_probes(
   probe_json TEXT NOT NULL,              -- the whole probe (VLEN, marchid, TCM, every figure)
   PRIMARY KEY(target, cpu_model, measured_at));
 )sql",
+    // 5 -> 6: sweeps over a farm (every hand-out of a cell to a board, so moved and re-measured
+    // cells can be traced) and the nightly job's steps (what is done, for resuming).
+    R"sql(
+CREATE TABLE farm_sweep_cells(
+  sweep_uuid TEXT NOT NULL,              -- the farm run (leases, quarantines and probes use it too)
+  cell_index INTEGER NOT NULL,           -- position in the sweep's canonical cell list (before sharding)
+  attempt INTEGER NOT NULL,              -- 1, 2, ...: hand-outs of this cell to a board
+  board TEXT NOT NULL,
+  run_uuid TEXT,                         -- the board's batch run that measured it (NULL: never started)
+  cell_key TEXT,                         -- the cell on that board (board, op, shape, params, build, settings)
+  outcome TEXT NOT NULL CHECK(outcome IN ('measured', 'failed', 'skipped', 'moved', 'disturbed',
+                                          'unmeasured')),
+  reason TEXT,                           -- one line: why it moved, was re-measured or failed
+  shard TEXT NOT NULL,                   -- "i/n" ("1/1": no sharding)
+  at TEXT NOT NULL,
+  PRIMARY KEY(sweep_uuid, cell_index, attempt));
+CREATE TABLE nightly_steps(
+  nightly_id TEXT NOT NULL,              -- the nightly's directory name, e.g. 2026-12-01T0300Z
+  step TEXT NOT NULL,                    -- build-host, bench, tune-..., verdict, ...
+  seq INTEGER NOT NULL,                  -- position in the profile's step list
+  status TEXT NOT NULL CHECK(status IN ('running', 'done', 'failed')),
+  command TEXT NOT NULL,
+  exit_code INTEGER,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  wall_s REAL,
+  detail_json TEXT,                      -- what later steps need: run ids, build hashes, table paths
+  PRIMARY KEY(nightly_id, step));
+CREATE TABLE nightlies(
+  nightly_id TEXT PRIMARY KEY,
+  profile TEXT NOT NULL,                 -- quick | full
+  dir TEXT NOT NULL,                     -- artifacts: summary.md, report.html, tables/
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running', 'ok', 'regression', 'failed')),
+  exit_code INTEGER,
+  host_build_hash TEXT,                  -- the host runner measured by the verdict (next night's baseline)
+  verdict_run_uuid TEXT);                -- the verdict's run (A/B against the previous nightly when possible)
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

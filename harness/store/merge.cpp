@@ -15,7 +15,8 @@ const char* const kTablesInOrder[] = {"builds",          "runs",                
                                       "processes",       "samples",             "aggregates",
                                       "noise_floors",    "farm_quarantine",     "farm_probes",
                                       "tuning_sessions", "tuning_measurements", "tuning_points",
-                                      "tuning_tables",   "target_probes"};
+                                      "tuning_tables",   "target_probes",
+                                      "farm_sweep_cells", "nightly_steps", "nightlies"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {

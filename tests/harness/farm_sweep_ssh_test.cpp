@@ -1,0 +1,241 @@
+// Faults inside a real `k3tune bench --farm` sweep on the loopback farm (label farm): two boards,
+// each a real sshd on 127.0.0.1 whose runner is the dynamically linked riscv64 k3bench under
+// qemu-user at VLEN 1024. Each case prints the samples in the database before and after.
+//   - a board's sshd is killed mid-sweep: its cells move to the other board, nothing is lost;
+//   - a runner hangs: it is killed at the timeout, its cell fails, the sweep goes on;
+//   - a reboot (uptime reset through the board's test hook) between batches: the board is
+//     quarantined, its batch marked disturbed and measured again on the other board;
+//   - a stale lease: the board takes no cells until `farm release --stale` recovers it;
+//   - a changed host key: the board is refused and nothing runs on it.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <future>
+
+#include <nlohmann/json.hpp>
+
+#include "background_process.h"
+#include "database.h"
+#include "farm_test_support.h"
+
+namespace {
+
+using namespace k3farm_test;
+
+class FarmSshSweep : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(K3_FARM_RISCV_RUNNER)) << K3_FARM_RISCV_RUNNER << " missing";
+    lab_ = std::make_unique<LoopbackFarm>(2);
+    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);
+  }
+  std::string db() const { return lab_->dir() / "results.db"; }
+  struct Cmd {
+    int code;
+    std::string out, err;
+  };
+  Cmd k3tune(std::vector<std::string> args) const {
+    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
+    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  }
+  // Tiny decode cells under qemu, one cell per probe; `extra` adds shapes, grids, timeouts.
+  std::future<Cmd> sweep(std::vector<std::string> extra) const {
+    std::vector<std::string> args{"--json",
+                                  "bench",
+                                  "--farm",
+                                  farm_file_,
+                                  "--op",
+                                  "linear_decode",
+                                  "--params",
+                                  "workers=1,copies=1",
+                                  "-P",
+                                  "2",
+                                  "--target-ci",
+                                  "0",
+                                  "--warmup",
+                                  "0",
+                                  "--cells-per-probe",
+                                  "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::async(std::launch::async, [this, args] { return k3tune(args); });
+  }
+  std::int64_t count(const std::string& sql) const {
+    if (!fs::exists(db())) return 0;
+    return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
+  }
+  std::int64_t samples() const { return count("SELECT count(*) FROM samples"); }
+  std::int64_t samples_on(const std::string& board) const {
+    return count("SELECT count(*) FROM samples s JOIN cells c USING(cell_key) WHERE c.target = '" +
+                 board + "'");
+  }
+  // Waits (up to 10 min) until `sql` counts at least `n`.
+  bool wait_for(const std::string& sql, std::int64_t n) const {
+    for (int i = 0; i < 6000; ++i) {
+      try {
+        if (count(sql) >= n) return true;
+      } catch (const std::exception&) {  // the database is being created
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  static nlohmann::json json(const Cmd& c) { return nlohmann::json::parse(c.out); }
+  std::unique_ptr<LoopbackFarm> lab_;
+  std::string farm_file_;
+};
+
+const std::vector<std::string> kFourShapes = {"--shape", "n=64,k=256",  "--shape", "n=96,k=256",
+                                              "--shape", "n=128,k=256", "--shape", "n=160,k=256"};
+
+TEST_F(FarmSshSweep, SshdKilledMidSweepCellsMoveNothingIsLost) {
+  // Processes of at least 3 x 0.4 s, so the kill lands while b1 measures.
+  std::vector<std::string> extra = kFourShapes;
+  extra.insert(extra.end(), {"-R", "3", "--min-time", "0.4"});
+  auto running = sweep(extra);
+  ASSERT_TRUE(
+      wait_for("SELECT count(*) FROM processes p JOIN cells c USING(cell_key) WHERE "
+               "c.target = 'b1' AND p.status = 'ok'",
+               1));
+  lab_->sshd(1).kill_all();
+  const auto before = samples(), b1_before = samples_on("b1");
+  const auto r = running.get();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = json(r);
+  const auto after = samples();
+  std::printf("sshd of b1 killed mid-sweep: samples %lld at the kill (b1: %lld), %lld after\n",
+              static_cast<long long>(before), static_cast<long long>(b1_before),
+              static_cast<long long>(after));
+  EXPECT_EQ(samples_on("b1"), b1_before);  // what b1 measured is kept, nothing added
+  EXPECT_GT(after, before);
+  EXPECT_EQ(j["measured_cells"], 4);
+  EXPECT_EQ(j["quarantined"]["b1"]["fault"], "unreachable") << j["quarantined"].dump();
+  EXPECT_GE(count("SELECT count(*) FROM farm_sweep_cells WHERE board = 'b1' AND outcome IN "
+                  "('moved', 'disturbed')"),
+            1);
+  // Every cell ended measured, the ones moved on b2.
+  for (const auto& c : j["cells"]) EXPECT_EQ(c["status"], "measured") << c.dump();
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates a JOIN cells c USING(cell_key) WHERE "
+                  "a.status = 'ok' AND c.target = 'b2'"),
+            4 - count("SELECT count(*) FROM aggregates a JOIN cells c USING(cell_key) WHERE "
+                      "a.status = 'ok' AND c.target = 'b1'"));
+}
+
+TEST_F(FarmSshSweep, HangingRunnerIsKilledItsCellFailsTheSweepGoesOn) {
+  const auto before = samples();
+  // The middle cell asks for 100 s per repetition: killed on its board after the 8 s timeout.
+  auto r = sweep({"--shape", "n=64,k=256", "--grid", "min_time_s=0.002,100,0.003", "-R", "2",
+                  "--timeout", "8"})
+               .get();
+  EXPECT_EQ(r.code, 3) << r.err;  // finished, one cell failed
+  const auto j = json(r);
+  std::printf("hanging runner: samples %lld before, %lld after; failed cell: %s\n",
+              static_cast<long long>(before), static_cast<long long>(samples()),
+              j["cells"][1]["reason"].dump().c_str());
+  EXPECT_EQ(j["measured_cells"], 2);
+  EXPECT_EQ(j["failed_cells"], 1);
+  EXPECT_EQ(j["cells"][1]["status"], "failed");
+  EXPECT_NE(j["cells"][1]["reason"].get<std::string>().find("timeout"), std::string::npos)
+      << j["cells"][1].dump();
+  EXPECT_TRUE(j["quarantined"].empty()) << j["quarantined"].dump();  // one timeout: a cell fault
+  EXPECT_EQ(samples(), before + 2 * 2 * 2);
+  EXPECT_EQ(processes_mentioning(lab_->work_dir("b1") + "/runners"), std::vector<pid_t>{});
+  EXPECT_EQ(processes_mentioning(lab_->work_dir("b2") + "/runners"), std::vector<pid_t>{});
+}
+
+TEST_F(FarmSshSweep, RebootBetweenBatchesQuarantinesAndTheBatchIsMeasuredAgain) {
+  // Once b1's first probe (prepare) is stored, its uptime jumps back to 5 s: the next probe
+  // after a batch sees a reboot.
+  std::vector<std::string> extra = kFourShapes;
+  extra.insert(extra.end(), {"-R", "2", "--min-time", "0.2"});
+  auto running = sweep(extra);
+  ASSERT_TRUE(wait_for("SELECT count(*) FROM farm_probes WHERE board = 'b1' AND ok = 1", 1));
+  long long uptime = 0;
+  std::istringstream(read_file("/proc/uptime")) >> uptime;
+  fs::create_directories(lab_->work_dir("b1") + "/test-hooks");
+  write_file(lab_->work_dir("b1") + "/test-hooks/uptime_offset_s", std::to_string(5 - uptime));
+  const auto before = samples();
+  const auto r = running.get();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = json(r);
+  const auto disturbed = count(
+      "SELECT count(*) FROM processes p JOIN cells c USING(cell_key) WHERE c.target = 'b1' AND "
+      "p.disturbed = 1");
+  std::printf("reboot of b1: samples %lld at the hook, %lld after; %lld b1 processes disturbed\n",
+              static_cast<long long>(before), static_cast<long long>(samples()),
+              static_cast<long long>(disturbed));
+  EXPECT_EQ(j["quarantined"]["b1"]["fault"], "rebooted") << j.dump();
+  EXPECT_GE(disturbed, 1);  // b1's batch since the last good probe: kept, marked
+  EXPECT_GE(count("SELECT count(*) FROM farm_sweep_cells WHERE board = 'b1' AND outcome = "
+                  "'disturbed'"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates a JOIN cells c USING(cell_key) WHERE "
+                  "c.target = 'b1' AND a.status = 'ok'"),
+            0);
+  EXPECT_EQ(j["measured_cells"], 4);
+  for (const auto& c : j["cells"]) EXPECT_EQ(c["board"], "b2") << c.dump();
+  EXPECT_GE(samples(), before);
+}
+
+TEST_F(FarmSshSweep, StaleLeaseKeepsTheBoardOutUntilRecoveredExplicitly) {
+  auto holder = std::make_unique<k3farm::BackgroundProcess>(
+      std::vector<std::string>{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "farm", "--farm",
+                               farm_file_, "lease", "--board", "b1", "--hold", "600"});
+  ASSERT_EQ(holder->read_line(60), std::optional<std::string>("leased b1"))
+      << holder->stderr_text();
+  kill(holder->pid(), SIGKILL);  // dies without releasing: its row stays, stale
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const auto before = samples();
+  const std::vector<std::string> two = {"--shape", "n=64,k=256", "--shape",    "n=96,k=256",
+                                        "-R",      "2",          "--min-time", "0.002"};
+  const auto r = sweep(two).get();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = json(r);
+  const auto after = samples();
+  std::printf("stale lease of b1: samples %lld before, %lld after (b1: %lld)\n",
+              static_cast<long long>(before), static_cast<long long>(after),
+              static_cast<long long>(samples_on("b1")));
+  ASSERT_TRUE(j["unused_boards"].contains("b1")) << j.dump();
+  const std::string why = j["unused_boards"]["b1"];
+  EXPECT_NE(why.find("board b1: stale lease of "), std::string::npos) << why;
+  EXPECT_NE(why.find("recover with `k3tune farm release --stale --board b1`"), std::string::npos);
+  EXPECT_EQ(samples_on("b1"), 0);
+  EXPECT_EQ(j["measured_cells"], 2);
+  // Still stale: a second sweep does not take it either; only the explicit release does.
+  EXPECT_EQ(count("SELECT count(*) FROM farm_leases WHERE board = 'b1'"), 1);
+  const auto released = k3tune({"farm", "--farm", farm_file_, "release", "--stale"});
+  ASSERT_EQ(released.code, 0) << released.err;
+  EXPECT_EQ(count("SELECT count(*) FROM farm_leases"), 0);
+  std::vector<std::string> resumed = two;
+  resumed.push_back("--resume");
+  const auto again = sweep(resumed).get();
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(json(again)["skipped_cells"], 2);  // measured once, never again
+  EXPECT_TRUE(json(again)["unused_boards"].empty());
+  EXPECT_EQ(samples(), after);
+}
+
+TEST_F(FarmSshSweep, ChangedHostKeyIsRefusedAndNothingRunsOnTheBoard) {
+  lab_->sshd(1).kill_all();
+  lab_->sshd(1).new_host_key();
+  lab_->sshd(1).start();  // same port, new key; known_hosts still holds the old one
+  farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);  // the port may have changed
+  const auto before = samples();
+  const auto r =
+      sweep({"--shape", "n=64,k=256", "--shape", "n=96,k=256", "-R", "2", "--min-time", "0.002"})
+          .get();
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = json(r);
+  std::printf("changed host key of b1: samples %lld before, %lld after (b1: %lld)\n",
+              static_cast<long long>(before), static_cast<long long>(samples()),
+              static_cast<long long>(samples_on("b1")));
+  EXPECT_EQ(j["quarantined"]["b1"]["fault"], "host-key") << j.dump();
+  EXPECT_NE(j["quarantined"]["b1"]["reason"].get<std::string>().find("changed"), std::string::npos);
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE target = 'b1'"), 0);
+  EXPECT_FALSE(fs::exists(lab_->work_dir("b1") + "/runners"));  // not even a deploy
+  EXPECT_EQ(j["measured_cells"], 2);
+  EXPECT_EQ(samples(), before + 2 * 2 * 2);
+}
+
+}  // namespace

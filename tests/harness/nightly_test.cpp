@@ -1,0 +1,124 @@
+// `k3tune nightly` end to end at reduced size (label nightly): the smoke profile (the quick
+// profile's host steps: deploy + probe, bench on the farm, tune, table verify, verdict bench,
+// report) on a one-board local farm running this tree's k3bench. The first attempt is killed
+// (SIGKILL to its whole process group) while the bench step measures; `--resume DIR` finishes
+// it, keeps what was measured (adopted, not measured again) and leaves every artifact.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "farm_test_support.h"
+
+namespace {
+
+using namespace k3farm_test;
+
+class Nightly : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    write_file(tmp_ / "farm.toml",
+               std::string("[farm]\nname = \"one-local\"\n[boards.host]\nkind = \"local\"\n") +
+                   "runner = \"" + K3BENCH_PATH + "\"\nvariant = \"host\"\nwork_dir = \"" +
+                   (tmp_ / "host") + "\"\ntimeout_s = 300\n");
+    write_file(tmp_ / "targets.toml", std::string("[targets.local]\nkind = \"local\"\n") +
+                                          "variant = \"host\"\nrunner = \"" + K3BENCH_PATH +
+                                          "\"\ntimeout_s = 300\n");
+  }
+  std::vector<std::string> argv(const std::vector<std::string>& args) const {
+    std::vector<std::string> a{K3TUNE_PATH, "--root",    K3TUNE_ROOT,           "--db",
+                               db(),        "--targets", tmp_ / "targets.toml", "nightly"};
+    a.insert(a.end(), args.begin(), args.end());
+    return a;
+  }
+  std::string db() const { return tmp_ / "results.db"; }
+  std::int64_t count(const std::string& sql) const {
+    return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
+  }
+  TempDir tmp_;
+};
+
+TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
+  const std::string dir = tmp_ / "nightly/n1";
+  const auto t0 = std::chrono::steady_clock::now();
+  // First attempt, in its own process group; killed once the bench has committed a process.
+  const int out = ::open((tmp_ / "first.out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const pid_t pid = k3targets::spawn_in_group(
+      argv({"--profile", "smoke", "--farm", tmp_ / "farm.toml", "--no-build", "--dir", dir}), -1,
+      out, out);
+  close(out);
+  ASSERT_GT(pid, 0);
+  bool killed = false;
+  for (int i = 0; i < 3000 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    try {
+      if (fs::exists(db()) &&
+          count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = "
+                "'running'") == 1 &&
+          count("SELECT count(*) FROM processes WHERE status = 'ok'") >= 1) {
+        kill(-pid, SIGKILL);
+        killed = true;
+      }
+    } catch (const std::exception&) {  // the database is being created
+    }
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  ASSERT_TRUE(killed) << read_file(tmp_ / "first.out");
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // a runner in flight finishes alone
+  const auto processes_at_kill = count("SELECT count(*) FROM processes WHERE status = 'ok'");
+  const auto samples_at_kill = count("SELECT count(*) FROM samples");
+  EXPECT_EQ(
+      count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = 'done'"), 0);
+
+  const auto r =
+      k3targets::run_process(argv({"--resume", dir}), k3targets::ProcessOptions::with_timeout(900));
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::printf(
+      "nightly smoke: killed with %lld processes / %lld samples stored; resumed and "
+      "finished with %lld samples; %.0f s in all\n",
+      static_cast<long long>(processes_at_kill), static_cast<long long>(samples_at_kill),
+      static_cast<long long>(count("SELECT count(*) FROM samples")), wall);
+  EXPECT_NE(r.out.find("deploy-probe: done earlier, skipped"), std::string::npos) << r.out;
+  // Nothing measured before the kill is lost; the bench's processes from the killed attempt are
+  // counted in its cells (adopted), not measured again.
+  EXPECT_GE(count("SELECT count(*) FROM samples"), samples_at_kill);
+  EXPECT_GE(count("SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+  EXPECT_GE(count("SELECT count(*) FROM aggregates a WHERE a.status = 'ok' AND EXISTS (SELECT 1 "
+                  "FROM runs r WHERE r.status = 'interrupted' AND a.source_runs LIKE '%' || "
+                  "r.run_uuid || '%')"),
+            1);
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE status <> 'done'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM nightlies WHERE status = 'ok' AND exit_code = 0 AND "
+                  "host_build_hash IS NOT NULL"),
+            1);
+  for (const char* f : {"summary.md", "report.html", "report.json", "nightly.md",
+                        "tables/local.json", "logs/bench-host.json"})
+    EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+  const std::string summary = read_file(dir + "/summary.md");
+  EXPECT_NE(summary.find("# Nightly n1 (smoke profile"), std::string::npos) << summary;
+  EXPECT_NE(r.out.find("database " + db()), std::string::npos) << r.out;
+  // Resuming a finished nightly runs nothing.
+  const auto again =
+      k3targets::run_process(argv({"--resume", dir}), k3targets::ProcessOptions::with_timeout(300));
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out.find("] report: k3tune"), std::string::npos) << again.out;
+}
+
+TEST_F(Nightly, BadInputIsOneLineAndRunsNothing) {
+  auto r = k3targets::run_process(argv({"--profile", "nope"}),
+                                  k3targets::ProcessOptions::with_timeout(60));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "k3tune: --profile: unknown profile 'nope' (quick, full, smoke)\n");
+  r = k3targets::run_process(argv({"--resume", tmp_ / "nowhere"}),
+                             k3targets::ProcessOptions::with_timeout(60));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nowhere: not a nightly directory (no nightly.json)"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(db()));
+}
+
+}  // namespace
