@@ -3,7 +3,8 @@
 // online-softmax rescale per block), every hot loop vectorised:
 //   * Q: RoPE on contiguous halves + scale (rvv_math.h rope_rotate, e32m4), the generic values;
 //   * fp16 K/V block -> fp32 once per (tile, block) by integer bit manipulation (e16m2 -> e32m4);
-//   * scores: one e32m4 vfmacc dot per (row, key) closed by fold + vfredusum (rvv_math.h);
+//   * scores: one e32m4 vfmacc dot per (row, key) closed by fold + vfredusum (rvv_math.h), four
+//     keys per pass (dot4: the query strip loaded once, the folds sharing their vtype switches);
 //   * block max: vfredmax (e32m4); weights exp(s - m) and their sum: vector exp (e32m4) + the same
 //     fold/vfredusum reduction;
 //   * PV: per e32m4 strip of head_dim, the block sum sum_j p_j v_j is accumulated in registers with
@@ -28,7 +29,9 @@ namespace k3k::rvv {
 void attention_online_block(const float* q, const float* const* kp, const float* const* vp, int n,
                             int hd, float* s, float* /*blk: the block sum lives in registers*/,
                             float& m, float& l, float* acc) {
-  for (int j = 0; j < n; ++j) s[j] = rvv_detail::dot(q, kp[j], hd);
+  int j = 0;
+  for (; j + 4 <= n; j += 4) rvv_detail::dot4(q, kp + j, hd, s + j);  // bitwise dot()'s values
+  for (; j < n; ++j) s[j] = rvv_detail::dot(q, kp[j], hd);
   const float m_new = std::max(m, rvv_detail::max_of(s, n));
   const float alpha = std::exp(m - m_new);  // first block: exp(-inf) = 0
   const float bsum = rvv_detail::exp_shift_sum(s, n, m_new);
