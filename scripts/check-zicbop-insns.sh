@@ -19,6 +19,7 @@ hits=()
 while IFS=$'\t' read -r fn w; do
   (((0x$w & 0x01F0FFFF) == 0x00106013)) && hits+=("$fn")
 done < <("$objdump" -d -C "$file" | awk '
+  /^[0-9a-f]+ <\..*>:$/ { next }  # local labels (.LBB*) of relocatable objects: same function
   /^[0-9a-f]+ <.*>:$/ { fn = substr($0, index($0, "<") + 1); sub(/>:$/, "", fn); next }
   length($2) == 8 && $2 ~ /^[0-9a-f]+$/ && substr($2, 7, 2) ~ /^(13|93)$/ { print fn "\t" $2 }')
 count=${#hits[@]}
