@@ -19,11 +19,17 @@ void validate(const AttentionTiling& tiling, const char* op) {
   if (tiling.kv_block < 1 || tiling.kv_block > 65536) {
     fail(op, ": tiling.kv_block (", tiling.kv_block, ") must be in [1, 65536]");
   }
+  if (tiling.prefetch_bytes < 0 || tiling.prefetch_bytes > 1 << 20) {
+    fail(op, ": tiling.prefetch_bytes (", tiling.prefetch_bytes, ") must be in [0, 1048576]");
+  }
 }
 
 void validate(const DecodeTiling& tiling, const char* op) {
   if (tiling.chunk < 1 || tiling.chunk > 1 << 20) {
     fail(op, ": tiling.chunk (", tiling.chunk, ") must be in [1, 1048576]");
+  }
+  if (tiling.prefetch_bytes < 0 || tiling.prefetch_bytes > 1 << 20) {
+    fail(op, ": tiling.prefetch_bytes (", tiling.prefetch_bytes, ") must be in [0, 1048576]");
   }
 }
 

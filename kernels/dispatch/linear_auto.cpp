@@ -21,7 +21,7 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
                                const std::map<std::string, std::int64_t>& shape) {
   LinearAutoChoice c;
   const bool decode = op == "linear_decode";
-  for (const char* name : {"tile_n", "workers", "weight_rows"}) c.source[name] = "default";
+  for (const char* name : {"tile_n", "workers", "weight_rows", "ukernel"}) c.source[name] = "default";
   if (decode)
     for (const char* name : {"accumulate", "tcm", "slab_rows", "tcm_workers", "pairing", "prefetch"}) c.source[name] = "default";
   if (table == nullptr) return c;
@@ -42,6 +42,7 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
     if (name == "tile_n") c.tiling.tile_n = static_cast<int>(as_int(value));
     else if (name == "workers") c.tiling.max_workers = static_cast<int>(as_int(value));
     else if (name == "weight_rows") c.weight_rows = static_cast<int>(as_int(value));
+    else if (name == "ukernel") c.tiling.ukernel = as_word(value);  // the table outlives the choice
     else if (!decode) continue;
     else if (name == "accumulate") c.accumulation = as_word(value) == "fp16" ? Accumulation::kFp16BlockScale : Accumulation::kInt32;
     else if (name == "tcm") {

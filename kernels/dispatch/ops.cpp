@@ -11,6 +11,7 @@
 #include "k3k/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/small_ops.h"
+#include "k3k/tcm_attention.h"
 #include "k3k/tcm_linear.h"
 
 namespace k3k {
@@ -132,6 +133,35 @@ void attention_prefill(KernelPath path, const KvCache& cache, std::span<const fl
                        const AttentionTiling& tiling, float scale) {
   driver::attention_prefill(usable_kernels(path, "attention_prefill").attention_prefill, cache, q,
                             tokens, n_q_heads, out, pool, tiling, scale);
+}
+
+void attention_prefill(KernelPath path, const KvCache& cache, std::span<const float> q,
+                       std::int64_t tokens, int n_q_heads, std::span<float> out, WorkerPool& pool,
+                       const AttentionTiling& tiling, float scale,
+                       const AttentionPrefillOptions& options) {
+  const ukernel::AttentionPrefill& uk =
+      usable_kernels(path, "attention_prefill").attention_prefill;
+  if (options.tcm_stats != nullptr) *options.tcm_stats = {};
+  if (options.tcm_workspace != nullptr) {
+    static const TcmAttentionParams kDefaults;
+    const TcmAttentionParams& params =
+        options.tcm_params != nullptr ? *options.tcm_params : kDefaults;
+    TcmAttentionGate decided;
+    const TcmAttentionGate* gate = options.tcm_gate;
+    if (gate == nullptr) {
+      validate(tiling, "attention_prefill");
+      decided = decide_tcm_attention_prefill(cache, tokens, tiling, options.tcm_workspace, params);
+      gate = &decided;
+    }
+    if (gate->use_tcm) {
+      const TcmAttentionStats stats =
+          driver::attention_prefill_tcm(uk, *gate, cache, q, tokens, n_q_heads, out, pool, tiling,
+                                        scale, *options.tcm_workspace, params);
+      if (options.tcm_stats != nullptr) *options.tcm_stats = stats;
+      return;
+    }
+  }
+  driver::attention_prefill(uk, cache, q, tokens, n_q_heads, out, pool, tiling, scale);
 }
 
 void attention_decode(KernelPath path, const KvCache& cache, std::span<const float> q,

@@ -63,7 +63,7 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
     uk.chunk({&cache, g, c0, static_cast<int>(std::min<std::int64_t>(chunk, pos + 1 - c0)), group,
               qs.data() + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb,
               s + off_vb, part_m.data() + first, part_l.data() + first,
-              part_acc.data() + first * hd, n_chunks});
+              part_acc.data() + first * hd, n_chunks, tiling.prefetch_bytes});
   });
 
   pool.parallel_for(n_q_heads, [&](std::int64_t h, int) {

@@ -11,6 +11,7 @@
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
 #include "k3k/quantize.h"
+#include "k3k/tcm_attention.h"
 #include "k3k/tcm_linear.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
@@ -43,6 +44,13 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
                        std::span<const float> q, std::int64_t tokens, int n_q_heads,
                        std::span<float> out, WorkerPool& pool, const AttentionTiling& tiling,
                        float scale);
+// Each worker's working set in its TCM block (gate.use_tcm and a workspace required).
+TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
+                                        const TcmAttentionGate& gate, const KvCache& cache,
+                                        std::span<const float> q, std::int64_t tokens,
+                                        int n_q_heads, std::span<float> out, WorkerPool& pool,
+                                        const AttentionTiling& tiling, float scale,
+                                        TcmWorkspace& workspace, const TcmAttentionParams& params);
 void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
                       std::span<const float> q, int n_q_heads, std::span<float> out,
                       WorkerPool& pool, const DecodeTiling& tiling, float scale);

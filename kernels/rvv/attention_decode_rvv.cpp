@@ -4,7 +4,9 @@
 //   * Q: RoPE + scale on contiguous halves (e32m4), the generic values;
 //   * scores: query heads of the group taken in pairs against one K row (dot2: the K strip is
 //     loaded once for two e32m4 vfmacc accumulators, each closed by fold + vfredusum exactly like a
-//     single dot); fp16 K rows are converted once into a scratch row (e16m2 -> e32m4);
+//     single dot), for fp32 caches against two K rows at once (dot2x2, four accumulators whose
+//     folds share their vtype switches); fp16 K rows are converted once into a scratch row
+//     (e16m2 -> e32m4);
 //   * chunk max: vfredmax; exp(s - m) and the chunk sum: vector exp + fold/vfredusum (e32m4);
 //   * PV: per e32m4 strip of head_dim, a pair of query heads accumulates sum_j p_j v_j in two
 //     register groups with vfmacc in key order (the generic order), one V strip load (and, for
@@ -17,12 +19,20 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/prefetch.h"
 #include "rvv/microkernels.h"
 #include "rvv/rvv_math.h"
 
 namespace k3k::rvv {
 
 namespace {
+
+// prefetch.r of the row bytes that lie `distance` bytes ahead of row (the rows that follow in the
+// kv head's storage).
+inline void prefetch_ahead(const void* row, std::size_t bytes, int distance) {
+  if (distance == 0) return;
+  k3k::detail::prefetch_read_range(static_cast<const std::uint8_t*>(row) + distance, bytes);
+}
 
 // V strip [d, d + vl) of (kv head g, position pos) as floats.
 inline vfloat32m4_t v_strip(const KvCache& cache, std::size_t row_off, int d, std::size_t vl) {
@@ -40,10 +50,50 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
   float* s = c.scores;
   float* kbuf = c.kbuf;
   const float* qg = c.q;
+  const std::size_t row_bytes = static_cast<std::size_t>(hd) * (f16 ? 2 : 4);
 
-  // Scores s[gi][j].
-  for (int j = 0; j < n; ++j) {
-    const std::size_t off = cache.row_offset(g, cache.slot(c0 + j));
+  // Scores s[gi][j]. fp32 caches: two keys per pass for pairs of query heads (dot2x2: the folds
+  // share their vtype switches); every score keeps dot()'s order, so the values do not depend on
+  // the pairing.
+  auto score = [&](int gi, int j) -> float& {
+    return s[static_cast<std::int64_t>(gi) * chunk + j];
+  };
+  auto q_of = [&](int gi) { return qg + static_cast<std::int64_t>(gi) * hd; };
+  auto k_row = [&](int j) { return cache.row_offset(g, cache.slot(c0 + j)); };
+  // The K and V rows `distance` bytes ahead (V is read by the value pass after all scores).
+  auto prefetch_rows = [&](std::size_t off) {
+    if (c.prefetch_bytes == 0) return;
+    prefetch_ahead(f16 ? static_cast<const void*>(cache.k_f16() + off)
+                       : static_cast<const void*>(cache.k_f32() + off),
+                   row_bytes, c.prefetch_bytes);
+    prefetch_ahead(f16 ? static_cast<const void*>(cache.v_f16() + off)
+                       : static_cast<const void*>(cache.v_f32() + off),
+                   row_bytes, c.prefetch_bytes);
+  };
+  int j = 0;
+  if (!f16) {
+    for (; j + 2 <= n; j += 2) {
+      const std::size_t off0 = k_row(j), off1 = k_row(j + 1);
+      prefetch_rows(off0);
+      prefetch_rows(off1);
+      const float* k0 = cache.k_f32() + off0;
+      const float* k1 = cache.k_f32() + off1;
+      int gi = 0;
+      for (; gi + 1 < group; gi += 2) {
+        float r[4];
+        rvv_detail::dot2x2(q_of(gi), q_of(gi + 1), k0, k1, hd, r);
+        score(gi, j) = r[0];
+        score(gi + 1, j) = r[1];
+        score(gi, j + 1) = r[2];
+        score(gi + 1, j + 1) = r[3];
+      }
+      // The odd head: q against both rows (a product's operands commute exactly in an fma).
+      if (gi < group) rvv_detail::dot2(k0, k1, q_of(gi), hd, score(gi, j), score(gi, j + 1));
+    }
+  }
+  for (; j < n; ++j) {
+    const std::size_t off = k_row(j);
+    prefetch_rows(off);
     const float* k = cache.k_f32() + off;
     if (f16) {
       rvv_detail::f16_to_f32_row(cache.k_f16() + off, kbuf, hd);
@@ -51,15 +101,9 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
     }
     int gi = 0;
     for (; gi + 1 < group; gi += 2) {
-      rvv_detail::dot2(qg + static_cast<std::int64_t>(gi) * hd,
-                       qg + static_cast<std::int64_t>(gi + 1) * hd, k, hd,
-                       s[static_cast<std::int64_t>(gi) * chunk + j],
-                       s[static_cast<std::int64_t>(gi + 1) * chunk + j]);
+      rvv_detail::dot2(q_of(gi), q_of(gi + 1), k, hd, score(gi, j), score(gi + 1, j));
     }
-    if (gi < group) {
-      s[static_cast<std::int64_t>(gi) * chunk + j] =
-          rvv_detail::dot(qg + static_cast<std::int64_t>(gi) * hd, k, hd);
-    }
+    if (gi < group) score(gi, j) = rvv_detail::dot(q_of(gi), k, hd);
   }
   // Softmax numerators, chunk max and sum.
   for (int gi = 0; gi < group; ++gi) {

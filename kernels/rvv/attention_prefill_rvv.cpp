@@ -3,7 +3,8 @@
 // online-softmax rescale per block), every hot loop vectorised:
 //   * Q: RoPE on contiguous halves + scale (rvv_math.h rope_rotate, e32m4), the generic values;
 //   * fp16 K/V block -> fp32 once per (tile, block) by integer bit manipulation (e16m2 -> e32m4);
-//   * scores: one e32m4 vfmacc dot per (row, key) closed by fold + vfredusum (rvv_math.h);
+//   * scores: one e32m4 vfmacc dot per (row, key) closed by fold + vfredusum (rvv_math.h), four
+//     keys per pass (dot4: the query strip loaded once, the folds sharing their vtype switches);
 //   * block max: vfredmax (e32m4); weights exp(s - m) and their sum: vector exp (e32m4) + the same
 //     fold/vfredusum reduction;
 //   * PV: per e32m4 strip of head_dim, the block sum sum_j p_j v_j is accumulated in registers with
@@ -28,16 +29,23 @@ namespace k3k::rvv {
 void attention_online_block(const float* q, const float* const* kp, const float* const* vp, int n,
                             int hd, float* s, float* /*blk: the block sum lives in registers*/,
                             float& m, float& l, float* acc) {
-  for (int j = 0; j < n; ++j) s[j] = rvv_detail::dot(q, kp[j], hd);
+  int k = 0;
+  for (; k + 4 <= n; k += 4) rvv_detail::dot4(q, kp + k, hd, s + k);  // bitwise dot()'s values
+  for (; k < n; ++k) s[k] = rvv_detail::dot(q, kp[k], hd);
   const float m_new = std::max(m, rvv_detail::max_of(s, n));
   const float alpha = std::exp(m - m_new);  // first block: exp(-inf) = 0
   const float bsum = rvv_detail::exp_shift_sum(s, n, m_new);
   for (int d = 0; d < hd;) {
     const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(hd - d));
     vfloat32m4_t blk = __riscv_vfmv_v_f_f32m4(0.0f, vl);
-    for (int j = 0; j < n; ++j) {
-      blk = __riscv_vfmacc_vf_f32m4(blk, s[j], __riscv_vle32_v_f32m4(vp[j] + d, vl), vl);
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {  // two keys per iteration, accumulated in key order
+      const vfloat32m4_t v0 = __riscv_vle32_v_f32m4(vp[j] + d, vl);
+      const vfloat32m4_t v1 = __riscv_vle32_v_f32m4(vp[j + 1] + d, vl);
+      blk = __riscv_vfmacc_vf_f32m4(blk, s[j], v0, vl);
+      blk = __riscv_vfmacc_vf_f32m4(blk, s[j + 1], v1, vl);
     }
+    if (j < n) blk = __riscv_vfmacc_vf_f32m4(blk, s[j], __riscv_vle32_v_f32m4(vp[j] + d, vl), vl);
     const vfloat32m4_t a = __riscv_vle32_v_f32m4(acc + d, vl);
     __riscv_vse32_v_f32m4(acc + d, __riscv_vfmadd_vf_f32m4(a, alpha, blk, vl), vl);
     d += static_cast<int>(vl);

@@ -59,6 +59,31 @@ inline float fold_sum_m4(vfloat32m4_t acc) {
   return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(s1, zero, vl1));
 }
 
+// Runs body.template operator()<tail>(i, vl) over [0, n) in e32m4 strips: whole strips at VLMAX
+// first, then at most one partial strip (tail = true). Whole strips write every lane, so their
+// accumulations need no tail-undisturbed policy: with one vtype for the loop the compiler hoists
+// the vsetvli out of it, instead of switching between the loads' tail-agnostic and the
+// accumulators' tail-undisturbed policy at every strip. The strips are the ones vsetvl(n - i)
+// gives (min(n - i, VLMAX)), so the arithmetic is unchanged.
+template <typename Body>
+inline void for_each_m4_strip(int n, Body&& body) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m4();
+  const int step = static_cast<int>(vlmax);
+  int i = 0;
+  for (; i + step <= n; i += step) body.template operator()<false>(i, vlmax);
+  if (i < n)
+    body.template operator()<true>(i, __riscv_vsetvl_e32m4(static_cast<std::size_t>(n - i)));
+}
+
+// acc + a * b, lanes >= vl of acc kept when kTail.
+template <bool kTail>
+inline vfloat32m4_t macc(vfloat32m4_t acc, vfloat32m4_t a, vfloat32m4_t b, std::size_t vl) {
+  if constexpr (kTail)
+    return __riscv_vfmacc_vv_f32m4_tu(acc, a, b, vl);
+  else
+    return __riscv_vfmacc_vv_f32m4(acc, a, b, vl);
+}
+
 // sum_i a[i] * b[i] (see the header comment for the order).
 inline float dot(const float* a, const float* b, int n) {
   vfloat32m4_t acc = __riscv_vfmv_v_f_f32m4(0.0f, __riscv_vsetvlmax_e32m4());
@@ -86,6 +111,70 @@ inline void dot2(const float* a0, const float* a1, const float* b, int n, float&
   }
   out0 = fold_sum_m4(acc0);
   out1 = fold_sum_m4(acc1);
+}
+
+// The fold of fold_sum_m4 for four accumulators at once: the same operations per accumulator (so
+// bitwise the same four results), with one vtype switch per level for all four instead of one
+// each.
+inline void fold_sum4_m4(vfloat32m4_t a0, vfloat32m4_t a1, vfloat32m4_t a2, vfloat32m4_t a3,
+                         float* out) {
+  const std::size_t vl2 = __riscv_vsetvlmax_e32m2();
+  auto half2 = [vl2](vfloat32m4_t a) {
+    return __riscv_vfadd_vv_f32m2(__riscv_vget_v_f32m4_f32m2(a, 0),
+                                  __riscv_vget_v_f32m4_f32m2(a, 1), vl2);
+  };
+  const vfloat32m2_t b0 = half2(a0), b1 = half2(a1), b2 = half2(a2), b3 = half2(a3);
+  const std::size_t vl1 = __riscv_vsetvlmax_e32m1();
+  auto half1 = [vl1](vfloat32m2_t b) {
+    return __riscv_vfadd_vv_f32m1(__riscv_vget_v_f32m2_f32m1(b, 0),
+                                  __riscv_vget_v_f32m2_f32m1(b, 1), vl1);
+  };
+  const vfloat32m1_t c0 = half1(b0), c1 = half1(b1), c2 = half1(b2), c3 = half1(b3);
+  const vfloat32m1_t zero = __riscv_vfmv_v_f_f32m1(0.0f, vl1);
+  out[0] = __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(c0, zero, vl1));
+  out[1] = __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(c1, zero, vl1));
+  out[2] = __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(c2, zero, vl1));
+  out[3] = __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredusum_vs_f32m1_f32m1(c3, zero, vl1));
+}
+
+// out[r] = dot(a, b[r], n) for r < 4: a loaded once per strip for four rows, each accumulator with
+// exactly dot()'s order (bitwise dot()'s results). 4 m4 accumulators + a + one row = 24 registers.
+inline void dot4(const float* a, const float* const* b, int n, float* out) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m4();
+  vfloat32m4_t acc0 = __riscv_vfmv_v_f_f32m4(0.0f, vlmax);
+  vfloat32m4_t acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  const float *b0 = b[0], *b1 = b[1], *b2 = b[2], *b3 = b[3];
+  for (int i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(n - i));
+    const vfloat32m4_t va = __riscv_vle32_v_f32m4(a + i, vl);
+    acc0 = __riscv_vfmacc_vv_f32m4_tu(acc0, va, __riscv_vle32_v_f32m4(b0 + i, vl), vl);
+    acc1 = __riscv_vfmacc_vv_f32m4_tu(acc1, va, __riscv_vle32_v_f32m4(b1 + i, vl), vl);
+    acc2 = __riscv_vfmacc_vv_f32m4_tu(acc2, va, __riscv_vle32_v_f32m4(b2 + i, vl), vl);
+    acc3 = __riscv_vfmacc_vv_f32m4_tu(acc3, va, __riscv_vle32_v_f32m4(b3 + i, vl), vl);
+    i += static_cast<int>(vl);
+  }
+  fold_sum4_m4(acc0, acc1, acc2, acc3, out);
+}
+
+// out = {a0.b0, a1.b0, a0.b1, a1.b1}, each with exactly dot()'s order (bitwise dot()'s results):
+// two query heads against two key rows, every strip of each loaded once. 4 m4 accumulators + a0 +
+// a1 + one row = 28 registers.
+inline void dot2x2(const float* a0, const float* a1, const float* b0, const float* b1, int n,
+                   float* out) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m4();
+  vfloat32m4_t acc0 = __riscv_vfmv_v_f_f32m4(0.0f, vlmax);
+  vfloat32m4_t acc1 = acc0, acc2 = acc0, acc3 = acc0;
+  for_each_m4_strip(n, [&]<bool kTail>(int i, std::size_t vl) {
+    const vfloat32m4_t va0 = __riscv_vle32_v_f32m4(a0 + i, vl);
+    const vfloat32m4_t va1 = __riscv_vle32_v_f32m4(a1 + i, vl);
+    const vfloat32m4_t vb0 = __riscv_vle32_v_f32m4(b0 + i, vl);
+    acc0 = macc<kTail>(acc0, va0, vb0, vl);
+    acc1 = macc<kTail>(acc1, va1, vb0, vl);
+    const vfloat32m4_t vb1 = __riscv_vle32_v_f32m4(b1 + i, vl);
+    acc2 = macc<kTail>(acc2, va0, vb1, vl);
+    acc3 = macc<kTail>(acc3, va1, vb1, vl);
+  });
+  fold_sum4_m4(acc0, acc1, acc2, acc3, out);
 }
 
 // max_i s[i] (n >= 1; exact, order-free).

@@ -13,6 +13,9 @@ struct ParamRange {
   std::int64_t min = 0, max = 0;    // integers
   std::int64_t multiple_of = 1;     // integers: 0 excepted (e.g. slab_rows 0 = automatic)
   std::vector<std::string_view> words;  // non-empty: a word parameter with these values
+  // A microkernel variant's contract name ("auto" or [a-z0-9_.-]{1,64}); the loader checks it
+  // against the variants of the entry's layer when that layer is compiled in.
+  bool variant_name = false;
 };
 
 struct OpTuning {

@@ -1,6 +1,7 @@
 // Strict validation of a tuning table against this build and a board. Every check names the field
 // in JSON-pointer form; the first problem refuses the whole table (a half-applied table would mix
 // tuned and default choices that were never measured together).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "k3k/linear.h"
 #include "k3k/tuning.h"
 #include "tuning/param_ranges.h"
 
@@ -101,6 +103,14 @@ void check_board(const json& fp, const BoardFingerprint& board) {
 }
 
 TuningValue checked_param(const tuning::ParamRange& range, const json& v, const std::string& where) {
+  if (range.variant_name) {
+    const std::string s = text(v, where);
+    const bool ok = !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    });
+    if (!ok) refuse(fmt::format("{}: '{}' is not a microkernel name", where, printable(s)));
+    return s;
+  }
   if (!range.words.empty()) {
     const std::string s = text(v, where);
     for (const auto& w : range.words)
@@ -115,6 +125,19 @@ TuningValue checked_param(const tuning::ParamRange& range, const json& v, const 
   if (x != 0 && x % range.multiple_of != 0)
     refuse(fmt::format("{}: {} is not a multiple of {}", where, x, range.multiple_of));
   return x;
+}
+
+// A ukernel the entry's layer does not have (when that layer is compiled in; a table may carry
+// entries for layers this build lacks, which are never looked up).
+void check_variant_name(const TuningEntry& e, const std::string& w) {
+  const auto it = e.params.find("ukernel");
+  if (it == e.params.end()) return;
+  const std::string& name = std::get<std::string>(it->second);
+  if (name == "auto") return;
+  const LinearVariantNames variants = linear_variants(e.path);
+  const std::vector<std::string>& known = e.op == "linear_decode" ? variants.decode : variants.prefill;
+  if (known.empty() || std::find(known.begin(), known.end(), name) != known.end()) return;
+  refuse(fmt::format("{}/params/ukernel: '{}' is not a {} {} microkernel", w, printable(name), to_string(e.path), e.op));
 }
 
 std::string class_key(std::string_view op, KernelPath path, const std::map<std::string, std::int64_t>& cls) {
@@ -163,6 +186,7 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
       refuse(fmt::format("{}: not a parameter of {}", where, out.op));
     out.params[k] = checked_param(*range, v, where);
   }
+  check_variant_name(out, w);
   if (const auto it = e.find("hp"); it != e.end()) {
     if (!it->is_boolean()) refuse(fmt::format("{}/hp: expected a boolean", w));
     out.hp = it->get<bool>();

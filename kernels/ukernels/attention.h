@@ -45,6 +45,9 @@ struct DecodeChunk {
   float* l;     // chunk sum, likewise
   float* acc;   // unnormalised accumulator at acc[gi * head_stride * head_dim], head_dim
   std::int64_t head_stride;
+  // Zicbop prefetch.r distance in bytes ahead of each K / V row read (0 = off; a hint the RVV
+  // layer issues in Zicbop builds, never changing a result).
+  int prefetch_bytes;
 };
 
 struct AttentionDecode {

@@ -89,6 +89,32 @@ TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
   const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric, {{"m", 5}, {"k", 256}, {"n", 96}});
   EXPECT_EQ(p.tiling.tile_n, 64);
   EXPECT_EQ(p.tiling.max_workers, 0);
+  EXPECT_EQ(p.source.at("ukernel"), "default");
+  EXPECT_TRUE(p.tiling.ukernel.empty());
+}
+
+// The microkernel variant (ukernel) and the attention knobs (TCM attention, K/V prefetch) are
+// accepted where the kernels accept them; a named variant reaches the tiling.
+TEST(TuningTable, AcceptsUkernelAndAttentionKnobs) {
+  const std::string variant = linear_variants(KernelPath::kGeneric).prefill.front();
+  json t = valid_table();
+  t["entries"][1]["params"]["ukernel"] = variant;
+  t["entries"][0]["params"]["ukernel"] = "auto";
+  const json attn_class = {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}};
+  t["entries"].push_back(entry("attn_prefill", "generic", attn_class,
+                               {{"q_tile", 16}, {"kv_block", 64}, {"prefetch", 512}, {"tcm", "on"},
+                                {"tcm_kv_blocks", 4}, {"ctx_min", 2048}}));
+  t["entries"].push_back(entry("attn_decode", "generic", attn_class, {{"chunk", 256}, {"prefetch", 1024}}));
+  std::string problem;
+  const auto table = parse(t, problem);
+  ASSERT_TRUE(table) << problem;
+  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric, {{"m", 8}, {"k", 256}, {"n", 96}});
+  EXPECT_EQ(p.tiling.ukernel, variant);
+  EXPECT_EQ(p.source.at("ukernel"), "table linear_prefill/generic/k256/m_bucket8/n96");
+  const TuningEntry* a = table->find("attn_prefill", KernelPath::kGeneric, attn_class.get<std::map<std::string, std::int64_t>>());
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(std::get<std::int64_t>(a->params.at("tcm_kv_blocks")), 4);
+  EXPECT_EQ(std::get<std::string>(a->params.at("tcm")), "on");
 }
 
 TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
@@ -131,6 +157,20 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
        "/entries/0/params/tile_n: 18446744073709551615 is out of range"},
       {"word", [](json& t) { t["entries"][0]["params"]["tcm"] = "maybe"; }, "/entries/0/params/tcm: 'maybe' is not one of off, on, auto"},
       {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 48; }, "/entries/0/params/slab_rows: 48 is not a multiple of 32"},
+      {"ukernel name", [](json& t) { t["entries"][0]["params"]["ukernel"] = "Bad Name!"; },
+       "/entries/0/params/ukernel: 'Bad Name!' is not a microkernel name"},
+      {"ukernel of another layer", [](json& t) { t["entries"][0]["params"]["ukernel"] = "linear_decode-srows-e8m1-rvv"; },
+       "/entries/0/params/ukernel: 'linear_decode-srows-e8m1-rvv' is not a generic linear_decode microkernel"},
+      {"attention tcm word", [](json& t) {
+         t["entries"].push_back(entry("attn_prefill", "generic", {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
+                                      {{"tcm", "always"}}));
+       },
+       "/entries/2/params/tcm: 'always' is not one of off, on, auto"},
+      {"attention prefetch", [](json& t) {
+         t["entries"].push_back(entry("attn_decode", "generic", {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
+                                      {{"prefetch", -64}}));
+       },
+       "/entries/2/params/prefetch: -64 is outside [0, 1048576]"},
       {"hp flag", [](json& t) { t["entries"][0]["hp"] = true; }, "/entries/0/hp: must be true exactly when accumulate is fp16"},
       {"fp16 path",
        [](json& t) {

@@ -7,6 +7,9 @@
 #include "k3k/reference/attention.h"
 #include "ops/attention_shape.h"
 #include "k3k/kv_cache.h"
+#include "k3k/linear.h"
+#include "k3k/tcm_attention.h"
+#include "tcm_context.h"
 #include "ops/op_lists.h"
 #include "ops/op_support.h"
 
@@ -24,8 +27,15 @@ class AttentionCase final : public OpCase {
         cache_(config_),
         ref_cache_(config_),
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
-    if (decode) decode_tiling_.chunk = static_cast<int>(in.params.integer("chunk"));
-    else tiling_ = {static_cast<int>(in.params.integer("q_tile")), static_cast<int>(in.params.integer("kv_block"))};
+    const int prefetch = static_cast<int>(in.params.integer("prefetch"));
+    if (prefetch != 0 && !k3k::prefetch_built()) {
+      throw UnsupportedShape(fmt::format("--params: prefetch={} needs a build with Zicbop (K3_ENABLE_ZICBOP)", prefetch));
+    }
+    if (decode) decode_tiling_ = {static_cast<int>(in.params.integer("chunk")), prefetch};
+    else {
+      tiling_ = {static_cast<int>(in.params.integer("q_tile")), static_cast<int>(in.params.integer("kv_block")), prefetch};
+      configure_tcm(in.params);
+    }
     const std::int64_t row = std::int64_t(config_.n_kv_heads) * config_.head_dim;
     const auto k = attention_inputs((past_ + seq_) * row, in.seed + 1);
     const auto v = attention_inputs((past_ + seq_) * row, in.seed + 2);
@@ -36,8 +46,19 @@ class AttentionCase final : public OpCase {
   }
 
   void run_once() override {
-    if (decode_) k3k::attention_decode(path_, cache_, q_, q_heads_, out_.span(), pool_, decode_tiling_);
-    else k3k::attention_prefill(path_, cache_, q_, seq_, q_heads_, out_.span(), pool_, tiling_);
+    if (decode_) {
+      k3k::attention_decode(path_, cache_, q_, q_heads_, out_.span(), pool_, decode_tiling_);
+      return;
+    }
+    if (workspace_ != nullptr && calls_ == 0) {  // the gate once per case, as an engine decides it per shape
+      gate_ = k3k::decide_tcm_attention_prefill(cache_, seq_, tiling_, workspace_, tcm_params_);
+    }
+    k3k::TcmAttentionStats stats;
+    k3k::attention_prefill(path_, cache_, q_, seq_, q_heads_, out_.span(), pool_, tiling_, 0.0f,
+                           {workspace_, &tcm_params_, workspace_ != nullptr ? &gate_ : nullptr, &stats});
+    ++calls_;
+    staged_bytes_ += stats.bytes_staged;
+    workers_without_block_ += stats.workers_without_block;
   }
 
   Traffic traffic() const override {
@@ -69,8 +90,9 @@ class AttentionCase final : public OpCase {
 
   nlohmann::json params_used() const override {
     nlohmann::json j = {{"workers", pool_.size()}, {"rotary_dim", config_.rope.rotary_dim}, {"causal", true}};
-    if (decode_) j["chunk"] = decode_tiling_.chunk;
-    else j.update({{"q_tile", tiling_.q_tile}, {"kv_block", tiling_.kv_block}});
+    if (decode_) j.update({{"chunk", decode_tiling_.chunk}, {"prefetch", decode_tiling_.prefetch_bytes}});
+    else j.update({{"q_tile", tiling_.q_tile}, {"kv_block", tiling_.kv_block}, {"prefetch", tiling_.prefetch_bytes},
+                   {"tcm", tcm_json()}});
     return j;
   }
 
@@ -91,6 +113,35 @@ class AttentionCase final : public OpCase {
   }
 
  private:
+  void configure_tcm(const KeyValues& p) {
+    const std::string use = p.text("tcm");
+    tcm_params_.use = use == "on" ? k3k::TcmUse::kOn : use == "off" ? k3k::TcmUse::kOff : k3k::TcmUse::kAuto;
+    tcm_params_.kv_blocks = static_cast<int>(p.integer("tcm_kv_blocks"));
+    tcm_params_.ctx_min = p.integer("ctx_min");
+    if (tcm_params_.use != k3k::TcmUse::kOff) {
+      tcm_ = &tcm_context(p.text("tcm_backend"));
+      workspace_ = tcm_workspace(*tcm_, pool_);
+    }
+  }
+
+  // The gate's decision and the backend, and the K/V bytes staged per call.
+  nlohmann::json tcm_json() const {
+    nlohmann::json j = {{"use", p_word(tcm_params_.use)},
+                        {"ctx_min", tcm_params_.ctx_min},
+                        {"backend", tcm_ != nullptr && tcm_->tcm != nullptr ? k3k::tcm::to_string(tcm_->tcm->backend()) : "off"},
+                        {"backend_reason", tcm_ != nullptr ? tcm_->reason : "tcm=off"}};
+    if (calls_ == 0) return j;
+    j["gate"] = {{"use_tcm", gate_.use_tcm}, {"reason", gate_.reason}, {"kv_blocks", gate_.kv_blocks}};
+    const double n = static_cast<double>(calls_);
+    j["per_call"] = {{"calls", calls_},
+                     {"bytes_staged", static_cast<double>(staged_bytes_) / n},
+                     {"workers_without_block", static_cast<double>(workers_without_block_) / n}};
+    return j;
+  }
+  static const char* p_word(k3k::TcmUse use) {
+    return use == k3k::TcmUse::kOn ? "on" : use == k3k::TcmUse::kOff ? "off" : "auto";
+  }
+
   bool decode_;
   int q_heads_;
   std::int64_t seq_, past_;
@@ -100,6 +151,12 @@ class AttentionCase final : public OpCase {
   k3k::WorkerPool& pool_;
   k3k::AttentionTiling tiling_;
   k3k::DecodeTiling decode_tiling_;
+  // Prefill through TCM (k3k/tcm_attention.h): parameters, backend, and what the calls reported.
+  k3k::TcmAttentionParams tcm_params_;
+  const TcmContext* tcm_ = nullptr;
+  k3k::TcmWorkspace* workspace_ = nullptr;
+  k3k::TcmAttentionGate gate_;
+  std::int64_t calls_ = 0, staged_bytes_ = 0, workers_without_block_ = 0;
   std::vector<float> q_;
   k3k::AlignedBuffer<float> out_;
 };
@@ -108,6 +165,11 @@ std::int64_t attention_footprint(const KeyValues& s, std::int64_t seq, std::int6
   const std::int64_t d = s.integer("head_dim");
   // kernel cache + float64 reference cache (K, |K|, V) + inputs
   return ctx * s.integer("kv_heads") * d * (8 + 24 + 8) + 2 * seq * s.integer("q_heads") * d * 4;
+}
+
+KeySpec prefetch_param() {
+  return int_key("prefetch", "software prefetch distance in bytes ahead of the K/V rows, 0 = off (Zicbop builds only)",
+                 "0", 0, 1 << 20);
 }
 
 }  // namespace
@@ -120,7 +182,12 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
                             int_key("past", "tokens already in the cache", "0", 0, 1 << 24)},
                            true),
       {workers_param(), int_key("q_tile", "query rows per task", "16", 1, 4096),
-       int_key("kv_block", "keys per online-softmax block", "64", 1, 1 << 16)},
+       int_key("kv_block", "keys per online-softmax block", "64", 1, 1 << 16), prefetch_param(),
+       enum_key("tcm", "each worker's working set (Q tile, softmax state, K/V stage) in its TCM block: auto (gated), on (skip the context gate), off (DRAM)",
+                "auto", {"auto", "on", "off"}),
+       tcm_backend_param(),
+       int_key("tcm_kv_blocks", "kv_block blocks of K/V staged in TCM per copy (0: as many as fit the block)", "0", 0, 1 << 16),
+       int_key("ctx_min", "gate: smallest context for TCM attention (tcm=auto)", "1024", 1, 1 << 24)},
       [](const KeyValues& s, const KeyValues&) {
         return attention_footprint(s, s.integer("seq"), s.integer("seq") + s.integer("past"));
       },
@@ -129,7 +196,7 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
       "attn_decode",
       "decode attention for one token, split over KV heads and context chunks, online-softmax merge",
       attention_shape_keys({int_key("ctx", "context length including the new token", std::nullopt, 1, 1 << 24)}, true),
-      {workers_param(), int_key("chunk", "context tokens per task", "256", 1, 1 << 20)},
+      {workers_param(), int_key("chunk", "context tokens per task", "256", 1, 1 << 20), prefetch_param()},
       [](const KeyValues& s, const KeyValues&) { return attention_footprint(s, 1, s.integer("ctx")); },
       [](const CaseInputs& in) { return std::make_unique<AttentionCase>(in, true); }});
 }

@@ -25,16 +25,22 @@ namespace k3k {
 // (online softmax, one rescale per block) and never materialising the score matrix.
 // kv_block sets the rescaling order and so changes the rounding of the result; q_tile does not
 // (each row's reduction order depends only on kv_block), it only changes reuse and task count.
+// prefetch_bytes: software prefetch (Zicbop prefetch.r, builds with K3_ENABLE_ZICBOP only; a hint
+// that never changes a result) of the K/V rows this many bytes ahead in the kv head's storage while
+// a block is gathered; 0 = off, at most 1 MiB.
 struct AttentionTiling {
   int q_tile = 16;
   int kv_block = 64;
+  int prefetch_bytes = 0;
 };
 
 // Decode tiling. A task is (kv head, chunk of `chunk` context positions) and serves every query
 // head of the kv head's group; the per-chunk partial (max, sum, accumulator) are merged in
 // ascending chunk order. chunk changes the rounding of the result; the worker count does not.
+// prefetch_bytes: as in AttentionTiling, ahead of each K row (scores) and V row (values).
 struct DecodeTiling {
   int chunk = 256;
+  int prefetch_bytes = 0;
 };
 
 // float(1 / sqrt(head_dim)).
