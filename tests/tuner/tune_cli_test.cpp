@@ -24,14 +24,15 @@ struct Cmd {
 class TuneCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3tune_tune_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("k3tune_tune_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "spaces");
-    std::ofstream(dir_ / "targets.toml") << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-                                            "\"\ntimeout_s = 120\n"
-                                         << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
-                                         << "\"\ntimeout_s = 600\n";
+    std::ofstream(dir_ / "targets.toml")
+        << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH "\"\ntimeout_s = 120\n"
+        << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
+        << "\"\ntimeout_s = 600\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
   static std::string rvv_runner() { return K3TUNE_ROOT "/build/rvv/harness/runner/k3bench"; }
@@ -42,8 +43,14 @@ class TuneCli : public ::testing::Test {
   }
 
   Cmd k3tune(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets",
-                                     (dir_ / "targets.toml").string(), "-q"};
+    std::vector<std::string> argv = {K3TUNE_PATH,
+                                     "--root",
+                                     K3TUNE_ROOT,
+                                     "--db",
+                                     db(),
+                                     "--targets",
+                                     (dir_ / "targets.toml").string(),
+                                     "-q"};
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
     return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
@@ -77,9 +84,11 @@ rules = ["tile_n <= n"]
 TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   write_space(kSmallSpace);
   const std::string table = (dir_ / "local.json").string();
-  const std::vector<std::string> tune = {"--json", "tune", "--spaces", spaces(), "--op", "linear_decode", "--shape",
-                                         "k=128,n=64", "--params", "copies=1", "--strategy", "exhaustive",
-                                         "--processes", "2", "-R", "2", "--min-time", "0.002", "--out", table};
+  const std::vector<std::string> tune = {
+      "--json",      "tune",       "--spaces", spaces(),   "--op",       "linear_decode",
+      "--shape",     "k=128,n=64", "--params", "copies=1", "--strategy", "exhaustive",
+      "--processes", "2",          "-R",       "2",        "--min-time", "0.002",
+      "--out",       table};
   const auto first = k3tune(tune);
   ASSERT_EQ(first.code, 0) << first.err;
   const auto out = nlohmann::json::parse(first.out);
@@ -120,8 +129,8 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
 
   // table verify: the table's choice against the defaults, interleaved, two processes a side.
   const auto before = count("SELECT count(*) FROM processes");
-  const auto verify = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2", "-R", "2",
-                              "--min-time", "0.002"});
+  const auto verify = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2",
+                              "-R", "2", "--min-time", "0.002"});
   ASSERT_TRUE(verify.code == 0 || verify.code == 1) << verify.err;
   const auto v = nlohmann::json::parse(verify.out);
   ASSERT_EQ(v["entries"].size(), 1u) << verify.err;
@@ -138,7 +147,9 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   std::ofstream(dir_ / "elsewhere.json") << elsewhere.dump(2);
   const auto refused = k3tune({"table", "verify", "--table", (dir_ / "elsewhere.json").string()});
   EXPECT_EQ(refused.code, 2);
-  EXPECT_NE(refused.err.find("/board/fingerprint/cpus: the table was made for 64"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("/board/fingerprint/cpus: the table was made for 64"),
+            std::string::npos)
+      << refused.err;
   EXPECT_EQ(count("SELECT count(*) FROM processes") - before, verified);
 
   // A table whose choice is the defaults measures one cell on both sides, each process once.
@@ -146,8 +157,9 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   defaults_chosen["entries"][0]["params"] = nlohmann::json::object();
   std::ofstream(dir_ / "defaults.json") << defaults_chosen.dump(2);
   const auto same_before = count("SELECT count(*) FROM processes");
-  const auto same = k3tune({"--json", "table", "verify", "--table", (dir_ / "defaults.json").string(),
-                            "--processes", "2", "-R", "2", "--min-time", "0.002"});
+  const auto same =
+      k3tune({"--json", "table", "verify", "--table", (dir_ / "defaults.json").string(),
+              "--processes", "2", "-R", "2", "--min-time", "0.002"});
   ASSERT_TRUE(same.code == 0 || same.code == 1) << same.err;
   const auto same_out = nlohmann::json::parse(same.out);
   EXPECT_EQ(same_out["entries"].at(0)["evidence"]["processes"], 2) << same.out;
@@ -163,17 +175,36 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   std::ofstream(dir_ / "damaged.json") << damaged.dump(2);
   const auto bad = k3tune({"table", "validate", (dir_ / "damaged.json").string()});
   EXPECT_NE(bad.code, 0);
-  EXPECT_NE(bad.err.find("[entries][0][class][k]: Value should be a multiple of 64"), std::string::npos) << bad.err;
-  EXPECT_NE(bad.err.find("[entries][0][evidence]: Missing required property 'mean'"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("[entries][0][class][k]: Value should be a multiple of 64"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_NE(bad.err.find("[entries][0][evidence]: Missing required property 'mean'"),
+            std::string::npos)
+      << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 2) << bad.err;
 }
 
 TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
   write_space(kSmallSpace);
-  const std::vector<std::string> tune = {"tune", "--spaces", spaces(), "--op", "linear_decode", "--shape",
-                                         "k=128,n=64", "--params", "copies=1", "--strategy", "exhaustive",
-                                         "--processes", "1", "-R", "1", "--min-time", "0.002",
-                                         "--out", (dir_ / "t.json").string()};
+  const std::vector<std::string> tune = {"tune",
+                                         "--spaces",
+                                         spaces(),
+                                         "--op",
+                                         "linear_decode",
+                                         "--shape",
+                                         "k=128,n=64",
+                                         "--params",
+                                         "copies=1",
+                                         "--strategy",
+                                         "exhaustive",
+                                         "--processes",
+                                         "1",
+                                         "-R",
+                                         "1",
+                                         "--min-time",
+                                         "0.002",
+                                         "--out",
+                                         (dir_ / "t.json").string()};
   ASSERT_EQ(k3tune(tune).code, 0);
   const auto processes = count("SELECT count(*) FROM processes");
   // A knob the runner does not have.
@@ -189,8 +220,8 @@ TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
   EXPECT_EQ(count("SELECT count(*) FROM processes"), processes);
   EXPECT_FALSE(fs::exists(dir_ / "t.json"));
   // Timing under qemu is refused: its wall time says nothing about a board.
-  const auto q = k3tune({"tune", "--target", "qemu", "--spaces", spaces(), "--op", "linear_decode", "--shape",
-                         "k=128,n=64"});
+  const auto q = k3tune({"tune", "--target", "qemu", "--spaces", spaces(), "--op", "linear_decode",
+                         "--shape", "k=128,n=64"});
   EXPECT_EQ(q.code, 2);
   EXPECT_NE(q.err.find("--objective instructions"), std::string::npos) << q.err;
 }
@@ -217,15 +248,17 @@ rules = ["q_tile <= seq"]
 )";
 
 TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarterOfItsMeasurements) {
-  ASSERT_TRUE(fs::exists(rvv_runner())) << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
+  ASSERT_TRUE(fs::exists(rvv_runner()))
+      << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
   ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
   write_space(kQemuSpace, "attn_prefill");
   auto tune = [&](const std::string& strategy) {
     const std::string table = (dir_ / (strategy + ".json")).string();
-    const auto r = k3tune({"--json", "tune", "--target", "qemu", "--spaces", spaces(), "--op", "attn_prefill",
-                           "--shape", "seq=64,head_dim=64,q_heads=2,kv_heads=1", "--params", "workers=1",
-                           "--objective", "instructions", "--strategy", strategy, "--out", table});
+    const auto r =
+        k3tune({"--json", "tune", "--target", "qemu", "--spaces", spaces(), "--op", "attn_prefill",
+                "--shape", "seq=64,head_dim=64,q_heads=2,kv_heads=1", "--params", "workers=1",
+                "--objective", "instructions", "--strategy", strategy, "--out", table});
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(k3tune({"table", "validate", table}).code, 0) << strategy;
     EXPECT_EQ(read_json(table)["source"]["objective"], "instructions");
@@ -240,8 +273,9 @@ TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarter
   const double found = coordinate["evidence"]["mean_ns"].get<double>();
   EXPECT_GT(best, 1e5);  // a real per-call count, not the difference of two noisy totals
   // The space is not flat: within 2% must mean something.
-  const auto worst = count("SELECT max(value) FROM tuning_measurements m JOIN tuning_sessions s USING(session_id) "
-                           "WHERE s.strategy = 'exhaustive'");
+  const auto worst = count(
+      "SELECT max(value) FROM tuning_measurements m JOIN tuning_sessions s USING(session_id) "
+      "WHERE s.strategy = 'exhaustive'");
   EXPECT_GT(double(worst), best * 1.2);
   EXPECT_LE(found, best * 1.02) << coordinate["chosen"] << " vs " << exhaustive["chosen"];
   EXPECT_LE(coordinate["measurements"].get<int>() * 4, exhaustive["measurements"].get<int>())
@@ -249,3 +283,38 @@ TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarter
 }
 
 }  // namespace
+
+// The instruction objective subtracts a 1-call process from a 9-call one; with the runner's weight
+// cache the first process of a cold cache packs and writes the weights while the second only reads
+// them, which made the difference negative. The objective measures with the cache off, so a cold
+// cache and a warm one give the same counts.
+TEST_F(TuneCli, InstructionCountsDoNotDependOnTheWeightCache) {
+  ASSERT_TRUE(fs::exists(rvv_runner()))
+      << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
+  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+      << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
+  write_space(R"(
+[space]
+op = "linear_decode"
+description = "test: tile width, one worker"
+meaningful_on = ["qemu"]
+[knobs.tile_n]
+values = [32, 64]
+default = 64
+)");
+  const fs::path cache = dir_ / "weight-cache";  // empty: the first process would fill it
+  ::setenv("K3BENCH_CACHE_DIR", cache.c_str(), 1);
+  const auto r =
+      k3tune({"--json", "tune", "--target", "qemu", "--spaces", spaces(), "--op", "linear_decode",
+              "--shape", "n=128,k=256", "--params", "workers=1", "--objective", "instructions",
+              "--strategy", "exhaustive", "--out", (dir_ / "cold.json").string()});
+  ::unsetenv("K3BENCH_CACHE_DIR");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(cache) && !fs::is_empty(cache))
+      << "the objective's processes used the weight cache";
+  // 128 x 256 weights at ~0.1-0.3 instructions each, plus the activation quantisation: thousands
+  // of instructions per call, never the negative difference of a cold-cache pair.
+  EXPECT_EQ(
+      count("SELECT count(*) FROM tuning_points WHERE status = 'measured' AND mean_ns > 1000"), 2)
+      << r.err;
+}
