@@ -20,6 +20,7 @@ nlohmann::json ime2_instruction_counts_json() {
   const auto range = k3k::ime2::emulation_code_range();
   return {{"total", total},
           {"by_instruction", by},
+          {"call_instructions", k3k::ime2::emulation_call_instructions()},
           {"model_code", {fmt::format("{:#x}", range.begin), fmt::format("{:#x}", range.end)}}};
 #else
   return nullptr;

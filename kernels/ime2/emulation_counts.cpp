@@ -16,8 +16,19 @@ std::vector<InstructionCount> emulated_instruction_counts() {
   return counts;
 }
 
+std::uint64_t emulation_call_instructions() {
+#if defined(K3_IME2_EMULATION)
+  return model::call_instructions();
+#else
+  return 0;
+#endif
+}
+
 void reset_emulated_instruction_counts() {
   model::reset_executed();
+#if defined(K3_IME2_EMULATION)
+  model::reset_call_instructions();
+#endif
 }
 
 CodeRange emulation_code_range() {

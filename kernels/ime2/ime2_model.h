@@ -14,7 +14,8 @@
 // ime2_emulate.cpp) is linked into the section `k3_ime2_model`, whose bounds the linker exports as
 // __start_k3_ime2_model / __stop_k3_ime2_model; the instruction-count plugin skips that address
 // range, so an emulation build's qemu count holds only the instructions a real build would run
-// besides the IME2 ones (plus one call per emulated instruction), and executed() counts those.
+// besides the IME2 ones plus the calls of the model (call_instructions()); executed() counts the
+// IME2 ones.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +65,11 @@ inline constexpr int kKinds = 64;
 std::uint64_t executed(int kind);
 std::string kind_name(int kind);
 void reset_executed();
+
+// Emulation builds only (ime2_emulate.cpp): instructions the call sites spent calling the model
+// (1 or 2 per emulated instruction), which a real build does not execute.
+std::uint64_t call_instructions();
+void reset_call_instructions();
 
 // [begin, end) of the section holding the model's code (see the top of this file).
 struct CodeRange {

@@ -65,6 +65,9 @@ TEST(Ime2Counts, DecodeIssuesTwoVmadotPerSliceAndBlock) {
                           blocks = c.k / 64;
       EXPECT_EQ(got, (std::map<std::string, std::uint64_t>{{"vmadotu i4", 2 * slices * blocks}}))
           << "n " << c.n << " k " << c.k << " workers " << workers;
+      // Every emulated instruction was reached through one call (jal, or auipc + jalr).
+      const std::uint64_t calls = ime2::emulation_call_instructions();
+      EXPECT_TRUE(calls == 2 * slices * blocks || calls == 4 * slices * blocks) << calls;
     }
   }
 }

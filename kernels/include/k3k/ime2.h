@@ -35,7 +35,10 @@ struct InstructionCount {
   std::uint64_t count = 0;
 };
 std::vector<InstructionCount> emulated_instruction_counts();
-void reset_emulated_instruction_counts();
+// Emulation builds: instructions the call sites spent calling the model (one `call` per emulated
+// instruction: 1 or 2 instructions), counted by qemu but absent from a real build. 0 otherwise.
+std::uint64_t emulation_call_instructions();
+void reset_emulated_instruction_counts();  // both counters
 // Address range [begin, end) of the emulation's code (the software model): instruction counters
 // skip it so that only the instructions a real build also runs are counted. {0, 0} when absent.
 struct CodeRange {
