@@ -38,7 +38,11 @@ std::string model_range(const CountTools& tools, const std::string& runner) {
   if (!r.ok()) throw UserError(fmt::format("{} {}: {}", tools.nm, runner, r.failure_reason(120)));
   std::string begin, end;
   std::istringstream in(r.out);
-  for (std::string addr, type, name; in >> addr >> type >> name;) {
+  for (std::string line;
+       std::getline(in, line);) {  // "<addr> <type> <name>"; undefined ones lack <addr>
+    std::istringstream fields(line);
+    std::string addr, type, name;
+    if (!(fields >> addr >> type >> name)) continue;
     if (name == "__start_k3_ime2_model") begin = addr;
     if (name == "__stop_k3_ime2_model") end = addr;
   }
@@ -74,7 +78,7 @@ RawCount run_once(const CountTools& tools, const CountCase& c, const std::string
       "--params",
       c.op == "linear_decode" ? "workers=1,copies=1" : "workers=1",
       "--path",
-      c.path,
+      c.path == "ime2" ? "auto" : c.path,
       "--reps",
       "1",
       "--warmup",

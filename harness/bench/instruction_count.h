@@ -39,8 +39,9 @@ struct CountTools {
 };
 
 struct CountCase {
-  std::string runner;     // riscv64 k3bench
-  std::string path;       // --path: rvv, ime2, generic
+  std::string runner;  // riscv64 k3bench
+  std::string path;    // --path: rvv, generic; ime2 runs --path auto, so that where the IME2
+                     // gate refuses (VLEN below 1024) dispatch falls back to RVV as an engine would
   std::string op, shape;  // k3bench --op / --shape
   int vlen = 1024;
 };
