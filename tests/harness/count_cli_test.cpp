@@ -47,6 +47,11 @@ struct CountCli : ::testing::Test {
   }
 };
 
+// The untimed part of a k3bench process varies by a few hundred instructions from one process to
+// the next (timer and /proc reads whose text differs), and a per-call figure carries half of two
+// such variations: figures of different processes agree within this, not exactly.
+constexpr double kProcessJitter = 1000;
+
 std::int64_t scalar(k3store::Connection& c, const std::string& sql) {
   auto s = c.prepare(sql);
   return s.step() ? s.integer(0) : -1;
@@ -74,7 +79,8 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
       EXPECT_EQ(row["ime2_per_call"].get<double>(), op == "linear_decode" ? 32 : 16) << op;
       // The software model does 8 x 8 x 32 multiply-adds per instruction, each at least one
       // instruction: had the count not skipped it, other would exceed 2048 per IME2 instruction.
-      EXPECT_LT(row["other_per_call"].get<double>(), 2048 * row["ime2_per_call"].get<double>()) << op;
+      EXPECT_LT(row["other_per_call"].get<double>(), 2048 * row["ime2_per_call"].get<double>())
+          << op;
     } else {
       EXPECT_EQ(ran, "rvv") << path << " at VLEN " << vlen;  // the IME2 gate needs vlenb 128
       EXPECT_EQ(row["ime2_per_call"].get<double>(), 0);
@@ -82,7 +88,7 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
     total[path + " " + op + " " + std::to_string(vlen)] = row["instructions_per_call"];
   }
   // Both binaries run the same RVV kernels where IME2 is refused.
-  EXPECT_EQ(total["rvv linear_decode 256"], total["ime2 linear_decode 256"]);
+  EXPECT_NEAR(total["rvv linear_decode 256"], total["ime2 linear_decode 256"], kProcessJitter);
 
   auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
   EXPECT_EQ(
@@ -111,12 +117,12 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
   const auto check = k3tune({"db", "check"});
   EXPECT_TRUE(check.ok()) << check.out << check.err;
 
-  // Deterministic: the same case counts the same again (a new run, same figures).
+  // Repeatable: the same case counts the same again (a new run), within the process jitter.
   const auto again = k3tune(count_args({"linear_decode n=64,k=128"}, "1024"));
   ASSERT_TRUE(again.ok()) << again.err;
   for (const auto& row : nlohmann::json::parse(again.out)) {
-    EXPECT_EQ(row["instructions_per_call"].get<double>(),
-              total.at(row["path"].get<std::string>() + " linear_decode 1024"));
+    EXPECT_NEAR(row["instructions_per_call"].get<double>(),
+                total.at(row["path"].get<std::string>() + " linear_decode 1024"), kProcessJitter);
   }
 }
 
