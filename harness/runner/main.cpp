@@ -14,6 +14,7 @@
 
 #include "dump.h"
 #include "extra_work.h"
+#include "ime2_counts.h"
 #include "perf_counters.h"
 #include "environment.h"
 #include "errors.h"
@@ -171,6 +172,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
   r.environment["readings_after"] = environment_readings();
   r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
   if (!r.timing.is_null()) r.timing["total_s"] = seconds_since(process_start);
+  r.ime2_instructions = ime2_instruction_counts_json();
   if (o.json) std::cout << result_json(r).dump(2) << "\n";
   else std::cout << result_table(r, !o.no_header);
   if (!accurate) {

@@ -40,6 +40,7 @@ nlohmann::json result_json(const Result& r) {
   j["path"] = r.path;
   j["dispatch"] = r.dispatch;
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
+  if (!r.ime2_instructions.is_null()) j["ime2_instructions"] = r.ime2_instructions;
   j["seed"] = r.seed;
   j["traffic"] = {{"weight_bytes", r.traffic.weight_bytes},
                   {"activation_bytes", r.traffic.activation_bytes},

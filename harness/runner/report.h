@@ -28,6 +28,7 @@ struct Result {
   nlohmann::json counters;    // perf counter status: available names, unavailable with reasons
   nlohmann::json extra_work;  // null unless --extra-work-ns was given
   nlohmann::json tuning;      // null unless a table was asked for: the table, and each parameter's source
+  nlohmann::json ime2_instructions;  // emulation builds: executed IME2 instructions (ime2_counts.h)
 };
 
 nlohmann::json result_json(const Result& r);

@@ -1,6 +1,8 @@
 #include "ime2/ime2_model.h"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,7 +10,47 @@
 
 #include "k3k/fp16.h"
 
+// Everything below is code of the model: one section, skipped by the instruction counter.
+#pragma clang section text = "k3_ime2_model"
+
+extern "C" char __start_k3_ime2_model[], __stop_k3_ime2_model[];  // defined by the linker
+
 namespace k3k::ime2::model {
+
+namespace {
+std::array<std::atomic<std::uint64_t>, kKinds> g_executed{};
+
+int kind_of(ElemBits bits, Operands sign, int slide, bool hp) {
+  return (hp ? 32 : 0) | (bits == ElemBits::kInt8 ? 16 : 0) | slide << 2 | (sign.a_signed ? 2 : 0) |
+         (sign.b_signed ? 1 : 0);
+}
+void count(ElemBits bits, Operands sign, int slide, bool hp) {
+  g_executed[static_cast<std::size_t>(kind_of(bits, sign, slide, hp))].fetch_add(
+      1, std::memory_order_relaxed);
+}
+}  // namespace
+
+std::uint64_t executed(int kind) {
+  return kind < 0 || kind >= kKinds
+             ? 0
+             : g_executed[static_cast<std::size_t>(kind)].load(std::memory_order_relaxed);
+}
+
+std::string kind_name(int kind) {
+  static constexpr const char* kSigns[4] = {"u", "us", "su", ""};  // index 2*a_signed + b_signed
+  const int slide = (kind >> 2) & 3;
+  return "vmadot" + (slide > 0 ? std::to_string(slide) : std::string()) + kSigns[kind & 3] +
+         ((kind & 32) != 0 ? ".hp" : "") + ((kind & 16) != 0 ? " i8" : " i4");
+}
+
+void reset_executed() {
+  for (auto& c : g_executed) c.store(0, std::memory_order_relaxed);
+}
+
+CodeRange code_range() {
+  return {reinterpret_cast<std::uintptr_t>(__start_k3_ime2_model),
+          reinterpret_cast<std::uintptr_t>(__stop_k3_ime2_model)};
+}
 
 int element(const std::uint8_t* reg, int e, ElemBits bits, bool is_signed) {
   int v = 0;
@@ -23,11 +65,12 @@ int element(const std::uint8_t* reg, int e, ElemBits bits, bool is_signed) {
   return v;
 }
 
-void vmadot(std::uint8_t* c, const std::uint8_t* a, const std::uint8_t* b, ElemBits bits, Operands sign,
-            int slide) {
+void vmadot(std::uint8_t* c, const std::uint8_t* a, const std::uint8_t* b, ElemBits bits,
+            Operands sign, int slide) {
   if (slide < 0 || slide > 3 || (slide > 0 && bits != ElemBits::kInt8)) {
     throw std::invalid_argument("ime2::model::vmadot: slides 1..3 exist for int8 only");
   }
+  count(bits, sign, slide, false);
   const int k_depth = bits == ElemBits::kInt8 ? 16 : 32;
   for (int m = 0; m < kTileM; ++m) {
     for (int n = 0; n < kTileN; ++n) {
@@ -48,7 +91,8 @@ std::uint16_t round_to_fp16(double x) {
   if (std::isnan(x)) return 0x7E00;
   const std::uint16_t sign = std::signbit(x) ? 0x8000 : 0;
   const double ax = std::fabs(x);
-  if (ax >= 65520.0) return static_cast<std::uint16_t>(sign | 0x7C00);  // rounds past the largest half
+  if (ax >= 65520.0)
+    return static_cast<std::uint16_t>(sign | 0x7C00);  // rounds past the largest half
   if (ax == 0.0) return sign;
   int e2 = 0;
   std::frexp(ax, &e2);                             // ax = f * 2^e2, f in [0.5, 1)
@@ -56,25 +100,30 @@ std::uint16_t round_to_fp16(double x) {
   const double r = std::nearbyint(std::ldexp(ax, -quantum));  // default mode: ties to even
   // r * 2^quantum has at most 11 significant bits and is < 65520: exact in float, so the float
   // conversion below does not round again.
-  return static_cast<std::uint16_t>(sign | fp32_to_fp16(static_cast<float>(std::ldexp(r, quantum))));
+  return static_cast<std::uint16_t>(sign |
+                                    fp32_to_fp16(static_cast<float>(std::ldexp(r, quantum))));
 }
 
-void vmadot_hp(std::uint16_t* d, const std::uint8_t* a, const std::uint8_t* b, const std::uint16_t* scales,
-               int imm3, ElemBits bits, Operands sign, HpRounding rounding) {
+void vmadot_hp(std::uint16_t* d, const std::uint8_t* a, const std::uint8_t* b,
+               const std::uint16_t* scales, int imm3, ElemBits bits, Operands sign,
+               HpRounding rounding) {
   if (imm3 < 0 || imm3 > 7) throw std::invalid_argument("ime2::model::vmadot_hp: imm3 is 0..7");
+  count(bits, sign, 0, true);
   const int k_depth = bits == ElemBits::kInt8 ? 16 : 32;
   for (int m = 0; m < kTileM; ++m) {
     for (int n = 0; n < kTileN; ++n) {
       const int p = kTileN * m + n;
       std::int64_t t = 0;
       for (int k = 0; k < k_depth; ++k) {
-        t += element(a, m * k_depth + k, bits, sign.a_signed) * element(b, n * k_depth + k, bits, sign.b_signed);
+        t += element(a, m * k_depth + k, bits, sign.a_signed) *
+             element(b, n * k_depth + k, bits, sign.b_signed);
       }
       const double s = fp16_to_fp32(scales[8 * imm3 + n]);
       const double c = fp16_to_fp32(d[p]);
       const double tf = fp16_to_fp32(round_to_fp16(static_cast<double>(t)));
       // fp16 x fp16 and fp16 + fp16 are exact in double, so each rne below is the only rounding.
-      const double product = rounding == HpRounding::kLiteral ? fp16_to_fp32(round_to_fp16(tf * s)) : tf * s;
+      const double product =
+          rounding == HpRounding::kLiteral ? fp16_to_fp32(round_to_fp16(tf * s)) : tf * s;
       d[p] = round_to_fp16(c + product);
     }
   }

@@ -2,9 +2,14 @@
  * (major opcode OP-V 0x57, or vector loads/stores: LOAD-FP 0x07 / STORE-FP 0x27 with a vector
  * width field). Counters are inline adds (no callbacks), so the overhead is small. Run one guest
  * thread when exact counts matter: the inline adds of concurrent vCPUs are not atomic.
- * Output: "insns=<n> vector_insns=<n>" on stderr at exit, or into outfile=<path>. */
+ * skip=<begin>-<end> (hex or decimal guest addresses, [begin, end)): instructions there are not
+ * counted but totalled apart (an IME2 emulation build's software model: k3bench's JSON gives the
+ * range as ime2_instructions.model_code, nm as __start_/__stop_k3_ime2_model).
+ * Output: "insns=<n> vector_insns=<n>" (plus " skipped_insns=<n>" with skip=) on stderr at exit,
+ * or into outfile=<path>. */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "qemu/qemu-plugin.h"
@@ -13,7 +18,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 static uint64_t total_insns;
 static uint64_t vector_insns;
+static uint64_t skipped_insns;
 static char outfile[4096];
+static int have_skip;
+static uint64_t skip_begin, skip_end;
+
+static int skipped(const struct qemu_plugin_insn *insn) {
+  const uint64_t pc = qemu_plugin_insn_vaddr(insn);
+  return have_skip && pc >= skip_begin && pc < skip_end;
+}
 
 static int is_vector(const struct qemu_plugin_insn *insn) {
   if (qemu_plugin_insn_size(insn) != 4) return 0;
@@ -31,21 +44,26 @@ static int is_vector(const struct qemu_plugin_insn *insn) {
 static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   const size_t n = qemu_plugin_tb_n_insns(tb);
-  qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total_insns, n);
+  size_t counted = 0;
+  for (size_t i = 0; i < n; ++i) counted += !skipped(qemu_plugin_tb_get_insn(tb, i));
+  if (counted > 0) qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &total_insns, counted);
+  if (counted < n) qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &skipped_insns, n - counted);
   for (size_t i = 0; i < n; ++i) {
     struct qemu_plugin_insn *insn = qemu_plugin_tb_get_insn(tb, i);
-    if (is_vector(insn)) {
+    if (!skipped(insn) && is_vector(insn)) {
       qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &vector_insns, 1);
     }
   }
 }
 
-static void on_exit(qemu_plugin_id_t id, void *data) {
+static void at_exit(qemu_plugin_id_t id, void *data) {
   (void)id;
   (void)data;
   FILE *f = outfile[0] ? fopen(outfile, "w") : stderr;
   if (!f) f = stderr;
-  fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64 "\n", total_insns, vector_insns);
+  fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64, total_insns, vector_insns);
+  if (have_skip) fprintf(f, " skipped_insns=%" PRIu64, skipped_insns);
+  fprintf(f, "\n");
   if (f != stderr) fclose(f);
 }
 
@@ -54,8 +72,18 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   (void)info;
   for (int i = 0; i < argc; ++i) {
     if (strncmp(argv[i], "outfile=", 8) == 0) snprintf(outfile, sizeof(outfile), "%s", argv[i] + 8);
+    if (strncmp(argv[i], "skip=", 5) == 0) {
+      char *end = NULL;
+      skip_begin = strtoull(argv[i] + 5, &end, 0);
+      if (!end || *end != '-') {
+        fprintf(stderr, "insn_count: skip=<begin>-<end> expected, got '%s'\n", argv[i]);
+        return -1;
+      }
+      skip_end = strtoull(end + 1, NULL, 0);
+      have_skip = skip_end > skip_begin;
+    }
   }
   qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_translate);
-  qemu_plugin_register_atexit_cb(id, on_exit, NULL);
+  qemu_plugin_register_atexit_cb(id, at_exit, NULL);
   return 0;
 }

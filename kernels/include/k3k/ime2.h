@@ -27,6 +27,25 @@ inline constexpr std::uint64_t kA100Marchid = 0x8000000041000002ull;
 // cpuinfo): K3_IME2_ASSUME_MARCHID=0x8000000041000002 lets emulation runs pass the CPU gate.
 inline constexpr const char* kMarchidOverrideEnv = "K3_IME2_ASSUME_MARCHID";
 
+// Emulation builds: IME2 instructions executed (as software models) since process start or the
+// last reset, per kind ({"vmadotu i4", n}; kinds never executed are left out), process-wide and
+// exact once worker threads are joined. Real builds: always empty (the silicon is not counted).
+struct InstructionCount {
+  std::string instruction;
+  std::uint64_t count = 0;
+};
+std::vector<InstructionCount> emulated_instruction_counts();
+// Emulation builds: instructions the call sites spent calling the model (one `call` per emulated
+// instruction: 1 or 2 instructions), counted by qemu but absent from a real build. 0 otherwise.
+std::uint64_t emulation_call_instructions();
+void reset_emulated_instruction_counts();  // both counters
+// Address range [begin, end) of the emulation's code (the software model): instruction counters
+// skip it so that only the instructions a real build also runs are counted. {0, 0} when absent.
+struct CodeRange {
+  std::uintptr_t begin = 0, end = 0;
+};
+CodeRange emulation_code_range();
+
 // The gate, checked in this order: RVV (hwcap V), marchid = A100 (from /proc/cpuinfo for the
 // calling thread's CPU, or the override), vlenb = 128, and in real builds one vmadotu executed
 // under a SIGILL handler. Evaluated once per process.

@@ -1,0 +1,236 @@
+#include "instruction_count.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "process.h"
+#include "provenance.h"
+#include "results.h"
+#include "sweep.h"
+#include "user_error.h"
+
+namespace k3tune {
+
+namespace {
+
+constexpr int kFewCalls = 1, kMoreCalls = 3;
+constexpr const char* kMetric = "instructions per call";
+
+struct RawCount {
+  double insns = 0, vector = 0, ime2 = 0, calls = 0;
+  std::string path;
+  bool emulated = false;
+  nlohmann::json json;
+  std::int64_t wall_ns = 0;
+};
+
+// [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
+std::string model_range(const CountTools& tools, const std::string& runner) {
+  const auto r =
+      k3targets::run_process({tools.nm, runner}, k3targets::ProcessOptions::with_timeout(120));
+  if (!r.ok()) throw UserError(fmt::format("{} {}: {}", tools.nm, runner, r.failure_reason(120)));
+  std::string begin, end;
+  std::istringstream in(r.out);
+  for (std::string line;
+       std::getline(in, line);) {  // "<addr> <type> <name>"; undefined ones lack <addr>
+    std::istringstream fields(line);
+    std::string addr, type, name;
+    if (!(fields >> addr >> type >> name)) continue;
+    if (name == "__start_k3_ime2_model") begin = addr;
+    if (name == "__stop_k3_ime2_model") end = addr;
+  }
+  return begin.empty() || end.empty() ? "" : "0x" + begin + "-0x" + end;
+}
+
+double number(const std::string& text, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("(^| )" + key + "=([0-9]+)"))) return -1;
+  return std::stod(m[2]);
+}
+
+RawCount run_once(const CountTools& tools, const CountCase& c, const std::string& skip, int calls) {
+  const std::string out =
+      fmt::format("{}/k3tune-count-{}-{}.txt", std::filesystem::temp_directory_path().string(),
+                  getpid(), calls);
+  std::string plugin = tools.plugin + ",outfile=" + out;
+  if (!skip.empty()) plugin += ",skip=" + skip;
+  const std::vector<std::string> argv = {
+      "env",
+      "K3BENCH_CACHE_DIR=off",
+      "K3_IME2_ASSUME_MARCHID=0x8000000041000002",
+      tools.qemu,
+      "-cpu",
+      fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen),
+      "-plugin",
+      plugin,
+      c.runner,
+      "--op",
+      c.op,
+      "--shape",
+      c.shape,
+      "--params",
+      c.op == "linear_decode" ? "workers=1,copies=1" : "workers=1",
+      "--path",
+      c.path == "ime2" ? "auto" : c.path,
+      "--reps",
+      "1",
+      "--warmup",
+      "0",
+      "--iterations",
+      std::to_string(calls),
+      "--check",
+      "none",
+      "--json"};
+  const auto r =
+      k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::filesystem::remove(out);
+  const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
+                                       c.shape, c.path, c.vlen);
+  if (!r.ok())
+    throw UserError(fmt::format("count: {}: {}", what, r.failure_reason(tools.timeout_s)));
+  RawCount raw;
+  raw.insns = number(text, "insns");
+  raw.vector = number(text, "vector_insns");
+  if (raw.insns < 0 || raw.vector < 0)
+    throw UserError(fmt::format("count: the plugin {} wrote no count for {}", tools.plugin, what));
+  try {
+    raw.json = nlohmann::json::parse(r.out);
+  } catch (const nlohmann::json::exception& e) {
+    throw UserError(fmt::format("count: {}: unreadable k3bench JSON ({})", what, e.what()));
+  }
+  raw.path = raw.json.at("dispatch").value("path", "");
+  raw.emulated = raw.json.at("dispatch").value("emulated", false);
+  if (const auto& i = raw.json.value("ime2_instructions", nlohmann::json()); i.is_object()) {
+    raw.ime2 = i.value("total", 0.0);
+    raw.calls = i.value("call_instructions", 0.0);
+  }
+  raw.wall_ns = r.wall_ns;
+  return raw;
+}
+
+}  // namespace
+
+double units_per_call(const std::string& op, const std::string& shape) {
+  if (op != "linear_decode" && op != "linear_prefill") return 0;
+  double units = 1;
+  std::smatch m;
+  for (const char* key : {"m", "n", "k"}) {
+    if (std::regex_search(shape, m, std::regex(std::string("(^|,)") + key + "=([0-9]+)")))
+      units *= std::stod(m[2]);
+  }
+  return units;
+}
+
+CountResult count_instructions(const CountTools& tools, const CountCase& c) {
+  const std::string skip = model_range(tools, c.runner);
+  const RawCount few = run_once(tools, c, skip, kFewCalls);
+  const RawCount more = run_once(tools, c, skip, kMoreCalls);
+  const double calls = kMoreCalls - kFewCalls;
+  CountResult r;
+  r.c = c;
+  r.path_taken = more.path;
+  r.emulated = more.emulated;
+  r.ime2 = (more.ime2 - few.ime2) / calls;
+  r.other = (more.insns - few.insns - (more.calls - few.calls)) / calls;
+  r.vector = (more.vector - few.vector) / calls;
+  r.instructions = r.ime2 + r.other;
+  r.units = units_per_call(c.op, c.shape);
+  r.runner_json = more.json;
+  r.wall_ns = few.wall_ns + more.wall_ns;
+  return r;
+}
+
+std::string store_counts(k3store::Connection& db, const std::string& command,
+                         const std::vector<CountResult>& results) {
+  if (results.empty()) throw UserError("count: nothing to store");
+  const std::string runner = results.front().c.runner;
+  const std::string build_hash = sha256_file(runner);
+  if (!k3store::find_build(db, build_hash)) {
+    k3store::BuildRecord b;
+    b.build_hash = build_hash;
+    b.variant = results.front().emulated ? "ime2-emu" : results.front().c.path;
+    b.binary_path = runner;
+    b.recorded_by = "k3tune count";
+    k3store::upsert_build(db, b);
+  }
+  const std::string run_uuid = new_uuid();
+  const nlohmann::json settings = {{"metric", kMetric},
+                                   {"counter", "qemu-user TCG plugin scripts/qemu-insn-count"},
+                                   {"calls", {kFewCalls, kMoreCalls}}};
+  k3store::insert_run(db,
+                      {run_uuid, command, "qemu", build_hash, "", "[]", 1, 1, 0, settings.dump()});
+  double wall_s = 0;
+  int order = 0;
+  for (const auto& r : results) {
+    const nlohmann::json shape = [&] {
+      nlohmann::json j = nlohmann::json::object();
+      std::istringstream in(r.c.shape);
+      for (std::string kv; std::getline(in, kv, ',');) {
+        const auto eq = kv.find('=');
+        if (eq != std::string::npos) j[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      }
+      return j;
+    }();
+    const nlohmann::json params = {{"path", r.c.path}, {"workers", 1}};
+    const nlohmann::json measure = {{"metric", kMetric},
+                                    {"repetitions", 1},
+                                    {"vlen", r.c.vlen},
+                                    {"unit_of_work", r.c.op == "linear_decode"    ? "weight"
+                                                     : r.c.op == "linear_prefill" ? "multiply-add"
+                                                                                  : ""}};
+    const std::string target = fmt::format("qemu-vlen{}", r.c.vlen);
+    const std::string cell_key = sha256_text(nlohmann::json{
+        {"target", target},
+        {"op", r.c.op},
+        {"shape", shape},
+        {"params", params},
+        {"build", build_hash},
+        {"measure", measure}}.dump());
+    k3store::insert_cell(
+        db, {cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash, measure.dump()});
+    k3store::SampleRecord s;
+    s.iterations = kMoreCalls - kFewCalls;
+    s.counters = {{"instructions", r.instructions},
+                  {"ime2_instructions", r.ime2},
+                  {"other_instructions", r.other},
+                  {"vector_instructions", r.vector},
+                  {"units", r.units}};
+    if (r.per_unit()) s.counters["per_unit"] = *r.per_unit();
+    k3store::ProcessRecord p;
+    p.run_uuid = run_uuid;
+    p.cell_key = cell_key;
+    p.order_index = order++;
+    p.ok = true;
+    p.exit_code = 0;
+    p.path = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+    p.runner_json = r.runner_json.dump();
+    p.wall_ns = r.wall_ns;
+    p.samples = {s};
+    k3store::insert_process(db, p);
+    k3store::AggregateRecord a;
+    a.run_uuid = run_uuid;
+    a.cell_key = cell_key;
+    a.ok = true;
+    a.method = "instruction count: (count of 3 calls - count of 1) / 2, qemu-user, deterministic";
+    a.processes = 1;
+    a.samples = 1;
+    a.source_runs_json = nlohmann::json::array({run_uuid}).dump();
+    a.mean_ns = a.ci_low_ns = a.ci_high_ns = a.min_ns = a.median_ns = r.instructions;
+    a.ci_rel_half_width = 0.0;
+    k3store::insert_aggregate(db, a);
+    wall_s += r.wall_ns * 1e-9;
+  }
+  k3store::finish_run(db, run_uuid, wall_s, 0, 0);
+  return run_uuid;
+}
+
+}  // namespace k3tune

@@ -1,0 +1,74 @@
+// Deterministic instruction counts per call of the kernel ops under qemu-user: a proxy for speed
+// until a board is available, tracked in the results database like any measurement.
+//
+// Method: the riscv64 k3bench runs an op twice with the counting TCG plugin
+// (scripts/qemu-insn-count), with 1 and 3 timed calls (one worker, one weight copy, no accuracy
+// check, weight cache off so both processes do the same set-up); per call = (count(3) - count(1)) /
+// 2, which cancels start-up and set-up up to a few hundred instructions of per-process jitter
+// (timer and /proc reads): about 1e-4 per weight at N = K = 2048. In IME2 emulation builds the
+// plugin skips the software model (address range of the section k3_ime2_model, read with nm),
+// k3bench reports the emulated IME2 instructions and the calls that reach the model; per call:
+//   ime2  = emulated IME2 instructions (exactly what a real build issues)
+//   other = counted instructions - calls of the model (what a real build runs besides IME2)
+// For other builds ime2 = 0 and other = the count.
+//
+// Storage (no schema change): per binary one run (command "k3tune count"), per (op, shape, path,
+// VLEN) one cell whose measure_json says {"metric": "instructions per call", ...} and whose target
+// is "qemu-vlen<V>", one process with one sample whose counters hold the figures (instructions,
+// ime2_instructions, other_instructions, vector_instructions, per_unit, units), and an ok aggregate
+// whose mean_ns/min_ns/median_ns/ci_* hold the instructions per call (ime2 + other; exact, so the
+// interval is a point). Units: weights N*K for linear_decode, multiply-adds M*N*K for
+// linear_prefill, none otherwise.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sqlite.h"
+
+namespace k3tune {
+
+struct CountTools {
+  std::string qemu = "qemu-riscv64";
+  std::string plugin;  // libinsn_count.so (scripts/build-qemu-plugin.sh)
+  std::string nm = "nm";
+  double timeout_s = 3600;
+};
+
+struct CountCase {
+  std::string runner;  // riscv64 k3bench
+  std::string path;    // --path: rvv, generic; ime2 runs --path auto, so that where the IME2
+                     // gate refuses (VLEN below 1024) dispatch falls back to RVV as an engine would
+  std::string op, shape;  // k3bench --op / --shape
+  int vlen = 1024;
+};
+
+struct CountResult {
+  CountCase c;
+  std::string path_taken;  // k3bench's dispatch path (ime2 falls back to rvv below VLEN 1024)
+  bool emulated = false;
+  double instructions = 0;  // per call: ime2 + other
+  double ime2 = 0, other = 0, vector = 0;
+  double units = 0;  // weights (decode) or multiply-adds (prefill) per call; 0: not a Linear op
+  std::optional<double> per_unit() const {
+    return units > 0 ? std::optional(instructions / units) : std::nullopt;
+  }
+  nlohmann::json runner_json;  // the 3-call process's k3bench JSON
+  std::int64_t wall_ns = 0;
+};
+
+// Work per call of a Linear op from its shape text ("m=16,n=2048,k=2048"); 0 for other ops.
+double units_per_call(const std::string& op, const std::string& shape);
+
+// Counts one case (two qemu processes). Throws UserError with the failing step's reason.
+CountResult count_instructions(const CountTools& tools, const CountCase& c);
+
+// Stores results of ONE runner binary as a run (see the top of this file); returns its run_uuid.
+std::string store_counts(k3store::Connection& db, const std::string& command,
+                         const std::vector<CountResult>& results);
+
+}  // namespace k3tune

@@ -1,0 +1,120 @@
+// IME2 decode core: the paired-row A images and the 32-row tile loop (linear_w4a8_decode.h has
+// the identity D = C_lo + 16*C_hi - 128*C_one - 8*S and the layouts). Per block and 32-row tile:
+// one load of the weight unit (8 registers, e8m8), one of the A image (4 registers, e8m4),
+// 8 vmadotu, then the combination on 32 int32 lanes (one register at VLEN 1024) and the float
+// steps of every other layer, so outputs are bitwise those of the generic layer's integer parts.
+#include "ime2/linear_w4a8_decode.h"
+
+#include <riscv_vector.h>
+
+#include <array>
+
+#include "ime2/ime2_insn.h"
+#include "ime2/w4b64_ime2_layout.h"
+
+namespace k3k::ime2::detail {
+
+namespace {
+
+constexpr std::size_t kRows = 32;  // rows of a weight tile = int32 lanes of one register
+constexpr std::size_t kHalf = 16;  // tile rows per C tile (two 8-row slices)
+
+// Zero image of one block with the ones rows: row 4 of the E registers, row 5 of the O ones.
+constexpr std::array<std::uint8_t, kDecodeImageBytes> kImageTemplate = [] {
+  std::array<std::uint8_t, kDecodeImageBytes> t{};
+  for (int reg = 0; reg < 4; ++reg) {
+    const int row = reg % 2 == 0 ? 4 : 5;
+    for (int jj = 0; jj < 16; ++jj)
+      t[static_cast<std::size_t>(reg * kRegBytes + 16 * row + jj)] = 0x11;
+  }
+  return t;
+}();
+
+// Byte offsets of the 8 u64 words [lo ks0 (2) | lo ks1 (2) | hi ks0 (2) | hi ks1 (2)] in the E
+// registers (lo: row 0, hi: row 2); the O registers are 128 bytes and one row (16 bytes) later.
+constexpr std::array<std::uint64_t, 8> kEvenOffsets = {
+    0, 8, 2 * kRegBytes, 2 * kRegBytes + 8, 32, 40, 2 * kRegBytes + 32, 2 * kRegBytes + 40};
+constexpr std::uint64_t kOddShift = kRegBytes + 16;
+
+// kRowTile32 unit -> IME2 order (the permutation of pack_w4b64), in registers.
+inline void transpose_unit(const std::uint8_t* src, std::uint8_t* dst, vuint16m8_t idx) {
+  for (int h = 0; h < 2; ++h) {
+    const vuint8m4_t x = __riscv_vle8_v_u8m4(src + h * kHalfUnitBytes, kHalfUnitBytes);
+    __riscv_vse8_v_u8m4(dst + h * kHalfUnitBytes,
+                        __riscv_vrgatherei16_vv_u8m4(x, idx, kHalfUnitBytes), kHalfUnitBytes);
+  }
+}
+
+// lo + 16*hi - 128*ones of one C tile, in lanes 0..15 (lanes 16..31 are don't-care).
+inline vint32m1_t combine(vint32m2_t c) {
+  const vint32m1_t lo_hi = __riscv_vget_v_i32m2_i32m1(c, 0);  // lanes 0..15 lo, 16..31 hi+8
+  const vint32m1_t ones = __riscv_vget_v_i32m2_i32m1(c, 1);   // lanes 0..15 Q
+  vint32m1_t d =
+      __riscv_vmacc_vx_i32m1(lo_hi, 16, __riscv_vslidedown_vx_i32m1(lo_hi, kHalf, kRows), kRows);
+  return __riscv_vmacc_vx_i32m1(d, -128, ones, kRows);
+}
+
+}  // namespace
+
+AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a) {
+  const std::int64_t nb = a.blocks_per_row();
+  AlignedBuffer<std::uint8_t> images(static_cast<std::size_t>(nb * kDecodeImageBytes));
+  const vuint8m4_t zero_ones = __riscv_vle8_v_u8m4(kImageTemplate.data(), kDecodeImageBytes);
+  const vuint64m1_t even = __riscv_vle64_v_u64m1(kEvenOffsets.data(), 8);
+  const vuint64m1_t odd = __riscv_vadd_vx_u64m1(even, kOddShift, 8);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const auto* x = reinterpret_cast<const std::uint8_t*>(a.block_codes(0, b));
+    const vuint8m1_t p = __riscv_vle8_v_u8m1(x, 32);       // k = 0..31: low nibbles of the bytes
+    const vuint8m1_t q = __riscv_vle8_v_u8m1(x + 32, 32);  // k = 32..63: high nibbles
+    const vuint8m1_t lo =
+        __riscv_vor_vv_u8m1(__riscv_vand_vx_u8m1(p, 0x0F, 32), __riscv_vsll_vx_u8m1(q, 4, 32), 32);
+    const vuint8m1_t hi = __riscv_vxor_vx_u8m1(
+        __riscv_vor_vv_u8m1(__riscv_vsrl_vx_u8m1(p, 4, 32), __riscv_vand_vx_u8m1(q, 0xF0, 32), 32),
+        0x88, 32);
+    const vuint64m1_t words =
+        __riscv_vreinterpret_v_u8m1_u64m1(__riscv_vslideup_vx_u8m1(lo, hi, 32, 64));
+    std::uint8_t* dst = images.data() + b * kDecodeImageBytes;
+    __riscv_vse8_v_u8m4(dst, zero_ones, kDecodeImageBytes);
+    __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), even, words, 8);
+    __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), odd, words, 8);
+  }
+  return images;
+}
+
+void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_sum,
+                         const std::uint8_t* codes, const float* scale, const float* beta,
+                         std::int64_t nb, bool transpose, float out[32]) {
+  alignas(64) std::uint8_t unit[kUnitBytes];
+  const vuint16m8_t t_idx = transpose ? __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes)
+                                      : __riscv_vundefined_u16m8();
+  vfloat32m1_t acc = __riscv_vfmv_v_f_f32m1(0.0f, kRows);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::uint8_t* unit_codes = codes + b * kUnitBytes;
+    if (transpose) {
+      transpose_unit(unit_codes, unit, t_idx);
+      unit_codes = unit;
+    }
+    const vuint8m8_t w = __riscv_vle8_v_u8m8(unit_codes, kUnitBytes);  // register 4*ks + slice
+    const vuint8m4_t img = __riscv_vle8_v_u8m4(images + b * kDecodeImageBytes, kDecodeImageBytes);
+    vint32m2_t x = __riscv_vmv_v_x_i32m2(0, 64), y = x;
+    w4a8_decode_block(x, y, __riscv_vget_v_u8m4_u8m1(img, 0), __riscv_vget_v_u8m4_u8m1(img, 1),
+                      __riscv_vget_v_u8m4_u8m1(img, 2), __riscv_vget_v_u8m4_u8m1(img, 3),
+                      __riscv_vget_v_u8m8_u8m1(w, 0), __riscv_vget_v_u8m8_u8m1(w, 1),
+                      __riscv_vget_v_u8m8_u8m1(w, 2), __riscv_vget_v_u8m8_u8m1(w, 3),
+                      __riscv_vget_v_u8m8_u8m1(w, 4), __riscv_vget_v_u8m8_u8m1(w, 5),
+                      __riscv_vget_v_u8m8_u8m1(w, 6), __riscv_vget_v_u8m8_u8m1(w, 7));
+    const std::int32_t s = block_sum[b];
+    vint32m1_t d =
+        __riscv_vslideup_vx_i32m1(combine(x), combine(y), kHalf, kRows);  // tile rows 0..31
+    d = __riscv_vsub_vx_i32m1(d, 8 * s, kRows);
+    const vfloat32m1_t df = __riscv_vfcvt_f_x_v_f32m1(d, kRows);  // |D| < 2^17: exact
+    vfloat32m1_t t =
+        __riscv_vfmul_vv_f32m1(__riscv_vle32_v_f32m1(scale + b * kRows, kRows), df, kRows);
+    t = __riscv_vfmacc_vf_f32m1(t, static_cast<float>(s),
+                                __riscv_vle32_v_f32m1(beta + b * kRows, kRows), kRows);
+    acc = __riscv_vfadd_vv_f32m1(acc, t, kRows);
+  }
+  __riscv_vse32_v_f32m1(out, acc, kRows);
+}
+
+}  // namespace k3k::ime2::detail

@@ -1,0 +1,145 @@
+// k3tune count end to end: the riscv64 runners of build/rvv and build/ime2-emu under qemu-user with
+// the counting plugin, at small shapes. Checks the IME2 counts against what the shapes imply (2
+// vmadotu per 8-row weight slice and block in decode, 4 per 8x8 tile and block in prefill), the
+// fall-back below VLEN 1024, per-unit figures against the shapes, determinism, the stored rows
+// (run, cells with the metric, processes, aggregates) and that bad input stores nothing.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "database.h"
+#include "process.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CountCli : ::testing::Test {
+  fs::path dir = fs::temp_directory_path() / ("k3count-" + std::to_string(::getpid()));
+  void SetUp() override {
+    for (const char* bin : {K3_COUNT_RVV_RUNNER, K3_COUNT_IME2_RUNNER, K3_COUNT_PLUGIN}) {
+      ASSERT_TRUE(fs::exists(bin))
+          << bin << " is missing (scripts/test.sh builds every tree first)";
+    }
+    fs::create_directories(dir);
+  }
+  void TearDown() override { fs::remove_all(dir); }
+  std::string db() const { return (dir / "results.db").string(); }
+  k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
+  }
+  std::vector<std::string> count_args(std::vector<std::string> cases,
+                                      const std::string& vlens) const {
+    std::vector<std::string> a = {"--json",   "count",
+                                  "--runner", std::string("rvv=") + K3_COUNT_RVV_RUNNER,
+                                  "--runner", std::string("ime2=") + K3_COUNT_IME2_RUNNER,
+                                  "--vlens",  vlens,
+                                  "--plugin", K3_COUNT_PLUGIN};
+    for (auto& c : cases) a.insert(a.end(), {"--case", c});
+    return a;
+  }
+};
+
+// The untimed part of a k3bench process varies by a few hundred instructions from one process to
+// the next (timer and /proc reads whose text differs), and a per-call figure carries half of two
+// such variations: figures of different processes agree within this, not exactly.
+constexpr double kProcessJitter = 1000;
+
+std::int64_t scalar(k3store::Connection& c, const std::string& sql) {
+  auto s = c.prepare(sql);
+  return s.step() ? s.integer(0) : -1;
+}
+
+TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
+  const auto r =
+      k3tune(count_args({"linear_decode n=64,k=128", "linear_prefill m=8,n=32,k=64"}, "256,1024"));
+  ASSERT_TRUE(r.ok()) << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 8u);  // 2 runners x 2 cases x 2 VLENs
+  std::map<std::string, double> total;
+  for (const auto& row : rows) {
+    const std::string op = row["op"], path = row["path"], ran = row["ran"];
+    const int vlen = row["vlen"];
+    const double units = op == "linear_decode" ? 64.0 * 128 : 8.0 * 32 * 64;
+    EXPECT_EQ(row["units_per_call"].get<double>(), units);
+    EXPECT_GT(row["other_per_call"].get<double>(), 0);
+    EXPECT_DOUBLE_EQ(row["per_unit"].get<double>(),
+                     row["instructions_per_call"].get<double>() / units);
+    if (path == "ime2" && vlen == 1024) {
+      EXPECT_EQ(ran, "ime2(emu)");
+      // decode: 2 row tiles x 4 slices x 2 blocks x 2; prefill: 1 group x 1 tile x 4 slices x 1
+      // block x 4.
+      EXPECT_EQ(row["ime2_per_call"].get<double>(), op == "linear_decode" ? 32 : 16) << op;
+      // The software model does 8 x 8 x 32 multiply-adds per instruction, each at least one
+      // instruction: had the count not skipped it, other would exceed 2048 per IME2 instruction.
+      EXPECT_LT(row["other_per_call"].get<double>(), 2048 * row["ime2_per_call"].get<double>())
+          << op;
+    } else {
+      EXPECT_EQ(ran, "rvv") << path << " at VLEN " << vlen;  // the IME2 gate needs vlenb 128
+      EXPECT_EQ(row["ime2_per_call"].get<double>(), 0);
+    }
+    total[path + " " + op + " " + std::to_string(vlen)] = row["instructions_per_call"];
+  }
+  // Both binaries run the same RVV kernels where IME2 is refused.
+  EXPECT_NEAR(total["rvv linear_decode 256"], total["ime2 linear_decode 256"], kProcessJitter);
+
+  auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+  EXPECT_EQ(
+      scalar(*c,
+             "SELECT count(*) FROM runs WHERE command = 'k3tune count' AND status = 'finished'"),
+      2);
+  EXPECT_EQ(scalar(*c,
+                   "SELECT count(*) FROM cells WHERE json_extract(measure_json, '$.metric') = "
+                   "'instructions per call'"),
+            8);
+  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM processes WHERE status = 'ok'"), 8);
+  EXPECT_EQ(scalar(*c, "SELECT count(*) FROM samples"), 8);
+  auto s = c->prepare(
+      "SELECT c.op, c.target, json_extract(c.params_json, '$.path'), a.mean_ns FROM aggregates a "
+      "JOIN cells c USING "
+      "(cell_key) WHERE a.status = 'ok'");
+  int stored = 0;
+  while (s.step()) {
+    const std::string key =
+        s.text(2) + " " + s.text(0) + " " + s.text(1).substr(9);  // target qemu-vlen<V>
+    EXPECT_EQ(s.real(3), total.at(key)) << key;
+    ++stored;
+  }
+  EXPECT_EQ(stored, 8);
+  c.reset();
+  const auto check = k3tune({"db", "check"});
+  EXPECT_TRUE(check.ok()) << check.out << check.err;
+
+  // Repeatable: the same case counts the same again (a new run), within the process jitter.
+  const auto again = k3tune(count_args({"linear_decode n=64,k=128"}, "1024"));
+  ASSERT_TRUE(again.ok()) << again.err;
+  for (const auto& row : nlohmann::json::parse(again.out)) {
+    EXPECT_NEAR(row["instructions_per_call"].get<double>(),
+                total.at(row["path"].get<std::string>() + " linear_decode 1024"), kProcessJitter);
+  }
+}
+
+TEST_F(CountCli, BadInputStoresNothing) {
+  const auto r =
+      k3tune({"count", "--runner", "rvv=/nonexistent/k3bench", "--plugin", K3_COUNT_PLUGIN});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--runner"), std::string::npos) << r.err;
+  const auto bad_case =
+      k3tune({"count", "--case", "linear_decode", "--runner",
+              std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--plugin", K3_COUNT_PLUGIN});
+  EXPECT_EQ(bad_case.exit_code, 2);
+  EXPECT_NE(bad_case.err.find("--case"), std::string::npos) << bad_case.err;
+  if (fs::exists(db())) {
+    auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+    EXPECT_EQ(scalar(*c, "SELECT count(*) FROM runs"), 0);
+  }
+}
+
+}  // namespace
