@@ -33,9 +33,11 @@ count() {  # path iterations op shape -> "insns vector_insns"
   local out params=workers=1; out=$(mktemp)
   [ "$3" = quant_pack_decode ] && params=""  # single-row op: no worker parameter
   [ "$1" = rvv ] && [ -n "${K3_COUNT_PARAMS:-}" ] && params="$params,$K3_COUNT_PARAMS"
-  qemu-riscv64 -cpu "rv64,v=true,vlen=$vlen,elen=64,vext_spec=v1.0" \
+  # Both processes of a pair must do the same set-up (no weight cache) and no idle work (parked
+  # pool threads: a spinning one counts for as long as the main thread takes, i.e. the load).
+  K3BENCH_CACHE_DIR=off qemu-riscv64 -cpu "rv64,v=true,vlen=$vlen,elen=64,vext_spec=v1.0" \
     -plugin "$plugin,outfile=$out" "$k3bench" --op "$3" --shape "$4" --params "$params" \
-    --path "$1" --reps 1 --warmup 0 --iterations "$2" --check none --json >/dev/null
+    --path "$1" --reps 1 --warmup 0 --iterations "$2" --check none --pool-wait park --json >/dev/null
   sed -E 's/insns=([0-9]+) vector_insns=([0-9]+)/\1 \2/' "$out"
   rm -f "$out"
 }

@@ -87,10 +87,15 @@ Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*in
     for (const auto& [k, v] : env_) argv.push_back(k + "=" + v);
     argv.insert(argv.end(), {qemu_, "-cpu", cpu_, "-plugin", plugin_ + ",outfile=" + out, runner_});
     auto args = cell.settings.runner_args(cell, calls);
+    bool parked = false;
     for (std::size_t i = 0; i + 1 < args.size(); ++i) {
       if (args[i] == "--reps") args[i + 1] = "1";
       if (args[i] == "--warmup") args[i + 1] = "0";
+      // Idle pool threads park at once: a spinning one counts instructions for as long as the
+      // main thread takes to hand out work, which depends on the machine's load.
+      if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
     }
+    if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
     std::ifstream f(out);

@@ -62,32 +62,16 @@ RawCount run_once(const CountTools& tools, const CountCase& c, const std::string
   std::string plugin = tools.plugin + ",outfile=" + out;
   if (!skip.empty()) plugin += ",skip=" + skip;
   const std::vector<std::string> argv = {
-      "env",
-      "K3BENCH_CACHE_DIR=off",
-      "K3_IME2_ASSUME_MARCHID=0x8000000041000002",
-      tools.qemu,
-      "-cpu",
-      fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen),
-      "-plugin",
-      plugin,
-      c.runner,
-      "--op",
-      c.op,
-      "--shape",
-      c.shape,
-      "--params",
-      c.op == "linear_decode" ? "workers=1,copies=1" : "workers=1",
-      "--path",
-      c.path == "ime2" ? "auto" : c.path,
-      "--reps",
-      "1",
-      "--warmup",
-      "0",
-      "--iterations",
-      std::to_string(calls),
-      "--check",
-      "none",
-      "--json"};
+      "env", "K3BENCH_CACHE_DIR=off", "K3_IME2_ASSUME_MARCHID=0x8000000041000002", tools.qemu,
+      "-cpu", fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen), "-plugin", plugin,
+      c.runner, "--op", c.op, "--shape", c.shape, "--params",
+      c.op == "linear_decode" ? "workers=1,copies=1" : "workers=1", "--path",
+      c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup", "0", "--iterations",
+      std::to_string(calls), "--check", "none",
+      // Idle pool threads park at once: a spinning one executes instructions for as long as the
+      // main thread takes to hand out the next task, which under load is anyone's guess
+      // (measured: +-20k instructions per process).
+      "--pool-wait", "park", "--json"};
   const auto r =
       k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
   std::ifstream f(out);
