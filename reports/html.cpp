@@ -11,6 +11,7 @@
 #include "charts.h"
 #include "markdown.h"
 #include "report_error.h"
+#include "value_text.h"
 
 namespace k3reports {
 namespace {
@@ -65,10 +66,6 @@ std::string script_json(const nlohmann::json& j) {
       out += c;
   }
   return out;
-}
-
-std::string us(const std::optional<double>& ns) {
-  return ns ? fmt::format("{:.3f}", *ns / 1e3) : "-";
 }
 
 std::string row(std::initializer_list<std::string> cells, const std::string& cls = "") {

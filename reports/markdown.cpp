@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "text_table.h"
+#include "value_text.h"
 
 namespace k3reports {
 namespace {
@@ -14,12 +15,6 @@ namespace {
 using Align = TextTable::Align;
 constexpr Align L = Align::kLeft, R = Align::kRight;
 
-std::string us(std::optional<double> ns) {
-  return ns ? fmt::format("{:.3f}", *ns / 1e3) : "-";
-}
-std::string us(double ns) {
-  return fmt::format("{:.3f}", ns / 1e3);
-}
 std::string pct(double x) {
   return fmt::format("{:+.1f}%", 100 * x);
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "report_error.h"
+#include "value_text.h"
 
 namespace k3reports {
 namespace {
@@ -18,10 +19,6 @@ const char* const kIdentitySettings[] = {"path",       "cpus",        "pool_wait
 
 std::optional<double> opt_real(k3store::Statement& s, int col) {
   return s.is_null(col) ? std::nullopt : std::optional<double>(s.real(col));
-}
-
-std::string value_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 void load_builds(k3store::Connection& db, RunData& r) {

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "value_text.h"
+
 namespace k3reports {
 namespace {
 
@@ -17,10 +19,6 @@ bool has_tables(k3store::Connection& db) {
                     " ('tuning_sessions', 'tuning_points', 'tuning_tables')") != 3)
     return false;
   return db.scalar_int("SELECT count(*) FROM tuning_sessions") + db.scalar_int("SELECT count(*) FROM tuning_tables") > 0;
-}
-
-std::string value_text(const nlohmann::json& v) {
-  return v.is_string() ? v.get<std::string>() : v.dump();
 }
 
 // Numbers in numeric order, then the rest as text.
