@@ -64,7 +64,7 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
   return c;
 }
 
-AutoLinearWeights pack_linear_auto(const W4B64Storage& storage) {
+AutoLinearWeights pack_linear_auto(const W4B64Storage& storage, std::int64_t tcm_block_bytes) {
   AutoLinearWeights w;
   TuningTableUse use;
   w.table = use.table();
@@ -90,7 +90,12 @@ AutoLinearWeights pack_linear_auto(const W4B64Storage& storage) {
   }
   w.decode = choose_linear(w.table, "linear_decode", w.path, decode_shape);
   // The layout the layer reads best here, with the table's rows per tile when it names them.
-  w.packed = pack_w4b64_for(w.path, pack_w4b64_generic(storage), w.path == KernelPath::kRvv ? w.decode.weight_rows : 0);
+  int rows = 0;
+  if (w.path == KernelPath::kRvv) {
+    rows = w.decode.weight_rows != 0 ? w.decode.weight_rows
+                                     : default_weight_rows(w.path, storage.n, storage.k, tcm_block_bytes);
+  }
+  w.packed = pack_w4b64_for(w.path, pack_w4b64_generic(storage), rows);
   for (std::size_t b = 0; b < kPrefillBuckets; ++b)
     w.prefill[b] = choose_linear(w.table, "linear_prefill", w.path,
                                  {{"m", std::int64_t{1} << b}, {"k", storage.k}, {"n", storage.n}});

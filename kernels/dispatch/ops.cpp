@@ -52,11 +52,14 @@ const Kernel& linear_variant(const ukernel::LinearVariants<Kernel>& v, KernelPat
 }  // namespace
 
 W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows) {
-  return usable_kernels(path, "pack_w4b64_for").weight_packing.pack(std::move(rowtile32), rows);
+  const ukernel::WeightPacking& packing = usable_kernels(path, "pack_w4b64_for").weight_packing;
+  if (rows == 0) rows = packing.default_rows(rowtile32.n, rowtile32.k, 0);
+  return packing.pack(std::move(rowtile32), rows);
 }
 
-int default_weight_rows(KernelPath path) {
-  return usable_kernels(path, "default_weight_rows").weight_packing.default_rows();
+int default_weight_rows(KernelPath path, std::int64_t n, std::int64_t k,
+                        std::int64_t tcm_block_bytes) {
+  return usable_kernels(path, "default_weight_rows").weight_packing.default_rows(n, k, tcm_block_bytes);
 }
 
 LinearVariantNames linear_variants(KernelPath path) {

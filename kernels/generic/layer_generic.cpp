@@ -29,7 +29,7 @@ W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-generic", quantize_row},
-      .weight_packing = {"rowtile32", [] { return kW4RowTile; }, keep_rowtile32},
+      .weight_packing = {"rowtile32", [](std::int64_t, std::int64_t, std::int64_t) { return kW4RowTile; }, keep_rowtile32},
       .linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>},
       .linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>},
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},

@@ -1,14 +1,16 @@
 // The RVV layer's microkernel table (contracts: kernels/ukernels/) and its CPU probe.
 //
 // Linear: the weights are packed at load time in kSignedRows with R rows per tile, R chosen for
-// the running VLEN: R = max(64, VLEN/8), so a strip's vl, and with it the work per instruction,
-// grows with VLEN (LMUL 2 strips of 64 rows at VLEN 256, LMUL 1 strips of 128 rows at VLEN 1024).
-// Measured (qemu instruction counts, N = K = 2048, one worker): at VLEN 256, 64-row LMUL-2 tiles
-// take 0.097 instructions per weight in decode and 0.084 per multiply-add in prefill (32-row LMUL-1
-// tiles: 0.163 and 0.116). R is capped at VLEN/8 from VLEN 512 up so that N = 1024 still makes 8
-// tasks (256-row tiles at VLEN 1024 count 0.033 / 0.028 but leave half of 8 workers idle there;
-// weight_rows is tunable). The variants differ in LMUL (strip = VLEN/8 * L rows) and, for prefill,
-// in how many activation rows share a pass; the default takes the LMUL whose strip covers a tile.
+// the running VLEN and the weight's shape (default_rows): a strip's vl, and with it the work per
+// instruction, grows with VLEN. R = max(64, VLEN/4), one full LMUL-2 strip, when the weight still
+// makes 8 tiles (one per A100 core) and, if the decode TCM pipeline will stage it, two tiles fit
+// in a TCM block; else R = max(64, VLEN/8), one LMUL-1 strip (the narrow choice never leaves
+// fewer tasks than the wide one would). Measured (qemu instruction counts, N = K = 2048, one
+// worker, per weight in decode / per multiply-add in prefill): VLEN 256, 64-row LMUL-2 tiles
+// 0.097 / 0.084 (32-row LMUL-1 tiles: 0.163 / 0.116); VLEN 1024, 256-row tiles 0.033 / 0.028,
+// 128-row tiles 0.049 / 0.036. weight_rows is tunable and a table's value wins. The variants
+// differ in LMUL (strip = VLEN/8 * L rows) and, for prefill, in how many activation rows share a
+// pass; the default takes the LMUL whose strip covers a tile.
 #include <algorithm>
 #include <array>
 #include <stdexcept>
@@ -48,12 +50,22 @@ const ukernel::LinearPrefill* pick_prefill(const W4B64Packed& w) {
   return reads_strips(w) ? &kPrefill[wide_tile(w) ? 1 : 0] : nullptr;
 }
 
-int default_rows() {
-  return std::max(64, static_cast<int>(cpu_features().vlenb));
+// The K3 has 8 A100 cores: a default tile narrower than N / 8 keeps all of them busy.
+constexpr std::int64_t kTilesForAllCores = 8;
+
+int default_rows(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes) {
+  const int vlenb = static_cast<int>(cpu_features().vlenb);
+  const int narrow = std::max(64, std::min(vlenb, kMaxRowTile));
+  const int wide = std::max(64, std::min(2 * vlenb, kMaxRowTile));
+  if (wide == narrow || n < kTilesForAllCores * wide) return narrow;
+  const std::int64_t two_tiles = 2 * W4B64Packed::packed_bytes(wide, k, wide);
+  if (tcm_block_bytes > 0 && two_tiles > tcm_block_bytes) return narrow;
+  return wide;
 }
 
 W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
-  return pack_w4b64_signed_rows(w, rows == 0 ? default_rows() : rows);
+  if (rows == 0) rows = default_rows(w.n, w.k, 0);
+  return pack_w4b64_signed_rows(w, rows);
 }
 
 }  // namespace

@@ -176,10 +176,12 @@ const auto* pick_only(const W4B64Packed& w) {
 }
 
 // Packs kRowTile32 weights into the layout a layer's Linear kernels read best on this CPU:
-// rows = 0 takes the layer's default rows per tile for the running VLEN (`default_rows`).
+// rows = 0 takes the layer's default rows per tile (`default_rows`) for the running VLEN and an
+// N x K weight; tcm_block_bytes > 0: the decode TCM pipeline will stage tiles in blocks of that
+// size, so two tiles must fit in one.
 struct WeightPacking {
   const char* name;  // the layout, e.g. "srows"
-  int (*default_rows)();
+  int (*default_rows)(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes);
   W4B64Packed (*pack)(W4B64Packed rowtile32, int rows);
 };
 

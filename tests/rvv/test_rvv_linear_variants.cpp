@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "k3k/cpu.h"
@@ -51,7 +52,8 @@ W4B64Packed clone_packed(const W4B64Packed& src) {
 
 // Rows per tile to try: the default for this VLEN and a spread around it (multiples of 16).
 std::vector<int> rows_to_try() {
-  std::vector<int> v = {16, 32, 48, 64, 128, 256, default_weight_rows(KernelPath::kRvv)};
+  std::vector<int> v = {16, 32, 48, 64, 128, 256, default_weight_rows(KernelPath::kRvv, 520, 512),
+                        default_weight_rows(KernelPath::kRvv, 4096, 2048)};
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return v;
@@ -179,8 +181,9 @@ TEST(RvvLinearVariants, TcmPipelineOnSignedRowsEqualsDram) {
   const Problem p = make_problem(1, 520, 512, 31);
   auto tcm = tcm::make_emulated({});
   WorkerPool pool(3);
-  const int rows = default_weight_rows(KernelPath::kRvv);
+  const int rows = default_weight_rows(KernelPath::kRvv, 520, 512);
   const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
+  ASSERT_EQ(w.row_tile, rows);
   const std::vector<float> dram = run(p, KernelPath::kRvv, w, {}, pool);
   for (int slab_rows : {0, rows, 2 * rows}) {
     TcmWorkspace ws(*tcm, pool);
@@ -219,18 +222,55 @@ TEST(RvvLinearVariants, PrefetchDistanceNeverChangesResults) {
   }
 }
 
-TEST(RvvLinearVariants, DefaultsFollowTheVectorLength) {
+// Default rows per tile: one full LMUL-2 strip (VLEN/4 rows, at least 64, at most 256) when the
+// weight still makes 8 such tiles and, staged through TCM, two of them fit in a block; else one
+// LMUL-1 strip (VLEN/8 rows, at least 64).
+TEST(RvvLinearVariants, DefaultRowsFollowTheVectorLengthAndTheShape) {
   const int vlenb = cpu_features().vlenb;
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv), std::max(64, vlenb));
-  const Problem p = make_problem(1, 64, 64, 51);
-  const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
-  // Up to VLEN 256 a default tile (64 rows) is wider than an LMUL-1 strip, so LMUL 2; from VLEN
-  // 512 up one LMUL-1 strip covers it.
-  const std::string lmul = vlenb >= 64 ? "e8m1" : "e8m2";
-  EXPECT_NE(default_linear_decode(KernelPath::kRvv, w).find(lmul), std::string::npos)
-      << default_linear_decode(KernelPath::kRvv, w);
-  EXPECT_NE(default_linear_prefill(KernelPath::kRvv, w).find(lmul), std::string::npos)
-      << default_linear_prefill(KernelPath::kRvv, w);
+  const int narrow = std::max(64, vlenb);
+  const int wide = std::max(64, std::min(2 * vlenb, kMaxRowTile));
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048), wide);
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide - 16, 2048), narrow);
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 64, 64), narrow);
+  const std::int64_t two_wide = 2 * W4B64Packed::packed_bytes(wide, 2048, wide);
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048, two_wide), wide);
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048, two_wide - 1), narrow);
+
+  // The LMUL "auto" takes covers the default tile: LMUL 2 for a wide tile (and up to VLEN 256,
+  // where 64 rows exceed an LMUL-1 strip), else LMUL 1.
+  for (const auto& [n, rows] : {std::pair{64, narrow}, std::pair{8 * wide, wide}}) {
+    const Problem p = make_problem(1, n, 64, 51);
+    const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
+    ASSERT_EQ(w.row_tile, rows) << "n=" << n;
+    const std::string lmul = rows > vlenb ? "e8m2" : "e8m1";
+    EXPECT_NE(default_linear_decode(KernelPath::kRvv, w).find(lmul), std::string::npos)
+        << default_linear_decode(KernelPath::kRvv, w);
+    EXPECT_NE(default_linear_prefill(KernelPath::kRvv, w).find(lmul), std::string::npos)
+        << default_linear_prefill(KernelPath::kRvv, w);
+  }
+}
+
+// The default for weights the decode TCM pipeline will stage leaves that pipeline usable: its
+// gate takes the tiles (two per block) for a Qwen-sized K at every VLEN.
+TEST(RvvLinearVariants, DefaultRowsForTcmStagingPassTheTcmGate) {
+  auto tcm = tcm::make_emulated({});
+  WorkerPool pool(2);
+  TcmWorkspace ws(*tcm, pool);
+  const std::int64_t block = static_cast<std::int64_t>(tcm->geometry().block_bytes);
+  const int rows = default_weight_rows(KernelPath::kRvv, 2048, 2048, block);
+  // The gate reads the shape and the layout, not the codes: 2048 x 2048 weights of that layout.
+  W4B64Packed w;
+  w.n = w.k = 2048;
+  w.layout = W4B64Layout::kSignedRows;
+  w.row_tile = rows;
+  w.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(w.row_tiles() * w.tile_code_bytes()));
+  w.scale = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
+  w.beta = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
+  TcmDecodeParams params;
+  params.use = TcmUse::kOn;
+  params.compute_workers = pool.size();
+  const TcmGateDecision d = decide_tcm_decode(KernelPath::kRvv, w, &ws, params, pool.size());
+  EXPECT_TRUE(d.use_tcm) << "rows " << rows << ": " << d.reason;
 }
 
 TEST(RvvLinearVariants, UnknownVariantAndUnreadLayoutThrow) {

@@ -245,7 +245,8 @@ class LinearCase final : public OpCase {
   // of this path by contract name, or auto) and, for decode, the prefetch distance.
   void configure_microkernel(const KeyValues& p, k3k::KernelPath path, bool decode) {
     const std::int64_t rows = p.integer("weight_rows");
-    weight_rows_ = rows == 0 ? k3k::default_weight_rows(path) : static_cast<int>(rows);
+    weight_rows_ = rows == 0 ? k3k::default_weight_rows(path, n_, k_, decode ? tcm_staging_block_bytes(p) : 0)
+                             : static_cast<int>(rows);
     const bool signed_rows = layout_for(path) == k3k::W4B64Layout::kSignedRows;
     if (signed_rows ? (weight_rows_ % k3k::kMinSignedRows != 0) : weight_rows_ != k3k::kW4RowTile) {
       throw UnsupportedShape(fmt::format("--params: weight_rows={} is not a {} layout ({})", rows,
@@ -319,6 +320,17 @@ class LinearCase final : public OpCase {
     const std::vector<double> extra = k3k::reference::linear_hp_extra_bound(
         storage(), codes.data(), sa.data(), static_cast<std::int64_t>(rows.size()));
     for (std::size_t i = 0; i < extra.size(); ++i) bound[i] += extra[i];
+  }
+
+  // The TCM block the decode pipeline would stage weight tiles in (0: it will not run: tcm=off,
+  // no backend, or an emulated one that auto does not take), for the default rows per tile.
+  static std::int64_t tcm_staging_block_bytes(const KeyValues& p) {
+    const std::string use = p.text("tcm");
+    if (use == "off") return 0;
+    const TcmContext& context = tcm_context(p.text("tcm_backend"));
+    if (context.tcm == nullptr) return 0;
+    if (use != "on" && context.tcm->backend() != k3k::tcm::Backend::kReal) return 0;
+    return static_cast<std::int64_t>(context.tcm->geometry().block_bytes);
   }
 
   void configure_tcm(const KeyValues& p) {

@@ -90,8 +90,11 @@ struct LinearDecodeOptions {
 // read best on this CPU (generic: unchanged; rvv: kSignedRows with `rows` rows per tile, 0 = the
 // default for the running VLEN; ime2: kIme2, rows 0 or 32). The layout is recorded in the result.
 W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows = 0);
-// The rows per tile pack_w4b64_for(path, w, 0) chooses here.
-int default_weight_rows(KernelPath path);
+// The rows per tile pack_w4b64_for(path, w, 0) chooses here for an n x k weight. With
+// tcm_block_bytes > 0 (the decode TCM pipeline will stage tiles in blocks of that size) the tiles
+// are kept small enough for two to fit in a block; pack_w4b64_for(path, w, 0) assumes no TCM.
+int default_weight_rows(KernelPath path, std::int64_t n, std::int64_t k,
+                        std::int64_t tcm_block_bytes = 0);
 
 // The Linear microkernel variants of a layer (contract names), for the tuner: `prefill` and
 // `decode` list every name LinearTiling::ukernel accepts on `path` (empty when the layer is not

@@ -46,8 +46,10 @@ struct AutoLinearWeights {
 };
 
 // Packs `storage` for the layer the active table names for this shape (decode entry first, then
-// prefill at M = 1) when that layer is usable here, else the best usable layer.
-AutoLinearWeights pack_linear_auto(const W4B64Storage& storage);
+// prefill at M = 1) when that layer is usable here, else the best usable layer. An engine that
+// will run decode through the TCM pipeline passes its TCM block size, so that the default rows
+// per tile leave two tiles fitting in a block (a table's weight_rows wins either way).
+AutoLinearWeights pack_linear_auto(const W4B64Storage& storage, std::int64_t tcm_block_bytes = 0);
 // Decides the TCM pipeline's gate for these weights once (it reads every block's state); a decode
 // call with `workspace` then uses the decision. Without it, decode calls run from DRAM.
 void prepare_tcm(AutoLinearWeights& w, const TcmWorkspace& workspace, int pool_size);
