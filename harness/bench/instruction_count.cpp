@@ -5,11 +5,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "catalog.h"
 #include "process.h"
 #include "provenance.h"
 #include "results.h"
@@ -55,23 +57,52 @@ double number(const std::string& text, const std::string& key) {
   return std::stod(m[2]);
 }
 
+// --params for a count: one worker and one weight copy, for the ops that declare them (read from
+// the runner's catalog, once per runner).
+std::string count_params(const CountTools& tools, const CountCase& c) {
+  static std::map<std::string, Catalog> catalogs;
+  auto it = catalogs.find(c.runner);
+  if (it == catalogs.end()) {
+    const auto r = k3targets::run_process(
+        {tools.qemu, "-cpu", fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen),
+         c.runner, "--list-ops", "--json"},
+        k3targets::ProcessOptions::with_timeout(120));
+    if (!r.ok()) {
+      throw UserError(
+          fmt::format("count: {} --list-ops: {}", c.runner, r.failure_reason(120)));
+    }
+    try {
+      it = catalogs.emplace(c.runner, Catalog(nlohmann::json::parse(r.out))).first;
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("count: {} --list-ops: unreadable JSON ({})", c.runner, e.what()));
+    }
+  }
+  const OpSpec& op = it->second.op(c.op, "count --case");
+  std::string params;
+  if (op.param("workers") != nullptr) params = "workers=1";
+  if (op.param("copies") != nullptr) params += std::string(params.empty() ? "" : ",") + "copies=1";
+  return params;
+}
+
 RawCount run_once(const CountTools& tools, const CountCase& c, const std::string& skip, int calls) {
   const std::string out =
       fmt::format("{}/k3tune-count-{}-{}.txt", std::filesystem::temp_directory_path().string(),
                   getpid(), calls);
   std::string plugin = tools.plugin + ",outfile=" + out;
   if (!skip.empty()) plugin += ",skip=" + skip;
-  const std::vector<std::string> argv = {
+  std::vector<std::string> argv = {
       "env", "K3BENCH_CACHE_DIR=off", "K3_IME2_ASSUME_MARCHID=0x8000000041000002", tools.qemu,
       "-cpu", fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen), "-plugin", plugin,
-      c.runner, "--op", c.op, "--shape", c.shape, "--params",
-      c.op == "linear_decode" ? "workers=1,copies=1" : "workers=1", "--path",
+      c.runner, "--op", c.op, "--shape", c.shape};
+  if (const std::string params = count_params(tools, c); !params.empty())
+    argv.insert(argv.end(), {"--params", params});
+  argv.insert(argv.end(), {"--path",
       c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup", "0", "--iterations",
       std::to_string(calls), "--check", "none",
       // Idle pool threads park at once: a spinning one executes instructions for as long as the
       // main thread takes to hand out the next task, which under load is anyone's guess
       // (measured: +-20k instructions per process).
-      "--pool-wait", "park", "--json"};
+      "--pool-wait", "park", "--json"});
   const auto r =
       k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
   std::ifstream f(out);
@@ -103,8 +134,15 @@ RawCount run_once(const CountTools& tools, const CountCase& c, const std::string
 
 }  // namespace
 
+std::string unit_of_work(const std::string& op) {
+  if (op == "linear_decode") return "weight";
+  if (op == "linear_prefill") return "multiply-add";
+  if (op == "quant_pack_decode" || op == "quant_pack_prefill") return "element";
+  return "";
+}
+
 double units_per_call(const std::string& op, const std::string& shape) {
-  if (op != "linear_decode" && op != "linear_prefill") return 0;
+  if (unit_of_work(op).empty()) return 0;
   double units = 1;
   std::smatch m;
   for (const char* key : {"m", "n", "k"}) {
@@ -168,9 +206,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     const nlohmann::json measure = {{"metric", kMetric},
                                     {"repetitions", 1},
                                     {"vlen", r.c.vlen},
-                                    {"unit_of_work", r.c.op == "linear_decode"    ? "weight"
-                                                     : r.c.op == "linear_prefill" ? "multiply-add"
-                                                                                  : ""}};
+                                    {"unit_of_work", unit_of_work(r.c.op)}};
     const std::string target = fmt::format("qemu-vlen{}", r.c.vlen);
     const std::string cell_key = sha256_text(nlohmann::json{
         {"target", target},

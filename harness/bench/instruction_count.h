@@ -18,7 +18,8 @@
 // ime2_instructions, other_instructions, vector_instructions, per_unit, units), and an ok aggregate
 // whose mean_ns/min_ns/median_ns/ci_* hold the instructions per call (ime2 + other; exact, so the
 // interval is a point). Units: weights N*K for linear_decode, multiply-adds M*N*K for
-// linear_prefill, none otherwise.
+// linear_prefill, elements M*K (decode: K) for quant_pack_*, none otherwise. The runner runs
+// with one worker and one weight copy for the ops that declare those parameters.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +54,7 @@ struct CountResult {
   bool emulated = false;
   double instructions = 0;  // per call: ime2 + other
   double ime2 = 0, other = 0, vector = 0;
-  double units = 0;  // weights (decode) or multiply-adds (prefill) per call; 0: not a Linear op
+  double units = 0;  // work per call (unit_of_work); 0: an op without one
   std::optional<double> per_unit() const {
     return units > 0 ? std::optional(instructions / units) : std::nullopt;
   }
@@ -61,7 +62,9 @@ struct CountResult {
   std::int64_t wall_ns = 0;
 };
 
-// Work per call of a Linear op from its shape text ("m=16,n=2048,k=2048"); 0 for other ops.
+// What one unit of work of an op is ("weight", "multiply-add", "element"; "" for ops without
+// one) and how many a call does, from its shape text ("m=16,n=2048,k=2048").
+std::string unit_of_work(const std::string& op);
 double units_per_call(const std::string& op, const std::string& shape);
 
 // Counts one case (two qemu processes). Throws UserError with the failing step's reason.

@@ -126,6 +126,23 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
   }
 }
 
+// Ops without a workers parameter (quant_pack_decode) are counted too, per element.
+TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
+  const auto r = k3tune({"--json", "count", "--runner", std::string("rvv=") + K3_COUNT_RVV_RUNNER,
+                         "--vlens", "256", "--plugin", K3_COUNT_PLUGIN, "--case",
+                         "quant_pack_decode k=2048", "--case", "quant_pack_prefill m=8,k=256"});
+  ASSERT_TRUE(r.ok()) << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    const double units = row["op"] == "quant_pack_decode" ? 2048 : 8 * 256;
+    EXPECT_EQ(row["units_per_call"].get<double>(), units) << row.dump();
+    EXPECT_GT(row["other_per_call"].get<double>(), units / 64) << row.dump();  // >= 1 per block
+    EXPECT_DOUBLE_EQ(row["per_unit"].get<double>(),
+                     row["instructions_per_call"].get<double>() / units);
+  }
+}
+
 TEST_F(CountCli, BadInputStoresNothing) {
   const auto r =
       k3tune({"count", "--runner", "rvv=/nonexistent/k3bench", "--plugin", K3_COUNT_PLUGIN});
@@ -136,6 +153,11 @@ TEST_F(CountCli, BadInputStoresNothing) {
               std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--plugin", K3_COUNT_PLUGIN});
   EXPECT_EQ(bad_case.exit_code, 2);
   EXPECT_NE(bad_case.err.find("--case"), std::string::npos) << bad_case.err;
+  const auto unknown_op =
+      k3tune({"count", "--case", "no_such_op k=64", "--vlens", "256", "--runner",
+              std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--plugin", K3_COUNT_PLUGIN});
+  EXPECT_EQ(unknown_op.exit_code, 2);
+  EXPECT_NE(unknown_op.err.find("no_such_op"), std::string::npos) << unknown_op.err;
   if (fs::exists(db())) {
     auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
     EXPECT_EQ(scalar(*c, "SELECT count(*) FROM runs"), 0);
