@@ -7,7 +7,9 @@
 //                             hash check, never a copy
 //   run-<pid>-<n>.pid         process group of a run in flight (removed when it ends)
 //   lease.lock                flock held by the lease holder (lease.h)
-//   test-hooks/               read only when the inventory sets test_hooks (tests)
+//   test-hooks/               read only when the inventory sets test_hooks (tests):
+//                             uptime_offset_s (added to the uptime: a reboot), extra_facts
+//                             (lines appended to the probe's facts, e.g. a hot thermal zone)
 #pragma once
 
 #include <map>

@@ -5,6 +5,8 @@
 //   - a runner hangs: it is killed at the timeout, its cell fails, the sweep goes on;
 //   - a reboot (uptime reset through the board's test hook) between batches: the board is
 //     quarantined, its batch marked disturbed and measured again on the other board;
+//   - throttling (a thermal zone at 105 C through the test hook) between batches: the batch is
+//     marked disturbed and measured again, the board stays in the run;
 //   - a stale lease: the board takes no cells until `farm release --stale` recovers it;
 //   - a changed host key: the board is refused and nothing runs on it.
 #include <gtest/gtest.h>
@@ -183,6 +185,45 @@ TEST_F(FarmSshSweep, RebootBetweenBatchesQuarantinesAndTheBatchIsMeasuredAgain) 
             0);
   EXPECT_EQ(j["measured_cells"], 4);
   for (const auto& c : j["cells"]) EXPECT_EQ(c["board"], "b2") << c.dump();
+  EXPECT_GE(samples(), before);
+}
+
+TEST_F(FarmSshSweep, ThrottlingBetweenBatchesMarksTheBatchAndMeasuresItAgain) {
+  // Once b1's first probe is stored its probes report a thermal zone at 105 C (limit 95 C) until
+  // the sweep has marked a batch; then the zone cools down and b1 goes on measuring.
+  std::vector<std::string> extra = kFourShapes;
+  extra.insert(extra.end(), {"-R", "2", "--min-time", "0.2"});
+  auto running = sweep(extra);
+  ASSERT_TRUE(wait_for("SELECT count(*) FROM farm_probes WHERE board = 'b1' AND ok = 1", 1));
+  const std::string hook = lab_->work_dir("b1") + "/test-hooks/extra_facts";
+  fs::create_directories(lab_->work_dir("b1") + "/test-hooks");
+  write_file(hook, "thermal thermal_zone9 cpu-test 105000\n");
+  const auto before = samples();
+  const bool marked = wait_for(
+      "SELECT count(*) FROM farm_sweep_cells WHERE board = 'b1' AND outcome = 'disturbed'", 1);
+  fs::remove(hook);
+  const auto r = running.get();
+  ASSERT_TRUE(marked);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = json(r);
+  const auto disturbed = count(
+      "SELECT count(*) FROM processes p JOIN cells c USING(cell_key) WHERE c.target = 'b1' AND "
+      "p.disturbed = 1");
+  std::printf("throttling of b1: samples %lld at the hook, %lld after; %lld b1 processes disturbed\n",
+              static_cast<long long>(before), static_cast<long long>(samples()),
+              static_cast<long long>(disturbed));
+  EXPECT_TRUE(j["quarantined"].empty()) << j.dump();  // throttling is not a board fault
+  EXPECT_GE(disturbed, 1);
+  EXPECT_GE(count("SELECT count(*) FROM farm_sweep_cells WHERE board = 'b1' AND outcome = "
+                  "'disturbed' AND reason LIKE '%throttled%cpu-test at 105.0 C%'"),
+            1);
+  // Every cell ends measured, each disturbed one again after its disturbed hand-out.
+  EXPECT_EQ(j["measured_cells"], 4);
+  EXPECT_EQ(j["failed_cells"], 0);
+  EXPECT_EQ(count("SELECT count(*) FROM farm_sweep_cells d WHERE d.outcome = 'disturbed' AND NOT "
+                  "EXISTS (SELECT 1 FROM farm_sweep_cells m WHERE m.cell_index = d.cell_index AND "
+                  "m.outcome = 'measured' AND m.attempt > d.attempt)"),
+            0);
   EXPECT_GE(samples(), before);
 }
 

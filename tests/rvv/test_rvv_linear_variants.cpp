@@ -210,6 +210,11 @@ TEST(RvvLinearVariants, TcmPipelineOnSignedRowsEqualsDram) {
 
 // Prefetch is a hint: any distance gives the same bytes (in builds without Zicbop it is ignored).
 TEST(RvvLinearVariants, PrefetchDistanceNeverChangesResults) {
+#ifdef K3_HAVE_ZICBOP
+  EXPECT_TRUE(prefetch_built());  // the distances below do issue prefetch.r
+#else
+  EXPECT_FALSE(prefetch_built());
+#endif
   const Problem p = make_problem(1, 200, 1024, 41);
   WorkerPool pool(2);
   const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
