@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -16,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "database.h"
+#include "farm.h"
 #include "nightly_profile.h"
 #include "nightly_store.h"
 #include "provenance.h"
@@ -150,6 +152,20 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
 
 }  // namespace
 
+// The farm's shape for the plan: built-in or not, and the runner variants its boards deploy (a
+// board with an explicit runner path deploys that file: nothing to build for it).
+NightlyFarm nightly_farm(const NightlyRequest& rq) {
+  const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
+  NightlyFarm f;
+  f.builtin = config.source == "built-in";
+  for (const auto& b : config.boards) {
+    if (!b.runner.empty()) continue;
+    if (std::find(f.variants.begin(), f.variants.end(), b.variant) == f.variants.end())
+      f.variants.push_back(b.variant);
+  }
+  return f;
+}
+
 NightlyOutcome run_nightly(const NightlyRequest& in) {
   const auto start = Clock::now();
   NightlyRequest rq = in;
@@ -173,7 +189,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   }
   if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
   o.id = fs::path(o.dir).filename().string();
-  const auto steps = nightly_steps(rq.profile, rq.build);
+  const auto steps = nightly_steps(rq.profile, rq.build, nightly_farm(rq));
 
   fs::create_directories(o.dir + "/tables");
   fs::create_directories(o.dir + "/logs");

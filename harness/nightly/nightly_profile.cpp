@@ -1,5 +1,7 @@
 #include "nightly_profile.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "user_error.h"
@@ -70,8 +72,15 @@ Args cat(Args a, const Args& b) {
 
 }  // namespace
 
-std::vector<NightlyStep> nightly_steps(const std::string& name, bool build) {
-  const Profile p = profile(name);
+std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
+                                       const NightlyFarm& farm) {
+  Profile p = profile(name);
+  if (!farm.builtin) {
+    p.farm_boards.clear();
+    for (const auto& v : farm.variants)
+      if (std::find(p.variants.begin(), p.variants.end(), v) == p.variants.end())
+        p.variants.push_back(v);
+  }
   std::vector<NightlyStep> steps;
   if (build)
     for (const auto& v : p.variants)

@@ -45,7 +45,17 @@ struct NightlyStep {
   std::map<std::string, std::string> env{};  // set for the step's process (and its runners)
 };
 
-// Throws UserError for an unknown profile. `build`: include the build steps.
-std::vector<NightlyStep> nightly_steps(const std::string& profile, bool build);
+// The farm a nightly runs on, as far as its plan depends on it.
+struct NightlyFarm {
+  bool builtin = true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
+  std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
+};
+
+// Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm
+// the profile names the boards (one bench step per board: each measures every cell); on any other
+// farm one bench step shares the cells among all its boards, and the build steps add the
+// variants its boards deploy.
+std::vector<NightlyStep> nightly_steps(const std::string& profile, bool build,
+                                       const NightlyFarm& farm = {});
 
 }  // namespace k3tune

@@ -8,7 +8,9 @@
 //   - throttling (a thermal zone at 105 C through the test hook) between batches: the batch is
 //     marked disturbed and measured again, the board stays in the run;
 //   - a stale lease: the board takes no cells until `farm release --stale` recovers it;
-//   - a changed host key: the board is refused and nothing runs on it.
+//   - a changed host key: the board is refused and nothing runs on it;
+// and `k3tune nightly` (smoke profile) with this farm as its farm: one bench step whose cells the
+// two ssh boards take from a shared queue.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -286,6 +288,33 @@ TEST_F(FarmSshSweep, ChangedHostKeyIsRefusedAndNothingRunsOnTheBoard) {
   EXPECT_EQ(j["measured_cells"], 2);
   EXPECT_EQ(counted_samples(), counted_before + 2 * 2 * 2);  // 2 cells x 2 processes x 2 reps
   EXPECT_GE(samples() - before, counted_samples() - counted_before);
+}
+
+TEST_F(FarmSshSweep, NightlyOnTheSshFarmBenchesOnItsBoards) {
+  // The host steps (tune, table verify, verdict) run this tree's k3bench as the local target.
+  const std::string targets = lab_->dir() / "targets.toml";
+  write_file(targets, std::string("[targets.local]\nkind = \"local\"\nvariant = \"host\"\n") +
+                          "runner = \"" + K3BENCH_PATH + "\"\ntimeout_s = 300\n");
+  const std::string dir = lab_->dir() / "nightly/ssh1";
+  const auto r = k3targets::run_process(
+      {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets", targets, "nightly",
+       "--profile", "smoke", "--farm", farm_file_, "--no-build", "--dir", dir},
+      k3targets::ProcessOptions::with_timeout(900));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::printf("nightly on the ssh farm: %lld samples on b1, %lld on b2\n",
+              static_cast<long long>(samples_on("b1")), static_cast<long long>(samples_on("b2")));
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE status <> 'done'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'bench'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step LIKE 'build%'"), 0);
+  // Both decode shapes of the smoke profile measured on the ssh boards (whichever took them).
+  EXPECT_EQ(count("SELECT count(DISTINCT cell_index) FROM farm_sweep_cells WHERE outcome = "
+                  "'measured' AND board IN ('b1', 'b2')"),
+            2);
+  EXPECT_EQ(count("SELECT count(*) FROM farm_probes WHERE board IN ('b1', 'b2') AND ok = 1") > 0,
+            true);
+  EXPECT_GT(samples_on("b1") + samples_on("b2"), 0);
+  for (const char* f : {"summary.md", "report.html", "tables/local.json", "logs/bench.json"})
+    EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `k3tune nightly` end to end at reduced size (label nightly): the smoke profile (the quick
 // profile's host steps: deploy + probe, bench on the farm, tune, table verify, verdict bench,
-// report) on a one-board local farm running this tree's k3bench. The first attempt is killed
+// report) on a one-board local farm running this tree's k3bench (a farm file, not the built-in
+// farm: one bench step, "bench", shares the cells among its boards). The first attempt is killed
 // (SIGKILL to its whole process group) while the bench step measures; `--resume DIR` finishes
 // it, keeps what was measured (adopted, not measured again) and leaves every artifact.
 #include <gtest/gtest.h>
@@ -55,7 +56,7 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     try {
       if (fs::exists(db()) &&
-          count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = "
+          count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = "
                 "'running'") == 1 &&
           count("SELECT count(*) FROM processes WHERE status = 'ok'") >= 1) {
         kill(-pid, SIGKILL);
@@ -71,7 +72,7 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
   const auto processes_at_kill = count("SELECT count(*) FROM processes WHERE status = 'ok'");
   const auto samples_at_kill = count("SELECT count(*) FROM samples");
   EXPECT_EQ(
-      count("SELECT count(*) FROM nightly_steps WHERE step = 'bench-host' AND status = 'done'"), 0);
+      count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = 'done'"), 0);
 
   const auto r =
       k3targets::run_process(argv({"--resume", dir}), k3targets::ProcessOptions::with_timeout(900));
@@ -96,7 +97,7 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
                   "host_build_hash IS NOT NULL"),
             1);
   for (const char* f : {"summary.md", "report.html", "report.json", "nightly.md",
-                        "tables/local.json", "logs/bench-host.json"})
+                        "tables/local.json", "logs/bench.json"})
     EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
   const std::string summary = read_file(dir + "/summary.md");
   EXPECT_NE(summary.find("# Nightly n1 (smoke profile"), std::string::npos) << summary;
