@@ -94,8 +94,9 @@ std::string verdict_section(const Report& r) {
   out += fmt::format("<p class=\"banner {}\">{}</p>\n", v.regressions() > 0 ? "bad" : "good",
                      esc(verdict_headline(v)));
   out += "<table><thead>" +
-         head({"cell", "baseline us", "candidate us", "change", "p", "verdict", "confirmation",
-               "err/bound", "output"}) +
+         head({"cell", std::string("baseline ") + v.per_call.unit(),
+               std::string("candidate ") + v.per_call.unit(), "change", "p", "verdict",
+               "confirmation", "err/bound", "output"}) +
          "</thead><tbody>\n";
   for (const auto& c : v.cells) {
     const auto& a = c.accuracy;
@@ -108,8 +109,8 @@ std::string verdict_section(const Report& r) {
     const bool compared = c.timing.outcome != Outcome::kNotCompared;
     std::string confirmation = to_string(c.timing.confirmation);
     if (!c.timing.confirm_note.empty()) confirmation += ": " + c.timing.confirm_note;
-    out += row({esc(c.label), compared ? us(c.timing.cmp.mean_a) : "-",
-                compared ? us(c.timing.cmp.mean_b) : "-",
+    out += row({esc(c.label), compared ? v.per_call.text(c.timing.cmp.mean_a) : "-",
+                compared ? v.per_call.text(c.timing.cmp.mean_b) : "-",
                 compared ? fmt::format("{:+.2f}%", 100 * c.timing.cmp.rel_diff) : "-",
                 compared ? fmt::format("{:.2g}", c.timing.cmp.p_value) : "-",
                 esc(timing_text(c.timing)), esc(confirmation), acc, output},
@@ -129,8 +130,10 @@ std::string verdict_section(const Report& r) {
 
 std::string figures_section(const RunData& run) {
   std::string out = "<section id=\"figures\"><h2>Figures</h2><table><thead>" +
-                    head({"cell", "model", "path", "P", "mean us", "95% CI us", "CV", "GB/s",
-                          "GOPS", "err/bound", "output fnv1a64"}) +
+                    head({"cell", "model", "path", "P",
+                          std::string("mean ") + run.per_call.unit(),
+                          std::string("95% CI ") + run.per_call.unit(), "CV", "GB/s", "GOPS",
+                          "err/bound", "output fnv1a64"}) +
                     "</thead><tbody>\n";
   for (const auto& c : run.cells) {
     if (!c.ok) {
@@ -140,12 +143,13 @@ std::string figures_section(const RunData& run) {
       continue;
     }
     out += row(
-        {esc(c.label), esc(c.model), esc(c.path), std::to_string(c.processes), us(c.mean_ns),
-         c.ci_low_ns && c.ci_high_ns ? us(c.ci_low_ns) + " .. " + us(c.ci_high_ns) : "-",
+        {esc(c.label), esc(c.model), esc(c.path), std::to_string(c.processes),
+         run.per_call.text(c.mean_ns),
+         c.ci_low_ns && c.ci_high_ns
+             ? run.per_call.text(c.ci_low_ns) + " .. " + run.per_call.text(c.ci_high_ns)
+             : "-",
          c.cv_between ? fmt::format("{:.1f}%", 100 * *c.cv_between) : "-",
-         c.bytes_per_call && c.mean_ns ? fmt::format("{:.2f}", *c.bytes_per_call / *c.mean_ns)
-                                       : "-",
-         c.ops_per_call && c.mean_ns ? fmt::format("{:.2f}", *c.ops_per_call / *c.mean_ns) : "-",
+         run.per_call.rate(c.bytes_per_call, c.mean_ns), run.per_call.rate(c.ops_per_call, c.mean_ns),
          c.error_to_bound ? fmt::format("{:.2g}", *c.error_to_bound) : "-",
          "<code>" + esc(c.output_checksum) + "</code>"});
   }

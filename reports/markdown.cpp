@@ -93,11 +93,13 @@ void section_rules(const Verdict& v, std::string& out) {
 }
 
 void section_regressions(const Verdict& v, std::string& out) {
-  TextTable t({"cell", "base us", "cand us", "change", "p", "confirmation"}, {L, R, R, R, R, L});
+  const std::string u = v.per_call.unit();
+  TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "confirmation"},
+              {L, R, R, R, R, L});
   std::vector<std::string> notes;
   for (const auto& c : v.cells) {
     if (c.timing.outcome != Outcome::kRegression) continue;
-    t.add({c.label, us(c.timing.cmp.mean_a), us(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value), confirmation_text(c.timing)});
     if (!c.timing.confirm_note.empty()) notes.push_back(c.label + ": " + c.timing.confirm_note);
   }
@@ -108,12 +110,13 @@ void section_regressions(const Verdict& v, std::string& out) {
 }
 
 void section_improvements(const Verdict& v, std::string& out) {
-  TextTable t({"cell", "base us", "cand us", "change", "p", "speed-up [95% CI]"},
+  const std::string u = v.per_call.unit();
+  TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "speed-up [95% CI]"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != Outcome::kImprovement) continue;
     const auto& s = c.timing.speedup;
-    t.add({c.label, us(c.timing.cmp.mean_a), us(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value),
            fmt::format("{:.2f} [{:.2f}, {}]", s.value, s.low,
                        std::isfinite(s.high) ? fmt::format("{:.2f}", s.high) : "inf")});
@@ -130,11 +133,12 @@ void section_improvements(const Verdict& v, std::string& out) {
 }
 
 void section_unchanged(const Verdict& v, std::string& out) {
-  TextTable t({"cell", "base us", "cand us", "change", "p", "unchanged within"},
+  const std::string u = v.per_call.unit();
+  TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "unchanged within"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != Outcome::kUnchanged) continue;
-    t.add({c.label, us(c.timing.cmp.mean_a), us(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value),
            fmt::format("+-{:.1f}%", 100 * std::max(c.timing.cmp.mde, c.timing.threshold))});
   }
@@ -208,7 +212,9 @@ void section_figures(const RunData& run, std::string& out) {
     const bool path_in_heading = !path.empty() && path != "none";
     out += fmt::format("### {}{}{}\n\n", key.first.empty() ? "" : key.first + " / ", key.second,
                        path_in_heading ? " (" + path + ")" : "");
-    TextTable t({"cell", "P", "mean us", "95% CI us", "CV", "GB/s", "GOPS", "err/bnd"},
+    const PerCall& pc = run.per_call;
+    TextTable t({"cell", "P", std::string("mean ") + pc.unit(), std::string("95% CI ") + pc.unit(),
+                 "CV", "GB/s", "GOPS", "err/bnd"},
                 {L, R, R, R, R, R, R, R});
     std::vector<std::string> failed;
     for (const CellFigures* c : cells) {
@@ -224,16 +230,13 @@ void section_figures(const RunData& run, std::string& out) {
         continue;
       }
       const std::string ci =
-          c->ci_low_ns && c->ci_high_ns
-              ? fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3)
-              : "-";
-      t.add({label, std::to_string(c->processes), us(c->mean_ns), ci,
+          !(c->ci_low_ns && c->ci_high_ns) ? "-"
+          : pc.instructions
+              ? pc.text(c->ci_low_ns) + ".." + pc.text(c->ci_high_ns)
+              : fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3);
+      t.add({label, std::to_string(c->processes), pc.text(c->mean_ns), ci,
              c->cv_between ? fmt::format("{:.1f}%", 100 * *c->cv_between) : "-",
-             c->bytes_per_call && c->mean_ns
-                 ? fmt::format("{:.2f}", *c->bytes_per_call / *c->mean_ns)
-                 : "-",
-             c->ops_per_call && c->mean_ns ? fmt::format("{:.2f}", *c->ops_per_call / *c->mean_ns)
-                                           : "-",
+             pc.rate(c->bytes_per_call, c->mean_ns), pc.rate(c->ops_per_call, c->mean_ns),
              c->error_to_bound ? fmt::format("{:.2g}", *c->error_to_bound) : "-"});
     }
     out += t.markdown() + "\n";

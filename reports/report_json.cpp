@@ -28,7 +28,9 @@ nlohmann::json build_json(const BuildInfo& b) {
       {"created_at", b.created_at}};
 }
 
-nlohmann::json cell_json(const CellFigures& c) {
+// Per-call figures keep their *_ns names in every run; `per_call_unit` of the run says whether
+// they are nanoseconds or instructions (count runs), and rates exist only for timed runs.
+nlohmann::json cell_json(const CellFigures& c, const PerCall& per_call) {
   nlohmann::json j = {{"label", c.label},
                       {"op", c.op},
                       {"model", c.model},
@@ -56,16 +58,18 @@ nlohmann::json cell_json(const CellFigures& c) {
                       {"output_checksum", c.output_checksum},
                       {"bytes_per_call", opt(c.bytes_per_call)},
                       {"ops_per_call", opt(c.ops_per_call)}};
-  if (c.mean_ns && c.bytes_per_call) j["gbps"] = *c.bytes_per_call / *c.mean_ns;
-  if (c.mean_ns && c.ops_per_call) j["gops"] = *c.ops_per_call / *c.mean_ns;
+  if (!per_call.instructions && c.mean_ns && c.bytes_per_call)
+    j["gbps"] = *c.bytes_per_call / *c.mean_ns;
+  if (!per_call.instructions && c.mean_ns && c.ops_per_call) j["gops"] = *c.ops_per_call / *c.mean_ns;
   return j;
 }
 
 nlohmann::json run_json(const RunData& r) {
   nlohmann::json builds = nlohmann::json::array(), cells = nlohmann::json::array();
   for (const auto& b : r.builds) builds.push_back(build_json(b));
-  for (const auto& c : r.cells) cells.push_back(cell_json(c));
+  for (const auto& c : r.cells) cells.push_back(cell_json(c, r.per_call));
   return {{"run_uuid", r.run_uuid},
+          {"per_call_unit", r.per_call.instructions ? "instructions" : "ns"},
           {"command", r.command},
           {"target", r.target},
           {"build_hash", r.build_hash},

@@ -217,6 +217,7 @@ RunData load_run(k3store::Connection& db, const std::string& run_prefix) {
     r.overhead_s = opt_real(find, 11);
     r.settings = nlohmann::json::parse(find.text(12), nullptr, false);
     if (!r.settings.is_object()) r.settings = nlohmann::json::object();
+    r.per_call = PerCall::of(r.settings);
     matches.push_back(std::move(r));
   }
   if (run_prefix.empty() || matches.size() != 1) {

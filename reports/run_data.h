@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sqlite.h"
+#include "value_text.h"
 
 namespace k3reports {
 
@@ -48,6 +49,7 @@ struct RunData {
   std::string model;  // --model of the command line, "" when none
   std::optional<double> wall_s, kernel_s, warmup_s, overhead_s;
   nlohmann::json settings;     // process plan and builds compared (runs.settings_json)
+  PerCall per_call;            // what the per-call figures (mean_ns, ...) hold
   nlohmann::json environment;  // of the run's first successful process
   std::string cpu_model, marchid, arch;
   std::vector<BuildInfo> builds;  // every build measured in the run; the run's own build last

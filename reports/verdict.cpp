@@ -148,6 +148,7 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
   Verdict v;
   v.baseline_run = base.run_uuid;
   v.candidate_run = cand.run_uuid;
+  v.per_call = cand.per_call;
   v.baseline_build = base.build_hash;
   v.candidate_build = cand.build_hash;
   v.method = "welch-across-runs";
@@ -218,6 +219,7 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
     throw ReportError(fmt::format("run {} did not measure a baseline build", run.run_uuid));
   Verdict v;
   v.baseline_run = v.candidate_run = run.run_uuid;
+  v.per_call = run.per_call;
   v.baseline_build = base->build_hash;
   v.candidate_build = cand->build_hash;
   v.method = "paired-rounds-within-run";

@@ -87,6 +87,7 @@ struct Verdict {
   std::string baseline_run, candidate_run;  // equal for a verdict within one run
   std::string baseline_build, candidate_build;
   std::string method;  // "welch-across-runs" or "paired-rounds-within-run"
+  PerCall per_call;    // the candidate run's figures: time or instruction counts
   bool confirm_requested = false;
   RegressionConfig config;
   std::optional<k3store::NoiseFloorRecord> noise_floor;

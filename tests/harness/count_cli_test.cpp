@@ -6,10 +6,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "database.h"
@@ -141,6 +143,19 @@ TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
     EXPECT_DOUBLE_EQ(row["per_unit"].get<double>(),
                      row["instructions_per_call"].get<double>() / units);
   }
+  // Its report shows instruction counts (whole numbers, "insns"), not microseconds or rates.
+  const auto report = k3tune({"report", "-o", (dir / "report").string()});
+  ASSERT_TRUE(report.ok()) << report.out << report.err;
+  const std::string md = report.out;
+  EXPECT_NE(md.find("mean insns"), std::string::npos) << md;
+  EXPECT_EQ(md.find("mean us"), std::string::npos) << md;
+  for (const auto& row : rows) {
+    const std::string count = fmt::format(" {:.0f} ", row["instructions_per_call"].get<double>());
+    EXPECT_NE(md.find(count), std::string::npos) << count << " not in\n" << md;
+  }
+  const auto json = nlohmann::json::parse(std::ifstream(dir / "report" / "report.json"));
+  EXPECT_EQ(json["run"]["per_call_unit"], "instructions") << json["run"].dump();
+  for (const auto& cell : json["run"]["cells"]) EXPECT_FALSE(cell.contains("gbps")) << cell.dump();
 }
 
 TEST_F(CountCli, BadInputStoresNothing) {
