@@ -62,15 +62,10 @@ Measurement TimeObjective::measure(const k3tune::CellSpec& cell, int index, int 
 InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, std::string runner,
                                            std::string plugin,
                                            std::map<std::string, std::string> env)
-    : qemu_(std::move(qemu)),
-      cpu_(std::move(cpu)),
-      runner_(std::move(runner)),
-      plugin_(std::move(plugin)),
-      env_(std::move(env)) {
-  // The difference of a 1-call and a 9-call process cancels set-up only when both do the same
-  // set-up: with the runner's weight cache, a cold cache makes the first pack and write the weights
-  // and the second only read them (a negative "per call" count).
-  env_.insert_or_assign("K3BENCH_CACHE_DIR", "off");
+    : cpu_(std::move(cpu)), runner_(std::move(runner)), env_(std::move(env)) {
+  tools_.qemu = std::move(qemu);
+  tools_.plugin = std::move(plugin);
+  tools_.timeout_s = 1800;
 }
 
 Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*index*/,
@@ -78,14 +73,9 @@ Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*in
   Measurement m;
   // One and nine timed calls, one worker each time: the difference is eight calls, free of
   // set-up, the accuracy check and process start (both processes must run the same check for it
-  // to cancel).
+  // to cancel). k3tune::count_process counts as `k3tune count` does (no weight cache, the IME2
+  // model left out of an emulation build's count).
   auto count = [&](int calls, std::string& reason) -> double {
-    const std::string out =
-        fmt::format("{}/k3tune-insn-{}-{}.txt", std::filesystem::temp_directory_path().string(),
-                    getpid(), calls);
-    std::vector<std::string> argv = {"env"};
-    for (const auto& [k, v] : env_) argv.push_back(k + "=" + v);
-    argv.insert(argv.end(), {qemu_, "-cpu", cpu_, "-plugin", plugin_ + ",outfile=" + out, runner_});
     auto args = cell.settings.runner_args(cell, calls);
     bool parked = false;
     for (std::size_t i = 0; i + 1 < args.size(); ++i) {
@@ -96,22 +86,13 @@ Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*in
       if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
     }
     if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
-    std::ifstream f(out);
-    std::string text((std::istreambuf_iterator<char>(f)), {});
-    std::filesystem::remove(out);
-    if (!r.ok()) {
-      reason = r.failure_reason(1800);
-      if (r.exit_code == 4) reason = "accuracy failure: " + reason;
+    const k3tune::CountedProcess p = k3tune::count_process(tools_, cpu_, runner_, args, env_);
+    if (!p.ok) {
+      reason = p.reason;
+      if (p.process.exit_code == 4) reason = "accuracy failure: " + reason;
       return -1;
     }
-    std::smatch match;
-    if (!std::regex_search(text, match, std::regex("insns=([0-9]+)"))) {
-      reason = "the counting plugin wrote no count (" + plugin_ + ")";
-      return -1;
-    }
-    return std::stod(match[1]);
+    return p.total();
   };
   std::string reason;
   // Nine calls against one: the untimed part varies by a few hundred instructions per process

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "grid.h"
+#include "instruction_count.h"
 #include "runner_process.h"
 #include "sqlite.h"
 #include "target.h"
@@ -74,7 +75,8 @@ class InstructionObjective final : public Objective {
   Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
 
  private:
-  std::string qemu_, cpu_, runner_, plugin_;
+  k3tune::CountTools tools_;
+  std::string cpu_, runner_;
   std::map<std::string, std::string> env_;
 };
 

@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <regex>
 #include <sstream>
 
@@ -25,14 +27,6 @@ namespace {
 constexpr int kFewCalls = 1, kMoreCalls = 3;
 constexpr const char* kMetric = "instructions per call";
 
-struct RawCount {
-  double insns = 0, vector = 0, ime2 = 0, calls = 0;
-  std::string path;
-  bool emulated = false;
-  nlohmann::json json;
-  std::int64_t wall_ns = 0;
-};
-
 // [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
 std::string model_range(const CountTools& tools, const std::string& runner) {
   const auto r =
@@ -51,6 +45,16 @@ std::string model_range(const CountTools& tools, const std::string& runner) {
   return begin.empty() || end.empty() ? "" : "0x" + begin + "-0x" + end;
 }
 
+// model_range once per runner path (a process counts many cells with one binary).
+const std::string& cached_model_range(const CountTools& tools, const std::string& runner) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> ranges;
+  std::lock_guard lock(mu);
+  auto it = ranges.find(runner);
+  if (it == ranges.end()) it = ranges.emplace(runner, model_range(tools, runner)).first;
+  return it->second;
+}
+
 double number(const std::string& text, const std::string& key) {
   std::smatch m;
   if (!std::regex_search(text, m, std::regex("(^| )" + key + "=([0-9]+)"))) return -1;
@@ -64,8 +68,7 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   auto it = catalogs.find(c.runner);
   if (it == catalogs.end()) {
     const auto r = k3targets::run_process(
-        {tools.qemu, "-cpu", fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen),
-         c.runner, "--list-ops", "--json"},
+        {tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, "--list-ops", "--json"},
         k3targets::ProcessOptions::with_timeout(120));
     if (!r.ok()) {
       throw UserError(
@@ -84,52 +87,21 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   return params;
 }
 
-RawCount run_once(const CountTools& tools, const CountCase& c, const std::string& skip, int calls) {
-  const std::string out =
-      fmt::format("{}/k3tune-count-{}-{}.txt", std::filesystem::temp_directory_path().string(),
-                  getpid(), calls);
-  std::string plugin = tools.plugin + ",outfile=" + out;
-  if (!skip.empty()) plugin += ",skip=" + skip;
-  std::vector<std::string> argv = {
-      "env", "K3BENCH_CACHE_DIR=off", "K3_IME2_ASSUME_MARCHID=0x8000000041000002", tools.qemu,
-      "-cpu", fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", c.vlen), "-plugin", plugin,
-      c.runner, "--op", c.op, "--shape", c.shape};
+CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) {
+  std::vector<std::string> args = {"--op", c.op, "--shape", c.shape};
   if (const std::string params = count_params(tools, c); !params.empty())
-    argv.insert(argv.end(), {"--params", params});
-  argv.insert(argv.end(), {"--path",
-      c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup", "0", "--iterations",
-      std::to_string(calls), "--check", "none",
-      // Idle pool threads park at once: a spinning one executes instructions for as long as the
-      // main thread takes to hand out the next task, which under load is anyone's guess
-      // (measured: +-20k instructions per process).
-      "--pool-wait", "park", "--json"});
-  const auto r =
-      k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
-  std::ifstream f(out);
-  const std::string text((std::istreambuf_iterator<char>(f)), {});
-  std::filesystem::remove(out);
+    args.insert(args.end(), {"--params", params});
+  args.insert(args.end(), {"--path", c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup",
+                           "0", "--iterations", std::to_string(calls), "--check", "none",
+                           "--pool-wait", "park", "--json"});
+  CountedProcess p = count_process(tools, qemu_cpu(c.vlen), c.runner, args,
+                                   {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}});
   const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
                                        c.shape, c.path, c.vlen);
-  if (!r.ok())
-    throw UserError(fmt::format("count: {}: {}", what, r.failure_reason(tools.timeout_s)));
-  RawCount raw;
-  raw.insns = number(text, "insns");
-  raw.vector = number(text, "vector_insns");
-  if (raw.insns < 0 || raw.vector < 0)
-    throw UserError(fmt::format("count: the plugin {} wrote no count for {}", tools.plugin, what));
-  try {
-    raw.json = nlohmann::json::parse(r.out);
-  } catch (const nlohmann::json::exception& e) {
-    throw UserError(fmt::format("count: {}: unreadable k3bench JSON ({})", what, e.what()));
-  }
-  raw.path = raw.json.at("dispatch").value("path", "");
-  raw.emulated = raw.json.at("dispatch").value("emulated", false);
-  if (const auto& i = raw.json.value("ime2_instructions", nlohmann::json()); i.is_object()) {
-    raw.ime2 = i.value("total", 0.0);
-    raw.calls = i.value("call_instructions", 0.0);
-  }
-  raw.wall_ns = r.wall_ns;
-  return raw;
+  if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));
+  if (!p.json.is_object())
+    throw UserError(fmt::format("count: {}: unreadable k3bench JSON", what));
+  return p;
 }
 
 }  // namespace
@@ -152,22 +124,72 @@ double units_per_call(const std::string& op, const std::string& shape) {
   return units;
 }
 
+std::string qemu_cpu(int vlen) {
+  return fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", vlen);
+}
+
+CountedProcess count_process(const CountTools& tools, const std::string& cpu,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env) {
+  static std::atomic<int> serial{0};
+  const std::string out = fmt::format("{}/k3tune-count-{}-{}.txt",
+                                      std::filesystem::temp_directory_path().string(), getpid(),
+                                      serial++);
+  std::string plugin = tools.plugin + ",outfile=" + out;
+  if (const std::string& skip = cached_model_range(tools, runner); !skip.empty())
+    plugin += ",skip=" + skip;
+  std::vector<std::string> argv = {"env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  // Same set-up in every process, so that differences of counts cancel it: no weight cache (a
+  // cold cache packs and writes, a warm one reads).
+  argv.push_back("K3BENCH_CACHE_DIR=off");
+  argv.insert(argv.end(), {tools.qemu, "-cpu", cpu, "-plugin", plugin, runner});
+  argv.insert(argv.end(), args.begin(), args.end());
+  CountedProcess p;
+  p.process = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::filesystem::remove(out);
+  if (!p.process.ok()) {
+    p.reason = p.process.failure_reason(tools.timeout_s);
+    return p;
+  }
+  const double insns = number(text, "insns");
+  p.vector = number(text, "vector_insns");
+  if (insns < 0 || p.vector < 0) {
+    p.reason = fmt::format("the counting plugin {} wrote no count", tools.plugin);
+    return p;
+  }
+  p.json = nlohmann::json::parse(p.process.out, nullptr, false);
+  double calls = 0;
+  if (p.json.is_object()) {
+    if (const auto& i = p.json.value("ime2_instructions", nlohmann::json()); i.is_object()) {
+      p.ime2 = i.value("total", 0.0);
+      calls = i.value("call_instructions", 0.0);
+    }
+  } else {
+    p.json = nullptr;
+  }
+  p.other = insns - calls;
+  p.ok = true;
+  return p;
+}
+
 CountResult count_instructions(const CountTools& tools, const CountCase& c) {
-  const std::string skip = model_range(tools, c.runner);
-  const RawCount few = run_once(tools, c, skip, kFewCalls);
-  const RawCount more = run_once(tools, c, skip, kMoreCalls);
+  const CountedProcess few = run_once(tools, c, kFewCalls);
+  const CountedProcess more = run_once(tools, c, kMoreCalls);
   const double calls = kMoreCalls - kFewCalls;
   CountResult r;
   r.c = c;
-  r.path_taken = more.path;
-  r.emulated = more.emulated;
+  r.path_taken = more.json.at("dispatch").value("path", "");
+  r.emulated = more.json.at("dispatch").value("emulated", false);
   r.ime2 = (more.ime2 - few.ime2) / calls;
-  r.other = (more.insns - few.insns - (more.calls - few.calls)) / calls;
+  r.other = (more.other - few.other) / calls;
   r.vector = (more.vector - few.vector) / calls;
   r.instructions = r.ime2 + r.other;
   r.units = units_per_call(c.op, c.shape);
   r.runner_json = more.json;
-  r.wall_ns = few.wall_ns + more.wall_ns;
+  r.wall_ns = few.process.wall_ns + more.process.wall_ns;
   return r;
 }
 

@@ -23,12 +23,14 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "process.h"
 #include "sqlite.h"
 
 namespace k3tune {
@@ -61,6 +63,27 @@ struct CountResult {
   nlohmann::json runner_json;  // the 3-call process's k3bench JSON
   std::int64_t wall_ns = 0;
 };
+
+// qemu-user's -cpu for an RVV 1.0 CPU of this VLEN.
+std::string qemu_cpu(int vlen);
+
+// One process counted: `runner args...` under qemu-user (`cpu`) with the counting plugin, the IME2
+// model's code left out (its address range read from the runner with nm, once per runner), no
+// weight cache, `env` added. Every instruction counter (`k3tune count`, the tuner's instruction
+// objective) goes through here, so all count the same thing.
+struct CountedProcess {
+  bool ok = false;
+  std::string reason;   // why not ok: the process's failure, or no count from the plugin
+  double ime2 = 0;      // emulated IME2 instructions (the runner's JSON; 0 in other builds)
+  double other = 0;     // counted instructions minus the calls into the IME2 model
+  double vector = 0;    // vector instructions counted
+  nlohmann::json json;  // the runner's stdout as JSON (null when it is not JSON)
+  k3targets::ProcessResult process;
+  double total() const { return ime2 + other; }
+};
+CountedProcess count_process(const CountTools& tools, const std::string& cpu,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {});
 
 // What one unit of work of an op is ("weight", "multiply-add", "element"; "" for ops without
 // one) and how many a call does, from its shape text ("m=16,n=2048,k=2048").
