@@ -21,6 +21,8 @@
 #include "k3k/reference/linear.h"
 #include "k3k/seeded_random.h"
 
+#include "support/test_data.h"
+
 namespace {
 
 using namespace k3k;
@@ -103,10 +105,7 @@ bool ime2_runs() {
   return !ime2::unusable_because().has_value();
 }
 
-W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  const auto w = make_synthetic_weights(n, k, {.seed = seed});
-  return quantize_w4b64_hqq(w.span(), n, k, 4);
-}
+using k3test::hqq_weights;
 
 std::vector<float> normal_vector(std::int64_t count, std::uint64_t seed) {
   std::vector<float> v(static_cast<std::size_t>(count));

@@ -27,17 +27,8 @@ bool ime2_runs() { return !ime2::unusable_because().has_value(); }
 #define K3_REQUIRE_IME2() \
   if (!ime2_runs()) GTEST_SKIP() << *ime2::unusable_because()
 
-std::vector<float> activations(std::int64_t m, std::int64_t k, std::uint64_t seed) {
-  std::vector<float> a(static_cast<std::size_t>(m * k));
-  SeededRandom rng(seed);
-  for (auto& x : a) x = static_cast<float>(rng.normal());
-  return a;
-}
 
-W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  const auto w = make_synthetic_weights(n, k, {.seed = seed});
-  return quantize_w4b64_hqq(w.span(), n, k, 4);
-}
+using k3test::hqq_weights;
 
 PackedActivations quantize(const std::vector<float>& a, std::int64_t m, std::int64_t k, bool decode, WorkerPool& pool) {
   auto act = make_packed_activations(m, k, decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
@@ -143,10 +134,10 @@ void check_case(const Case& c, std::uint64_t seed) {
   const W4B64Storage s = hqq_weights(c.n, c.k, seed);
   const W4B64Packed g = pack_w4b64_generic(s);
   const W4B64Packed p = ime2::pack_w4b64(g);
-  const auto a = activations(c.m, c.k, seed + 1);
-  const auto bias = activations(1, c.n, seed + 2);
+  const auto a = k3test::normal_activations(c.m, c.k, seed + 1);
+  const auto bias = k3test::normal_activations(1, c.n, seed + 2);
   const std::int64_t elems = output_elements(c.layout, c.m, c.n);
-  const auto residual = activations(1, elems, seed + 3);
+  const auto residual = k3test::normal_activations(1, elems, seed + 3);
   LinearEpilogue ep;
   ep.layout = c.layout;
   ep.bias = c.bias ? bias.data() : nullptr;
@@ -215,7 +206,7 @@ TEST(Ime2Linear, OpsDispatchRunsTheIme2Kernels) {
   K3_REQUIRE_IME2();
   const W4B64Storage s = hqq_weights(40, 128, 7);
   const W4B64Packed p = ime2::pack_w4b64(pack_w4b64_generic(s));
-  const auto a = activations(1, 128, 8);
+  const auto a = k3test::normal_activations(1, 128, 8);
   WorkerPool pool(2);
   auto act = make_packed_activations(1, 128, ActivationLayout::kRowK256);
   k3k::quantize_pack_decode(KernelPath::kIme2, a.data(), act);  // the RVV kernel under the ime2 path

@@ -21,17 +21,8 @@ namespace {
 
 using namespace k3k;
 
-std::vector<float> activations(std::int64_t m, std::int64_t k, std::uint64_t seed) {
-  std::vector<float> a(static_cast<std::size_t>(m * k));
-  SeededRandom rng(seed);
-  for (auto& x : a) x = static_cast<float>(rng.normal());
-  return a;
-}
 
-W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  const auto w = make_synthetic_weights(n, k, {.seed = seed});
-  return quantize_w4b64_hqq(w.span(), n, k, 4);
-}
+using k3test::hqq_weights;
 
 // Integer parts: with scale 1, beta 0 and integer activations whose row absmax is 127 (so sa = 1 and
 // qa = a), every output equals sum_b D_b exactly (all partial sums < 2^24), for both layers.
@@ -87,10 +78,10 @@ void check_case(const Case& c, std::uint64_t seed) {
                                   << " residual=" << c.residual << " clamp=" << c.clamp);
   const W4B64Storage s = hqq_weights(c.n, c.k, seed);
   const W4B64Packed w = pack_w4b64_generic(s);
-  const auto a = activations(c.m, c.k, seed + 1);
-  const auto bias = activations(1, c.n, seed + 2);
+  const auto a = k3test::normal_activations(c.m, c.k, seed + 1);
+  const auto bias = k3test::normal_activations(1, c.n, seed + 2);
   const std::int64_t elems = output_elements(c.layout, c.m, c.n);
-  const auto residual = activations(1, elems, seed + 3);
+  const auto residual = k3test::normal_activations(1, elems, seed + 3);
   LinearEpilogue ep;
   ep.layout = c.layout;
   ep.bias = c.bias ? bias.data() : nullptr;
@@ -145,7 +136,7 @@ TEST(RvvLinear, Qwen3_0_6bShapes) {
 TEST(RvvLinear, MutatedOutputIsCaught) {
   const W4B64Storage s = hqq_weights(16, 128, 3);
   const W4B64Packed w = pack_w4b64_generic(s);
-  const auto a = activations(1, 128, 4);
+  const auto a = k3test::normal_activations(1, 128, 4);
   auto act = make_packed_activations(1, 128, ActivationLayout::kRowK256);
   k3k::quantize_pack_decode(k3k::KernelPath::kRvv, a.data(), act);
   WorkerPool pool(1);

@@ -32,10 +32,7 @@ std::vector<float> normal_row(std::int64_t count, std::uint64_t seed) {
   return a;
 }
 
-W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  const auto w = make_synthetic_weights(n, k, {.seed = seed});
-  return quantize_w4b64_hqq(w.span(), n, k, 4);
-}
+using k3test::hqq_weights;
 
 // A deep copy (packing consumes its argument).
 W4B64Packed clone_packed(const W4B64Packed& src) {

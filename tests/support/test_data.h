@@ -23,6 +23,18 @@ inline std::vector<float> random_floats(std::size_t n, std::uint64_t seed, doubl
   return random_floats(n, seed, 0.0, stddev);
 }
 
+// An m x k activation matrix of normal(0, 1) floats (row-major), reproducible for a seed.
+inline std::vector<float> normal_activations(std::int64_t m, std::int64_t k, std::uint64_t seed) {
+  return random_floats(static_cast<std::size_t>(m * k), seed);
+}
+
+// W4B64 storage as a model loads it: realistic synthetic weights (k3k::make_synthetic_weights),
+// HQQ-quantised with 4 iterations.
+inline k3k::W4B64Storage hqq_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  const auto w = k3k::make_synthetic_weights(n, k, {.seed = seed});
+  return k3k::quantize_w4b64_hqq(w.span(), n, k, 4);
+}
+
 // Same size and the same bits (NaN payloads and signed zeros included).
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   // Empty vectors may hold null data pointers, which memcmp must not see (UBSan says so).
