@@ -210,10 +210,9 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
   const nlohmann::json settings = {{"metric", kMetric},
                                    {"counter", "qemu-user TCG plugin scripts/qemu-insn-count"},
                                    {"calls", {kFewCalls, kMoreCalls}}};
-  k3store::insert_run(db,
-                      {run_uuid, command, "qemu", build_hash, "", "[]", 1, 1, 0, settings.dump()});
-  double wall_s = 0;
-  int order = 0;
+  // The run's cells first: order_json lists them (reports and trends find a run's cells there).
+  std::vector<k3store::CellRecord> cells;
+  nlohmann::json order = nlohmann::json::array();
   for (const auto& r : results) {
     const nlohmann::json shape = [&] {
       nlohmann::json j = nlohmann::json::object();
@@ -237,8 +236,18 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
         {"params", params},
         {"build", build_hash},
         {"measure", measure}}.dump());
-    k3store::insert_cell(
-        db, {cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash, measure.dump()});
+    cells.push_back({cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash,
+                     measure.dump()});
+    order.push_back(cell_key);
+  }
+  k3store::insert_run(
+      db, {run_uuid, command, "qemu", build_hash, "", order.dump(), 1, 1, 0, settings.dump()});
+  double wall_s = 0;
+  int order_index = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CountResult& r = results[i];
+    const std::string& cell_key = cells[i].cell_key;
+    k3store::insert_cell(db, cells[i]);
     k3store::SampleRecord s;
     s.iterations = kMoreCalls - kFewCalls;
     s.counters = {{"instructions", r.instructions},
@@ -250,7 +259,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     k3store::ProcessRecord p;
     p.run_uuid = run_uuid;
     p.cell_key = cell_key;
-    p.order_index = order++;
+    p.order_index = order_index++;
     p.ok = true;
     p.exit_code = 0;
     p.path = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
