@@ -17,7 +17,7 @@ constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-rowtile32-m1n32-gen
 
 // The generic kernels read kRowTile32 as it comes.
 W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
-  if (rows != 0 && rows != kW4RowTile) {
+  if (rows != kW4RowTile) {
     throw std::invalid_argument("generic layer: weights are read in 32-row tiles, got rows=" +
                                 std::to_string(rows));
   }
@@ -29,7 +29,7 @@ W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-generic", quantize_row},
-      .weight_packing = {"rowtile32", [](std::int64_t, std::int64_t, std::int64_t) { return kW4RowTile; }, keep_rowtile32},
+      .weight_packing = {"rowtile32", ukernel::rowtile32_rows, keep_rowtile32},
       .linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>},
       .linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>},
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},

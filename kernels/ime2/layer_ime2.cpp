@@ -22,7 +22,7 @@ bool reads_ime2(const W4B64Packed& w) {
 }
 
 W4B64Packed pack_ime2(W4B64Packed w, int rows) {
-  if (rows != 0 && rows != kW4RowTile) {
+  if (rows != kW4RowTile) {
     throw std::invalid_argument("ime2 layer: weights are read in 32-row tiles, got rows=" +
                                 std::to_string(rows));
   }
@@ -34,7 +34,7 @@ W4B64Packed pack_ime2(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k = [] {
     ukernel::LayerKernels t = rvv::kernels();
-    t.weight_packing = {"ime2", [](std::int64_t, std::int64_t, std::int64_t) { return kW4RowTile; }, pack_ime2};
+    t.weight_packing = {"ime2", ukernel::rowtile32_rows, pack_ime2};
     t.linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>};
     t.linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>};
     t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", reads_ime2,

@@ -64,7 +64,6 @@ int default_rows(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes) {
 }
 
 W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
-  if (rows == 0) rows = default_rows(w.n, w.k, 0);
   return pack_w4b64_signed_rows(w, rows);
 }
 

@@ -175,14 +175,20 @@ const auto* pick_only(const W4B64Packed& w) {
   return Kernel.reads(w) ? &Kernel : nullptr;
 }
 
-// Packs kRowTile32 weights into the layout a layer's Linear kernels read best on this CPU:
-// rows = 0 takes the layer's default rows per tile (`default_rows`) for the running VLEN and an
-// N x K weight; tcm_block_bytes > 0: the decode TCM pipeline will stage tiles in blocks of that
-// size, so two tiles must fit in one.
+// Packs kRowTile32 weights into the layout a layer's Linear kernels read best on this CPU, with
+// `rows` rows per tile (> 0: pack_w4b64_for resolves 0 through `default_rows` first).
+// default_rows: the layer's rows per tile for the running VLEN and an N x K weight;
+// tcm_block_bytes > 0: the decode TCM pipeline will stage tiles in blocks of that size, so two
+// tiles must fit in one.
 struct WeightPacking {
   const char* name;  // the layout, e.g. "srows"
   int (*default_rows)(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes);
   W4B64Packed (*pack)(W4B64Packed rowtile32, int rows);
 };
+
+// default_rows of the layers that read 32-row tiles only (generic, ime2).
+inline int rowtile32_rows(std::int64_t /*n*/, std::int64_t /*k*/, std::int64_t /*tcm_block_bytes*/) {
+  return kW4RowTile;
+}
 
 }  // namespace k3k::ukernel
