@@ -261,6 +261,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     } else if (code == 3) {
       cells_failed = true;
       line.note = "some cells failed or boards were quarantined";
+    } else if (code == 1) {
+      line.note = fmt::format("the table is NOT VERIFIED (an entry slower than the defaults or not "
+                              "measured): see {}/logs/{}.out",
+                              o.dir, step.name);
     }
     if (step.verdict && ok) verdict_code = code;
     if (detail.contains("samples_after"))

@@ -153,11 +153,15 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                             p.tune_budget, "--out", s.dir + "/tables/qemu-vlen1024.json"});
                      },
                      {0}});
-  steps.push_back({"verify-local", [](const NightlyState& s) {
+  // Exit 1 (an entry measured slower than the defaults, or not measurable) is the step's result,
+  // not a failure: the nightly notes it and goes on (re-running would only measure again).
+  steps.push_back({"verify-local",
+                   [](const NightlyState& s) {
                      return Args{"table",    "verify", "--table",     s.dir + "/tables/local.json",
                                  "--target", "local",  "--processes", "3",
                                  "-R",       "3",      "--min-time",  "0.02"};
-                   }});
+                   },
+                   {0, 1}});
   if (p.tune_qemu)
     steps.push_back({"validate-qemu-vlen1024", [](const NightlyState& s) {
                        return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
