@@ -59,6 +59,13 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
   return notes;
 }
 
+Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
+  const RegressionConfig config = load_regression_config(rules_file);
+  auto db = open_read_only(db_path);
+  const RunData run = load_run(*db, run_uuid);
+  return compare_within_run(run, config, noise_floor(*db, run, config));
+}
+
 Report build_report(const ReportRequest& request) {
   Report r;
   r.generated_at = k3store::now_utc();

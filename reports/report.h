@@ -67,6 +67,11 @@ struct Report {
 std::vector<std::string> keep_run_runners(const RunData& run, const std::string& runners_dir);
 
 // Reads everything, runs the confirm step if asked; ReportError on anything that prevents it.
+// The within-run verdict of a stored run that measured two builds interleaved (bench
+// --baseline-runner): exactly what `k3tune report RUN` decides for it (rules from `rules_file`,
+// the target's noise floor from the database). ReportError when the run has not two builds.
+Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file);
+
 Report build_report(const ReportRequest& request);
 
 // Writes summary.md, report.json and (unless request.html is false) report.html into the output

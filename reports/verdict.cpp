@@ -1,5 +1,7 @@
 #include "verdict.h"
 
+#include "round_pairs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -193,14 +195,7 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
 k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
                                       const RegressionConfig& config, double threshold,
                                       int first_stage, Speedup* speedup) {
-  std::vector<double> pa, pb;
-  for (std::size_t i = 0; i < a.process_rounds.size(); ++i) {
-    for (std::size_t j = 0; j < b.process_rounds.size(); ++j) {
-      if (a.process_rounds[i] != b.process_rounds[j]) continue;
-      pa.push_back(a.process_means[i]);
-      pb.push_back(b.process_means[j]);
-    }
-  }
+  const auto [pa, pb] = k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
   if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both builds");
   const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
   if (speedup != nullptr) *speedup = paired_speedup(pa, pb, m);

@@ -2,6 +2,7 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -188,31 +189,86 @@ void SearchSpace::check(const k3tune::OpSpec& op, const Variables& fact_names) c
   for (const auto& [rule, line] : rules_) check_expr(rule, fmt::format("{}:{}: constraints.rules", file_, line));
 }
 
+// A range knob's bounds on these facts (UserError naming the knob when a bound does not evaluate).
+std::pair<std::int64_t, std::int64_t> SearchSpace::range_bounds(const Knob& knob, const Variables& facts) const {
+  const std::string where = fmt::format("{}:{}: knobs.{}.range", file_, knob.line, knob.name);
+  double lo = 0, hi = 0;
+  try {
+    lo = evaluate(knob.range_lo, facts);
+    hi = evaluate(knob.range_hi, facts);
+  } catch (const std::invalid_argument& e) {
+    throw UserError(fmt::format("{}: {}", where, e.what()));
+  }
+  // Clamped so that a bound like 1e30 counts instead of overflowing.
+  constexpr double kLimit = 4e18;
+  return {static_cast<std::int64_t>(std::ceil(std::clamp(lo, -kLimit, kLimit))),
+          static_cast<std::int64_t>(std::floor(std::clamp(hi, -kLimit, kLimit)))};
+}
+
+std::vector<std::uint64_t> SearchSpace::value_counts(const Variables& facts) const {
+  std::vector<std::uint64_t> out;
+  for (const auto& knob : knobs_) {
+    if (!knob.values.empty()) {
+      out.push_back(knob.values.size());
+      continue;
+    }
+    const auto [lo, hi] = range_bounds(knob, facts);
+    std::uint64_t n = 0;
+    if (hi >= lo && !knob.pow2) {
+      n = static_cast<std::uint64_t>(hi - lo) + 1;
+    } else if (hi >= lo) {
+      for (std::int64_t p = 1; p > 0 && p <= hi; p *= 2) n += p >= lo ? 1 : 0;
+    }
+    if (n == 0)
+      throw UserError(fmt::format("{}:{}: knobs.{}.range: [{}, {}] is empty on this target", file_, knob.line,
+                                  knob.name, lo, hi));
+    out.push_back(n);
+  }
+  return out;
+}
+
+std::uint64_t SearchSpace::product(const Variables& facts) const {
+  std::uint64_t p = 1;
+  for (const std::uint64_t n : value_counts(facts))
+    p = n != 0 && p > std::numeric_limits<std::uint64_t>::max() / n ? std::numeric_limits<std::uint64_t>::max() : p * n;
+  return p;
+}
+
 std::vector<std::vector<nlohmann::json>> SearchSpace::values(const Variables& facts) const {
+  refuse_over_cap(facts);
   std::vector<std::vector<nlohmann::json>> out;
   for (const auto& knob : knobs_) {
     if (!knob.values.empty()) {
       out.push_back(knob.values);
       continue;
     }
-    const std::string where = fmt::format("{}:{}: knobs.{}.range", file_, knob.line, knob.name);
-    double lo = 0, hi = 0;
-    try {
-      lo = evaluate(knob.range_lo, facts);
-      hi = evaluate(knob.range_hi, facts);
-    } catch (const std::invalid_argument& e) {
-      throw UserError(fmt::format("{}: {}", where, e.what()));
-    }
+    const auto [lo, hi] = range_bounds(knob, facts);
     std::vector<nlohmann::json> v;
-    for (auto x = static_cast<std::int64_t>(std::ceil(lo)); x <= static_cast<std::int64_t>(std::floor(hi));
-         x = knob.pow2 ? (x <= 0 ? 1 : x * 2) : x + 1) {
+    for (auto x = lo; x <= hi; x = knob.pow2 ? (x <= 0 ? 1 : x * 2) : x + 1) {
       if (knob.pow2 && (x & (x - 1)) != 0) continue;
       v.push_back(x);
     }
-    if (v.empty()) throw UserError(fmt::format("{}: [{}, {}] is empty on this target", where, lo, hi));
     out.push_back(std::move(v));
   }
   return out;
+}
+
+void SearchSpace::refuse_over_cap(const Variables& facts) const {
+  const std::uint64_t n = product(facts);
+  if (n > kMaxEnumerated)
+    throw UserError(fmt::format("{}: {} combinations of knob values, more than the {} a search enumerates; "
+                                "narrow a knob's values or range",
+                                file_, n == std::numeric_limits<std::uint64_t>::max() ? std::string("over 1.8e19")
+                                                                                        : std::to_string(n),
+                                kMaxEnumerated));
+}
+
+SpaceCounts SearchSpace::count(const Variables& facts, const std::set<std::string>& flags) const {
+  SpaceCounts c;
+  c.product = product(facts);
+  if (c.product > kMaxEnumerated) return c;  // counted, not enumerated
+  enumerate(facts, flags, &c);
+  return c;
 }
 
 Config SearchSpace::defaults(const Variables& facts) const {
@@ -252,6 +308,7 @@ std::vector<Config> SearchSpace::enumerate(const Variables& facts, const std::se
   const auto vals = values(facts);
   const Config def = defaults(facts);
   SpaceCounts local;
+  local.enumerated = true;
   local.product = 1;
   for (const auto& v : vals) local.product *= v.size();
   std::vector<Config> out;

@@ -47,11 +47,16 @@ struct Knob {
 };
 
 struct SpaceCounts {
-  std::uint64_t product = 0;       // the cartesian product of the knobs' values
+  std::uint64_t product = 0;       // the cartesian product of the knobs' values (saturates at 2^64-1)
+  bool enumerated = false;         // false: product over kMaxEnumerated, the counts below not taken
   std::uint64_t distinct = 0;      // after holding inactive knobs (`when`) at their defaults
   std::uint64_t valid = 0;         // after the constraints
   std::uint64_t excluded_by_flags = 0;  // values left out for a missing flag (e.g. --allow-hp)
 };
+
+// The most combinations a search enumerates (a space's product is counted without enumerating;
+// beyond this, tuning refuses with a one-line error and --explain prints the product alone).
+inline constexpr std::uint64_t kMaxEnumerated = 1'000'000;
 
 class SearchSpace {
  public:
@@ -69,8 +74,14 @@ class SearchSpace {
   // every name an expression uses must be a knob, a fact or a choice constant: UserError otherwise.
   void check(const k3tune::OpSpec& op, const Variables& fact_names) const;
 
-  // The knob values for these facts (ranges expanded; UserError when a bound does not evaluate).
+  // The knob values for these facts (ranges expanded; UserError when a bound does not evaluate, or
+  // when the product is over kMaxEnumerated).
   std::vector<std::vector<nlohmann::json>> values(const Variables& facts) const;
+  // How many values each knob has, and their product, counted without expanding anything.
+  std::vector<std::uint64_t> value_counts(const Variables& facts) const;
+  std::uint64_t product(const Variables& facts) const;
+  // The counts --explain prints: the product always, the rest when it can be enumerated.
+  SpaceCounts count(const Variables& facts, const std::set<std::string>& flags) const;
   Config defaults(const Variables& facts) const;
   // The valid configurations for these facts and flags, in a fixed order (knobs in file order,
   // first knob slowest), the defaults first when valid.
@@ -88,6 +99,9 @@ class SearchSpace {
   std::vector<Knob> knobs_;
   std::vector<std::pair<std::string, std::string>> derived_;  // name, expression (in order)
   std::vector<std::pair<std::string, int>> rules_;            // expression, line
+
+  std::pair<std::int64_t, std::int64_t> range_bounds(const Knob& knob, const Variables& facts) const;
+  void refuse_over_cap(const Variables& facts) const;
 };
 
 }  // namespace k3tuner

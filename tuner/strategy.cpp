@@ -1,5 +1,7 @@
 #include "strategy.h"
 
+#include "round_pairs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <deque>
@@ -146,9 +148,8 @@ class Racing final : public Strategy {
   // of freedom and a useless t quantile; pooled over N candidates they give N - 1.
   bool slower(const Candidate& a, const Candidate& b, double level, const Pooled& pooled) const {
     std::vector<double> d;
-    for (std::size_t i = 0; i < a.rounds.size(); ++i)
-      for (std::size_t j = 0; j < b.rounds.size(); ++j)
-        if (a.rounds[i] == b.rounds[j]) d.push_back(std::log(b.values[j] / a.values[i]));
+    const auto pairs = k3stats::pair_by_round(a.rounds, a.values, b.rounds, b.values);
+    for (std::size_t i = 0; i < pairs.a.size(); ++i) d.push_back(std::log(pairs.b[i] / pairs.a[i]));
     if (d.size() < 2) return false;
     const double m = k3stats::mean(d);
     if (std::exp(m) - 1 < o_.min_effect) return false;

@@ -11,42 +11,28 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validator.hpp>
 
+#include "k3k/table_rules.h"
+#include "k3k/tuning.h"
 #include "param_spec.h"
 #include "results.h"
 #include "user_error.h"
 
 namespace k3tuner {
 
-std::int64_t power_of_two_at_least(std::int64_t x) {
-  std::int64_t p = 1;
-  while (p < x) p *= 2;
-  return p;
-}
-
 nlohmann::json shape_class(const std::string& op, const std::string& path, const nlohmann::json& shape) {
+  std::map<std::string, std::int64_t> integers;
+  for (const auto& [k, v] : shape.items())
+    if (v.is_number_integer()) integers[k] = v.get<std::int64_t>();
   nlohmann::json c = {{"path", path}};
-  if (op.starts_with("attn_")) {
-    for (const char* k : {"head_dim", "q_heads", "kv_heads"})
-      if (shape.contains(k)) c[k] = shape[k];
-    const std::int64_t ctx = shape.value("ctx", shape.value("seq", std::int64_t{1}));
-    c["ctx_bucket"] = power_of_two_at_least(ctx);
-    return c;
-  }
-  for (const auto& [k, v] : shape.items()) {
-    if (k == "m") {
-      c["m_bucket"] = power_of_two_at_least(v.get<std::int64_t>());
-    } else if (v.is_number_integer()) {
-      c[k] = v;
-    }
-  }
+  for (const auto& [k, v] : k3k::rules::shape_class(op, integers)) c[k] = v;
   return c;
 }
 
 std::string entry_id(const std::string& op, const nlohmann::json& cls) {
-  std::string id = op + "/" + cls.at("path").get<std::string>();
+  std::map<std::string, std::int64_t> keys;
   for (const auto& [k, v] : cls.items())
-    if (k != "path") id += "/" + k + k3params::value_text(v);
-  return id;
+    if (k != "path") keys[k] = v.get<std::int64_t>();
+  return k3k::rules::entry_id(op, cls.at("path").get<std::string>(), keys);
 }
 
 nlohmann::json make_table(const TargetFacts& target, const TableSource& src, const std::vector<TableEntry>& entries,
@@ -95,15 +81,17 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src, con
                            {"build_hash", src.build_hash}};
   nlohmann::json board = {{"fingerprint", target.fingerprint}};
   if (!src.board_name.empty()) board["name"] = src.board_name;
-  nlohmann::json table = {{"schema", kTableSchemaId}, {"kernel_abi", kKernelAbi}, {"created_at", k3store::now_utc()},
+  nlohmann::json table = {{"schema", std::string(k3k::rules::kTuningTableSchema)},
+                          {"kernel_abi", k3k::rules::kKernelAbiVersion},
+                          {"created_at", k3store::now_utc()},
                           {"source", source},      {"board", board},          {"entries", out}};
   table["model"] = src.model.empty() ? nlohmann::json(nullptr) : nlohmann::json(src.model);
   if (!gates.empty()) table["gates"] = gates;
   return table;
 }
 
-std::vector<std::string> validate_table(const nlohmann::json& table, const std::string& schema_file) {
-  std::vector<std::string> problems;
+TableCheck validate_table(const nlohmann::json& table, const std::string& schema_file) {
+  TableCheck check;
   nlohmann::json schema_doc;
   {
     std::ifstream f(schema_file);
@@ -131,24 +119,25 @@ std::vector<std::string> validate_table(const nlohmann::json& table, const std::
       // schema associated with property name 'k'"); only the innermost message says what is wrong.
       if (e.description.rfind("Failed to validate", 0) == 0) continue;
       const std::string line = fmt::format("{}: {}", where, e.description);
-      if (seen.insert(line).second) problems.push_back(line);
+      if (!seen.insert(line).second) continue;
+      ++check.schema_problems;
+      if (check.problems.size() < kMaxProblemLines) check.problems.push_back(line);
     }
-    return problems;  // the invariants below assume the shape the schema guarantees
   }
-  if (table.at("kernel_abi").get<int>() != kKernelAbi) {
-    problems.push_back(fmt::format("/kernel_abi: {} (this k3tune writes and checks ABI {})",
-                                   table["kernel_abi"].get<int>(), kKernelAbi));
-  }
-  std::set<std::string> ids;
-  for (std::size_t i = 0; i < table["entries"].size(); ++i) {
-    const auto& e = table["entries"][i];
-    const std::string id = e["id"].get<std::string>();
-    if (!ids.insert(id).second) problems.push_back(fmt::format("/entries/{}/id: '{}' appears twice", i, id));
-    const std::string expected = entry_id(e["op"].get<std::string>(), e["class"]);
-    if (id != expected)
-      problems.push_back(fmt::format("/entries/{}/id: '{}' does not match its op and class ('{}')", i, id, expected));
-  }
-  return problems;
+  // The loader's own verdict, exactly as a kernel library of this build gives it, on the table's
+  // own board (a table is validated anywhere, loaded only where it was made).
+  std::string problem;
+  if (k3k::TuningTable::parse(table.dump(), nullptr, problem) == nullptr) check.loader = problem;
+  return check;
+}
+
+std::vector<std::string> TableCheck::lines() const {
+  std::vector<std::string> out = problems;
+  if (schema_problems > problems.size())
+    out.push_back(fmt::format("... and {} more schema problems ({} in all)", schema_problems - problems.size(),
+                              schema_problems));
+  if (!loader.empty()) out.push_back("loader: " + loader);
+  return out;
 }
 
 std::string show_table(const nlohmann::json& t) {

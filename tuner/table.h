@@ -2,11 +2,9 @@
 // tuning-table.schema.json is the contract), its validation against that schema (valijson) and
 // the table's own invariants, and the readable forms behind `k3tune table show | validate | diff`.
 //
-// Shape class (the key the runtime looks an entry up by): op + path + exact N and K; prefill also
-// m_bucket, the smallest power of two >= M; attention ops head_dim, q_heads, kv_heads exactly and
-// ctx_bucket (power of two >= the context). A shape the table lacks: for prefill, the same
-// (op, path, n, k) with the nearest m_bucket (ties to the smaller); otherwise the built-in
-// defaults -- parameters are never interpolated.
+// The table contract itself (format and ABI versions, shape classes, parameter ranges, the rule
+// for a shape the table lacks) is k3k/table_rules.h, shared with the loader; this module writes,
+// shows and validates tables by it.
 #pragma once
 
 #include <string>
@@ -19,14 +17,9 @@
 
 namespace k3tuner {
 
-inline constexpr const char* kTableSchemaId = "k3tune.tuning-table/1";
-// The kernel library's parameter contract this tuner writes for (k3k::kKernelAbiVersion).
-inline constexpr int kKernelAbi = 1;
-
-// The shape class of an op's shape on a path (see above).
+// The shape class of an op's shape on a path as JSON ({"path": ..., keys of k3k::rules::shape_class}).
 nlohmann::json shape_class(const std::string& op, const std::string& path, const nlohmann::json& shape);
 std::string entry_id(const std::string& op, const nlohmann::json& shape_class);
-std::int64_t power_of_two_at_least(std::int64_t x);
 
 struct TableEntry {
   std::string op;
@@ -48,9 +41,20 @@ struct TableSource {
 nlohmann::json make_table(const TargetFacts& target, const TableSource& source, const std::vector<TableEntry>& entries,
                           const nlohmann::json& gates = nlohmann::json::object());
 
-// Problems with a table: schema violations (with their JSON pointer) and broken invariants
-// (duplicate ids, a class that does not match its id, an unknown kernel ABI). Empty: valid.
-std::vector<std::string> validate_table(const nlohmann::json& table, const std::string& schema_file);
+// `table validate`: the JSON Schema's messages (with their JSON pointer; at most kMaxProblemLines
+// printed, all counted) and the kernel library loader's verdict on the table, checked for its own
+// board (k3k::TuningTable::parse with no running board): the first problem that makes a kernel
+// refuse the table, or none. Valid when both are empty.
+inline constexpr std::size_t kMaxProblemLines = 20;
+struct TableCheck {
+  std::vector<std::string> problems;  // schema messages, the first kMaxProblemLines
+  std::size_t schema_problems = 0;    // all of them
+  std::string loader;                 // the loader's one-line refusal, empty when it loads
+  bool valid() const { return schema_problems == 0 && loader.empty(); }
+  // What `table validate` prints: the schema lines, a count of the rest, "loader: ...".
+  std::vector<std::string> lines() const;
+};
+TableCheck validate_table(const nlohmann::json& table, const std::string& schema_file);
 
 // `table show`: one line per entry (op, class, parameters, speed-up with CI), gates, board.
 std::string show_table(const nlohmann::json& table);

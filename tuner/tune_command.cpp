@@ -178,6 +178,11 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     r.budget = c.budget;
     r.progress = c.progress;
     r.stop_after = c.stop_after;
+    if (c.explain && space.product(r.facts) > kMaxEnumerated) {  // counted, never enumerated
+      o.result.counts = space.count(r.facts, r.flags);
+      out.jobs.push_back(std::move(o));
+      continue;
+    }
     // Emulated features: configurations using them are left out unless forced.
     if (time && !c.force) {
       for (const auto& cfg : space.enumerate(r.facts, r.flags))
@@ -227,7 +232,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
                                                                          : std::vector<std::string>{run_uuid},
                   c.command_line, target.name(), build_hash, target.name(), c.model};
   out.table = make_table(out.facts, src, entries);
-  out.table_problems = validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json");
+  out.table_problems = validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   // A table the kernels would refuse is never written; the sessions stay stored, so a re-run after
   // the fix measures nothing again.
   if (!out.table_problems.empty()) return out;

@@ -59,7 +59,7 @@ struct TuneOutcome {
   std::vector<TuneJobOutcome> jobs;
   nlohmann::json table;  // null when nothing was tuned (or --explain)
   std::string table_path;
-  std::vector<std::string> table_problems;  // schema validation (must be empty)
+  std::vector<std::string> table_problems;  // table validate's lines: schema and loader (must be empty)
 };
 
 TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command);

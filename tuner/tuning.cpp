@@ -1,5 +1,7 @@
 #include "tuning.h"
 
+#include "round_pairs.h"
+
 #include <cmath>
 
 #include <boost/math/distributions/students_t.hpp>
@@ -13,9 +15,8 @@ namespace k3tuner {
 // 95% interval of exp(mean log ratio) from per-round pairs, or from two independent samples.
 void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e) {
   std::vector<double> d;
-  for (std::size_t i = 0; i < chosen.rounds.size(); ++i)
-    for (std::size_t j = 0; j < def.rounds.size(); ++j)
-      if (chosen.rounds[i] == def.rounds[j]) d.push_back(std::log(def.values[j] / chosen.values[i]));
+  const auto pairs = k3stats::pair_by_round(chosen.rounds, chosen.values, def.rounds, def.values);
+  for (std::size_t i = 0; i < pairs.a.size(); ++i) d.push_back(std::log(pairs.b[i] / pairs.a[i]));
   if (d.size() >= 2) {
     const auto ci = k3stats::t_interval(d);
     e.speedup = std::exp(ci.mean);
@@ -96,8 +97,12 @@ nlohmann::json TuneResult::to_json() const {
   nlohmann::json j = {{"measurements", measurements},
                       {"budget_exhausted", budget_exhausted},
                       {"summary", summary},
-                      {"space", {{"product", counts.product}, {"distinct", counts.distinct}, {"valid", counts.valid},
-                                 {"excluded_by_flags", counts.excluded_by_flags}}}};
+                      {"space", {{"product", counts.product}, {"enumerated", counts.enumerated}}}};
+  if (counts.enumerated) {
+    j["space"]["distinct"] = counts.distinct;
+    j["space"]["valid"] = counts.valid;
+    j["space"]["excluded_by_flags"] = counts.excluded_by_flags;
+  }
   if (chosen != SIZE_MAX) {
     j["chosen"] = candidates[chosen].config;
     j["evidence"] = evidence.to_json();

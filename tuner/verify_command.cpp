@@ -40,7 +40,7 @@ std::map<std::string, std::string> shape_of(const std::string& op, const nlohman
 VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
   VerifyOutcome out;
   const nlohmann::json table = read_table(c.table);
-  const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json");
+  const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   if (!problems.empty()) throw k3tune::UserError(fmt::format("{}: {}", c.table, problems.front()));
   if (c.processes < 2)
     throw k3tune::UserError("--processes: at least 2 per side (a CI needs two pairs)");

@@ -21,8 +21,9 @@
 
 namespace {
 
+// FNV-1a, 64 bits, over the outputs' bytes (the offset basis and prime of the FNV specification).
 std::uint64_t fnv1a(const std::vector<float>& v) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 14695981039346656037ull;
   const auto* p = reinterpret_cast<const unsigned char*>(v.data());
   for (std::size_t i = 0; i < v.size() * sizeof(float); ++i) h = (h ^ p[i]) * 1099511628211ull;
   return h;
@@ -38,15 +39,16 @@ void print_choice(const char* what, const k3k::LinearAutoChoice& c) {
 
 int main(int argc, char** argv) {
   std::int64_t k = 2048, n = 2048, m = 16;
-  std::string table;
+  std::string table, dump;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--table") table = argv[i + 1];
     else if (flag == "--k") k = std::atoll(argv[i + 1]);
     else if (flag == "--n") n = std::atoll(argv[i + 1]);
     else if (flag == "--m") m = std::atoll(argv[i + 1]);
+    else if (flag == "--dump") dump = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: %s [--table FILE] [--k K] [--n N] [--m M]\n", argv[0]);
+      std::fprintf(stderr, "usage: %s [--table FILE] [--k K] [--n N] [--m M] [--dump FILE]\n", argv[0]);
       return 2;
     }
   }
@@ -80,5 +82,16 @@ int main(int argc, char** argv) {
   k3k::linear_decode_auto(packed, decode_in, {}, y_decode.data(), pool);
   k3k::linear_prefill_auto(packed, prefill_in, {}, y_prefill.data(), pool);
   std::printf("checksum: decode %016" PRIx64 ", prefill %016" PRIx64 "\n", fnv1a(y_decode), fnv1a(y_prefill));
+  // --dump: the decode then the prefill outputs as raw floats, so a checker can hash them itself.
+  if (!dump.empty()) {
+    std::FILE* f = std::fopen(dump.c_str(), "wb");
+    const bool ok = f != nullptr && std::fwrite(y_decode.data(), sizeof(float), y_decode.size(), f) == y_decode.size() &&
+                    std::fwrite(y_prefill.data(), sizeof(float), y_prefill.size(), f) == y_prefill.size();
+    if (f != nullptr) std::fclose(f);
+    if (!ok) {
+      std::fprintf(stderr, "k3_example_engine: --dump %s: cannot write\n", dump.c_str());
+      return 1;
+    }
+  }
   return 0;
 }

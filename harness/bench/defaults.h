@@ -1,7 +1,7 @@
-// The measurement protocol's defaults, in one place, with the measurements behind them (README,
-// "Measurement"). On the machines measured, process-to-process spread is mostly the machine's own
-// slow drift, so the budget goes into processes and into interleaved, paired comparisons, not into
-// long repetitions.
+// The measurement protocol's defaults, in one place, with the measurements behind them
+// (docs/measurement.md). On the machines measured, process-to-process spread is mostly the
+// machine's own slow drift, so the budget goes into processes and into interleaved, paired
+// comparisons, not into long repetitions.
 #pragma once
 
 namespace k3tune::defaults {

@@ -1,5 +1,7 @@
 #include "rounds.h"
 
+#include "round_pairs.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
@@ -30,19 +32,9 @@ bool RoundPlanner::unit_satisfied(const UnitProgress& u) const {
 
 std::pair<std::vector<double>, std::vector<double>> RoundPlanner::paired_means(
     std::size_t a, std::size_t b) const {
-  std::pair<std::vector<double>, std::vector<double>> out;
   const UnitProgress &ua = units_.at(a), &ub = units_.at(b);
-  for (std::size_t i = 0, j = 0; i < ua.clean_rounds.size() && j < ub.clean_rounds.size();) {
-    if (ua.clean_rounds[i] < ub.clean_rounds[j]) {
-      ++i;
-    } else if (ua.clean_rounds[i] > ub.clean_rounds[j]) {
-      ++j;
-    } else {
-      out.first.push_back(ua.clean_means[i++]);
-      out.second.push_back(ub.clean_means[j++]);
-    }
-  }
-  return out;
+  auto pairs = k3stats::pair_by_round(ua.clean_rounds, ua.clean_means, ub.clean_rounds, ub.clean_means);
+  return {std::move(pairs.a), std::move(pairs.b)};
 }
 
 int RoundPlanner::group_total(std::size_t group) const {

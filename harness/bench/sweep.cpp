@@ -1,5 +1,7 @@
 #include "sweep.h"
 
+#include "round_pairs.h"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -105,15 +107,8 @@ k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& pe
 
 std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a,
                                                                  const CellOutcome& b) {
-  std::pair<std::vector<double>, std::vector<double>> out;
-  for (std::size_t i = 0; i < a.process_rounds.size(); ++i) {
-    for (std::size_t j = 0; j < b.process_rounds.size(); ++j) {
-      if (a.process_rounds[i] != b.process_rounds[j]) continue;
-      out.first.push_back(a.process_means[i]);
-      out.second.push_back(b.process_means[j]);
-    }
-  }
-  return out;
+  auto pairs = k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
+  return {std::move(pairs.a), std::move(pairs.b)};
 }
 
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,

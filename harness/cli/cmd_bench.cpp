@@ -12,6 +12,8 @@
 #include "defaults.h"
 #include "farm_sweep.h"
 #include "stats.h"
+#include "report.h"
+#include "verdict.h"
 
 namespace k3tune {
 namespace {
@@ -71,47 +73,36 @@ void print_cells(const BenchOutcome& b, double wide_ci) {
   }
 }
 
-// Baseline (A) vs candidate (B), cell by cell: both were measured in the same rounds, so the test
-// is the paired t-test on per-round log ratios (which cancels the machine's drift), with the
-// minimum effect and the minimum detectable effect of each comparison.
-nlohmann::json ab_verdicts(const BenchOutcome& b, bool print) {
+// Baseline (A) vs candidate (B), cell by cell: the same verdict `k3tune report` gives this run
+// (k3reports::compare_within_run over the stored run: the paired t-test on per-round log ratios,
+// the op's minimum effect from configs/regression.toml raised to the target's noise floor), so
+// bench and report can never disagree.
+nlohmann::json ab_verdicts(const BenchOutcome& b, const std::string& db_path, const std::string& root, bool print) {
   nlohmann::json rows = nlohmann::json::array();
   if (b.builds.size() != 2) return rows;
-  k3stats::CompareOptions opt;
-  opt.min_effect = defaults::kMinEffect;
+  const k3reports::Verdict v = k3reports::within_run_verdict(db_path, b.report.run_uuid, root + "/configs/regression.toml");
   if (print) {
-    fmt::print(
-        "\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}, minimum effect "
-        "{:.0f}%)\n",
-        b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), opt.alpha,
-        opt.min_effect * 100);
+    fmt::print("\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}; minimum effect per op "
+               "from {}{})\n",
+               b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), v.config.alpha,
+               v.config.source,
+               v.noise_floor ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor) : "");
   }
-  const auto& cells = b.report.cells;
-  for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
-    const auto& a = cells[i];
-    const auto& c = cells[i + 1];
-    const auto [pa, pc] = paired_means(a, c);
-    if (pa.size() < 2) continue;
-    const auto cmp = k3stats::compare_paired_rounds(
-        pa, pc, opt, b.rounds.target_ci > 0 ? b.rounds.min_processes : 0);
-    const std::string verdict =
-        cmp.verdict == k3stats::Comparison::Verdict::kNoDifference
-            ? fmt::format("unchanged within +-{:.1f}%", 100 * std::max(cmp.mde, opt.min_effect))
-        : cmp.verdict == k3stats::Comparison::Verdict::kBSlower ? "SLOWER"
-                                                                : "faster";
-    rows.push_back({{"cell", a.spec.label()},
-                    {"settings", a.spec.settings_diff(b.settings)},
-                    {"baseline_mean_ns", cmp.mean_a},
-                    {"candidate_mean_ns", cmp.mean_b},
-                    {"rel_diff", cmp.rel_diff},
-                    {"p_value", cmp.p_value},
-                    {"minimum_detectable_effect", cmp.mde},
-                    {"pairs", pa.size()},
-                    {"verdict", k3stats::to_string(cmp.verdict)},
-                    {"verdict_text", verdict}});
+  for (const auto& c : v.cells) {
+    const auto& t = c.timing;
+    const std::string text = k3reports::timing_text(t);
+    rows.push_back({{"cell", c.label},
+                    {"baseline_mean_ns", t.cmp.mean_a},
+                    {"candidate_mean_ns", t.cmp.mean_b},
+                    {"rel_diff", t.cmp.rel_diff},
+                    {"p_value", t.cmp.p_value},
+                    {"minimum_detectable_effect", t.cmp.mde},
+                    {"threshold", t.threshold},
+                    {"verdict", k3reports::to_string(t.outcome)},
+                    {"verdict_text", text}});
     if (print) {
-      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", a.spec.label(),
-                 cmp.mean_a / 1e3, cmp.mean_b / 1e3, 100 * cmp.rel_diff, cmp.p_value, verdict);
+      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", c.label, t.cmp.mean_a / 1e3,
+                 t.cmp.mean_b / 1e3, 100 * t.cmp.rel_diff, t.cmp.p_value, text);
     }
   }
   return rows;
@@ -134,7 +125,7 @@ nlohmann::json overhead_json(const BenchOutcome& b) {
           {"k3tune_s", wall - r.child_wall_s}};
 }
 
-nlohmann::json report_json(const BenchOutcome& b) {
+nlohmann::json report_json(const BenchOutcome& b, const std::string& db_path, const std::string& root) {
   const SweepReport& r = b.report;
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
@@ -189,7 +180,7 @@ nlohmann::json report_json(const BenchOutcome& b) {
             {"max", b.rounds.max_processes},
             {"target_ci", b.rounds.target_ci}}},
           {"cells", cells},
-          {"comparisons", ab_verdicts(b, false)},
+          {"comparisons", ab_verdicts(b, db_path, root, false)},
           {"failed_cells", r.failed_cells()},
           {"overhead", overhead_json(b)}};
 }
@@ -282,7 +273,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   static const SettingOption kSettings[] = {
       {"-R,--reps", "repetitions", "measured repetitions per process (default 5)"},
       {"--warmup", "warmup", "untimed calls before measuring (default 2; they also calibrate)"},
-      {"--min-time", "min_time_s", "seconds per repetition (default 0.05)"},
+      {"--min-time", "min_time_s", "seconds per repetition (default 0.2)"},
       {"--iterations", "iterations",
        "fixed calls per repetition (default 0: calibrated once per cell)"},
       {"--path", "path", "kernel layer: auto|generic|rvv|ime2"},
@@ -334,10 +325,10 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
     auto target = ctx.target(a->target);
     const BenchOutcome b = run_bench(*target, ctx.root, r);
     if (ctx.json) {
-      std::cout << report_json(b).dump(2) << "\n";
+      std::cout << report_json(b, r.db_path, ctx.root).dump(2) << "\n";
     } else {
       print_cells(b, r.wide_ci);
-      ab_verdicts(b, true);
+      ab_verdicts(b, r.db_path, ctx.root, true);
       print_overhead(b, r.db_path);
     }
     if (b.report.failed_cells() > 0) exit_code() = kCellsFailed;

@@ -30,15 +30,22 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   validate->add_option("file", *vfile, "table JSON")->required();
   validate->callback([&ctx, vfile] {
     const auto t = k3tuner::read_table(*vfile);
-    const auto problems = k3tuner::validate_table(t, ctx.root + "/configs/schema/tuning-table.schema.json");
+    const auto check = k3tuner::validate_table(t, ctx.root + "/configs/schema/tuning-table.schema.json");
+    const auto problems = check.lines();
     if (ctx.json) {
-      std::cout << nlohmann::json{{"file", *vfile}, {"valid", problems.empty()}, {"problems", problems}}.dump(2) << "\n";
-    } else if (problems.empty()) {
+      std::cout << nlohmann::json{{"file", *vfile},
+                                  {"valid", check.valid()},
+                                  {"problems", problems},
+                                  {"schema_problems", check.schema_problems},
+                                  {"loader", check.loader.empty() ? nlohmann::json(nullptr) : nlohmann::json(check.loader)}}
+                       .dump(2)
+                << "\n";
+    } else if (check.valid()) {
       fmt::print("{}: valid ({} entries)\n", *vfile, t["entries"].size());
     } else {
       for (const auto& p : problems) fmt::print(stderr, "{}: {}\n", *vfile, p);
     }
-    if (!problems.empty()) exit_code() = kProblems;
+    if (!check.valid()) exit_code() = kProblems;
   });
   auto files = std::make_shared<std::vector<std::string>>();
   auto* diff = table->add_subcommand("diff", "entries added, removed and changed between two tables");

@@ -38,6 +38,12 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
     return;
   }
   const auto& c = j.result.counts;
+  if (!c.enumerated) {
+    fmt::print("{}\n  space {}: {} combinations, more than the {} a search enumerates (distinct and valid not "
+               "counted; narrow a knob)\n",
+               label, j.space_file, c.product, k3tuner::kMaxEnumerated);
+    return;
+  }
   fmt::print("{}\n  space {}: {} combinations, {} distinct (inactive knobs at their defaults), {} valid after the "
              "constraints{}{}\n",
              label, j.space_file, c.product, c.distinct, c.valid,
@@ -172,7 +178,7 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     const nlohmann::json rule = out.rule.to_json(c.gate);
     if (!g->table.empty()) {
       table["gates"][c.gate] = rule;
-      const auto problems = k3tuner::validate_table(table, ctx.root + "/configs/schema/tuning-table.schema.json");
+      const auto problems = k3tuner::validate_table(table, ctx.root + "/configs/schema/tuning-table.schema.json").lines();
       if (!problems.empty()) throw UserError(fmt::format("{}: the table with the gate is invalid: {}", g->table, problems.front()));
       std::ofstream f(g->table);
       f << table.dump(2) << "\n";

@@ -54,6 +54,7 @@ nlohmann::json ParamSpec::to_json() const {
   j["required"] = !default_value.has_value();
   if (default_value) j["default"] = *default_value;
   if (type == Type::kInt) j["range"] = {min, max};
+  if (type == Type::kInt && multiple_of > 1) j["multiple_of"] = multiple_of;
   if (type == Type::kEnum) j["choices"] = choices;
   return j;
 }
@@ -78,6 +79,8 @@ ParamSpec ParamSpec::from_json(const nlohmann::json& j) {
     if (s.type == Type::kInt) {
       s.min = j.at("range").at(0).get<std::int64_t>();
       s.max = j.at("range").at(1).get<std::int64_t>();
+      s.multiple_of = j.value("multiple_of", std::int64_t{1});
+      if (s.multiple_of < 1) catalog_error(j, "multiple_of must be at least 1");
     }
     if (s.type == Type::kEnum) s.choices = j.at("choices").get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
@@ -170,6 +173,10 @@ nlohmann::json normalise(const std::vector<ParamSpec>& specs, const TextValues& 
           throw ParamError(ParamError::Kind::kOutOfRange,
                            fmt::format("{}: {}={} is outside the allowed range [{}, {}]", where,
                                        s.name, *x, s.min, s.max));
+        }
+        if (*x != 0 && *x % s.multiple_of != 0) {
+          throw ParamError(ParamError::Kind::kOutOfRange,
+                           fmt::format("{}: {}={} is not a multiple of {}", where, s.name, *x, s.multiple_of));
         }
         out[s.name] = *x;
         break;

@@ -24,11 +24,12 @@ struct ParamSpec {
   std::optional<std::string> default_value;  // none: the key is required
   std::int64_t min = 1;                      // kInt range, inclusive
   std::int64_t max = 1 << 30;
+  std::int64_t multiple_of = 1;              // kInt: nonzero values must be multiples of this
   std::vector<std::string> choices;  // kEnum
 
   // The catalog form published by `k3bench --list-ops --json`:
   //   {"name", "type": "int"|"float"|"enum", "help", "required", "default"?, "range"?: [min, max],
-  //    "choices"?: [...]}
+  //    "multiple_of"?: n (nonzero values; absent: 1), "choices"?: [...]}
   nlohmann::json to_json() const;
   // Throws ParamError (kind kCatalog) when `j` is not in that form.
   static ParamSpec from_json(const nlohmann::json& j);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,13 @@ inline KeySpec enum_key(std::string name, std::string help, std::string default_
                         std::vector<std::string> choices) {
   return k3params::enum_param(std::move(name), std::move(help), std::move(default_value), std::move(choices));
 }
+
+// A parameter a tuning table may set: its type, range, multiple and words come from the table
+// rules (k3k/table_rules.h), so `--list-ops`, the loader and the tuner's space checks agree. A
+// microkernel parameter's choices are "auto" and the given compiled names (which must follow the
+// rules' naming). Throws std::logic_error when the rules do not declare the parameter.
+KeySpec table_key(std::string_view op, std::string name, std::string help, std::optional<std::string> default_value,
+                  const std::vector<std::string>& microkernel_choices = {});
 
 // Parses "a=1,b=x" (empty string allowed); duplicate or malformed items are usage errors.
 std::map<std::string, std::string> parse_kv_list(const std::string& text, const std::string& what);

@@ -93,7 +93,8 @@ const std::vector<OpInfo>& all_ops();
 const OpInfo* find_op(const std::string& name);
 
 // Common parameter: the worker count (default: one per hardware thread).
-KeySpec workers_param();
+// `op`'s worker count: from the table rules when a table may tune `op`.
+KeySpec workers_param(std::string_view op = {});
 // Shared worker pools, one per size, kept alive for the process.
 // Created with the placement policy of placement.h (pinned to the A100 CPUs on a K3).
 k3k::WorkerPool& pool_of_size(int workers);

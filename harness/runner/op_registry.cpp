@@ -1,5 +1,7 @@
 #include "op_case.h"
 
+#include "k3k/table_rules.h"
+
 #include <map>
 
 #include "k3k/worker_pool.h"
@@ -27,9 +29,11 @@ const OpInfo* find_op(const std::string& name) {
   return nullptr;
 }
 
-KeySpec workers_param() {
-  return int_key("workers", "worker threads (the caller is worker 0)",
-                 std::to_string(k3k::WorkerPool::hardware_workers()), 1, 256);
+KeySpec workers_param(std::string_view op) {
+  const std::string help = "worker threads (the caller is worker 0)";
+  const std::string all = std::to_string(k3k::WorkerPool::hardware_workers());
+  if (k3k::rules::find_op(op) != nullptr) return table_key(op, "workers", help, all);
+  return int_key("workers", help, all, 1, 256);
 }
 
 std::map<int, std::string>& pool_policies() {

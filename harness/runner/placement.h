@@ -1,7 +1,7 @@
 // Where k3bench's workers run (RunSettings::cpus, overridden by K3BENCH_CPUS). On a K3 the kernels
 // belong on the A100 cores (CPUs with marchid 0x8000000041000002, gated by /proc/set_ai_thread),
 // and "auto" pins there; elsewhere "auto" leaves the threads unpinned: pinning did not lower the
-// process-to-process spread measurably on the shared VM (README, "Measurement"), and two runners
+// process-to-process spread measurably on the shared VM (docs/measurement.md), and two runners
 // started at once would both pin to the same first CPUs. "none" leaves the threads unpinned; a
 // list such as "0-1" or "8,10,12" pins to exactly those CPUs.
 #pragma once

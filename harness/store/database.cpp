@@ -300,6 +300,10 @@ void validate_existing(Connection& c, const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw StoreError(fmt::format("{}: {}, not a k3tune database file", path,
+                                 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
   const bool fresh = file_is_empty_or_missing(path);
   if (mode == OpenMode::kReadOnly && fresh) {
     throw StoreError(fmt::format("{}: no such k3tune database (missing or empty file)", path));

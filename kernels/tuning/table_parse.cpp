@@ -11,7 +11,7 @@
 
 #include "k3k/linear.h"
 #include "k3k/tuning.h"
-#include "tuning/param_ranges.h"
+#include "k3k/table_rules.h"
 
 namespace k3k {
 namespace {
@@ -21,7 +21,6 @@ using nlohmann::json;
 // Tables are a few hundred entries; anything near this is not a table.
 constexpr std::size_t kMaxTableBytes = std::size_t{8} << 20;
 constexpr std::size_t kMaxEntries = 100000;
-constexpr std::int64_t kMaxClassValue = std::int64_t{1} << 40;
 
 struct Refused {
   std::string what;
@@ -43,8 +42,6 @@ std::string printable(std::string_view s) {
   if (s.size() > 40) out += "...";
   return out;
 }
-
-bool power_of_two(std::int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 
 const json& member(const json& o, const char* key, const std::string& where) {
   if (!o.is_object()) refuse(fmt::format("{}: not an object", where.empty() ? "/" : where));
@@ -76,11 +73,9 @@ std::optional<std::string> optional_text(const json& v, const std::string& where
 std::string shown(const std::optional<std::string>& s) { return s ? printable(*s) : "none"; }
 std::string shown(const std::optional<int>& v) { return v ? std::to_string(*v) : "none"; }
 
-void check_board(const json& fp, const BoardFingerprint& board) {
+void check_board(const json& fp, const BoardFingerprint* running) {
   const std::string w = "/board/fingerprint";
   const auto marchid = optional_text(member(fp, "marchid", w), w + "/marchid");
-  if (marchid != board.marchid)
-    refuse(fmt::format("{}/marchid: made for {}, this machine has {}", w, shown(marchid), shown(board.marchid)));
   const json& vlen = member(fp, "vlen", w);
   std::optional<int> table_vlen;
   if (!vlen.is_null()) {
@@ -88,42 +83,39 @@ void check_board(const json& fp, const BoardFingerprint& board) {
     if (v < 0 || v > 65536) refuse(fmt::format("{}/vlen: {} is out of range", w, v));
     table_vlen = static_cast<int>(v);
   }
-  if (table_vlen.has_value() != board.vlen_bits.has_value() || (table_vlen && *table_vlen != *board.vlen_bits))
-    refuse(fmt::format("{}/vlen: made for VLEN {}, this machine has {}", w, shown(table_vlen), shown(board.vlen_bits)));
   const std::int64_t cpus = integer(member(fp, "cpus", w), w + "/cpus");
-  if (cpus != board.cpus)
-    refuse(fmt::format("{}/cpus: made for {} CPUs, this process may use {}", w, cpus, board.cpus));
   const json& tcm = member(fp, "tcm", w);
   const std::string backend = text(member(tcm, "backend", w + "/tcm"), w + "/tcm/backend");
   const std::int64_t blocks = integer(member(tcm, "blocks", w + "/tcm"), w + "/tcm/blocks");
   const std::int64_t bytes = integer(member(tcm, "block_bytes", w + "/tcm"), w + "/tcm/block_bytes");
+  if (running == nullptr) return;  // form only
+  const BoardFingerprint& board = *running;
+  if (marchid != board.marchid)
+    refuse(fmt::format("{}/marchid: made for {}, this machine has {}", w, shown(marchid), shown(board.marchid)));
+  if (table_vlen.has_value() != board.vlen_bits.has_value() || (table_vlen && *table_vlen != *board.vlen_bits))
+    refuse(fmt::format("{}/vlen: made for VLEN {}, this machine has {}", w, shown(table_vlen), shown(board.vlen_bits)));
+  if (cpus != board.cpus)
+    refuse(fmt::format("{}/cpus: made for {} CPUs, this process may use {}", w, cpus, board.cpus));
   if (backend != board.tcm_backend || blocks != board.tcm_blocks || bytes != board.tcm_block_bytes)
     refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w, backend, blocks,
                        bytes, board.tcm_backend, board.tcm_blocks, board.tcm_block_bytes));
 }
 
-TuningValue checked_param(const tuning::ParamRange& range, const json& v, const std::string& where) {
-  if (range.variant_name) {
+TuningValue checked_param(std::string_view op, KernelPath path, const rules::ParamRule& rule, const json& v,
+                          const std::string& where) {
+  if (rule.microkernel) {
     const std::string s = text(v, where);
-    const bool ok = !s.empty() && s.size() <= 64 && std::all_of(s.begin(), s.end(), [](char c) {
-      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-    });
-    if (!ok) refuse(fmt::format("{}: '{}' is not a microkernel name", where, printable(s)));
+    if (auto why = rules::microkernel_name_problem(op, to_string(path), s); !why.empty())
+      refuse(fmt::format("{}: '{}' {}", where, printable(s), why));
     return s;
   }
-  if (!range.words.empty()) {
+  if (!rule.words.empty()) {
     const std::string s = text(v, where);
-    for (const auto& w : range.words)
-      if (s == w) return s;
-    std::string known;
-    for (const auto& w : range.words) known += (known.empty() ? "" : ", ") + std::string(w);
-    refuse(fmt::format("{}: '{}' is not one of {}", where, printable(s), known));
+    if (auto why = rules::word_problem(rule, s); !why.empty()) refuse(fmt::format("{}: '{}' {}", where, printable(s), why));
+    return s;
   }
   const std::int64_t x = integer(v, where);
-  if (x < range.min || x > range.max)
-    refuse(fmt::format("{}: {} is outside [{}, {}]", where, x, range.min, range.max));
-  if (x != 0 && x % range.multiple_of != 0)
-    refuse(fmt::format("{}: {} is not a multiple of {}", where, x, range.multiple_of));
+  if (auto why = rules::int_problem(rule, x); !why.empty()) refuse(fmt::format("{}: {} {}", where, x, why));
   return x;
 }
 
@@ -141,16 +133,14 @@ void check_variant_name(const TuningEntry& e, const std::string& w) {
 }
 
 std::string class_key(std::string_view op, KernelPath path, const std::map<std::string, std::int64_t>& cls) {
-  std::string key = fmt::format("{}/{}", op, to_string(path));
-  for (const auto& [k, v] : cls) key += fmt::format("/{}{}", k, v);
-  return key;
+  return rules::entry_id(op, to_string(path), cls);
 }
 
 TuningEntry parse_entry(const json& e, const std::string& w) {
   TuningEntry out;
   out.id = text(member(e, "id", w), w + "/id");
   out.op = text(member(e, "op", w), w + "/op");
-  const tuning::OpTuning* op = tuning::find_op_tuning(out.op);
+  const rules::OpRules* op = rules::find_op(out.op);
   if (op == nullptr)
     refuse(fmt::format("{}/op: '{}' is not an op a table may tune", w, printable(out.op)));
   const json& cls = member(e, "class", w);
@@ -167,9 +157,7 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
     for (const auto& key : op->class_keys) known = known || key == k;
     if (!known) refuse(fmt::format("{}: not a shape-class key of {}", where, out.op));
     const std::int64_t x = integer(v, where);
-    if (x < 1 || x > kMaxClassValue) refuse(fmt::format("{}: {} is out of range", where, x));
-    if (k == "k" && x % 64 != 0) refuse(fmt::format("{}: {} is not a multiple of 64", where, x));
-    if (k.ends_with("_bucket") && !power_of_two(x)) refuse(fmt::format("{}: {} is not a power of two", where, x));
+    if (auto why = rules::class_value_problem(k, x); !why.empty()) refuse(fmt::format("{}: {} {}", where, x, why));
     out.shape_class[k] = x;
   }
   if (!cls.contains("path")) refuse(fmt::format("{}/class/path: missing", w));
@@ -179,13 +167,13 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
   if (!params.is_object()) refuse(fmt::format("{}/params: not an object", w));
   for (const auto& [k, v] : params.items()) {
     const std::string where = fmt::format("{}/params/{}", w, printable(k));
-    const tuning::ParamRange* range = nullptr;
-    for (const auto& p : op->params)
-      if (p.name == k) range = &p;
-    if (range == nullptr)
-      refuse(fmt::format("{}: not a parameter of {}", where, out.op));
-    out.params[k] = checked_param(*range, v, where);
+    const rules::ParamRule* rule = op->param(k);
+    if (rule == nullptr) refuse(fmt::format("{}: not a parameter of {}", where, out.op));
+    // The class (and its path) is parsed above: a microkernel name is checked for that layer.
+    out.params[k] = checked_param(out.op, out.path, *rule, v, where);
   }
+  if (const auto p = rules::together_problem(*op, to_string(out.path), out.params))
+    refuse(fmt::format("{}/params/{}: {}", w, p.param, p.why));
   check_variant_name(out, w);
   if (const auto it = e.find("hp"); it != e.end()) {
     if (!it->is_boolean()) refuse(fmt::format("{}/hp: expected a boolean", w));
@@ -194,13 +182,12 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
   const auto acc = out.params.find("accumulate");
   const bool fp16 = acc != out.params.end() && std::get<std::string>(acc->second) == "fp16";
   if (fp16 != out.hp) refuse(fmt::format("{}/hp: must be true exactly when accumulate is fp16", w));
-  if (fp16 && out.path != KernelPath::kIme2) refuse(fmt::format("{}/params/accumulate: fp16 needs the ime2 path", w));
   return out;
 }
 
 }  // namespace
 
-std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const BoardFingerprint& board,
+std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const BoardFingerprint* board,
                                                 std::string& problem) {
   problem.clear();
   if (text_in.size() > kMaxTableBytes) {
@@ -213,11 +200,11 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     if (t.is_discarded()) refuse("not valid JSON");
     if (!t.is_object()) refuse(fmt::format("/: expected an object, found {}", t.type_name()));
     const std::string schema = text(member(t, "schema", ""), "/schema");
-    if (schema != kTuningTableSchema)
-      refuse(fmt::format("/schema: '{}' is not {}", printable(schema), kTuningTableSchema));
+    if (schema != rules::kTuningTableSchema)
+      refuse(fmt::format("/schema: '{}' is not {}", printable(schema), rules::kTuningTableSchema));
     const std::int64_t abi = integer(member(t, "kernel_abi", ""), "/kernel_abi");
-    if (abi != kKernelAbiVersion)
-      refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi, kKernelAbiVersion));
+    if (abi != rules::kKernelAbiVersion)
+      refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi, rules::kKernelAbiVersion));
     check_board(member(member(t, "board", ""), "fingerprint", "/board"), board);
 
     auto table = std::unique_ptr<TuningTable>(new TuningTable());
@@ -247,6 +234,8 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TuningEntry e = parse_entry(entries[i], fmt::format("/entries/{}", i));
       const std::string key = class_key(e.op, e.path, e.shape_class);
+      if (e.id != key)
+        refuse(fmt::format("/entries/{}/id: '{}' does not match its op and class ('{}')", i, printable(e.id), key));
       if (!table->by_class_.emplace(key, table->entries_.size()).second)
         refuse(fmt::format("/entries/{}: a second entry for {}", i, key));
       table->entries_.push_back(std::move(e));
@@ -260,61 +249,19 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
   return nullptr;
 }
 
-std::map<std::string, std::int64_t> tuning_shape_class(std::string_view op,
-                                                       const std::map<std::string, std::int64_t>& shape) {
-  auto pow2 = [](std::int64_t x) {
-    std::int64_t p = 1;
-    while (p < x && p < (std::int64_t{1} << 40)) p *= 2;
-    return p;
-  };
-  std::map<std::string, std::int64_t> c;
-  if (op.starts_with("attn_")) {
-    for (const char* k : {"head_dim", "q_heads", "kv_heads"})
-      if (const auto it = shape.find(k); it != shape.end()) c[k] = it->second;
-    const auto ctx = shape.find("ctx");
-    const auto seq = shape.find("seq");
-    c["ctx_bucket"] = pow2(ctx != shape.end() ? ctx->second : seq != shape.end() ? seq->second : 1);
-    return c;
-  }
-  for (const auto& [k, v] : shape) {
-    if (k == "m")
-      c["m_bucket"] = pow2(v);
-    else
-      c[k] = v;
-  }
-  return c;
-}
-
 const TuningEntry* TuningTable::find(std::string_view op, KernelPath path,
                                      const std::map<std::string, std::int64_t>& shape) const {
-  const auto cls = tuning_shape_class(op, shape);
+  const auto cls = rules::shape_class(op, shape);
   if (const auto it = by_class_.find(class_key(op, path, cls)); it != by_class_.end()) return &entries_[it->second];
-  // The nearest class of the same op and path with the same keys.
-  const TuningEntry* best = nullptr;
-  double best_distance = 0;
-  std::int64_t best_size = 0;
+  std::vector<const TuningEntry*> same;
+  std::vector<const std::map<std::string, std::int64_t>*> classes;
   for (const auto& e : entries_) {
-    if (e.op != op || e.path != path || e.shape_class.size() != cls.size()) continue;
-    double distance = 0;
-    std::int64_t size = 0;
-    bool same_keys = true;
-    for (const auto& [k, v] : cls) {
-      const auto it = e.shape_class.find(k);
-      if (it == e.shape_class.end()) {
-        same_keys = false;
-        break;
-      }
-      distance += std::abs(std::log2(double(it->second)) - std::log2(double(std::max<std::int64_t>(v, 1))));
-      size += it->second;
-    }
-    if (!same_keys) continue;
-    if (best == nullptr || distance < best_distance || (distance == best_distance && size < best_size)) {
-      best = &e;
-      best_distance = distance;
-      best_size = size;
-    }
+    if (e.op != op || e.path != path) continue;
+    same.push_back(&e);
+    classes.push_back(&e.shape_class);
   }
-  return best;
+  const auto nearest = rules::nearest_class(cls, classes);
+  return nearest ? same[*nearest] : nullptr;
 }
 
 }  // namespace k3k

@@ -8,7 +8,7 @@
 //  - a table is accepted for at most one of two different boards (a table names its board);
 // and on an accepted table:
 //  - every entry's op may be tuned, its class has the op's keys in range, every parameter is one
-//    the op declares and within the declared range (kernels/tuning/param_ranges.cpp), hp is set
+//    the op declares and within the declared range (k3k/table_rules.h), hp is set
 //    exactly for fp16 accumulation, which only the ime2 path has; the TCM gate is in range;
 //  - find() on the shape an entry's class stands for returns that entry;
 //  - find() on perturbed shapes (doubled, halved, off by one, zero, negative, huge, a key dropped
@@ -25,7 +25,7 @@
 #include <variant>
 
 #include "k3k/tuning.h"
-#include "tuning/param_ranges.h"
+#include "k3k/table_rules.h"
 
 namespace {
 
@@ -120,7 +120,7 @@ Shape shape_of(const k3k::TuningEntry& e) {
 }
 
 void check_entry(const k3k::TuningEntry& e) {
-  const k3k::tuning::OpTuning* op = k3k::tuning::find_op_tuning(e.op);
+  const k3k::rules::OpRules* op = k3k::rules::find_op(e.op);
   expect(op != nullptr, "entry op may be tuned", e.op);
   for (const auto& k : op->class_keys)
     expect(e.shape_class.contains(std::string(k)), "class has the op's keys", k);
@@ -129,11 +129,11 @@ void check_entry(const k3k::TuningEntry& e) {
     if (k == "k") expect(v % 64 == 0, "class k is a multiple of 64", e.id);
   }
   for (const auto& [name, value] : e.params) {
-    const k3k::tuning::ParamRange* range = nullptr;
-    for (const auto& p : op->params)
-      if (p.name == name) range = &p;
+    const k3k::rules::ParamRule* range = op->param(name);
     expect(range != nullptr, "parameter declared for the op", name);
-    if (!range->words.empty()) {
+    if (range->microkernel) {
+      expect(std::get_if<std::string>(&value) != nullptr, "microkernel parameter holds a name", name);
+    } else if (!range->words.empty()) {
       const auto* word = std::get_if<std::string>(&value);
       expect(word != nullptr, "word parameter holds a word", name);
       bool known = false;
@@ -142,7 +142,8 @@ void check_entry(const k3k::TuningEntry& e) {
     } else {
       const auto* x = std::get_if<std::int64_t>(&value);
       expect(x != nullptr, "integer parameter holds an integer", name);
-      expect(*x >= range->min && *x <= range->max, "integer parameter within its range", name);
+      expect((range->zero_is_automatic && *x == 0) || (*x >= range->min && *x <= range->max),
+             "integer parameter within its range", name);
       expect(*x == 0 || *x % range->multiple_of == 0, "integer parameter a multiple", name);
     }
   }

@@ -62,6 +62,20 @@ std::unique_ptr<TuningTable> parse(const json& t, std::string& problem, const Bo
   return TuningTable::parse(t.dump(), b, problem);
 }
 
+// The slab rule is whole packed tiles (k3k/table_rules.h): slab_rows=48 with 16-row tiles is what
+// k3bench runs and the loader takes; an id that does not name its class is refused.
+TEST(TuningTable, SlabRowsAreWholeWeightTilesAndIdsNameTheirClass) {
+  json t = valid_table();
+  t["entries"][0]["params"]["slab_rows"] = 48;
+  t["entries"][0]["params"]["weight_rows"] = 16;
+  std::string problem;
+  EXPECT_TRUE(parse(t, problem)) << problem;
+  t["entries"][0]["id"] = "linear_decode/generic/k256/n64";
+  EXPECT_FALSE(parse(t, problem));
+  EXPECT_EQ(problem, "/entries/0/id: 'linear_decode/generic/k256/n64' does not match its op and class "
+                     "('linear_decode/generic/k256/n96')");
+}
+
 TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
   std::string problem;
   const auto table = parse(valid_table(), problem);
@@ -156,7 +170,12 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
       {"huge", [](json& t) { t["entries"][0]["params"]["tile_n"] = std::uint64_t{18446744073709551615u}; },
        "/entries/0/params/tile_n: 18446744073709551615 is out of range"},
       {"word", [](json& t) { t["entries"][0]["params"]["tcm"] = "maybe"; }, "/entries/0/params/tcm: 'maybe' is not one of off, on, auto"},
-      {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 48; }, "/entries/0/params/slab_rows: 48 is not a multiple of 32"},
+      {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 40; }, "/entries/0/params/slab_rows: 40 is not a multiple of 16"},
+      {"slab of whole tiles", [](json& t) {
+         t["entries"][0]["params"]["slab_rows"] = 48;
+         t["entries"][0]["params"]["weight_rows"] = 32;
+       },
+       "/entries/0/params/slab_rows: 48 is not a multiple of weight_rows (32)"},
       {"ukernel name", [](json& t) { t["entries"][0]["params"]["ukernel"] = "Bad Name!"; },
        "/entries/0/params/ukernel: 'Bad Name!' is not a microkernel name"},
       {"ukernel of another layer", [](json& t) { t["entries"][0]["params"]["ukernel"] = "linear_decode-srows-e8m1-rvv"; },

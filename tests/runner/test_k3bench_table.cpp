@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -19,6 +20,20 @@ namespace {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
+
+// FNV-1a 64 written from its specification (offset basis 14695981039346656037, prime 2^40 + 2^8 +
+// 0xb3), independent of the example's copy; checked against the published test vectors below.
+std::uint64_t fnv1a64_spec(const std::string& bytes) {
+  std::uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char c : bytes) h = (h ^ c) * ((std::uint64_t{1} << 40) + (1u << 8) + 0xb3);
+  return h;
+}
+
+TEST(Fnv1a64Spec, MatchesThePublishedTestVectors) {
+  EXPECT_EQ(fnv1a64_spec(""), 0xcbf29ce484222325ull);
+  EXPECT_EQ(fnv1a64_spec("a"), 0xaf63dc4c8601ec8cull);
+  EXPECT_EQ(fnv1a64_spec("foobar"), 0x85944171f73967e8ull);
+}
 
 class K3benchTable : public ::testing::Test {
  protected:
@@ -173,6 +188,20 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
   ASSERT_NE(plain.find("checksum:"), std::string::npos);
   ASSERT_NE(tuned.find("checksum:"), std::string::npos);
   EXPECT_EQ(checksum(plain), checksum(tuned));
+
+  // The printed checksums are FNV-1a of the outputs: hash the dumped floats here and compare.
+  const std::string dump = (dir_ / "outputs.f32").string();
+  ASSERT_EQ(std::system(("env -u K3_TUNING_TABLE " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 --dump " + dump +
+                         " >/dev/null").c_str()),
+            0);
+  std::ifstream f(dump, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  ASSERT_EQ(bytes.size(), (96 + 5 * 96) * sizeof(float));
+  char expected[96];
+  std::snprintf(expected, sizeof expected, "checksum: decode %016llx, prefill %016llx\n",
+                static_cast<unsigned long long>(fnv1a64_spec(bytes.substr(0, 96 * sizeof(float)))),
+                static_cast<unsigned long long>(fnv1a64_spec(bytes.substr(96 * sizeof(float)))));
+  EXPECT_EQ(checksum(plain), expected);
 }
 
 // A model run takes its Linear tilings from the table (the nearest decode class here: the table has

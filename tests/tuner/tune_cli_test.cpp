@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -80,6 +81,45 @@ default = 64
 [constraints]
 rules = ["tile_n <= n"]
 )";
+
+// A space of about 10^12 points: --explain counts it without enumerating (and returns at once),
+// and tuning it refuses with one line instead of expanding it.
+TEST_F(TuneCli, ExplainCountsAHugeSpaceWithoutEnumeratingAndTuningRefusesIt) {
+  write_space(R"(
+[space]
+op = "linear_decode"
+description = "test: far too many points"
+meaningful_on = ["local"]
+[knobs.tile_n]
+range = [1, 1000000]
+default = 64
+[knobs.prefetch]
+range = [0, 999999]
+default = 0
+)");
+  const std::vector<std::string> args = {"tune", "--spaces", spaces(), "--op", "linear_decode", "--shape", "k=128,n=64"};
+  auto explain = args;
+  explain.insert(explain.begin(), "--json");
+  explain.push_back("--explain");
+  const auto e = k3tune(explain);
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto space = nlohmann::json::parse(e.out)["jobs"].at(0)["result"]["space"];
+  EXPECT_EQ(space["product"], std::uint64_t{1000000} * 1000000);
+  EXPECT_EQ(space["enumerated"], false);
+  EXPECT_FALSE(space.contains("valid"));
+  auto text = args;
+  text.push_back("--explain");
+  const auto t = k3tune(text);
+  ASSERT_EQ(t.code, 0) << t.err;
+  EXPECT_NE(t.out.find("1000000000000 combinations, more than the 1000000 a search enumerates"), std::string::npos)
+      << t.out;
+  const auto tune = k3tune(args);
+  EXPECT_EQ(tune.code, 2) << tune.out << tune.err;
+  EXPECT_NE(tune.err.find("linear_decode.toml: 1000000000000 combinations of knob values, more than the 1000000"),
+            std::string::npos)
+      << tune.err;
+  EXPECT_EQ(std::count(tune.err.begin(), tune.err.end(), '\n'), 1) << tune.err;
+}
 
 TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   write_space(kSmallSpace);
@@ -181,7 +221,10 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_NE(bad.err.find("[entries][0][evidence]: Missing required property 'mean'"),
             std::string::npos)
       << bad.err;
-  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 2) << bad.err;
+  // And the kernel library's own verdict: the first problem that makes the loader refuse it.
+  EXPECT_NE(bad.err.find("damaged.json: loader: /entries/0/class/k: 100 is not a multiple of 64\n"), std::string::npos)
+      << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 3) << bad.err;
 }
 
 TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {

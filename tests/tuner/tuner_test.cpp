@@ -303,14 +303,26 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
                                          {{"synthetic", {{"n", 64}}, "s1", &r, &space, "units", "rvv"}},
                                          {{"tcm_decode", {{"use", "threshold"}, {"k_min", 2048}, {"b_min_bytes", 0}}}});
   const std::string schema = K3TUNE_ROOT "/configs/schema/tuning-table.schema.json";
-  EXPECT_EQ(k3tuner::validate_table(table, schema), std::vector<std::string>{});
+  // The schema takes any op; the kernel library's loader only the ops a table may tune, and
+  // validate says so (its verdict is the loader's).
+  const auto synthetic = k3tuner::validate_table(table, schema);
+  EXPECT_EQ(synthetic.schema_problems, 0u);
+  EXPECT_EQ(synthetic.loader, "/entries/0/op: 'synthetic' is not an op a table may tune");
   EXPECT_EQ(table["entries"][0]["id"], "synthetic/rvv/n64");
   EXPECT_EQ(table["entries"][0]["params"], r.candidates[r.chosen].config);
+  nlohmann::json real = table;
+  real["entries"][0]["op"] = "linear_decode";
+  real["entries"][0]["class"] = {{"path", "rvv"}, {"k", 2048}, {"n", 2048}};
+  real["entries"][0]["id"] = k3tuner::entry_id("linear_decode", real["entries"][0]["class"]);
+  real["entries"][0]["params"] = {{"tile_n", 64}, {"workers", 4}};
+  EXPECT_EQ(real["entries"][0]["id"], "linear_decode/rvv/k2048/n2048");
+  const auto valid = k3tuner::validate_table(real, schema);
+  EXPECT_TRUE(valid.valid()) << (valid.lines().empty() ? "" : valid.lines().front());
   // Damage: each must be reported, with where.
   auto broken = [&](auto edit, const std::string& expect) {
-    nlohmann::json t = table;
+    nlohmann::json t = real;
     edit(t);
-    const auto problems = k3tuner::validate_table(t, schema);
+    const auto problems = k3tuner::validate_table(t, schema).lines();
     ASSERT_FALSE(problems.empty()) << expect;
     bool found = false;
     for (const auto& p : problems) found = found || p.find(expect) != std::string::npos;
@@ -320,7 +332,16 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
   broken([](auto& t) { t["kernel_abi"] = "1"; }, "kernel_abi");
   broken([](auto& t) { t["board"]["fingerprint"]["vlen"] = 64; }, "vlen");
   broken([](auto& t) { t["entries"][0]["class"]["k"] = 100; }, "k");
-  broken([](auto& t) { t["entries"].push_back(t["entries"][0]); }, "appears twice");
+  broken([](auto& t) { t["entries"].push_back(t["entries"][0]); }, "loader: /entries/1: a second entry for");
+  // What the schema cannot see and a kernel refuses: a microkernel name of another op or layer,
+  // slab_rows that is not whole weight tiles.
+  broken([](auto& t) { t["entries"][0]["params"]["ukernel"] = "linear_prefill-w4b64-srows-m4-e8m1-rvv"; },
+         "loader: /entries/0/params/ukernel: 'linear_prefill-w4b64-srows-m4-e8m1-rvv' is not a rvv linear_decode microkernel");
+  broken([](auto& t) { t["entries"][0]["params"]["ukernel"] = "Linear_Decode"; }, "is not a microkernel name");
+  broken([](auto& t) {
+    t["entries"][0]["params"]["weight_rows"] = 64;
+    t["entries"][0]["params"]["slab_rows"] = 96;
+  }, "loader: /entries/0/params/slab_rows: 96 is not a multiple of weight_rows (64)");
   broken([](auto& t) { t["entries"][0]["id"] = "other"; }, "does not match");
   broken([](auto& t) { t["entries"][0]["evidence"]["mean"] = -1; }, "mean");
   broken([](auto& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; }, "use");

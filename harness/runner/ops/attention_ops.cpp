@@ -167,9 +167,9 @@ std::int64_t attention_footprint(const KeyValues& s, std::int64_t seq, std::int6
   return ctx * s.integer("kv_heads") * d * (8 + 24 + 8) + 2 * seq * s.integer("q_heads") * d * 4;
 }
 
-KeySpec prefetch_param() {
-  return int_key("prefetch", "software prefetch distance in bytes ahead of the K/V rows, 0 = off (Zicbop builds only)",
-                 "0", 0, 1 << 20);
+KeySpec prefetch_param(std::string_view op) {
+  return table_key(op, "prefetch", "software prefetch distance in bytes ahead of the K/V rows, 0 = off (Zicbop builds only)",
+                   "0");
 }
 
 }  // namespace
@@ -181,13 +181,13 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
       attention_shape_keys({int_key("seq", "new tokens (queries)", std::nullopt, 1, 1 << 20),
                             int_key("past", "tokens already in the cache", "0", 0, 1 << 24)},
                            true),
-      {workers_param(), int_key("q_tile", "query rows per task", "16", 1, 4096),
-       int_key("kv_block", "keys per online-softmax block", "64", 1, 1 << 16), prefetch_param(),
-       enum_key("tcm", "each worker's working set (Q tile, softmax state, K/V stage) in its TCM block: auto (gated), on (skip the context gate), off (DRAM)",
-                "auto", {"auto", "on", "off"}),
+      {workers_param("attn_prefill"), table_key("attn_prefill", "q_tile", "query rows per task", "16"),
+       table_key("attn_prefill", "kv_block", "keys per online-softmax block", "64"), prefetch_param("attn_prefill"),
+       table_key("attn_prefill", "tcm", "each worker's working set (Q tile, softmax state, K/V stage) in its TCM block: auto (gated), on (skip the context gate), off (DRAM)",
+                 "auto"),
        tcm_backend_param(),
-       int_key("tcm_kv_blocks", "kv_block blocks of K/V staged in TCM per copy (0: as many as fit the block)", "0", 0, 1 << 16),
-       int_key("ctx_min", "gate: smallest context for TCM attention (tcm=auto)", "1024", 1, 1 << 24)},
+       table_key("attn_prefill", "tcm_kv_blocks", "kv_block blocks of K/V staged in TCM per copy (0: as many as fit the block)", "0"),
+       table_key("attn_prefill", "ctx_min", "gate: smallest context for TCM attention (tcm=auto)", "1024")},
       [](const KeyValues& s, const KeyValues&) {
         return attention_footprint(s, s.integer("seq"), s.integer("seq") + s.integer("past"));
       },
@@ -196,7 +196,8 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
       "attn_decode",
       "decode attention for one token, split over KV heads and context chunks, online-softmax merge",
       attention_shape_keys({int_key("ctx", "context length including the new token", std::nullopt, 1, 1 << 24)}, true),
-      {workers_param(), int_key("chunk", "context tokens per task", "256", 1, 1 << 20), prefetch_param()},
+      {workers_param("attn_decode"), table_key("attn_decode", "chunk", "context tokens per task", "256"),
+       prefetch_param("attn_decode")},
       [](const KeyValues& s, const KeyValues&) { return attention_footprint(s, 1, s.integer("ctx")); },
       [](const CaseInputs& in) { return std::make_unique<AttentionCase>(in, true); }});
 }

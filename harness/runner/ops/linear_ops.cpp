@@ -414,9 +414,9 @@ class LinearCase final : public OpCase {
   std::int64_t calls_ = 0;
 };
 
-// "auto" and the variant names of every compiled layer (decode or prefill).
+// The variant names of every compiled layer (decode or prefill); table_key adds "auto".
 std::vector<std::string> ukernel_choices(bool decode) {
-  std::vector<std::string> v = {"auto"};
+  std::vector<std::string> v;
   for (k3k::KernelPath path : {k3k::KernelPath::kGeneric, k3k::KernelPath::kRvv, k3k::KernelPath::kIme2}) {
     const k3k::LinearVariantNames names = k3k::linear_variants(path);
     for (const auto& n : decode ? names.decode : names.prefill) v.push_back(n);
@@ -425,12 +425,13 @@ std::vector<std::string> ukernel_choices(bool decode) {
 }
 
 std::vector<KeySpec> linear_params(bool decode) {
-  std::vector<KeySpec> p = {workers_param()};
-  p.push_back(int_key("tile_n", "output columns per task (multiples of weight_rows fit the packed row tiles)", "64", 1, 4096));
-  p.push_back(enum_key("ukernel", "microkernel variant by contract name (auto: the path's default for the weights and VLEN)",
-                       "auto", ukernel_choices(decode)));
-  p.push_back(int_key("weight_rows", "rows per packed weight tile (rvv: multiple of 16 in [16, 256]; generic, ime2: 32; 0: the path's default for this VLEN)",
-                      "0", 0, k3k::kMaxRowTile));
+  const std::string_view op = decode ? "linear_decode" : "linear_prefill";
+  std::vector<KeySpec> p = {workers_param(op)};
+  p.push_back(table_key(op, "tile_n", "output columns per task (multiples of weight_rows fit the packed row tiles)", "64"));
+  p.push_back(table_key(op, "ukernel", "microkernel variant by contract name (auto: the path's default for the weights and VLEN)",
+                        "auto", ukernel_choices(decode)));
+  p.push_back(table_key(op, "weight_rows", "rows per packed weight tile (rvv: multiple of 16 in [16, 256]; generic, ime2: 32; 0: the path's default for this VLEN)",
+                        "0"));
   p.push_back(enum_key("layout", "output layout", "rowmajor", {"rowmajor", "c4"}));
   p.push_back(int_key("bias", "add a bias vector (0/1)", "1", 0, 1));
   p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));
@@ -441,19 +442,19 @@ std::vector<KeySpec> linear_params(bool decode) {
 
 // Decode adds the TCM pipeline's knobs (k3k/tcm_linear.h); defaults are the shipped gates.
 std::vector<KeySpec> decode_params() {
+  constexpr std::string_view op = "linear_decode";
   std::vector<KeySpec> p = linear_params(true);
-  p.push_back(int_key("prefetch", "software prefetch distance in bytes ahead of the weight stream, 0 = off (Zicbop builds only)",
-                      "0", 0, 1 << 20));
-  p.push_back(enum_key("accumulate", "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)",
-                       "int32", {"int32", "fp16"}));
-  p.push_back(enum_key("tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto",
-                       {"auto", "on", "off"}));
+  p.push_back(table_key(op, "prefetch", "software prefetch distance in bytes ahead of the weight stream, 0 = off (Zicbop builds only)",
+                        "0"));
+  p.push_back(table_key(op, "accumulate", "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)",
+                        "int32"));
+  p.push_back(table_key(op, "tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto"));
   p.push_back(tcm_backend_param());
-  p.push_back(int_key("slab_rows", "weight rows per TCM slab, a multiple of weight_rows (0: auto: two fit a block, two or more per worker)", "0", 0, 1 << 16));
-  p.push_back(int_key("tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6", 1, 256));
-  p.push_back(int_key("pairing", "pair workers: one copies while its partner computes (0/1)", "1", 0, 1));
-  p.push_back(int_key("k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048", 1, 1 << 30));
-  p.push_back(int_key("b_min_kib", "gate: smallest packed weight size in KiB (tcm=auto)", "2048", 0, 1 << 30));
+  p.push_back(table_key(op, "slab_rows", "weight rows per TCM slab, a multiple of weight_rows (0: auto: two fit a block, two or more per worker)", "0"));
+  p.push_back(table_key(op, "tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6"));
+  p.push_back(table_key(op, "pairing", "pair workers: one copies while its partner computes (0/1)", "1"));
+  p.push_back(table_key(op, "k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048"));
+  p.push_back(table_key(op, "b_min_kib", "gate: smallest packed weight size in KiB (tcm=auto)", "2048"));
   return p;
 }
 

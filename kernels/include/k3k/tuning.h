@@ -23,13 +23,13 @@
 #include <vector>
 
 #include "k3k/dispatch.h"
+#include "k3k/table_rules.h"
 
 namespace k3k {
 
-// Bump when a tunable parameter's meaning or accepted range changes, or a weight layout changes:
-// a table written for another ABI is refused (kernels/README.md, "Kernel ABI").
-inline constexpr int kKernelAbiVersion = 1;
-inline constexpr std::string_view kTuningTableSchema = "k3tune.tuning-table/1";
+// The table contract (versions, ranges, shape classes, the missing-shape rule): k3k/table_rules.h.
+using rules::kKernelAbiVersion;
+using rules::kTuningTableSchema;
 
 // What a table must have been measured on. Unknown facts are std::nullopt (no marchid on x86, no
 // VLEN without RVV) and must be unknown in the table too.
@@ -64,14 +64,19 @@ struct TcmDecodeGate {
 class TuningTable {
  public:
   // Parses and validates `text` for `board`. Returns null and sets `problem` (one line, naming the
-  // field) on any problem. Never throws for bad input.
-  static std::unique_ptr<TuningTable> parse(std::string_view text, const BoardFingerprint& board,
+  // field) on any problem. Never throws for bad input. With `board` null, the table's fingerprint
+  // is checked for form only, not matched (`k3tune table validate`: the loader's verdict on a
+  // table made for another machine).
+  static std::unique_ptr<TuningTable> parse(std::string_view text, const BoardFingerprint* board,
                                             std::string& problem);
+  static std::unique_ptr<TuningTable> parse(std::string_view text, const BoardFingerprint& board,
+                                            std::string& problem) {
+    return parse(text, &board, problem);
+  }
 
   // The entry for op and path at this shape (keys as k3bench's shape keys: m, k, n, seq, ctx,
-  // head_dim, q_heads, kv_heads): the entry of its shape class, else the nearest entry of the same
-  // op and path whose class has the same keys (smallest sum of |log2| ratios over them; ties to the
-  // smaller shape), else null (the kernel defaults apply). Decided once per shape, not per call.
+  // head_dim, q_heads, kv_heads): the entry of its shape class, else rules::nearest_class (the
+  // missing-shape rule), else null (the kernel defaults apply). Decided once per shape, not per call.
   const TuningEntry* find(std::string_view op, KernelPath path,
                           const std::map<std::string, std::int64_t>& shape) const;
   const std::vector<TuningEntry>& entries() const { return entries_; }
@@ -83,10 +88,11 @@ class TuningTable {
   std::optional<TcmDecodeGate> tcm_gate_;
 };
 
-// The shape class of `shape` for `op` (the tuner's definition: integer shape keys exactly, prefill
-// M as m_bucket and attention seq/ctx as ctx_bucket, each the next power of two).
-std::map<std::string, std::int64_t> tuning_shape_class(std::string_view op,
-                                                       const std::map<std::string, std::int64_t>& shape);
+// The shape class of `shape` for `op` (rules::shape_class).
+inline std::map<std::string, std::int64_t> tuning_shape_class(std::string_view op,
+                                                              const std::map<std::string, std::int64_t>& shape) {
+  return rules::shape_class(op, shape);
+}
 
 struct TableLoad {
   bool loaded = false;
