@@ -17,7 +17,10 @@ namespace k3tune {
 namespace {
 
 bool build_known(const std::string& db_path, const std::string& hash) {
-  if (!std::filesystem::exists(db_path) || std::filesystem::file_size(db_path) == 0) return false;
+  // Anything but a non-empty regular file goes to open_database, which refuses it in one line.
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return false;
+  if (std::filesystem::is_regular_file(db_path, ec) && std::filesystem::file_size(db_path, ec) == 0) return false;
   auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
   return k3store::find_build(*db, hash).has_value();
 }

@@ -134,9 +134,24 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
                   " AND c.build_hash = (SELECT build_hash FROM builds WHERE binary_path LIKE '%baseline')"),
             6);
   ASSERT_EQ(doc["comparisons"].size(), 2u);
+  // One verdict: bench prints for each cell exactly what `k3tune report` decides for the same run.
+  const auto rep = k3tune({"--json", "report", doc["run_uuid"].get<std::string>(), "--no-html", "--no-keep", "-o",
+                           (dir_ / "report").string()});
+  ASSERT_TRUE(rep.code == 0 || rep.code == 4) << rep.err;  // 4: a (false) regression on a noisy machine
+  const auto verdict = nlohmann::json::parse(rep.out)["verdict"];
+  ASSERT_EQ(verdict["cells"].size(), 2u) << verdict;
   for (const auto& c : doc["comparisons"]) {
     EXPECT_TRUE(c.contains("minimum_detectable_effect"));
-    EXPECT_TRUE(c["verdict"] == "no-difference" || c["verdict"] == "b-slower" || c["verdict"] == "b-faster");
+    EXPECT_TRUE(c["verdict"] == "unchanged" || c["verdict"] == "regression" || c["verdict"] == "improvement") << c;
+    bool found = false;
+    for (const auto& r : verdict["cells"]) {
+      if (r["label"] != c["cell"]) continue;
+      found = true;
+      EXPECT_EQ(r["timing"]["outcome"], c["verdict"]);
+      EXPECT_EQ(r["timing"]["text"], c["verdict_text"]);
+      EXPECT_EQ(r["timing"]["threshold"], c["threshold"]);
+    }
+    EXPECT_TRUE(found) << c;
   }
   // The same binary as its own baseline is refused before anything is written.
   const auto same = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--baseline-runner",
@@ -260,6 +275,19 @@ TEST_F(HarnessCli, BadInputIsOneLineAndWritesNothing) {
   std::ifstream f(db());
   std::string content((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   EXPECT_EQ(content, "precious notes\n");
+  // --db naming a directory: one usage line, not an internal error, and nothing created in it.
+  const fs::path folder = dir_ / "a-folder";
+  fs::create_directories(folder);
+  for (const std::vector<std::string> args : {std::vector<std::string>{"db", "check"},
+                                              std::vector<std::string>{"bench", "--op", "rmsnorm", "--shape",
+                                                                       "rows=1,dim=64", "-P", "1", "-R", "1"}}) {
+    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", folder.string(), "--targets", targets()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto d = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(120));
+    EXPECT_EQ(d.exit_code, 2) << d.err;
+    EXPECT_EQ(d.err, "k3tune: " + folder.string() + ": a directory, not a k3tune database file\n");
+    EXPECT_TRUE(fs::is_empty(folder));
+  }
 }
 
 TEST_F(HarnessCli, UnknownBuildVariantIsRejectedAndWritesNothing) {
