@@ -12,8 +12,8 @@ ParamRule ints(std::string_view name, std::int64_t min, std::int64_t max) {
   return ParamRule{.name = name, .min = min, .max = max};
 }
 // 0 = the kernel chooses; otherwise in [min, max] and a multiple of `multiple_of`.
-ParamRule automatic(std::string_view name, std::int64_t min, std::int64_t max, std::int64_t multiple_of,
-                    std::string_view multiple_of_param = {}) {
+ParamRule automatic(std::string_view name, std::int64_t min, std::int64_t max,
+                    std::int64_t multiple_of, std::string_view multiple_of_param = {}) {
   return ParamRule{.name = name,
                    .min = min,
                    .max = max,
@@ -24,9 +24,13 @@ ParamRule automatic(std::string_view name, std::int64_t min, std::int64_t max, s
 ParamRule words(std::string_view name, std::vector<std::string_view> values) {
   return ParamRule{.name = name, .words = std::move(values)};
 }
-ParamRule microkernel(std::string_view name) { return ParamRule{.name = name, .microkernel = true}; }
+ParamRule microkernel(std::string_view name) {
+  return ParamRule{.name = name, .microkernel = true};
+}
 
-std::string text(std::int64_t x) { return std::to_string(x); }
+std::string text(std::int64_t x) {
+  return std::to_string(x);
+}
 
 }  // namespace
 
@@ -42,18 +46,20 @@ const std::vector<OpRules>& tunable_ops() {
   static const std::vector<OpRules> ops = {
       {"linear_decode",
        {ints("workers", 1, 256), ints("tile_n", 1, 4096), words("tcm", {"off", "on", "auto"}),
-        automatic("slab_rows", 1, 65536, kRowTileQuantum, "weight_rows"), ints("tcm_workers", 1, 256),
-        ints("pairing", 0, 1), words("accumulate", {"int32", "fp16"}), ints("k_min", 1, std::int64_t{1} << 30),
-        ints("b_min_kib", 0, std::int64_t{1} << 30), automatic("weight_rows", 16, 256, kRowTileQuantum),
-        ints("prefetch", 0, 1 << 20), microkernel("ukernel")},
+        automatic("slab_rows", 1, 65536, kRowTileQuantum, "weight_rows"),
+        ints("tcm_workers", 1, 256), ints("pairing", 0, 1), words("accumulate", {"int32", "fp16"}),
+        ints("k_min", 1, std::int64_t{1} << 30), ints("b_min_kib", 0, std::int64_t{1} << 30),
+        automatic("weight_rows", 16, 256, kRowTileQuantum), ints("prefetch", 0, 1 << 20),
+        microkernel("ukernel")},
        {"k", "n"}},
       {"linear_prefill",
-       {ints("workers", 1, 256), ints("tile_n", 1, 4096), automatic("weight_rows", 16, 256, kRowTileQuantum),
-        microkernel("ukernel")},
+       {ints("workers", 1, 256), ints("tile_n", 1, 4096),
+        automatic("weight_rows", 16, 256, kRowTileQuantum), microkernel("ukernel")},
        {"m_bucket", "k", "n"}},
       {"attn_prefill",
-       {ints("workers", 1, 256), ints("q_tile", 1, 4096), ints("kv_block", 1, 65536), ints("prefetch", 0, 1 << 20),
-        words("tcm", {"off", "on", "auto"}), ints("tcm_kv_blocks", 0, 65536), ints("ctx_min", 1, 1 << 24)},
+       {ints("workers", 1, 256), ints("q_tile", 1, 4096), ints("kv_block", 1, 65536),
+        ints("prefetch", 0, 1 << 20), words("tcm", {"off", "on", "auto"}),
+        ints("tcm_kv_blocks", 0, 65536), ints("ctx_min", 1, 1 << 24)},
        {"head_dim", "q_heads", "kv_heads", "ctx_bucket"}},
       {"attn_decode",
        {ints("workers", 1, 256), ints("chunk", 1, 1048576), ints("prefetch", 0, 1 << 20)},
@@ -71,8 +77,10 @@ const OpRules* find_op(std::string_view op) {
 std::string int_problem(const ParamRule& rule, std::int64_t x) {
   if (rule.zero_is_automatic && x == 0) return {};
   if (x < rule.min || x > rule.max)
-    return "is outside [" + text(rule.min) + ", " + text(rule.max) + "]" + (rule.zero_is_automatic ? " (0: automatic)" : "");
-  if (rule.multiple_of > 1 && x % rule.multiple_of != 0) return "is not a multiple of " + text(rule.multiple_of);
+    return "is outside [" + text(rule.min) + ", " + text(rule.max) + "]" +
+           (rule.zero_is_automatic ? " (0: automatic)" : "");
+  if (rule.multiple_of > 1 && x % rule.multiple_of != 0)
+    return "is not a multiple of " + text(rule.multiple_of);
   return {};
 }
 
@@ -84,21 +92,25 @@ std::string word_problem(const ParamRule& rule, std::string_view value) {
   return "is not one of " + known;
 }
 
-std::string microkernel_name_problem(std::string_view op, std::string_view layer, std::string_view name) {
+std::string microkernel_name_problem(std::string_view op, std::string_view layer,
+                                     std::string_view name) {
   if (name == "auto") return {};
-  const bool chars = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
-  });
+  const bool chars =
+      !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+      });
   if (!chars) return "is not a microkernel name ([a-z0-9_.-], at most 64)";
   const std::string prefix = std::string(op) + "-";
   const std::string suffix = "-" + std::string(layer);
-  if (!name.starts_with(prefix) || !name.ends_with(suffix) || name.size() <= prefix.size() + suffix.size())
-    return "is not a " + std::string(layer) + " " + std::string(op) + " microkernel (those are named " + prefix +
-           "...-" + std::string(layer) + ")";
+  if (!name.starts_with(prefix) || !name.ends_with(suffix) ||
+      name.size() <= prefix.size() + suffix.size())
+    return "is not a " + std::string(layer) + " " + std::string(op) +
+           " microkernel (those are named " + prefix + "...-" + std::string(layer) + ")";
   return {};
 }
 
-TogetherProblem together_problem(const OpRules& op, std::string_view layer, const std::map<std::string, Value>& params) {
+TogetherProblem together_problem(const OpRules& op, std::string_view layer,
+                                 const std::map<std::string, Value>& params) {
   auto integer = [&](std::string_view name) -> std::int64_t {
     const auto it = params.find(std::string(name));
     if (it == params.end() || !std::holds_alternative<std::int64_t>(it->second)) return 0;
@@ -108,8 +120,9 @@ TogetherProblem together_problem(const OpRules& op, std::string_view layer, cons
     if (rule.multiple_of_param.empty()) continue;
     const std::int64_t x = integer(rule.name), of = integer(rule.multiple_of_param);
     if (x != 0 && of != 0 && x % of != 0) {
-      return {std::string(rule.name),
-              text(x) + " is not a multiple of " + std::string(rule.multiple_of_param) + " (" + text(of) + ")"};
+      return {std::string(rule.name), text(x) + " is not a multiple of " +
+                                          std::string(rule.multiple_of_param) + " (" + text(of) +
+                                          ")"};
     }
   }
   if (const auto it = params.find("accumulate");
@@ -126,17 +139,21 @@ std::int64_t power_of_two_at_least(std::int64_t x) {
   return p;
 }
 
-std::map<std::string, std::int64_t> shape_class(std::string_view op, const std::map<std::string, std::int64_t>& shape) {
+std::map<std::string, std::int64_t> shape_class(std::string_view op,
+                                                const std::map<std::string, std::int64_t>& shape) {
   std::map<std::string, std::int64_t> c;
   if (op.starts_with("attn_")) {
     for (const char* k : {"head_dim", "q_heads", "kv_heads"})
       if (const auto it = shape.find(k); it != shape.end()) c[k] = it->second;
     const auto ctx = shape.find("ctx");
     const auto seq = shape.find("seq");
-    c["ctx_bucket"] = power_of_two_at_least(ctx != shape.end() ? ctx->second : seq != shape.end() ? seq->second : 1);
+    c["ctx_bucket"] = power_of_two_at_least(ctx != shape.end()   ? ctx->second
+                                            : seq != shape.end() ? seq->second
+                                                                 : 1);
     return c;
   }
-  for (const auto& [k, v] : shape) c[k == "m" ? "m_bucket" : k] = k == "m" ? power_of_two_at_least(v) : v;
+  for (const auto& [k, v] : shape)
+    c[k == "m" ? "m_bucket" : k] = k == "m" ? power_of_two_at_least(v) : v;
   return c;
 }
 
@@ -147,14 +164,16 @@ std::string class_value_problem(std::string_view key, std::int64_t x) {
   return {};
 }
 
-std::string entry_id(std::string_view op, std::string_view layer, const std::map<std::string, std::int64_t>& cls) {
+std::string entry_id(std::string_view op, std::string_view layer,
+                     const std::map<std::string, std::int64_t>& cls) {
   std::string id = std::string(op) + "/" + std::string(layer);
   for (const auto& [k, v] : cls) id += "/" + k + text(v);
   return id;
 }
 
-std::optional<std::size_t> nearest_class(const std::map<std::string, std::int64_t>& wanted,
-                                         const std::vector<const std::map<std::string, std::int64_t>*>& classes) {
+std::optional<std::size_t> nearest_class(
+    const std::map<std::string, std::int64_t>& wanted,
+    const std::vector<const std::map<std::string, std::int64_t>*>& classes) {
   std::optional<std::size_t> best;
   double best_distance = 0;
   std::int64_t best_size = 0;
@@ -170,7 +189,8 @@ std::optional<std::size_t> nearest_class(const std::map<std::string, std::int64_
         same_keys = false;
         break;
       }
-      distance += std::abs(std::log2(double(it->second)) - std::log2(double(std::max<std::int64_t>(v, 1))));
+      distance +=
+          std::abs(std::log2(double(it->second)) - std::log2(double(std::max<std::int64_t>(v, 1))));
       size += it->second;
     }
     if (!same_keys) continue;

@@ -37,11 +37,14 @@ TEST(TableRulesAgree, ListOpsPublishesEveryTunableParameterExactlyAsTheRulesDecl
         for (const auto& choice : (*p)["choices"]) {
           const std::string name = choice.get<std::string>();
           const std::string layer = name == "auto" ? "generic" : name.substr(name.rfind('-') + 1);
-          EXPECT_EQ(k3k::rules::microkernel_name_problem(op.op, layer, name), "") << where << ": " << name;
+          EXPECT_EQ(k3k::rules::microkernel_name_problem(op.op, layer, name), "")
+              << where << ": " << name;
         }
       } else if (!rule.words.empty()) {
         ASSERT_EQ((*p)["type"], "enum") << where;
-        EXPECT_EQ((*p)["choices"], json(std::vector<std::string>(rule.words.begin(), rule.words.end()))) << where;
+        EXPECT_EQ((*p)["choices"],
+                  json(std::vector<std::string>(rule.words.begin(), rule.words.end())))
+            << where;
       } else {
         ASSERT_EQ((*p)["type"], "int") << where;
         EXPECT_EQ((*p)["range"], json({rule.zero_is_automatic ? 0 : rule.min, rule.max})) << where;
@@ -52,7 +55,8 @@ TEST(TableRulesAgree, ListOpsPublishesEveryTunableParameterExactlyAsTheRulesDecl
   }
   EXPECT_GE(checked, 20);
   // And k3bench refuses what the rules refuse: a slab that is not whole 16-row quanta.
-  const auto bad = k3test::run_k3bench("--op linear_decode --shape n=96,k=256 --params slab_rows=40 --reps 1");
+  const auto bad =
+      k3test::run_k3bench("--op linear_decode --shape n=96,k=256 --params slab_rows=40 --reps 1");
   EXPECT_EQ(bad.exit_code, 2) << bad.out;
   EXPECT_NE(bad.err.find("slab_rows=40 is not a multiple of 16"), std::string::npos) << bad.err;
 }
