@@ -22,9 +22,8 @@ plugin=$(bash "$root/scripts/build-qemu-plugin.sh")
 if [ -n "${K3_COUNT_K3BENCH:-}" ]; then
   k3bench=$K3_COUNT_K3BENCH
 else
-  build="$root/build/rvv"
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
+  build="$root/build/rvv"  # the tree of the test-rvv preset (CMakePresets.json)
+  cmake -S "$root" --preset test-rvv >/dev/null
   cmake --build "$build" -j"$(nproc)" --target k3bench >/dev/null
   k3bench="$build/harness/runner/k3bench"
 fi

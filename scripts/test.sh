@@ -30,54 +30,55 @@ phase() {
   return 0
 }
 
+# The trees are the test presets of CMakePresets.json (the one table of build variants, shared
+# with `k3tune build` and `k3tune count`); preset_dir reads a preset's tree from it.
+preset_dir() {
+  jq -r --arg n "$1" '.configurePresets[] | select(.name == $n) | .binaryDir' "$root/CMakePresets.json" |
+    sed "s|\${sourceDir}|$root|; s|\${presetName}|$1|"
+}
+build_preset() {  # preset [target]
+  cmake -S "$root" --preset "$1" >/dev/null
+  cmake --build "$(preset_dir "$1")" -j"$jobs" ${2:+--target "$2"}
+}
+in_tree() {  # preset command...: runs the command in the preset's tree
+  local dir; dir=$(preset_dir "$1"); shift
+  (cd "$dir" && "$@")
+}
+
 phase "build: release (build/test)"
-cmake -S "$root" -B "$root/build/test" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build "$root/build/test" -j"$jobs"
+build_preset test
 phase "build: asan+ubsan (build/asan)"
-cmake -S "$root" -B "$root/build/asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DK3_SANITIZE=ON \
-  -DK3_BUILD_RUNNER=OFF >/dev/null
-cmake --build "$root/build/asan" -j"$jobs"
+build_preset test-asan
 phase "build: tsan (build/tsan: TCM pipeline and worker pool only)"
-cmake -S "$root" -B "$root/build/tsan" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DK3_SANITIZE_THREAD=ON \
-  -DK3_BUILD_RUNNER=OFF >/dev/null
-cmake --build "$root/build/tsan" -j"$jobs" --target k3tcm_tests
+build_preset test-tsan k3tcm_tests
 phase "build: riscv64 rvv (build/rvv)"
-cmake -S "$root" -B "$root/build/rvv" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" >/dev/null
-cmake --build "$root/build/rvv" -j"$jobs"
+build_preset test-rvv
 phase "build: riscv64 rvv, dynamically linked (build/rvv-dynamic: the board runner, TCM test double)"
-cmake -S "$root" -B "$root/build/rvv-dynamic" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-gnu-dynamic.cmake" >/dev/null
-cmake --build "$root/build/rvv-dynamic" -j"$jobs"
+build_preset test-rvv-dynamic
 phase "build: riscv64 ime2, emulated (build/ime2-emu)"
-cmake -S "$root" -B "$root/build/ime2-emu" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON >/dev/null
-cmake --build "$root/build/ime2-emu" -j"$jobs"
+build_preset test-ime2-emu
 phase "build: riscv64 ime2, real instructions (build/ime2)"
-cmake -S "$root" -B "$root/build/ime2" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCMAKE_TOOLCHAIN_FILE="$root/cmake/riscv64-linux-clang.cmake" -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF \
-  -DK3_BUILD_RUNNER=OFF >/dev/null
-cmake --build "$root/build/ime2" -j"$jobs"
+build_preset test-ime2
 
 status=0
 phase "tests: release"
-(cd "$root/build/test" && ctest --output-on-failure -j"$jobs") || status=1
+in_tree test ctest --output-on-failure -j"$jobs" || status=1
 phase "tests: asan+ubsan (kernel unit tests)"
-(cd "$root/build/asan" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j"$jobs" -L kernels) || status=1
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  in_tree test-asan ctest --output-on-failure -j"$jobs" -L kernels || status=1
 phase "tests: tsan (randomized TCM pipeline runs, worker pool)"
-(cd "$root/build/tsan" && ctest --output-on-failure -L tsan) || status=1
+in_tree test-tsan ctest --output-on-failure -L tsan || status=1
 phase "tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
-(cd "$root/build/rvv" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
+in_tree test-rvv ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$" || status=1
 phase "tests: riscv64 dynamic runner under qemu-user (dlopen of the TCM library)"
-(cd "$root/build/rvv-dynamic" && ctest --output-on-failure -j"$jobs" -L '^qemu$') || status=1
+in_tree test-rvv-dynamic ctest --output-on-failure -j"$jobs" -L '^qemu$' || status=1
 phase "tests: riscv64 ime2 emulated under qemu-user (IME2 layer vs generic and the reference)"
-(cd "$root/build/ime2-emu" && ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$") || status=1
+in_tree test-ime2-emu ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\$" || status=1
 phase "tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
-(cd "$root/build/ime2" && ctest --output-on-failure -j"$jobs" -L '^binary$' && \
-  ctest --output-on-failure -R '^kernels_qemu_vlen1024$') || status=1
+{ in_tree test-ime2 ctest --output-on-failure -j"$jobs" -L '^binary$' &&
+  in_tree test-ime2 ctest --output-on-failure -R '^kernels_qemu_vlen1024$'; } || status=1
 phase "fuzz: tuning-table parser (60 s, ASan+UBSan)"
 bash "$root/scripts/fuzz-table.sh" 60 || status=1
 phase ""

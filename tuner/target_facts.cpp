@@ -2,54 +2,42 @@
 
 #include <fmt/format.h>
 
+#include "runner_facts.h"
 #include "user_error.h"
 
 namespace k3tuner {
 
 TargetFacts probe_target(const k3targets::Target& target) {
-  const double timeout = target.config().timeout_s;
-  auto run_json = [&](const std::vector<std::string>& args, const char* what) {
-    const auto r = target.run(args, k3targets::ProcessOptions::with_timeout(timeout));
-    if (!r.ok())
-      throw k3tune::UserError(fmt::format("target {}: {} failed: {}", target.name(), what, r.failure_reason(timeout)));
-    return nlohmann::json::parse(r.out);
-  };
-  // The best path the runner takes says whether IME2 runs here, and whether it is emulated.
-  const auto c = run_json({"--op", "residual_add", "--shape", "rows=1,dim=64", "--reps", "1", "--warmup", "0",
-                           "--iterations", "1", "--check", "none", "--json"},
-                          "a probe run");
-  const auto tcm = run_json({"--tcm-status", "--json"}, "--tcm-status");
-  const auto& env = c.at("environment");
+  k3targets::RunnerFacts f;
+  try {
+    f = k3targets::read_runner_facts(target);
+  } catch (const k3targets::FactsError& e) {
+    throw k3tune::UserError(e.what());
+  }
+  const bool tcm = f.tcm_backend != "off";
   TargetFacts t;
-  const int cpus = static_cast<int>(env.value("cpus_allowed", nlohmann::json::array()).size());
-  const nlohmann::json vlenb = env.value("vlenb", nlohmann::json());
-  const std::string backend = tcm.value("backend", "off");
-  const auto& geometry = tcm.value("geometry", nlohmann::json::object());
-  t.facts = {{"cpus", double(std::max(cpus, 1))},
-             {"vlen", vlenb.is_number() ? vlenb.get<double>() * 8 : 0.0},
-             {"ime2", c["dispatch"].value("path", "") == "ime2" ? 1.0 : 0.0},
-             {"tcm_blocks", backend == "off" ? 0.0 : geometry.value("blocks", 0.0)},
-             {"tcm_block_bytes", backend == "off" ? 0.0 : geometry.value("block_bytes", 0.0)},
-             {"tcm_emulated", backend == "emulated" ? 1.0 : 0.0}};
-  t.ime2_emulated = c["dispatch"].value("emulated", false);
+  t.facts = {{"cpus", double(f.cpus())},
+             {"vlen", f.vlen_bits ? double(*f.vlen_bits) : 0.0},
+             {"ime2", f.path == "ime2" ? 1.0 : 0.0},  // the best path the runner takes here
+             {"tcm_blocks", tcm ? double(f.tcm_blocks) : 0.0},
+             {"tcm_block_bytes", tcm ? double(f.tcm_block_bytes) : 0.0},
+             {"tcm_emulated", f.tcm_backend == "emulated" ? 1.0 : 0.0}};
+  t.ime2_emulated = f.path_emulated;
   t.emulated_target = target.config().kind == "qemu";
   t.facts["emulated"] = t.emulated_target ? 1.0 : 0.0;
-  nlohmann::json marchid = env.value("marchid", nlohmann::json());
-  if (marchid.is_string()) {
-    std::string m = marchid.get<std::string>();
-    for (auto& ch : m) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    marchid = m;
-  }
-  t.fingerprint = {{"marchid", marchid},
-                   {"vlen", vlenb.is_number() ? nlohmann::json(vlenb.get<int>() * 8) : nlohmann::json(nullptr)},
-                   {"cpu_model", env.value("cpu_model", "unknown")},
-                   {"cpus", std::max(cpus, 1)},
-                   {"tcm", {{"backend", backend},
-                            {"blocks", backend == "off" ? 0 : geometry.value("blocks", 0)},
-                            {"block_bytes", backend == "off" ? 0 : geometry.value("block_bytes", 0)}}}};
-  t.describe = fmt::format("{}: {} CPUs, VLEN {}, TCM {}, path {}{}", target.name(), cpus,
-                           vlenb.is_number() ? std::to_string(vlenb.get<int>() * 8) : "none", backend,
-                           c["dispatch"].value("path", "?"), t.ime2_emulated ? " (emulated)" : "");
+  t.fingerprint = {
+      {"marchid", f.marchid ? nlohmann::json(*f.marchid) : nlohmann::json(nullptr)},
+      {"vlen", f.vlen_bits ? nlohmann::json(*f.vlen_bits) : nlohmann::json(nullptr)},
+      {"cpu_model", f.cpu_model},
+      {"cpus", f.cpus()},
+      {"tcm",
+       {{"backend", f.tcm_backend},
+        {"blocks", tcm ? f.tcm_blocks : 0},
+        {"block_bytes", tcm ? f.tcm_block_bytes : 0}}}};
+  t.describe = fmt::format("{}: {} CPUs, VLEN {}, TCM {}, path {}{}", target.name(),
+                           f.cpus_allowed.size(),
+                           f.vlen_bits ? std::to_string(*f.vlen_bits) : "none", f.tcm_backend,
+                           f.path, t.ime2_emulated ? " (emulated)" : "");
   return t;
 }
 

@@ -1,7 +1,7 @@
 // What a target is, as the search spaces and the tables need it: the facts the space
 // expressions may use (cpus, vlen, ime2, tcm_blocks, tcm_block_bytes, tcm_emulated, emulated) and
 // the board fingerprint a table records and the kernel library checks before it applies one.
-// Read from the target's own runner (one small case's environment and --tcm-status), never assumed.
+// Read from the target's own runner (`k3bench --facts --json`), never assumed.
 #pragma once
 
 #include <string>

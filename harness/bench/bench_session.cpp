@@ -11,6 +11,7 @@
 #include "defaults.h"
 #include "provenance.h"
 #include "results.h"
+#include "runner_facts.h"
 #include "user_error.h"
 
 namespace k3tune {
@@ -59,26 +60,23 @@ std::string baseline_path(const BenchRequest& r) {
 }  // namespace
 
 k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash) {
-  const auto r = target.run({"--op", "residual_add", "--shape", "rows=1,dim=64", "--reps", "1",
-                             "--warmup", "0", "--iterations", "1", "--check", "none", "--json"},
-                            k3targets::ProcessOptions::with_timeout(target.config().timeout_s));
-  if (!r.ok()) {
-    throw UserError(fmt::format("target {}: the runner {} does not run: {}", target.name(),
-                                target.runner_path(), r.failure_reason(target.config().timeout_s)));
+  k3targets::RunnerFacts facts;
+  try {
+    facts = k3targets::read_runner_facts(target);
+  } catch (const k3targets::FactsError& e) {
+    throw UserError(e.what());
   }
-  const auto env = nlohmann::json::parse(r.out).at("environment");
-  const std::string rev = env["runner"].value("source_revision", "unknown");
   k3store::BuildRecord b;
   b.build_hash = hash;
   b.variant = target.config().variant;
   b.binary_path = target.runner_path();
-  b.compiler = env["build"].value("compiler", "unknown");
-  b.flags = env["build"].value("flags", "");
-  b.cmake_options_json = nlohmann::json{{"CMAKE_BUILD_TYPE", env["build"].value("build_type", "")},
-                                        {"target_arch", env["build"].value("target_arch", "")}}
-                             .dump();
-  b.source_revision = rev;
-  b.source_dirty = rev.ends_with("-dirty");
+  b.compiler = facts.compiler;
+  b.flags = facts.build_flags;
+  b.cmake_options_json =
+      nlohmann::json{{"CMAKE_BUILD_TYPE", facts.build_type}, {"target_arch", facts.target_arch}}
+          .dump();
+  b.source_revision = facts.source_revision;
+  b.source_dirty = facts.source_dirty();
   b.recorded_by = "runner report";
   return b;
 }
@@ -112,7 +110,10 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   ProcessPlan plan = request.plan;
   const std::vector<CellSpec> cells = expand_grid(request.grid, catalog, root + "/configs/models",
                                                   out.settings, plan, request.settings_given);
-  out.rounds = rounds_from_plan(plan, request.remeasure_disturbed);
+  // Under qemu-user the times measure the emulator, never a board, and its threads' CPU time runs
+  // behind their wall time (the translator), so every short repetition looks "preempted":
+  // re-measuring spends processes on noise that carries no information. The flags stay recorded.
+  out.rounds = rounds_from_plan(plan, request.remeasure_disturbed && target.config().kind != "qemu");
 
   // The builds: an optional baseline first (A), then the runner under test (B).
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;

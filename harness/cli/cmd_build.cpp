@@ -1,5 +1,6 @@
-// `k3tune build --variant V`: configure and build the runner of one variant in its own tree
-// (build/k3tune-<variant>) and record the build's provenance in the database.
+// `k3tune build --variant V`: configure the build preset V (CMakePresets.json: the one table of
+// variants), build its runner in the preset's tree (build/k3tune-<variant>) and record the build's
+// provenance in the database.
 #include <sys/wait.h>
 #include <algorithm>
 #include <filesystem>
@@ -7,9 +8,11 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "build_presets.h"
 #include "database.h"
 #include "provenance.h"
 #include "results.h"
@@ -33,18 +36,27 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand(
       "build", "configure and build a runner variant; record provenance in the database");
-  cmd->add_option("--variant", a->variant, "host|rvv|ime2|ime2-emu|rvv-dynamic|ime2-dynamic")
-      ->required()
-      ->check(CLI::IsMember({"host", "rvv", "ime2", "ime2-emu", "rvv-dynamic", "ime2-dynamic"}));
+  // The variants for the help text; the callback checks against the root the command runs with.
+  std::string names;
+  try {
+    for (const auto& v : k3targets::runner_variants(ctx.root)) names += (names.empty() ? "" : "|") + v;
+  } catch (const k3targets::PresetError&) {
+    names = "a runner preset";
+  }
+  cmd->add_option("--variant", a->variant, names + " (the runner presets of CMakePresets.json)")
+      ->required();
   cmd->add_option("-j,--jobs", a->jobs, "parallel compile jobs")->capture_default_str();
   cmd->callback([&ctx, a] {
     const std::string root = ctx.root;
-    const std::string dir = fmt::format("{}/build/k3tune-{}", root, a->variant);
-    std::string configure = fmt::format(
-        "cmake -S '{}' -B '{}' -G Ninja -DCMAKE_BUILD_TYPE=Release -DK3_BUILD_TESTS=OFF", root,
-        dir);
-    const bool riscv = a->variant != "host";
-    if (riscv) {
+    const auto variants = k3targets::runner_variants(root);
+    if (std::find(variants.begin(), variants.end(), a->variant) == variants.end()) {
+      throw UserError(fmt::format("build --variant {}: not a runner variant of {}/CMakePresets.json "
+                                  "(runner variants: {})",
+                                  a->variant, root, fmt::join(variants, ", ")));
+    }
+    const auto preset = k3targets::find_build_preset(root, a->variant);
+    const std::string dir = preset.binary_dir;
+    if (!preset.toolchain_file.empty() && preset.toolchain_file.find("riscv64") != std::string::npos) {
       const std::string deps = root + "/build/third_party/riscv64/include/benchmark/benchmark.h";
       if (!std::filesystem::exists(deps)) {
         throw UserError(
@@ -52,18 +64,9 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
                         "{}/scripts/build-riscv-deps.sh",
                         a->variant, root));
       }
-      // *-dynamic: the board runners (farm deploys), dynamically linked so they can dlopen the
-      // vendor TCM library.
-      const bool dynamic = a->variant.ends_with("-dynamic");
-      configure += fmt::format(" -DCMAKE_TOOLCHAIN_FILE='{}/cmake/{}.cmake'", root,
-                               dynamic ? "riscv64-linux-gnu-dynamic" : "riscv64-linux-clang");
     }
-    // ime2: real IME2 instructions (runs only on a K3 A100); ime2-emu: the same kernels with each
-    // IME2 instruction replaced by a bit-exact software model (qemu; correctness only, never timing).
-    if (a->variant == "ime2" || a->variant == "ime2-dynamic") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=OFF";
-    if (a->variant == "ime2-emu") configure += " -DK3_ENABLE_IME2=ON -DK3_IME2_EMULATION=ON";
     // Build output goes to stderr so --json stays parseable on stdout.
-    if (run_shell(configure + " 1>&2", false) != 0) {
+    if (run_shell(fmt::format("cmake -S '{}' --preset '{}' 1>&2", root, a->variant), false) != 0) {
       throw UserError(
           fmt::format("build --variant {}: cmake configure failed in {}", a->variant, dir));
     }
@@ -71,7 +74,7 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
                   false) != 0) {
       throw UserError(fmt::format("build --variant {}: compilation failed in {}", a->variant, dir));
     }
-    const std::string binary = dir + "/harness/runner/k3bench";
+    const std::string binary = k3targets::runner_binary(dir);
     const auto tree = read_build_tree(dir);
     const auto src = source_state(root);
     k3store::BuildRecord b{sha256_file(binary), a->variant, binary,

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app_context.h"
+#include "build_presets.h"
 #include "database.h"
 #include "instruction_count.h"
 
@@ -46,13 +47,16 @@ void run(const AppContext& ctx, const Args& a) {
   std::vector<std::pair<std::string, std::string>> runners;
   for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
   if (runners.empty()) {
-    for (const auto& [path, tree] : {std::pair{"rvv", "rvv"}, std::pair{"ime2", "ime2-emu"}}) {
-      const std::string bin = ctx.root + "/build/" + tree + "/harness/runner/k3bench";
-      if (std::filesystem::exists(bin)) runners.emplace_back(path, bin);
+    // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built.
+    std::string looked;
+    for (const auto& p : k3targets::load_build_presets(ctx.root)) {
+      if (p.count_path.empty()) continue;
+      const std::string bin = k3targets::runner_binary(p.binary_dir);
+      looked += (looked.empty() ? "" : ", ") + bin;
+      if (std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
     }
     if (runners.empty())
-      throw UserError(
-          "--runner: no riscv64 k3bench in build/rvv or build/ime2-emu (build them first)");
+      throw UserError(fmt::format("--runner: no riscv64 k3bench in {} (build them first)", looked));
   }
   for (const auto& [path, bin] : runners) {
     if (!std::filesystem::exists(bin))
@@ -123,7 +127,7 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
                                  "stored as a run (metric 'instructions per call')");
   cmd->add_option(
       "--runner", args->runners,
-      "<path>=<riscv64 k3bench>, repeatable (default: rvv=build/rvv, ime2=build/ime2-emu)");
+      "<path>=<riscv64 k3bench>, repeatable (default: the trees CMakePresets.json marks count_path: rvv=build/rvv, ime2=build/ime2-emu)");
   cmd->add_option("--case", args->cases, "'<op> <shape>', repeatable")->capture_default_str();
   cmd->add_option("--vlens", args->vlens, "VLENs of the emulated CPU")
       ->delimiter(',')

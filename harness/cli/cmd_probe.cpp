@@ -15,6 +15,7 @@
 #include "database.h"
 #include "probes.h"
 #include "provenance.h"
+#include "runner_facts.h"
 
 namespace k3tune {
 
@@ -36,6 +37,14 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     if (!t->missing().empty())
       throw UserError(fmt::format("target {}: missing {}", t->name(), t->missing().front()));
     const double timeout = t->config().timeout_s;
+    // What the runner says of itself: machine, the IME2 gate (open, or why not), the TCM backend
+    // and every block's hand-off state (stale locks flagged).
+    k3targets::RunnerFacts facts;
+    try {
+      facts = k3targets::read_runner_facts(*t);
+    } catch (const k3targets::FactsError& e) {
+      throw UserError(e.what());
+    }
     const auto bw =
         t->run({"--op", "membw", "--shape", fmt::format("mib={}", a->mib), "--params", "mode=read",
                 "--reps", "3", "--warmup", "1", "--min-time", "0.05", "--json"},
@@ -44,27 +53,12 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
       throw UserError(
           fmt::format("target {}: membw probe failed: {}", t->name(), bw.failure_reason(timeout)));
     const auto j = nlohmann::json::parse(bw.out);
-    const auto& env = j["environment"];
-    // The IME2 gate: ask for the ime2 path; the runner says why it cannot (or takes it).
-    const auto ime2 = t->run({"--op", "residual_add", "--shape", "rows=1,dim=64", "--path", "ime2",
-                              "--reps", "1", "--iterations", "1", "--check", "none", "--json"},
-                             k3targets::ProcessOptions::with_timeout(timeout));
-    std::string ime2_gate = ime2.ok() ? "open (ime2 path taken)" : ime2.failure_reason(timeout);
-    // TCM: the backend the runner gets and every block's hand-off state (stale locks flagged).
-    const auto tcm =
-        t->run({"--tcm-status", "--json"}, k3targets::ProcessOptions::with_timeout(timeout));
-    nlohmann::json tcm_status = nullptr;
-    std::string tcm_line;
-    if (tcm.ok()) {
-      tcm_status = nlohmann::json::parse(tcm.out);
-      tcm_line = tcm_status["backend"].get<std::string>() + " (" +
-                 tcm_status["reason"].get<std::string>() + ")";
-      if (tcm_status.contains("stale_blocks") && !tcm_status["stale_blocks"].empty()) {
-        tcm_line += "; STALE locks on blocks " + tcm_status["stale_blocks"].dump() +
-                    " (recover: k3tune tcm release --target " + t->name() + ")";
-      }
-    } else {
-      tcm_line = "unknown: " + tcm.failure_reason(timeout);
+    const std::string ime2_gate =
+        facts.ime2_open ? "open (ime2 path taken)" : "closed: " + facts.ime2_reason;
+    std::string tcm_line = facts.tcm_backend + " (" + facts.tcm_reason + ")";
+    if (!facts.tcm_stale_blocks.empty()) {
+      tcm_line += "; STALE locks on blocks " + nlohmann::json(facts.tcm_stale_blocks).dump() +
+                  " (recover: k3tune tcm release --target " + t->name() + ")";
     }
     // TCM bandwidth from the pool's workers (pinned on a K3): copy into the worker's block, read it
     // back, and the same read loop over DRAM. On a board this answers whether A100-side TCM reads
@@ -103,27 +97,26 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     nlohmann::json out = {
         {"target", t->name()},
         {"describe", t->describe()},
-        {"cpu_model", env["cpu_model"]},
-        {"vlen_bits", env["vlenb"].is_number() ? nlohmann::json(env["vlenb"].get<int>() * 8)
-                                               : nlohmann::json(nullptr)},
-        {"marchid", env["marchid"]},
+        {"cpu_model", facts.cpu_model},
+        {"vlen_bits", facts.vlen_bits ? nlohmann::json(*facts.vlen_bits) : nlohmann::json(nullptr)},
+        {"marchid", facts.marchid ? nlohmann::json(*facts.marchid) : nlohmann::json(nullptr)},
         {"ime2_gate", ime2_gate},
         {"tcm_backend", tcm_line},
-        {"tcm", tcm_status},
+        {"tcm", facts.document["tcm"]},
         {"dispatch", j["dispatch"]},
         {"counters", j.value("counters", nlohmann::json())},
         {"membw_read_gbps", j["summary"]["total_gbps"]},
         {"tcm_bw_gbps", tcm_bw},
         {"membw_mib", a->mib},
         {"peak_gops", peaks},
-        {"runner", env["runner"]},
+        {"runner", facts.document["environment"]["runner"]},
     };
     if (!a->no_record) {
       char host[256] = {};
       gethostname(host, sizeof(host) - 1);
       k3store::TargetProbeRecord rec;
       rec.target = t->name();
-      rec.cpu_model = env["cpu_model"].get<std::string>();
+      rec.cpu_model = facts.cpu_model;
       rec.host = host;
       rec.build_hash = sha256_file(t->runner_path());
       rec.membw_read_gbps = j["summary"]["total_gbps"].get<double>();
@@ -141,11 +134,10 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
       return;
     }
     fmt::print("target       {}\n", t->describe());
-    fmt::print("cpu          {}\n", env["cpu_model"].get<std::string>());
+    fmt::print("cpu          {}\n", facts.cpu_model);
     fmt::print("VLEN         {}\n",
                out["vlen_bits"].is_null() ? "no RVV" : out["vlen_bits"].dump() + " bits");
-    fmt::print("marchid      {}\n",
-               env["marchid"].is_null() ? "not reported" : env["marchid"].get<std::string>());
+    fmt::print("marchid      {}\n", facts.marchid.value_or("not reported"));
     fmt::print("IME2 gate    {}\n", ime2_gate);
     fmt::print("TCM backend  {}\n", out["tcm_backend"].get<std::string>());
     fmt::print("dispatch     {} ({})\n", j["dispatch"]["path"].get<std::string>(),

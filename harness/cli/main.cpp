@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "app_context.h"
+#include "build_presets.h"
+#include "runner_facts.h"
 #include "sqlite.h"
 
 namespace k3tune {
@@ -99,6 +101,12 @@ int main(int argc, char** argv) {
     std::cerr << "k3tune: " << e.what() << "\n";
     return kUsage;
   } catch (const k3store::StoreError& e) {
+    std::cerr << "k3tune: " << e.what() << "\n";
+    return kUsage;
+  } catch (const k3targets::PresetError& e) {  // CMakePresets.json or a variant it lacks
+    std::cerr << "k3tune: " << e.what() << "\n";
+    return kUsage;
+  } catch (const k3targets::FactsError& e) {  // a runner that cannot describe itself
     std::cerr << "k3tune: " << e.what() << "\n";
     return kUsage;
   } catch (const std::exception& e) {

@@ -11,6 +11,9 @@
 #include <fmt/format.h>
 #include <openssl/evp.h>
 
+#include "build_presets.h"
+#include "runner_facts.h"
+
 extern char** environ;
 
 namespace k3farm {
@@ -145,7 +148,7 @@ Board::Board(const FarmConfig& farm, BoardConfig config)
 
 std::string Board::local_runner(const std::string& root) const {
   if (!config_.runner.empty()) return config_.runner;
-  return fmt::format("{}/build/k3tune-{}/harness/runner/k3bench", root, config_.variant);
+  return k3targets::variant_runner(root, config_.variant);
 }
 
 k3targets::ProcessResult Board::exec(const std::vector<std::string>& argv, double timeout_s) const {
@@ -290,23 +293,15 @@ HealthSample Board::probe() const {
     return s;
   }
   if (deployed_) {
-    const double t = std::min(config_.timeout_s, 300.0);
-    const auto env = run_runner({"--op", "residual_add", "--shape", "rows=1,dim=64", "--reps", "1",
-                                 "--iterations", "1", "--warmup", "0", "--check", "none", "--json"},
-                                t);
-    const auto tcm = run_runner({"--tcm-status", "--json"}, t);
-    for (const RunResult* r : {&env, &tcm}) {
-      if (!r->ok()) {
-        s.error = fmt::format("board {}: runner probe failed: {}", name(), r->reason);
-        return s;
-      }
+    const auto facts = run_runner(k3targets::runner_facts_args(), std::min(config_.timeout_s, 300.0));
+    if (!facts.ok()) {
+      s.error = fmt::format("board {}: runner probe failed: {}", name(), facts.reason);
+      return s;
     }
     try {
-      parse_runner_environment(nlohmann::json::parse(env.process.out), s);
-      parse_tcm_status(nlohmann::json::parse(tcm.process.out), s);
-    } catch (const nlohmann::json::exception& e) {
-      s.error = fmt::format("board {}: runner probe printed no valid JSON ({})", name(),
-                            last_line(e.what()));
+      apply_runner_facts(k3targets::parse_runner_facts(facts.process.out), s);
+    } catch (const k3targets::FactsError& e) {
+      s.error = fmt::format("board {}: runner probe: {}", name(), last_line(e.what()));
       return s;
     }
   }

@@ -68,8 +68,8 @@ class Board {
   const std::string& name() const { return config_.name; }
   const Transport& transport() const { return *transport_; }
 
-  // The runner this board uses on this machine: config.runner, else
-  // <root>/build/k3tune-<variant>/harness/runner/k3bench.
+  // The runner this board uses on this machine: config.runner, else the runner of the build
+  // preset named by its variant (CMakePresets.json).
   std::string local_runner(const std::string& root) const;
   // Copies the runner unless the board already has it (checked with sha256sum on the board),
   // verifies the copy on the board, and moves it into place atomically. Throws BoardError.

@@ -76,20 +76,12 @@ void parse_facts(const std::string& text, HealthSample& s) {
   }
 }
 
-void parse_runner_environment(const nlohmann::json& result, HealthSample& s) {
-  const auto& env = result.at("environment");
-  if (env.contains("vlenb") && env["vlenb"].is_number_integer()) s.vlenb = env["vlenb"].get<int>();
-  if (s.marchid.empty() && env.contains("marchid") && env["marchid"].is_string())
-    s.marchid = env["marchid"].get<std::string>();
-  if (env.contains("runner") && env["runner"].contains("version"))
-    s.runner_version = fmt::format("{} {}", env["runner"].value("version", ""),
-                                   env["runner"].value("source_revision", ""));
-}
-
-void parse_tcm_status(const nlohmann::json& status, HealthSample& s) {
-  s.tcm_backend = status.value("backend", "");
-  if (status.contains("stale_blocks"))
-    s.tcm_stale_blocks = status["stale_blocks"].get<std::vector<int>>();
+void apply_runner_facts(const k3targets::RunnerFacts& facts, HealthSample& s) {
+  if (facts.vlen_bits) s.vlenb = *facts.vlen_bits / 8;
+  if (s.marchid.empty() && facts.marchid) s.marchid = *facts.marchid;
+  s.runner_version = fmt::format("{} {}", facts.runner_version, facts.source_revision);
+  s.tcm_backend = facts.tcm_backend;
+  s.tcm_stale_blocks = facts.tcm_stale_blocks;
   if (!s.tcm_stale_blocks.empty())
     s.warnings.push_back(fmt::format("stale TCM locks on blocks {} (recover: k3tune tcm release)",
                                      nlohmann::json(s.tcm_stale_blocks).dump()));

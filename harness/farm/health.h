@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "runner_facts.h"
+
 namespace k3farm {
 
 struct CpuFreq {
@@ -43,10 +45,9 @@ struct HealthSample {
 
 // Parses the facts script's output ("key value..." lines; see board.cpp) into `s`.
 void parse_facts(const std::string& text, HealthSample& s);
-// Fills vlenb, marchid (when the script found none), runner version from a runner result JSON.
-void parse_runner_environment(const nlohmann::json& result, HealthSample& s);
-// Fills the TCM fields from `k3bench --tcm-status --json`.
-void parse_tcm_status(const nlohmann::json& status, HealthSample& s);
+// Fills vlenb, marchid (when the script found none), the runner version and the TCM fields from
+// the runner's own description (`k3bench --facts --json`).
+void apply_runner_facts(const k3targets::RunnerFacts& facts, HealthSample& s);
 
 // Signs of throttling in one sample, restricted to `cpus` (empty: all): a zone at or above
 // max_temp_c; a "performance" governor whose current frequency is below its maximum; a scaling

@@ -17,6 +17,7 @@
 #include "ime2_counts.h"
 #include "perf_counters.h"
 #include "environment.h"
+#include "facts.h"
 #include "errors.h"
 #include "path_option.h"
 #include "k3k/aligned_buffer.h"
@@ -56,6 +57,7 @@ struct Options {
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
   bool tcm_status = false;
+  bool facts = false;
   std::string tcm_force_release, tcm_backend = "auto";
   bool force = false;
   std::string huge_pages = "on";
@@ -218,6 +220,9 @@ int main(int argc, char** argv) {
                  "run the IME2 instructions on fixed inputs and compare with their software models "
                  "(exit 3: IME2 not built or not usable here)")
       ->check(CLI::IsMember({"ime2"}));
+  app.add_flag("--facts", o.facts,
+               "describe this runner and machine: environment, default kernel path, IME2 gate, TCM "
+               "(with --json: the document k3tune reads)");
   app.add_flag("--tcm-status", o.tcm_status, "report the TCM backend and every block's state (stale locks flagged)");
   app.add_option("--tcm-force-release", o.tcm_force_release,
                  "recovery: release TCM blocks left acquired by a dead process (\"all\" stale ones, or a list like 0,3)");
@@ -272,6 +277,7 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     if (!o.selftest.empty()) return run_selftest(o.selftest, o.json);
+    if (o.facts) return run_facts(o.json);
     if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
     if (!o.tcm_force_release.empty()) return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (model_opt->count() > 0) {

@@ -30,7 +30,7 @@ const TcmContext& open_or_fail(const std::string& mode) {
 
 }  // namespace
 
-int run_tcm_status(const std::string& mode, bool json) {
+nlohmann::json tcm_status_json(const std::string& mode) {
   const TcmContext& c = tcm_context(mode);
   nlohmann::json out = {{"requested", mode}, {"reason", c.reason}};
   if (c.tcm == nullptr) {
@@ -49,6 +49,12 @@ int run_tcm_status(const std::string& mode, bool json) {
     out["blocks"] = blocks;
     out["stale_blocks"] = stale;
   }
+  return out;
+}
+
+int run_tcm_status(const std::string& mode, bool json) {
+  const TcmContext& c = tcm_context(mode);
+  const nlohmann::json out = tcm_status_json(mode);
   if (json) {
     std::cout << out.dump(2) << "\n";
     return 0;

@@ -5,8 +5,12 @@
 
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 namespace k3bench {
 
+// The status document: backend, reason, geometry, every block and the stale ones.
+nlohmann::json tcm_status_json(const std::string& mode);
 // Exit 0; with stale blocks present the status still succeeds (it is a report), and says so.
 int run_tcm_status(const std::string& mode, bool json);
 // blocks: "all" (every stale block) or a list like "0,3". Exit 0 when every named block is free

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "build_presets.h"
+
 namespace k3targets {
 
 bool on_path(const std::string& program) {
@@ -22,7 +24,7 @@ bool on_path(const std::string& program) {
 
 std::string Target::runner_path() const {
   if (!config_.runner.empty()) return config_.runner;
-  return fmt::format("{}/build/k3tune-{}/harness/runner/k3bench", root_, config_.variant);
+  return variant_runner(root_, config_.variant);
 }
 
 std::vector<std::string> Target::missing() const {

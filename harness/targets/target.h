@@ -1,6 +1,7 @@
 // The target interface: where and how a k3bench runner process runs. `local` runs the host build,
-// `qemu` runs a riscv64 build under qemu-user with a chosen VLEN; a later SSH target (a K3 board)
-// implements the same interface (copy the runner once, run it remotely with the same timeout).
+// `qemu` runs a riscv64 build under qemu-user with a chosen VLEN; a farm board (harness/farmbench,
+// over SSH) implements the same interface: the runner deployed once by build hash, run remotely
+// with a board-side timeout.
 #pragma once
 
 #include <map>
@@ -16,8 +17,7 @@ struct TargetConfig {
   std::string name;
   std::string kind;     // "local" | "qemu"
   std::string variant;  // build variant whose runner it uses: "host" | "rvv"
-  std::string
-      runner;  // explicit runner path; empty: <root>/build/k3tune-<variant>/harness/runner/k3bench
+  std::string runner;   // explicit runner path; empty: the runner of preset `variant`
   std::string qemu = "qemu-riscv64";
   int vlen = 256;          // qemu only
   double timeout_s = 300;  // per runner process

@@ -278,7 +278,7 @@ TEST_F(HarnessCli, BadInputIsOneLineAndWritesNothing) {
   // --db naming a directory: one usage line, not an internal error, and nothing created in it.
   const fs::path folder = dir_ / "a-folder";
   fs::create_directories(folder);
-  for (const std::vector<std::string> args : {std::vector<std::string>{"db", "check"},
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"db", "check"},
                                               std::vector<std::string>{"bench", "--op", "rmsnorm", "--shape",
                                                                        "rows=1,dim=64", "-P", "1", "-R", "1"}}) {
     std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", folder.string(), "--targets", targets()};
@@ -321,6 +321,8 @@ TEST_F(HarnessCli, QemuSweepEndToEnd) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE target = 'qemu' AND status = 'finished'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE target = 'qemu'"), 2);
+  // Exactly 2 cells x 2 processes x 2 repetitions: on a qemu target a process flagged
+  // disturbed (its thread CPU time lags its wall time under the emulator) is not measured again.
   EXPECT_EQ(count("SELECT count(*) FROM samples"), 2 * 2 * 2);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"target_arch\": "
                   "\"riscv64\"%' OR "

@@ -32,9 +32,8 @@ class FarmSsh : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(fs::exists(K3_FARM_RISCV_RUNNER))
-        << K3_FARM_RISCV_RUNNER << " missing: cmake -S . -B build/rvv-dynamic -G Ninja "
-        << "-DCMAKE_TOOLCHAIN_FILE=cmake/riscv64-linux-gnu-dynamic.cmake && cmake --build "
-           "build/rvv-dynamic";
+        << K3_FARM_RISCV_RUNNER
+        << " missing: cmake --preset test-rvv-dynamic && cmake --build build/rvv-dynamic";
     ASSERT_TRUE(fs::exists("/usr/sbin/sshd")) << "sshd missing: bash scripts/setup.sh";
   }
   void start(int boards, const std::string& extra = "") {

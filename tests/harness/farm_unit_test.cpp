@@ -277,7 +277,15 @@ TEST(FarmLocalBoard, LeasesAreExclusiveAndHonourTheLockCommand) {
   }
   // The reservation tool says no (someone holds l2's reservation file): no lease, no row.
   k3farm::BackgroundProcess other({"flock", tmp / "l2.reserve", "sleep", "60"});
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Wait until it holds the file (a fixed sleep loses the race on a loaded machine).
+  const auto held_since = std::chrono::steady_clock::now();
+  while (k3targets::run_process({"flock", "-n", tmp / "l2.reserve", "true"},
+                                k3targets::ProcessOptions::with_timeout(10))
+             .ok()) {
+    ASSERT_LT(std::chrono::steady_clock::now() - held_since, std::chrono::seconds(30))
+        << "flock never took " << (tmp / "l2.reserve");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
   try {
     b.lease("l2");
     FAIL() << "lease granted although the lock command refused";

@@ -1,0 +1,16 @@
+// k3bench --facts: the runner describes itself and the machine it runs on in one JSON document
+// (environment, the kernel path it takes by default, the IME2 gate, the TCM backend and its
+// blocks). It is the only self-description the host reads: k3tune's build records, target facts,
+// `probe` and the farm's health probe all parse it with k3targets::parse_runner_facts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace k3bench {
+
+// The facts document. Its layout is versioned by "facts_version"; the host refuses other versions.
+nlohmann::json runner_facts();
+// Prints the document (--json) or a readable summary; exit 0.
+int run_facts(bool json);
+
+}  // namespace k3bench
