@@ -1,9 +1,9 @@
-#include "boards.h"
+#include "reports/boards.h"
 
 #include <algorithm>
 #include <filesystem>
 
-#include "toml_input.h"
+#include "reports/toml_input.h"
 
 namespace k3reports {
 namespace {

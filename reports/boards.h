@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "run_data.h"
+#include "reports/run_data.h"
 
 namespace k3reports {
 

@@ -1,10 +1,10 @@
-#include "change_points.h"
+#include "reports/change_points.h"
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
-#include "stats.h"
+#include "harness/host/stats/stats.h"
 
 namespace k3reports {
 namespace {

@@ -1,4 +1,4 @@
-#include "charts.h"
+#include "reports/charts.h"
 
 #include <algorithm>
 #include <cmath>

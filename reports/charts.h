@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report.h"
+#include "reports/report.h"
 
 namespace k3reports {
 

@@ -1,19 +1,19 @@
-#include "confirm.h"
+#include "reports/confirm.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "database.h"
-#include "runner_store.h"
-#include "sweep.h"
+#include "harness/host/store/database.h"
+#include "reports/runner_store.h"
+#include "harness/host/bench/sweep.h"
 
 namespace k3reports {
 namespace {
 
 // The cell as the sweep measures it, from what the database recorded.
-k3tune::CellSpec cell_spec(const CellFigures& c) {
-  k3tune::CellSpec s;
+k3bench::CellSpec cell_spec(const CellFigures& c) {
+  k3bench::CellSpec s;
   s.op = c.op;
   s.shape = c.shape;
   s.params = c.params;
@@ -82,12 +82,12 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   config_b.runner = runner_b.path;
   const auto target_a = k3targets::make_target(config_a, ctx.root);
   const auto target_b = k3targets::make_target(config_b, ctx.root);
-  const std::vector<k3tune::SweepBuild> builds = {{target_a.get(), base.build_hash, "baseline"},
+  const std::vector<k3bench::SweepBuild> builds = {{target_a.get(), base.build_hash, "baseline"},
                                                   {target_b.get(), cand.build_hash, "candidate"}};
-  std::vector<k3tune::CellSpec> cells;
+  std::vector<k3bench::CellSpec> cells;
   for (const auto* c : suspected) cells.push_back(cell_spec(*c->b));
 
-  k3tune::SweepOptions opt;
+  k3bench::SweepOptions opt;
   opt.rounds.min_processes = v.config.confirm_processes;
   opt.rounds.max_processes = v.config.confirm_max_processes;
   opt.rounds.target_ci = v.config.confirm_target_ci;
@@ -98,7 +98,7 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
           ? fmt::format("k3tune report --confirm: {} against {}", cand.run_uuid, base.run_uuid)
           : ctx.command_line;
   auto db = k3store::open_database(ctx.db_path, k3store::OpenMode::kCreateOrUpdate);
-  const k3tune::SweepReport report = k3tune::run_sweep(*db, builds, cells, opt);
+  const k3bench::SweepReport report = k3bench::run_sweep(*db, builds, cells, opt);
   const int first_stage = opt.rounds.target_ci > 0 ? opt.rounds.min_processes : 0;
   for (std::size_t i = 0; i < suspected.size(); ++i) {
     CellVerdict& c = *suspected[i];
@@ -111,7 +111,7 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
           "re-measurement failed: " + (!b.aggregate.ok ? b.aggregate.reason : a.aggregate.reason);
       continue;
     }
-    const auto [pa, pb] = k3tune::paired_means(a, b);
+    const auto [pa, pb] = k3bench::paired_means(a, b);
     if (pa.size() < 2) {
       c.timing.confirmation = Confirmation::kUnavailable;
       c.timing.confirm_note = "re-measurement has fewer than 2 paired rounds";

@@ -14,9 +14,9 @@
 #include <map>
 #include <string>
 
-#include "run_data.h"
-#include "target.h"
-#include "verdict.h"
+#include "reports/run_data.h"
+#include "harness/host/targets/target.h"
+#include "reports/verdict.h"
 
 namespace k3reports {
 

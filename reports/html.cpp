@@ -1,4 +1,4 @@
-#include "html.h"
+#include "reports/html.h"
 
 #include <cmath>
 #include <filesystem>
@@ -8,10 +8,10 @@
 
 #include <fmt/format.h>
 
-#include "charts.h"
-#include "markdown.h"
-#include "report_error.h"
-#include "value_text.h"
+#include "reports/charts.h"
+#include "reports/markdown.h"
+#include "reports/report_error.h"
+#include "reports/value_text.h"
 
 namespace k3reports {
 namespace {

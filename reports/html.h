@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "report.h"
+#include "reports/report.h"
 
 namespace k3reports {
 

@@ -1,4 +1,4 @@
-#include "markdown.h"
+#include "reports/markdown.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "text_table.h"
-#include "value_text.h"
+#include "reports/text_table.h"
+#include "reports/value_text.h"
 
 namespace k3reports {
 namespace {

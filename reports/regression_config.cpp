@@ -1,8 +1,8 @@
-#include "regression_config.h"
+#include "reports/regression_config.h"
 
 #include <fmt/format.h>
 
-#include "toml_input.h"
+#include "reports/toml_input.h"
 
 namespace k3reports {
 namespace {

@@ -1,4 +1,4 @@
-#include "report.h"
+#include "reports/report.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "boards.h"
-#include "database.h"
-#include "html.h"
-#include "markdown.h"
-#include "probes.h"
-#include "report_error.h"
-#include "results.h"
-#include "runner_store.h"
+#include "reports/boards.h"
+#include "harness/host/store/database.h"
+#include "reports/html.h"
+#include "reports/markdown.h"
+#include "harness/host/store/probes.h"
+#include "reports/report_error.h"
+#include "harness/host/store/results.h"
+#include "reports/runner_store.h"
 
 namespace k3reports {
 namespace fs = std::filesystem;

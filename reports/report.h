@@ -14,13 +14,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "confirm.h"
-#include "regression_config.h"
-#include "roofline.h"
-#include "run_data.h"
-#include "trends.h"
-#include "tuning.h"
-#include "verdict.h"
+#include "reports/confirm.h"
+#include "reports/regression_config.h"
+#include "reports/roofline.h"
+#include "reports/run_data.h"
+#include "reports/trends.h"
+#include "reports/tuning.h"
+#include "reports/verdict.h"
 
 namespace k3reports {
 

@@ -2,7 +2,7 @@
 // bandwidths in GB/s (1e9 bytes/s), throughput in GOPS (1e9 operations/s).
 #include <cmath>
 
-#include "report.h"
+#include "reports/report.h"
 
 namespace k3reports {
 namespace {

@@ -1,4 +1,4 @@
-#include "roofline.h"
+#include "reports/roofline.h"
 
 #include <fmt/format.h>
 

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "boards.h"
-#include "probes.h"
-#include "run_data.h"
+#include "reports/boards.h"
+#include "harness/host/store/probes.h"
+#include "reports/run_data.h"
 
 namespace k3reports {
 

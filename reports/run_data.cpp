@@ -1,4 +1,4 @@
-#include "run_data.h"
+#include "reports/run_data.h"
 
 #include <map>
 #include <set>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "report_error.h"
-#include "value_text.h"
+#include "reports/report_error.h"
+#include "reports/value_text.h"
 
 namespace k3reports {
 namespace {

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sqlite.h"
-#include "value_text.h"
+#include "harness/host/store/sqlite.h"
+#include "reports/value_text.h"
 
 namespace k3reports {
 

@@ -1,12 +1,12 @@
-#include "runner_store.h"
+#include "reports/runner_store.h"
 
 #include <filesystem>
 #include <system_error>
 
 #include <fmt/format.h>
 
-#include "provenance.h"
-#include "user_error.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3reports {
 namespace fs = std::filesystem;
@@ -15,8 +15,8 @@ namespace {
 bool has_hash(const std::string& path, const std::string& hash) {
   if (path.empty() || !fs::is_regular_file(path)) return false;
   try {
-    return k3tune::sha256_file(path) == hash;
-  } catch (const k3tune::UserError&) {
+    return k3bench::sha256_file(path) == hash;
+  } catch (const k3bench::UserError&) {
     return false;
   }
 }

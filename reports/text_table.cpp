@@ -1,4 +1,4 @@
-#include "text_table.h"
+#include "reports/text_table.h"
 
 #include <algorithm>
 #include <sstream>

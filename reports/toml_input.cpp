@@ -1,10 +1,10 @@
-#include "toml_input.h"
+#include "reports/toml_input.h"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "report_error.h"
+#include "reports/report_error.h"
 
 namespace k3reports {
 

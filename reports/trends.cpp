@@ -1,4 +1,4 @@
-#include "trends.h"
+#include "reports/trends.h"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report_error.h"
+#include "reports/report_error.h"
 
 namespace k3reports {
 namespace {

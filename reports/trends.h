@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "change_points.h"
-#include "regression_config.h"
-#include "run_data.h"
-#include "sqlite.h"
+#include "reports/change_points.h"
+#include "reports/regression_config.h"
+#include "reports/run_data.h"
+#include "harness/host/store/sqlite.h"
 
 namespace k3reports {
 

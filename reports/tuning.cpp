@@ -1,4 +1,4 @@
-#include "tuning.h"
+#include "reports/tuning.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "value_text.h"
+#include "reports/value_text.h"
 
 namespace k3reports {
 namespace {

@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "run_data.h"
-#include "sqlite.h"
+#include "reports/run_data.h"
+#include "harness/host/store/sqlite.h"
 
 namespace k3reports {
 

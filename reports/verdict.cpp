@@ -1,6 +1,6 @@
-#include "verdict.h"
+#include "reports/verdict.h"
 
-#include "round_pairs.h"
+#include "harness/host/stats/round_pairs.h"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "report_error.h"
+#include "reports/report_error.h"
 
 namespace k3reports {
 namespace {

@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "regression_config.h"
-#include "results.h"
-#include "run_data.h"
-#include "stats.h"
+#include "reports/regression_config.h"
+#include "harness/host/store/results.h"
+#include "reports/run_data.h"
+#include "harness/host/stats/stats.h"
 
 namespace k3reports {
 

@@ -1,4 +1,4 @@
-#include "expression.h"
+#include "tuner/expression.h"
 
 #include <stdexcept>
 

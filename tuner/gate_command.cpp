@@ -1,25 +1,25 @@
-#include "gate_command.h"
+#include "tuner/gate_command.h"
 
 #include <filesystem>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "bench_session.h"
-#include "catalog.h"
-#include "database.h"
-#include "defaults.h"
+#include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "harness/host/bench/defaults.h"
 #include "k3k/w4b64.h"
-#include "objective.h"
-#include "provenance.h"
-#include "results.h"
-#include "sweep.h"
-#include "user_error.h"
+#include "tuner/objective.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/sweep.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 namespace {
 
-using k3tune::UserError;
+using k3bench::UserError;
 
 
 }  // namespace
@@ -29,7 +29,7 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   if (c.gate != "tcm_decode" && c.gate != "prefill_path")
     throw UserError(fmt::format("--gate: '{}' is not tcm_decode or prefill_path", c.gate));
   const bool time = c.objective == "time";
-  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
   const bool emulated = out.facts.emulated_target || (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
                         (c.gate == "prefill_path" && out.facts.ime2_emulated);
@@ -44,28 +44,28 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
 
   // Shapes: the model's, plus the grid.
   const std::string op = c.gate == "tcm_decode" ? "linear_decode" : "linear_prefill";
-  const k3tune::OpSpec& spec = catalog.op(op, "tune-gates");
+  const k3bench::OpSpec& spec = catalog.op(op, "tune-gates");
   std::set<std::pair<std::int64_t, std::int64_t>> nk;
   std::set<std::int64_t> ms(c.ms.begin(), c.ms.end());
   if (!c.model.empty()) {
-    k3tune::GridRequest g;
+    k3bench::GridRequest g;
     g.model = c.model;
     g.ops = {op};
-    k3tune::MeasureSettings s;
-    k3tune::ProcessPlan plan;
-    for (const auto& cell : k3tune::expand_grid(g, catalog, c.root + "/configs/models", s, plan)) {
+    k3bench::MeasureSettings s;
+    k3bench::ProcessPlan plan;
+    for (const auto& cell : k3bench::expand_grid(g, catalog, c.root + "/configs/models", s, plan)) {
       nk.insert({cell.shape["n"].get<std::int64_t>(), cell.shape["k"].get<std::int64_t>()});
       if (cell.shape.contains("m")) ms.insert(cell.shape["m"].get<std::int64_t>());
     }
   }
   for (auto n : c.ns)
     for (auto k : c.ks) nk.insert({n, k});
-  std::vector<k3tune::CellSpec> cells;
-  auto fixed = k3tune::parse_kv(c.params, "--params");
+  std::vector<k3bench::CellSpec> cells;
+  auto fixed = k3bench::parse_kv(c.params, "--params");
   for (const auto& [n, k] : nk) {
     for (std::int64_t m : c.gate == "tcm_decode" ? std::set<std::int64_t>{1} : ms) {
       for (int side = 0; side < 2; ++side) {
-        k3tune::CellSpec cell;
+        k3bench::CellSpec cell;
         cell.op = op;
         std::map<std::string, std::string> shape = {{"n", std::to_string(n)}, {"k", std::to_string(k)}};
         if (op == "linear_prefill") shape["m"] = std::to_string(m);
@@ -86,15 +86,15 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   if (time) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
     auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
-    const std::string hash = k3tune::sha256_file(target.runner_path());
-    if (!k3store::find_build(*db, hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, hash));
-    k3tune::SweepOptions opt;
-    opt.rounds.min_processes = k3tune::defaults::kMinProcesses;
-    opt.rounds.max_processes = k3tune::defaults::kMaxProcesses;
-    opt.rounds.target_ci = k3tune::defaults::kTargetCi;
+    const std::string hash = k3bench::sha256_file(target.runner_path());
+    if (!k3store::find_build(*db, hash)) k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
+    k3bench::SweepOptions opt;
+    opt.rounds.min_processes = k3bench::defaults::kMinProcesses;
+    opt.rounds.max_processes = k3bench::defaults::kMaxProcesses;
+    opt.rounds.target_ci = k3bench::defaults::kTargetCi;
     opt.progress = c.progress;
     opt.command_line = c.command_line;
-    const auto report = k3tune::run_sweep(*db, {{&target, hash, ""}}, cells, opt);
+    const auto report = k3bench::run_sweep(*db, {{&target, hash, ""}}, cells, opt);
     out.run_uuid = report.run_uuid;
     for (std::size_t i = 0; i < cells.size(); ++i) {
       const auto& a = report.cells[i].aggregate;

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "gates.h"
-#include "target.h"
-#include "target_facts.h"
+#include "tuner/gates.h"
+#include "harness/host/targets/target.h"
+#include "tuner/target_facts.h"
 
 namespace k3tuner {
 

@@ -1,10 +1,10 @@
-#include "gates.h"
+#include "tuner/gates.h"
 
 #include <algorithm>
 #include <limits>
 #include <set>
 
-#include "param_spec.h"
+#include "harness/common/params/param_spec.h"
 
 namespace k3tuner {
 namespace {

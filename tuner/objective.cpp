@@ -1,4 +1,4 @@
-#include "objective.h"
+#include "tuner/objective.h"
 
 #include <unistd.h>
 
@@ -11,16 +11,16 @@
 
 #include <fmt/format.h>
 
-#include "process.h"
-#include "provenance.h"
-#include "results.h"
-#include "sweep.h"
+#include "harness/host/targets/process.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/sweep.h"
 
 namespace k3tuner {
 namespace {
 
 // The configuration as the synthetic truth sees it: its parameters plus its measurement knobs.
-nlohmann::json visible(const k3tune::CellSpec& cell) {
+nlohmann::json visible(const k3bench::CellSpec& cell) {
   nlohmann::json j = cell.params;
   j["path"] = cell.settings.path;
   return j;
@@ -36,14 +36,14 @@ TimeObjective::TimeObjective(const k3targets::Target& target, std::string build_
       db_(db),
       timeout_s_(timeout_s) {}
 
-Measurement TimeObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
+Measurement TimeObjective::measure(const k3bench::CellSpec& cell, int index, int /*round*/) {
   Measurement m;
-  m.cell_key = k3tune::cell_key(target_, cell, build_hash_);
+  m.cell_key = k3bench::cell_key(target_, cell, build_hash_);
   k3store::insert_cell(db_, {m.cell_key, target_.name(), cell.op, cell.shape.dump(),
                              cell.params.dump(), build_hash_, cell.settings.to_json().dump()});
   auto& iterations = iterations_[m.cell_key];
   const bool first = iterations == 0;
-  const auto o = k3tune::run_cell_process(
+  const auto o = k3bench::run_cell_process(
       target_, cell, k3targets::ProcessOptions::with_timeout(timeout_s_), first, iterations);
   k3store::insert_process(db_, {run_uuid_, m.cell_key, index, order_++, o.ok, o.exit_code, o.reason,
                                 o.path, o.ok ? o.runner.dump() : "", o.wall_ns, o.kernel_ns,
@@ -68,12 +68,12 @@ InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, st
   tools_.timeout_s = 1800;
 }
 
-Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*index*/,
+Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*index*/,
                                           int /*round*/) {
   Measurement m;
   // One and nine timed calls, one worker each time: the difference is eight calls, free of
   // set-up, the accuracy check and process start (both processes must run the same check for it
-  // to cancel). k3tune::count_process counts as `k3tune count` does (no weight cache, the IME2
+  // to cancel). k3bench::count_process counts as `k3tune count` does (no weight cache, the IME2
   // model left out of an emulation build's count).
   auto count = [&](int calls, std::string& reason) -> double {
     auto args = cell.settings.runner_args(cell, calls);
@@ -86,7 +86,7 @@ Measurement InstructionObjective::measure(const k3tune::CellSpec& cell, int /*in
       if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
     }
     if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
-    const k3tune::CountedProcess p = k3tune::count_process(tools_, cpu_, runner_, args, env_);
+    const k3bench::CountedProcess p = k3bench::count_process(tools_, cpu_, runner_, args, env_);
     if (!p.ok) {
       reason = p.reason;
       if (p.process.exit_code == 4) reason = "accuracy failure: " + reason;
@@ -119,7 +119,7 @@ SyntheticObjective::SyntheticObjective(std::function<double(const nlohmann::json
                                        std::function<bool(const nlohmann::json&)> reject)
     : truth_(std::move(truth)), noise_(noise), seed_(seed), reject_(std::move(reject)) {}
 
-Measurement SyntheticObjective::measure(const k3tune::CellSpec& cell, int index, int /*round*/) {
+Measurement SyntheticObjective::measure(const k3bench::CellSpec& cell, int index, int /*round*/) {
   ++measurements_;
   Measurement m;
   const nlohmann::json params = visible(cell);

@@ -16,11 +16,11 @@
 #include <memory>
 #include <string>
 
-#include "grid.h"
-#include "instruction_count.h"
-#include "runner_process.h"
-#include "sqlite.h"
-#include "target.h"
+#include "harness/host/bench/grid.h"
+#include "harness/host/bench/instruction_count.h"
+#include "harness/host/bench/runner_process.h"
+#include "harness/host/store/sqlite.h"
+#include "harness/host/targets/target.h"
 
 namespace k3tuner {
 
@@ -40,7 +40,7 @@ class Objective {
   virtual bool deterministic() const = 0;
   virtual bool proxy() const { return false; }  // not a speed (instruction counts)
   // Measurement `index` (0-based) of `cell`, in tuning round `round`.
-  virtual Measurement measure(const k3tune::CellSpec& cell, int index, int round) = 0;
+  virtual Measurement measure(const k3bench::CellSpec& cell, int index, int round) = 0;
 };
 
 // Runner processes on a target, stored under run `run_uuid` (whose row the caller made).
@@ -51,7 +51,7 @@ class TimeObjective final : public Objective {
   std::string name() const override { return "time"; }
   std::string unit() const override { return "ns per call"; }
   bool deterministic() const override { return false; }
-  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+  Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
 
  private:
   const k3targets::Target& target_;
@@ -72,10 +72,10 @@ class InstructionObjective final : public Objective {
   std::string unit() const override { return "instructions per call (qemu)"; }
   bool deterministic() const override { return true; }
   bool proxy() const override { return true; }
-  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+  Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
 
  private:
-  k3tune::CountTools tools_;
+  k3bench::CountTools tools_;
   std::string cpu_, runner_;
   std::map<std::string, std::string> env_;
 };
@@ -90,7 +90,7 @@ class SyntheticObjective final : public Objective {
   std::string name() const override { return "synthetic"; }
   std::string unit() const override { return "units"; }
   bool deterministic() const override { return noise_ == 0; }
-  Measurement measure(const k3tune::CellSpec& cell, int index, int round) override;
+  Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
   int measurements() const { return measurements_; }
 
  private:

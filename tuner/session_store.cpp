@@ -1,6 +1,6 @@
-#include "session_store.h"
+#include "tuner/session_store.h"
 
-#include "results.h"
+#include "harness/host/store/results.h"
 
 namespace k3tuner {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "sqlite.h"
+#include "harness/host/store/sqlite.h"
 
 namespace k3tuner {
 

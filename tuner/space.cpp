@@ -1,4 +1,4 @@
-#include "space.h"
+#include "tuner/space.h"
 
 #include <toml++/toml.h>
 
@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
-#include "measure_settings.h"
-#include "param_spec.h"
-#include "user_error.h"
+#include "harness/host/bench/measure_settings.h"
+#include "harness/common/params/param_spec.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 namespace {
 
-using k3tune::UserError;
+using k3bench::UserError;
 
 [[noreturn]] void fail(const std::string& file, int line, const std::string& key, const std::string& what) {
   throw UserError(fmt::format("{}:{}: {}: {}", file, line, key, what));
@@ -78,7 +78,7 @@ SearchSpace SearchSpace::load(const std::string& file) {
     Knob knob;
     knob.name = name;
     knob.line = line_of(node);
-    knob.measurement = k3tune::MeasureSettings::is_key(name);
+    knob.measurement = k3bench::MeasureSettings::is_key(name);
     for (const auto& [k, v] : *t) {
       const std::string key = "knobs." + name + "." + std::string(k.str());
       if (k == "values") {
@@ -136,7 +136,7 @@ SearchSpace SearchSpace::for_op(const std::string& dir, const std::string& op) {
   return load(fmt::format("{}/{}.toml", dir, op));
 }
 
-void SearchSpace::check(const k3tune::OpSpec& op, const Variables& fact_names) const {
+void SearchSpace::check(const k3bench::OpSpec& op, const Variables& fact_names) const {
   if (op.name != op_) throw UserError(fmt::format("{}: space for op {} used with op {}", file_, op_, op.name));
   Variables names = fact_names;
   for (const auto& knob : knobs_) {
@@ -161,7 +161,7 @@ void SearchSpace::check(const k3tune::OpSpec& op, const Variables& fact_names) c
         throw UserError(fmt::format("{}: a range needs an integer parameter", where));
     } else if (!knob.values.empty()) {
       for (const auto& v : knob.values) {
-        k3tune::MeasureSettings probe;
+        k3bench::MeasureSettings probe;
         probe.set(knob.name, k3params::value_text(v), where);
       }
     }

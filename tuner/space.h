@@ -23,8 +23,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
-#include "expression.h"
+#include "harness/host/bench/catalog.h"
+#include "tuner/expression.h"
 
 namespace k3tuner {
 
@@ -72,7 +72,7 @@ class SearchSpace {
 
   // Every op-parameter knob and value must be one the runner accepts (its --list-ops catalog), and
   // every name an expression uses must be a knob, a fact or a choice constant: UserError otherwise.
-  void check(const k3tune::OpSpec& op, const Variables& fact_names) const;
+  void check(const k3bench::OpSpec& op, const Variables& fact_names) const;
 
   // The knob values for these facts (ranges expanded; UserError when a bound does not evaluate, or
   // when the product is over kMaxEnumerated).

@@ -1,6 +1,6 @@
-#include "strategy.h"
+#include "tuner/strategy.h"
 
-#include "round_pairs.h"
+#include "harness/host/stats/round_pairs.h"
 
 #include <algorithm>
 #include <cmath>

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "space.h"
-#include "stats.h"
+#include "tuner/space.h"
+#include "harness/host/stats/stats.h"
 
 namespace k3tuner {
 

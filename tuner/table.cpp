@@ -1,4 +1,4 @@
-#include "table.h"
+#include "tuner/table.h"
 
 #include <fstream>
 #include <map>
@@ -13,9 +13,9 @@
 
 #include "k3k/table_rules.h"
 #include "k3k/tuning.h"
-#include "param_spec.h"
-#include "results.h"
-#include "user_error.h"
+#include "harness/common/params/param_spec.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 
@@ -95,11 +95,11 @@ TableCheck validate_table(const nlohmann::json& table, const std::string& schema
   nlohmann::json schema_doc;
   {
     std::ifstream f(schema_file);
-    if (!f) throw k3tune::UserError(fmt::format("{}: cannot read the table schema", schema_file));
+    if (!f) throw k3bench::UserError(fmt::format("{}: cannot read the table schema", schema_file));
     try {
       schema_doc = nlohmann::json::parse(f);
     } catch (const nlohmann::json::exception& e) {
-      throw k3tune::UserError(fmt::format("{}: not JSON: {}", schema_file, e.what()));
+      throw k3bench::UserError(fmt::format("{}: not JSON: {}", schema_file, e.what()));
     }
   }
   valijson::Schema schema;
@@ -203,11 +203,11 @@ std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b) {
 
 nlohmann::json read_table(const std::string& path) {
   std::ifstream f(path);
-  if (!f) throw k3tune::UserError(fmt::format("{}: cannot read the table", path));
+  if (!f) throw k3bench::UserError(fmt::format("{}: cannot read the table", path));
   try {
     return nlohmann::json::parse(f);
   } catch (const nlohmann::json::exception& e) {
-    throw k3tune::UserError(fmt::format("{}: not a JSON document: {}", path, e.what()));
+    throw k3bench::UserError(fmt::format("{}: not a JSON document: {}", path, e.what()));
   }
 }
 

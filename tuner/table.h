@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "target_facts.h"
-#include "tuning.h"
+#include "tuner/target_facts.h"
+#include "tuner/tuning.h"
 
 namespace k3tuner {
 

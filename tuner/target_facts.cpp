@@ -1,9 +1,9 @@
-#include "target_facts.h"
+#include "tuner/target_facts.h"
 
 #include <fmt/format.h>
 
-#include "runner_facts.h"
-#include "user_error.h"
+#include "harness/host/targets/runner_facts.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 
@@ -12,7 +12,7 @@ TargetFacts probe_target(const k3targets::Target& target) {
   try {
     f = k3targets::read_runner_facts(target);
   } catch (const k3targets::FactsError& e) {
-    throw k3tune::UserError(e.what());
+    throw k3bench::UserError(e.what());
   }
   const bool tcm = f.tcm_backend != "off";
   TargetFacts t;

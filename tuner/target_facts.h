@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "expression.h"
-#include "target.h"
+#include "tuner/expression.h"
+#include "harness/host/targets/target.h"
 
 namespace k3tuner {
 

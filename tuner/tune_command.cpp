@@ -1,4 +1,4 @@
-#include "tune_command.h"
+#include "tuner/tune_command.h"
 
 #include <algorithm>
 #include <chrono>
@@ -8,43 +8,43 @@
 
 #include <fmt/format.h>
 
-#include "bench_session.h"
-#include "catalog.h"
-#include "database.h"
-#include "provenance.h"
-#include "results.h"
-#include "session_store.h"
-#include "sweep.h"
-#include "table.h"
-#include "user_error.h"
+#include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "tuner/session_store.h"
+#include "harness/host/bench/sweep.h"
+#include "tuner/table.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 namespace {
 
-using k3tune::UserError;
+using k3bench::UserError;
 
 struct Job {
   std::string op, role;
   nlohmann::json shape;
 };
 
-std::vector<Job> jobs_of(const TuneCommand& c, const k3tune::Catalog& catalog) {
+std::vector<Job> jobs_of(const TuneCommand& c, const k3bench::Catalog& catalog) {
   std::vector<Job> jobs;
   if (!c.model.empty()) {
-    k3tune::GridRequest g;
+    k3bench::GridRequest g;
     g.model = c.model;
     g.ops = c.ops;
-    k3tune::MeasureSettings s;
-    k3tune::ProcessPlan plan;
-    for (const auto& cell : k3tune::expand_grid(g, catalog, c.root + "/configs/models", s, plan))
+    k3bench::MeasureSettings s;
+    k3bench::ProcessPlan plan;
+    for (const auto& cell : k3bench::expand_grid(g, catalog, c.root + "/configs/models", s, plan))
       jobs.push_back({cell.op, cell.role, cell.shape});
     return jobs;
   }
   if (c.ops.empty() || c.shapes.empty()) throw UserError("tune: give --model NAME, or --op OP with --shape k=v,...");
   for (const auto& op : c.ops) {
-    const k3tune::OpSpec& spec = catalog.op(op, "--op");
+    const k3bench::OpSpec& spec = catalog.op(op, "--op");
     for (const auto& sh : c.shapes)
-      jobs.push_back({op, "", catalog.normalise(spec, k3tune::parse_kv(sh, "--shape"), true, "--shape")});
+      jobs.push_back({op, "", catalog.normalise(spec, k3bench::parse_kv(sh, "--shape"), true, "--shape")});
   }
   return jobs;
 }
@@ -84,7 +84,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
         "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
         target.name()));
   }
-  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
   Variables facts = out.facts.facts;
   const bool time = c.objective == "time";
@@ -109,7 +109,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     facts["cpus"] = 1;  // counts are exact with one worker only (more would add spinning threads)
   }
   const auto jobs = jobs_of(c, catalog);
-  const std::string build_hash = k3tune::sha256_file(target.runner_path());
+  const std::string build_hash = k3bench::sha256_file(target.runner_path());
 
   // Everything validated that can be without measuring: spaces, flags, objective. From here on
   // the database is written (unless --explain).
@@ -131,10 +131,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   if (!c.explain) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
     db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
-    if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
+    if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
     store = std::make_unique<SessionStore>(*db);
     if (time) {
-      run_uuid = k3tune::new_uuid();
+      run_uuid = k3bench::new_uuid();
       k3store::insert_run(*db, {run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0, 0,
                                 nlohmann::json{{"tuning", c.strategy}}.dump()});
       objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid, target.config().timeout_s);
@@ -165,7 +165,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     r.space = &space;
     r.catalog = &catalog;
     r.shape = job.shape;
-    r.fixed = k3tune::parse_kv(c.params, "--params");
+    r.fixed = k3bench::parse_kv(c.params, "--params");
     // Weight copies rotate past the last-level cache, which qemu does not model; counted, their set-up
     // is most of a process's instructions and one call's count is what is asked for.
     if (!time && r.fixed.count("copies") == 0 && catalog.op(job.op, "--op").param("copies") != nullptr)
@@ -200,7 +200,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
         {"budget", c.budget},    {"objective", c.objective}, {"flags", c.flags},
         {"force", c.force},      {"build", build_hash}, {"settings", c.settings.to_json()},
         {"target", {{"name", target.name()}, {"kind", target.config().kind}, {"vlen", target.config().vlen}}}};
-    o.session = k3tune::sha256_text(identity.dump()).substr(0, 32);
+    o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
     SessionRecord rec{o.session, c.command_line, target.name(), build_hash, run_uuid, job.op, job.shape.dump(), c.model,
                       nlohmann::json{{"file", space.file()}}.dump(), c.strategy, c.options.seed, c.budget, c.objective, "running", ""};
     const SessionRecord existing = store->open(rec);
@@ -248,7 +248,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   nlohmann::json sessions = nlohmann::json::array();
   for (const auto& j : out.jobs)
     if (!j.session.empty()) sessions.push_back(j.session);
-  store->add_table(k3tune::sha256_text(text), sessions, out.table_path, text);
+  store->add_table(k3bench::sha256_text(text), sessions, out.table_path, text);
   return out;
 }
 

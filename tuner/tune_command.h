@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gates.h"
-#include "measure_settings.h"
-#include "strategy.h"
-#include "target.h"
-#include "target_facts.h"
-#include "tuning.h"
+#include "tuner/gates.h"
+#include "harness/host/bench/measure_settings.h"
+#include "tuner/strategy.h"
+#include "harness/host/targets/target.h"
+#include "tuner/target_facts.h"
+#include "tuner/tuning.h"
 
 namespace k3tuner {
 
@@ -30,7 +30,7 @@ struct TuneCommand {
   std::vector<std::string> shapes;  // explicit shapes k=v,...
   std::string params;           // parameters held fixed, k=v,...
   std::string spaces_dir;       // search spaces, <op>.toml (default <root>/configs/spaces)
-  k3tune::MeasureSettings settings;  // how each time-objective process measures (reps, min time)
+  k3bench::MeasureSettings settings;  // how each time-objective process measures (reps, min time)
   std::string strategy = "racing";
   std::string objective = "time";  // time | instructions
   StrategyOptions options;

@@ -1,14 +1,14 @@
-#include "tuning.h"
+#include "tuner/tuning.h"
 
-#include "round_pairs.h"
+#include "harness/host/stats/round_pairs.h"
 
 #include <cmath>
 
 #include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 
-#include "param_spec.h"
-#include "user_error.h"
+#include "harness/common/params/param_spec.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 
@@ -54,10 +54,10 @@ nlohmann::json Evidence::to_json() const {
           {"paired", paired}};
 }
 
-k3tune::CellSpec cell_of(const TuneRequest& r, const Config& config) {
-  const k3tune::OpSpec& op = r.catalog->op(r.space->op(), r.space->file());
+k3bench::CellSpec cell_of(const TuneRequest& r, const Config& config) {
+  const k3bench::OpSpec& op = r.catalog->op(r.space->op(), r.space->file());
   std::map<std::string, std::string> params = r.fixed;
-  k3tune::CellSpec cell;
+  k3bench::CellSpec cell;
   cell.op = op.name;
   cell.shape = r.shape;
   cell.settings = r.settings;
@@ -118,7 +118,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
   TuneResult res;
   std::vector<Config> configs = r.space->enumerate(r.facts, r.flags, &res.counts);
   std::erase_if(configs, [&](const Config& c) { return r.exclude.contains(config_key(c)); });
-  if (configs.empty()) throw k3tune::UserError(fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
+  if (configs.empty()) throw k3bench::UserError(fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
   const std::string default_key = config_key(r.space->defaults(r.facts));
   for (const auto& c : configs) {
     Candidate cand;

@@ -15,21 +15,21 @@
 
 #include <nlohmann/json.hpp>
 
-#include "catalog.h"
-#include "grid.h"
-#include "objective.h"
-#include "session_store.h"
-#include "space.h"
-#include "strategy.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/bench/grid.h"
+#include "tuner/objective.h"
+#include "tuner/session_store.h"
+#include "tuner/space.h"
+#include "tuner/strategy.h"
 
 namespace k3tuner {
 
 struct TuneRequest {
   const SearchSpace* space = nullptr;
-  const k3tune::Catalog* catalog = nullptr;
+  const k3bench::Catalog* catalog = nullptr;
   nlohmann::json shape;                          // normalised shape of the op
   std::map<std::string, std::string> fixed;      // parameters held for every configuration
-  k3tune::MeasureSettings settings;              // how each process measures
+  k3bench::MeasureSettings settings;              // how each process measures
   Variables facts;                               // target and shape facts for the space
   std::set<std::string> flags;                   // e.g. "allow-hp"
   std::set<std::string> exclude;                 // configurations (config_key) left out, e.g. emulated
@@ -51,7 +51,7 @@ struct Evidence {
 
 struct TuneResult {
   std::vector<Candidate> candidates;
-  std::vector<k3tune::CellSpec> cells;  // per candidate
+  std::vector<k3bench::CellSpec> cells;  // per candidate
   SpaceCounts counts;
   std::size_t chosen = SIZE_MAX, defaults = SIZE_MAX;
   int measurements = 0;      // taken in all (stored or new; disturbed and rejected included)
@@ -78,6 +78,6 @@ TuneResult run_tuning(const TuneRequest& request, Objective& objective, SessionS
 
 // The configuration's cell: fixed parameters, the knob values (op parameters) and the settings
 // (with measurement knobs applied), normalised against the runner's catalog.
-k3tune::CellSpec cell_of(const TuneRequest& request, const Config& config);
+k3bench::CellSpec cell_of(const TuneRequest& request, const Config& config);
 
 }  // namespace k3tuner

@@ -1,19 +1,19 @@
-#include "verify_command.h"
+#include "tuner/verify_command.h"
 
 #include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "bench_session.h"
-#include "catalog.h"
-#include "database.h"
-#include "objective.h"
-#include "param_spec.h"
-#include "provenance.h"
-#include "results.h"
-#include "table.h"
-#include "user_error.h"
+#include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "tuner/objective.h"
+#include "harness/common/params/param_spec.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "tuner/table.h"
+#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 namespace {
@@ -41,28 +41,28 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   VerifyOutcome out;
   const nlohmann::json table = read_table(c.table);
   const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
-  if (!problems.empty()) throw k3tune::UserError(fmt::format("{}: {}", c.table, problems.front()));
+  if (!problems.empty()) throw k3bench::UserError(fmt::format("{}: {}", c.table, problems.front()));
   if (c.processes < 2)
-    throw k3tune::UserError("--processes: at least 2 per side (a CI needs two pairs)");
+    throw k3bench::UserError("--processes: at least 2 per side (a CI needs two pairs)");
   out.facts = probe_target(target);
   const nlohmann::json& fp = table["board"]["fingerprint"];
   auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
   for (const char* key : {"marchid", "vlen", "cpus", "tcm"})
     if (differs(key) && !c.force)
-      throw k3tune::UserError(fmt::format(
+      throw k3bench::UserError(fmt::format(
           "{}: /board/fingerprint/{}: the table was made for {}, target {} has {} "
           "(--force to measure anyway)",
           c.table, key, fp.at(key).dump(), target.name(), out.facts.fingerprint.at(key).dump()));
   if (out.facts.emulated_target && !c.force)
-    throw k3tune::UserError(fmt::format(
+    throw k3bench::UserError(fmt::format(
         "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
-  const k3tune::Catalog catalog = k3tune::Catalog::from_target(target);
-  const std::string build_hash = k3tune::sha256_file(target.runner_path());
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
+  const std::string build_hash = k3bench::sha256_file(target.runner_path());
 
   // Every cell is built (and so every op, shape and parameter checked) before anything is written.
   struct Pair {
     VerifiedEntry entry;
-    k3tune::CellSpec tuned, defaults;
+    k3bench::CellSpec tuned, defaults;
   };
   std::vector<Pair> pairs;
   for (const auto& e : table["entries"]) {
@@ -70,7 +70,7 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     p.entry.id = e["id"];
     p.entry.op = e["op"];
     const std::string where = fmt::format("{} entry {}", c.table, p.entry.id);
-    const k3tune::OpSpec& op = catalog.op(p.entry.op, where);
+    const k3bench::OpSpec& op = catalog.op(p.entry.op, where);
     std::map<std::string, std::string> params;
     for (const auto& [k, v] : e["params"].items()) params[k] = k3params::value_text(v);
     for (auto* cell : {&p.tuned, &p.defaults}) {
@@ -90,8 +90,8 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
   auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
   if (!k3store::find_build(*db, build_hash))
-    k3store::upsert_build(*db, k3tune::build_from_runner(target, build_hash));
-  out.run_uuid = k3tune::new_uuid();
+    k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
+  out.run_uuid = k3bench::new_uuid();
   k3store::insert_run(*db, {out.run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0,
                             0, nlohmann::json{{"verify", c.table}}.dump()});
   TimeObjective objective(target, build_hash, *db, out.run_uuid, target.config().timeout_s);

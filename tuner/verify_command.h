@@ -8,17 +8,17 @@
 
 #include <nlohmann/json.hpp>
 
-#include "measure_settings.h"
-#include "target.h"
-#include "target_facts.h"
-#include "tuning.h"
+#include "harness/host/bench/measure_settings.h"
+#include "harness/host/targets/target.h"
+#include "tuner/target_facts.h"
+#include "tuner/tuning.h"
 
 namespace k3tuner {
 
 struct VerifyCommand {
   std::string root, db_path, table, command_line;
   int processes = 8;  // per side and entry
-  k3tune::MeasureSettings settings;
+  k3bench::MeasureSettings settings;
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
 };
 

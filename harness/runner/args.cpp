@@ -1,11 +1,11 @@
-#include "args.h"
+#include "harness/runner/args.h"
 
 #include <stdexcept>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/table_rules.h"
 
-namespace k3bench {
+namespace k3runner {
 
 KeySpec table_key(std::string_view op, std::string name, std::string help, std::optional<std::string> default_value,
                   const std::vector<std::string>& microkernel_choices) {
@@ -51,4 +51,4 @@ const nlohmann::json& KeyValues::at(const std::string& name) const {
   return *it;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

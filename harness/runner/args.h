@@ -1,4 +1,4 @@
-// The runner's side of the shared parameter codec (harness/params): an op's declared shape keys
+// The runner's side of the shared parameter codec (harness/common/params): an op's declared shape keys
 // and parameters, and the validated values of one command line, with k3bench's exit-code mapping
 // (malformed input is a usage error; a shape size outside its range is an unsupported shape).
 #pragma once
@@ -12,9 +12,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "param_spec.h"
+#include "harness/common/params/param_spec.h"
 
-namespace k3bench {
+namespace k3runner {
 
 using KeySpec = k3params::ParamSpec;
 
@@ -59,4 +59,4 @@ class KeyValues {
   nlohmann::json values_;
 };
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,6 +1,6 @@
-#include "disturbance.h"
+#include "harness/runner/disturbance.h"
 
-namespace k3bench {
+namespace k3runner {
 
 std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after,
                                       int cpu_before, int cpu_after, double migrations, bool pinned,
@@ -31,4 +31,4 @@ std::vector<std::string> disturbances(const nlohmann::json& before, const nlohma
   return flags;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

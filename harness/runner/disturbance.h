@@ -18,10 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 std::vector<std::string> disturbances(const nlohmann::json& before, const nlohmann::json& after,
                                       int cpu_before, int cpu_after, double migrations, bool pinned,
                                       double cpu_share = -1, double thermal_tolerance_c = 2.0);
 
-}  // namespace k3bench
+}  // namespace k3runner

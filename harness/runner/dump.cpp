@@ -1,11 +1,11 @@
-#include "dump.h"
+#include "harness/runner/dump.h"
 
 #include <bit>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
-namespace k3bench {
+namespace k3runner {
 
 static_assert(std::endian::native == std::endian::little, "dumps are written in native order");
 
@@ -29,4 +29,4 @@ void write_dump(const std::string& dir, const nlohmann::json& header, const std:
   if (!m) throw std::runtime_error("--dump: cannot write manifest.json in '" + dir + "'");
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

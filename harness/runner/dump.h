@@ -6,9 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 // Writes DIR/<name>.bin for each array and DIR/manifest.json; throws std::runtime_error on I/O errors.
 void write_dump(const std::string& dir, const nlohmann::json& header, const std::vector<DumpArray>& arrays);
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,4 +1,4 @@
-#include "environment.h"
+#include "harness/runner/environment.h"
 
 #include <sched.h>
 #include <sys/utsname.h>
@@ -11,9 +11,9 @@
 #include <fmt/format.h>
 
 #include "k3k/dispatch.h"
-#include "placement.h"
+#include "harness/runner/placement.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 std::string read_first_line(const std::string& path) {
@@ -103,4 +103,4 @@ long long available_memory_bytes() {
   return -1;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 // Static facts (CPU model, CPUs, vlenb, marchid, kernel, build).
 nlohmann::json environment_static();
 // Readings that drift during a run (cpufreq of the allowed CPUs, thermal zones), taken before and
@@ -12,4 +12,4 @@ nlohmann::json environment_static();
 nlohmann::json environment_readings();
 // Available memory in bytes (MemAvailable), or -1 when unknown.
 long long available_memory_bytes();
-}  // namespace k3bench
+}  // namespace k3runner

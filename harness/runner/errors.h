@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace k3bench {
+namespace k3runner {
 
 enum ExitCode : int {
   kExitOk = 0,
@@ -21,4 +21,4 @@ struct UnsupportedShape : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,10 +1,10 @@
-#include "extra_work.h"
+#include "harness/runner/extra_work.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 // A dependent multiply-add chain the compiler cannot shorten: each step needs the previous one.
@@ -49,4 +49,4 @@ nlohmann::json ExtraWork::to_json() const {
   return {{"requested_ns", requested_ns_}, {"ns_per_spin", ns_per_spin_}, {"spins", spins_}};
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

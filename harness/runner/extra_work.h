@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 class ExtraWork {
  public:
@@ -24,4 +24,4 @@ class ExtraWork {
   std::uint64_t spins_ = 0;
 };
 
-}  // namespace k3bench
+}  // namespace k3runner

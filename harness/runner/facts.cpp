@@ -1,15 +1,15 @@
-#include "facts.h"
+#include "harness/runner/facts.h"
 
 #include <iostream>
 
 #include <fmt/format.h>
 
-#include "environment.h"
-#include "errors.h"
-#include "path_option.h"
-#include "tcm_status.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/errors.h"
+#include "harness/runner/path_option.h"
+#include "harness/runner/tcm_status.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 // Bump when a field changes meaning or disappears (adding one is compatible).
@@ -68,4 +68,4 @@ int run_facts(bool json) {
   return kExitOk;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -6,11 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 // The facts document. Its layout is versioned by "facts_version"; the host refuses other versions.
 nlohmann::json runner_facts();
 // Prints the document (--json) or a readable summary; exit 0.
 int run_facts(bool json);
 
-}  // namespace k3bench
+}  // namespace k3runner

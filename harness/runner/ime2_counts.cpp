@@ -1,4 +1,4 @@
-#include "ime2_counts.h"
+#include "harness/runner/ime2_counts.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include "k3k/ime2.h"
 #endif
 
-namespace k3bench {
+namespace k3runner {
 
 nlohmann::json ime2_instruction_counts_json() {
 #if defined(K3_HAVE_IME2)
@@ -27,4 +27,4 @@ nlohmann::json ime2_instruction_counts_json() {
 #endif
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 nlohmann::json ime2_instruction_counts_json();
 
-}  // namespace k3bench
+}  // namespace k3runner

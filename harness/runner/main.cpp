@@ -12,29 +12,29 @@
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
-#include "dump.h"
-#include "extra_work.h"
-#include "ime2_counts.h"
-#include "perf_counters.h"
-#include "environment.h"
-#include "facts.h"
-#include "errors.h"
-#include "path_option.h"
+#include "harness/runner/dump.h"
+#include "harness/runner/extra_work.h"
+#include "harness/runner/ime2_counts.h"
+#include "harness/runner/perf_counters.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/facts.h"
+#include "harness/runner/errors.h"
+#include "harness/runner/path_option.h"
 #include "k3k/aligned_buffer.h"
 #include "k3k/dispatch.h"
-#include "measure.h"
-#include "model_command.h"
-#include "op_case.h"
-#include "output_checksum.h"
-#include "report.h"
-#include "tuning_params.h"
-#include "placement.h"
-#include "run_settings.h"
-#include "selftest.h"
-#include "tcm_context.h"
-#include "tcm_status.h"
+#include "harness/runner/measure.h"
+#include "harness/runner/model_command.h"
+#include "harness/runner/op_case.h"
+#include "harness/runner/output_checksum.h"
+#include "harness/runner/report.h"
+#include "harness/runner/tuning_params.h"
+#include "harness/runner/placement.h"
+#include "harness/runner/run_settings.h"
+#include "harness/runner/selftest.h"
+#include "harness/runner/tcm_context.h"
+#include "harness/runner/tcm_status.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 constexpr const char* kExitCodesHelp =
@@ -186,10 +186,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
 }
 
 }  // namespace
-}  // namespace k3bench
+}  // namespace k3runner
 
 int main(int argc, char** argv) {
-  using namespace k3bench;
+  using namespace k3runner;
   const auto process_start = Clock::now();
   Options o;
   CLI::App app{"k3bench: run one k3tune kernel op x shape x parameter set and report times, traffic, "

@@ -1,4 +1,4 @@
-#include "measure.h"
+#include "harness/runner/measure.h"
 
 #include <sched.h>
 #include <time.h>
@@ -10,9 +10,9 @@
 
 #include <benchmark/benchmark.h>
 
-#include "environment.h"
+#include "harness/runner/environment.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -149,4 +149,4 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
   return m;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

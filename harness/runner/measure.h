@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "disturbance.h"
-#include "extra_work.h"
-#include "op_case.h"
-#include "perf_counters.h"
+#include "harness/runner/disturbance.h"
+#include "harness/runner/extra_work.h"
+#include "harness/runner/op_case.h"
+#include "harness/runner/perf_counters.h"
 
-namespace k3bench {
+namespace k3runner {
 
 struct Repetition {
   double real_ns = 0;  // wall time per call
@@ -60,4 +60,4 @@ struct Measurement {
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
                     const ExtraWork* extra = nullptr);
 
-}  // namespace k3bench
+}  // namespace k3runner

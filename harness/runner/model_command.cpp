@@ -1,4 +1,4 @@
-#include "model_command.h"
+#include "harness/runner/model_command.h"
 
 #include <sys/resource.h>
 
@@ -9,22 +9,22 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "environment.h"
-#include "errors.h"
+#include "harness/runner/environment.h"
+#include "harness/runner/errors.h"
 #include "k3k/dispatch.h"
 #include "k3k/linear_auto.h"
 #include "k3k/tuning.h"
-#include "model/forward.h"
-#include "model/model_check.h"
-#include "model/model_report.h"
-#include "model/model_weights.h"
-#include "model_config.h"
-#include "model_shapes.h"
-#include "op_case.h"
-#include "path_option.h"
-#include "tuning_params.h"
+#include "harness/runner/model/forward.h"
+#include "harness/runner/model/model_check.h"
+#include "harness/runner/model/model_report.h"
+#include "harness/runner/model/model_weights.h"
+#include "harness/common/model/model_config.h"
+#include "harness/common/model/model_shapes.h"
+#include "harness/runner/op_case.h"
+#include "harness/runner/path_option.h"
+#include "harness/runner/tuning_params.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -276,4 +276,4 @@ int run_model_command(const ModelCommandOptions& o) {
   return kExitOk;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

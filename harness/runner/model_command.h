@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string>
 
-namespace k3bench {
+namespace k3runner {
 
 struct ModelCommandOptions {
   std::string model;       // NAME in models_dir, or a .toml path
@@ -26,4 +26,4 @@ struct ModelCommandOptions {
 
 int run_model_command(const ModelCommandOptions& options);
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "args.h"
+#include "harness/runner/args.h"
 #include "k3k/dispatch.h"
 #include "k3k/worker_pool.h"
 
-namespace k3bench {
+namespace k3runner {
 
 // Work of one timed call, so GB/s and GOPS can be derived from any repetition's time.
 struct Traffic {
@@ -101,4 +101,4 @@ k3k::WorkerPool& pool_of_size(int workers);
 // How a pool's workers were placed: the policy and, per worker, CPU, opt-in, pin and any problem.
 nlohmann::json pool_placement_json(const k3k::WorkerPool& pool);
 
-}  // namespace k3bench
+}  // namespace k3runner

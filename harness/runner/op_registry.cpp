@@ -1,14 +1,14 @@
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
 #include "k3k/table_rules.h"
 
 #include <map>
 
 #include "k3k/worker_pool.h"
-#include "ops/op_lists.h"
-#include "placement.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/placement.h"
 
-namespace k3bench {
+namespace k3runner {
 
 const std::vector<OpInfo>& all_ops() {
   static const std::vector<OpInfo> ops = [] {
@@ -59,4 +59,4 @@ k3k::WorkerPool& pool_of_size(int workers) {
   return *p;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,10 +1,10 @@
-#include "output_checksum.h"
+#include "harness/runner/output_checksum.h"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-namespace k3bench {
+namespace k3runner {
 
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h) {
   const auto* p = static_cast<const unsigned char*>(data);
@@ -33,4 +33,4 @@ nlohmann::json output_checksum(const OpCase& c) {
   return {{"fnv1a64", fmt::format("{:016x}", h)}, {"arrays", hashed}, {"bytes", bytes}};
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 
 // FNV-1a 64 over raw bytes; `h` chains several buffers into one hash.
 std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h = 0xcbf29ce484222325ull);
@@ -20,4 +20,4 @@ std::uint64_t fnv1a64(const void* data, std::size_t bytes, std::uint64_t h = 0xc
 // of its output arrays (probes without outputs, ops whose result stays inside the kernel state).
 nlohmann::json output_checksum(const OpCase& c);
 
-}  // namespace k3bench
+}  // namespace k3runner

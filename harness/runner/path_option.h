@@ -6,10 +6,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/dispatch.h"
 
-namespace k3bench {
+namespace k3runner {
 
 inline k3k::PathDecision decide_path_option(const std::string& path) {
   std::optional<k3k::KernelPath> requested;
@@ -21,4 +21,4 @@ inline k3k::PathDecision decide_path_option(const std::string& path) {
   }
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,4 +1,4 @@
-#include "perf_counters.h"
+#include "harness/runner/perf_counters.h"
 
 #include <dirent.h>
 #include <linux/perf_event.h>
@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 struct CounterSpec {
@@ -123,4 +123,4 @@ nlohmann::json PerfCounters::status_json() const {
   return {{"available", available_}, {"unavailable", unavailable_}};
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 class PerfCounters {
  public:
@@ -36,4 +36,4 @@ class PerfCounters {
   nlohmann::json unavailable_ = nlohmann::json::object();
 };
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,4 +1,4 @@
-#include "placement.h"
+#include "harness/runner/placement.h"
 
 #include <sched.h>
 #include <unistd.h>
@@ -8,12 +8,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/dispatch.h"
 #include "k3k/thread_placement.h"
-#include "run_settings.h"
+#include "harness/runner/run_settings.h"
 
-namespace k3bench {
+namespace k3runner {
 
 namespace {
 constexpr std::uint64_t kA100Marchid = 0x8000000041000002ull;
@@ -113,4 +113,4 @@ void place_main_thread() {
   if (!options.cpus.empty()) k3k::place_current_thread(options.cpus.front(), options.ai_thread_opt_in);
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -12,7 +12,7 @@
 
 #include "k3k/worker_pool.h"
 
-namespace k3bench {
+namespace k3runner {
 
 // "8-11,14" -> {8, 9, 10, 11, 14}; throws UsageError naming `what` on malformed text.
 std::vector<int> parse_cpu_list(std::string_view text, std::string_view what);
@@ -29,4 +29,4 @@ k3k::WorkerPoolOptions pool_options(int workers, std::string* policy);
 // gates describe the CPU of the thread that first asks (cached per process).
 void place_main_thread();
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,11 +1,11 @@
-#include "report.h"
+#include "harness/runner/report.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 struct Summary {
@@ -107,4 +107,4 @@ std::string result_table(const Result& r, bool header) {
   return out;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "measure.h"
-#include "op_case.h"
+#include "harness/runner/measure.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 
 struct Result {
   std::string op;
@@ -34,4 +34,4 @@ struct Result {
 nlohmann::json result_json(const Result& r);
 std::string result_table(const Result& r, bool header);
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,8 +1,8 @@
-#include "run_settings.h"
+#include "harness/runner/run_settings.h"
 
 #include <fstream>
 
-namespace k3bench {
+namespace k3runner {
 
 RunSettings& run_settings() {
   static RunSettings settings;
@@ -21,4 +21,4 @@ nlohmann::json run_settings_json() {
           {"thp_system", thp_mode.empty() ? nlohmann::json(nullptr) : nlohmann::json(thp_mode)}};
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

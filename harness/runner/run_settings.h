@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 struct RunSettings {
   // auto: the A100 CPUs on a K3 (after the /proc/set_ai_thread opt-in), else unpinned; none:
@@ -27,4 +27,4 @@ RunSettings& run_settings();
 // The settings plus what the system made of them (the kernel's THP mode).
 nlohmann::json run_settings_json();
 
-}  // namespace k3bench
+}  // namespace k3runner

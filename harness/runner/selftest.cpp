@@ -1,17 +1,17 @@
-#include "selftest.h"
+#include "harness/runner/selftest.h"
 
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/dispatch.h"
 #if defined(K3_HAVE_IME2)
 #include "k3k/ime2.h"
 #endif
 
-namespace k3bench {
+namespace k3runner {
 
 int run_selftest(const std::string& target, bool json) {
   if (target != "ime2")
@@ -73,4 +73,4 @@ int run_selftest(const std::string& target, bool json) {
 #endif
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -5,8 +5,8 @@
 
 #include <string>
 
-namespace k3bench {
+namespace k3runner {
 
 int run_selftest(const std::string& target, bool json);
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,10 +1,10 @@
-#include "tcm_context.h"
+#include "harness/runner/tcm_context.h"
 
 #include <map>
 #include <memory>
 #include <utility>
 
-namespace k3bench {
+namespace k3runner {
 
 namespace {
 std::map<std::string, std::pair<TcmContext, std::unique_ptr<k3k::tcm::Tcm>>>& opened_backends() {
@@ -47,4 +47,4 @@ k3k::TcmWorkspace* tcm_workspace(const TcmContext& context, k3k::WorkerPool& poo
   return ws.get();
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

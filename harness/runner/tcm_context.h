@@ -10,7 +10,7 @@
 #include "k3k/tcm_linear.h"
 #include "k3k/worker_pool.h"
 
-namespace k3bench {
+namespace k3runner {
 
 struct TcmContext {
   k3k::tcm::Tcm* tcm = nullptr;  // null: backend off (or real requested and unusable)
@@ -25,4 +25,4 @@ nlohmann::json tcm_contexts_json();
 // The workspace of `pool` on the context's backend; null when the backend is off.
 k3k::TcmWorkspace* tcm_workspace(const TcmContext& context, k3k::WorkerPool& pool);
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,15 +1,15 @@
-#include "tcm_status.h"
+#include "harness/runner/tcm_status.h"
 
 #include <iostream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "errors.h"
-#include "placement.h"
-#include "tcm_context.h"
+#include "harness/runner/errors.h"
+#include "harness/runner/placement.h"
+#include "harness/runner/tcm_context.h"
 
-namespace k3bench {
+namespace k3runner {
 
 namespace {
 
@@ -121,4 +121,4 @@ int run_tcm_force_release(const std::string& mode, const std::string& blocks, bo
   return all_ok ? 0 : 4;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace k3bench {
+namespace k3runner {
 
 // The status document: backend, reason, geometry, every block and the stale ones.
 nlohmann::json tcm_status_json(const std::string& mode);
@@ -18,4 +18,4 @@ int run_tcm_status(const std::string& mode, bool json);
 int run_tcm_force_release(const std::string& mode, const std::string& blocks, bool force,
                           bool json);
 
-}  // namespace k3bench
+}  // namespace k3runner

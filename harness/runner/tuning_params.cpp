@@ -1,10 +1,10 @@
-#include "tuning_params.h"
+#include "harness/runner/tuning_params.h"
 
 #include <charconv>
 
 #include "k3k/tuning.h"
 
-namespace k3bench {
+namespace k3runner {
 
 nlohmann::json load_tuning_table_report(const std::string& table_path) {
   if (!table_path.empty()) k3k::load_tuning_table(table_path);
@@ -52,4 +52,4 @@ nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& o
   return out;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "k3k/dispatch.h"
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 
 // Loads `table_path` (or, when empty, whatever K3_TUNING_TABLE names) and describes the load the
 // way every k3bench result reports it: {"table": source, "loaded": bool, "refused": why}. Null
@@ -26,4 +26,4 @@ nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& o
                                   const std::map<std::string, std::string>& shape,
                                   k3k::KernelPath path, std::map<std::string, std::string>& given);
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,4 +1,4 @@
-#include "weight_cache.h"
+#include "harness/runner/weight_cache.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -15,7 +15,7 @@
 
 #include <fmt/format.h>
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 // Bump when the generator, the quantiser or a packing changes what a seed produces.
@@ -260,4 +260,4 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   return p;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

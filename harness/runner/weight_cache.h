@@ -25,7 +25,7 @@
 
 #include "k3k/w4b64.h"
 
-namespace k3bench {
+namespace k3runner {
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed);
 
@@ -42,4 +42,4 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
     std::int64_t n, std::int64_t k, std::uint64_t seed, k3k::W4B64Layout layout, int row_tile,
     std::int64_t copies, const std::function<k3k::W4B64Packed(k3k::W4B64Packed)>& repack);
 
-}  // namespace k3bench
+}  // namespace k3runner

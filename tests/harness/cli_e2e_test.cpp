@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "database.h"
-#include "process.h"
+#include "harness/host/store/database.h"
+#include "harness/host/targets/process.h"
 
 namespace fs = std::filesystem;
 

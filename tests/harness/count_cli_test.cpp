@@ -14,8 +14,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "database.h"
-#include "process.h"
+#include "harness/host/store/database.h"
+#include "harness/host/targets/process.h"
 
 namespace {
 

@@ -9,12 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "background_process.h"
-#include "database.h"
-#include "farm.h"
-#include "farm_store.h"
+#include "harness/host/farm/background_process.h"
+#include "harness/host/store/database.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/farm/farm_store.h"
 #include "farm_test_support.h"
-#include "results.h"
+#include "harness/host/store/results.h"
 
 namespace {
 

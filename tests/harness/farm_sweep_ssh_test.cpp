@@ -18,8 +18,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "background_process.h"
-#include "database.h"
+#include "harness/host/farm/background_process.h"
+#include "harness/host/store/database.h"
 #include "farm_test_support.h"
 
 namespace {

@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "database.h"
+#include "harness/host/store/database.h"
 #include "farm_test_support.h"
 
 namespace {

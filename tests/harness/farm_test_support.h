@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "process.h"
+#include "harness/host/targets/process.h"
 
 namespace k3farm_test {
 

@@ -6,13 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "background_process.h"
-#include "database.h"
-#include "farm.h"
-#include "farm_store.h"
+#include "harness/host/farm/background_process.h"
+#include "harness/host/store/database.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/farm/farm_store.h"
 #include "farm_test_support.h"
-#include "maintenance.h"
-#include "shell_quote.h"
+#include "harness/host/store/maintenance.h"
+#include "harness/host/farm/shell_quote.h"
 
 namespace {
 
@@ -341,3 +341,25 @@ TEST(FarmStore, QuarantinesAndProbesMergeFromShardsLeasesDoNot) {
 }
 
 }  // namespace
+
+// A command that exits while something it started keeps its stdout open (a persisted ssh
+// ControlMaster that kept its parent's stdio behaves so) is finished when it exits: its output
+// arrives and no timeout is reported.
+TEST(ChildProcess, ExitIsTheEndEvenWhenAGrandchildHoldsThePipes) {
+  TempDir tmp;
+  const std::string pid_file = tmp / "holder.pid";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = k3targets::run_process(
+      {"sh", "-c", "setsid sleep 60 & echo $! > \"$1\"; echo done; echo warn >&2", "sh", pid_file},
+      k3targets::ProcessOptions::with_timeout(30));
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const pid_t holder = std::stoi(read_file(pid_file));
+  kill(holder, SIGKILL);
+  EXPECT_TRUE(r.ok()) << r.failure_reason(30);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_EQ(r.out, "done\n");
+  EXPECT_EQ(r.err, "warn\n");
+  EXPECT_LT(took, 10.0);
+  EXPECT_LT(r.wall_ns, 5e9);  // spawn to exit, not to the holder's end
+}

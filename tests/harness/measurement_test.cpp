@@ -6,22 +6,22 @@
 #include <cmath>
 #include <filesystem>
 
-#include "database.h"
-#include "disturbance.h"
-#include "results.h"
-#include "rounds.h"
-#include "selfcheck.h"
-#include "sequential.h"
-#include "stats.h"
-#include "sweep.h"
-#include "synthetic_runner.h"
+#include "harness/host/store/database.h"
+#include "harness/runner/disturbance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/rounds.h"
+#include "harness/host/bench/selfcheck.h"
+#include "harness/host/stats/sequential.h"
+#include "harness/host/stats/stats.h"
+#include "harness/host/bench/sweep.h"
+#include "harness/host/bench/synthetic_runner.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-k3tune::CellSpec synthetic_cell(double extra_work_ns = 0) {
-  k3tune::CellSpec c;
+k3bench::CellSpec synthetic_cell(double extra_work_ns = 0) {
+  k3bench::CellSpec c;
   c.op = "synthetic";
   c.shape = {{"n", 1}};
   c.params = nlohmann::json::object();
@@ -30,7 +30,7 @@ k3tune::CellSpec synthetic_cell(double extra_work_ns = 0) {
 }
 
 TEST(HarnessRounds, FixedCountRunsExactlyMinProcesses) {
-  k3tune::RoundPlanner p({0, 1}, {.min_processes = 3, .max_processes = 3});
+  k3bench::RoundPlanner p({0, 1}, {.min_processes = 3, .max_processes = 3});
   int rounds = 0;
   for (auto r = p.next_round(); !r.empty(); r = p.next_round(), ++rounds)
     for (auto u : r) p.record_ok(u, 100.0 + u, false);
@@ -43,9 +43,9 @@ TEST(HarnessRounds, AdaptiveRoundsStopAtTheRequestedInterval) {
   // Seeded synthetic runner, 4% between-process spread, target 2%: every unit ends with its
   // two-stage interval (t_{m-1} s_m / sqrt(N), Stein) within the target, or at the ceiling with
   // the reason saying so.
-  k3tune::SyntheticExecutor exec({.base_ns = 1e5, .between = 0.04, .within = 0.005}, 7);
+  k3bench::SyntheticExecutor exec({.base_ns = 1e5, .between = 0.04, .within = 0.005}, 7);
   for (int seed = 0; seed < 50; ++seed) {
-    k3tune::RoundPlanner p({0, 0, 0}, {.min_processes = 3, .max_processes = 40, .target_ci = 0.02});
+    k3bench::RoundPlanner p({0, 0, 0}, {.min_processes = 3, .max_processes = 40, .target_ci = 0.02});
     const auto cell = synthetic_cell();
     for (auto r = p.next_round(); !r.empty(); r = p.next_round())
       for (auto u : r)
@@ -71,7 +71,7 @@ TEST(HarnessRounds, AdaptiveRoundsStopAtTheRequestedInterval) {
 }
 
 TEST(HarnessRounds, DisturbedProcessIsKeptNotCountedAndMeasuredOnceMore) {
-  k3tune::RoundPlanner p({0}, {.min_processes = 3, .max_processes = 3});
+  k3bench::RoundPlanner p({0}, {.min_processes = 3, .max_processes = 3});
   p.record_ok(0, 100, false);
   p.record_ok(0, 100, true);  // disturbed: one more process is granted
   p.record_ok(0, 101, false);
@@ -83,7 +83,7 @@ TEST(HarnessRounds, DisturbedProcessIsKeptNotCountedAndMeasuredOnceMore) {
 }
 
 TEST(HarnessRounds, FailedUnitStopsAloneAndItsGroupGoesOn) {
-  k3tune::RoundPlanner p({0, 0}, {.min_processes = 2, .max_processes = 2});
+  k3bench::RoundPlanner p({0, 0}, {.min_processes = 2, .max_processes = 2});
   p.record_failure(0, "timeout");
   EXPECT_TRUE(p.unit(0).done);
   EXPECT_FALSE(p.unit(1).done);
@@ -98,15 +98,15 @@ TEST(HarnessSelfcheck, SyntheticVerdictsHoldTheNominalFalsePositiveRate) {
   // between consecutive processes. Over 1500 trials the false-positive rate of the full verdict
   // (significant AND at least the minimum effect) must not exceed alpha = 5% beyond chance (the
   // rate's 99% interval starts below 5%), and a 10% slowdown must be found nearly always.
-  k3tune::SyntheticExecutor exec(
+  k3bench::SyntheticExecutor exec(
       {.base_ns = 1e5, .between = 0.02, .within = 0.005, .drift = 0.05, .drift_correlation = 0.6},
       2026);
-  k3tune::SelfcheckOptions opt;
+  k3bench::SelfcheckOptions opt;
   opt.cells = {synthetic_cell()};
   opt.trials = 1500;
   opt.slowdowns = {0.05, 0.10};
   opt.rounds = {.min_processes = 5, .max_processes = 16, .target_ci = 0.03};
-  const auto r = k3tune::run_selfcheck(exec, {}, opt);
+  const auto r = k3bench::run_selfcheck(exec, {}, opt);
   EXPECT_EQ(r.trials, 1500);
   EXPECT_LE(
       k3stats::clopper_pearson(r.false_positives.successes, r.false_positives.trials, 0.99).low,
@@ -125,16 +125,16 @@ TEST(HarnessSelfcheck, SyntheticFalsePositivesOverManySeedsWithoutMinimumEffect)
   // With the minimum effect off, the test alone must reject at its nominal 5% (over seeds).
   int fp = 0, trials = 0;
   for (std::uint64_t seed = 1; seed <= 4; ++seed) {
-    k3tune::SyntheticExecutor exec(
+    k3bench::SyntheticExecutor exec(
         {.base_ns = 1e5, .between = 0.03, .within = 0.01, .drift = 0.05, .drift_correlation = 0.6},
         seed);
-    k3tune::SelfcheckOptions opt;
+    k3bench::SelfcheckOptions opt;
     opt.cells = {synthetic_cell()};
     opt.trials = 500;
     opt.slowdowns = {};
     opt.compare.min_effect = 0;
     opt.rounds = {.min_processes = 3, .max_processes = 10, .target_ci = 0.03};
-    const auto r = k3tune::run_selfcheck(exec, {}, opt);
+    const auto r = k3bench::run_selfcheck(exec, {}, opt);
     fp += r.false_positives.successes;
     trials += r.false_positives.trials;
   }
@@ -163,19 +163,19 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
   tc.kind = "local";
   tc.runner = "/bin/true";
   auto target = k3targets::make_target(tc, "/");
-  k3tune::SyntheticExecutor exec(
+  k3bench::SyntheticExecutor exec(
       {.base_ns = 1e5, .between = 0.03, .within = 0.01, .disturbed_probability = 0.3}, 3);
-  k3tune::SweepOptions opt;
+  k3bench::SweepOptions opt;
   opt.rounds = {.min_processes = 4, .max_processes = 4};
   opt.progress = false;
   opt.executor = &exec;
-  std::vector<k3tune::CellSpec> cells;
+  std::vector<k3bench::CellSpec> cells;
   for (int i = 0; i < 6; ++i) {
     auto c = synthetic_cell(1000.0 * i);
     c.shape = {{"n", i}};
     cells.push_back(c);
   }
-  const auto r = k3tune::run_sweep(*db, {{target.get(), "b", ""}}, cells, opt);
+  const auto r = k3bench::run_sweep(*db, {{target.get(), "b", ""}}, cells, opt);
   int disturbed = 0;
   for (const auto& c : r.cells) {
     ASSERT_TRUE(c.aggregate.ok);
@@ -203,19 +203,19 @@ TEST(HarnessDisturbance, RuleOnFixtureReadings) {
   nlohmann::json warm = steady;
   warm["thermal_c"]["3"] = 56.0;
   using V = std::vector<std::string>;
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 0, true), V{});
-  EXPECT_EQ(k3bench::disturbances(steady, throttled, 8, 8, 0, true), V{"frequency-change"});
-  EXPECT_EQ(k3bench::disturbances(steady, hot, 8, 8, 0, true), V{"thermal-rise"});
-  EXPECT_EQ(k3bench::disturbances(steady, warm, 8, 8, 0, true), V{});  // within 2 C
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 9, 0, true), V{"cpu-migration"});
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 2, true), V{"cpu-migration"});
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 9, 3, false), V{});  // unpinned threads move
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 8, 0, true), V{});
+  EXPECT_EQ(k3runner::disturbances(steady, throttled, 8, 8, 0, true), V{"frequency-change"});
+  EXPECT_EQ(k3runner::disturbances(steady, hot, 8, 8, 0, true), V{"thermal-rise"});
+  EXPECT_EQ(k3runner::disturbances(steady, warm, 8, 8, 0, true), V{});  // within 2 C
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 9, 0, true), V{"cpu-migration"});
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 8, 2, true), V{"cpu-migration"});
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 9, 3, false), V{});  // unpinned threads move
   // The calling thread ran 80% of the repetition: preempted. 95%: fine. Unknown (-1): not judged.
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 0, true, 0.8), V{"preempted"});
-  EXPECT_EQ(k3bench::disturbances(steady, steady, 8, 8, 0, true, 0.95), V{});
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 8, 0, true, 0.8), V{"preempted"});
+  EXPECT_EQ(k3runner::disturbances(steady, steady, 8, 8, 0, true, 0.95), V{});
   // A VM without cpufreq or thermal files: nothing to compare, nothing flagged.
   EXPECT_EQ(
-      k3bench::disturbances(nlohmann::json::object(), nlohmann::json::object(), -1, -1, -1, false),
+      k3runner::disturbances(nlohmann::json::object(), nlohmann::json::object(), -1, -1, -1, false),
       V{});
 }
 

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "database.h"
-#include "model_session.h"
-#include "process.h"
+#include "harness/host/store/database.h"
+#include "harness/host/bench/model_session.h"
+#include "harness/host/targets/process.h"
 
 namespace fs = std::filesystem;
 
@@ -80,18 +80,18 @@ TEST_F(ModelCli, BadModelWritesNothing) {
 
 // Published figures are printed apart from ours, labelled as another machine's.
 TEST(ModelTable, PublishedFiguresAreLabelledAndApart) {
-  k3tune::ModelOutcome o;
+  k3bench::ModelOutcome o;
   o.config = k3model::load_model_config(K3TUNE_ROOT "/configs/models/qwen3-0.6b.toml");
-  for (const auto& f : k3tune::load_published(K3TUNE_ROOT "/configs/published/k3.toml"))
+  for (const auto& f : k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml"))
     if (f.model == o.config.id) o.published.push_back(f);
-  k3tune::ModelRow row;
+  k3bench::ModelRow row;
   row.test = "pp512";
   row.tokens = 512;
   row.ok = true;
   row.tps = 12.5;
   row.path = "generic";
   o.rows.push_back(row);
-  const std::string md = k3tune::model_markdown(o, "local");
+  const std::string md = k3bench::model_markdown(o, "local");
   const auto ours = md.find("| Qwen3-0.6B | 0.35 GiB | cpu generic | 0 | pp512 | 12.50 ± 0.00 |");
   const auto label = md.find("NOT measured by k3tune");
   const auto theirs = md.find("| Qwen3-0.6B | pp512 | MNN | HQQ W4B64 asym | 381.24 |");
@@ -100,7 +100,7 @@ TEST(ModelTable, PublishedFiguresAreLabelledAndApart) {
   EXPECT_NE(theirs, std::string::npos) << md;
   EXPECT_LT(ours, label);
   EXPECT_LT(label, theirs);
-  const auto j = k3tune::model_json(o);
+  const auto j = k3bench::model_json(o);
   EXPECT_EQ(j["published"][0]["measured_by"], "another party, on another machine (not k3tune)");
 }
 

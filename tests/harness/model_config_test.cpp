@@ -10,13 +10,13 @@
 #include <fstream>
 #include <set>
 
-#include "catalog.h"
-#include "grid.h"
-#include "model_config.h"
-#include "model_shapes.h"
-#include "published.h"
-#include "target.h"
-#include "user_error.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/bench/grid.h"
+#include "harness/common/model/model_config.h"
+#include "harness/common/model/model_shapes.h"
+#include "harness/host/bench/published.h"
+#include "harness/host/targets/target.h"
+#include "harness/host/bench/user_error.h"
 
 namespace fs = std::filesystem;
 
@@ -101,16 +101,16 @@ TEST(ModelConfig, DerivedCellsValidateAgainstTheRunner) {
   tc.runner = K3BENCH_PATH;
   tc.timeout_s = 60;
   const auto target = k3targets::make_target(tc, K3TUNE_ROOT);
-  const k3tune::Catalog catalog = k3tune::Catalog::from_target(*target);
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(*target);
   for (const auto& e : fs::directory_iterator(kModels)) {
-    k3tune::GridRequest r;
+    k3bench::GridRequest r;
     r.model = e.path().stem().string();
-    k3tune::MeasureSettings settings;
-    k3tune::ProcessPlan plan;
-    const auto cells = k3tune::expand_grid(r, catalog, kModels, settings, plan);
+    k3bench::MeasureSettings settings;
+    k3bench::ProcessPlan plan;
+    const auto cells = k3bench::expand_grid(r, catalog, kModels, settings, plan);
     EXPECT_GT(cells.size(), 20u) << r.model;
     r.model_runs = {{64, 512}, {128}, 1};
-    const auto runs = k3tune::expand_grid(r, catalog, kModels, settings, plan);
+    const auto runs = k3bench::expand_grid(r, catalog, kModels, settings, plan);
     ASSERT_EQ(runs.size(), 3u) << r.model;
     EXPECT_EQ(runs[0].op, "model_pp");
     EXPECT_EQ(runs[2].op, "model_tg");
@@ -172,7 +172,7 @@ TEST_F(BadModelFile, OneLineNamingFileLineAndKey) {
 }
 
 TEST(PublishedFigures, LoadWithSources) {
-  const auto figures = k3tune::load_published(K3TUNE_ROOT "/configs/published/k3.toml");
+  const auto figures = k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml");
   std::set<std::string> models;
   for (const auto& f : figures) {
     models.insert(f.model);

@@ -6,10 +6,10 @@
 #include <cmath>
 #include <random>
 
-#include "binomial.h"
-#include "power.h"
-#include "sequential.h"
-#include "stats.h"
+#include "harness/host/stats/binomial.h"
+#include "harness/host/stats/power.h"
+#include "harness/host/stats/sequential.h"
+#include "harness/host/stats/stats.h"
 
 namespace {
 

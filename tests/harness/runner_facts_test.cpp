@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "build_presets.h"
-#include "process.h"
-#include "runner_facts.h"
+#include "harness/host/targets/build_presets.h"
+#include "harness/host/targets/process.h"
+#include "harness/host/targets/runner_facts.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

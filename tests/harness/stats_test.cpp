@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "stats.h"
+#include "harness/host/stats/stats.h"
 
 namespace {
 

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "database.h"
-#include "maintenance.h"
-#include "results.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/maintenance.h"
+#include "harness/host/store/results.h"
 
 namespace fs = std::filesystem;
 

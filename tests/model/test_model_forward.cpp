@@ -10,16 +10,16 @@
 #include <utility>
 #include <vector>
 
-#include "forward.h"
+#include "harness/runner/model/forward.h"
 #include "k3k/dispatch.h"
-#include "model_check.h"
-#include "model_config.h"
-#include "model_weights.h"
-#include "reference_forward.h"
+#include "harness/runner/model/model_check.h"
+#include "harness/common/model/model_config.h"
+#include "harness/runner/model/model_weights.h"
+#include "harness/runner/model/reference_forward.h"
 
 namespace {
 
-using namespace k3bench::model;
+using namespace k3runner::model;
 
 k3model::ModelConfig tiny(const char* name) {
   return k3model::load_model_config(std::string(K3_TEST_MODELS_DIR) + "/" + name + ".toml");

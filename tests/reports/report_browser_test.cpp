@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "process.h"
+#include "harness/host/targets/process.h"
 #include "report_test_support.h"
 
 namespace fs = std::filesystem;

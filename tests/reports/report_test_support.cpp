@@ -5,10 +5,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "database.h"
-#include "process.h"
-#include "results.h"
-#include "sweep.h"
+#include "harness/host/store/database.h"
+#include "harness/host/targets/process.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/sweep.h"
 
 namespace fs = std::filesystem;
 
@@ -117,7 +117,7 @@ void ReportTest::plant_samples(const std::string& from_run, const std::string& f
       " ORDER BY process_index");
   procs.bind(1, to_run).bind(2, to_cell);
   while (procs.step()) refs.push_back({to_run, static_cast<int>(procs.integer(0))});
-  k3store::AggregateRecord a = k3tune::aggregate_of(k3store::process_times(*c, to_cell, refs), {});
+  k3store::AggregateRecord a = k3bench::aggregate_of(k3store::process_times(*c, to_cell, refs), {});
   a.run_uuid = to_run;
   a.cell_key = to_cell;
   a.source_runs_json = nlohmann::json::array({to_run}).dump();

@@ -7,17 +7,17 @@
 #include <filesystem>
 #include <fstream>
 
-#include "boards.h"
-#include "change_points.h"
-#include "database.h"
-#include "maintenance.h"
-#include "probes.h"
-#include "regression_config.h"
-#include "report_error.h"
+#include "reports/boards.h"
+#include "reports/change_points.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/maintenance.h"
+#include "harness/host/store/probes.h"
+#include "reports/regression_config.h"
+#include "reports/report_error.h"
 #include "report_test_support.h"
-#include "text_table.h"
-#include "tuning.h"
-#include "verdict.h"
+#include "reports/text_table.h"
+#include "reports/tuning.h"
+#include "reports/verdict.h"
 
 namespace fs = std::filesystem;
 

@@ -9,23 +9,23 @@
 #include <filesystem>
 #include <fstream>
 
-#include "binomial.h"
-#include "catalog.h"
-#include "database.h"
-#include "gates.h"
-#include "session_store.h"
-#include "space.h"
-#include "strategy.h"
-#include "table.h"
-#include "tuning.h"
-#include "user_error.h"
+#include "harness/host/stats/binomial.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "tuner/gates.h"
+#include "tuner/session_store.h"
+#include "tuner/space.h"
+#include "tuner/strategy.h"
+#include "tuner/table.h"
+#include "tuner/tuning.h"
+#include "harness/host/bench/user_error.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
 // A catalog like the runner's --list-ops --json, for an op with the knobs the tests use.
-k3tune::Catalog synthetic_catalog() {
+k3bench::Catalog synthetic_catalog() {
   auto p = [](const char* name, const char* def, int lo, int hi) {
     return nlohmann::json{{"name", name}, {"type", "int"}, {"help", ""}, {"required", false},
                           {"default", def}, {"range", {lo, hi}}};
@@ -35,7 +35,7 @@ k3tune::Catalog synthetic_catalog() {
                        {"params", {p("a", "4", 1, 64), p("b", "4", 1, 64), p("c", "1", 1, 64), p("d", "1", 1, 64),
                                    nlohmann::json{{"name", "mode"}, {"type", "enum"}, {"help", ""}, {"required", false},
                                                   {"default", "x"}, {"choices", {"x", "y", "z"}}}}}};
-  return k3tune::Catalog(nlohmann::json::array({op}));
+  return k3bench::Catalog(nlohmann::json::array({op}));
 }
 
 class Tuner : public ::testing::Test {
@@ -82,7 +82,7 @@ double truth(const nlohmann::json& p) {
                   0.004 * (a - 6) * (b - 3) + mode);
 }
 
-k3tuner::TuneRequest request(const k3tuner::SearchSpace& space, const k3tune::Catalog& catalog, const std::string& s) {
+k3tuner::TuneRequest request(const k3tuner::SearchSpace& space, const k3bench::Catalog& catalog, const std::string& s) {
   k3tuner::TuneRequest r;
   r.space = &space;
   r.catalog = &catalog;
@@ -147,7 +147,7 @@ TEST_F(Tuner, SpaceErrorsNameFileLineAndKey) {
     try {
       k3tuner::SearchSpace::load(file).check(catalog.op("synthetic", "t"), {{"n", 1}});
       ADD_FAILURE() << "accepted: " << c.text;
-    } catch (const k3tune::UserError& e) {
+    } catch (const k3bench::UserError& e) {
       EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
       EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "not one line: " << e.what();
     }

@@ -1,4 +1,4 @@
-#include "forward.h"
+#include "harness/runner/model/forward.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "k3k/embedding.h"
 #include "k3k/small_ops.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 namespace {
 
 k3k::AlignedBuffer<float> buffer(std::int64_t rows, std::int64_t cols) {
@@ -221,4 +221,4 @@ const char* op_name(Op op) {
   return kNames[static_cast<int>(op)];
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -20,12 +20,12 @@
 #include "k3k/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/worker_pool.h"
-#include "model_config.h"
-#include "model_params.h"
-#include "model_weights.h"
-#include "op_timer.h"
+#include "harness/common/model/model_config.h"
+#include "harness/runner/model/model_params.h"
+#include "harness/runner/model/model_weights.h"
+#include "harness/runner/model/op_timer.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 class Forward {
  public:
@@ -98,4 +98,4 @@ class Forward {
   std::vector<std::int32_t> one_token_;
 };
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -4,13 +4,13 @@
 #include <cmath>
 #include <cstring>
 
-#include "forward.h"
+#include "harness/runner/model/forward.h"
 #include "k3k/attention.h"
 #include "k3k/deltanet.h"
 #include "k3k/kv_cache.h"
 #include "k3k/small_ops.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 namespace {
 
 std::span<float> rows(k3k::AlignedBuffer<float>& b, std::int64_t rows, std::int64_t cols) {
@@ -147,4 +147,4 @@ void Forward::mlp_block(int layer, std::int64_t t) {
   swap_residual();
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

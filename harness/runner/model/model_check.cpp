@@ -15,16 +15,16 @@
 // reports. Against the float64-activation model the int8 activations themselves cost 0.043 to
 // 0.171 (tiny-qwen3.5) and 0.015 to 0.030 (tiny-qwen3) of the RMS over the same runs; tolerance
 // 0.35 (2x the worst seen): a coarse second check.
-#include "model_check.h"
+#include "harness/runner/model/model_check.h"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
 #include "k3k/seeded_random.h"
-#include "reference_forward.h"
+#include "harness/runner/model/reference_forward.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 namespace {
 
 std::size_t argmax(const std::vector<double>& v) {
@@ -93,4 +93,4 @@ ForwardCheck check_forward(const k3model::ModelConfig& config, const ModelWeight
   return c;
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

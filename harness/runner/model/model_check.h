@@ -13,10 +13,10 @@
 #include <cstdint>
 #include <string>
 
-#include "forward.h"
-#include "model_params.h"
+#include "harness/runner/model/forward.h"
+#include "harness/runner/model/model_params.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 // Measured and justified in model_check.cpp. kFloatTolerance: the kernels and the quantising
 // reference agree up to float rounding (no int8 code crossed a rounding boundary); the check
@@ -47,4 +47,4 @@ double logit_error(std::span<const float> got, const std::vector<double>& ref);
 // Seeded token ids in [0, vocab).
 std::vector<std::int32_t> prompt_tokens(std::int64_t count, std::int64_t vocab, std::uint64_t seed);
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -14,7 +14,7 @@
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 struct ModelParams {
   k3k::KvDtype kv_dtype = k3k::KvDtype::f16;  // llama.cpp's default cache type
@@ -34,4 +34,4 @@ struct ModelParams {
   }
 };
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -1,4 +1,4 @@
-#include "model_report.h"
+#include "harness/runner/model/model_report.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 nlohmann::json breakdown_json(const OpTimer& timer, double wall_s, std::int64_t calls) {
   std::vector<Op> ops;
@@ -56,4 +56,4 @@ std::string LogitsChecksum::hex() const {
   return fmt::format("{:016x}", h_);
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "op_timer.h"
+#include "harness/runner/model/op_timer.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 // The per-op share of `wall_s` (the timed calls' wall time, `calls` of them): ops in descending
 // time, each with seconds per call, calls per call and share; the ops' sum against the wall time
@@ -29,4 +29,4 @@ class LogitsChecksum {
   std::uint64_t h_ = 0xcbf29ce484222325ull;
 };
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -1,4 +1,4 @@
-#include "model_weights.h"
+#include "harness/runner/model/model_weights.h"
 
 #include <cmath>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include "k3k/ime2.h"
 #endif
 
-namespace k3bench::model {
+namespace k3runner::model {
 namespace {
 
 // splitmix64: a fast, well-mixed generator; one per tile, seeded from (matrix seed, tile).
@@ -155,4 +155,4 @@ ModelWeights make_synthetic_weights(const k3model::ModelConfig& c, const WeightO
   return w;
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -12,9 +12,9 @@
 #include "k3k/dispatch.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
-#include "model_config.h"
+#include "harness/common/model/model_config.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 struct AttentionWeights {
   k3k::W4B64Packed q, k, v, o;  // q: [q_heads * head_dim (* 2 with the output gate)][hidden]
@@ -65,4 +65,4 @@ ModelWeights make_synthetic_weights(const k3model::ModelConfig& config,
 k3k::W4B64Packed synthetic_matrix(std::int64_t n, std::int64_t k, std::uint64_t seed, double stddev,
                                   int hqq_iterations, k3k::WorkerPool& pool);
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

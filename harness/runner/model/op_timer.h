@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 enum class Op : int {
   kEmbedding,
@@ -71,4 +71,4 @@ class OpTimer {
   std::array<std::int64_t, static_cast<int>(Op::kCount)> calls_{};
 };
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -1,4 +1,4 @@
-#include "reference_forward.h"
+#include "harness/runner/model/reference_forward.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 
 #include "k3k/rope.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 namespace {
 
 using Vec = std::vector<double>;
@@ -295,4 +295,4 @@ std::vector<std::vector<double>> reference_logits(const k3model::ModelConfig& co
   return out;
 }
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

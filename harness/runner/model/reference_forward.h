@@ -10,10 +10,10 @@
 #include <span>
 #include <vector>
 
-#include "model_config.h"
-#include "model_weights.h"
+#include "harness/common/model/model_config.h"
+#include "harness/runner/model/model_weights.h"
 
-namespace k3bench::model {
+namespace k3runner::model {
 
 struct ReferenceOptions {
   bool quantize_activations = true;  // false: the float64 model with only the weights quantised
@@ -30,4 +30,4 @@ std::vector<std::vector<double>> reference_logits(const k3model::ModelConfig& co
 // Float64 dequantisation of a kRowTile32 matrix: [n][k] row-major.
 std::vector<double> dequantize(const k3k::W4B64Packed& w);
 
-}  // namespace k3bench::model
+}  // namespace k3runner::model

@@ -2,18 +2,18 @@
 // inside the kernel). The timed call is the attention alone; appends are timed by kv_append.
 #include <fmt/format.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/attention.h"
 #include "k3k/reference/attention.h"
-#include "ops/attention_shape.h"
+#include "harness/runner/ops/attention_shape.h"
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
 #include "k3k/tcm_attention.h"
-#include "tcm_context.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/tcm_context.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 class AttentionCase final : public OpCase {
@@ -202,4 +202,4 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<AttentionCase>(in, true); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

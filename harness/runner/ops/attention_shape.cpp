@@ -1,8 +1,8 @@
-#include "ops/attention_shape.h"
+#include "harness/runner/ops/attention_shape.h"
 
 #include "k3k/seeded_random.h"
 
-namespace k3bench {
+namespace k3runner {
 
 std::vector<KeySpec> attention_shape_keys(std::vector<KeySpec> keys, bool with_q_heads) {
   if (with_q_heads) keys.push_back(int_key("q_heads", "query heads", std::nullopt, 1, 1024));
@@ -34,4 +34,4 @@ std::vector<float> attention_inputs(std::int64_t count, std::uint64_t seed) {
   return v;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

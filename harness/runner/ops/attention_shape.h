@@ -4,9 +4,9 @@
 #include <vector>
 
 #include "k3k/kv_cache.h"
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 
 std::vector<KeySpec> attention_shape_keys(std::vector<KeySpec> leading, bool with_q_heads);
 // Cache configuration from the shape: rotary_dim 0 means the full head_dim (Qwen3); Qwen3.5's
@@ -15,4 +15,4 @@ k3k::KvCacheConfig kv_config_from(const KeyValues& shape, std::int64_t capacity,
 // Deterministic synthetic K/V/Q rows of magnitude O(1).
 std::vector<float> attention_inputs(std::int64_t count, std::uint64_t seed);
 
-}  // namespace k3bench
+}  // namespace k3runner

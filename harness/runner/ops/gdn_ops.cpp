@@ -7,16 +7,16 @@
 
 #include <fmt/format.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/cpu.h"
 #include "k3k/deltanet.h"
 #include "k3k/reference/attention.h"
 #include "k3k/reference/deltanet.h"
 #include "k3k/seeded_random.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 bool rvv_layer(k3k::KernelPath p) {
@@ -329,4 +329,4 @@ void add_gdn_ops(std::vector<OpInfo>& ops) {
            [](const KeyValues& s) { return s.integer("rows") * s.integer("dim"); });
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -1,15 +1,15 @@
 // kv_append: bulk (prefill) or one-token (tokens=1, decode) append; K rotated on write.
 #include <fmt/format.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/kv_cache.h"
 #include "k3k/reference/attention.h"
-#include "ops/attention_shape.h"
+#include "harness/runner/ops/attention_shape.h"
 #include "k3k/attention.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 class KvAppendCase final : public OpCase {
@@ -116,4 +116,4 @@ void add_kv_cache_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<KvAppendCase>(in); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -7,18 +7,18 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/linear.h"
 #include "k3k/reference/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/tcm_linear.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
-#include "run_settings.h"
-#include "tcm_context.h"
-#include "weight_cache.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
+#include "harness/runner/run_settings.h"
+#include "harness/runner/tcm_context.h"
+#include "harness/runner/weight_cache.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Type = KeySpec::Type;
@@ -488,4 +488,4 @@ void add_linear_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, true); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -5,10 +5,10 @@
 #include <cstring>
 
 #include "k3k/rounding.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Type = KeySpec::Type;
@@ -116,4 +116,4 @@ void add_membw_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<MembwCase>(in); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

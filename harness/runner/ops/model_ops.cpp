@@ -12,14 +12,14 @@
 
 #include <fmt/format.h>
 
-#include "errors.h"
-#include "model/forward.h"
-#include "model/model_check.h"
-#include "model/model_report.h"
-#include "model/model_weights.h"
-#include "ops/op_lists.h"
+#include "harness/runner/errors.h"
+#include "harness/runner/model/forward.h"
+#include "harness/runner/model/model_check.h"
+#include "harness/runner/model/model_report.h"
+#include "harness/runner/model/model_weights.h"
+#include "harness/runner/ops/op_lists.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -216,4 +216,4 @@ void add_model_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<ModelCase>(in, true); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -3,9 +3,9 @@
 
 #include <vector>
 
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 void add_quantize_ops(std::vector<OpInfo>& ops);
 void add_linear_ops(std::vector<OpInfo>& ops);
 void add_attention_ops(std::vector<OpInfo>& ops);
@@ -19,4 +19,4 @@ void add_model_ops(std::vector<OpInfo>& ops);
 
 // Common parameter of the ops that use TCM: which backend (auto, real, emulated, off).
 KeySpec tcm_backend_param();
-}  // namespace k3bench
+}  // namespace k3runner

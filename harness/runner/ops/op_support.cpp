@@ -1,10 +1,10 @@
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_support.h"
 
 #include <algorithm>
 
 #include "k3k/seeded_random.h"
 
-namespace k3bench {
+namespace k3runner {
 
 k3k::AlignedBuffer<float> make_activations(std::int64_t rows, std::int64_t cols, std::uint64_t seed) {
   k3k::AlignedBuffer<float> a(static_cast<std::size_t>(rows * cols));
@@ -52,4 +52,4 @@ Accuracy compare_outputs(std::span<const float> got, std::span<const double> ref
   return a;
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

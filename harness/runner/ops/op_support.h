@@ -8,9 +8,9 @@
 
 #include "k3k/aligned_buffer.h"
 #include "k3k/reference/compare.h"
-#include "op_case.h"
+#include "harness/runner/op_case.h"
 
-namespace k3bench {
+namespace k3runner {
 
 // Activation-like data: normal(0, 1) with a few channels 10x larger (LLM activations carry
 // outlier channels; per-row absmax quantisation must cope with them).
@@ -33,4 +33,4 @@ DumpArray dump_of(std::string name, std::string dtype, std::vector<std::int64_t>
                    count * static_cast<std::int64_t>(sizeof(T))};
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

@@ -18,10 +18,10 @@
 #endif
 
 #include "k3k/seeded_random.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 constexpr int kChains = 8;  // independent accumulators: enough to cover FMA latency x pipes
@@ -226,4 +226,4 @@ void add_peak_ops(std::vector<OpInfo>& ops) {
       }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

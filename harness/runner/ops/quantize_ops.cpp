@@ -3,13 +3,13 @@
 
 #include <fmt/format.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/quantize.h"
 #include "k3k/reference/linear.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 using Type = KeySpec::Type;
@@ -119,4 +119,4 @@ void add_quantize_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<QuantizeCase>(in, true); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

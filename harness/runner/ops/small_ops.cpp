@@ -1,17 +1,17 @@
 // Small ops needed for model-level runs: rmsnorm, swiglu, residual_add, embedding (W4B64 rows).
 #include <fmt/format.h>
 
-#include "errors.h"
+#include "harness/runner/errors.h"
 #include "k3k/embedding.h"
 #include "k3k/reference/linear.h"
 #include "k3k/reference/small_ops.h"
 #include "k3k/seeded_random.h"
 #include "k3k/small_ops.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
-#include "weight_cache.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
+#include "harness/runner/weight_cache.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 // rmsnorm / swiglu / residual_add over rows x dim floats.
@@ -150,4 +150,4 @@ void add_small_ops(std::vector<OpInfo>& ops) {
       [](const CaseInputs& in) { return std::make_unique<EmbeddingCase>(in); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

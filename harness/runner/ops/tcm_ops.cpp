@@ -8,12 +8,12 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "errors.h"
-#include "ops/op_lists.h"
-#include "ops/op_support.h"
-#include "tcm_context.h"
+#include "harness/runner/errors.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
+#include "harness/runner/tcm_context.h"
 
-namespace k3bench {
+namespace k3runner {
 namespace {
 
 class TcmBwCase final : public OpCase {
@@ -183,4 +183,4 @@ void add_tcm_ops(std::vector<OpInfo>& ops) {
              [](const CaseInputs& in) { return std::make_unique<TcmBwCase>(in); }});
 }
 
-}  // namespace k3bench
+}  // namespace k3runner

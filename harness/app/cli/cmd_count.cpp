@@ -1,0 +1,141 @@
+// `k3tune count`: instructions per call (and per weight / multiply-add) of kernel ops under
+// qemu-user, for each riscv64 runner and VLEN, stored as a run per runner (k3::bench
+// instruction_count.h has the method and the storage). Thin: parse, count, store, print.
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/app/cli/app_context.h"
+#include "harness/host/targets/build_presets.h"
+#include "harness/host/store/database.h"
+#include "harness/host/bench/instruction_count.h"
+
+namespace k3cli {
+namespace {
+
+struct Args {
+  std::vector<std::string> runners;  // path=binary
+  std::vector<std::string> cases = {"linear_decode n=2048,k=2048",
+                                    "linear_prefill m=16,n=2048,k=2048"};
+  std::vector<int> vlens = {128, 256, 512, 1024};
+  std::string plugin;
+  bool store = true;
+};
+
+std::pair<std::string, std::string> split(const std::string& text, char sep,
+                                          const std::string& option) {
+  const auto at = text.find(sep);
+  if (at == std::string::npos || at == 0 || at + 1 == text.size())
+    throw k3bench::UserError(fmt::format("{}: expected '<a>{}<b>', got '{}'", option, sep, text));
+  return {text.substr(0, at), text.substr(at + 1)};
+}
+
+std::string fixed(double v, int decimals) {
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+void run(const AppContext& ctx, const Args& a) {
+  k3bench::CountTools tools;
+  tools.plugin =
+      a.plugin.empty() ? ctx.root + "/build/third_party/qemu-plugin/libinsn_count.so" : a.plugin;
+  if (!std::filesystem::exists(tools.plugin))
+    throw k3bench::UserError(fmt::format(
+        "--plugin: {} is missing (bash scripts/build-qemu-plugin.sh builds it)", tools.plugin));
+  std::vector<std::pair<std::string, std::string>> runners;
+  for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
+  if (runners.empty()) {
+    // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built.
+    std::string looked;
+    for (const auto& p : k3targets::load_build_presets(ctx.root)) {
+      if (p.count_path.empty()) continue;
+      const std::string bin = k3targets::runner_binary(p.binary_dir);
+      looked += (looked.empty() ? "" : ", ") + bin;
+      if (std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
+    }
+    if (runners.empty())
+      throw k3bench::UserError(fmt::format("--runner: no riscv64 k3bench in {} (build them first)", looked));
+  }
+  for (const auto& [path, bin] : runners) {
+    if (!std::filesystem::exists(bin))
+      throw k3bench::UserError(fmt::format("--runner: {} does not exist", bin));
+  }
+  std::vector<std::pair<std::string, std::string>> cases;  // checked before anything is written
+  for (const auto& text : a.cases) cases.push_back(split(text, ' ', "--case"));
+  std::unique_ptr<k3store::Connection> db;
+  if (a.store) {
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+  }
+  nlohmann::json out = nlohmann::json::array();
+  if (!ctx.json) {
+    std::cout << fmt::format(
+        "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n", "path", "op",
+        "shape", "vlen", "ran", "ime2/call", "other/call", "total/call", "ime2/unit", "other/unit",
+        "total/unit");
+  }
+  for (const auto& [path, bin] : runners) {
+    std::vector<k3bench::CountResult> results;
+    for (const auto& [op, shape] : cases) {
+      for (int vlen : a.vlens) {
+        const k3bench::CountResult r = count_instructions(tools, {bin, path, op, shape, vlen});
+        const double u = r.units > 0 ? r.units : 1;
+        const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+        if (ctx.json) {
+          out.push_back({{"runner", bin},
+                         {"path", path},
+                         {"ran", ran},
+                         {"op", op},
+                         {"shape", shape},
+                         {"vlen", vlen},
+                         {"ime2_per_call", r.ime2},
+                         {"other_per_call", r.other},
+                         {"instructions_per_call", r.instructions},
+                         {"units_per_call", r.units},
+                         {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr}});
+        } else {
+          std::cout
+              << fmt::format(
+                     "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n",
+                     path, op, shape, vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
+                     fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
+                     r.units > 0 ? fixed(r.other / u, 5) : "",
+                     r.units > 0 ? fixed(r.instructions / u, 5) : "")
+              << std::flush;
+        }
+        results.push_back(r);
+      }
+    }
+    if (db) {
+      const std::string run_uuid = k3bench::store_counts(*db, "k3tune count", results);
+      if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
+    }
+  }
+  if (ctx.json) std::cout << out.dump(2) << "\n";
+}
+
+}  // namespace
+
+void add_count_command(CLI::App& app, AppContext& ctx) {
+  auto args = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand("count",
+                                 "instructions per call, per weight (decode) and per multiply-add "
+                                 "(prefill) under qemu-user, per runner and "
+                                 "VLEN; IME2 emulation builds split IME2 and other instructions; "
+                                 "stored as a run (metric 'instructions per call')");
+  cmd->add_option(
+      "--runner", args->runners,
+      "<path>=<riscv64 k3bench>, repeatable (default: the trees CMakePresets.json marks count_path: rvv=build/rvv, ime2=build/ime2-emu)");
+  cmd->add_option("--case", args->cases, "'<op> <shape>', repeatable")->capture_default_str();
+  cmd->add_option("--vlens", args->vlens, "VLENs of the emulated CPU")
+      ->delimiter(',')
+      ->capture_default_str();
+  cmd->add_option("--plugin", args->plugin,
+                  "counting plugin (default: build/third_party/qemu-plugin/libinsn_count.so)");
+  cmd->add_flag("!--no-store", args->store, "print only, store nothing");
+  cmd->callback([&ctx, args] { run(ctx, *args); });
+}
+
+}  // namespace k3cli

@@ -1,0 +1,111 @@
+// `k3tune model`: parse options, run a model's whole-model cells through the sweep (k3::bench
+// model_session), print the llm_bench-style table with the published figures beside it.
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/app/cli/app_context.h"
+#include "harness/host/bench/model_session.h"
+
+namespace k3cli {
+namespace {
+
+std::vector<int> parse_lengths(const std::string& text, const char* option) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    try {
+      std::size_t used = 0;
+      const int v = std::stoi(item, &used);
+      if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw k3bench::UserError(fmt::format("{}: '{}' is not a token count in [1, 1048576]", option, item));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void add_model_command(CLI::App& app, AppContext& ctx) {
+  struct Args {
+    std::string target = "local", model, pp = "64,128,256,512,1024", tg = "128";
+    int tg_prompt = 1, processes = 3, reps = 5, warmup = 1;
+    double target_ci = 0, timeout = 0;
+    std::string params, path = "auto", check = "sample";
+    bool resume = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "model",
+      "whole-model prefill (pp) and decode (tg) tokens per second of a model config, "
+      "P processes x R repetitions, into the database");
+  cmd->add_option("--model", a->model, "configs/models/NAME.toml (or a .toml path)")->required();
+  cmd->add_option("--target", a->target, "target name from the targets file")
+      ->capture_default_str();
+  cmd->add_option("--pp", a->pp, "prompt lengths of the prefill tests (comma list; '' for none)")
+      ->capture_default_str();
+  cmd->add_option("--tg", a->tg, "decode steps of the decode tests (comma list; '' for none)")
+      ->capture_default_str();
+  cmd->add_option("--tg-prompt", a->tg_prompt, "tokens prefilled (untimed) before decoding")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("-P,--processes", a->processes, "runner processes per test (fixed, as the peers)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option(
+         "--target-ci", a->target_ci,
+         "instead: add interleaved processes until the 95% CI is this fraction of the mean")
+      ->check(CLI::Range(0.0, 0.99));
+  cmd->add_option("-R,--reps", a->reps, "timed runs per process")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("--warmup", a->warmup, "untimed runs per process first")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
+  cmd->add_option("--params", a->params,
+                  "model_pp/model_tg parameters: workers, kv_dtype, gdn_chunk, weight_seed");
+  cmd->add_option("--path", a->path, "kernel layer: auto|generic|rvv|ime2")->capture_default_str();
+  cmd->add_option("--check", a->check, "first process's forward check: sample|none")
+      ->capture_default_str();
+  cmd->add_option("--timeout", a->timeout,
+                  "seconds per runner process (default: the target's timeout_s)");
+  cmd->add_flag("--resume", a->resume, "skip tests already measured for this build and target");
+  cmd->callback([&ctx, a, cmd] {
+    k3bench::ModelRequest r;
+    r.model = a->model;
+    r.runs.prompt_lengths = a->pp.empty() ? std::vector<int>{} : parse_lengths(a->pp, "--pp");
+    r.runs.decode_steps = a->tg.empty() ? std::vector<int>{} : parse_lengths(a->tg, "--tg");
+    r.runs.decode_prompt = a->tg_prompt;
+    r.params = a->params;
+    r.published = ctx.root + "/configs/published/k3.toml";
+    k3bench::BenchRequest& b = r.bench;
+    b.settings.set("repetitions", std::to_string(a->reps), "--reps");
+    b.settings.set("warmup", std::to_string(a->warmup), "--warmup");
+    b.settings.set("iterations", "1", "k3tune model");  // one timed run per repetition
+    b.settings.set("path", a->path, "--path");
+    b.settings.set("check", a->check, "--check");
+    b.plan.processes = a->processes;
+    b.plan.target_ci = a->target_ci;
+    b.timeout_s = a->timeout;
+    b.resume = a->resume;
+    b.progress = !ctx.quiet;
+    b.db_path = ctx.db_path();
+    b.command_line = "k3tune model";
+    for (const auto* o : cmd->get_options())
+      if (o->count() > 0 && o->get_name() != "--help")
+        for (const auto& v : o->results()) b.command_line += " " + o->get_name() + " " + v;
+    auto target = ctx.target(a->target);
+    const k3bench::ModelOutcome out = run_model(*target, ctx.root, r);
+    if (ctx.json)
+      std::cout << k3bench::model_json(out).dump(2) << "\n";
+    else
+      std::cout << k3bench::model_markdown(out, a->target);
+    if (out.bench.report.failed_cells() > 0) exit_code() = kCellsFailed;
+  });
+}
+
+}  // namespace k3cli

@@ -1,0 +1,310 @@
+// `k3tune selfcheck stats`: parse options, run the selfcheck (k3::bench), store the noise floor,
+// print the rates with their intervals (or the JSON contract scripts read).
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/app/cli/app_context.h"
+#include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "harness/host/bench/defaults.h"
+#include "harness/host/bench/progress.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/selfcheck.h"
+#include "harness/host/bench/synthetic_runner.h"
+
+namespace k3cli {
+namespace {
+
+struct Args {
+  std::string target = "local";
+  std::vector<std::string> cells = {"linear_decode n=2048,k=2048",
+                                    "linear_prefill m=128,n=2048,k=2048"};
+  int trials = 0;  // 0: 40 on a target, 2000 on the synthetic runner
+  std::vector<double> slowdowns = {0.03, 0.05, 0.10};
+  k3bench::ProcessPlan plan;
+  // The bench's process budget, with shorter repetitions: the factor study found repetition
+  // length does not change the process-to-process spread, and the selfcheck must fit ~15 minutes.
+  double min_time_s = 0.02;
+  int repetitions = k3bench::defaults::kRepetitions;
+  double time_budget_s = 900;
+  bool synthetic = false;
+  // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
+  // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
+  // 3.5% independent process spread on a 5% drift correlated 0.98 between neighbours.
+  k3bench::NoiseModel noise{.base_ns = 100000,
+                   .between = 0.035,
+                   .within = 0.005,
+                   .drift = 0.05,
+                   .drift_correlation = 0.98};
+  std::uint64_t seed = 1;
+  bool store = true;
+  k3stats::CompareOptions compare;
+};
+
+// "op shape [params]" -> a cell normalised against the runner's catalog (or taken as given for the
+// synthetic runner, which has no catalog).
+k3bench::CellSpec parse_cell(const std::string& text, const k3bench::Catalog* catalog,
+                    const k3bench::MeasureSettings& settings) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find(' ', pos);
+    if (end != pos)
+      parts.push_back(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    throw k3bench::UserError(fmt::format(
+        "--cell '{}': expected \"OP SHAPE [PARAMS]\", e.g. \"linear_decode n=2048,k=2048\"", text));
+  k3bench::CellSpec c;
+  c.op = parts[0];
+  c.settings = settings;
+  const auto shape = k3bench::parse_kv(parts[1], "--cell " + text);
+  const auto params = parts.size() == 3 ? k3bench::parse_kv(parts[2], "--cell " + text)
+                                        : std::map<std::string, std::string>{};
+  if (catalog != nullptr) {
+    const k3bench::OpSpec& op = catalog->op(c.op, "--cell");
+    c.shape = catalog->normalise(op, shape, true, "--cell " + text);
+    c.params = catalog->normalise(op, params, false, "--cell " + text);
+  } else {
+    c.shape = shape;
+    c.params = params;
+  }
+  return c;
+}
+
+nlohmann::json proportion_json(const k3stats::Proportion& p) {
+  return {{"rate", p.rate},
+          {"ci95_low", p.low},
+          {"ci95_high", p.high},
+          {"count", p.successes},
+          {"trials", p.trials}};
+}
+
+std::string percent_key(double x) {
+  return fmt::format("{:g}%", x * 100);
+}
+
+nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds, const Args& a,
+                           const std::string& target) {
+  nlohmann::json detection = nlohmann::json::object();
+  for (const auto& d : r.detections) detection[percent_key(d.injected)] = proportion_json(d.rate);
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : r.cells) {
+    nlohmann::json det = nlohmann::json::object();
+    for (const auto& d : c.detections) {
+      det[percent_key(d.injected)] = proportion_json(d.rate);
+      det[percent_key(d.injected)]["measured_mean"] = d.measured_mean;
+      det[percent_key(d.injected)]["extra_work_ns"] = d.extra_work_ns;
+    }
+    cells.push_back({{"op", c.cell.op},
+                     {"shape", c.cell.shape},
+                     {"params", c.cell.params},
+                     {"base_ns_per_call", c.base_ns},
+                     {"iterations", c.iterations},
+                     {"trials", c.trials},
+                     {"false_positive_rate", proportion_json(c.false_positives)},
+                     {"detection_rate", det},
+                     {"noise_floor", c.noise_floor},
+                     {"abs_diff_q95", c.abs_diff_q95},
+                     {"minimum_detectable_effect", c.minimum_detectable_effect},
+                     {"mean_processes_per_configuration", c.mean_processes},
+                     {"configurations_at_max_processes", c.processes_at_max},
+                     {"processes", c.processes}});
+  }
+  const double fp_high = r.false_positives.rate;
+  double det5 = -1;
+  for (const auto& d : r.detections)
+    if (std::fabs(d.injected - 0.05) < 1e-9) det5 = d.rate.rate;
+  nlohmann::json targets = {{"false_positive_rate_at_most_5pct", fp_high <= 0.05},
+                            {"detects_5pct_in_at_least_80pct", det5 >= 0.8}};
+  return {{"target", target},
+          {"runner", a.synthetic ? "synthetic" : "k3bench"},
+          {"trials", r.trials},
+          {"cut_by_time_budget", r.cut_by_time_budget},
+          {"false_positive_rate", proportion_json(r.false_positives)},
+          {"detection_rate", detection},
+          {"noise_floor", r.noise_floor},
+          {"minimum_detectable_effect", r.minimum_detectable_effect},
+          {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
+          {"budget",
+           {{"min_processes", rounds.min_processes},
+            {"max_processes", rounds.max_processes},
+            {"target_ci", rounds.target_ci},
+            {"repetitions", a.repetitions},
+            {"min_time_s", a.min_time_s}}},
+          {"test",
+           {{"method",
+             "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided"},
+            {"alpha", a.compare.alpha},
+            {"min_effect", a.compare.min_effect},
+            {"power_for_mde", a.compare.power}}},
+          {"targets_met", targets},
+          {"cells", cells}};
+}
+
+void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds, const Args& a,
+                  const std::string& target) {
+  fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
+             a.synthetic ? "synthetic runner" : "k3bench", r.trials,
+             r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
+  fmt::print(
+      "  budget per configuration: {}..{} processes (two-stage), target CI {:.1f}%, {} x {} s "
+      "repetitions; paired "
+      "t on per-round log ratios, alpha {}, minimum effect {:.0f}%\n",
+      rounds.min_processes, rounds.max_processes, rounds.target_ci * 100, a.repetitions,
+      a.min_time_s, a.compare.alpha, a.compare.min_effect * 100);
+  auto line = [](const char* what, const k3stats::Proportion& p) {
+    fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes,
+               p.trials, 100 * p.rate, 100 * p.low, 100 * p.high);
+  };
+  for (const auto& c : r.cells) {
+    fmt::print(
+        "  {} {}: {:.1f} us per call, noise floor {:.2f}% (|diff| q95 {:.2f}%), MDE {:.2f}%, "
+        "{:.1f} processes "
+        "per configuration ({} at the maximum)\n",
+        c.cell.label(), k3bench::to_kv(c.cell.params), c.base_ns / 1e3, 100 * c.noise_floor,
+        100 * c.abs_diff_q95, 100 * c.minimum_detectable_effect, c.mean_processes,
+        c.processes_at_max);
+  }
+  line("A vs A false positives", r.false_positives);
+  for (const auto& d : r.detections) {
+    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+  }
+  fmt::print(
+      "  noise floor {:.2f}%, minimum detectable effect {:.2f}% (the largest over the cells)\n",
+      100 * r.noise_floor, 100 * r.minimum_detectable_effect);
+  for (const auto& d : r.detections) {
+    if (std::fabs(d.injected - 0.05) < 1e-9 && d.rate.rate < 0.8) {
+      fmt::print(
+          "  NOT MET: a 5% slowdown is detected in {:.0f}% of trials (target 80%): at this budget "
+          "the minimum "
+          "detectable effect is {:.1f}%; more processes (--max-processes) or a quieter machine are "
+          "needed\n",
+          100 * d.rate.rate, 100 * r.minimum_detectable_effect);
+    }
+  }
+  if (r.false_positives.rate > 0.05) {
+    fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n",
+               100 * r.false_positives.rate);
+  }
+}
+
+void run(const AppContext& ctx, Args a) {
+  k3bench::RoundsOptions rounds;
+  rounds.min_processes = a.plan.processes > 0 ? a.plan.processes : k3bench::defaults::kMinProcesses;
+  rounds.target_ci = a.plan.target_ci >= 0 ? a.plan.target_ci : k3bench::defaults::kTargetCi;
+  rounds.max_processes = a.plan.max_processes > 0 ? a.plan.max_processes
+                         : rounds.target_ci > 0
+                             ? std::max(k3bench::defaults::kMaxProcesses, rounds.min_processes)
+                             : rounds.min_processes;
+  k3bench::MeasureSettings settings;
+  settings.min_time_s = a.min_time_s;
+  settings.repetitions = a.repetitions;
+  k3bench::SelfcheckOptions opt;
+  opt.rounds = rounds;
+  opt.slowdowns = a.slowdowns;
+  opt.compare = a.compare;
+  opt.time_budget_s = a.synthetic ? 0 : a.time_budget_s;
+  opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
+
+  std::unique_ptr<k3targets::Target> target;
+  std::unique_ptr<k3bench::ProcessExecutor> executor;
+  k3bench::SweepBuild build;
+  std::string target_name = "synthetic";
+  if (a.synthetic) {
+    executor = std::make_unique<k3bench::SyntheticExecutor>(a.noise, a.seed);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, nullptr, settings));
+  } else {
+    target = ctx.target(a.target);
+    target_name = target->name();
+    const k3bench::Catalog catalog = k3bench::Catalog::from_target(*target);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, &catalog, settings));
+    executor = std::make_unique<k3bench::RunnerExecutor>();
+    build = {target.get(), k3bench::sha256_file(target->runner_path()), ""};
+    opt.timeout_s = target->config().timeout_s;
+  }
+  k3bench::Progress progress(opt.trials, !ctx.quiet);
+  const k3bench::SelfcheckResult r =
+      run_selfcheck(*executor, build, opt, [&](int done, int total, const std::string& what) {
+        progress.set_total(total);
+        progress.update(done, fmt::format("trial {}/{} {}", done + 1, total, what));
+      });
+  progress.finish();
+  if (!a.synthetic && a.store) {
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    const std::string now = k3store::now_utc();
+    k3store::Transaction tx(*db);
+    for (const auto& c : r.cells) {
+      k3store::insert_noise_floor(
+          *db, {target_name, c.cpu_model, c.cell.op, c.cell.shape.dump(), now, c.trials,
+                c.mean_processes, c.noise_floor, c.abs_diff_q95, c.minimum_detectable_effect,
+                nlohmann::json{{"params", c.cell.params},
+                               {"measure", c.cell.settings.to_json()},
+                               {"min_processes", rounds.min_processes},
+                               {"max_processes", rounds.max_processes},
+                               {"target_ci", rounds.target_ci}}
+                    .dump()});
+    }
+    tx.commit();
+  }
+  if (ctx.json)
+    std::cout << result_json(r, rounds, a, target_name).dump(2) << "\n";
+  else
+    print_result(r, rounds, a, target_name);
+}
+
+}  // namespace
+
+void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
+  auto* sc = app.add_subcommand("selfcheck", "check k3tune itself");
+  sc->require_subcommand(1);
+  auto a = std::make_shared<Args>();
+  auto* stats = sc->add_subcommand("stats",
+                                   "measured false-positive and detection rates of the A/B test, "
+                                   "the noise floor and the minimum "
+                                   "detectable effect at the default budget");
+  stats->add_option("--target", a->target, "target name")->capture_default_str();
+  stats->add_option("--cell", a->cells, "representative cell \"OP SHAPE [PARAMS]\" (repeatable)")
+      ->capture_default_str();
+  stats->add_option("--trials", a->trials, "trials (default 40; 2000 with --synthetic)")
+      ->check(CLI::Range(1, 1000000));
+  stats->add_option("--slowdown", a->slowdowns, "injected slowdowns as fractions (repeatable)")
+      ->capture_default_str();
+  stats->add_option("-P,--processes", a->plan.processes,
+                    "processes per configuration at least (default: bench's)");
+  stats->add_option("--max-processes", a->plan.max_processes,
+                    "adaptive ceiling (default: bench's)");
+  stats->add_option("--target-ci", a->plan.target_ci, "adaptive CI target (default: bench's)");
+  stats->add_option("-R,--reps", a->repetitions, "repetitions per process")->capture_default_str();
+  stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
+  stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
+      ->capture_default_str();
+  stats->add_option("--min-effect", a->compare.min_effect, "minimum relative effect")
+      ->capture_default_str();
+  stats->add_option("--alpha", a->compare.alpha, "significance level")->capture_default_str();
+  stats->add_flag("!--no-store", a->store, "do not record the noise floor in the database");
+  stats->add_flag("--synthetic", a->synthetic,
+                  "a seeded synthetic-noise runner instead of the target (truth known)");
+  stats->add_option("--noise-between", a->noise.between, "synthetic: sd of the log process level")
+      ->capture_default_str();
+  stats->add_option("--noise-within", a->noise.within, "synthetic: sd of the log repetition noise")
+      ->capture_default_str();
+  stats->add_option("--noise-drift", a->noise.drift, "synthetic: sd of the machine's log drift")
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-drift-correlation", a->noise.drift_correlation,
+                   "synthetic: correlation of the drift between consecutive processes")
+      ->capture_default_str();
+  stats->add_option("--seed", a->seed, "synthetic: seed")->capture_default_str();
+  stats->callback([&ctx, a] { run(ctx, *a); });
+}
+
+}  // namespace k3cli

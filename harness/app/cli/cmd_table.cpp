@@ -1,0 +1,106 @@
+// `k3tune table show | validate | diff | verify`: read tuning tables (k3::tuner's table module), and
+// re-measure one on a target.
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/app/cli/app_context.h"
+#include "tuner/table.h"
+#include "tuner/verify_command.h"
+
+namespace k3cli {
+
+void add_table_command(CLI::App& app, AppContext& ctx) {
+  auto* table = app.add_subcommand("table", "show, validate, diff or verify tuning tables");
+  table->require_subcommand(1);
+  auto file = std::make_shared<std::string>();
+  auto* show = table->add_subcommand("show", "one line per entry: class, parameters, speed-up with its CI");
+  show->add_option("file", *file, "table JSON")->required();
+  show->callback([&ctx, file] {
+    const auto t = k3tuner::read_table(*file);
+    if (ctx.json) {
+      std::cout << t.dump(2) << "\n";
+      return;
+    }
+    std::cout << k3tuner::show_table(t);
+  });
+  auto vfile = std::make_shared<std::string>();
+  auto* validate = table->add_subcommand("validate", "check a table against the schema and its invariants");
+  validate->add_option("file", *vfile, "table JSON")->required();
+  validate->callback([&ctx, vfile] {
+    const auto t = k3tuner::read_table(*vfile);
+    const auto check = k3tuner::validate_table(t, ctx.root + "/configs/schema/tuning-table.schema.json");
+    const auto problems = check.lines();
+    if (ctx.json) {
+      std::cout << nlohmann::json{{"file", *vfile},
+                                  {"valid", check.valid()},
+                                  {"problems", problems},
+                                  {"schema_problems", check.schema_problems},
+                                  {"loader", check.loader.empty() ? nlohmann::json(nullptr) : nlohmann::json(check.loader)}}
+                       .dump(2)
+                << "\n";
+    } else if (check.valid()) {
+      fmt::print("{}: valid ({} entries)\n", *vfile, t["entries"].size());
+    } else {
+      for (const auto& p : problems) fmt::print(stderr, "{}: {}\n", *vfile, p);
+    }
+    if (!check.valid()) exit_code() = kProblems;
+  });
+  auto files = std::make_shared<std::vector<std::string>>();
+  auto* diff = table->add_subcommand("diff", "entries added, removed and changed between two tables");
+  diff->add_option("files", *files, "OLD NEW")->required()->expected(2);
+  diff->callback([files] {
+    std::cout << k3tuner::diff_tables(k3tuner::read_table(files->at(0)), k3tuner::read_table(files->at(1)));
+  });
+
+  struct VerifyArgs {
+    std::string target = "local";
+    k3tuner::VerifyCommand c;
+  };
+  auto v = std::make_shared<VerifyArgs>();
+  auto* verify = table->add_subcommand(
+      "verify", "re-measure the table's choices against the defaults, interleaved: realised speed-up per entry");
+  verify->add_option("--table", v->c.table, "table JSON")->required();
+  verify->add_option("--target", v->target, "target name")->capture_default_str();
+  verify->add_option("--processes", v->c.processes, "processes per side and entry")->capture_default_str();
+  verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per process")->capture_default_str();
+  verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")->capture_default_str();
+  verify->add_flag("--force", v->c.force, "measure a table made for another board, or on an emulated target");
+  verify->callback([&ctx, v] {
+    v->c.root = ctx.root;
+    v->c.db_path = ctx.db_path();
+    v->c.command_line = "k3tune table verify --table " + v->c.table + " --target " + v->target;
+    auto target = ctx.target(v->target);
+    const auto out = k3tuner::run_verify(*target, v->c);
+    if (ctx.json) {
+      nlohmann::json entries = nlohmann::json::array();
+      for (const auto& e : out.entries)
+        entries.push_back({{"id", e.id},           {"verdict", e.verdict},   {"shape", e.shape},
+                           {"params", e.params},   {"claimed_speedup", e.claimed}, {"evidence", e.evidence.to_json()}});
+      std::cout << nlohmann::json{{"target", out.facts.describe}, {"run", out.run_uuid}, {"entries", entries},
+                                  {"faster", out.faster},         {"slower", out.slower}, {"no_difference", out.same},
+                                  {"failed", out.failed},         {"geomean_speedup", out.geomean_speedup},
+                                  {"verdict", out.verdict}}
+                       .dump(2)
+                << "\n";
+    } else {
+      fmt::print("target {}; run {}\n", out.facts.describe, out.run_uuid);
+      fmt::print("{:<44} {:>12} {:>12} {:>9} {:>17} {:>8}  {}\n", "entry", "table ns", "defaults ns", "speed-up",
+                 "95% CI", "claimed", "verdict");
+      for (const auto& e : out.entries) {
+        if (e.verdict.starts_with("failed")) {
+          fmt::print("{:<44} {}\n", e.id, e.verdict);
+          continue;
+        }
+        fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>8.3f}x {:>8.3f}..{:<7.3f} {:>7.3f}x  {}\n", e.id, e.evidence.mean,
+                   e.evidence.default_mean, e.evidence.speedup, e.evidence.speedup_low, e.evidence.speedup_high,
+                   e.claimed, e.verdict);
+      }
+      fmt::print("{}\n", out.verdict);
+    }
+    if (out.slower > 0 || out.failed > 0) exit_code() = kProblems;
+  });
+}
+
+}  // namespace k3cli

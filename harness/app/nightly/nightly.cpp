@@ -1,0 +1,310 @@
+#include "harness/app/nightly/nightly.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/host/store/database.h"
+#include "harness/host/farm/farm.h"
+#include "harness/app/nightly/nightly_profile.h"
+#include "harness/app/nightly/nightly_store.h"
+#include "harness/host/bench/provenance.h"
+#include "reports/runner_store.h"
+#include "harness/host/targets/target.h"
+#include "harness/host/bench/user_error.h"
+
+namespace k3nightly {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+std::string utc_stamp() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H%MZ", &tm);
+  return buf;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// Runs `argv` in this process group (a kill of the nightly takes its steps with it), stdout to
+// `out_path`, stderr to `log_path`. Returns the exit code (128 + signal when killed).
+int run_step(const std::vector<std::string>& argv, const std::string& out_path,
+             const std::string& log_path, const std::map<std::string, std::string>& env = {}) {
+  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  if (out < 0 || log < 0) throw k3bench::UserError(fmt::format("{}: cannot write the step's log", log_path));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out, STDOUT_FILENO);
+    dup2(log, STDERR_FILENO);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out);
+  close(log);
+  if (pid < 0) return 127;
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+// What later steps and the summary need from a step's JSON output.
+nlohmann::json detail_of(const std::string& out_path) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(read_text(out_path));
+  } catch (const nlohmann::json::exception&) {
+    return nlohmann::json::object();
+  }
+  nlohmann::json d = nlohmann::json::object();
+  for (const char* k : {"run_uuid", "build_hash", "sweep_uuid", "runs", "quarantined",
+                        "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
+                        "unmeasured_cells", "samples_before", "samples_after", "comparisons"})
+    if (j.is_object() && j.contains(k)) d[k] = j[k];
+  return d;
+}
+
+std::string host_runner(const NightlyRequest& rq) {
+  const std::string file =
+      rq.targets_file.empty() ? rq.root + "/configs/targets.toml" : rq.targets_file;
+  const auto configs = k3targets::load_target_configs(file);
+  const auto it = configs.find("local");
+  if (it == configs.end()) throw k3bench::UserError(fmt::format("{}: no target 'local'", file));
+  return k3targets::make_target(it->second, rq.root)->runner_path();
+}
+
+// Today's host runner, and the previous nightly's kept runner to interleave it with.
+void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const std::string& id,
+                     NightlyState& s) {
+  const std::string runner = host_runner(rq);
+  if (!fs::exists(runner)) return;
+  s.host_hash = k3bench::sha256_file(runner);
+  const auto prev = previous_nightly(db, id);
+  if (!prev) {
+    s.baseline_note = "no previous nightly in this database: no regression verdict tonight";
+    return;
+  }
+  if (prev->host_build_hash == s.host_hash) {
+    s.baseline_note = fmt::format(
+        "same host runner as nightly {} ({}): the code did not change, nothing to compare",
+        prev->nightly_id, s.host_hash.substr(0, 12));
+    return;
+  }
+  const auto kept =
+      k3reports::find_runner(k3reports::default_runners_dir(rq.db_path), prev->host_build_hash, "");
+  if (kept.path.empty()) {
+    s.baseline_note = fmt::format("the runner of nightly {} ({}) was not kept: {}",
+                                  prev->nightly_id, prev->host_build_hash.substr(0, 12), kept.note);
+    return;
+  }
+  s.baseline_runner = kept.path;
+  s.baseline_note = fmt::format("verdict against nightly {} (runner {}), measured interleaved",
+                                prev->nightly_id, prev->host_build_hash.substr(0, 12));
+}
+
+struct StepLine {
+  std::string name, status, note;
+  int exit_code = 0;
+  double wall_s = 0;
+};
+
+std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
+                         const std::vector<StepLine>& lines, const NightlyState& s) {
+  std::string t = fmt::format("# Nightly {} ({} profile, farm {})\n\n", o.id, rq.profile, rq.farm);
+  t += fmt::format("Verdict: {} (exit {})\n\n", o.verdict, o.exit_code);
+  if (!s.baseline_note.empty()) t += fmt::format("Baseline: {}\n\n", s.baseline_note);
+  t += "| step | status | exit | wall s | note |\n|---|---|---|---|---|\n";
+  for (const auto& l : lines)
+    t += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", l.name, l.status, l.exit_code, l.wall_s,
+                     l.note);
+  t += fmt::format(
+      "\nReport: {0}/report.html, {0}/summary.md\nTables: {0}/tables/\nLogs: {0}/logs/\n"
+      "Database: {1}\n",
+      o.dir, rq.db_path);
+  return t;
+}
+
+}  // namespace
+
+// The farm's shape for the plan: built-in or not, and the runner variants its boards deploy (a
+// board with an explicit runner path deploys that file: nothing to build for it).
+NightlyFarm nightly_farm(const NightlyRequest& rq) {
+  const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
+  NightlyFarm f;
+  f.builtin = config.source == "built-in";
+  for (const auto& b : config.boards) {
+    if (!b.runner.empty()) continue;
+    if (std::find(f.variants.begin(), f.variants.end(), b.variant) == f.variants.end())
+      f.variants.push_back(b.variant);
+  }
+  return f;
+}
+
+NightlyOutcome run_nightly(const NightlyRequest& in) {
+  const auto start = Clock::now();
+  NightlyRequest rq = in;
+  NightlyOutcome o;
+  if (!rq.resume.empty()) {
+    const std::string meta = rq.resume + "/nightly.json";
+    if (!fs::exists(meta))
+      throw k3bench::UserError(
+          fmt::format("--resume {}: not a nightly directory (no nightly.json)", rq.resume));
+    const auto j = nlohmann::json::parse(read_text(meta));
+    rq.profile = j.value("profile", rq.profile);
+    rq.farm = j.value("farm", rq.farm);
+    rq.build = j.value("build", rq.build);
+    o.dir = fs::absolute(rq.resume).lexically_normal().string();
+  } else {
+    o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
+                           : fs::absolute(rq.dir).lexically_normal().string();
+    if (fs::exists(o.dir + "/nightly.json"))
+      throw k3bench::UserError(fmt::format("{}: a nightly already ran here; continue it with --resume {}",
+                                  o.dir, o.dir));
+  }
+  if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
+  o.id = fs::path(o.dir).filename().string();
+  const auto steps = nightly_steps(rq.profile, rq.build, nightly_farm(rq));
+
+  fs::create_directories(o.dir + "/tables");
+  fs::create_directories(o.dir + "/logs");
+  std::ofstream(o.dir + "/nightly.json") << nlohmann::json{{"id", o.id},
+                                                           {"profile", rq.profile},
+                                                           {"farm", rq.farm},
+                                                           {"build", rq.build},
+                                                           {"database", rq.db_path}}
+                                                .dump(2)
+                                         << "\n";
+  fs::create_directories(fs::absolute(rq.db_path).parent_path());
+  auto db = k3store::open_database(rq.db_path, k3store::OpenMode::kCreateOrUpdate);
+  begin_nightly(*db, {o.id, rq.profile, o.dir, "", "running", std::nullopt, "", ""});
+  fmt::print("nightly {}: {} profile, farm {}, {} steps; artifacts {}; database {}\n", o.id,
+             rq.profile, rq.farm, steps.size(), o.dir, rq.db_path);
+  std::fflush(stdout);
+
+  NightlyState state;
+  state.dir = o.dir;
+  state.farm = rq.farm;
+  std::vector<StepLine> lines;
+  bool failed = false, cells_failed = false;
+  int verdict_code = -1;
+  for (std::size_t i = 0; i < steps.size() && !failed; ++i) {
+    const NightlyStep& step = steps[i];
+    StepLine line{step.name, "done", "", 0, 0};
+    const auto earlier = find_step(*db, o.id, step.name);
+    if (const auto& done = earlier; done && done->status == "done") {
+      state.details[step.name] = done->detail_json.empty()
+                                     ? nlohmann::json::object()
+                                     : nlohmann::json::parse(done->detail_json);
+      line.note = "done by an earlier attempt";
+      lines.push_back(line);
+      fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, steps.size(), step.name);
+      continue;
+    }
+    if (step.name == "verdict-bench") choose_baseline(rq, *db, o.id, state);
+    std::vector<std::string> argv{rq.self_exe, "--root", rq.root, "--db", rq.db_path, "-q"};
+    if (!rq.targets_file.empty()) argv.insert(argv.end(), {"--targets", rq.targets_file});
+    const auto args = step.args(state);
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::string command = fmt::format("k3tune {}", fmt::join(args, " "));
+    fmt::print("[{}/{}] {}: {}\n", i + 1, steps.size(), step.name, command);
+    std::fflush(stdout);
+    if (step.leases && earlier) {
+      std::vector<std::string> release{rq.self_exe, "--root", rq.root, "--db",    rq.db_path,
+                                       "farm",      "--farm", rq.farm, "release", "--stale"};
+      const std::string log = o.dir + "/logs/" + step.name + ".log";
+      const int rc = run_step(release, o.dir + "/logs/" + step.name + "-release.out", log);
+      fmt::print(
+          "[{}/{}] {}: cut short earlier; stale leases it left recovered (k3tune farm "
+          "release --stale: exit {})\n",
+          i + 1, steps.size(), step.name, rc);
+    }
+    begin_step(*db, o.id, step.name, static_cast<int>(i), command);
+    const auto t0 = Clock::now();
+    const std::string out_path = o.dir + "/logs/" + step.name + (step.json ? ".json" : ".out");
+    const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log", step.env);
+    line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    line.exit_code = code;
+    const nlohmann::json detail = step.json ? detail_of(out_path) : nlohmann::json::object();
+    state.details[step.name] = detail;
+    const bool ok = step.ok_codes.count(code) > 0;
+    finish_step(*db, o.id, step.name, ok, code, line.wall_s, detail.dump());
+    if (!ok) {
+      failed = true;
+      line.status = "FAILED";
+      line.note = fmt::format("see {}/logs/{}.log", o.dir, step.name);
+    } else if (code == 3) {
+      cells_failed = true;
+      line.note = "some cells failed or boards were quarantined";
+    } else if (code == 1) {
+      line.note = fmt::format("the table is NOT VERIFIED (an entry slower than the defaults or not "
+                              "measured): see {}/logs/{}.out",
+                              o.dir, step.name);
+    }
+    if (step.verdict && ok) verdict_code = code;
+    if (detail.contains("samples_after"))
+      line.note += fmt::format("{}samples in the database {} -> {}", line.note.empty() ? "" : "; ",
+                               detail.value("samples_before", 0), detail.value("samples_after", 0));
+    fmt::print("[{}/{}] {}: {} in {:.1f} s (exit {}){}\n", i + 1, steps.size(), step.name,
+               line.status, line.wall_s, code, line.note.empty() ? "" : "; " + line.note);
+    std::fflush(stdout);
+    lines.push_back(line);
+  }
+  if (state.host_hash.empty() && !failed) choose_baseline(rq, *db, o.id, state);
+  std::string status;
+  if (failed) {
+    o.exit_code = 1;
+    status = "failed";
+    o.verdict = fmt::format("a step failed; continue with: k3tune nightly --resume {}", o.dir);
+  } else if (verdict_code == 4) {
+    o.exit_code = 4;
+    status = "regression";
+    o.verdict = "REGRESSION against the previous nightly (see summary.md)";
+  } else {
+    o.exit_code = cells_failed || verdict_code == 3 ? 3 : 0;
+    status = "ok";
+    o.verdict = state.baseline_runner.empty()
+                    ? fmt::format("no regression verdict ({})", state.baseline_note)
+                    : "no regression against the previous nightly";
+    if (o.exit_code == 3) o.verdict += "; some cells failed or boards were quarantined";
+  }
+  finish_nightly(*db, o.id, status, o.exit_code, failed ? "" : state.host_hash,
+                 state.details.value("verdict-bench", nlohmann::json::object())
+                     .value("run_uuid", std::string()));
+  o.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  const std::string text = summary_text(o, rq, lines, state);
+  std::ofstream(o.dir + "/nightly.md") << text;
+  // The report's summary.md gets the nightly's steps appended once (the verdict stays first).
+  const std::string summary = o.dir + "/summary.md";
+  if (fs::exists(summary) && !failed &&
+      read_text(summary).find("\n# Nightly ") == std::string::npos)
+    std::ofstream(summary, std::ios::app) << "\n" << text;
+  return o;
+}
+
+}  // namespace k3nightly

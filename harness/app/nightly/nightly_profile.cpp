@@ -1,0 +1,196 @@
+#include "harness/app/nightly/nightly_profile.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "harness/host/bench/user_error.h"
+
+namespace k3nightly {
+namespace {
+
+using Args = std::vector<std::string>;
+
+struct Profile {
+  std::vector<std::string> variants;     // build steps
+  Args bench_cells;                      // cells of the farm bench
+  Args bench_plan;                       // its process plan and repetitions
+  std::vector<std::string> farm_boards;  // empty: every board of the farm
+  bool ime2_emu = false;
+  Args tune_shape;
+  std::string tune_budget;
+  bool tune_qemu = false;
+  Args verdict_cells;
+  Args verdict_plan;
+};
+
+Profile profile(const std::string& name) {
+  // Qwen3-0.6B: hidden 1024, intermediate 3072, 16 query / 8 KV heads of 128.
+  const Args two_decode = {"--op",          "linear_decode", "--shape",
+                           "n=1024,k=1024", "--shape",       "n=3072,k=1024"};
+  const Args quick_plan = {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"};
+  if (name == "quick")
+    return {{"host", "rvv", "ime2-emu"},
+            two_decode,
+            quick_plan,
+            {"host", "qemu-vlen256", "qemu-vlen1024"},
+            true,
+            {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
+            "8",
+            true,
+            two_decode,
+            {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
+  if (name == "full")
+    return {{"host", "rvv", "ime2-emu"},
+            {"--model", "qwen3-0.6b"},
+            {},
+            {},
+            true,
+            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+            "40",
+            true,
+            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+            {}};
+  if (name == "smoke")
+    return {{"host"},
+            {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
+            quick_plan,
+            {"host"},
+            false,
+            {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
+            "4",
+            false,
+            {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
+            {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
+  throw k3bench::UserError(fmt::format("--profile: unknown profile '{}' (quick, full, smoke)", name));
+}
+
+Args cat(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+}  // namespace
+
+std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
+                                       const NightlyFarm& farm) {
+  Profile p = profile(name);
+  if (!farm.builtin) {
+    p.farm_boards.clear();
+    for (const auto& v : farm.variants)
+      if (std::find(p.variants.begin(), p.variants.end(), v) == p.variants.end())
+        p.variants.push_back(v);
+  }
+  std::vector<NightlyStep> steps;
+  if (build)
+    for (const auto& v : p.variants)
+      steps.push_back({"build-" + v, [v](const NightlyState&) {
+                         return Args{"build", "--variant", v};
+                       }});
+  // Deploy + probe every board; a board that fails is quarantined and the bench goes on without it.
+  steps.push_back({"deploy-probe",
+                   [p](const NightlyState& s) {
+                     Args a{"farm", "probe", "--farm", s.farm};
+                     for (const auto& b : p.farm_boards) a = cat(a, {"--board", b});
+                     return a;
+                   },
+                   {0, 1}});
+  // One bench step per named board (each measures every cell), else one over the whole farm.
+  std::vector<std::string> bench_boards = p.farm_boards;
+  if (bench_boards.empty()) bench_boards.push_back("");
+  for (const auto& board : bench_boards)
+    steps.push_back({board.empty() ? "bench" : "bench-" + board,
+                     [p, board](const NightlyState& s) {
+                       Args a{"--json", "bench", "--farm", s.farm, "--resume"};
+                       if (!board.empty()) a = cat(a, {"--board", board});
+                       return cat(cat(a, p.bench_cells), p.bench_plan);
+                     },
+                     {0, 3},
+                     true,
+                     false,
+                     true});
+  if (p.ime2_emu)
+    steps.push_back({"bench-ime2-emu",
+                     [](const NightlyState&) {
+                       return Args{"--json",
+                                   "bench",
+                                   "--target",
+                                   "qemu-vlen1024-ime2-emu",
+                                   "--resume",
+                                   "--op",
+                                   "linear_prefill",
+                                   "--shape",
+                                   "m=16,n=1024,k=1024",
+                                   "--path",
+                                   "ime2",
+                                   "-P",
+                                   "2",
+                                   "--target-ci",
+                                   "0",
+                                   "-R",
+                                   "2",
+                                   "--min-time",
+                                   "0.02"};
+                     },
+                     {0, 3},
+                     true,
+                     false,
+                     false,
+                     // qemu-user has no /proc/cpuinfo marchid: the IME2 gate is told the K3's.
+                     {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}}});
+  steps.push_back({"tune-local", [p](const NightlyState& s) {
+                     return cat(
+                         cat(Args{"tune", "--target", "local"}, p.tune_shape),
+                         {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2",
+                          "-R", "3", "--min-time", "0.02", "--out", s.dir + "/tables/local.json"});
+                   }});
+  if (p.tune_qemu)
+    steps.push_back({"tune-qemu-vlen1024",
+                     [p](const NightlyState& s) {
+                       return cat(
+                           cat(Args{"tune", "--target", "qemu-vlen1024"}, p.tune_shape),
+                           {"--objective", "instructions", "--strategy", "coordinate", "--budget",
+                            p.tune_budget, "--out", s.dir + "/tables/qemu-vlen1024.json"});
+                     },
+                     {0}});
+  // Exit 1 (an entry measured slower than the defaults, or not measurable) is the step's result,
+  // not a failure: the nightly notes it and goes on (re-running would only measure again).
+  steps.push_back({"verify-local",
+                   [](const NightlyState& s) {
+                     return Args{"table",    "verify", "--table",     s.dir + "/tables/local.json",
+                                 "--target", "local",  "--processes", "3",
+                                 "-R",       "3",      "--min-time",  "0.02"};
+                   },
+                   {0, 1}});
+  if (p.tune_qemu)
+    steps.push_back({"validate-qemu-vlen1024", [](const NightlyState& s) {
+                       return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
+                     }});
+  // Today's host runner, interleaved with the previous nightly's kept runner when there is one.
+  // Never --resume: the baseline's cells were measured by the previous nightly and would be
+  // skipped, and a paired verdict needs both builds in the same rounds of one run (a cut-short
+  // verdict bench is measured again from the start; it is the smallest step).
+  steps.push_back({"verdict-bench",
+                   [p](const NightlyState& s) {
+                     Args a =
+                         cat(cat(Args{"--json", "bench", "--target", "local"}, p.verdict_cells),
+                             p.verdict_plan);
+                     if (!s.baseline_runner.empty())
+                       a = cat(a, {"--baseline-runner", s.baseline_runner});
+                     return a;
+                   },
+                   {0, 3},
+                   true});
+  steps.push_back({"report",
+                   [](const NightlyState& s) {
+                     return Args{"report",
+                                 s.details["verdict-bench"].value("run_uuid", std::string()), "-o",
+                                 s.dir};
+                   },
+                   {0, 3, 4},
+                   false,
+                   true});
+  return steps;
+}
+
+}  // namespace k3nightly

@@ -1,0 +1,92 @@
+#include "harness/app/nightly/nightly_store.h"
+
+#include "harness/host/store/results.h"
+
+namespace k3nightly {
+
+void begin_nightly(k3store::Connection& c, const NightlyRow& r) {
+  auto s = c.prepare(
+      "INSERT INTO nightlies(nightly_id, profile, dir, started_at, status) VALUES (?1, ?2, ?3, ?4,"
+      " 'running') ON CONFLICT(nightly_id) DO UPDATE SET status = 'running', finished_at = NULL,"
+      " exit_code = NULL");
+  s.bind(1, r.nightly_id);
+  s.bind(2, r.profile);
+  s.bind(3, r.dir);
+  s.bind(4, k3store::now_utc());
+  s.run();
+}
+
+void finish_nightly(k3store::Connection& c, const std::string& id, const std::string& status,
+                    int exit_code, const std::string& host_hash, const std::string& verdict_run) {
+  auto s = c.prepare(
+      "UPDATE nightlies SET status = ?2, exit_code = ?3, finished_at = ?4,"
+      " host_build_hash = NULLIF(?5, ''), verdict_run_uuid = NULLIF(?6, '') WHERE nightly_id = ?1");
+  s.bind(1, id);
+  s.bind(2, status);
+  s.bind(3, exit_code);
+  s.bind(4, k3store::now_utc());
+  s.bind(5, host_hash);
+  s.bind(6, verdict_run);
+  s.run();
+}
+
+std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::string& id) {
+  auto s = c.prepare(
+      "SELECT nightly_id, profile, dir, started_at, status, host_build_hash,"
+      " COALESCE(verdict_run_uuid, '') FROM nightlies WHERE nightly_id <> ?1"
+      " AND status IN ('ok', 'regression') AND host_build_hash IS NOT NULL"
+      " ORDER BY finished_at DESC LIMIT 1");
+  s.bind(1, id);
+  if (!s.step()) return std::nullopt;
+  NightlyRow r;
+  r.nightly_id = s.text(0);
+  r.profile = s.text(1);
+  r.dir = s.text(2);
+  r.started_at = s.text(3);
+  r.status = s.text(4);
+  r.host_build_hash = s.text(5);
+  r.verdict_run_uuid = s.text(6);
+  return r;
+}
+
+std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
+                                 const std::string& step) {
+  auto s = c.prepare(
+      "SELECT status, COALESCE(detail_json, '') FROM nightly_steps WHERE nightly_id = ?1 AND"
+      " step = ?2");
+  s.bind(1, id);
+  s.bind(2, step);
+  if (!s.step()) return std::nullopt;
+  return StepRow{s.text(0), s.text(1)};
+}
+
+void begin_step(k3store::Connection& c, const std::string& id, const std::string& step, int seq,
+                const std::string& command) {
+  auto s = c.prepare(
+      "INSERT INTO nightly_steps(nightly_id, step, seq, status, command, started_at) VALUES"
+      " (?1, ?2, ?3, 'running', ?4, ?5) ON CONFLICT(nightly_id, step) DO UPDATE SET"
+      " status = 'running', command = ?4, started_at = ?5, finished_at = NULL, exit_code = NULL");
+  s.bind(1, id);
+  s.bind(2, step);
+  s.bind(3, seq);
+  s.bind(4, command);
+  s.bind(5, k3store::now_utc());
+  s.run();
+}
+
+void finish_step(k3store::Connection& c, const std::string& id, const std::string& step, bool done,
+                 int exit_code, double wall_s, const std::string& detail_json) {
+  auto s = c.prepare(
+      "UPDATE nightly_steps SET status = ?3, exit_code = ?4, finished_at = ?5, wall_s = ?6,"
+      " detail_json = ?7 WHERE nightly_id = ?1 AND step = ?2");
+  s.bind(1, id);
+  s.bind(2, step);
+  s.bind(3, std::string(done ? "done" : "failed"));
+  s.bind(4, exit_code);
+  s.bind(5, k3store::now_utc());
+  s.bind(6, wall_s);
+  s.bind(7, detail_json);
+  s.run();
+}
+
+}  // namespace k3nightly

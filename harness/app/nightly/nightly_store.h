@@ -1,0 +1,37 @@
+// The nightly's rows in the results database (schema: harness/host/store/database.cpp, migration 5 ->
+// 6): nightlies(nightly_id) one per nightly directory, nightly_steps(nightly_id, step) what each
+// step did, so a re-run with --resume skips what is done.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "harness/host/store/sqlite.h"
+
+namespace k3nightly {
+
+struct NightlyRow {
+  std::string nightly_id, profile, dir, started_at, status;
+  std::optional<int> exit_code;
+  std::string host_build_hash, verdict_run_uuid;
+};
+
+struct StepRow {
+  std::string status;  // running | done | failed
+  std::string detail_json;
+};
+
+void begin_nightly(k3store::Connection& c, const NightlyRow& row);  // insert, or mark running
+void finish_nightly(k3store::Connection& c, const std::string& id, const std::string& status,
+                    int exit_code, const std::string& host_hash, const std::string& verdict_run);
+// The latest finished nightly (ok or regression) other than `id` that recorded a host build.
+std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::string& id);
+
+std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
+                                 const std::string& step);
+void begin_step(k3store::Connection& c, const std::string& id, const std::string& step, int seq,
+                const std::string& command);
+void finish_step(k3store::Connection& c, const std::string& id, const std::string& step, bool done,
+                 int exit_code, double wall_s, const std::string& detail_json);
+
+}  // namespace k3nightly

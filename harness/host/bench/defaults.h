@@ -1,0 +1,22 @@
+// The measurement protocol's defaults, in one place, with the measurements behind them
+// (docs/measurement.md). On the machines measured, process-to-process spread is mostly the
+// machine's own slow drift, so the budget goes into processes and into interleaved, paired
+// comparisons, not into long repetitions.
+#pragma once
+
+namespace k3bench::defaults {
+
+// Adaptive (two-stage) by default: a first stage of 5 processes per cell, then as many as the
+// spread asks for to reach a +-3% interval, at most 16. `-P 3 -R 5` alone is the seed's fixed 3
+// x 5.
+inline constexpr int kMinProcesses = 5;
+inline constexpr int kMaxProcesses = 16;
+inline constexpr double kTargetCi = 0.03;  // relative 95% CI half-width the adaptive rounds aim for
+inline constexpr int kRepetitions = 5;
+inline constexpr double kMinTimeS =
+    0.2;  // per repetition; the call count is calibrated once per cell
+inline constexpr double kMinEffect = 0.02;  // smallest relative difference ever called a change
+inline constexpr double kAlpha = 0.05;
+inline constexpr double kPower = 0.8;  // for the minimum detectable effect
+
+}  // namespace k3bench::defaults

@@ -1,0 +1,287 @@
+#include "harness/host/bench/instruction_count.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/host/bench/catalog.h"
+#include "harness/host/targets/process.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/sweep.h"
+#include "harness/host/bench/user_error.h"
+
+namespace k3bench {
+
+namespace {
+
+constexpr int kFewCalls = 1, kMoreCalls = 3;
+constexpr const char* kMetric = "instructions per call";
+
+// [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
+std::string model_range(const CountTools& tools, const std::string& runner) {
+  const auto r =
+      k3targets::run_process({tools.nm, runner}, k3targets::ProcessOptions::with_timeout(120));
+  if (!r.ok()) throw UserError(fmt::format("{} {}: {}", tools.nm, runner, r.failure_reason(120)));
+  std::string begin, end;
+  std::istringstream in(r.out);
+  for (std::string line;
+       std::getline(in, line);) {  // "<addr> <type> <name>"; undefined ones lack <addr>
+    std::istringstream fields(line);
+    std::string addr, type, name;
+    if (!(fields >> addr >> type >> name)) continue;
+    if (name == "__start_k3_ime2_model") begin = addr;
+    if (name == "__stop_k3_ime2_model") end = addr;
+  }
+  return begin.empty() || end.empty() ? "" : "0x" + begin + "-0x" + end;
+}
+
+// model_range once per runner path (a process counts many cells with one binary).
+const std::string& cached_model_range(const CountTools& tools, const std::string& runner) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> ranges;
+  std::lock_guard lock(mu);
+  auto it = ranges.find(runner);
+  if (it == ranges.end()) it = ranges.emplace(runner, model_range(tools, runner)).first;
+  return it->second;
+}
+
+double number(const std::string& text, const std::string& key) {
+  std::smatch m;
+  if (!std::regex_search(text, m, std::regex("(^| )" + key + "=([0-9]+)"))) return -1;
+  return std::stod(m[2]);
+}
+
+// --params for a count: one worker and one weight copy, for the ops that declare them (read from
+// the runner's catalog, once per runner).
+std::string count_params(const CountTools& tools, const CountCase& c) {
+  static std::map<std::string, Catalog> catalogs;
+  auto it = catalogs.find(c.runner);
+  if (it == catalogs.end()) {
+    const auto r = k3targets::run_process(
+        {tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, "--list-ops", "--json"},
+        k3targets::ProcessOptions::with_timeout(120));
+    if (!r.ok()) {
+      throw UserError(
+          fmt::format("count: {} --list-ops: {}", c.runner, r.failure_reason(120)));
+    }
+    try {
+      it = catalogs.emplace(c.runner, Catalog(nlohmann::json::parse(r.out))).first;
+    } catch (const nlohmann::json::exception& e) {
+      throw UserError(fmt::format("count: {} --list-ops: unreadable JSON ({})", c.runner, e.what()));
+    }
+  }
+  const OpSpec& op = it->second.op(c.op, "count --case");
+  std::string params;
+  if (op.param("workers") != nullptr) params = "workers=1";
+  if (op.param("copies") != nullptr) params += std::string(params.empty() ? "" : ",") + "copies=1";
+  return params;
+}
+
+CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) {
+  std::vector<std::string> args = {"--op", c.op, "--shape", c.shape};
+  if (const std::string params = count_params(tools, c); !params.empty())
+    args.insert(args.end(), {"--params", params});
+  args.insert(args.end(), {"--path", c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup",
+                           "0", "--iterations", std::to_string(calls), "--check", "none",
+                           "--pool-wait", "park", "--json"});
+  CountedProcess p = count_process(tools, qemu_cpu(c.vlen), c.runner, args,
+                                   {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}});
+  const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
+                                       c.shape, c.path, c.vlen);
+  if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));
+  if (!p.json.is_object())
+    throw UserError(fmt::format("count: {}: unreadable k3bench JSON", what));
+  return p;
+}
+
+}  // namespace
+
+std::string unit_of_work(const std::string& op) {
+  if (op == "linear_decode") return "weight";
+  if (op == "linear_prefill") return "multiply-add";
+  if (op == "quant_pack_decode" || op == "quant_pack_prefill") return "element";
+  return "";
+}
+
+double units_per_call(const std::string& op, const std::string& shape) {
+  if (unit_of_work(op).empty()) return 0;
+  double units = 1;
+  std::smatch m;
+  for (const char* key : {"m", "n", "k"}) {
+    if (std::regex_search(shape, m, std::regex(std::string("(^|,)") + key + "=([0-9]+)")))
+      units *= std::stod(m[2]);
+  }
+  return units;
+}
+
+std::string qemu_cpu(int vlen) {
+  return fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", vlen);
+}
+
+CountedProcess count_process(const CountTools& tools, const std::string& cpu,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env) {
+  static std::atomic<int> serial{0};
+  const std::string out = fmt::format("{}/k3tune-count-{}-{}.txt",
+                                      std::filesystem::temp_directory_path().string(), getpid(),
+                                      serial++);
+  std::string plugin = tools.plugin + ",outfile=" + out;
+  if (const std::string& skip = cached_model_range(tools, runner); !skip.empty())
+    plugin += ",skip=" + skip;
+  std::vector<std::string> argv = {"env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  // Same set-up in every process, so that differences of counts cancel it: no weight cache (a
+  // cold cache packs and writes, a warm one reads).
+  argv.push_back("K3BENCH_CACHE_DIR=off");
+  argv.insert(argv.end(), {tools.qemu, "-cpu", cpu, "-plugin", plugin, runner});
+  argv.insert(argv.end(), args.begin(), args.end());
+  CountedProcess p;
+  p.process = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::filesystem::remove(out);
+  if (!p.process.ok()) {
+    p.reason = p.process.failure_reason(tools.timeout_s);
+    return p;
+  }
+  const double insns = number(text, "insns");
+  p.vector = number(text, "vector_insns");
+  if (insns < 0 || p.vector < 0) {
+    p.reason = fmt::format("the counting plugin {} wrote no count", tools.plugin);
+    return p;
+  }
+  p.json = nlohmann::json::parse(p.process.out, nullptr, false);
+  double calls = 0;
+  if (p.json.is_object()) {
+    if (const auto& i = p.json.value("ime2_instructions", nlohmann::json()); i.is_object()) {
+      p.ime2 = i.value("total", 0.0);
+      calls = i.value("call_instructions", 0.0);
+    }
+  } else {
+    p.json = nullptr;
+  }
+  p.other = insns - calls;
+  p.ok = true;
+  return p;
+}
+
+CountResult count_instructions(const CountTools& tools, const CountCase& c) {
+  const CountedProcess few = run_once(tools, c, kFewCalls);
+  const CountedProcess more = run_once(tools, c, kMoreCalls);
+  const double calls = kMoreCalls - kFewCalls;
+  CountResult r;
+  r.c = c;
+  r.path_taken = more.json.at("dispatch").value("path", "");
+  r.emulated = more.json.at("dispatch").value("emulated", false);
+  r.ime2 = (more.ime2 - few.ime2) / calls;
+  r.other = (more.other - few.other) / calls;
+  r.vector = (more.vector - few.vector) / calls;
+  r.instructions = r.ime2 + r.other;
+  r.units = units_per_call(c.op, c.shape);
+  r.runner_json = more.json;
+  r.wall_ns = few.process.wall_ns + more.process.wall_ns;
+  return r;
+}
+
+std::string store_counts(k3store::Connection& db, const std::string& command,
+                         const std::vector<CountResult>& results) {
+  if (results.empty()) throw UserError("count: nothing to store");
+  const std::string runner = results.front().c.runner;
+  const std::string build_hash = sha256_file(runner);
+  if (!k3store::find_build(db, build_hash)) {
+    k3store::BuildRecord b;
+    b.build_hash = build_hash;
+    b.variant = results.front().emulated ? "ime2-emu" : results.front().c.path;
+    b.binary_path = runner;
+    b.recorded_by = "k3tune count";
+    k3store::upsert_build(db, b);
+  }
+  const std::string run_uuid = new_uuid();
+  const nlohmann::json settings = {{"metric", kMetric},
+                                   {"counter", "qemu-user TCG plugin scripts/qemu-insn-count"},
+                                   {"calls", {kFewCalls, kMoreCalls}}};
+  // The run's cells first: order_json lists them (reports and trends find a run's cells there).
+  std::vector<k3store::CellRecord> cells;
+  nlohmann::json order = nlohmann::json::array();
+  for (const auto& r : results) {
+    const nlohmann::json shape = [&] {
+      nlohmann::json j = nlohmann::json::object();
+      std::istringstream in(r.c.shape);
+      for (std::string kv; std::getline(in, kv, ',');) {
+        const auto eq = kv.find('=');
+        if (eq != std::string::npos) j[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      }
+      return j;
+    }();
+    const nlohmann::json params = {{"path", r.c.path}, {"workers", 1}};
+    const nlohmann::json measure = {{"metric", kMetric},
+                                    {"repetitions", 1},
+                                    {"vlen", r.c.vlen},
+                                    {"unit_of_work", unit_of_work(r.c.op)}};
+    const std::string target = fmt::format("qemu-vlen{}", r.c.vlen);
+    const std::string cell_key = sha256_text(nlohmann::json{
+        {"target", target},
+        {"op", r.c.op},
+        {"shape", shape},
+        {"params", params},
+        {"build", build_hash},
+        {"measure", measure}}.dump());
+    cells.push_back({cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash,
+                     measure.dump()});
+    order.push_back(cell_key);
+  }
+  k3store::insert_run(
+      db, {run_uuid, command, "qemu", build_hash, "", order.dump(), 1, 1, 0, settings.dump()});
+  double wall_s = 0;
+  int order_index = 0;
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    const CountResult& r = results[i];
+    const std::string& cell_key = cells[i].cell_key;
+    k3store::insert_cell(db, cells[i]);
+    k3store::SampleRecord s;
+    s.iterations = kMoreCalls - kFewCalls;
+    s.counters = {{"instructions", r.instructions},
+                  {"ime2_instructions", r.ime2},
+                  {"other_instructions", r.other},
+                  {"vector_instructions", r.vector},
+                  {"units", r.units}};
+    if (r.per_unit()) s.counters["per_unit"] = *r.per_unit();
+    k3store::ProcessRecord p;
+    p.run_uuid = run_uuid;
+    p.cell_key = cell_key;
+    p.order_index = order_index++;
+    p.ok = true;
+    p.exit_code = 0;
+    p.path = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+    p.runner_json = r.runner_json.dump();
+    p.wall_ns = r.wall_ns;
+    p.samples = {s};
+    k3store::insert_process(db, p);
+    k3store::AggregateRecord a;
+    a.run_uuid = run_uuid;
+    a.cell_key = cell_key;
+    a.ok = true;
+    a.method = "instruction count: (count of 3 calls - count of 1) / 2, qemu-user, deterministic";
+    a.processes = 1;
+    a.samples = 1;
+    a.source_runs_json = nlohmann::json::array({run_uuid}).dump();
+    a.mean_ns = a.ci_low_ns = a.ci_high_ns = a.min_ns = a.median_ns = r.instructions;
+    a.ci_rel_half_width = 0.0;
+    k3store::insert_aggregate(db, a);
+    wall_s += r.wall_ns * 1e-9;
+  }
+  k3store::finish_run(db, run_uuid, wall_s, 0, 0);
+  return run_uuid;
+}
+
+}  // namespace k3bench

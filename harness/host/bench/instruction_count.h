@@ -1,0 +1,100 @@
+// Deterministic instruction counts per call of the kernel ops under qemu-user: a proxy for speed
+// until a board is available, tracked in the results database like any measurement.
+//
+// Method: the riscv64 k3bench runs an op twice with the counting TCG plugin
+// (scripts/qemu-insn-count), with 1 and 3 timed calls (one worker, one weight copy, no accuracy
+// check, weight cache off so both processes do the same set-up); per call = (count(3) - count(1)) /
+// 2, which cancels start-up and set-up up to a few hundred instructions of per-process jitter
+// (timer and /proc reads): about 1e-4 per weight at N = K = 2048. In IME2 emulation builds the
+// plugin skips the software model (address range of the section k3_ime2_model, read with nm),
+// k3bench reports the emulated IME2 instructions and the calls that reach the model; per call:
+//   ime2  = emulated IME2 instructions (exactly what a real build issues)
+//   other = counted instructions - calls of the model (what a real build runs besides IME2)
+// For other builds ime2 = 0 and other = the count.
+//
+// Storage (no schema change): per binary one run (command "k3tune count"), per (op, shape, path,
+// VLEN) one cell whose measure_json says {"metric": "instructions per call", ...} and whose target
+// is "qemu-vlen<V>", one process with one sample whose counters hold the figures (instructions,
+// ime2_instructions, other_instructions, vector_instructions, per_unit, units), and an ok aggregate
+// whose mean_ns/min_ns/median_ns/ci_* hold the instructions per call (ime2 + other; exact, so the
+// interval is a point). Units: weights N*K for linear_decode, multiply-adds M*N*K for
+// linear_prefill, elements M*K (decode: K) for quant_pack_*, none otherwise. The runner runs
+// with one worker and one weight copy for the ops that declare those parameters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/host/targets/process.h"
+#include "harness/host/store/sqlite.h"
+
+namespace k3bench {
+
+struct CountTools {
+  std::string qemu = "qemu-riscv64";
+  std::string plugin;  // libinsn_count.so (scripts/build-qemu-plugin.sh)
+  std::string nm = "nm";
+  double timeout_s = 3600;
+};
+
+struct CountCase {
+  std::string runner;  // riscv64 k3bench
+  std::string path;    // --path: rvv, generic; ime2 runs --path auto, so that where the IME2
+                     // gate refuses (VLEN below 1024) dispatch falls back to RVV as an engine would
+  std::string op, shape;  // k3bench --op / --shape
+  int vlen = 1024;
+};
+
+struct CountResult {
+  CountCase c;
+  std::string path_taken;  // k3bench's dispatch path (ime2 falls back to rvv below VLEN 1024)
+  bool emulated = false;
+  double instructions = 0;  // per call: ime2 + other
+  double ime2 = 0, other = 0, vector = 0;
+  double units = 0;  // work per call (unit_of_work); 0: an op without one
+  std::optional<double> per_unit() const {
+    return units > 0 ? std::optional(instructions / units) : std::nullopt;
+  }
+  nlohmann::json runner_json;  // the 3-call process's k3bench JSON
+  std::int64_t wall_ns = 0;
+};
+
+// qemu-user's -cpu for an RVV 1.0 CPU of this VLEN.
+std::string qemu_cpu(int vlen);
+
+// One process counted: `runner args...` under qemu-user (`cpu`) with the counting plugin, the IME2
+// model's code left out (its address range read from the runner with nm, once per runner), no
+// weight cache, `env` added. Every instruction counter (`k3tune count`, the tuner's instruction
+// objective) goes through here, so all count the same thing.
+struct CountedProcess {
+  bool ok = false;
+  std::string reason;   // why not ok: the process's failure, or no count from the plugin
+  double ime2 = 0;      // emulated IME2 instructions (the runner's JSON; 0 in other builds)
+  double other = 0;     // counted instructions minus the calls into the IME2 model
+  double vector = 0;    // vector instructions counted
+  nlohmann::json json;  // the runner's stdout as JSON (null when it is not JSON)
+  k3targets::ProcessResult process;
+  double total() const { return ime2 + other; }
+};
+CountedProcess count_process(const CountTools& tools, const std::string& cpu,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {});
+
+// What one unit of work of an op is ("weight", "multiply-add", "element"; "" for ops without
+// one) and how many a call does, from its shape text ("m=16,n=2048,k=2048").
+std::string unit_of_work(const std::string& op);
+double units_per_call(const std::string& op, const std::string& shape);
+
+// Counts one case (two qemu processes). Throws UserError with the failing step's reason.
+CountResult count_instructions(const CountTools& tools, const CountCase& c);
+
+// Stores results of ONE runner binary as a run (see the top of this file); returns its run_uuid.
+std::string store_counts(k3store::Connection& db, const std::string& command,
+                         const std::vector<CountResult>& results);
+
+}  // namespace k3bench

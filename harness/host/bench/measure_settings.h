@@ -1,0 +1,49 @@
+// How one cell is measured: repetitions, warm-up, time per repetition, the accuracy check, the
+// kernel layer asked for, and the runner's measurement environment (thread placement, how idle
+// workers wait, huge pages, how cached weights are loaded). Part of a cell's identity: the same op
+// measured two ways is two cells. Any of these keys may also vary across the cells of one sweep
+// (`--grid path=rvv,ime2`, `--grid huge_pages=on,off`), which is how such factors are compared
+// interleaved, in one run.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/host/bench/defaults.h"
+#include "harness/common/params/param_spec.h"
+
+namespace k3bench {
+
+struct CellSpec;
+
+struct MeasureSettings {
+  int repetitions = defaults::kRepetitions;
+  int warmup = 2;  // untimed calls before measuring (they also calibrate)
+  double min_time_s =
+      defaults::kMinTimeS;         // per repetition (the call count is calibrated once per cell)
+  std::int64_t iterations = 0;     // fixed calls per repetition instead of min_time (0: automatic)
+  std::string check = "sample";    // the runner's accuracy check before timing
+  std::string path = "auto";       // kernel layer requested from the runner
+  double extra_work_ns = 0;        // calibrated extra work per call (selfcheck only)
+  std::string cpus = "auto";       // k3bench --cpus: auto | none | a CPU list
+  std::string pool_wait = "spin";  // k3bench --pool-wait
+  std::string huge_pages = "on";   // k3bench --huge-pages
+  std::string weight_load = "mmap";  // k3bench --weight-load
+
+  // The identity (every field; a cell key hashes it).
+  nlohmann::json to_json() const;
+  // The runner arguments that measure `cell` with these settings; `iterations` > 0 overrides the
+  // automatic call count (k3tune passes the first process's calibration to the others).
+  std::vector<std::string> runner_args(const CellSpec& cell, std::int64_t iterations = 0) const;
+
+  // The keys that may vary per cell, with their types, ranges and defaults.
+  static const std::vector<k3params::ParamSpec>& keys();
+  static bool is_key(const std::string& name);
+  // Sets one key from text (UserError naming `where` when the value is not valid for it).
+  void set(const std::string& key, const std::string& value, const std::string& where);
+};
+
+}  // namespace k3bench

@@ -1,0 +1,190 @@
+#include "harness/host/bench/model_session.h"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "harness/host/store/database.h"
+#include "harness/host/store/sqlite.h"
+#include "harness/host/bench/user_error.h"
+
+namespace k3bench {
+namespace {
+
+// Every counted repetition's time of a cell in this run, and the first counted process's runner
+// report (its params carry the breakdown, peak RSS and checksum).
+struct CellData {
+  std::vector<double> ns;
+  nlohmann::json runner;
+};
+
+CellData cell_data(k3store::Connection& db, const std::string& run_uuid,
+                   const std::string& cell_key) {
+  CellData d;
+  auto s = db.prepare(
+      "SELECT s.ns FROM samples s JOIN processes p ON p.run_uuid = s.run_uuid AND p.cell_key = "
+      "s.cell_key AND p.process_index = s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 "
+      "AND p.status = 'ok' AND p.disturbed = 0 ORDER BY s.process_index, s.rep_index");
+  s.bind(1, run_uuid).bind(2, cell_key);
+  while (s.step()) d.ns.push_back(s.real(0));
+  auto p = db.prepare(
+      "SELECT runner_json FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok' "
+      "ORDER BY disturbed, process_index LIMIT 1");
+  p.bind(1, run_uuid).bind(2, cell_key);
+  if (p.step()) d.runner = nlohmann::json::parse(p.text(0), nullptr, false);
+  return d;
+}
+
+std::string mib(std::int64_t bytes) {
+  return fmt::format("{:.0f} MiB", double(bytes) / 1048576.0);
+}
+
+}  // namespace
+
+ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
+                       const ModelRequest& request) {
+  ModelOutcome out;
+  try {
+    out.config = k3model::load_model_config(
+        k3model::resolve_model_path(request.model, root + "/configs/models"));
+  } catch (const k3model::ModelConfigError& e) {
+    throw UserError(e.what());
+  }
+  if (request.runs.empty()) throw UserError("model: no prompt lengths and no decode steps to run");
+  for (const auto& f : load_published(request.published))
+    if (f.model == out.config.id) out.published.push_back(f);
+  BenchRequest br = request.bench;
+  br.grid = {};
+  br.grid.model = request.model;
+  br.grid.model_runs = request.runs;
+  br.grid.params = request.params;
+  out.bench = run_bench(target, root, br);
+
+  auto db = k3store::open_database(request.bench.db_path, k3store::OpenMode::kReadOnly);
+  for (const auto& c : out.bench.report.cells) {
+    ModelRow r;
+    const bool decode = c.spec.op == "model_tg";
+    r.tokens = c.spec.shape.at(decode ? "tg" : "pp").get<std::int64_t>();
+    r.test = fmt::format("{}{}", decode ? "tg" : "pp", r.tokens);
+    if (!c.skipped.empty()) {
+      r.reason = "skipped: " + c.skipped;
+    } else if (!c.has_aggregate || !c.aggregate.ok) {
+      r.reason = c.aggregate.reason;
+    } else {
+      const auto& a = c.aggregate;
+      r.ok = true;
+      r.processes = a.processes;
+      r.samples = a.samples;
+      r.tps = double(r.tokens) / (*a.mean_ns * 1e-9);
+      if (a.ci_low_ns && a.ci_high_ns) {
+        r.tps_ci_low = double(r.tokens) / (*a.ci_high_ns * 1e-9);
+        r.tps_ci_high = double(r.tokens) / (*a.ci_low_ns * 1e-9);
+      }
+      const CellData d = cell_data(*db, out.bench.report.run_uuid, c.cell_key);
+      double mean = 0, var = 0;
+      std::vector<double> tps;
+      for (double ns : d.ns) tps.push_back(double(r.tokens) / (ns * 1e-9));
+      for (double x : tps) mean += x / double(tps.size());
+      for (double x : tps) var += (x - mean) * (x - mean);
+      r.tps_stddev = tps.size() > 1 ? std::sqrt(var / double(tps.size() - 1)) : 0.0;
+      if (d.runner.is_object() && d.runner.contains("params")) {
+        const auto& p = d.runner["params"];
+        r.breakdown = p.value("breakdown", nlohmann::json());
+        r.peak_rss_bytes = p.value("peak_rss_bytes", std::int64_t{0});
+        r.checksum = p.value("logits_checksum", "");
+        r.threads = p.value("workers", 0);
+        if (p.contains("weights"))
+          r.decode_bytes_per_token = p["weights"].value("decode_bytes_per_token", std::int64_t{0});
+      }
+      if (d.runner.is_object() && d.runner.contains("dispatch"))
+        r.path = d.runner["dispatch"].value("path", "");
+    }
+    out.rows.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string model_markdown(const ModelOutcome& o, const std::string& target) {
+  const auto& c = o.config;
+  const double gib = double(c.body_params() + c.embedding_params()) * 5.0 / 8.0 / 1073741824.0;
+  std::string s = fmt::format(
+      "k3tune on this machine (target {}; {} processes x {} repetitions per test, mean of process "
+      "means, 95% CI; +- the stddev of all repetitions):\n\n",
+      target, o.bench.rounds.min_processes, o.bench.settings.repetitions);
+  s += "| model | modelSize | backend | threads | test | t/s | 95% CI | processes |\n";
+  s += "|---|---:|---|---:|---|---:|---:|---:|\n";
+  for (const auto& r : o.rows) {
+    if (!r.ok) {
+      s += fmt::format("| {} | {:.2f} GiB | - | - | {} | FAILED: {} | | |\n", c.name, gib, r.test,
+                       r.reason);
+      continue;
+    }
+    s += fmt::format(
+        "| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}-{:.2f} | {} |\n", c.name,
+        gib, r.path, r.threads, r.test, r.tps, r.tps_stddev, r.tps_ci_low, r.tps_ci_high,
+        r.processes);
+  }
+  if (!o.published.empty()) {
+    s += "\nPublished figures from other engines on their own K3 boards (A100 x 8 threads unless "
+         "noted; another machine, build and protocol -- NOT measured by k3tune, shown for "
+         "orientation only):\n\n";
+    s += "| model | test | engine | weights | t/s (published) | source "
+         "|\n|---|---|---|---|---:|---|\n";
+    for (const auto& f : o.published) {
+      s += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", c.name, f.test, f.engine, f.weights,
+                       f.text(), f.source, f.note.empty() ? "" : " (" + f.note + ")");
+    }
+  }
+  for (const auto& r : o.rows) {
+    if (!r.ok || !r.breakdown.is_object()) continue;
+    s += fmt::format(
+        "\n{}: per-op share of {:.1f} ms per run (ops sum {:.1f} ms: {}); peak RSS {}; "
+        "logits checksum {}\n",
+        r.test, 1e3 * r.breakdown.value("wall_s_per_call", 0.0),
+        1e3 * r.breakdown.value("ops_sum_s_per_call", 0.0), r.breakdown.value("sum_check", ""),
+        mib(r.peak_rss_bytes), r.checksum);
+    for (const auto& op : r.breakdown["ops"]) {
+      s += fmt::format("  {:<12} {:>6.1f}%  {:>10.3f} ms\n", op.value("op", ""),
+                       100 * op.value("share", 0.0), 1e3 * op.value("seconds_per_call", 0.0));
+    }
+  }
+  return s;
+}
+
+nlohmann::json model_json(const ModelOutcome& o) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : o.rows) {
+    rows.push_back({{"test", r.test},
+                    {"tokens", r.tokens},
+                    {"ok", r.ok},
+                    {"reason", r.reason},
+                    {"path", r.path},
+                    {"processes", r.processes},
+                    {"samples", r.samples},
+                    {"tokens_per_s", r.tps},
+                    {"tokens_per_s_ci95", {r.tps_ci_low, r.tps_ci_high}},
+                    {"tokens_per_s_stddev", r.tps_stddev},
+                    {"breakdown", r.breakdown},
+                    {"peak_rss_bytes", r.peak_rss_bytes},
+                    {"decode_bytes_per_token", r.decode_bytes_per_token},
+                    {"logits_checksum", r.checksum}});
+  }
+  nlohmann::json published = nlohmann::json::array();
+  for (const auto& f : o.published) {
+    published.push_back({{"test", f.test},
+                         {"engine", f.engine},
+                         {"weights", f.weights},
+                         {"tokens_per_s_low", f.low},
+                         {"tokens_per_s_high", f.high},
+                         {"source", f.source},
+                         {"note", f.note},
+                         {"measured_by", "another party, on another machine (not k3tune)"}});
+  }
+  return {{"model", o.config.id},
+          {"run_uuid", o.bench.report.run_uuid},
+          {"build_hash", o.bench.builds.empty() ? "" : o.bench.builds.back().build_hash},
+          {"results", rows},
+          {"published", published}};
+}
+
+}  // namespace k3bench

@@ -1,0 +1,86 @@
+// Which processes to run next, round by round. A sweep measures units (one cell on one build) in
+// interleaved rounds: round r runs one process of every unit still measuring, in a fixed order
+// (A B A B ... when a baseline build is compared), so slow drifts of the machine hit all units
+// alike. Without a target CI every unit gets exactly min processes. With one (adaptive mode) the
+// count follows Stein's two-stage procedure (stats/sequential.h): the first min processes are the
+// first stage, their spread fixes the total N that makes the interval +-target wide (at most max),
+// and the group runs to N. N depends on the first stage only, which keeps the verdicts exact.
+//
+// Units of one group (the same cell on several builds, or the configurations of one selfcheck
+// trial) start and stop together, one process each per round, so an A/B comparison always has as
+// many processes on both sides and process r of A ran next to process r of B. The machine's speed
+// drifts slowly (measured: neighbouring processes are correlated, 0.6 at lag 1, for about a
+// minute), so differences taken within a round cancel most of the process-to-process spread; with
+// `paired`, a group of two or more units stops when the interval of every unit's per-round log
+// ratio against the group's first unit will be narrow enough, the interval an A/B verdict uses;
+// otherwise each unit's own relative spread sets N. A process whose repetitions were
+// disturbed (a frequency change, a temperature rise, a migration of pinned threads) is kept but
+// not counted: the unit is measured once more in its place, once per unit.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace k3bench {
+
+struct RoundsOptions {
+  int min_processes = 3;
+  int max_processes = 3;  // == min_processes: fixed count
+  double target_ci = 0;   // relative CI half-width to reach; 0: no adaptive extension
+  double confidence = 0.95;
+  bool remeasure_disturbed = true;  // false: disturbed processes count like the others
+  bool paired = false;              // groups size N on the paired (per-round) spread, see above
+};
+
+struct UnitProgress {
+  std::vector<double> clean_means;  // process means of successful, undisturbed processes
+  std::vector<int> clean_rounds;    // the round (process index) of each clean mean
+  int disturbed = 0;                // successful but disturbed processes (kept, not counted)
+  int processes = 0;                // processes run or adopted, all outcomes
+  int planned_total = 0;  // N of the two-stage procedure once the first stage is in (0: not yet)
+  bool remeasure_granted = false;  // the one extra process for a disturbed one was granted
+  std::string failure;             // non-empty: the unit failed and is not measured further
+  bool done = false;
+  std::string stop_reason;  // "fixed count", "CI within target", "max processes", failure, ...
+};
+
+class RoundPlanner {
+ public:
+  // group_of[u]: the group of unit u (units of a group advance together).
+  RoundPlanner(std::vector<std::size_t> group_of, RoundsOptions options);
+
+  // Units to run in the next round, in unit order; empty when every unit is done. A unit's group
+  // can finish in the middle of a round: skip a unit whose unit(u).done became true meanwhile.
+  std::vector<std::size_t> next_round();
+  // The outcome of one process of `unit`: ok with its mean, or a failure reason.
+  void record_ok(std::size_t unit, double mean, bool disturbed);
+  void record_failure(std::size_t unit, const std::string& reason);
+  // Processes taken over from an interrupted earlier run (resume), before the first round.
+  void adopt(std::size_t unit, double mean, bool disturbed) { record_ok(unit, mean, disturbed); }
+  // Ends a unit without measuring it (already measured by an earlier run: --resume).
+  void skip(std::size_t unit, const std::string& reason);
+  // Processes still planned at least (for the progress estimate): the minimum left of every unit.
+  int processes_left_at_least() const;
+
+  const UnitProgress& unit(std::size_t u) const { return units_[u]; }
+  // The clean means of a and b from the rounds where both are clean, aligned round by round.
+  std::pair<std::vector<double>, std::vector<double>> paired_means(std::size_t a,
+                                                                   std::size_t b) const;
+  std::size_t units() const { return units_.size(); }
+  const RoundsOptions& options() const { return options_; }
+
+ private:
+  // Processes the unit still needs before the stopping rule may end it.
+  int planned(const UnitProgress& u) const;
+  bool unit_satisfied(const UnitProgress& u) const;
+  // After the first stage of a group: the total N its spread calls for (0 while the stage runs).
+  int group_total(std::size_t group) const;
+  void update_group(std::size_t group);
+
+  std::vector<std::size_t> group_of_;
+  RoundsOptions options_;
+  std::vector<UnitProgress> units_;
+};
+
+}  // namespace k3bench

@@ -1,0 +1,91 @@
+#include "harness/host/bench/runner_process.h"
+
+#include <fmt/format.h>
+
+#include "harness/host/stats/stats.h"
+
+namespace k3bench {
+
+double ProcessOutcome::mean_ns() const {
+  std::vector<double> t;
+  for (const auto& s : samples) t.push_back(s.ns);
+  return k3stats::mean(t);
+}
+
+ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_repetitions) {
+  ProcessOutcome o;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(out);
+    for (const auto& rep : j.at("repetitions")) {
+      k3store::SampleRecord s;
+      s.ns = rep.at("ns").get<double>();
+      s.cpu_ns = rep.at("cpu_ns").get<double>();
+      s.iterations = rep.at("iterations").get<std::int64_t>();
+      if (rep.contains("counters"))
+        s.counters = rep["counters"].get<std::map<std::string, double>>();
+      if (rep.contains("flags")) s.flags = rep["flags"].get<std::vector<std::string>>();
+      o.disturbed = o.disturbed || !s.flags.empty();
+      o.kernel_ns += s.ns * double(s.iterations);
+      o.samples.push_back(std::move(s));
+    }
+    o.path = j.value("path", "");
+    if (j.contains("timing")) {
+      o.timing = j["timing"];
+      o.warmup_s = o.timing.value("warmup_s", 0.0);
+    }
+    if (j.contains("calibration"))
+      o.iterations = j["calibration"].value("iterations", std::int64_t{0});
+    if (o.iterations == 0 && !o.samples.empty()) o.iterations = o.samples.front().iterations;
+  } catch (const nlohmann::json::exception& e) {
+    o.reason = fmt::format("runner output is not a k3bench result: {}", e.what());
+    return o;
+  }
+  if (o.samples.size() != static_cast<std::size_t>(expected_repetitions)) {
+    o.reason = fmt::format("runner reported {} repetitions, expected {}", o.samples.size(),
+                           expected_repetitions);
+    return o;
+  }
+  std::vector<double> t;
+  for (const auto& s : o.samples) t.push_back(s.ns);
+  for (std::size_t i : k3stats::tukey_outliers(t)) o.samples[i].outlier = true;
+  for (const char* key : {"dispatch", "accuracy", "params", "traffic", "counters", "extra_work",
+                          "environment", "summary", "calibration"}) {
+    if (j.contains(key)) o.runner[key] = j[key];
+  }
+  o.ok = true;
+  return o;
+}
+
+ProcessOutcome run_cell_process(const k3targets::Target& target, const CellSpec& cell,
+                                const k3targets::ProcessOptions& options, bool check_accuracy,
+                                std::int64_t iterations) {
+  auto args = cell.settings.runner_args(cell, iterations);
+  if (!check_accuracy) {
+    // The inputs are a pure function of the seed, so one process per cell proves accuracy; the
+    // others skip the float64 reference, which would otherwise dominate the harness overhead.
+    for (std::size_t i = 0; i + 1 < args.size(); ++i)
+      if (args[i] == "--check") args[i + 1] = "none";
+  }
+  const auto r = target.run(args, options);
+  ProcessOutcome o;
+  if (r.ok()) o = outcome_from_runner_json(r.out, cell.settings.repetitions);
+  o.wall_ns = r.wall_ns;
+  if (!r.timed_out && r.signal == 0 && !r.spawn_failed) o.exit_code = r.exit_code;
+  if (!r.ok()) {
+    o.ok = false;
+    o.reason = r.failure_reason(options.timeout_s);
+    if (r.exit_code == 4 && !r.timed_out && r.signal == 0)
+      o.reason = "accuracy failure: " + o.reason;
+  }
+  return o;
+}
+
+ProcessOutcome RunnerExecutor::run(const SweepBuild& build, const CellSpec& cell,
+                                   int /*process_index*/, bool check_accuracy,
+                                   std::int64_t iterations, double timeout_s) {
+  return run_cell_process(*build.target, cell, k3targets::ProcessOptions::with_timeout(timeout_s),
+                          check_accuracy, iterations);
+}
+
+}  // namespace k3bench

@@ -1,0 +1,74 @@
+// `k3tune selfcheck stats`: what the measurement protocol can see on a target, measured rather than
+// assumed. Each trial measures, per representative cell, five configurations interleaved with the
+// default (adaptive) process budget: A, A' (the same), and A with +3%, +5% and +10% calibrated
+// extra work per call. The A/B test's verdict on A vs A' is a false positive when it calls a
+// change; on A vs A+x it is a detection when it calls B slower. Rates come with exact binomial
+// intervals; the noise floor is the spread of the relative A-vs-A difference at that budget, and
+// the minimum detectable effect is the median over trials of the A-vs-A comparison's MDE at power
+// 0.8.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "harness/host/stats/binomial.h"
+#include "harness/host/bench/grid.h"
+#include "harness/host/bench/rounds.h"
+#include "harness/host/bench/runner_process.h"
+#include "harness/host/stats/stats.h"
+
+namespace k3bench {
+
+struct SelfcheckOptions {
+  std::vector<CellSpec> cells;  // representative cells, measured with their own settings
+  int trials = 40;              // in all: trial t measures cell t mod cells
+  std::vector<double> slowdowns = {0.03, 0.05, 0.10};
+  RoundsOptions rounds;  // the budget each configuration gets (the bench default)
+  k3stats::CompareOptions compare;
+  double time_budget_s = 0;  // > 0: start no new trial after this long (the report says so)
+  double timeout_s = 300;    // per runner process
+};
+
+struct Detection {
+  double injected = 0;       // relative slowdown added
+  double extra_work_ns = 0;  // per call, on this cell
+  k3stats::Proportion rate;  // trials whose verdict was "B slower"
+  double measured_mean = 0;  // mean measured relative difference
+};
+
+struct CellSelfcheck {
+  CellSpec cell;
+  double base_ns = 0;     // per call, from the calibration process
+  std::string cpu_model;  // as the runner reported it (noise floors are kept per target and CPU)
+  std::int64_t iterations = 0;
+  int trials = 0;
+  k3stats::Proportion false_positives;
+  std::vector<Detection> detections;
+  std::vector<double> aa_differences;  // relative A' - A per trial
+  double noise_floor = 0;              // sd of aa_differences
+  double abs_diff_q95 = 0;
+  double minimum_detectable_effect = 0;  // median per-trial MDE (A vs A')
+  double mean_processes = 0;             // per configuration and trial
+  int processes = 0;                     // runner processes spent on this cell
+  int processes_at_max = 0;              // configuration-trials that stopped at the ceiling
+};
+
+struct SelfcheckResult {
+  std::vector<CellSelfcheck> cells;
+  int trials = 0;  // completed on every cell
+  bool cut_by_time_budget = false;
+  k3stats::Proportion false_positives;   // pooled over cells
+  std::vector<Detection> detections;     // pooled over cells
+  double noise_floor = 0;                // the largest of the cells'
+  double minimum_detectable_effect = 0;  // the largest of the cells'
+  int processes = 0;
+  double wall_s = 0;
+};
+
+// progress(done trials, total trials, note)
+SelfcheckResult run_selfcheck(
+    ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& options,
+    const std::function<void(int, int, const std::string&)>& progress = {});
+
+}  // namespace k3bench

@@ -1,0 +1,316 @@
+#include "harness/host/bench/sweep.h"
+
+#include "harness/host/stats/round_pairs.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/host/bench/progress.h"
+#include "harness/host/bench/provenance.h"
+
+namespace k3bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Test hook: after N committed runner processes, the next runner is SIGKILLed mid-measurement and
+// k3tune then SIGKILLs itself -- an abrupt death (no cleanup, no destructors) like a board reset.
+std::optional<int> kill_after_from_env() {
+  const char* v = std::getenv("K3TUNE_TEST_KILL_AFTER");
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return std::atoi(v);
+}
+
+std::string hostname() {
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+// One measured unit: a cell on one build, and the processes that count for it.
+struct Unit {
+  std::vector<k3store::ProcessRef> refs;  // successful processes (adopted first), in order
+  std::vector<bool> disturbed;            // per ref
+  std::int64_t iterations = 0;            // calls per repetition, from the first process
+  std::string failure;
+  bool aggregated = false;
+};
+
+}  // namespace
+
+int SweepReport::failed_cells() const {
+  int n = 0;
+  for (const auto& c : cells) n += c.has_aggregate && !c.aggregate.ok;
+  return n;
+}
+
+std::string new_uuid() {
+  std::random_device rd;
+  std::uniform_int_distribution<unsigned> byte(0, 255);
+  unsigned char b[16];
+  for (auto& x : b) x = static_cast<unsigned char>(byte(rd));
+  b[6] = (b[6] & 0x0F) | 0x40;  // version 4
+  b[8] = (b[8] & 0x3F) | 0x80;  // RFC 4122 variant
+  std::string s;
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    s += fmt::format("{:02x}", b[i]);
+  }
+  return s;
+}
+
+std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
+                     const std::string& build_hash) {
+  const auto& tc = target.config();
+  const nlohmann::json identity = {
+      {"target", {{"name", tc.name}, {"kind", tc.kind}, {"vlen", tc.kind == "qemu" ? tc.vlen : 0}}},
+      {"op", cell.op},
+      {"shape", cell.shape},
+      {"params", cell.params},
+      {"build", build_hash},
+      {"measure", cell.settings.to_json()}};
+  return sha256_text(identity.dump());  // nlohmann::json objects are key-sorted: canonical
+}
+
+k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& per_process,
+                                      const k3stats::CellSummaryOptions& opt) {
+  const auto s = k3stats::summarize_cell(per_process, opt);
+  k3store::AggregateRecord a;
+  a.ok = true;
+  a.processes = static_cast<int>(s.processes);
+  a.samples = static_cast<int>(s.samples);
+  a.mean_ns = s.mean;
+  if (std::isfinite(s.ci.half_width)) {
+    a.ci_low_ns = s.ci.low;
+    a.ci_high_ns = s.ci.high;
+    a.ci_rel_half_width = s.ci.rel_half_width;
+  }
+  a.cv_between = s.cv_between;
+  a.cv_all = s.cv_all;
+  a.min_ns = s.min;
+  a.median_ns = s.median;
+  a.outliers = static_cast<int>(s.outliers);
+  a.wide_ci = s.wide_ci;
+  a.method = s.method;
+  return a;
+}
+
+std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a,
+                                                                 const CellOutcome& b) {
+  auto pairs = k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
+  return {std::move(pairs.a), std::move(pairs.b)};
+}
+
+SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
+                      const std::vector<CellSpec>& cells, const SweepOptions& opt) {
+  if (builds.empty()) throw std::invalid_argument("run_sweep: no build to measure");
+  const auto sweep_start = Clock::now();
+  RunnerExecutor runner;
+  ProcessExecutor& exec = opt.executor != nullptr ? *opt.executor : runner;
+  SweepReport report;
+  report.run_uuid = opt.run_uuid.empty() ? new_uuid() : opt.run_uuid;
+
+  // Units: cell-major, build-minor, so a round alternates the builds of each cell (A B A B ...).
+  const std::size_t nb = builds.size();
+  std::vector<std::size_t> group_of;
+  for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+    for (std::size_t bi = 0; bi < nb; ++bi) {
+      CellOutcome c;
+      c.spec = cells[ci];
+      c.build = bi;
+      c.cell_key = cell_key(*builds[bi].target, cells[ci], builds[bi].build_hash);
+      report.cells.push_back(std::move(c));
+      group_of.push_back(ci);
+    }
+  }
+  RoundPlanner planner(group_of, opt.rounds);
+  std::vector<Unit> units(report.cells.size());
+  std::set<std::string> interrupted;
+  nlohmann::json order = nlohmann::json::array();
+  for (std::size_t u = 0; u < units.size(); ++u) {
+    CellOutcome& c = report.cells[u];
+    if (opt.resume) {
+      if (k3store::cell_has_ok_aggregate(db, c.cell_key)) {
+        c.skipped = "already measured (same build, target, parameters)";
+        planner.skip(u, c.skipped);
+        continue;
+      }
+      const auto adopted = k3store::orphan_processes(db, c.cell_key);
+      const auto times = k3store::process_times(db, c.cell_key, adopted);
+      for (std::size_t i = 0; i < adopted.size(); ++i) {
+        const auto state = k3store::process_state(db, c.cell_key, adopted[i]);
+        units[u].refs.push_back(adopted[i]);
+        units[u].disturbed.push_back(state.disturbed);
+        if (units[u].iterations == 0) units[u].iterations = state.iterations;
+        interrupted.insert(adopted[i].run_uuid);
+        planner.adopt(u, k3stats::mean(times[i]), state.disturbed);
+      }
+      c.adopted = static_cast<int>(adopted.size());
+    }
+    order.push_back(c.cell_key);
+  }
+
+  {
+    nlohmann::json builds_json = nlohmann::json::array();
+    for (const auto& b : builds)
+      builds_json.push_back(
+          {{"build_hash", b.build_hash}, {"label", b.label}, {"target", b.target->name()}});
+    const nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
+                                     {"max_processes", opt.rounds.max_processes},
+                                     {"target_ci", opt.rounds.target_ci},
+                                     {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
+                                     {"builds", builds_json}};
+    const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
+    k3store::Transaction tx(db);
+    k3store::insert_run(
+        db, {report.run_uuid, opt.command_line, builds.back().target->name(),
+             builds.back().build_hash, hostname(), order.dump(), opt.rounds.min_processes,
+             first.repetitions, first.warmup, settings.dump()});
+    for (const auto& c : report.cells) {
+      k3store::insert_cell(
+          db, {c.cell_key, builds[c.build].target->name(), c.spec.op, c.spec.shape.dump(),
+               c.spec.params.dump(), builds[c.build].build_hash, c.spec.settings.to_json().dump()});
+    }
+    for (const auto& r : interrupted) k3store::mark_interrupted(db, r);
+    tx.commit();
+  }
+
+  auto write_aggregate = [&](std::size_t u) {
+    CellOutcome& c = report.cells[u];
+    Unit& unit = units[u];
+    std::vector<k3store::ProcessRef> used;
+    for (std::size_t i = 0; i < unit.refs.size(); ++i)
+      if (!unit.disturbed[i] || !opt.rounds.remeasure_disturbed) used.push_back(unit.refs[i]);
+    // Every process disturbed: the figures still say something, and the notes say what.
+    if (used.empty()) used = unit.refs;
+    std::set<std::string> runs{report.run_uuid};
+    for (const auto& r : unit.refs) runs.insert(r.run_uuid);
+    if (unit.refs.empty()) {
+      c.aggregate = {};
+      c.aggregate.ok = false;
+      c.aggregate.reason = unit.failure.empty() ? "no successful process" : unit.failure;
+    } else if (!unit.failure.empty()) {
+      c.aggregate = {};
+      c.aggregate.ok = false;
+      c.aggregate.reason = unit.failure;
+      c.aggregate.processes = static_cast<int>(unit.refs.size());
+    } else {
+      const auto times = k3store::process_times(db, c.cell_key, used);
+      c.aggregate = aggregate_of(times, opt.stats);
+      c.aggregate.excluded_processes = static_cast<int>(unit.refs.size() - used.size());
+      c.process_means.clear();
+      c.process_rounds.clear();
+      for (const auto& t : times) c.process_means.push_back(k3stats::mean(t));
+      for (const auto& r : used) c.process_rounds.push_back(r.process_index);
+    }
+    c.disturbed = 0;
+    for (bool d : unit.disturbed) c.disturbed += d;
+    c.aggregate.stop_reason = planner.unit(u).stop_reason;
+    c.aggregate.run_uuid = report.run_uuid;
+    c.aggregate.cell_key = c.cell_key;
+    c.aggregate.source_runs_json =
+        nlohmann::json(std::vector<std::string>(runs.begin(), runs.end())).dump();
+    k3store::Transaction tx(db);
+    k3store::insert_aggregate(db, c.aggregate);
+    tx.commit();
+    c.has_aggregate = true;
+    unit.aggregated = true;
+  };
+  auto write_finished = [&]() {
+    for (std::size_t u = 0; u < units.size(); ++u)
+      if (planner.unit(u).done && !units[u].aggregated && report.cells[u].skipped.empty())
+        write_aggregate(u);
+  };
+  write_finished();  // units whose adopted processes already complete them
+
+  const auto kill_after = kill_after_from_env();
+  int step = 0;
+  Progress progress(planner.processes_left_at_least(), opt.progress);
+  for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
+    for (const std::size_t u : round) {
+      if (planner.unit(u).done) continue;
+      CellOutcome& c = report.cells[u];
+      Unit& unit = units[u];
+      const SweepBuild& build = builds[c.build];
+      const int process_index = planner.unit(u).processes;
+      progress.set_total(step + planner.processes_left_at_least());
+      progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
+                                        build.label.empty() ? "" : " [" + build.label + "]",
+                                        process_index + 1));
+      const double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
+      const bool kill_now = kill_after && report.processes_run == *kill_after;
+      ProcessOutcome o;
+      if (kill_now) {
+        // The hook's kill lands mid-measurement of a real runner process.
+        auto popt = k3targets::ProcessOptions::with_timeout(timeout_s);
+        popt.kill_after_s = 0.05;
+        run_cell_process(*build.target, c.spec, popt, unit.refs.empty(), unit.iterations);
+        raise(SIGKILL);
+      }
+      o = exec.run(build, c.spec, process_index, unit.refs.empty(), unit.iterations, timeout_s);
+      ++report.processes_run;
+      ++step;
+      report.child_wall_s += o.wall_ns * 1e-9;
+      report.kernel_s += o.kernel_ns * 1e-9;
+      report.warmup_s += o.warmup_s;
+      if (o.timing.is_object()) {
+        report.check_s += o.timing.value("check_s", 0.0);
+        report.runner_setup_s += o.timing.value("setup_s", 0.0);
+      }
+      k3store::ProcessRecord record{report.run_uuid,
+                                    c.cell_key,
+                                    process_index,
+                                    step - 1,
+                                    o.ok,
+                                    o.exit_code,
+                                    o.reason,
+                                    o.path,
+                                    o.ok ? o.runner.dump() : "",
+                                    o.wall_ns,
+                                    o.kernel_ns,
+                                    o.disturbed,
+                                    o.timing.is_null() ? "" : o.timing.dump(),
+                                    o.samples};
+      k3store::insert_process(db, record);
+      if (o.ok) {
+        unit.refs.push_back({report.run_uuid, process_index});
+        unit.disturbed.push_back(o.disturbed);
+        if (unit.iterations == 0) unit.iterations = o.iterations;
+        if (o.disturbed) {
+          ++report.processes_disturbed;
+          std::set<std::string> seen;
+          for (const auto& sample : o.samples)
+            seen.insert(sample.flags.begin(), sample.flags.end());
+          progress.note(
+              fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
+                          process_index, fmt::join(seen, ", "),
+                          opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
+        }
+        planner.record_ok(u, o.mean_ns(), o.disturbed);
+      } else {
+        ++report.processes_failed;
+        unit.failure = o.reason;
+        progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
+                                  to_kv(c.spec.params), process_index, o.reason));
+        planner.record_failure(u, o.reason);
+      }
+      write_finished();
+    }
+  }
+  progress.finish();
+  report.wall_s = std::chrono::duration<double>(Clock::now() - sweep_start).count();
+  k3store::finish_run(db, report.run_uuid, report.wall_s, report.kernel_s, report.warmup_s);
+  return report;
+}
+
+}  // namespace k3bench

@@ -1,0 +1,38 @@
+#include "harness/host/bench/synthetic_runner.h"
+
+#include <cmath>
+
+namespace k3bench {
+
+ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, int, bool,
+                                      std::int64_t iterations, double) {
+  ++processes_;
+  std::normal_distribution<double> between(0.0, model_.between), within(0.0, model_.within);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  // AR(1) with stationary sd `drift`: x' = rho x + sqrt(1 - rho^2) * drift * e.
+  const double rho = model_.drift_correlation;
+  drift_state_ = rho * drift_state_ +
+                 std::sqrt(1 - rho * rho) * model_.drift * std::normal_distribution<double>()(rng_);
+  const double level =
+      (model_.base_ns + cell.settings.extra_work_ns) * std::exp(between(rng_) + drift_state_);
+  const bool disturbed = unit(rng_) < model_.disturbed_probability;
+  ProcessOutcome o;
+  o.ok = true;
+  o.exit_code = 0;
+  o.iterations = iterations > 0 ? iterations : 10;
+  for (int r = 0; r < cell.settings.repetitions; ++r) {
+    k3store::SampleRecord s;
+    s.ns = level * std::exp(within(rng_));
+    s.cpu_ns = s.ns;
+    s.iterations = o.iterations;
+    if (disturbed && r == 0) s.flags.push_back("frequency-change");
+    o.kernel_ns += s.ns * double(s.iterations);
+    o.samples.push_back(s);
+  }
+  o.disturbed = disturbed;
+  o.path = "synthetic";
+  o.wall_ns = static_cast<std::int64_t>(o.kernel_ns);
+  return o;
+}
+
+}  // namespace k3bench

@@ -1,0 +1,254 @@
+#include "harness/host/farm/farm.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "harness/host/farm/farm_store.h"
+#include "harness/host/store/results.h"
+
+namespace k3farm {
+namespace fs = std::filesystem;
+
+std::string new_run_uuid() {
+  std::ifstream f("/proc/sys/kernel/random/uuid");
+  std::string id;
+  std::getline(f, id);
+  return id;
+}
+
+FarmConfig Farm::load(const std::string& spec, const std::string& root) {
+  std::string chosen = spec;
+  if (chosen.empty()) {
+    const char* env = std::getenv("K3TUNE_FARM");
+    if (env != nullptr && *env != '\0')
+      chosen = env;
+    else if (fs::exists(root + "/configs/farm.toml"))
+      chosen = root + "/configs/farm.toml";
+    else
+      chosen = "local";
+  }
+  if (chosen == "local") return builtin_local_farm(root);
+  return load_farm(chosen);
+}
+
+Farm::Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid)
+    : config_(std::move(config)), root_(std::move(root)), db_(db), run_uuid_(std::move(run_uuid)) {
+  for (const auto& b : config_.boards) states_[b.name].board = std::make_unique<Board>(config_, b);
+}
+
+Farm::~Farm() {
+  for (auto& [name, s] : states_) {
+    s.lease.reset();
+    s.board->transport().close();
+  }
+}
+
+std::vector<std::string> Farm::boards(const std::vector<std::string>& tags) const {
+  std::vector<std::string> out;
+  for (const auto& b : config_.boards) {
+    bool all = true;
+    for (const auto& t : tags) all = all && b.has_tag(t);
+    if (all) out.push_back(b.name);
+  }
+  return out;
+}
+
+Farm::State& Farm::state(const std::string& board) {
+  auto it = states_.find(board);
+  if (it == states_.end())
+    throw std::out_of_range(fmt::format("unknown board '{}' (farm {}: {})", board, config_.source,
+                                        fmt::join(config_.names(), ", ")));
+  return it->second;
+}
+
+const Farm::State& Farm::state(const std::string& board) const {
+  return const_cast<Farm*>(this)->state(board);
+}
+
+Board& Farm::board(const std::string& name) {
+  return *state(name).board;
+}
+
+void Farm::lease(const std::string& board) {
+  std::lock_guard lock(mu_);
+  State& s = state(board);
+  if (s.lease) return;
+  if (db_ == nullptr) throw LeaseError("leasing needs the results database");
+  try {
+    s.lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
+  } catch (const BoardError& e) {
+    quarantine(board, e.fault, e.what());
+    throw;
+  }
+}
+
+void Farm::release(const std::string& board) {
+  std::lock_guard lock(mu_);
+  state(board).lease.reset();
+}
+
+bool Farm::leased(const std::string& board) const {
+  std::lock_guard lock(mu_);
+  return state(board).lease != nullptr;
+}
+
+bool Farm::prepare(const std::string& board) {
+  State& s = state(board);
+  if (quarantined(board)) return false;
+  try {
+    s.board->deploy(s.board->local_runner(root_));
+  } catch (const BoardError& e) {
+    quarantine(board, e.fault, e.what());
+    return false;
+  }
+  s.prepared = probe(board).ok;
+  return s.prepared;
+}
+
+HealthSample Farm::probe(const std::string& board) {
+  State& s = state(board);
+  HealthSample h = s.board->probe();
+  std::lock_guard lock(mu_);
+  if (db_ != nullptr) insert_probe(*db_, run_uuid_, board, h.ok, h.to_json().dump());
+  if (!h.ok) {
+    const bool unreachable = h.error.find(": unreachable") != std::string::npos ||
+                             h.error.find(": host key") != std::string::npos;
+    quarantine(board, unreachable ? Fault::kUnreachable : Fault::kProbeFailed, h.error);
+  } else {
+    s.baseline = h;
+  }
+  return h;
+}
+
+HealthChange Farm::recheck(const std::string& board) {
+  std::optional<HealthSample> before;
+  {
+    std::lock_guard lock(mu_);
+    before = state(board).baseline;
+  }
+  const HealthSample after = probe(board);
+  HealthChange c;
+  if (!after.ok) {
+    c.reasons.push_back(after.error);
+    return c;
+  }
+  if (!before) return c;
+  const BoardConfig& cfg = state(board).board->config();
+  c = compare_samples(*before, after, cfg.cpus, config_.max_temp_c);
+  if (c.rebooted)
+    quarantine(board, Fault::kRebooted,
+               fmt::format("board {} rebooted: {}", board, fmt::join(c.reasons, "; ")));
+  return c;
+}
+
+RunResult Farm::run(const std::string& board, const std::vector<std::string>& args,
+                    double timeout_s) {
+  return state(board).board->run_runner(args, timeout_s);
+}
+
+Verdict Farm::judge(const std::string& board, const RunResult& r) {
+  std::lock_guard lock(mu_);
+  State& s = state(board);
+  Verdict v;
+  v.fault = r.fault;
+  v.reason = r.reason;
+  if (r.fault == Fault::kNone || r.fault == Fault::kCell) {
+    s.consecutive_timeouts = 0;
+  } else if (r.fault == Fault::kRunnerTimeout) {
+    if (++s.consecutive_timeouts >= config_.max_timeouts)
+      quarantine(board, Fault::kRepeatedTimeouts,
+                 fmt::format("board {}: {} runner timeouts in a row (last: {})", board,
+                             s.consecutive_timeouts, r.reason));
+  } else {
+    v.board_fault = true;
+    quarantine(board, r.fault, r.reason);
+  }
+  v.quarantined = s.quarantine.has_value();
+  return v;
+}
+
+void Farm::quarantine(const std::string& board, Fault fault, const std::string& reason) {
+  std::lock_guard lock(mu_);
+  State& s = state(board);
+  if (s.quarantine) return;
+  s.quarantine = QuarantineEntry{fault, reason};
+  if (db_ != nullptr)
+    insert_quarantine(*db_, {run_uuid_, board, to_string(fault), reason, k3store::now_utc()});
+}
+
+bool Farm::quarantined(const std::string& board) const {
+  std::lock_guard lock(mu_);
+  return state(board).quarantine.has_value();
+}
+
+std::map<std::string, QuarantineEntry> Farm::quarantined_boards() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, QuarantineEntry> out;
+  for (const auto& [name, s] : states_)
+    if (s.quarantine) out[name] = *s.quarantine;
+  return out;
+}
+
+std::vector<std::string> Farm::healthy_boards() const {
+  std::lock_guard lock(mu_);
+  bool any_leased = false;
+  for (const auto& [name, s] : states_) any_leased = any_leased || s.lease != nullptr;
+  std::vector<std::string> out;
+  for (const auto& b : config_.boards) {
+    const State& s = states_.at(b.name);
+    if (s.prepared && !s.quarantine && (!any_leased || s.lease)) out.push_back(b.name);
+  }
+  return out;
+}
+
+namespace {
+
+class BoardTarget final : public k3targets::Target {
+ public:
+  BoardTarget(Farm& farm, Board& board, const std::string& root)
+      : Target(config_for(board), root), farm_(farm), board_(board) {}
+
+  std::vector<std::string> command(const std::vector<std::string>& args) const override {
+    std::vector<std::string> argv = board_.config().exec_prefix;
+    argv.push_back(board_.deployed() ? board_.deployed()->remote_path : runner_path());
+    argv.insert(argv.end(), args.begin(), args.end());
+    return board_.transport().command(argv);
+  }
+  std::string describe() const override {
+    return fmt::format("{}: board of farm {} ({}), runner {}", name(), farm_.config().name,
+                       board_.transport().describe(), runner_path());
+  }
+  k3targets::ProcessResult run(const std::vector<std::string>& args,
+                               const k3targets::ProcessOptions& opt) const override {
+    const RunResult r =
+        farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s);
+    k3targets::ProcessResult p = r.process;
+    if (r.fault == Fault::kRunnerTimeout) p.timed_out = true;
+    return p;
+  }
+
+ private:
+  static k3targets::TargetConfig config_for(const Board& b) {
+    k3targets::TargetConfig c;
+    c.name = b.name();
+    c.kind = b.config().kind;
+    c.variant = b.config().variant;
+    c.runner = b.config().runner;
+    c.timeout_s = b.config().timeout_s;
+    c.defined_in = b.config().defined_in;
+    return c;
+  }
+  Farm& farm_;
+  Board& board_;
+};
+
+}  // namespace
+
+std::unique_ptr<k3targets::Target> Farm::target(const std::string& board) {
+  return std::make_unique<BoardTarget>(*this, *state(board).board, root_);
+}
+
+}  // namespace k3farm

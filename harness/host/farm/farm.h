@@ -1,0 +1,115 @@
+// The farm as the benchmark sweep and the nightly job see it: load the inventory, lease boards,
+// deploy and probe them, hand out one Target per healthy board, and judge every failure as a board
+// fault (quarantine the board for the rest of the run; move its unfinished cells) or a cell fault
+// (record the failed cell; carry on). Quarantines and probes are stored per run.
+//
+// Typical use (one thread per board, or one board at a time):
+//   k3farm::Farm farm(k3farm::Farm::load(spec, root), root, db.get(), run_uuid);
+//   for (auto& b : farm.boards({"k3"})) farm.lease(b), farm.prepare(b);   // failures quarantine
+//   for (auto& b : farm.healthy_boards()) {
+//     auto r = farm.run(b, runner_args, timeout_s);
+//     auto v = farm.judge(b, r);           // v.board_fault: requeue the cell elsewhere
+//     auto h = farm.recheck(b);            // h.rebooted/throttled: re-measure since last probe
+//   }
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/host/farm/board.h"
+#include "harness/host/farm/health.h"
+#include "harness/host/farm/inventory.h"
+#include "harness/host/farm/lease.h"
+#include "harness/host/store/sqlite.h"
+#include "harness/host/targets/target.h"
+
+namespace k3farm {
+
+struct Verdict {
+  Fault fault = Fault::kNone;
+  bool board_fault = false;  // the board is quarantined: move this cell (and its others) elsewhere
+  bool quarantined = false;  // the board is (now) out of this run, for whatever reason
+  std::string reason;
+};
+
+struct QuarantineEntry {
+  Fault fault = Fault::kNone;
+  std::string reason;
+};
+
+class Farm {
+ public:
+  // `spec`: a farm file, or "local" for the built-in local farm; "" picks $K3TUNE_FARM, else
+  // <root>/configs/farm.toml when it exists, else "local". Throws std::runtime_error on bad input.
+  static FarmConfig load(const std::string& spec, const std::string& root);
+
+  // `db` may be null (nothing persisted; leasing then throws). `run_uuid` tags quarantines,
+  // probes and leases.
+  Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid);
+  ~Farm();  // releases leases, closes shared ssh connections
+
+  const FarmConfig& config() const { return config_; }
+  const std::string& run_uuid() const { return run_uuid_; }
+  // Boards in inventory order carrying every tag in `tags` (all boards when empty).
+  std::vector<std::string> boards(const std::vector<std::string>& tags = {}) const;
+  Board& board(const std::string& name);  // throws std::out_of_range naming the board
+
+  // Takes the exclusive lease (lease.h). Throws LeaseError; an unreachable board throws
+  // BoardError and is quarantined.
+  void lease(const std::string& board);
+  void release(const std::string& board);
+  bool leased(const std::string& board) const;
+
+  // Deploys the board's runner (once per build hash) and probes it; a failure quarantines the
+  // board. Returns whether the board is healthy.
+  bool prepare(const std::string& board);
+  // One probe, stored; a failed probe quarantines the board. Becomes the baseline for recheck.
+  HealthSample probe(const std::string& board);
+  // Probes again and compares with the previous good probe: a reboot (or a failed probe)
+  // quarantines the board; throttling is reported (samples since the last probe are suspect).
+  HealthChange recheck(const std::string& board);
+
+  // Runs the deployed runner on the board (board-side timeout, see Board::run_runner).
+  RunResult run(const std::string& board, const std::vector<std::string>& args, double timeout_s);
+  // Classifies a run and does the bookkeeping: board faults quarantine the board; runner timeouts
+  // count, and farm.max_timeouts of them in a row quarantine it; a success resets the count.
+  Verdict judge(const std::string& board, const RunResult& r);
+
+  void quarantine(const std::string& board, Fault fault, const std::string& reason);
+  bool quarantined(const std::string& board) const;
+  std::map<std::string, QuarantineEntry> quarantined_boards() const;
+  // Leased (when leasing is used), prepared and not quarantined, in inventory order.
+  std::vector<std::string> healthy_boards() const;
+
+  // A Target for the sweep's existing code paths (probe, tcm, bench): name = board name, so the
+  // cell identity includes the board. run() maps a board-side timeout to timed_out.
+  std::unique_ptr<k3targets::Target> target(const std::string& board);
+
+ private:
+  struct State {
+    std::unique_ptr<Board> board;
+    std::unique_ptr<Lease> lease;
+    bool prepared = false;
+    std::optional<HealthSample> baseline;
+    int consecutive_timeouts = 0;
+    std::optional<QuarantineEntry> quarantine;
+  };
+  State& state(const std::string& board);
+  const State& state(const std::string& board) const;
+
+  FarmConfig config_;
+  std::string root_;
+  k3store::Connection* db_;
+  std::string run_uuid_;
+  std::map<std::string, State> states_;
+  mutable std::recursive_mutex mu_;  // bookkeeping and the database connection
+};
+
+// A fresh run id (random UUID) for commands that are not part of a sweep.
+std::string new_run_uuid();
+
+}  // namespace k3farm

@@ -1,0 +1,49 @@
+// The farm's rows in the results database (schema: harness/host/store/database.cpp, migration 2):
+//   farm_leases(board)                     who holds each board now (one row per leased board)
+//   farm_quarantine(run_uuid, board)       boards taken out of a run, with the fault and reason
+//   farm_probes(run_uuid, board, seq)      every health probe of a run, as JSON
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/host/store/sqlite.h"
+
+namespace k3farm {
+
+struct LeaseRow {
+  std::string board, farm, run_uuid, holder_host;
+  std::int64_t holder_pid = 0;
+  std::string holder_start;  // "<boot_id>:<start ticks>" of the holder process (pid reuse guard)
+  std::optional<std::int64_t> remote_pid;  // board-side process holding the lock file
+  std::string acquired_at;
+};
+
+struct QuarantineRow {
+  std::string run_uuid, board, fault, reason, at;
+};
+
+// Inserts the row unless the board already has one; returns the existing row then.
+std::optional<LeaseRow> insert_lease(k3store::Connection& c, const LeaseRow& row);
+void set_lease_remote_pid(k3store::Connection& c, const std::string& board, std::int64_t pid);
+// Deletes the row only if it is still the one described (same holder), so a holder never removes
+// a lease that was recovered and taken by someone else meanwhile.
+void delete_lease(k3store::Connection& c, const LeaseRow& row);
+std::vector<LeaseRow> lease_rows(k3store::Connection& c);
+
+// First quarantine of a board in a run wins (later faults of a quarantined board are moot).
+void insert_quarantine(k3store::Connection& c, const QuarantineRow& row);
+std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::string& run_uuid);
+
+void insert_probe(k3store::Connection& c, const std::string& run_uuid, const std::string& board,
+                  bool ok, const std::string& probe_json);
+
+// This process's identity for lease rows.
+std::string this_host();
+std::string process_start(std::int64_t pid);  // "" when the process does not exist
+// Whether the lease's holder process still exists (nullopt: it runs on another host).
+std::optional<bool> holder_alive(const LeaseRow& row);
+
+}  // namespace k3farm

@@ -1,0 +1,64 @@
+// An exclusive lease on one board: a row in farm_leases (who holds it, for `farm list` and
+// recovery) plus a lock held ON the board -- flock on <work_dir>/lease.lock, taken by a board-side
+// process that lives exactly as long as our connection to it. That holder reads our stdin: when we
+// release, or die (the kernel closes the pipe), it sees EOF, exits, and the board lock is free.
+//
+// With farm.lock_command set, the holder runs inside that command on this machine, so an existing
+// reservation tool (flock on a shared file, a lab's reserve-board CLI) gates the lease as well.
+//
+// A stale lease is a row whose holder process is dead (on this host), or whose board lock is free
+// while the row says held. Stale leases block new leases until `k3tune farm release --stale`.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "harness/host/farm/background_process.h"
+#include "harness/host/farm/board.h"
+#include "harness/host/farm/farm_store.h"
+
+namespace k3farm {
+
+// The board is leased by someone else, or a stale lease needs recovery. One line.
+struct LeaseError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class Lease {
+ public:
+  // Takes the lease or throws LeaseError (held / stale / board lock busy) or BoardError (the
+  // board could not be reached). Nothing is left behind on failure.
+  Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db,
+        const std::string& run_uuid);
+  ~Lease();  // release()
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+
+  const LeaseRow& row() const { return row_; }
+  // Whether the board-side holder is still there (false: the connection died).
+  bool holding();
+  void release();
+
+ private:
+  const Board& board_;
+  k3store::Connection& db_;
+  LeaseRow row_;
+  std::unique_ptr<BackgroundProcess> holder_;
+};
+
+struct LeaseState {
+  LeaseRow row;
+  bool stale = false;
+  std::string why;  // for stale: "holder pid 123 on host is gone", "board lock is free"
+};
+// Judges one lease row: is the holder alive, is the board lock held (asked on the board).
+LeaseState judge_lease(const LeaseRow& row, const Board* board);
+// Whether <work_dir>/lease.lock is currently held on the board (nullopt: board unreachable).
+std::optional<bool> board_lock_held(const Board& board);
+// Recovery of a stale lease: kills a leftover board-side holder if the lock is still held, then
+// deletes the row. Throws LeaseError when the row is not stale.
+std::string recover_stale_lease(k3store::Connection& db, const LeaseRow& row, const Board* board);
+
+}  // namespace k3farm

@@ -1,0 +1,41 @@
+#include "harness/host/farmbench/board_target.h"
+
+#include <fmt/format.h>
+
+namespace k3farmbench {
+
+JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board,
+                                     const std::string& root)
+    : Target(farm.target(board)->config(), root), farm_(farm), inner_(farm.target(board)) {}
+
+std::vector<std::string> JudgedBoardTarget::command(const std::vector<std::string>& args) const {
+  return inner_->command(args);
+}
+
+std::string JudgedBoardTarget::describe() const {
+  return inner_->describe();
+}
+
+k3targets::ProcessResult JudgedBoardTarget::run(const std::vector<std::string>& args,
+                                                const k3targets::ProcessOptions& opt) const {
+  const k3farm::RunResult r =
+      farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s);
+  const k3farm::Verdict v = farm_.judge(name(), r);
+  if (v.quarantined) {
+    const auto q = farm_.quarantined_boards();
+    const auto it = q.find(name());
+    lost_ = it != q.end() ? it->second.reason : v.reason;
+  }
+  k3targets::ProcessResult p = r.process;
+  if (r.fault == k3farm::Fault::kRunnerTimeout) p.timed_out = true;
+  return p;
+}
+
+k3bench::ProcessOutcome FarmExecutor::run(const k3bench::SweepBuild& build, const k3bench::CellSpec& cell, int process_index,
+                                 bool check_accuracy, std::int64_t iterations, double timeout_s) {
+  k3bench::ProcessOutcome o = real_.run(build, cell, process_index, check_accuracy, iterations, timeout_s);
+  if (!target_.lost().empty()) throw BoardLost(target_.lost());
+  return o;
+}
+
+}  // namespace k3farmbench

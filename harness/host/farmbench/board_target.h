@@ -1,0 +1,49 @@
+// A farm board as the sweep measures on it: a Target whose every run is judged by the farm (board
+// fault -> quarantine; runner timeouts counted), and the executor that stops the board's batch at
+// once when its board was lost, so the unfinished cells can move to a healthy board.
+#pragma once
+
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "harness/host/farm/farm.h"
+#include "harness/host/bench/runner_process.h"
+#include "harness/host/targets/target.h"
+
+namespace k3farmbench {
+
+// Thrown out of a board's batch when the farm took the board out of the run.
+struct BoardLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+class JudgedBoardTarget final : public k3targets::Target {
+ public:
+  JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root);
+  std::vector<std::string> command(const std::vector<std::string>& args) const override;
+  std::string describe() const override;
+  k3targets::ProcessResult run(const std::vector<std::string>& args,
+                               const k3targets::ProcessOptions& opt) const override;
+  // Why the board is out of the run ("" while it is healthy). One thread uses one target.
+  const std::string& lost() const { return lost_; }
+
+ private:
+  k3farm::Farm& farm_;
+  std::unique_ptr<k3targets::Target> inner_;  // the farm's own board target
+  mutable std::string lost_;
+};
+
+// Runs the real runner; throws BoardLost after a run that cost the board its place in the run.
+class FarmExecutor final : public k3bench::ProcessExecutor {
+ public:
+  explicit FarmExecutor(const JudgedBoardTarget& target) : target_(target) {}
+  k3bench::ProcessOutcome run(const k3bench::SweepBuild& build, const k3bench::CellSpec& cell, int process_index,
+                     bool check_accuracy, std::int64_t iterations, double timeout_s) override;
+
+ private:
+  const JudgedBoardTarget& target_;
+  k3bench::RunnerExecutor real_;
+};
+
+}  // namespace k3farmbench

@@ -1,0 +1,378 @@
+#include "harness/host/farmbench/farm_sweep.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "harness/host/farmbench/board_target.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/store/database.h"
+#include "harness/host/farmbench/farm_sweep_store.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/store/results.h"
+#include "harness/host/bench/user_error.h"
+
+namespace k3farmbench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> chosen_boards(const k3farm::FarmConfig& farm, const FarmBenchRequest& rq) {
+  try {
+    return k3farm::select_boards(farm, rq.boards, rq.tags);
+  } catch (const std::invalid_argument& e) {
+    throw k3bench::UserError(e.what());
+  }
+}
+
+// The cells, validated against the runner's catalog, asked from the first board that answers.
+// Nothing is written anywhere (no database; the deploy is content-addressed and idempotent).
+std::vector<k3bench::CellSpec> expand_on_farm(const k3farm::FarmConfig& cfg,
+                                     const std::vector<std::string>& boards,
+                                     const std::string& root, const FarmBenchRequest& rq,
+                                     k3bench::MeasureSettings& settings, k3bench::ProcessPlan& plan) {
+  k3farm::Farm probe_farm(cfg, root, nullptr, "");
+  std::vector<std::string> why;
+  for (const auto& name : boards) {
+    auto& board = probe_farm.board(name);
+    try {
+      board.deploy(board.local_runner(root));
+      const k3bench::Catalog catalog = k3bench::Catalog::from_target(*probe_farm.target(name));
+      return k3bench::expand_grid(rq.bench.grid, catalog, root + "/configs/models", settings, plan,
+                         rq.bench.settings_given);
+    } catch (const k3farm::BoardError& e) {
+      why.push_back(e.what());
+    } catch (const k3bench::UserError&) {
+      throw;
+    } catch (const std::runtime_error& e) {
+      why.push_back(fmt::format("board {}: {}", name, e.what()));
+    }
+  }
+  throw k3bench::UserError(fmt::format("no board of farm {} could list its runner's ops: {}", cfg.name,
+                              fmt::join(why, "; ")));
+}
+
+// The queue of cells (positions into the outcome's cells) shared by the board threads. A thread
+// waits while the queue is empty but another board still measures a batch that may come back.
+class CellQueue {
+ public:
+  void push(std::size_t p) { queue_.push_back(p); }
+  std::vector<std::size_t> take(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return !queue_.empty() || in_flight_ == 0; });
+    std::vector<std::size_t> batch;
+    while (!queue_.empty() && static_cast<int>(batch.size()) < n) {
+      batch.push_back(queue_.front());
+      queue_.pop_front();
+    }
+    if (!batch.empty()) ++in_flight_;
+    return batch;
+  }
+  void finish(const std::vector<std::size_t>& back) {
+    {
+      std::lock_guard lock(mu_);
+      for (auto p : back) queue_.push_back(p);
+      --in_flight_;
+    }
+    cv_.notify_all();
+  }
+  std::vector<std::size_t> left() const { return {queue_.begin(), queue_.end()}; }
+  std::mutex& mu() { return mu_; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::size_t> queue_;
+  int in_flight_ = 0;
+};
+
+struct SweepContext {
+  const std::string& root;
+  const FarmBenchRequest& rq;
+  k3farm::Farm& farm;
+  k3bench::SweepOptions options;
+  FarmBenchOutcome& out;
+  CellQueue queue;
+};
+
+void note(const std::string& line) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  fmt::print(stderr, "k3tune: {}\n", line);
+}
+
+class BoardWorker {
+ public:
+  BoardWorker(SweepContext& ctx, std::string board) : ctx_(ctx), board_(std::move(board)) {}
+
+  void operator()() {
+    try {
+      if (!take_board()) return;
+      while (measure_batch()) {
+      }
+    } catch (const std::exception& e) {
+      // Anything unexpected takes this board out; the other boards go on.
+      ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
+                           fmt::format("board {}: {}", board_, e.what()));
+      note(fmt::format("board {}: taken out of the run: {}", board_, e.what()));
+    }
+  }
+
+ private:
+  // Lease, deploy + probe, and the board's runner as a build row. False: the board takes no cells.
+  bool take_board() {
+    try {
+      ctx_.farm.lease(board_);
+    } catch (const k3farm::LeaseError& e) {
+      std::lock_guard lock(ctx_.queue.mu());
+      ctx_.out.unused[board_] = e.what();
+      note(fmt::format("board {} not used: {}", board_, e.what()));
+      return false;
+    } catch (const k3farm::BoardError& e) {
+      note(fmt::format("board {} quarantined: {}", board_, e.what()));
+      return false;
+    }
+    if (!ctx_.farm.prepare(board_)) {
+      note(fmt::format("board {} quarantined: {}", board_,
+                       ctx_.farm.quarantined_boards()[board_].reason));
+      return false;
+    }
+    target_ = std::make_unique<JudgedBoardTarget>(ctx_.farm, board_, ctx_.root);
+    db_ = k3store::open_database(ctx_.rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate);
+    hash_ = k3bench::sha256_file(target_->runner_path());
+    if (!k3store::find_build(*db_, hash_))
+      k3store::upsert_build(*db_, k3bench::build_from_runner(*target_, hash_));
+    executor_ = std::make_unique<FarmExecutor>(*target_);
+    return true;
+  }
+
+  void row(std::size_t p, const std::string& run, const std::string& key,
+           const std::string& outcome, const std::string& reason) {
+    const auto& c = ctx_.out.cells[p];
+    insert_sweep_cell(*db_, {ctx_.out.sweep_uuid, static_cast<int>(c.index), c.attempts, board_,
+                             run, key, outcome, reason, ctx_.rq.shard.text()});
+  }
+
+  // One batch on this board. False: the board leaves the run (or the queue is done).
+  bool measure_batch() {
+    const auto batch = ctx_.queue.take(ctx_.rq.cells_per_probe);
+    if (batch.empty()) return false;
+    std::vector<k3bench::CellSpec> specs;
+    {
+      std::lock_guard lock(ctx_.queue.mu());
+      for (auto p : batch) {
+        ++ctx_.out.cells[p].attempts;
+        specs.push_back(ctx_.out.cells[p].spec);
+      }
+    }
+    k3bench::SweepOptions opt = ctx_.options;
+    opt.run_uuid = k3bench::new_uuid();
+    opt.executor = executor_.get();
+    std::vector<std::size_t> back;  // cells to measure again elsewhere (or here)
+    std::vector<std::string> back_reason;
+    bool leave = false;
+    try {
+      const k3bench::SweepReport rep = run_sweep(*db_, {{target_.get(), hash_, ""}}, specs, opt);
+      const k3farm::HealthChange h = ctx_.farm.recheck(board_);
+      std::lock_guard lock(ctx_.queue.mu());
+      ctx_.out.runs.emplace_back(board_, rep.run_uuid);
+      ctx_.out.processes_run += rep.processes_run;
+      ctx_.out.processes_failed += rep.processes_failed;
+      if (!h.clean() || ctx_.farm.quarantined(board_)) {
+        const std::string why = fmt::format("board {} {} between probes: {}", board_,
+                                            h.rebooted    ? "rebooted"
+                                            : h.throttled ? "throttled"
+                                                          : "failed its probe",
+                                            fmt::join(h.reasons, "; "));
+        const int marked = mark_run_disturbed(*db_, rep.run_uuid, why);
+        note(fmt::format("{}; {} processes of run {} marked disturbed, {} cells measured again",
+                         why, marked, rep.run_uuid, batch.size()));
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          row(batch[i], rep.run_uuid, rep.cells[i].cell_key, "disturbed", why);
+          back.push_back(batch[i]);
+          back_reason.push_back(why);
+        }
+        leave = ctx_.farm.quarantined(board_);
+      } else {
+        for (std::size_t i = 0; i < batch.size(); ++i) settle(batch[i], rep.run_uuid, rep.cells[i]);
+      }
+    } catch (const std::exception& e) {
+      // The board was lost mid-batch (BoardLost), or something else broke on this board: the
+      // board leaves the run; cells it finished stay, the others go back to the queue.
+      const std::string why = e.what();
+      if (dynamic_cast<const BoardLost*>(&e) == nullptr)
+        ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
+                             fmt::format("board {}: {}", board_, why));
+      k3store::mark_interrupted(*db_, opt.run_uuid);
+      std::lock_guard lock(ctx_.queue.mu());
+      ctx_.out.runs.emplace_back(board_, opt.run_uuid);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const std::string key = k3bench::cell_key(*target_, specs[i], hash_);
+        if (run_measured_cell(*db_, opt.run_uuid, key)) {
+          auto& c = ctx_.out.cells[batch[i]];
+          c.status = "measured";
+          c.board = board_;
+          c.run_uuid = opt.run_uuid;
+          c.cell_key = key;
+          row(batch[i], opt.run_uuid, key, "measured", "");
+          continue;
+        }
+        row(batch[i], opt.run_uuid, key, "moved", why);
+        back.push_back(batch[i]);
+        back_reason.push_back(why);
+      }
+      note(fmt::format("{}: {} unfinished cells go back to the queue", why, back.size()));
+      leave = true;
+    }
+    std::vector<std::size_t> requeue;
+    {
+      std::lock_guard lock(ctx_.queue.mu());
+      for (std::size_t i = 0; i < back.size(); ++i) {
+        auto& c = ctx_.out.cells[back[i]];
+        c.history.push_back(fmt::format("{}: {}", board_, back_reason[i]));
+        if (c.attempts >= ctx_.rq.max_attempts) {
+          c.status = "failed";
+          c.reason = fmt::format("handed out {} times; last: {}", c.attempts, back_reason[i]);
+        } else {
+          requeue.push_back(back[i]);
+        }
+      }
+    }
+    ctx_.queue.finish(requeue);
+    return !leave;
+  }
+
+  // Caller holds the queue's lock.
+  void settle(std::size_t p, const std::string& run, const k3bench::CellOutcome& o) {
+    auto& c = ctx_.out.cells[p];
+    c.board = board_;
+    c.run_uuid = run;
+    c.cell_key = o.cell_key;
+    if (!o.skipped.empty()) {
+      c.status = "skipped";
+      c.reason = o.skipped;
+    } else {
+      c.has_aggregate = o.has_aggregate;
+      c.aggregate = o.aggregate;
+      c.status = o.has_aggregate && o.aggregate.ok ? "measured" : "failed";
+      c.reason = o.aggregate.reason;
+    }
+    row(p, run, o.cell_key, c.status, c.reason);
+  }
+
+  SweepContext& ctx_;
+  std::string board_;
+  std::unique_ptr<JudgedBoardTarget> target_;
+  std::unique_ptr<k3store::Connection> db_;
+  std::unique_ptr<FarmExecutor> executor_;
+  std::string hash_;
+};
+
+}  // namespace
+
+int FarmBenchOutcome::count(const std::string& status) const {
+  int n = 0;
+  for (const auto& c : cells) n += c.status == status;
+  return n;
+}
+
+FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest& rq) {
+  const auto start = Clock::now();
+  if (!rq.bench.baseline_runner.empty() || !rq.bench.baseline_build.empty())
+    throw k3bench::UserError(
+        "--farm: A/B runs (--baseline-runner, --baseline-build) measure on one --target");
+  k3farm::FarmConfig cfg;
+  try {
+    cfg = k3farm::Farm::load(rq.farm, root);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  }
+  FarmBenchOutcome out;
+  out.farm_name = cfg.name;
+  out.farm_source = cfg.source;
+  out.boards = chosen_boards(cfg, rq);
+  {
+    k3farm::Farm names(cfg, root, nullptr, "");
+    for (const auto& b : out.boards) {
+      const std::string runner = names.board(b).local_runner(root);
+      if (!std::filesystem::exists(runner))
+        throw k3bench::UserError(fmt::format("board {}: runner {} missing (k3tune build --variant {})", b,
+                                    runner, names.board(b).config().variant));
+    }
+  }
+  k3bench::MeasureSettings settings = rq.bench.settings;
+  k3bench::ProcessPlan plan = rq.bench.plan;
+  const auto all = expand_on_farm(cfg, out.boards, root, rq, settings, plan);
+  out.total_cells = all.size();
+  k3bench::SweepOptions opt;
+  opt.rounds = k3bench::rounds_from_plan(plan, rq.bench.remeasure_disturbed);
+  opt.timeout_s = rq.bench.timeout_s;
+  opt.resume = rq.bench.resume;
+  opt.progress = false;  // several boards at once: notes, not one progress line
+  opt.stats.wide_ci_threshold = rq.bench.wide_ci;
+  opt.command_line = rq.bench.command_line;
+
+  // Validated: from here on the database is written.
+  std::filesystem::create_directories(std::filesystem::absolute(rq.bench.db_path).parent_path());
+  auto db = k3store::open_database(rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate);
+  out.samples_before = sample_count(*db);
+  out.sweep_uuid = k3bench::new_uuid();
+  k3farm::Farm farm(cfg, root, db.get(), out.sweep_uuid);
+  SweepContext ctx{root, rq, farm, opt, out, {}};
+  for (const auto p : shard_positions(all.size(), rq.shard)) {
+    FarmCellResult c;
+    c.index = p;
+    c.spec = all[p];
+    out.cells.push_back(std::move(c));
+  }
+  std::vector<std::pair<std::unique_ptr<k3targets::Target>, std::string>> board_keys;
+  if (rq.bench.resume)
+    for (const auto& b : out.boards) {
+      auto t = farm.target(b);
+      const std::string hash = k3bench::sha256_file(t->runner_path());
+      board_keys.emplace_back(std::move(t), hash);
+    }
+  for (std::size_t i = 0; i < out.cells.size(); ++i) {
+    auto& c = out.cells[i];
+    if (rq.bench.resume) {
+      // Measured before on one of these boards (same build, settings): not again.
+      for (const auto& [t, hash] : board_keys) {
+        const std::string& b = t->name();
+        const std::string key = k3bench::cell_key(*t, c.spec, hash);
+        if (k3store::cell_has_ok_aggregate(*db, key)) {
+          c.status = "skipped";
+          c.reason = fmt::format("already measured on board {}", b);
+          c.board = b;
+          c.cell_key = key;
+          insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), 0, b, "", key,
+                                  "skipped", c.reason, rq.shard.text()});
+          break;
+        }
+      }
+    }
+    if (c.status.empty()) ctx.queue.push(i);
+  }
+  {
+    std::vector<std::thread> threads;
+    for (const auto& b : out.boards) threads.emplace_back(BoardWorker(ctx, b));
+    for (auto& t : threads) t.join();
+  }
+  for (const auto p : ctx.queue.left()) {
+    auto& c = out.cells[p];
+    c.status = "unmeasured";
+    c.reason = "no healthy board left in the run";
+    insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "", "",
+                            "unmeasured", c.reason, rq.shard.text()});
+  }
+  out.quarantined = farm.quarantined_boards();
+  out.samples_after = sample_count(*db);
+  out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return out;
+}
+
+}  // namespace k3farmbench

@@ -1,0 +1,25 @@
+#include "harness/host/stats/round_pairs.h"
+
+#include <stdexcept>
+#include <unordered_map>
+
+namespace k3stats {
+
+RoundPairs pair_by_round(const std::vector<int>& rounds_a, const std::vector<double>& values_a,
+                         const std::vector<int>& rounds_b, const std::vector<double>& values_b) {
+  if (rounds_a.size() != values_a.size() || rounds_b.size() != values_b.size())
+    throw std::invalid_argument("pair_by_round: a round list and its values differ in length");
+  std::unordered_map<int, double> b_of_round;
+  for (std::size_t j = 0; j < rounds_b.size(); ++j) b_of_round.emplace(rounds_b[j], values_b[j]);
+  RoundPairs out;
+  std::unordered_map<int, bool> used;
+  for (std::size_t i = 0; i < rounds_a.size(); ++i) {
+    const auto it = b_of_round.find(rounds_a[i]);
+    if (it == b_of_round.end() || !used.emplace(rounds_a[i], true).second) continue;
+    out.a.push_back(values_a[i]);
+    out.b.push_back(it->second);
+  }
+  return out;
+}
+
+}  // namespace k3stats

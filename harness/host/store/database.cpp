@@ -1,0 +1,341 @@
+#include "harness/host/store/database.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace k3store {
+namespace {
+
+// Migration i takes the schema from version i to i + 1. Append only; never edit a shipped one.
+const std::vector<const char*> kMigrations = {
+    R"sql(
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE builds(
+  build_hash TEXT PRIMARY KEY,           -- SHA-256 of the k3bench binary
+  variant TEXT NOT NULL,                 -- host, rvv, ... or 'external' (not built by k3tune build)
+  binary_path TEXT NOT NULL,
+  compiler TEXT NOT NULL,
+  flags TEXT NOT NULL,
+  cmake_options TEXT NOT NULL,           -- JSON object of the -D options of the build tree
+  source_revision TEXT NOT NULL,
+  source_dirty INTEGER,                  -- 1 dirty, 0 clean, NULL unknown
+  recorded_by TEXT NOT NULL,             -- 'k3tune build' or 'runner report'
+  created_at TEXT NOT NULL);
+CREATE TABLE runs(
+  run_uuid TEXT PRIMARY KEY,
+  command TEXT NOT NULL,
+  target TEXT NOT NULL,
+  build_hash TEXT NOT NULL REFERENCES builds(build_hash),
+  host TEXT NOT NULL,
+  processes INTEGER NOT NULL,
+  repetitions INTEGER NOT NULL,
+  warmup INTEGER NOT NULL,
+  order_json TEXT NOT NULL,              -- cell keys of one interleaved round, in execution order
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished', 'interrupted')),
+  wall_s REAL,                           -- whole sweep, wall clock
+  kernel_s REAL);                        -- sum of measured kernel time (for the overhead figure)
+CREATE TABLE cells(
+  cell_key TEXT PRIMARY KEY,
+  target TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  params_json TEXT NOT NULL,             -- every parameter, defaults filled in, plus the path
+  build_hash TEXT NOT NULL REFERENCES builds(build_hash),
+  measure_json TEXT NOT NULL);           -- repetitions, warm-up, min time, check
+CREATE TABLE processes(
+  run_uuid TEXT NOT NULL REFERENCES runs(run_uuid),
+  cell_key TEXT NOT NULL REFERENCES cells(cell_key),
+  process_index INTEGER NOT NULL,
+  order_index INTEGER NOT NULL,          -- position in the run's execution sequence
+  status TEXT NOT NULL CHECK(status IN ('ok', 'failed')),
+  exit_code INTEGER,
+  reason TEXT,                           -- why it failed (timeout, signal, runner message)
+  wall_ns INTEGER NOT NULL,              -- runner process wall time, spawn to exit
+  kernel_ns REAL NOT NULL,               -- sum over repetitions of time per call x calls
+  path TEXT,
+  runner_json TEXT,                      -- dispatch, accuracy, environment, counter status
+  finished_at TEXT NOT NULL,
+  PRIMARY KEY(run_uuid, cell_key, process_index));
+CREATE TABLE samples(
+  run_uuid TEXT NOT NULL,
+  cell_key TEXT NOT NULL,
+  process_index INTEGER NOT NULL,
+  rep_index INTEGER NOT NULL,
+  ns REAL NOT NULL,
+  cpu_ns REAL NOT NULL,
+  iterations INTEGER NOT NULL,
+  cycles REAL, instructions REAL, cache_misses REAL,
+  stalled_cycles_frontend REAL, stalled_cycles_backend REAL,
+  outlier INTEGER NOT NULL DEFAULT 0,    -- outside its process's Tukey fences (kept, flagged)
+  PRIMARY KEY(run_uuid, cell_key, process_index, rep_index),
+  FOREIGN KEY(run_uuid, cell_key, process_index) REFERENCES processes(run_uuid, cell_key, process_index));
+CREATE TABLE aggregates(
+  run_uuid TEXT NOT NULL REFERENCES runs(run_uuid),
+  cell_key TEXT NOT NULL REFERENCES cells(cell_key),
+  status TEXT NOT NULL CHECK(status IN ('ok', 'failed')),
+  reason TEXT,
+  processes INTEGER NOT NULL,
+  samples INTEGER NOT NULL,
+  source_runs TEXT NOT NULL,             -- JSON list: runs whose processes are included (--resume)
+  mean_ns REAL, ci_low_ns REAL, ci_high_ns REAL, ci_rel_half_width REAL,
+  cv_between REAL, cv_all REAL, min_ns REAL, median_ns REAL,
+  outliers INTEGER, wide_ci INTEGER, method TEXT,
+  PRIMARY KEY(run_uuid, cell_key));
+CREATE INDEX processes_by_cell ON processes(cell_key, status);
+CREATE INDEX aggregates_by_cell ON aggregates(cell_key, status);
+INSERT INTO meta(key, value) VALUES ('created_by', 'k3tune');
+)sql",
+    // 1 -> 2: where a run's wall time went, disturbed processes and repetitions, per-cell stop
+    // reasons, and the measured noise floor of each target.
+    R"sql(
+ALTER TABLE runs ADD COLUMN warmup_s REAL;         -- warm-up (and calibration) calls of all processes
+ALTER TABLE runs ADD COLUMN overhead_s REAL;       -- wall - kernel - warm-up
+ALTER TABLE runs ADD COLUMN settings_json TEXT;    -- process plan (min/max/target CI), builds compared
+ALTER TABLE processes ADD COLUMN disturbed INTEGER NOT NULL DEFAULT 0;  -- a repetition was disturbed
+ALTER TABLE processes ADD COLUMN timing_json TEXT; -- the runner's own split: setup, check, warm-up, measured
+ALTER TABLE samples ADD COLUMN flags TEXT;         -- JSON list of disturbances seen around the repetition
+ALTER TABLE samples ADD COLUMN cpu_migrations REAL;
+ALTER TABLE samples ADD COLUMN context_switches REAL;
+ALTER TABLE aggregates ADD COLUMN excluded_processes INTEGER NOT NULL DEFAULT 0;  -- disturbed, not counted
+ALTER TABLE aggregates ADD COLUMN stop_reason TEXT;  -- fixed count, CI within target, max processes
+CREATE TABLE noise_floors(
+  target TEXT NOT NULL,
+  cpu_model TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  measured_at TEXT NOT NULL,
+  trials INTEGER NOT NULL,                 -- A-vs-A trials behind it
+  mean_processes REAL NOT NULL,            -- per side, at the default (adaptive) budget
+  noise_floor REAL NOT NULL,               -- standard deviation of the relative A-vs-A difference
+  abs_diff_q95 REAL NOT NULL,              -- 95th percentile of |relative A-vs-A difference|
+  minimum_detectable_effect REAL,          -- median per-trial MDE at power 0.8
+  settings_json TEXT NOT NULL,             -- the measurement settings and process plan used
+  PRIMARY KEY(target, cpu_model, op, shape_json, measured_at));
+)sql",
+    // 2 -> 3: the board farm (harness/host/farm): leases, quarantines and health probes.
+    R"sql(
+CREATE TABLE farm_leases(
+  board TEXT PRIMARY KEY,                -- one holder per board
+  farm TEXT NOT NULL,
+  run_uuid TEXT NOT NULL,                -- the holder's run (not a foreign key: taken before the run row)
+  holder_host TEXT NOT NULL,             -- controller host name
+  holder_pid INTEGER NOT NULL,           -- controller process
+  holder_start TEXT NOT NULL,            -- '<boot_id>:<start ticks>' of that process (pid reuse guard)
+  remote_pid INTEGER,                    -- board-side process holding <work_dir>/lease.lock
+  acquired_at TEXT NOT NULL);
+CREATE TABLE farm_quarantine(
+  run_uuid TEXT NOT NULL,
+  board TEXT NOT NULL,
+  fault TEXT NOT NULL,                   -- unreachable, host-key, unresponsive, rebooted, probe-failed, repeated-timeouts
+  reason TEXT NOT NULL,                  -- one line
+  at TEXT NOT NULL,
+  PRIMARY KEY(run_uuid, board));
+CREATE TABLE farm_probes(
+  run_uuid TEXT NOT NULL,
+  board TEXT NOT NULL,
+  seq INTEGER NOT NULL,                  -- 0, 1, ... per board and run
+  taken_at TEXT NOT NULL,
+  ok INTEGER NOT NULL,
+  probe_json TEXT NOT NULL,              -- uptime, load, memory, thermal, cpufreq, marchid, vlenb, TCM
+  PRIMARY KEY(run_uuid, board, seq));
+)sql",
+    // 3 -> 4: tuning sessions (k3tune tune): every measured point, resumable; the tables written.
+    R"sql(
+CREATE TABLE tuning_sessions(
+  session_id TEXT PRIMARY KEY,           -- hash of what was asked: op, shape, space, strategy, seed, target, build
+  created_at TEXT NOT NULL,
+  finished_at TEXT,
+  command TEXT NOT NULL,
+  target TEXT NOT NULL,
+  build_hash TEXT NOT NULL,
+  run_uuid TEXT,                         -- the run whose processes hold the time measurements
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  model TEXT,
+  space_json TEXT NOT NULL,              -- the space file's path, knobs and the counts before/after constraints
+  strategy TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  budget INTEGER NOT NULL,               -- measurements allowed
+  objective TEXT NOT NULL,               -- time | instructions (a proxy) | synthetic
+  status TEXT NOT NULL CHECK(status IN ('running', 'finished')),
+  result_json TEXT);                     -- chosen configuration, evidence, measurements used
+CREATE TABLE tuning_measurements(
+  session_id TEXT NOT NULL REFERENCES tuning_sessions(session_id),
+  point_key TEXT NOT NULL,               -- the configuration, "k=v,..." in key order
+  measurement INTEGER NOT NULL,          -- 0, 1, ... per point (disturbed ones included)
+  round INTEGER NOT NULL,                -- the interleaved round it ran in
+  value REAL,                            -- ns per call or instructions per call; NULL when rejected
+  disturbed INTEGER NOT NULL DEFAULT 0,  -- kept, not counted
+  rejected INTEGER NOT NULL DEFAULT 0,
+  reason TEXT,
+  cell_key TEXT,                         -- its process and samples (time objective)
+  PRIMARY KEY(session_id, point_key, measurement));
+CREATE TABLE tuning_points(
+  session_id TEXT NOT NULL REFERENCES tuning_sessions(session_id),
+  point_key TEXT NOT NULL,
+  op TEXT NOT NULL,
+  shape_json TEXT NOT NULL,
+  config_json TEXT NOT NULL,
+  cell_key TEXT,
+  status TEXT NOT NULL CHECK(status IN ('measured', 'rejected')),
+  reason TEXT,
+  processes INTEGER NOT NULL,            -- counted measurements
+  mean_ns REAL, ci_low_ns REAL, ci_high_ns REAL,
+  PRIMARY KEY(session_id, point_key));
+CREATE TABLE tuning_tables(
+  table_id TEXT PRIMARY KEY,             -- SHA-256 of the table's JSON text
+  created_at TEXT NOT NULL,
+  sessions_json TEXT NOT NULL,           -- the sessions behind its entries
+  path TEXT,
+  table_json TEXT NOT NULL);
+)sql",
+    // 4 -> 5: what `k3tune probe` measured on a target: the measured ceilings of the reports'
+    // roofline (streaming bandwidth, compute peaks of the runner's own code).
+    R"sql(
+CREATE TABLE target_probes(
+  target TEXT NOT NULL,
+  cpu_model TEXT NOT NULL,
+  measured_at TEXT NOT NULL,
+  host TEXT NOT NULL,                    -- controller host name
+  build_hash TEXT NOT NULL,              -- SHA-256 of the runner that measured (not a foreign key)
+  membw_read_gbps REAL,                  -- membw op, mode=read, all workers
+  peak_f32_gflops REAL,                  -- peak op, mode=f32: multiply-add chains as compiled
+  peak_i16_gops REAL,                    -- peak op, mode=i16
+  probe_json TEXT NOT NULL,              -- the whole probe (VLEN, marchid, TCM, every figure)
+  PRIMARY KEY(target, cpu_model, measured_at));
+)sql",
+    // 5 -> 6: sweeps over a farm (every hand-out of a cell to a board, so moved and re-measured
+    // cells can be traced) and the nightly job's steps (what is done, for resuming).
+    R"sql(
+CREATE TABLE farm_sweep_cells(
+  sweep_uuid TEXT NOT NULL,              -- the farm run (leases, quarantines and probes use it too)
+  cell_index INTEGER NOT NULL,           -- position in the sweep's canonical cell list (before sharding)
+  attempt INTEGER NOT NULL,              -- 1, 2, ...: hand-outs of this cell to a board
+  board TEXT NOT NULL,
+  run_uuid TEXT,                         -- the board's batch run that measured it (NULL: never started)
+  cell_key TEXT,                         -- the cell on that board (board, op, shape, params, build, settings)
+  outcome TEXT NOT NULL CHECK(outcome IN ('measured', 'failed', 'skipped', 'moved', 'disturbed',
+                                          'unmeasured')),
+  reason TEXT,                           -- one line: why it moved, was re-measured or failed
+  shard TEXT NOT NULL,                   -- "i/n" ("1/1": no sharding)
+  at TEXT NOT NULL,
+  PRIMARY KEY(sweep_uuid, cell_index, attempt));
+CREATE TABLE nightly_steps(
+  nightly_id TEXT NOT NULL,              -- the nightly's directory name, e.g. 2026-12-01T0300Z
+  step TEXT NOT NULL,                    -- build-host, bench, tune-..., verdict, ...
+  seq INTEGER NOT NULL,                  -- position in the profile's step list
+  status TEXT NOT NULL CHECK(status IN ('running', 'done', 'failed')),
+  command TEXT NOT NULL,
+  exit_code INTEGER,
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  wall_s REAL,
+  detail_json TEXT,                      -- what later steps need: run ids, build hashes, table paths
+  PRIMARY KEY(nightly_id, step));
+CREATE TABLE nightlies(
+  nightly_id TEXT PRIMARY KEY,
+  profile TEXT NOT NULL,                 -- quick | full
+  dir TEXT NOT NULL,                     -- artifacts: summary.md, report.html, tables/
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  status TEXT NOT NULL CHECK(status IN ('running', 'ok', 'regression', 'failed')),
+  exit_code INTEGER,
+  host_build_hash TEXT,                  -- the host runner measured by the verdict (next night's baseline)
+  verdict_run_uuid TEXT);                -- the verdict's run (A/B against the previous nightly when possible)
+)sql",
+};
+
+bool file_is_empty_or_missing(const std::string& path) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) != 0) return true;
+  return st.st_size == 0;
+}
+
+// SQLite's own header check, done by hand so a foreign file is rejected before SQLite opens it.
+void require_sqlite_header(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw StoreError(fmt::format("{}: cannot read the file", path));
+  char header[16] = {};
+  f.read(header, sizeof(header));
+  if (f.gcount() != 16 || std::memcmp(header, "SQLite format 3", 16) != 0) {
+    throw StoreError(fmt::format("{}: not a k3tune database (not an SQLite file)", path));
+  }
+}
+
+void validate_existing(Connection& c, const std::string& path) {
+  std::int64_t app_id = 0, version = 0;
+  try {
+    app_id = c.scalar_int("PRAGMA application_id");
+    version = c.scalar_int("PRAGMA user_version");
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
+  }
+  if (app_id != kApplicationId) {
+    throw StoreError(fmt::format("{}: not a k3tune database (application_id {:#x}, expected {:#x})",
+                                 path, app_id, kApplicationId));
+  }
+  if (version > kSchemaVersion) {
+    throw StoreError(
+        fmt::format("{}: schema version {} is newer than this k3tune ({}); update k3tune", path,
+                    version, kSchemaVersion));
+  }
+  std::string first;
+  try {
+    auto check = c.prepare("PRAGMA quick_check");
+    if (check.step()) first = check.text(0);
+  } catch (const StoreError& e) {
+    throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
+  }
+  if (first != "ok")
+    throw StoreError(fmt::format("{}: damaged database (quick_check: {})", path, first));
+}
+
+}  // namespace
+
+std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode) {
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode))
+    throw StoreError(fmt::format("{}: {}, not a k3tune database file", path,
+                                 S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
+  const bool fresh = file_is_empty_or_missing(path);
+  if (mode == OpenMode::kReadOnly && fresh) {
+    throw StoreError(fmt::format("{}: no such k3tune database (missing or empty file)", path));
+  }
+  if (!fresh) require_sqlite_header(path);
+  const int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
+                                                : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  auto c = std::make_unique<Connection>(path, flags);
+  c->exec(
+      "PRAGMA busy_timeout = 30000");  // shards and readers wait for a writer instead of failing
+  if (!fresh) validate_existing(*c, path);
+  c->exec("PRAGMA foreign_keys = ON");
+  if (mode == OpenMode::kReadOnly) {
+    if (c->scalar_int("PRAGMA user_version") != kSchemaVersion) {
+      throw StoreError(
+          fmt::format("{}: older schema; open it once with a writing command to migrate", path));
+    }
+    return c;
+  }
+  c->exec("PRAGMA journal_mode = WAL");  // readers (reports) never block the sweep's commits
+  c->exec(
+      "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: a power cut loses at most the last commit
+  const std::int64_t version = c->scalar_int("PRAGMA user_version");
+  if (version < kSchemaVersion) {
+    Transaction tx(*c);
+    if (version == 0) c->exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
+    for (std::int64_t v = version; v < kSchemaVersion; ++v)
+      c->exec(kMigrations[static_cast<std::size_t>(v)]);
+    c->exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion));
+    tx.commit();
+  }
+  return c;
+}
+
+}  // namespace k3store

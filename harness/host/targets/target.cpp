@@ -1,0 +1,86 @@
+#include "harness/host/targets/target.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "harness/host/targets/build_presets.h"
+
+namespace k3targets {
+
+bool on_path(const std::string& program) {
+  if (program.find('/') != std::string::npos) return access(program.c_str(), X_OK) == 0;
+  const char* path = std::getenv("PATH");
+  std::stringstream dirs(path ? path : "/usr/bin:/bin");
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    if (!dir.empty() && access((dir + "/" + program).c_str(), X_OK) == 0) return true;
+  }
+  return false;
+}
+
+std::string Target::runner_path() const {
+  if (!config_.runner.empty()) return config_.runner;
+  return variant_runner(root_, config_.variant);
+}
+
+std::vector<std::string> Target::missing() const {
+  std::vector<std::string> out;
+  if (access(runner_path().c_str(), X_OK) != 0) {
+    out.push_back(
+        fmt::format("runner {} -- k3tune build --variant {}", runner_path(), config_.variant));
+  }
+  return out;
+}
+
+namespace {
+
+class LocalTarget final : public Target {
+ public:
+  using Target::Target;
+  std::vector<std::string> command(const std::vector<std::string>& args) const override {
+    std::vector<std::string> cmd{runner_path()};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return cmd;
+  }
+  std::string describe() const override {
+    return fmt::format("{}: local process, runner {}", name(), runner_path());
+  }
+};
+
+class QemuTarget final : public Target {
+ public:
+  using Target::Target;
+  std::vector<std::string> command(const std::vector<std::string>& args) const override {
+    std::vector<std::string> cmd{
+        config_.qemu, "-cpu",
+        fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", config_.vlen), runner_path()};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return cmd;
+  }
+  std::string describe() const override {
+    return fmt::format("{}: {} VLEN {}, runner {}", name(), config_.qemu, config_.vlen,
+                       runner_path());
+  }
+  std::vector<std::string> missing() const override {
+    auto out = Target::missing();
+    if (!on_path(config_.qemu))
+      out.push_back(fmt::format("{} -- apt-get install -y qemu-user", config_.qemu));
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Target> make_target(const TargetConfig& config, const std::string& root) {
+  if (config.kind == "local") return std::make_unique<LocalTarget>(config, root);
+  if (config.kind == "qemu") return std::make_unique<QemuTarget>(config, root);
+  throw std::runtime_error(
+      fmt::format("{}: targets.{}.kind: unknown kind '{}' (known: local, qemu)", config.defined_in,
+                  config.name, config.kind));
+}
+
+}  // namespace k3targets

@@ -1,0 +1,61 @@
+// The target interface: where and how a k3bench runner process runs. `local` runs the host build,
+// `qemu` runs a riscv64 build under qemu-user with a chosen VLEN; a farm board (harness/host/farmbench,
+// over SSH) implements the same interface: the runner deployed once by build hash, run remotely
+// with a board-side timeout.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/host/targets/process.h"
+
+namespace k3targets {
+
+struct TargetConfig {
+  std::string name;
+  std::string kind;     // "local" | "qemu"
+  std::string variant;  // build variant whose runner it uses: "host" | "rvv"
+  std::string runner;   // explicit runner path; empty: the runner of preset `variant`
+  std::string qemu = "qemu-riscv64";
+  int vlen = 256;          // qemu only
+  double timeout_s = 300;  // per runner process
+  std::string defined_in;  // file:line, for messages
+};
+
+class Target {
+ public:
+  Target(TargetConfig config, std::string root)
+      : config_(std::move(config)), root_(std::move(root)) {}
+  virtual ~Target() = default;
+  const TargetConfig& config() const { return config_; }
+  const std::string& name() const { return config_.name; }
+  // Path of the runner binary on this machine (the one hashed as the build identity).
+  std::string runner_path() const;
+  // The command line that runs the runner with `args` on this target.
+  virtual std::vector<std::string> command(const std::vector<std::string>& args) const = 0;
+  // One line describing the target (for logs and `probe`).
+  virtual std::string describe() const = 0;
+  // Things missing to use this target, each "what -- how to fix" (empty: ready).
+  virtual std::vector<std::string> missing() const;
+  // Runs the runner with `args`. Farm boards override it: deploy state, board-side timeout.
+  virtual ProcessResult run(const std::vector<std::string>& args, const ProcessOptions& opt) const {
+    return run_process(command(args), opt);
+  }
+
+ protected:
+  TargetConfig config_;
+  std::string root_;
+};
+
+std::unique_ptr<Target> make_target(const TargetConfig& config, const std::string& root);
+
+// Loads [targets.NAME] tables from a TOML file. Throws std::runtime_error with "file:line: key:
+// what".
+std::map<std::string, TargetConfig> load_target_configs(const std::string& path);
+
+// Whether `program` is found on PATH (or is an executable path).
+bool on_path(const std::string& program);
+
+}  // namespace k3targets
