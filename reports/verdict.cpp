@@ -192,14 +192,50 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
   return v;
 }
 
-k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
-                                      const RegressionConfig& config, double threshold,
-                                      int first_stage, Speedup* speedup) {
-  const auto [pa, pb] = k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
-  if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both builds");
+namespace {
+
+k3stats::Comparison paired_rounds_comparison(const std::vector<int>& rounds_a,
+                                             const std::vector<double>& means_a,
+                                             const std::vector<int>& rounds_b,
+                                             const std::vector<double>& means_b,
+                                             const RegressionConfig& config, double threshold,
+                                             int first_stage, Speedup* speedup) {
+  const auto [pa, pb] = k3stats::pair_by_round(rounds_a, means_a, rounds_b, means_b);
+  if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both sides");
   const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
   if (speedup != nullptr) *speedup = paired_speedup(pa, pb, m);
   return k3stats::compare_paired_rounds(pa, pb, options(config, threshold), m);
+}
+
+}  // namespace
+
+k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
+                                      const RegressionConfig& config, double threshold,
+                                      int first_stage, Speedup* speedup) {
+  return paired_rounds_comparison(a.process_rounds, a.process_means, b.process_rounds,
+                                  b.process_means, config, threshold, first_stage, speedup);
+}
+
+TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int>& rounds_a,
+                                    const std::vector<double>& means_a,
+                                    const std::vector<int>& rounds_b,
+                                    const std::vector<double>& means_b,
+                                    const RegressionConfig& config,
+                                    const std::optional<k3store::NoiseFloorRecord>& noise_floor,
+                                    int first_stage) {
+  TimingVerdict t;
+  t.threshold = threshold_for(op, config, noise_floor);
+  t.confirmation = Confirmation::kInterleaved;
+  t.processes_a = static_cast<int>(means_a.size());
+  t.processes_b = static_cast<int>(means_b.size());
+  try {
+    t.cmp = paired_rounds_comparison(rounds_a, means_a, rounds_b, means_b, config, t.threshold,
+                                     first_stage, &t.speedup);
+    t.outcome = outcome_of(t.cmp);
+  } catch (const std::invalid_argument& e) {
+    t.not_compared = e.what();
+  }
+  return t;
 }
 
 Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
@@ -230,20 +266,16 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
     const auto it = in_base.find(b.config_key);
     if (it == in_base.end()) continue;
     CellVerdict cv = cell_verdict(*it->second, b);
-    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
-    cv.timing.confirmation = Confirmation::kInterleaved;
-    cv.timing.processes_a = static_cast<int>(it->second->process_means.size());
-    cv.timing.processes_b = static_cast<int>(b.process_means.size());
     if (!it->second->ok || !b.ok) {
+      cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+      cv.timing.confirmation = Confirmation::kInterleaved;
+      cv.timing.processes_a = static_cast<int>(it->second->process_means.size());
+      cv.timing.processes_b = static_cast<int>(b.process_means.size());
       cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
     } else {
-      try {
-        cv.timing.cmp = paired_comparison(*it->second, b, config, cv.timing.threshold, first_stage,
-                                          &cv.timing.speedup);
-        cv.timing.outcome = outcome_of(cv.timing.cmp);
-      } catch (const std::invalid_argument& e) {
-        cv.timing.not_compared = e.what();
-      }
+      cv.timing = paired_timing_verdict(b.op, it->second->process_rounds,
+                                        it->second->process_means, b.process_rounds,
+                                        b.process_means, config, noise_floor, first_stage);
       cv.accuracy = accuracy_of(*it->second, b, config);
     }
     v.cells.push_back(std::move(cv));

@@ -112,6 +112,21 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
 Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
                            const std::optional<k3store::NoiseFloorRecord>& noise_floor);
 
+// The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
+// B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
+// compare_within_run, the confirm step, table verify). The paired t-test on per-round log ratios
+// at the rules' alpha; a change only when significant and at least the op's minimum effect raised
+// to the noise floor. `first_stage` > 0: the process count came from Stein's two-stage procedure.
+// B slower than A is kRegression, faster kImprovement; fewer than 2 rounds with both sides is
+// kNotCompared with the reason.
+TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int>& rounds_a,
+                                    const std::vector<double>& means_a,
+                                    const std::vector<int>& rounds_b,
+                                    const std::vector<double>& means_b,
+                                    const RegressionConfig& config,
+                                    const std::optional<k3store::NoiseFloorRecord>& noise_floor,
+                                    int first_stage = 0);
+
 // The paired verdict of one cell measured interleaved (the confirm step uses it as well).
 k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
                                       const RegressionConfig& config, double threshold,

@@ -178,19 +178,15 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     r.budget = c.budget;
     r.progress = c.progress;
     r.stop_after = c.stop_after;
-    if (c.explain && space.product(r.facts) > kMaxEnumerated) {  // counted, never enumerated
-      o.result.counts = space.count(r.facts, r.flags);
-      out.jobs.push_back(std::move(o));
-      continue;
-    }
-    // Emulated features: configurations using them are left out unless forced.
-    if (time && !c.force) {
+    // Emulated features: configurations using them are left out unless forced (a space over the
+    // enumeration cap is refused by the search itself, and --explain only counts it).
+    if (time && !c.force && space.product(r.facts) <= kMaxEnumerated) {
       for (const auto& cfg : space.enumerate(r.facts, r.flags))
         if (!space.emulated_knobs(cfg, r.facts).empty()) o.excluded_emulated.push_back(config_key(cfg));
     }
     r.exclude.insert(o.excluded_emulated.begin(), o.excluded_emulated.end());
     if (c.explain) {
-      space.enumerate(r.facts, r.flags, &o.result.counts);
+      o.result.counts = space.count(r.facts, r.flags);  // the product alone over the cap
       out.jobs.push_back(std::move(o));
       continue;
     }

@@ -14,6 +14,9 @@
 #include "harness/host/store/results.h"
 #include "tuner/table.h"
 #include "harness/host/bench/user_error.h"
+#include "reports/regression_config.h"
+#include "reports/report_error.h"
+#include "reports/verdict.h"
 
 namespace k3tuner {
 namespace {
@@ -56,6 +59,14 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   if (out.facts.emulated_target && !c.force)
     throw k3bench::UserError(fmt::format(
         "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
+  k3reports::RegressionConfig rules;
+  try {
+    rules = k3reports::load_regression_config(
+        c.rules_file.empty() ? c.root + "/configs/regression.toml" : c.rules_file);
+  } catch (const k3reports::ReportError& e) {
+    throw k3bench::UserError(e.what());
+  }
+  out.rules = rules.source;
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   const std::string build_hash = k3bench::sha256_file(target.runner_path());
 
@@ -94,6 +105,11 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   out.run_uuid = k3bench::new_uuid();
   k3store::insert_run(*db, {out.run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0,
                             0, nlohmann::json{{"verify", c.table}}.dump()});
+  const auto noise_floor =
+      rules.use_noise_floor
+          ? k3store::latest_noise_floor(*db, target.name(),
+                                        out.facts.fingerprint.value("cpu_model", std::string()))
+          : std::nullopt;
   TimeObjective objective(target, build_hash, *db, out.run_uuid, target.config().timeout_s);
   double log_sum = 0;
   int logs = 0;
@@ -127,19 +143,31 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
       }
     }
     VerifiedEntry& v = p.entry;
-    if (!failure.empty() || tuned.values.size() < 2 || defaults.values.size() < 2) {
-      v.verdict =
-          "failed: " + (failure.empty() ? std::string("too many disturbed processes") : failure);
+    // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
+    const k3reports::TimingVerdict t =
+        failure.empty() ? k3reports::paired_timing_verdict(p.entry.op, defaults.rounds,
+                                                           defaults.values, tuned.rounds,
+                                                           tuned.values, rules, noise_floor)
+                        : k3reports::TimingVerdict{};
+    if (!failure.empty() || t.outcome == k3reports::Outcome::kNotCompared) {
+      v.verdict = "failed: " + (failure.empty() ? "too many disturbed processes (" +
+                                                      t.not_compared + ")"
+                                                : failure);
       ++out.failed;
     } else {
       v.evidence.mean = tuned.mean();
       v.evidence.default_mean = defaults.mean();
       v.evidence.processes = tuned.measurements();
-      speedup_interval(tuned, defaults, v.evidence);
-      if (v.evidence.speedup_low > 1) {
+      v.evidence.speedup = t.speedup.value;
+      v.evidence.speedup_low = t.speedup.low;
+      v.evidence.speedup_high = t.speedup.high;
+      v.evidence.paired = true;
+      v.threshold = t.threshold;
+      v.mde = t.cmp.mde;
+      if (t.outcome == k3reports::Outcome::kImprovement) {
         v.verdict = "faster";
         ++out.faster;
-      } else if (v.evidence.speedup_high < 1) {
+      } else if (t.outcome == k3reports::Outcome::kRegression) {
         v.verdict = "slower";
         ++out.slower;
       } else {

@@ -1,6 +1,9 @@
 // `k3tune table verify`: re-measures a table's choices against the kernel defaults on a target,
 // interleaved (A B, B A, ... in every round), and reports the realised speed-up per entry with its
-// 95% interval and an overall verdict. Measurements land in the database as a run.
+// 95% interval and an overall verdict. Each entry is judged by the one within-run A/B rule
+// (k3reports::paired_timing_verdict, the rule of bench --baseline-runner and report): faster or
+// slower only when significant and at least the op's minimum effect of the regression rules,
+// raised to the target's noise floor. Measurements land in the database as a run.
 #pragma once
 
 #include <string>
@@ -17,6 +20,7 @@ namespace k3tuner {
 
 struct VerifyCommand {
   std::string root, db_path, table, command_line;
+  std::string rules_file;  // regression rules; empty: <root>/configs/regression.toml
   int processes = 8;  // per side and entry
   k3bench::MeasureSettings settings;
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
@@ -24,6 +28,8 @@ struct VerifyCommand {
 
 struct VerifiedEntry {
   std::string id, op, verdict;  // faster | slower | no difference | failed: <reason>
+  double threshold = 0;  // the minimum effect the verdict applied (op's, or the noise floor)
+  double mde = 0;        // "no difference" means within +-mde
   nlohmann::json shape, params;
   Evidence evidence;  // mean = with the table's parameters; default_mean; speedup with its CI
   double claimed = 0;  // the speed-up the table's evidence claims
@@ -36,6 +42,7 @@ struct VerifyOutcome {
   int faster = 0, slower = 0, same = 0, failed = 0;
   double geomean_speedup = 1;
   std::string verdict;  // one line
+  std::string rules;    // the regression rules the entries were judged by
 };
 
 VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& command);

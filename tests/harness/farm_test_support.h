@@ -226,6 +226,11 @@ class Sshd {
       << "PermitRootLogin prohibit-password\nPubkeyAuthentication yes\n"
       << "PasswordAuthentication no\nKbdInteractiveAuthentication no\nUsePAM no\n"
       << "StrictModes no\nMaxSessions 64\nMaxStartups 64\nLogLevel ERROR\n"
+      // Debian's bash sources ~/.bashrc for a command sshd runs when it is the top-level shell
+      // (SHLVL unset). The developer's ~/.bashrc is not the board's: on a machine whose rc runs
+      // `pyenv rehash` (a lock, polled every 0.1 s) concurrent board commands stalled for tens of
+      // seconds and missed their deadlines. SHLVL=1 makes the command's shell level 2.
+      << "SetEnv SHLVL=1\n"
       << "Subsystem sftp internal-sftp\n";
     return c.str();
   }

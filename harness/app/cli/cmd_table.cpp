@@ -66,6 +66,8 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   verify->add_option("--processes", v->c.processes, "processes per side and entry")->capture_default_str();
   verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per process")->capture_default_str();
   verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")->capture_default_str();
+  verify->add_option("--rules", v->c.rules_file,
+                     "regression rules: each entry's minimum effect (default: <root>/configs/regression.toml)");
   verify->add_flag("--force", v->c.force, "measure a table made for another board, or on an emulated target");
   verify->callback([&ctx, v] {
     v->c.root = ctx.root;
@@ -77,11 +79,12 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
       nlohmann::json entries = nlohmann::json::array();
       for (const auto& e : out.entries)
         entries.push_back({{"id", e.id},           {"verdict", e.verdict},   {"shape", e.shape},
-                           {"params", e.params},   {"claimed_speedup", e.claimed}, {"evidence", e.evidence.to_json()}});
+                           {"params", e.params},   {"claimed_speedup", e.claimed}, {"evidence", e.evidence.to_json()},
+                           {"min_effect", e.threshold}, {"mde", e.mde}});
       std::cout << nlohmann::json{{"target", out.facts.describe}, {"run", out.run_uuid}, {"entries", entries},
                                   {"faster", out.faster},         {"slower", out.slower}, {"no_difference", out.same},
                                   {"failed", out.failed},         {"geomean_speedup", out.geomean_speedup},
-                                  {"verdict", out.verdict}}
+                                  {"verdict", out.verdict},       {"rules", out.rules}}
                        .dump(2)
                 << "\n";
     } else {
@@ -93,11 +96,14 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
           fmt::print("{:<44} {}\n", e.id, e.verdict);
           continue;
         }
+        const std::string verdict =
+            e.verdict == "no difference" ? fmt::format("no difference (within +-{:.1f}%)", 100 * e.mde)
+                                         : fmt::format("{} (at least {:.1f}%)", e.verdict, 100 * e.threshold);
         fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>8.3f}x {:>8.3f}..{:<7.3f} {:>7.3f}x  {}\n", e.id, e.evidence.mean,
                    e.evidence.default_mean, e.evidence.speedup, e.evidence.speedup_low, e.evidence.speedup_high,
-                   e.claimed, e.verdict);
+                   e.claimed, verdict);
       }
-      fmt::print("{}\n", out.verdict);
+      fmt::print("{} (rules: {})\n", out.verdict, out.rules);
     }
     if (out.slower > 0 || out.failed > 0) exit_code() = kProblems;
   });

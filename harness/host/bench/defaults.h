@@ -15,7 +15,6 @@ inline constexpr double kTargetCi = 0.03;  // relative 95% CI half-width the ada
 inline constexpr int kRepetitions = 5;
 inline constexpr double kMinTimeS =
     0.2;  // per repetition; the call count is calibrated once per cell
-inline constexpr double kMinEffect = 0.02;  // smallest relative difference ever called a change
 inline constexpr double kAlpha = 0.05;
 inline constexpr double kPower = 0.8;  // for the minimum detectable effect
 

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace k3stats {
 
@@ -12,10 +13,10 @@ RoundPairs pair_by_round(const std::vector<int>& rounds_a, const std::vector<dou
   std::unordered_map<int, double> b_of_round;
   for (std::size_t j = 0; j < rounds_b.size(); ++j) b_of_round.emplace(rounds_b[j], values_b[j]);
   RoundPairs out;
-  std::unordered_map<int, bool> used;
+  std::unordered_set<int> used;  // a round pairs once, with its first value on each side
   for (std::size_t i = 0; i < rounds_a.size(); ++i) {
     const auto it = b_of_round.find(rounds_a[i]);
-    if (it == b_of_round.end() || !used.emplace(rounds_a[i], true).second) continue;
+    if (it == b_of_round.end() || !used.insert(rounds_a[i]).second) continue;
     out.a.push_back(values_a[i]);
     out.b.push_back(it->second);
   }
