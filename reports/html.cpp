@@ -112,7 +112,9 @@ std::string verdict_section(const Report& r) {
     out += row({esc(c.label), compared ? v.per_call.text(c.timing.cmp.mean_a) : "-",
                 compared ? v.per_call.text(c.timing.cmp.mean_b) : "-",
                 compared ? fmt::format("{:+.2f}%", 100 * c.timing.cmp.rel_diff) : "-",
-                compared ? fmt::format("{:.2g}", c.timing.cmp.p_value) : "-",
+                compared && c.timing.exact ? fmt::format("exact (+-{:.0f})", c.timing.exact->tolerance)
+                : compared                 ? fmt::format("{:.2g}", c.timing.cmp.p_value)
+                                           : "-",
                 esc(timing_text(c.timing)), esc(confirmation), acc, output},
                c.regression()                              ? "bad"
                : c.timing.outcome == Outcome::kImprovement ? "good"

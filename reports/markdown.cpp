@@ -64,6 +64,15 @@ std::string build_line(const BuildInfo& b) {
 }
 
 void section_rules(const Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") {
+    out += wrap("Instruction counts under qemu-user are exact up to each case's measured jitter "
+                "(the range of three identical processes: the untimed part varies by a few "
+                "hundred instructions): a count that differs from the baseline's by more than "
+                "twice the larger jitter is a change, anything within it is identical. No "
+                "significance test, no minimum effect; more instructions count as a regression.") +
+           "\n";
+    return;
+  }
   std::string method =
       v.method == "welch-across-runs"
           ? "Welch's t-test on the process means of two runs taken at different times"
@@ -92,7 +101,21 @@ void section_rules(const Verdict& v, std::string& out) {
   out += wrap(text) + "\n";
 }
 
+// Instruction-count verdicts: the figures, the exact delta and the jitter, per outcome.
+void section_exact(const Verdict& v, Outcome outcome, const char* title, std::string& out) {
+  TextTable t({"cell", "base insns", "cand insns", "delta insns", "change", "identical within"},
+              {L, R, R, R, R, R});
+  for (const auto& c : v.cells) {
+    if (c.timing.outcome != outcome || !c.timing.exact) continue;
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b),
+           fmt::format("{:+.0f}", c.timing.exact->delta), pct(c.timing.cmp.rel_diff),
+           fmt::format("+-{:.0f}", c.timing.exact->tolerance)});
+  }
+  if (!t.empty()) out += fmt::format("### {}\n\n", title) + t.markdown() + "\n";
+}
+
 void section_regressions(const Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, Outcome::kRegression, "More instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "confirmation"},
               {L, R, R, R, R, L});
@@ -110,6 +133,7 @@ void section_regressions(const Verdict& v, std::string& out) {
 }
 
 void section_improvements(const Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, Outcome::kImprovement, "Fewer instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "speed-up [95% CI]"},
               {L, R, R, R, R, R});
@@ -133,6 +157,7 @@ void section_improvements(const Verdict& v, std::string& out) {
 }
 
 void section_unchanged(const Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, Outcome::kUnchanged, "Identical", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "unchanged within"},
               {L, R, R, R, R, R});
@@ -359,12 +384,14 @@ std::string verdict_headline(const Verdict& v) {
     unconfirmed += c.timing.outcome == Outcome::kRegression && !c.timing_regression();
   }
   const int regressions = v.regressions();
+  const bool counts = v.method == "exact-counts";
   std::string s = regressions == 0 ? "clean, no regression"
-                                   : fmt::format("{} ({} slower, {} accuracy)",
+                                   : fmt::format("{} ({} {}, {} accuracy)",
                                                  plural(regressions, "REGRESSION", "REGRESSIONS"),
-                                                 timing, accuracy);
-  s += fmt::format(", {}, {} unchanged", plural(v.improvements(), "improvement", "improvements"),
-                   v.unchanged());
+                                                 timing, counts ? "more instructions" : "slower",
+                                                 accuracy);
+  s += fmt::format(", {}, {} {}", plural(v.improvements(), "improvement", "improvements"),
+                   v.unchanged(), counts ? "identical" : "unchanged");
   if (unconfirmed > 0)
     s += fmt::format(", {} refuted", unconfirmed);  // slowdowns (Slower lists them)
   if (!v.failed.empty())

@@ -145,6 +145,44 @@ int Verdict::suspected() const {
   }));
 }
 
+namespace {
+
+// A count's jitter: the half-width of its stored interval (k3bench::store_counts keeps figure +-
+// jitter); 0 for counts stored before the jitter was measured.
+double count_jitter(const CellFigures& c) {
+  if (!c.ci_low_ns || !c.ci_high_ns) return 0;
+  return std::max(0.0, (*c.ci_high_ns - *c.ci_low_ns) / 2);
+}
+
+}  // namespace
+
+TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
+                                  double cand_jitter) {
+  TimingVerdict t;
+  ExactCount e;
+  e.delta = cand - base;
+  e.tolerance = 2 * std::max(base_jitter, cand_jitter);
+  t.exact = e;
+  t.processes_a = t.processes_b = 1;
+  t.cmp.mean_a = base;
+  t.cmp.mean_b = cand;
+  t.cmp.rel_diff = base != 0 ? e.delta / base : 0;
+  t.cmp.p_value = std::abs(e.delta) > e.tolerance ? 0 : 1;
+  t.cmp.significant = t.cmp.meaningful = std::abs(e.delta) > e.tolerance;
+  t.cmp.mde = base != 0 ? e.tolerance / std::abs(base) : 0;
+  t.threshold = t.cmp.mde;
+  t.outcome = !t.cmp.significant ? Outcome::kUnchanged
+              : e.delta > 0      ? Outcome::kRegression
+                                 : Outcome::kImprovement;
+  t.cmp.verdict = t.outcome == Outcome::kRegression    ? k3stats::Comparison::Verdict::kBSlower
+                  : t.outcome == Outcome::kImprovement ? k3stats::Comparison::Verdict::kBFaster
+                                                       : k3stats::Comparison::Verdict::kNoDifference;
+  t.confirmation = Confirmation::kInterleaved;  // exact: nothing to confirm
+  const double ratio = cand != 0 ? base / cand : 1;
+  t.speedup = {ratio, ratio, ratio};
+  return t;
+}
+
 Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionConfig& config,
                      const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
   Verdict v;
@@ -153,9 +191,10 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
   v.per_call = cand.per_call;
   v.baseline_build = base.build_hash;
   v.candidate_build = cand.build_hash;
-  v.method = "welch-across-runs";
+  const bool counts = base.per_call.instructions && cand.per_call.instructions;
+  v.method = counts ? "exact-counts" : "welch-across-runs";
   v.config = config;
-  v.noise_floor = noise_floor;
+  if (!counts) v.noise_floor = noise_floor;
   std::map<std::string, const CellFigures*> in_base;
   for (const auto& c : base.cells)
     if (c.build_hash == base.build_hash) in_base[c.config_key] = &c;
@@ -175,6 +214,8 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
     cv.timing.processes_b = static_cast<int>(b.process_means.size());
     if (!a.ok || !b.ok) {
       cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
+    } else if (counts) {
+      cv.timing = exact_count_verdict(*a.mean_ns, count_jitter(a), *b.mean_ns, count_jitter(b));
     } else if (a.process_means.size() < 2 || b.process_means.size() < 2) {
       cv.timing.not_compared = "fewer than 2 counted processes on a side";
     } else {
@@ -315,6 +356,12 @@ const char* to_string(Confirmation c) {
 
 std::string timing_text(const TimingVerdict& t) {
   const double pct = 100 * t.cmp.rel_diff;
+  if (t.exact && t.outcome != Outcome::kNotCompared) {
+    if (t.outcome == Outcome::kUnchanged)
+      return fmt::format("identical within +-{:.0f} insns", t.exact->tolerance);
+    return fmt::format("{} {:+.0f} insns ({:+.2f}%)",
+                       t.outcome == Outcome::kRegression ? "MORE" : "fewer", t.exact->delta, pct);
+  }
   switch (t.outcome) {
     case Outcome::kRegression:
       return fmt::format("SLOWER {:+.1f}%", pct);
@@ -360,6 +407,9 @@ nlohmann::json to_json(const Verdict& v) {
          {{"value", finite(c.timing.speedup.value)},
           {"ci95", {finite(c.timing.speedup.low), finite(c.timing.speedup.high)}}}},
         {"text", timing_text(c.timing)},
+        {"exact", c.timing.exact ? nlohmann::json{{"delta_instructions", c.timing.exact->delta},
+                                                  {"tolerance_instructions", c.timing.exact->tolerance}}
+                                 : nlohmann::json(nullptr)},
         {"threshold", c.timing.threshold},
         {"processes", {c.timing.processes_a, c.timing.processes_b}},
         {"confirmation", to_string(c.timing.confirmation)},

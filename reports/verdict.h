@@ -44,8 +44,21 @@ struct Speedup {
 Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b);
 Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b, int first_stage);
 
+// Instruction counts (two `k3tune count` runs) are exact up to a measured per-process jitter:
+// they are judged by a static rule, not a significance test. A change is a difference larger than
+// twice the larger of the two runs' jitters; anything within it is "identical". Why twice: a
+// case's jitter is the range of three identical processes, which sees most but not all of the
+// spread a per-call figure (a difference of two processes' counts) can carry; simulated with
+// normal per-process variation, one jitter as the tolerance calls 6% of identical builds
+// changed, twice the jitter 0.5%.
+struct ExactCount {
+  double delta = 0;      // candidate - baseline, instructions per call
+  double tolerance = 0;  // 2 x the larger jitter: the largest difference still "identical"
+};
+
 struct TimingVerdict {
   Outcome outcome = Outcome::kNotCompared;
+  std::optional<ExactCount> exact;  // set: an instruction-count verdict (cmp holds the two figures)
   std::string not_compared;  // why, when kNotCompared
   k3stats::Comparison cmp;   // rel_diff > 0: the candidate is slower
   double threshold = 0;      // the minimum effect applied (op's, or the noise floor if larger)
@@ -102,8 +115,13 @@ struct Verdict {
   int suspected() const;  // timing regressions across runs awaiting or refused confirmation
 };
 
+// The exact rule for one pair of instruction counts (per call) with their jitters.
+TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
+                                  double cand_jitter);
+
 // Cells of `base` (its own build) against the cells of `cand` (its own build) with the same
-// configuration: Welch across runs.
+// configuration: Welch across runs; two instruction-count runs by the exact rule (method
+// "exact-counts").
 Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionConfig& config,
                      const std::optional<k3store::NoiseFloorRecord>& noise_floor);
 

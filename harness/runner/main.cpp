@@ -255,7 +255,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"read", "mmap"}))
       ->capture_default_str();
   app.add_option("--extra-work-ns", o.extra_work_ns,
-                 "add a calibrated busy loop of about N ns after every timed call (statistics self-check)")
+                 "add a calibrated busy loop of about N ns after every timed call (statistics self-check; "
+                 "K3BENCH_EXTRA_WORK_NS plants it where options cannot be passed: k3tune count, a farm's env)")
+      ->envname("K3BENCH_EXTRA_WORK_NS")
       ->check(CLI::Range(0.0, 1e9));
   try {
     app.parse(argc, argv);

@@ -128,6 +128,65 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
   }
 }
 
+// Counts are judged by the exact rule: the same runner counted twice is identical (within the
+// measured jitter, which is stored with the figure); planted extra work per call (the runner's
+// K3BENCH_EXTRA_WORK_NS) is more instructions, a regression with its delta, and compare exits 4.
+TEST_F(CountCli, TwoCountRunsAreComparedByTheExactRuleWithTheMeasuredJitter) {
+  auto count_rvv = [&](const std::vector<std::string>& env) {
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), env.begin(), env.end());
+    argv.insert(argv.end(), {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--json", "count",
+                             "--runner", std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--vlens",
+                             "256", "--plugin", K3_COUNT_PLUGIN, "--case",
+                             "linear_decode n=64,k=128"});
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
+    EXPECT_TRUE(r.ok()) << r.err;
+    return nlohmann::json::parse(r.out).at(0);
+  };
+  auto latest_run = [&] {
+    auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+    auto s = c->prepare("SELECT run_uuid FROM runs ORDER BY rowid DESC LIMIT 1");
+    return s.step() ? s.text(0) : std::string();
+  };
+  const auto first = count_rvv({});
+  const std::string run_a = latest_run();
+  const auto second = count_rvv({});
+  const std::string run_b = latest_run();
+  // The jitter is measured (two identical processes differ a little, never by thousands) and is
+  // the stored figure's interval.
+  for (const auto& row : {first, second}) {
+    EXPECT_GE(row["jitter"].get<double>(), 0);
+    EXPECT_LT(row["jitter"].get<double>(), kProcessJitter) << row.dump();
+  }
+  {
+    auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+    auto s = c->prepare(
+        "SELECT a.mean_ns, a.ci_low_ns, a.ci_high_ns FROM aggregates a WHERE a.run_uuid = ?1");
+    s.bind(1, run_a);
+    ASSERT_TRUE(s.step());
+    EXPECT_DOUBLE_EQ(s.real(0), first["instructions_per_call"].get<double>());
+    EXPECT_DOUBLE_EQ(s.real(2) - s.real(0), first["jitter"].get<double>());
+    EXPECT_DOUBLE_EQ(s.real(0) - s.real(1), first["jitter"].get<double>());
+  }
+  const auto same = k3tune({"compare", run_a, run_b});
+  EXPECT_EQ(same.exit_code, 0) << same.out << same.err;
+  EXPECT_NE(same.out.find("### Identical"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("1 identical"), std::string::npos) << same.out;
+  // Planted work: a calibrated busy loop after every call, thousands of instructions per call.
+  const auto planted = count_rvv({"K3BENCH_EXTRA_WORK_NS=200000"});
+  const std::string run_c = latest_run();
+  const double delta = planted["instructions_per_call"].get<double>() -
+                       first["instructions_per_call"].get<double>();
+  EXPECT_GT(delta, std::max(first["jitter"].get<double>(), planted["jitter"].get<double>()));
+  const auto more = k3tune({"--json", "compare", run_a, run_c});
+  EXPECT_EQ(more.exit_code, 4) << more.out << more.err;
+  const auto v = nlohmann::json::parse(more.out);
+  const auto& cell = v.at("cells").at(0);
+  EXPECT_EQ(cell["timing"]["outcome"], "regression") << cell.dump();
+  EXPECT_DOUBLE_EQ(cell["timing"]["exact"]["delta_instructions"].get<double>(), delta);
+  EXPECT_EQ(v.at("method"), "exact-counts");
+}
+
 // Ops without a workers parameter (quant_pack_decode) are counted too, per element.
 TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
   const auto r = k3tune({"--json", "count", "--runner", std::string("rvv=") + K3_COUNT_RVV_RUNNER,

@@ -161,6 +161,34 @@ TEST_F(ReportFiles, BoardFilesMatchTheRunTheyDescribe) {
             std::string::npos);
 }
 
+TEST(ReportExactCounts, ADifferenceBeyondTwiceTheLargerJitterIsAChangeAnythingWithinIsIdentical) {
+  using k3reports::exact_count_verdict;
+  using k3reports::Outcome;
+  // Within twice the larger of the two jitters: identical, whichever way.
+  auto t = exact_count_verdict(100000, 150, 100250, 60);
+  EXPECT_EQ(t.outcome, Outcome::kUnchanged);
+  ASSERT_TRUE(t.exact);
+  EXPECT_EQ(t.exact->tolerance, 300);
+  EXPECT_EQ(t.exact->delta, 250);
+  EXPECT_EQ(k3reports::timing_text(t), "identical within +-300 insns");
+  EXPECT_EQ(exact_count_verdict(100000, 60, 99700, 150).outcome, Outcome::kUnchanged);
+  // At the tolerance exactly: still identical (a change is larger than it).
+  EXPECT_EQ(exact_count_verdict(100000, 150, 100300, 0).outcome, Outcome::kUnchanged);
+  // Beyond it: more instructions are a regression, fewer an improvement, with the exact delta.
+  t = exact_count_verdict(100000, 150, 101234, 100);
+  EXPECT_EQ(t.outcome, Outcome::kRegression);
+  EXPECT_EQ(t.exact->delta, 1234);
+  EXPECT_NEAR(t.cmp.rel_diff, 0.01234, 1e-12);
+  EXPECT_EQ(k3reports::timing_text(t), "MORE +1234 insns (+1.23%)");
+  t = exact_count_verdict(100000, 150, 98000, 100);
+  EXPECT_EQ(t.outcome, Outcome::kImprovement);
+  EXPECT_EQ(k3reports::timing_text(t), "fewer -2000 insns (-2.00%)");
+  EXPECT_NEAR(t.speedup.value, 100000.0 / 98000.0, 1e-12);
+  // Without a measured jitter (counts stored before it was measured), any difference counts.
+  EXPECT_EQ(exact_count_verdict(100000, 0, 100001, 0).outcome, Outcome::kRegression);
+  EXPECT_EQ(exact_count_verdict(100000, 0, 100000, 0).outcome, Outcome::kUnchanged);
+}
+
 TEST(ReportSpeedup, IntervalsOfPairedAndUnpairedData) {
   // Every round exactly twice as fast: the paired interval has no width.
   const auto paired = k3reports::paired_speedup({100, 110, 120, 130}, {50, 55, 60, 65}, 0);

@@ -94,6 +94,7 @@ void run(const AppContext& ctx, const Args& a) {
                          {"other_per_call", r.other},
                          {"instructions_per_call", r.instructions},
                          {"units_per_call", r.units},
+                         {"jitter", r.jitter},
                          {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr}});
         } else {
           std::cout

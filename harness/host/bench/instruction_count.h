@@ -12,12 +12,18 @@
 //   other = counted instructions - calls of the model (what a real build runs besides IME2)
 // For other builds ime2 = 0 and other = the count.
 //
+// Jitter: the 1-call process runs three times; they differ only by the untimed part's
+// per-process variation (a few hundred instructions). Their range is the case's jitter, stored
+// with the figure (sample counter jitter_instructions; the aggregate's interval is +- jitter).
+// Two counts of a case are "identical" unless they differ by more than twice the larger jitter
+// (k3reports::exact_count_verdict says why twice).
+//
 // Storage (no schema change): per binary one run (command "k3tune count"), per (op, shape, path,
 // VLEN) one cell whose measure_json says {"metric": "instructions per call", ...} and whose target
 // is "qemu-vlen<V>", one process with one sample whose counters hold the figures (instructions,
 // ime2_instructions, other_instructions, vector_instructions, per_unit, units), and an ok aggregate
-// whose mean_ns/min_ns/median_ns/ci_* hold the instructions per call (ime2 + other; exact, so the
-// interval is a point). Units: weights N*K for linear_decode, multiply-adds M*N*K for
+// whose mean_ns/min_ns/median_ns hold the instructions per call (ime2 + other) and ci_* that
+// figure +- the jitter. Units: weights N*K for linear_decode, multiply-adds M*N*K for
 // linear_prefill, elements M*K (decode: K) for quant_pack_*, none otherwise. The runner runs
 // with one worker and one weight copy for the ops that declare those parameters.
 #pragma once
@@ -57,6 +63,7 @@ struct CountResult {
   double instructions = 0;  // per call: ime2 + other
   double ime2 = 0, other = 0, vector = 0;
   double units = 0;  // work per call (unit_of_work); 0: an op without one
+  double jitter = 0;  // range of three identical 1-call processes, instructions
   std::optional<double> per_unit() const {
     return units > 0 ? std::optional(instructions / units) : std::nullopt;
   }
@@ -90,7 +97,7 @@ CountedProcess count_process(const CountTools& tools, const std::string& cpu,
 std::string unit_of_work(const std::string& op);
 double units_per_call(const std::string& op, const std::string& shape);
 
-// Counts one case (two qemu processes). Throws UserError with the failing step's reason.
+// Counts one case (four qemu processes: 1 call, 3 calls, 1 call twice more for the jitter). Throws UserError with the failing step's reason.
 CountResult count_instructions(const CountTools& tools, const CountCase& c);
 
 // Stores results of ONE runner binary as a run (see the top of this file); returns its run_uuid.
