@@ -175,59 +175,71 @@ TEST_P(LinearContract, InvalidArgumentsThrowBeforeWriting) {
   EXPECT_FALSE(untouched());
 }
 
-// Weights in a layout the layer does not read, or a microkernel variant it does not have, are
+// Weights in a layout a layer does not read, or a microkernel variant it does not have, are
 // refused: every layer reads kRowTile32 and its own load-time layout only (k3k/linear.h), the
-// embedding table only kRowTile32 (k3k/embedding.h).
-TEST_P(LinearContract, UnreadLayoutsAndUnknownVariantsAreRefused) {
+// embedding table only kRowTile32 (k3k/embedding.h). Checked both ways between the layer under
+// test and every other layer that runs here (the generic layer refusing the others' layouts and
+// variant names is checked by their instances: its own runs on the host, where they do not exist).
+TEST_P(LinearContract, UnreadLayoutsAndOtherLayersVariantsAreRefused) {
   const Weights w = make_weights(KernelPath::kGeneric, 64, 128, 61);
   const W4B64Packed& rowtile32 = w.packed;
-  const W4B64Layout own = pack_w4b64_for(layer(), k3test::clone_packed(rowtile32)).layout;
   WorkerPool pool(1);
-  const Acts dec = quantize(layer(), make_activations(1, 128, 62), 1, 128, true, pool);
-  const Acts pre = quantize(layer(), make_activations(3, 128, 63), 3, 128, false, pool);
+  const Acts dec = quantize(KernelPath::kGeneric, make_activations(1, 128, 62), 1, 128, true, pool);
+  const Acts pre =
+      quantize(KernelPath::kGeneric, make_activations(3, 128, 63), 3, 128, false, pool);
   std::vector<float> out(3 * 64);
-  int foreign = 0;
-  for (KernelPath other : k3test::swept_layers()) {
-    const W4B64Packed p = pack_w4b64_for(other, k3test::clone_packed(rowtile32));
+  // `reader` refuses the weights `writer` packs at load time unless it reads that layout, and
+  // every variant name of `writer`.
+  auto expect_refuses = [&](KernelPath reader, KernelPath writer) {
+    SCOPED_TRACE(testing::Message() << to_string(reader) << " given " << to_string(writer)
+                                    << "'s weights and variants");
+    const W4B64Layout own = pack_w4b64_for(reader, k3test::clone_packed(rowtile32)).layout;
+    const W4B64Packed p = pack_w4b64_for(writer, k3test::clone_packed(rowtile32));
     if (p.layout != W4B64Layout::kRowTile32) {
       const std::int32_t token = 0;
-      EXPECT_THROW(embedding_lookup_w4b64(layer(), p, &token, 1, out.data(), pool),
+      EXPECT_THROW(embedding_lookup_w4b64(reader, p, &token, 1, out.data(), pool),
                    std::invalid_argument)
           << to_string(p.layout);
     }
-    if (p.layout == W4B64Layout::kRowTile32 || p.layout == own) continue;
-    ++foreign;
-    EXPECT_THROW(linear_decode_w4b64(layer(), dec.pack, p, {}, out.data(), pool),
-                 std::invalid_argument)
-        << to_string(p.layout);
-    EXPECT_THROW(linear_prefill_w4b64(layer(), pre.pack, p, {}, out.data(), pool),
-                 std::invalid_argument)
-        << to_string(p.layout);
-  }
-  std::printf("[ stats    ] %s: %d other layers' layouts refused\n", to_string(layer()), foreign);
-  // A variant name no layer has, and every other layer's variants.
+    if (p.layout != W4B64Layout::kRowTile32 && p.layout != own) {
+      EXPECT_THROW(linear_decode_w4b64(reader, dec.pack, p, {}, out.data(), pool),
+                   std::invalid_argument)
+          << to_string(p.layout);
+      EXPECT_THROW(linear_prefill_w4b64(reader, pre.pack, p, {}, out.data(), pool),
+                   std::invalid_argument)
+          << to_string(p.layout);
+    }
+    if (reader == writer) return;
+    const LinearVariantNames names = linear_variants(writer);
+    for (const std::string& v : names.decode) {
+      LinearTiling tiling;
+      tiling.ukernel = v;
+      EXPECT_THROW(linear_decode_w4b64(reader, dec.pack, rowtile32, {}, out.data(), pool, tiling),
+                   std::invalid_argument)
+          << v;
+    }
+    for (const std::string& v : names.prefill) {
+      LinearTiling tiling;
+      tiling.ukernel = v;
+      EXPECT_THROW(linear_prefill_w4b64(reader, pre.pack, rowtile32, {}, out.data(), pool, tiling),
+                   std::invalid_argument)
+          << v;
+    }
+  };
+  expect_refuses(layer(), layer());
   for (KernelPath other : k3test::swept_layers()) {
-    const LinearVariantNames names = linear_variants(other);
-    std::vector<std::string> decode = names.decode, prefill = names.prefill;
-    if (other == layer()) {
-      decode = {"linear_decode-w4b64-srows-m1-e8m8-rvv"};
-      prefill = {"linear_prefill-w4b64-srows-m4-e8m8-rvv"};
-    }
-    for (const std::string& v : decode) {
-      LinearTiling tiling;
-      tiling.ukernel = v;
-      EXPECT_THROW(linear_decode_w4b64(layer(), dec.pack, rowtile32, {}, out.data(), pool, tiling),
-                   std::invalid_argument)
-          << v;
-    }
-    for (const std::string& v : prefill) {
-      LinearTiling tiling;
-      tiling.ukernel = v;
-      EXPECT_THROW(linear_prefill_w4b64(layer(), pre.pack, rowtile32, {}, out.data(), pool, tiling),
-                   std::invalid_argument)
-          << v;
-    }
+    if (other == layer()) continue;
+    expect_refuses(layer(), other);
+    expect_refuses(other, layer());
   }
+  // A variant name no layer has.
+  LinearTiling unknown;
+  unknown.ukernel = "linear_decode-w4b64-srows-m1-e8m8-rvv";
+  EXPECT_THROW(linear_decode_w4b64(layer(), dec.pack, rowtile32, {}, out.data(), pool, unknown),
+               std::invalid_argument);
+  unknown.ukernel = "linear_prefill-w4b64-srows-m4-e8m8-rvv";
+  EXPECT_THROW(linear_prefill_w4b64(layer(), pre.pack, rowtile32, {}, out.data(), pool, unknown),
+               std::invalid_argument);
 }
 
 K3_SWEEP_LAYERS(LinearContract);
