@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "k3k/cpu.h"
@@ -21,6 +21,7 @@
 #include "support/layer_sweep.h"
 #include "support/linear_checks.h"
 #include "support/linear_packings.h"
+#include "support/linear_problem.h"
 #include "support/test_data.h"
 
 namespace {
@@ -28,51 +29,7 @@ namespace {
 using namespace k3k;
 using k3test::clone_packed;
 
-std::vector<float> normal_row(std::int64_t count, std::uint64_t seed) {
-  return k3test::random_floats(static_cast<std::size_t>(count), seed);
-}
-
-struct Problem {
-  std::int64_t m, n, k;
-  W4B64Storage storage;
-  W4B64Packed rowtile32;
-  PackedActivations act;
-  std::vector<float> bias;
-  LinearEpilogue ep;
-};
-
-Problem make_problem(KernelPath path, std::int64_t m, std::int64_t n, std::int64_t k,
-                     std::uint64_t seed) {
-  Problem p{m, n, k, k3test::hqq_weights(n, k, seed), {}, {}, normal_row(n, seed + 1), {}};
-  p.rowtile32 = pack_w4b64_generic(p.storage);
-  const bool decode = m == 1;
-  p.act = make_packed_activations(m, k,
-                                  decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
-  const std::vector<float> a = normal_row(m * k, seed + 2);
-  WorkerPool pool(1);
-  if (decode)
-    quantize_pack_decode(path, a.data(), p.act);
-  else
-    quantize_pack_prefill(path, a.data(), p.act, pool);
-  p.ep.bias = p.bias.data();
-  return p;
-}
-
-std::vector<float> run(const Problem& p, KernelPath path, const W4B64Packed& w,
-                       const LinearTiling& tiling, WorkerPool& pool) {
-  std::vector<float> out(static_cast<std::size_t>(p.m * p.n), -7.0f);
-  if (p.m == 1)
-    linear_decode_w4b64(path, p.act, w, p.ep, out.data(), pool, tiling);
-  else
-    linear_prefill_w4b64(path, p.act, w, p.ep, out.data(), pool, tiling);
-  return out;
-}
-
-void expect_same_bytes(const std::vector<float>& got, const std::vector<float>& want,
-                       const std::string& what) {
-  ASSERT_EQ(got.size(), want.size());
-  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << what;
-}
+using k3test::LinearProblem;
 
 struct Shape {
   std::int64_t m, n, k;
@@ -91,13 +48,14 @@ TEST_P(LinearPackings, DefaultOnEveryRowsPerTileGivesTheBytesOfRowTile32) {
        {kDecodeShapes[0], kDecodeShapes[1], kPrefillShapes[0], kPrefillShapes[1]}) {
     SCOPED_TRACE(testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k
                                     << " vlenb=" << cpu_features().vlenb);
-    const Problem p = make_problem(layer(), s.m, s.n, s.k, s.seed);
+    const LinearProblem p = k3test::make_linear_problem(layer(), s.m, s.n, s.k, s.seed);
     WorkerPool pool(3);
-    const std::vector<float> want = run(p, layer(), p.rowtile32, {}, pool);
+    const std::vector<float> want = k3test::run_linear(p, layer(), p.rowtile32, {}, pool);
     if (is_generic()) {
       k3test::expect_linear_within_bound(p.storage, p.act, p.ep, s.m, s.n, want, nullptr);
     } else {
-      const std::vector<float> generic = run(p, KernelPath::kGeneric, p.rowtile32, {}, pool);
+      const std::vector<float> generic =
+          k3test::run_linear(p, KernelPath::kGeneric, p.rowtile32, {}, pool);
       k3test::expect_linear_within_bound(p.storage, p.act, p.ep, s.m, s.n, want, &generic);
     }
     const W4B64Layout own = pack_w4b64_for(layer(), clone_packed(p.rowtile32)).layout;
@@ -107,7 +65,8 @@ TEST_P(LinearPackings, DefaultOnEveryRowsPerTileGivesTheBytesOfRowTile32) {
       const W4B64Packed w = pack_w4b64_for(layer(), clone_packed(p.rowtile32), r);
       ASSERT_EQ(w.layout, own);
       ASSERT_EQ(w.row_tile, r);
-      expect_same_bytes(run(p, layer(), w, {}, pool), want, "auto, rows=" + std::to_string(r));
+      EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, layer(), w, {}, pool), want))
+          << "auto, rows=" << r;
     }
   }
 }
@@ -144,23 +103,24 @@ TEST_P(LinearVariants, EveryRowsPerTileAndTileNGivesTheBytesOfTheDefault) {
   for (const Shape& s : shapes) {
     SCOPED_TRACE(testing::Message() << "m=" << s.m << " n=" << s.n << " k=" << s.k
                                     << " vlenb=" << cpu_features().vlenb);
-    const Problem p = make_problem(v.path, s.m, s.n, s.k, s.seed);
+    const LinearProblem p = k3test::make_linear_problem(v.path, s.m, s.n, s.k, s.seed);
     WorkerPool pool(3);
-    const std::vector<float> want = run(p, v.path, p.rowtile32, {}, pool);
+    const std::vector<float> want = k3test::run_linear(p, v.path, p.rowtile32, {}, pool);
     LinearTiling tiling;
     tiling.ukernel = v.ukernel;
     // Every variant also reads kRowTile32 (k3k/linear.h; rvv makes the codes signed in the loop).
     for (int tile_n : {32, 64, 40}) {
       tiling.tile_n = tile_n;
-      expect_same_bytes(run(p, v.path, p.rowtile32, tiling, pool), want,
-                        "rowtile32, tile_n=" + std::to_string(tile_n));
+      EXPECT_TRUE(
+          k3test::bitwise_equal(k3test::run_linear(p, v.path, p.rowtile32, tiling, pool), want))
+          << "rowtile32, tile_n=" << tile_n;
     }
     for (int rows : k3test::packable_rows(v.path, p.rowtile32)) {
       const W4B64Packed w = pack_w4b64_for(v.path, clone_packed(p.rowtile32), rows);
       for (int tile_n : {rows, 2 * rows, 40}) {
         tiling.tile_n = tile_n;
-        expect_same_bytes(run(p, v.path, w, tiling, pool), want,
-                          "rows=" + std::to_string(rows) + ", tile_n=" + std::to_string(tile_n));
+        EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, v.path, w, tiling, pool), want))
+            << "rows=" << rows << ", tile_n=" << tile_n;
       }
     }
   }
@@ -174,7 +134,8 @@ class LinearIntegerDotProducts : public k3test::OnLayer {};
 
 // Scale 1, beta 0 and integer activations with absmax 127 (sa = 1, qa = a): every output is
 // sum_b D_b exactly (all partial sums < 2^24), for every packing the layer reads and both kernels
-// (M = 1 through decode and prefill), M across the 4- and 8-row group edges.
+// (M = 1 through decode and prefill), M across the 4- and 8-row group edges; and for the generic
+// layer of the same build on the same data.
 TEST_P(LinearIntegerDotProducts, ExactForEveryPacking) {
   SeededRandom rng(5);
   for (std::int64_t m : {1, 4, 5, 8, 9, 13, 16}) {
@@ -201,12 +162,17 @@ TEST_P(LinearIntegerDotProducts, ExactForEveryPacking) {
         quantize_pack_decode(layer(), a.data(), act);
       else
         quantize_pack_prefill(layer(), a.data(), act, pool);
-      for (const k3test::Packing& w : packings) {
+      // The layer on each packing and, for a layer other than generic, the generic layer on the
+      // same data in this build (the generic instance itself runs on the host only).
+      std::vector<std::pair<KernelPath, const k3test::Packing*>> runs;
+      for (const k3test::Packing& w : packings) runs.emplace_back(layer(), &w);
+      if (!is_generic()) runs.emplace_back(KernelPath::kGeneric, &packings.front());
+      for (const auto& [path, w] : runs) {
         std::vector<float> got(static_cast<std::size_t>(m * n), -1.0f);
         if (decode)
-          linear_decode_w4b64(layer(), act, w.w, {}, got.data(), pool, {});
+          linear_decode_w4b64(path, act, w->w, {}, got.data(), pool, {});
         else
-          linear_prefill_w4b64(layer(), act, w.w, {}, got.data(), pool, {});
+          linear_prefill_w4b64(path, act, w->w, {}, got.data(), pool, {});
         for (std::int64_t r = 0; r < m; ++r) {
           ASSERT_EQ(act.scale[static_cast<std::size_t>(r)], 1.0f);
           for (std::int64_t col = 0; col < n; ++col) {
@@ -215,8 +181,8 @@ TEST_P(LinearIntegerDotProducts, ExactForEveryPacking) {
               d += static_cast<std::int64_t>(a[static_cast<std::size_t>(r * k + i)]) *
                    (s.code(col, i) - 8);
             ASSERT_EQ(got[static_cast<std::size_t>(r * n + col)], static_cast<float>(d))
-                << "m=" << m << " decode=" << decode << " " << w.name << " row " << r << " col "
-                << col;
+                << to_string(path) << " m=" << m << " decode=" << decode << " " << w->name
+                << " row " << r << " col " << col;
           }
         }
       }
@@ -276,15 +242,15 @@ TEST_P(LinearDecodePrefetch, DistanceNeverChangesResults) {
 #else
   EXPECT_FALSE(prefetch_built());
 #endif
-  const Problem p = make_problem(layer(), 1, 200, 1024, 41);
+  const LinearProblem p = k3test::make_linear_problem(layer(), 1, 200, 1024, 41);
   WorkerPool pool(2);
   const W4B64Packed w = pack_w4b64_for(layer(), clone_packed(p.rowtile32));
-  const std::vector<float> off = run(p, layer(), w, {}, pool);
+  const std::vector<float> off = k3test::run_linear(p, layer(), w, {}, pool);
   for (int distance : {64, 1024, 1 << 16}) {
     LinearTiling tiling;
     tiling.prefetch_bytes = distance;
-    expect_same_bytes(run(p, layer(), w, tiling, pool), off,
-                      "prefetch=" + std::to_string(distance));
+    EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, layer(), w, tiling, pool), off))
+        << "prefetch=" << distance;
   }
 }
 

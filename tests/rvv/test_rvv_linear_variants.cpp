@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +17,7 @@
 #include "k3k/tcm.h"
 #include "k3k/tcm_linear.h"
 #include "support/linear_packings.h"
+#include "support/linear_problem.h"
 #include "support/test_data.h"
 #include "tcm/tcm_test_support.h"
 
@@ -25,46 +25,11 @@ namespace {
 
 using namespace k3k;
 
-std::vector<float> normal_row(std::int64_t count, std::uint64_t seed) {
-  return k3test::random_floats(static_cast<std::size_t>(count), seed);
-}
-
 using k3test::clone_packed;
-using k3test::hqq_weights;
+using k3test::LinearProblem;
 
-struct Problem {
-  std::int64_t m, n, k;
-  W4B64Storage storage;
-  W4B64Packed rowtile32;
-  PackedActivations act;
-  std::vector<float> bias;
-  LinearEpilogue ep;
-};
-
-Problem make_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
-  Problem p{m, n, k, hqq_weights(n, k, seed), {}, {}, normal_row(n, seed + 1), {}};
-  p.rowtile32 = pack_w4b64_generic(p.storage);
-  const bool decode = m == 1;
-  p.act = make_packed_activations(m, k,
-                                  decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
-  const std::vector<float> a = normal_row(m * k, seed + 2);
-  WorkerPool pool(1);
-  if (decode)
-    quantize_pack_decode(KernelPath::kRvv, a.data(), p.act);
-  else
-    quantize_pack_prefill(KernelPath::kRvv, a.data(), p.act, pool);
-  p.ep.bias = p.bias.data();
-  return p;
-}
-
-std::vector<float> run(const Problem& p, KernelPath path, const W4B64Packed& w,
-                       const LinearTiling& tiling, WorkerPool& pool) {
-  std::vector<float> out(static_cast<std::size_t>(p.m * p.n), -7.0f);
-  if (p.m == 1)
-    linear_decode_w4b64(path, p.act, w, p.ep, out.data(), pool, tiling);
-  else
-    linear_prefill_w4b64(path, p.act, w, p.ep, out.data(), pool, tiling);
-  return out;
+LinearProblem make_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
+  return k3test::make_linear_problem(KernelPath::kRvv, m, n, k, seed);
 }
 
 // At least two variants per op (the sweep in tests/kernels runs each), all reading kSignedRows,
@@ -73,7 +38,7 @@ TEST(RvvLinearVariants, TwoOrMoreVariantsPerOpAndSignedRowsPacking) {
   const LinearVariantNames names = linear_variants(KernelPath::kRvv);
   EXPECT_GE(names.decode.size(), 2u);
   EXPECT_GE(names.prefill.size(), 2u);
-  const Problem p = make_problem(1, 64, 128, 61);
+  const LinearProblem p = make_problem(1, 64, 128, 61);
   for (int rows : {0, 16, 32, 256}) {
     const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32), rows);
     EXPECT_EQ(w.layout, W4B64Layout::kSignedRows) << rows;
@@ -82,13 +47,13 @@ TEST(RvvLinearVariants, TwoOrMoreVariantsPerOpAndSignedRowsPacking) {
 }
 
 TEST(RvvLinearVariants, TcmPipelineOnSignedRowsEqualsDram) {
-  const Problem p = make_problem(1, 520, 512, 31);
+  const LinearProblem p = make_problem(1, 520, 512, 31);
   auto tcm = tcm::make_emulated({});
   WorkerPool pool(3);
   const int rows = default_weight_rows(KernelPath::kRvv, 520, 512);
   const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
   ASSERT_EQ(w.row_tile, rows);
-  const std::vector<float> dram = run(p, KernelPath::kRvv, w, {}, pool);
+  const std::vector<float> dram = k3test::run_linear(p, KernelPath::kRvv, w, {}, pool);
   for (int slab_rows : {0, rows, 2 * rows}) {
     TcmWorkspace ws(*tcm, pool);
     TcmDecodeParams params;
@@ -129,7 +94,7 @@ TEST(RvvLinearVariants, DefaultRowsFollowTheVectorLengthAndTheShape) {
   // The LMUL "auto" takes covers the default tile: LMUL 2 for a wide tile (and up to VLEN 256,
   // where 64 rows exceed an LMUL-1 strip), else LMUL 1.
   for (const auto& [n, rows] : {std::pair{64, narrow}, std::pair{8 * wide, wide}}) {
-    const Problem p = make_problem(1, n, 64, 51);
+    const LinearProblem p = make_problem(1, n, 64, 51);
     const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
     ASSERT_EQ(w.row_tile, rows) << "n=" << n;
     const std::string lmul = rows > vlenb ? "e8m2" : "e8m1";
