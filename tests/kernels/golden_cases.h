@@ -13,21 +13,13 @@
 #include "k3k/seeded_random.h"
 #include "k3k/worker_pool.h"
 #include "support/golden.h"
+#include "support/layer_sweep.h"
 
 namespace k3test::golden {
 
-// Every layer usable here: generic always, rvv and ime2 when compiled in and the CPU runs them.
+// Every layer usable here: the layers the swept tests run (support/layer_sweep.h).
 inline std::vector<k3k::KernelPath> usable_layers() {
-  std::vector<k3k::KernelPath> layers;
-  for (k3k::KernelPath p :
-       {k3k::KernelPath::kGeneric, k3k::KernelPath::kRvv, k3k::KernelPath::kIme2}) {
-    try {
-      k3k::decide_path(p);
-      layers.push_back(p);
-    } catch (const std::invalid_argument&) {
-    }
-  }
-  return layers;
+  return k3test::swept_layers();
 }
 
 // Pools of 1, 2 and 3 workers: every output must be the same bytes for each.

@@ -1,6 +1,7 @@
-// Shared by the generic Linear tests (test_linear_reference.cpp, test_linear_contract.cpp): weights
-// and activations, the kernel runner, the reference comparison under its bound, and the per-case
-// checks. The packed weight layout is private: weights are only built through pack_w4b64_generic.
+// Shared by the swept Linear tests (test_linear_reference.cpp, test_linear_contract.cpp): weights
+// packed for the layer under test as an engine loads them, activations, the kernel runner, the
+// reference comparison under its bound, and the per-case checks. The packed weight layouts are
+// private: weights are only built through pack_w4b64_generic and k3k::pack_w4b64_for.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -23,6 +24,7 @@
 #include "k3k/seeded_random.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
+#include "support/linear_packings.h"
 
 namespace k3k::linear_test {
 
@@ -35,14 +37,19 @@ inline double g_max_ratio = 0.0;
 
 struct Weights {
   W4B64Storage storage;
-  W4B64Packed packed;
+  W4B64Packed packed;  // for the layer under test (its default load-time packing)
 };
 
-inline Weights make_weights(std::int64_t n, std::int64_t k, std::uint64_t seed) {
+// The storage form packed for `path` as an engine loads it.
+inline W4B64Packed pack_for(KernelPath path, const W4B64Storage& storage) {
+  return pack_w4b64_for(path, pack_w4b64_generic(storage));
+}
+
+inline Weights make_weights(KernelPath path, std::int64_t n, std::int64_t k, std::uint64_t seed) {
   const AlignedBuffer<float> w = make_synthetic_weights(n, k, {.seed = seed});
   Weights out;
   out.storage = quantize_w4b64_hqq(w.span(), n, k);
-  out.packed = pack_w4b64_generic(out.storage);
+  out.packed = pack_for(path, out.storage);
   return out;
 }
 
@@ -88,17 +95,17 @@ struct Acts {
   std::vector<std::int8_t> codes;  // [M][K]
 };
 
-inline Acts quantize(const std::vector<float>& a, std::int64_t m, std::int64_t k, bool decode,
-                     WorkerPool& pool) {
+inline Acts quantize(KernelPath path, const std::vector<float>& a, std::int64_t m, std::int64_t k,
+                     bool decode, WorkerPool& pool) {
   Acts out;
   out.m = m;
   out.k = k;
   out.pack = make_packed_activations(
       m, k, decode ? ActivationLayout::kRowK256 : ActivationLayout::kRowsM4);
   if (decode) {
-    k3k::quantize_pack_decode(k3k::KernelPath::kGeneric, a.data(), out.pack);
+    k3k::quantize_pack_decode(path, a.data(), out.pack);
   } else {
-    k3k::quantize_pack_prefill(k3k::KernelPath::kGeneric, a.data(), out.pack, pool);
+    k3k::quantize_pack_prefill(path, a.data(), out.pack, pool);
   }
   out.codes = reference::unpack_codes(out.pack);
   return out;
@@ -122,7 +129,7 @@ inline std::vector<float> to_layout(const float* rm, OutputLayout layout, std::i
 }
 
 // Runs a kernel into a NaN-filled buffer (so an unwritten element cannot pass) and returns it raw.
-inline std::vector<float> run(const Acts& a, const W4B64Packed& w, const Epi& e,
+inline std::vector<float> run(KernelPath path, const Acts& a, const W4B64Packed& w, const Epi& e,
                               OutputLayout layout, int tile_n, WorkerPool& pool) {
   const bool decode = a.pack.layout == ActivationLayout::kRowK256;
   std::vector<float> residual_l;
@@ -139,9 +146,9 @@ inline std::vector<float> run(const Acts& a, const W4B64Packed& w, const Epi& e,
                          std::numeric_limits<float>::quiet_NaN());
   const LinearTiling tiling{tile_n};
   if (decode) {
-    k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w, ep, out.data(), pool, tiling);
+    k3k::linear_decode_w4b64(path, a.pack, w, ep, out.data(), pool, tiling);
   } else {
-    k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w, ep, out.data(), pool, tiling);
+    k3k::linear_prefill_w4b64(path, a.pack, w, ep, out.data(), pool, tiling);
   }
   return out;
 }
@@ -227,8 +234,8 @@ inline int count_clamped(const reference::LinearResult& ref, const Epi& e) {
 // Full check of one (M, N, K) case against the reference, C4 pads, and bitwise identity across
 // tile_n. To keep the sanitizer run short, the full epilogue gets every tile_n in row-major and two
 // in C4; the other variants get one (rotating) tile_n per layout.
-inline void check_case(const Acts& a, const Weights& w, int rotate, WorkerPool& pool,
-                       int* clamped) {
+inline void check_case(KernelPath path, const Acts& a, const Weights& w, int rotate,
+                       WorkerPool& pool, int* clamped) {
   const std::int64_t m = a.m, n = w.storage.n;
   EpiData d{normal_vector(n, 500 + n, 0.1), normal_vector(m * n, 600 + m * n, 1.0)};
   const std::vector<Epi> variants = epilogue_variants(d, a.k, rotate);
@@ -251,7 +258,7 @@ inline void check_case(const Acts& a, const Weights& w, int rotate, WorkerPool& 
         const std::string what = std::to_string(m) + "x" + std::to_string(n) + "x" +
                                  std::to_string(a.k) + " variant " + std::to_string(v) + " " +
                                  layout_name(layout) + " tile_n " + std::to_string(tile);
-        const std::vector<float> out = run(a, w.packed, variants[v], layout, tile, pool);
+        const std::vector<float> out = run(path, a, w.packed, variants[v], layout, tile, pool);
         expect_matches(out, layout, m, n, ref, what);
         if (first.empty()) {
           first = out;
@@ -265,21 +272,22 @@ inline void check_case(const Acts& a, const Weights& w, int rotate, WorkerPool& 
 }
 
 // Each output's reduction order is fixed, so every worker count and tile gives the same bits.
-inline void check_worker_invariance(bool decode, std::int64_t m, std::int64_t n, std::int64_t k) {
-  const Weights w = make_weights(n, k, 77);
+inline void check_worker_invariance(KernelPath path, bool decode, std::int64_t m, std::int64_t n,
+                                    std::int64_t k) {
+  const Weights w = make_weights(path, n, k, 77);
   WorkerPool p1(1);
-  const Acts a = quantize(make_activations(m, k, 78), m, k, decode, p1);
+  const Acts a = quantize(path, make_activations(m, k, 78), m, k, decode, p1);
   const std::vector<float> bias = normal_vector(n, 79, 0.1);
   const std::vector<float> residual = normal_vector(m * n, 80, 1.0);
   const Epi e{bias.data(), residual.data(), -0.2f, 0.15f};
   const reference::LinearResult ref = reference_for(a, w.storage, e);
   for (OutputLayout layout : kLayouts) {
-    const std::vector<float> base = run(a, w.packed, e, layout, 16, p1);
+    const std::vector<float> base = run(path, a, w.packed, e, layout, 16, p1);
     expect_matches(base, layout, m, n, ref, std::string("base ") + layout_name(layout));
     for (int workers : {1, 2, 3, 4}) {
       WorkerPool pool(workers);
       for (int tile : kTiles) {
-        const std::vector<float> out = run(a, w.packed, e, layout, tile, pool);
+        const std::vector<float> out = run(path, a, w.packed, e, layout, tile, pool);
         EXPECT_TRUE(same_bits(out, base))
             << layout_name(layout) << " workers " << workers << " tile_n " << tile;
       }

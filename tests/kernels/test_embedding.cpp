@@ -1,5 +1,7 @@
-// W4B64 embedding lookup against reference::embedding_lookup (dequantised storage rows in float64
-// with the bound of a float32 s*(q-8)+beta), token validation and worker-count invariance.
+// W4B64 embedding lookup on every layer (support/layer_sweep.h) against reference::embedding_lookup
+// (dequantised storage rows in float64 with the bound of a float32 s*(q-8)+beta), a layer other
+// than generic within twice that bound of the generic layer, rows at the 32-row tile edges, token
+// validation before anything is written, and worker-count invariance.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -17,11 +19,15 @@
 #include "k3k/seeded_random.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
+#include "support/layer_sweep.h"
+#include "support/test_data.h"
 
 namespace k3k {
 namespace {
 
-std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
+std::size_t sz(std::int64_t v) {
+  return static_cast<std::size_t>(v);
+}
 
 struct Table {
   W4B64Storage storage;
@@ -49,22 +55,39 @@ std::vector<std::int32_t> make_tokens(std::int64_t count, std::int64_t n, std::u
   return t;
 }
 
-std::vector<float> lookup(const Table& t, const std::vector<std::int32_t>& tokens, WorkerPool& pool) {
+std::vector<float> lookup(KernelPath path, const Table& t, const std::vector<std::int32_t>& tokens,
+                          WorkerPool& pool) {
   std::vector<float> out(tokens.size() * sz(t.packed.k), std::numeric_limits<float>::quiet_NaN());
-  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, tokens.data(), static_cast<std::int64_t>(tokens.size()), out.data(),
-                                  pool);
+  k3k::embedding_lookup_w4b64(path, t.packed, tokens.data(),
+                              static_cast<std::int64_t>(tokens.size()), out.data(), pool);
   return out;
 }
 
-double check(const Table& t, const std::vector<std::int32_t>& tokens, const std::vector<float>& out) {
-  const reference::LinearResult ref =
-      reference::embedding_lookup(t.storage, tokens.data(), static_cast<std::int64_t>(tokens.size()));
-  const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
-  EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
-  return cmp.worst_ratio;
-}
+class Embedding : public k3test::OnLayer {
+ protected:
+  std::vector<float> lookup(const Table& t, const std::vector<std::int32_t>& tokens,
+                            WorkerPool& pool) {
+    return k3k::lookup(layer(), t, tokens, pool);
+  }
+  // out (the layer's) within the reference bound and, for a layer other than generic, within twice
+  // the bound of the generic layer's lookup; returns the worst error/bound ratio.
+  double check(const Table& t, const std::vector<std::int32_t>& tokens,
+               const std::vector<float>& out) {
+    const reference::LinearResult ref = reference::embedding_lookup(
+        t.storage, tokens.data(), static_cast<std::int64_t>(tokens.size()));
+    const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
+    EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
+    if (!is_generic()) {
+      WorkerPool pool(2);
+      const std::vector<float> gen = k3k::lookup(KernelPath::kGeneric, t, tokens, pool);
+      for (std::size_t i = 0; i < out.size(); ++i)
+        EXPECT_LE(std::fabs(double(out[i]) - gen[i]), 2 * ref.bound[i]) << "element " << i;
+    }
+    return cmp.worst_ratio;
+  }
+};
 
-TEST(Embedding, MatchesReferenceOnSmallTables) {
+TEST_P(Embedding, MatchesReferenceOnSmallTables) {
   WorkerPool pool(2);
   double worst = 0.0;
   for (std::int64_t k : {64, 192, 320}) {
@@ -80,8 +103,19 @@ TEST(Embedding, MatchesReferenceOnSmallTables) {
   std::printf("[          ] Embedding max err/bound: %.4f\n", worst);
 }
 
-TEST(Embedding, Qwen3SizedHiddenDim1024) {
-  // Qwen3-0.6B's hidden size is 1024; a 2048-row slice of the (tied) table keeps quantisation cheap.
+// Ids on both sides of the 32-row tile edges (31, 32, 33, 64) and the last row of a partial tile.
+TEST_P(Embedding, RowsAtTileEdgesMatchReference) {
+  Table t;
+  t.storage = k3test::hqq_weights(70, 192, 9);
+  t.packed = pack_w4b64_generic(t.storage);
+  const std::vector<std::int32_t> ids = {0, 69, 31, 32, 33, 5, 64};
+  WorkerPool pool(2);
+  check(t, ids, lookup(t, ids, pool));
+}
+
+TEST_P(Embedding, Qwen3SizedHiddenDim1024) {
+  // Qwen3-0.6B's hidden size is 1024; a 2048-row slice of the (tied) table keeps quantisation
+  // cheap.
   const std::int64_t n = 2048, k = 1024;
   const Table t = make_table(n, k, 151936);
   WorkerPool pool(2), p1(1);
@@ -92,7 +126,7 @@ TEST(Embedding, Qwen3SizedHiddenDim1024) {
   EXPECT_EQ(std::memcmp(out.data(), out1.data(), out.size() * sizeof(float)), 0);
 }
 
-TEST(Embedding, ExactTableGivesExactValues) {
+TEST_P(Embedding, ExactTableGivesExactValues) {
   // s a power of two and beta = s*j: s*(q-8)+beta is exact in float, so the kernel must reproduce
   // every element bit for bit, wherever the repack puts the codes.
   const std::int64_t n = 3, k = 128;
@@ -115,26 +149,28 @@ TEST(Embedding, ExactTableGivesExactValues) {
       ASSERT_EQ(out[i * sz(k) + sz(c)], w[sz(tokens[i] * k + c)]) << "token " << i << " col " << c;
 }
 
-TEST(Embedding, OutOfRangeTokenThrowsBeforeWriting) {
+TEST_P(Embedding, OutOfRangeTokenThrowsBeforeWriting) {
   const Table t = make_table(10, 64, 5);
   WorkerPool pool(2);
-  for (std::int32_t bad : {-1, 10, 11, std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::min()}) {
+  for (std::int32_t bad : {-1, 10, 11, std::numeric_limits<std::int32_t>::max(),
+                           std::numeric_limits<std::int32_t>::min()}) {
     // The bad id is last, so a kernel that validated lazily would already have written rows.
     const std::vector<std::int32_t> tokens = {0, 3, 9, bad};
     std::vector<float> out(tokens.size() * 64, 5.0f);
-    EXPECT_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, tokens.data(), 4, out.data(), pool),
+    EXPECT_THROW(k3k::embedding_lookup_w4b64(layer(), t.packed, tokens.data(), 4, out.data(), pool),
                  std::invalid_argument)
         << bad;
-    for (float v : out) ASSERT_EQ(v, 5.0f) << "output written before the invalid token was rejected";
+    for (float v : out)
+      ASSERT_EQ(v, 5.0f) << "output written before the invalid token was rejected";
   }
   const std::vector<std::int32_t> edge = {9, 0};
   std::vector<float> out(2 * 64);
-  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, edge.data(), 2, out.data(), pool));
+  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(layer(), t.packed, edge.data(), 2, out.data(), pool));
   // count 0 is a no-op.
-  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, t.packed, edge.data(), 0, out.data(), pool));
+  EXPECT_NO_THROW(k3k::embedding_lookup_w4b64(layer(), t.packed, edge.data(), 0, out.data(), pool));
 }
 
-TEST(Embedding, IdenticalBitsForEveryWorkerCount) {
+TEST_P(Embedding, IdenticalBitsForEveryWorkerCount) {
   const Table t = make_table(500, 256, 77);
   const std::vector<std::int32_t> tokens = make_tokens(123, 500, 78);
   WorkerPool p1(1);
@@ -148,6 +184,8 @@ TEST(Embedding, IdenticalBitsForEveryWorkerCount) {
     }
   }
 }
+
+K3_SWEEP_LAYERS(Embedding);
 
 }  // namespace
 }  // namespace k3k

@@ -1,11 +1,14 @@
-// Generic W4B64 Linear kernels (prefill M4 and decode M1) against the float64 reference
-// reference::linear_w4b64 on the same activation codes and scales, under its derived per-element
-// bound: shapes, tiles, layouts, epilogues, worker counts, real Qwen3 sizes and extreme codes.
+// W4B64 Linear kernels (prefill and decode) of every layer (support/layer_sweep.h), on the weights
+// packed as the layer loads them, against the float64 reference reference::linear_w4b64 on the
+// same activation codes and scales, under its derived per-element bound (the same for every
+// layer: the integer parts are exact): shapes, tiles, layouts, epilogues, worker counts, real
+// Qwen3 sizes, the W4A8 scheme's error and extreme codes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
 #include "kernels/linear_test_support.h"
+#include "support/layer_sweep.h"
 
 namespace k3k::linear_test {
 namespace {
@@ -20,16 +23,20 @@ class ReportMaxRatio : public testing::Environment {
 };
 testing::Environment* const kReportMaxRatio = testing::AddGlobalTestEnvironment(new ReportMaxRatio);
 
-TEST(LinearPrefill, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
+class LinearPrefill : public k3test::OnLayer {};
+class LinearDecode : public k3test::OnLayer {};
+
+TEST_P(LinearPrefill, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
   WorkerPool pool(2);
   int rotate = 0, clamped = 0;
   for (std::int64_t n : {1, 5, 16, 33, 100}) {
     for (std::int64_t k : {64, 192, 1024}) {
-      const Weights w = make_weights(n, k, 10 * n + k);
+      const Weights w = make_weights(layer(), n, k, 10 * n + k);
       for (std::int64_t m : {1, 3, 4, 5, 17}) {
         SCOPED_TRACE(testing::Message() << "prefill M=" << m << " N=" << n << " K=" << k);
-        const Acts a = quantize(make_activations(m, k, 7 * m + k), m, k, /*decode=*/false, pool);
-        check_case(a, w, rotate++, pool, &clamped);
+        const Acts a =
+            quantize(layer(), make_activations(m, k, 7 * m + k), m, k, /*decode=*/false, pool);
+        check_case(layer(), a, w, rotate++, pool, &clamped);
       }
     }
   }
@@ -37,17 +44,17 @@ TEST(LinearPrefill, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
 }
 
-TEST(LinearDecode, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
+TEST_P(LinearDecode, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
   WorkerPool pool(2);
   int rotate = 0, clamped = 0;
   for (std::int64_t n : {1, 5, 16, 33, 100}) {
     for (std::int64_t k : {64, 192, 1024}) {
       SCOPED_TRACE(testing::Message() << "decode N=" << n << " K=" << k);
-      const Weights w = make_weights(n, k, 20 * n + k);
+      const Weights w = make_weights(layer(), n, k, 20 * n + k);
       for (std::uint64_t seed : {1u, 2u}) {
-        const Acts a =
-            quantize(make_activations(1, k, seed * 1000 + n + k), 1, k, /*decode=*/true, pool);
-        check_case(a, w, rotate++, pool, &clamped);
+        const Acts a = quantize(layer(), make_activations(1, k, seed * 1000 + n + k), 1, k,
+                                /*decode=*/true, pool);
+        check_case(layer(), a, w, rotate++, pool, &clamped);
       }
     }
   }
@@ -55,56 +62,56 @@ TEST(LinearDecode, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
 }
 
-TEST(LinearPrefill, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
-  check_worker_invariance(false, 17, 40, 320);
+TEST_P(LinearPrefill, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
+  check_worker_invariance(layer(), false, 17, 40, 320);
 }
-TEST(LinearDecode, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
-  check_worker_invariance(true, 1, 100, 1024);
+TEST_P(LinearDecode, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
+  check_worker_invariance(layer(), true, 1, 100, 1024);
 }
 
 // One real Qwen3-0.6B shape per kernel (hidden 1024, intermediate 3072), default tiling.
-TEST(LinearDecode, Qwen3Sized1024x1024WithResidual) {
+TEST_P(LinearDecode, Qwen3Sized1024x1024WithResidual) {
   const std::int64_t n = 1024, k = 1024;
-  const Weights w = make_weights(n, k, 1234);
+  const Weights w = make_weights(layer(), n, k, 1234);
   WorkerPool pool(2), p1(1);
-  const Acts a = quantize(make_activations(1, k, 4321), 1, k, true, pool);
+  const Acts a = quantize(layer(), make_activations(1, k, 4321), 1, k, true, pool);
   const std::vector<float> residual = normal_vector(n, 99, 1.0);
   const Epi e{nullptr, residual.data()};
   const reference::LinearResult ref = reference_for(a, w.storage, e);
   std::vector<float> out(sz(n)), out1(sz(n));
   LinearEpilogue ep;
   ep.residual = residual.data();
-  k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out.data(), pool);
-  k3k::linear_decode_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out1.data(), p1);
+  k3k::linear_decode_w4b64(layer(), a.pack, w.packed, ep, out.data(), pool);
+  k3k::linear_decode_w4b64(layer(), a.pack, w.packed, ep, out1.data(), p1);
   expect_matches(out, OutputLayout::kRowMajor, 1, n, ref, "decode 1024x1024");
   EXPECT_TRUE(same_bits(out, out1));
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
 }
 
-TEST(LinearPrefill, Qwen3SizedM17x3072x1024) {
+TEST_P(LinearPrefill, Qwen3SizedM17x3072x1024) {
   const std::int64_t m = 17, n = 3072, k = 1024;
-  const Weights w = make_weights(n, k, 5678);
+  const Weights w = make_weights(layer(), n, k, 5678);
   WorkerPool pool(2), p1(1);
-  const Acts a = quantize(make_activations(m, k, 8765), m, k, false, pool);
+  const Acts a = quantize(layer(), make_activations(m, k, 8765), m, k, false, pool);
   const reference::LinearResult ref = reference_for(a, w.storage, Epi{});
   for (OutputLayout layout : kLayouts) {
     LinearEpilogue ep;
     ep.layout = layout;
     std::vector<float> out(sz(output_elements(layout, m, n)),
                            std::numeric_limits<float>::quiet_NaN());
-    k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out.data(), pool);
+    k3k::linear_prefill_w4b64(layer(), a.pack, w.packed, ep, out.data(), pool);
     expect_matches(out, layout, m, n, ref,
                    std::string("prefill 17x3072x1024 ") + layout_name(layout));
     if (layout == OutputLayout::kRowMajor) {  // one single-worker run for the bitwise check
       std::vector<float> out1(out.size(), std::numeric_limits<float>::quiet_NaN());
-      k3k::linear_prefill_w4b64(k3k::KernelPath::kGeneric, a.pack, w.packed, ep, out1.data(), p1);
+      k3k::linear_prefill_w4b64(layer(), a.pack, w.packed, ep, out1.data(), p1);
       EXPECT_TRUE(same_bits(out, out1));
     }
   }
   std::printf("[          ] Linear max err/bound so far: %.4f\n", g_max_ratio);
 }
 
-TEST(LinearPrefill, W4A8SchemeErrorIsSmall) {
+TEST_P(LinearPrefill, W4A8SchemeErrorIsSmall) {
   // Kernel output vs the float64 product with UNquantised activations (same dequantised weights),
   // so the difference is the activation quantisation error (plus negligible float rounding).
   // Deterministic bound: a_k = sa x_k, and sa*qa_k differs from a_k by at most
@@ -116,14 +123,15 @@ TEST(LinearPrefill, W4A8SchemeErrorIsSmall) {
   // keeps a ~3x margin while any systematic error (wrong zero correction, wrong sa, misplaced
   // codes) produces errors comparable to |y| itself.
   const std::int64_t m = 5, n = 64, k = 1024;
-  const Weights w = make_weights(n, k, 31337);
+  const Weights w = make_weights(layer(), n, k, 31337);
   WorkerPool pool(2);
   for (bool decode : {false, true}) {
     const std::int64_t rows = decode ? 1 : m;
     SCOPED_TRACE(decode ? "decode" : "prefill");
     const std::vector<float> act = make_activations(rows, k, 2024, /*outlier=*/1.0);
-    const Acts a = quantize(act, rows, k, decode, pool);
-    const std::vector<float> out = run(a, w.packed, Epi{}, OutputLayout::kRowMajor, 16, pool);
+    const Acts a = quantize(layer(), act, rows, k, decode, pool);
+    const std::vector<float> out =
+        run(layer(), a, w.packed, Epi{}, OutputLayout::kRowMajor, 16, pool);
     const std::vector<double> exact =
         reference::linear_unquantized_activations(w.storage, act.data(), rows);
     const reference::LinearResult ref = reference_for(a, w.storage, Epi{});
@@ -151,8 +159,8 @@ TEST(LinearPrefill, W4A8SchemeErrorIsSmall) {
 // Extreme integer parts: every activation code at +-127 against weight codes all 0 or all 15 gives
 // |qa (q - 8)| = 1016 per product, 32512 per 32-element half-block and 65024 per block, the
 // largest magnitudes the integer core must hold exactly. The storage is built code by code (the
-// stable MNN form) and only reaches the kernels through pack_w4b64_generic.
-TEST(LinearPrefill, ExtremeCodesAreExactInBothKernels) {
+// stable MNN form) and only reaches the kernels through pack_w4b64_generic and pack_w4b64_for.
+TEST_P(LinearPrefill, ExtremeCodesAreExactInBothKernels) {
   const std::int64_t n = 7, k = 256, nb = k / 64, m = 5;
   W4B64Storage st;
   st.n = n;
@@ -187,7 +195,7 @@ TEST(LinearPrefill, ExtremeCodesAreExactInBothKernels) {
   }
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t c = 0; c < k; ++c) ASSERT_EQ(st.code(r, c), code_of(r, c));
-  const W4B64Packed packed = pack_w4b64_generic(st);
+  const W4B64Packed packed = pack_for(layer(), st);
   // Activation rows: all +1, all -1, alternating, +1 then -1 per half-block, and random.
   std::vector<float> act(sz(m * k));
   const std::vector<float> rnd = make_activations(1, k, 5);
@@ -199,24 +207,27 @@ TEST(LinearPrefill, ExtremeCodesAreExactInBothKernels) {
     act[sz(4 * k + c)] = rnd[sz(c)];
   }
   WorkerPool pool(2);
-  const Acts a = quantize(act, m, k, false, pool);
+  const Acts a = quantize(layer(), act, m, k, false, pool);
   for (std::int64_t c = 0; c < k; ++c) ASSERT_EQ(std::abs(a.codes[sz(c)]), 127);
   const reference::LinearResult ref = reference_for(a, st, Epi{});
   for (OutputLayout layout : kLayouts) {
     for (int tile : {1, 32, 64}) {
-      expect_matches(run(a, packed, Epi{}, layout, tile, pool), layout, m, n, ref,
+      expect_matches(run(layer(), a, packed, Epi{}, layout, tile, pool), layout, m, n, ref,
                      std::string("extreme prefill ") + layout_name(layout) + " tile_n " +
                          std::to_string(tile));
     }
   }
   for (std::int64_t r = 0; r < m; ++r) {
     const std::vector<float> row(act.begin() + r * k, act.begin() + (r + 1) * k);
-    const Acts d = quantize(row, 1, k, true, pool);
+    const Acts d = quantize(layer(), row, 1, k, true, pool);
     const reference::LinearResult dref = reference_for(d, st, Epi{});
-    expect_matches(run(d, packed, Epi{}, OutputLayout::kRowMajor, 64, pool),
+    expect_matches(run(layer(), d, packed, Epi{}, OutputLayout::kRowMajor, 64, pool),
                    OutputLayout::kRowMajor, 1, n, dref, "extreme decode row " + std::to_string(r));
   }
 }
+
+K3_SWEEP_LAYERS(LinearPrefill);
+K3_SWEEP_LAYERS(LinearDecode);
 
 }  // namespace
 }  // namespace k3k::linear_test

@@ -31,11 +31,13 @@ BoardFingerprint test_board() {
 }
 
 json fingerprint_of(const BoardFingerprint& b) {
-  return {{"marchid", b.marchid ? json(*b.marchid) : json(nullptr)},
-          {"vlen", b.vlen_bits ? json(*b.vlen_bits) : json(nullptr)},
-          {"cpu_model", "test"},
-          {"cpus", b.cpus},
-          {"tcm", {{"backend", b.tcm_backend}, {"blocks", b.tcm_blocks}, {"block_bytes", b.tcm_block_bytes}}}};
+  return {
+      {"marchid", b.marchid ? json(*b.marchid) : json(nullptr)},
+      {"vlen", b.vlen_bits ? json(*b.vlen_bits) : json(nullptr)},
+      {"cpu_model", "test"},
+      {"cpus", b.cpus},
+      {"tcm",
+       {{"backend", b.tcm_backend}, {"blocks", b.tcm_blocks}, {"block_bytes", b.tcm_block_bytes}}}};
 }
 
 json entry(const std::string& op, const std::string& path, json cls, json params) {
@@ -43,7 +45,11 @@ json entry(const std::string& op, const std::string& path, json cls, json params
   std::string id = op + "/" + path;
   for (const auto& [k, v] : cls.items())
     if (k != "path") id += "/" + k + v.dump();
-  return {{"id", id}, {"op", op}, {"class", cls}, {"params", params}, {"evidence", {{"mean", 1.0}, {"processes", 8}}}};
+  return {{"id", id},
+          {"op", op},
+          {"class", cls},
+          {"params", params},
+          {"evidence", {{"mean", 1.0}, {"processes", 8}}}};
 }
 
 json valid_table(const BoardFingerprint& b = test_board(), const std::string& path = "generic") {
@@ -52,13 +58,16 @@ json valid_table(const BoardFingerprint& b = test_board(), const std::string& pa
           {"created_at", "2026-11-30T23:45:43Z"},
           {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
           {"board", {{"fingerprint", fingerprint_of(b)}}},
-          {"gates", {{"tcm_decode", {{"use", "threshold"}, {"k_min", 4096}, {"b_min_bytes", 1 << 20}}}}},
+          {"gates",
+           {{"tcm_decode", {{"use", "threshold"}, {"k_min", 4096}, {"b_min_bytes", 1 << 20}}}}},
           {"entries",
            {entry("linear_decode", path, {{"k", 256}, {"n", 96}}, {{"tile_n", 32}, {"workers", 1}}),
-            entry("linear_prefill", path, {{"m_bucket", 8}, {"k", 256}, {"n", 96}}, {{"tile_n", 64}})}}};
+            entry("linear_prefill", path, {{"m_bucket", 8}, {"k", 256}, {"n", 96}},
+                  {{"tile_n", 64}})}}};
 }
 
-std::unique_ptr<TuningTable> parse(const json& t, std::string& problem, const BoardFingerprint& b = test_board()) {
+std::unique_ptr<TuningTable> parse(const json& t, std::string& problem,
+                                   const BoardFingerprint& b = test_board()) {
   return TuningTable::parse(t.dump(), b, problem);
 }
 
@@ -72,8 +81,9 @@ TEST(TuningTable, SlabRowsAreWholeWeightTilesAndIdsNameTheirClass) {
   EXPECT_TRUE(parse(t, problem)) << problem;
   t["entries"][0]["id"] = "linear_decode/generic/k256/n64";
   EXPECT_FALSE(parse(t, problem));
-  EXPECT_EQ(problem, "/entries/0/id: 'linear_decode/generic/k256/n64' does not match its op and class "
-                     "('linear_decode/generic/k256/n96')");
+  EXPECT_EQ(problem,
+            "/entries/0/id: 'linear_decode/generic/k256/n64' does not match its op and class "
+            "('linear_decode/generic/k256/n96')");
 }
 
 TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
@@ -81,8 +91,10 @@ TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
   const auto table = parse(valid_table(), problem);
   ASSERT_TRUE(table) << problem;
   EXPECT_EQ(table->entries().size(), 2u);
-  const LinearAutoChoice defaults = choose_linear(nullptr, "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
-  const LinearAutoChoice c = choose_linear(table.get(), "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
+  const LinearAutoChoice defaults =
+      choose_linear(nullptr, "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
+  const LinearAutoChoice c =
+      choose_linear(table.get(), "linear_decode", KernelPath::kGeneric, {{"k", 256}, {"n", 96}});
   EXPECT_EQ(c.entry, "linear_decode/generic/k256/n96");
   EXPECT_EQ(c.tiling.tile_n, 32);
   EXPECT_EQ(c.tiling.max_workers, 1);
@@ -100,7 +112,8 @@ TEST(TuningTable, ValidTableChangesExactlyTheParametersItNames) {
   EXPECT_EQ(defaults.tiling.tile_n, LinearTiling{}.tile_n);
   EXPECT_EQ(defaults.tiling.max_workers, 0);
   // Prefill: M = 5 falls in bucket 8.
-  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric, {{"m", 5}, {"k", 256}, {"n", 96}});
+  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric,
+                                           {{"m", 5}, {"k", 256}, {"n", 96}});
   EXPECT_EQ(p.tiling.tile_n, 64);
   EXPECT_EQ(p.tiling.max_workers, 0);
   EXPECT_EQ(p.source.at("ukernel"), "default");
@@ -114,18 +127,26 @@ TEST(TuningTable, AcceptsUkernelAndAttentionKnobs) {
   json t = valid_table();
   t["entries"][1]["params"]["ukernel"] = variant;
   t["entries"][0]["params"]["ukernel"] = "auto";
-  const json attn_class = {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}};
+  const json attn_class = {
+      {"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}};
   t["entries"].push_back(entry("attn_prefill", "generic", attn_class,
-                               {{"q_tile", 16}, {"kv_block", 64}, {"prefetch", 512}, {"tcm", "on"},
-                                {"tcm_kv_blocks", 4}, {"ctx_min", 2048}}));
-  t["entries"].push_back(entry("attn_decode", "generic", attn_class, {{"chunk", 256}, {"prefetch", 1024}}));
+                               {{"q_tile", 16},
+                                {"kv_block", 64},
+                                {"prefetch", 512},
+                                {"tcm", "on"},
+                                {"tcm_kv_blocks", 4},
+                                {"ctx_min", 2048}}));
+  t["entries"].push_back(
+      entry("attn_decode", "generic", attn_class, {{"chunk", 256}, {"prefetch", 1024}}));
   std::string problem;
   const auto table = parse(t, problem);
   ASSERT_TRUE(table) << problem;
-  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric, {{"m", 8}, {"k", 256}, {"n", 96}});
+  const LinearAutoChoice p = choose_linear(table.get(), "linear_prefill", KernelPath::kGeneric,
+                                           {{"m", 8}, {"k", 256}, {"n", 96}});
   EXPECT_EQ(p.tiling.ukernel, variant);
   EXPECT_EQ(p.source.at("ukernel"), "table linear_prefill/generic/k256/m_bucket8/n96");
-  const TuningEntry* a = table->find("attn_prefill", KernelPath::kGeneric, attn_class.get<std::map<std::string, std::int64_t>>());
+  const TuningEntry* a = table->find("attn_prefill", KernelPath::kGeneric,
+                                     attn_class.get<std::map<std::string, std::int64_t>>());
   ASSERT_NE(a, nullptr);
   EXPECT_EQ(std::get<std::int64_t>(a->params.at("tcm_kv_blocks")), 4);
   EXPECT_EQ(std::get<std::string>(a->params.at("tcm")), "on");
@@ -139,9 +160,12 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
   };
   const std::vector<Case> cases = {
       {"root", [](json& t) { t = json::array(); }, "/: expected an object, found array"},
-      {"schema", [](json& t) { t["schema"] = "k3tune.tuning-table/2"; }, "/schema: 'k3tune.tuning-table/2' is not"},
-      {"abi", [](json& t) { t["kernel_abi"] = kKernelAbiVersion + 1; }, "/kernel_abi: table for kernel ABI 2, this library is ABI 1"},
-      {"abi type", [](json& t) { t["kernel_abi"] = "1"; }, "/kernel_abi: expected an integer, found string"},
+      {"schema", [](json& t) { t["schema"] = "k3tune.tuning-table/2"; },
+       "/schema: 'k3tune.tuning-table/2' is not"},
+      {"abi", [](json& t) { t["kernel_abi"] = kKernelAbiVersion + 1; },
+       "/kernel_abi: table for kernel ABI 2, this library is ABI 1"},
+      {"abi type", [](json& t) { t["kernel_abi"] = "1"; },
+       "/kernel_abi: expected an integer, found string"},
       {"board missing", [](json& t) { t.erase("board"); }, "/board: missing"},
       {"marchid", [](json& t) { t["board"]["fingerprint"]["marchid"] = "0x8000000058000001"; },
        "/board/fingerprint/marchid: made for 0x8000000058000001, this machine has none"},
@@ -150,56 +174,84 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
       {"cpus", [](json& t) { t["board"]["fingerprint"]["cpus"] = 64; },
        "/board/fingerprint/cpus: made for 64 CPUs, this process may use 2"},
       {"tcm", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "real"; },
-       "/board/fingerprint/tcm: made for real TCM (8 x 393216 B), this machine has emulated (8 x 393216 B)"},
+       "/board/fingerprint/tcm: made for real TCM (8 x 393216 B), this machine has emulated (8 x "
+       "393216 B)"},
       {"entries type", [](json& t) { t["entries"] = json::object(); }, "/entries: not an array"},
-      {"op", [](json& t) { t["entries"][0]["op"] = "softmax"; }, "/entries/0/op: 'softmax' is not an op a table may tune"},
-      {"path", [](json& t) { t["entries"][0]["class"]["path"] = "auto"; }, "/entries/0/class/path: '\"auto\"' is not generic, rvv or ime2"},
-      {"k", [](json& t) { t["entries"][0]["class"]["k"] = 100; }, "/entries/0/class/k: 100 is not a multiple of 64"},
-      {"class key", [](json& t) { t["entries"][0]["class"].erase("n"); }, "/entries/0/class/n: missing"},
-      {"class value", [](json& t) { t["entries"][0]["class"]["n"] = -5; }, "/entries/0/class/n: -5 is out of range"},
-      {"class key name", [](json& t) { t["entries"][0]["class"]["m"] = 4; }, "/entries/0/class/m: not a shape-class key of linear_decode"},
-      {"bucket", [](json& t) { t["entries"][1]["class"]["m_bucket"] = 3; }, "/entries/1/class/m_bucket: 3 is not a power of two"},
+      {"op", [](json& t) { t["entries"][0]["op"] = "softmax"; },
+       "/entries/0/op: 'softmax' is not an op a table may tune"},
+      {"path", [](json& t) { t["entries"][0]["class"]["path"] = "auto"; },
+       "/entries/0/class/path: '\"auto\"' is not generic, rvv or ime2"},
+      {"k", [](json& t) { t["entries"][0]["class"]["k"] = 100; },
+       "/entries/0/class/k: 100 is not a multiple of 64"},
+      {"class key", [](json& t) { t["entries"][0]["class"].erase("n"); },
+       "/entries/0/class/n: missing"},
+      {"class value", [](json& t) { t["entries"][0]["class"]["n"] = -5; },
+       "/entries/0/class/n: -5 is out of range"},
+      {"class key name", [](json& t) { t["entries"][0]["class"]["m"] = 4; },
+       "/entries/0/class/m: not a shape-class key of linear_decode"},
+      {"bucket", [](json& t) { t["entries"][1]["class"]["m_bucket"] = 3; },
+       "/entries/1/class/m_bucket: 3 is not a power of two"},
       {"control characters", [](json& t) { t["entries"][0]["op"] = "soft\nmax\x1b[31m"; },
        "/entries/0/op: 'soft\\x0amax\\x1b[31m' is not an op a table may tune"},
       {"param name", [](json& t) { t["entries"][0]["params"]["tile_m"] = 4; },
        "/entries/0/params/tile_m: not a parameter of linear_decode"},
-      {"range", [](json& t) { t["entries"][0]["params"]["tile_n"] = 5000; }, "/entries/0/params/tile_n: 5000 is outside [1, 4096]"},
-      {"zero workers", [](json& t) { t["entries"][0]["params"]["workers"] = 0; }, "/entries/0/params/workers: 0 is outside [1, 256]"},
-      {"type", [](json& t) { t["entries"][0]["params"]["tile_n"] = "wide"; }, "/entries/0/params/tile_n: expected an integer, found string"},
-      {"float", [](json& t) { t["entries"][0]["params"]["tile_n"] = 1e30; }, "/entries/0/params/tile_n: expected an integer, found number"},
-      {"huge", [](json& t) { t["entries"][0]["params"]["tile_n"] = std::uint64_t{18446744073709551615u}; },
+      {"range", [](json& t) { t["entries"][0]["params"]["tile_n"] = 5000; },
+       "/entries/0/params/tile_n: 5000 is outside [1, 4096]"},
+      {"zero workers", [](json& t) { t["entries"][0]["params"]["workers"] = 0; },
+       "/entries/0/params/workers: 0 is outside [1, 256]"},
+      {"type", [](json& t) { t["entries"][0]["params"]["tile_n"] = "wide"; },
+       "/entries/0/params/tile_n: expected an integer, found string"},
+      {"float", [](json& t) { t["entries"][0]["params"]["tile_n"] = 1e30; },
+       "/entries/0/params/tile_n: expected an integer, found number"},
+      {"huge",
+       [](json& t) { t["entries"][0]["params"]["tile_n"] = std::uint64_t{18446744073709551615u}; },
        "/entries/0/params/tile_n: 18446744073709551615 is out of range"},
-      {"word", [](json& t) { t["entries"][0]["params"]["tcm"] = "maybe"; }, "/entries/0/params/tcm: 'maybe' is not one of off, on, auto"},
-      {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 40; }, "/entries/0/params/slab_rows: 40 is not a multiple of 16"},
-      {"slab of whole tiles", [](json& t) {
+      {"word", [](json& t) { t["entries"][0]["params"]["tcm"] = "maybe"; },
+       "/entries/0/params/tcm: 'maybe' is not one of off, on, auto"},
+      {"multiple", [](json& t) { t["entries"][0]["params"]["slab_rows"] = 40; },
+       "/entries/0/params/slab_rows: 40 is not a multiple of 16"},
+      {"slab of whole tiles",
+       [](json& t) {
          t["entries"][0]["params"]["slab_rows"] = 48;
          t["entries"][0]["params"]["weight_rows"] = 32;
        },
        "/entries/0/params/slab_rows: 48 is not a multiple of weight_rows (32)"},
       {"ukernel name", [](json& t) { t["entries"][0]["params"]["ukernel"] = "Bad Name!"; },
        "/entries/0/params/ukernel: 'Bad Name!' is not a microkernel name"},
-      {"ukernel of another layer", [](json& t) { t["entries"][0]["params"]["ukernel"] = "linear_decode-srows-e8m1-rvv"; },
-       "/entries/0/params/ukernel: 'linear_decode-srows-e8m1-rvv' is not a generic linear_decode microkernel"},
-      {"attention tcm word", [](json& t) {
-         t["entries"].push_back(entry("attn_prefill", "generic", {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
-                                      {{"tcm", "always"}}));
+      {"ukernel of another layer",
+       [](json& t) { t["entries"][0]["params"]["ukernel"] = "linear_decode-srows-e8m1-rvv"; },
+       "/entries/0/params/ukernel: 'linear_decode-srows-e8m1-rvv' is not a generic linear_decode "
+       "microkernel"},
+      {"attention tcm word",
+       [](json& t) {
+         t["entries"].push_back(
+             entry("attn_prefill", "generic",
+                   {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
+                   {{"tcm", "always"}}));
        },
        "/entries/2/params/tcm: 'always' is not one of off, on, auto"},
-      {"attention prefetch", [](json& t) {
-         t["entries"].push_back(entry("attn_decode", "generic", {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
-                                      {{"prefetch", -64}}));
+      {"attention prefetch",
+       [](json& t) {
+         t["entries"].push_back(
+             entry("attn_decode", "generic",
+                   {{"head_dim", 128}, {"q_heads", 16}, {"kv_heads", 8}, {"ctx_bucket", 1024}},
+                   {{"prefetch", -64}}));
        },
        "/entries/2/params/prefetch: -64 is outside [0, 1048576]"},
-      {"hp flag", [](json& t) { t["entries"][0]["hp"] = true; }, "/entries/0/hp: must be true exactly when accumulate is fp16"},
+      {"hp flag", [](json& t) { t["entries"][0]["hp"] = true; },
+       "/entries/0/hp: must be true exactly when accumulate is fp16"},
       {"fp16 path",
        [](json& t) {
          t["entries"][0]["params"]["accumulate"] = "fp16";
          t["entries"][0]["hp"] = true;
        },
        "/entries/0/params/accumulate: fp16 needs the ime2 path"},
-      {"duplicate", [](json& t) { t["entries"].push_back(t["entries"][0]); }, "/entries/2: a second entry for linear_decode/generic/k256/n96"},
-      {"gate", [](json& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; }, "/gates/tcm_decode/use: 'sometimes' is not never, always or threshold"},
-      {"gate range", [](json& t) { t["gates"]["tcm_decode"]["k_min"] = 0; }, "/gates/tcm_decode/k_min: out of range"},
+      {"duplicate", [](json& t) { t["entries"].push_back(t["entries"][0]); },
+       "/entries/2: a second entry for linear_decode/generic/k256/n96"},
+      {"gate", [](json& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; },
+       "/gates/tcm_decode/use: 'sometimes' is not never, always or threshold"},
+      {"gate range", [](json& t) { t["gates"]["tcm_decode"]["k_min"] = 0; },
+       "/gates/tcm_decode/k_min: out of range"},
   };
   for (const auto& c : cases) {
     json t = valid_table();
@@ -235,15 +287,21 @@ TEST(TuningTable, NearestClassOfTheSameOpAndPath) {
     return e ? e->id : std::string("none");
   };
   EXPECT_EQ(id(KernelPath::kGeneric, 2048, 2048), "linear_decode/generic/k2048/n2048");
-  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 4096), "linear_decode/generic/k2048/n6144");  // log2 distance 0.58 vs 1
-  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 3000), "linear_decode/generic/k2048/n2048");  // 0.55 vs 1.03
+  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 4096),
+            "linear_decode/generic/k2048/n6144");  // log2 distance 0.58 vs 1
+  EXPECT_EQ(id(KernelPath::kGeneric, 2048, 3000),
+            "linear_decode/generic/k2048/n2048");  // 0.55 vs 1.03
   EXPECT_EQ(id(KernelPath::kGeneric, 1024, 1024), "linear_decode/generic/k2048/n2048");
-  EXPECT_EQ(id(KernelPath::kRvv, 2048, 6144), "linear_decode/rvv/k2048/n1024");  // only entry of that path
+  EXPECT_EQ(id(KernelPath::kRvv, 2048, 6144),
+            "linear_decode/rvv/k2048/n1024");  // only entry of that path
   EXPECT_EQ(id(KernelPath::kIme2, 2048, 2048), "none");
-  EXPECT_EQ(table->find("linear_prefill", KernelPath::kGeneric, {{"m", 4}, {"k", 2048}, {"n", 2048}}), nullptr);
+  EXPECT_EQ(
+      table->find("linear_prefill", KernelPath::kGeneric, {{"m", 4}, {"k", 2048}, {"n", 2048}}),
+      nullptr);
   const auto cls = tuning_shape_class("linear_prefill", {{"m", 100}, {"k", 2048}, {"n", 2048}});
   EXPECT_EQ(cls.at("m_bucket"), 128);
-  EXPECT_EQ(tuning_shape_class("attn_decode", {{"ctx", 1000}, {"head_dim", 128}}).at("ctx_bucket"), 1024);
+  EXPECT_EQ(tuning_shape_class("attn_decode", {{"ctx", 1000}, {"head_dim", 128}}).at("ctx_bucket"),
+            1024);
 }
 
 class TuningTableFile : public ::testing::Test {
@@ -307,7 +365,7 @@ TEST_F(TuningTableFile, LoadingIsRefusedWhileAnAutoCallRuns) {
 TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesParameters) {
   using namespace linear_test;
   const std::int64_t n = 96, k = 256;
-  const Weights w = make_weights(n, k, 11);
+  const Weights w = make_weights(KernelPath::kGeneric, n, k, 11);
   WorkerPool pool(2);
   // The table names the layer the dispatcher would pick anyway (it must be usable here).
   const std::string layer = to_string(decide_path().path);
@@ -325,19 +383,23 @@ TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesPara
   LinearEpilogue ep;
   ep.bias = bias.data();
   {
-    const Acts a = quantize(make_activations(1, k, 7), 1, k, true, pool);
+    const Acts a = quantize(KernelPath::kGeneric, make_activations(1, k, 7), 1, k, true, pool);
     std::vector<float> automatic(sz(n)), explicit_call(sz(n));
     linear_decode_auto(aw, a.pack, ep, automatic.data(), pool);
-    linear_decode_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool, LinearTiling{32, 1});
-    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)), 0);
+    linear_decode_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool,
+                        LinearTiling{32, 1});
+    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)),
+              0);
   }
   {
     const std::int64_t m = 6;
-    const Acts a = quantize(make_activations(m, k, 8), m, k, false, pool);
+    const Acts a = quantize(KernelPath::kGeneric, make_activations(m, k, 8), m, k, false, pool);
     std::vector<float> automatic(sz(m * n)), explicit_call(sz(m * n));
     linear_prefill_auto(aw, a.pack, ep, automatic.data(), pool);
-    linear_prefill_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool, LinearTiling{64, 0});
-    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)), 0);
+    linear_prefill_w4b64(aw.path, a.pack, aw.packed, ep, explicit_call.data(), pool,
+                         LinearTiling{64, 0});
+    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)),
+              0);
   }
   // Without a table: the defaults and the best usable layer.
   clear_tuning_table();
@@ -350,7 +412,8 @@ TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesPara
 TEST(WorkerPoolSubset, ParallelForOnUsesOnlyTheFirstWorkers) {
   WorkerPool pool(2);
   std::vector<int> by(64, -1);
-  pool.parallel_for_on(1, 64, [&](std::int64_t t, int worker) { by[static_cast<std::size_t>(t)] = worker; });
+  pool.parallel_for_on(
+      1, 64, [&](std::int64_t t, int worker) { by[static_cast<std::size_t>(t)] = worker; });
   for (int w : by) EXPECT_EQ(w, 0);
   std::atomic<int> tasks{0};
   pool.parallel_for_on(0, 100, [&](std::int64_t, int) { tasks.fetch_add(1); });

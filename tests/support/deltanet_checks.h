@@ -1,49 +1,26 @@
-// Checks of the Gated DeltaNet ops on one layer against their float64 references, shared by the
-// generic (tests/kernels) and RVV (tests/rvv) suites. Each runs the layer's kernel, compares every
-// element with the reference under the layer's bound and returns the outputs (so a caller can
-// compare layers with each other), printing the worst error/bound ratio.
+// Runs of the Gated DeltaNet ops on one layer and their check against the float64 recurrence under
+// the layer's bound (support/layer_bounds.h), for the swept tests
+// (tests/kernels/test_deltanet.cpp). The runs return outputs and state, so a caller can compare
+// runs and layers.
 #pragma once
 
 #include <gtest/gtest.h>
 
-#include <cstdio>
+#include <span>
 #include <string>
 #include <vector>
 
-#include "k3k/cpu.h"
 #include "k3k/deltanet.h"
-#include "k3k/reference/compare.h"
 #include "k3k/reference/deltanet.h"
-#include "k3k/reference/attention.h"
 #include "support/deltanet_cases.h"
+#include "support/layer_bounds.h"
+#include "support/layer_checks.h"
 
 namespace k3test {
 
 struct GdnRun {
   std::vector<float> out, state;
 };
-
-// The recurrence's error model for a layer (the RVV one depends on vlenb).
-inline k3k::reference::GdnErrorModel gdn_model(k3k::KernelPath path, int k_dim, int chunk) {
-  return path == k3k::KernelPath::kGeneric
-             ? k3k::reference::generic_gdn_error_model(k_dim, chunk)
-             : k3k::reference::rvv_gdn_error_model(k_dim, chunk, k3k::cpu_features().vlenb);
-}
-
-// The sum depth of a layer's sum of squares (l2norm, gated RMSNorm).
-inline std::int64_t sum_depth(k3k::KernelPath path, int dim) {
-  return path == k3k::KernelPath::kGeneric
-             ? 0
-             : k3k::reference::rvv_dot_depth(dim, k3k::cpu_features().vlenb);
-}
-
-inline void expect_within(const std::string& what, const std::vector<float>& got,
-                          const std::vector<double>& ref, const std::vector<double>& bound) {
-  const auto r = k3k::reference::compare_to_reference(got, ref, bound);
-  EXPECT_TRUE(r.pass) << what << ": " << k3k::reference::describe(r, got, ref, bound);
-  std::printf("  %-58s worst error/bound %.3g (max abs err %.3g)\n", what.c_str(), r.worst_ratio,
-              r.max_abs_err);
-}
 
 inline GdnRun run_gdn_prefill(k3k::KernelPath path, const GdnCase& c, int chunk, int columns,
                               k3k::WorkerPool& pool) {
@@ -65,13 +42,34 @@ inline GdnRun run_gdn_decode(k3k::KernelPath path, const GdnCase& c, int columns
   return r;
 }
 
-// Outputs and final state against the token-by-token float64 recurrence.
-inline void expect_gdn_matches_recurrence(const std::string& what, k3k::KernelPath path,
-                                          const GdnCase& c, int chunk, const GdnRun& run) {
-  const auto ref = k3k::reference::gated_deltanet(c.dims, c.tokens, c.inputs(), c.state,
-                                                  gdn_model(path, c.dims.k_dim, chunk));
+// The token-by-token float64 recurrence with the bounds of `path`'s kernels at `chunk`.
+inline k3k::reference::GdnReference gdn_reference(k3k::KernelPath path, const GdnCase& c,
+                                                  int chunk) {
+  return k3k::reference::gated_deltanet(c.dims, c.tokens, c.inputs(), c.state,
+                                        gdn_model(path, c.dims.k_dim, chunk));
+}
+
+// Outputs and final state against the recurrence; returns it (its bounds are `path`'s).
+inline k3k::reference::GdnReference expect_gdn_matches_recurrence(const std::string& what,
+                                                                  k3k::KernelPath path,
+                                                                  const GdnCase& c, int chunk,
+                                                                  const GdnRun& run) {
+  auto ref = gdn_reference(path, c, chunk);
   expect_within(what + " outputs", run.out, ref.out, ref.out_bound);
   expect_within(what + " state", run.state, ref.state, ref.state_bound);
+  return ref;
+}
+
+// A layer's run against the generic layer's on the same case: within the sum of both layers'
+// bounds (`ref` is the recurrence with the layer's bounds).
+inline void expect_gdn_near_generic(const std::string& what, const GdnCase& c, int chunk,
+                                    const k3k::reference::GdnReference& ref, const GdnRun& run,
+                                    const GdnRun& generic) {
+  const auto gen_ref = gdn_reference(k3k::KernelPath::kGeneric, c, chunk);
+  expect_near_generic(what + " outputs", run.out, generic.out,
+                      sum_of(ref.out_bound, gen_ref.out_bound));
+  expect_near_generic(what + " state", run.state, generic.state,
+                      sum_of(ref.state_bound, gen_ref.state_bound));
 }
 
 }  // namespace k3test

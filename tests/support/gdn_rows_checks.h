@@ -1,16 +1,20 @@
 // Checks of the Gated DeltaNet row-wise ops (gates, L2 norm, causal convolution, gated RMSNorm)
-// and the sigmoid output gate on one layer against their float64 references, shared by the generic
-// and RVV suites. Each returns the layer's outputs so a caller can compare layers.
+// and the sigmoid output gate on one layer against their float64 references under the layer's
+// bounds, for the swept tests (tests/kernels/test_gdn_rows.cpp). Each returns the layer's outputs
+// so a caller can compare runs and layers.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "k3k/deltanet.h"
 #include "k3k/reference/deltanet.h"
-#include "support/deltanet_checks.h"
+#include "support/layer_bounds.h"
+#include "support/layer_checks.h"
 #include "support/test_data.h"
 
 namespace k3test {
@@ -19,8 +23,8 @@ namespace k3test {
 struct GatesRun {
   std::vector<float> g, beta;
 };
-inline GatesRun check_gates(k3k::KernelPath path, std::int64_t tokens, int heads, std::int64_t stride,
-                            k3k::WorkerPool& pool) {
+inline GatesRun check_gates(k3k::KernelPath path, std::int64_t tokens, int heads,
+                            std::int64_t stride, k3k::WorkerPool& pool) {
   auto a = random_floats(static_cast<std::size_t>(tokens * stride), 101, 8.0);
   auto b = random_floats(a.size(), 102, 4.0);
   a[0] = -30.0f;
@@ -32,24 +36,25 @@ inline GatesRun check_gates(k3k::KernelPath path, std::int64_t tokens, int heads
              std::vector<float>(static_cast<std::size_t>(tokens * heads))};
   k3k::gdn_gates(path, a.data(), stride, b.data(), stride, a_log, dt_bias, r.g, r.beta, tokens,
                  heads, pool);
-  const auto ref = k3k::reference::gdn_gates(a.data(), stride, b.data(), stride, a_log, dt_bias,
-                                             tokens, heads);
-  expect_within("gdn_gates g", r.g, ref.g, ref.g_bound);
-  expect_within("gdn_gates beta", r.beta, ref.beta, ref.beta_bound);
+  const auto ref =
+      k3k::reference::gdn_gates(a.data(), stride, b.data(), stride, a_log, dt_bias, tokens, heads);
+  expect_within(std::string(k3k::to_string(path)) + " gdn_gates g", r.g, ref.g, ref.g_bound);
+  expect_within(std::string(k3k::to_string(path)) + " gdn_gates beta", r.beta, ref.beta,
+                ref.beta_bound);
   return r;
 }
 
 // q rows inside a wider conv-output row (stride), written to a contiguous output and in place.
-inline std::vector<float> check_l2norm(k3k::KernelPath path, std::int64_t tokens, int heads, int dim,
-                                       std::int64_t stride, k3k::WorkerPool& pool) {
+inline std::vector<float> check_l2norm(k3k::KernelPath path, std::int64_t tokens, int heads,
+                                       int dim, std::int64_t stride, k3k::WorkerPool& pool) {
   auto x = random_floats(static_cast<std::size_t>(tokens * stride), 111, 3.0);
   const float scale = static_cast<float>(1.0 / std::sqrt(double(dim)));
   std::vector<float> y(static_cast<std::size_t>(tokens * heads * dim));
   k3k::l2norm(path, x.data(), stride, y.data(), std::int64_t(heads) * dim, tokens, heads, dim,
               1e-6f, scale, pool);
-  const auto ref =
-      k3k::reference::l2norm(x.data(), stride, tokens, heads, dim, 1e-6f, scale, sum_depth(path, dim));
-  expect_within("l2norm strided", y, ref.out, ref.bound);
+  const auto ref = k3k::reference::l2norm(x.data(), stride, tokens, heads, dim, 1e-6f, scale,
+                                          sum_depth(path, dim));
+  expect_within(std::string(k3k::to_string(path)) + " l2norm strided", y, ref.out, ref.bound);
   k3k::l2norm(path, x.data(), stride, x.data(), stride, tokens, heads, dim, 1e-6f, scale, pool);
   std::vector<float> in_place;
   for (std::int64_t t = 0; t < tokens; ++t)
@@ -75,7 +80,7 @@ inline std::vector<float> check_conv(k3k::KernelPath path, std::int64_t tokens, 
                        std::span(y).subspan(t * row, row), 1, channels, kernel, pool);
   }
   const auto ref = k3k::reference::causal_conv1d(x, w, state0, total, channels, kernel);
-  expect_within("causal_conv1d", y, ref.out, ref.bound);
+  expect_within(std::string(k3k::to_string(path)) + " causal_conv1d", y, ref.out, ref.bound);
   EXPECT_TRUE(bitwise_equal(state, ref.state_out)) << "rolled state";
   std::vector<float> state_all = state0, y_all(x.size());
   k3k::causal_conv1d(path, x, w, state_all, y_all, total, channels, kernel, pool);
@@ -93,7 +98,7 @@ inline std::vector<float> check_gated_rmsnorm(k3k::KernelPath path, std::int64_t
   std::vector<float> y(x.size());
   k3k::gated_rmsnorm(path, x, z, w, y, rows, dim, 1e-6f, pool);
   const auto ref = k3k::reference::gated_rmsnorm(x, z, w, rows, dim, 1e-6f, sum_depth(path, dim));
-  expect_within("gated_rmsnorm", y, ref.out, ref.bound);
+  expect_within(std::string(k3k::to_string(path)) + " gated_rmsnorm", y, ref.out, ref.bound);
   std::vector<float> in_place = x;
   k3k::gated_rmsnorm(path, in_place, z, w, in_place, rows, dim, 1e-6f, pool);
   EXPECT_TRUE(bitwise_equal(in_place, y)) << "in place differs";
@@ -108,7 +113,7 @@ inline std::vector<float> check_sigmoid_gate(k3k::KernelPath path, std::size_t n
   std::vector<float> out(n);
   k3k::sigmoid_gate(path, x, g, out, pool);
   const auto ref = k3k::reference::sigmoid_gate(x, g);
-  expect_within("sigmoid_gate", out, ref.out, ref.bound);
+  expect_within(std::string(k3k::to_string(path)) + " sigmoid_gate", out, ref.out, ref.bound);
   std::vector<float> in_place = x;
   k3k::sigmoid_gate(path, in_place, g, in_place, pool);
   EXPECT_TRUE(bitwise_equal(in_place, out)) << "in place differs";
