@@ -8,24 +8,35 @@ namespace {
 
 constexpr std::int64_t kMaxBucket = std::int64_t{1} << 40;
 
+// Field by field rather than designated initializers: GCC 12 warns
+// (-Wmissing-field-initializers) about every member such an initializer leaves to its default.
 ParamRule ints(std::string_view name, std::int64_t min, std::int64_t max) {
-  return ParamRule{.name = name, .min = min, .max = max};
+  ParamRule r;
+  r.name = name;
+  r.min = min;
+  r.max = max;
+  return r;
 }
 // 0 = the kernel chooses; otherwise in [min, max] and a multiple of `multiple_of`.
 ParamRule automatic(std::string_view name, std::int64_t min, std::int64_t max,
                     std::int64_t multiple_of, std::string_view multiple_of_param = {}) {
-  return ParamRule{.name = name,
-                   .min = min,
-                   .max = max,
-                   .multiple_of = multiple_of,
-                   .zero_is_automatic = true,
-                   .multiple_of_param = multiple_of_param};
+  ParamRule r = ints(name, min, max);
+  r.multiple_of = multiple_of;
+  r.zero_is_automatic = true;
+  r.multiple_of_param = multiple_of_param;
+  return r;
 }
 ParamRule words(std::string_view name, std::vector<std::string_view> values) {
-  return ParamRule{.name = name, .words = std::move(values)};
+  ParamRule r;
+  r.name = name;
+  r.words = std::move(values);
+  return r;
 }
 ParamRule microkernel(std::string_view name) {
-  return ParamRule{.name = name, .microkernel = true};
+  ParamRule r;
+  r.name = name;
+  r.microkernel = true;
+  return r;
 }
 
 std::string text(std::int64_t x) {
