@@ -167,7 +167,6 @@ TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
   t.cmp.mean_a = base;
   t.cmp.mean_b = cand;
   t.cmp.rel_diff = base != 0 ? e.delta / base : 0;
-  t.cmp.p_value = std::abs(e.delta) > e.tolerance ? 0 : 1;
   t.cmp.significant = t.cmp.meaningful = std::abs(e.delta) > e.tolerance;
   t.cmp.mde = base != 0 ? e.tolerance / std::abs(base) : 0;
   t.threshold = t.cmp.mde;
@@ -415,7 +414,9 @@ nlohmann::json to_json(const Verdict& v) {
         {"confirmation", to_string(c.timing.confirmation)},
         {"confirm_note", c.timing.confirm_note},
         {"confirm_run", c.timing.confirm_run}};
-    if (c.timing.outcome != Outcome::kNotCompared) timing["test"] = comparison_json(c.timing.cmp);
+    // An exact count verdict ran no test: its figures are in "exact" and the speed-up.
+    if (c.timing.outcome != Outcome::kNotCompared && !c.timing.exact)
+      timing["test"] = comparison_json(c.timing.cmp);
     if (c.timing.confirm_cmp) timing["confirm_test"] = comparison_json(*c.timing.confirm_cmp);
     cells.push_back(
         {{"config_key", c.config_key},

@@ -22,9 +22,22 @@ bool on_path(const std::string& program) {
   return false;
 }
 
+Target::Target(TargetConfig config, std::string root)
+    : config_(std::move(config)), root_(std::move(root)) {
+  if (!config_.runner.empty()) {
+    runner_path_ = config_.runner;
+    return;
+  }
+  try {
+    runner_path_ = variant_runner(root_, config_.variant);
+  } catch (const PresetError& e) {
+    runner_error_ = e.what();
+  }
+}
+
 std::string Target::runner_path() const {
-  if (!config_.runner.empty()) return config_.runner;
-  return variant_runner(root_, config_.variant);
+  if (!runner_error_.empty()) throw PresetError(runner_error_);
+  return runner_path_;
 }
 
 std::vector<std::string> Target::missing() const {

@@ -26,8 +26,9 @@ struct TargetConfig {
 
 class Target {
  public:
-  Target(TargetConfig config, std::string root)
-      : config_(std::move(config)), root_(std::move(root)) {}
+  // Resolves the runner of config.variant (CMakePresets.json) once, here: command() needs it for
+  // every runner process. A variant the presets lack is reported by runner_path().
+  Target(TargetConfig config, std::string root);
   virtual ~Target() = default;
   const TargetConfig& config() const { return config_; }
   const std::string& name() const { return config_.name; }
@@ -47,6 +48,10 @@ class Target {
  protected:
   TargetConfig config_;
   std::string root_;
+
+ private:
+  std::string runner_path_;   // resolved at construction
+  std::string runner_error_;  // why the variant has no runner (PresetError's message)
 };
 
 std::unique_ptr<Target> make_target(const TargetConfig& config, const std::string& root);
