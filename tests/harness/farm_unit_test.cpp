@@ -276,16 +276,20 @@ TEST(FarmLocalBoard, LeasesAreExclusiveAndHonourTheLockCommand) {
     EXPECT_NE(std::string(e.what()).find("board l1: leased by"), std::string::npos) << e.what();
   }
   // The reservation tool says no (someone holds l2's reservation file): no lease, no row.
+  // Waits until the reservation file is held (or free): flock and the `sleep` it starts take and
+  // drop it a little after they are started or killed, and a fixed sleep loses that race.
+  auto wait_reservation = [&](bool held) {
+    const auto since = std::chrono::steady_clock::now();
+    while (k3targets::run_process({"flock", "-n", tmp / "l2.reserve", "true"},
+                                  k3targets::ProcessOptions::with_timeout(10))
+               .ok() == held) {
+      if (std::chrono::steady_clock::now() - since > std::chrono::seconds(30)) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
+  };
   k3farm::BackgroundProcess other({"flock", tmp / "l2.reserve", "sleep", "60"});
-  // Wait until it holds the file (a fixed sleep loses the race on a loaded machine).
-  const auto held_since = std::chrono::steady_clock::now();
-  while (k3targets::run_process({"flock", "-n", tmp / "l2.reserve", "true"},
-                                k3targets::ProcessOptions::with_timeout(10))
-             .ok()) {
-    ASSERT_LT(std::chrono::steady_clock::now() - held_since, std::chrono::seconds(30))
-        << "flock never took " << (tmp / "l2.reserve");
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
+  ASSERT_TRUE(wait_reservation(true)) << "flock never took " << (tmp / "l2.reserve");
   try {
     b.lease("l2");
     FAIL() << "lease granted although the lock command refused";
@@ -294,6 +298,7 @@ TEST(FarmLocalBoard, LeasesAreExclusiveAndHonourTheLockCommand) {
         << e.what();
   }
   other.stop(0);
+  ASSERT_TRUE(wait_reservation(false)) << (tmp / "l2.reserve") << " still held after the kill";
   EXPECT_EQ(db1->scalar_int("SELECT count(*) FROM farm_leases"), 1);
   b.lease("l2");
   a.release("l1");
