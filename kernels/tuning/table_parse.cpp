@@ -97,8 +97,8 @@ void check_board(const json& fp, const BoardFingerprint* running) {
   if (cpus != board.cpus)
     refuse(fmt::format("{}/cpus: made for {} CPUs, this process may use {}", w, cpus, board.cpus));
   if (backend != board.tcm_backend || blocks != board.tcm_blocks || bytes != board.tcm_block_bytes)
-    refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w, backend, blocks,
-                       bytes, board.tcm_backend, board.tcm_blocks, board.tcm_block_bytes));
+    refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w, printable(backend),
+                       blocks, bytes, printable(board.tcm_backend), board.tcm_blocks, board.tcm_block_bytes));
 }
 
 TuningValue checked_param(std::string_view op, KernelPath path, const rules::ParamRule& rule, const json& v,

@@ -176,6 +176,8 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
       {"tcm", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "real"; },
        "/board/fingerprint/tcm: made for real TCM (8 x 393216 B), this machine has emulated (8 x "
        "393216 B)"},
+      {"tcm backend with a newline", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "emu\nted"; },
+       "/board/fingerprint/tcm: made for emu\\x0ated TCM (8 x 393216 B)"},
       {"entries type", [](json& t) { t["entries"] = json::object(); }, "/entries: not an array"},
       {"op", [](json& t) { t["entries"][0]["op"] = "softmax"; },
        "/entries/0/op: 'softmax' is not an op a table may tune"},
