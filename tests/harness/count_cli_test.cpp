@@ -232,6 +232,14 @@ TEST_F(CountCli, BadInputStoresNothing) {
               std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--plugin", K3_COUNT_PLUGIN});
   EXPECT_EQ(unknown_op.exit_code, 2);
   EXPECT_NE(unknown_op.err.find("no_such_op"), std::string::npos) << unknown_op.err;
+  const auto host = k3tune({"count", "--variant", "host", "--plugin", K3_COUNT_PLUGIN});
+  EXPECT_EQ(host.exit_code, 2);
+  EXPECT_EQ(host.err, "k3tune: --variant: preset 'host' is not a riscv64 tree that counts "
+                      "(CMakePresets.json gives it no count_path)\n");
+  const auto unknown = k3tune({"count", "--variant", "nope", "--plugin", K3_COUNT_PLUGIN});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("k3tune: --variant: "), std::string::npos) << unknown.err;
+  EXPECT_NE(unknown.err.find("nope"), std::string::npos) << unknown.err;
   if (fs::exists(db())) {
     auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
     EXPECT_EQ(scalar(*c, "SELECT count(*) FROM runs"), 0);

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/host/store/database.h"
@@ -123,3 +124,56 @@ TEST_F(Nightly, BadInputIsOneLineAndRunsNothing) {
 }
 
 }  // namespace
+
+// Instruction counts every night, judged by the exact rule: the first nightly has nothing to
+// compare with (the count verdict is skipped, said so); a second, same code, is "identical"; a
+// third whose runner does planted extra work per call (K3BENCH_EXTRA_WORK_NS, a busy loop after
+// every call) counts more instructions: a regression with its exact delta, and the nightly exits 4.
+TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRule) {
+  auto night = [&](const std::string& id, const std::vector<std::string>& env) {
+    std::vector<std::string> a = {"env"};
+    a.insert(a.end(), env.begin(), env.end());
+    const auto n = argv({"--profile", "smoke", "--farm", tmp_ / "farm.toml", "--no-build", "--dir",
+                         tmp_ / ("nightly/" + id)});
+    a.insert(a.end(), n.begin(), n.end());
+    return k3targets::run_process(a, k3targets::ProcessOptions::with_timeout(900));
+  };
+  const auto first = night("n1", {});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("count-verdict-rvv: skipped: no earlier nightly counted the rvv runner"),
+            std::string::npos)
+      << first.out;
+  const auto rows = nlohmann::json::parse(read_file(tmp_ / "nightly/n1/logs/count.json"));
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["path"], "rvv");
+  EXPECT_GT(rows[0]["instructions_per_call"].get<double>(), 128 * 64 / 64) << rows.dump();
+
+  const auto second = night("n2", {});
+  ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
+  const std::string same = read_file(tmp_ / "nightly/n2/summary.md");
+  EXPECT_NE(same.find("## Instruction counts, rvv runner: exact verdict against nightly n1"),
+            std::string::npos)
+      << same;
+  EXPECT_NE(same.find("1 identical"), std::string::npos) << same;
+  EXPECT_NE(second.out.find("instruction counts: no increase against nightly n1"), std::string::npos)
+      << second.out;
+
+  const auto planted = night("n3", {"K3BENCH_EXTRA_WORK_NS=200000"});
+  EXPECT_EQ(planted.exit_code, 4) << planted.out << planted.err;
+  EXPECT_NE(planted.out.find("REGRESSION against the previous nightly: count-verdict-rvv"),
+            std::string::npos)
+      << planted.out;
+  const auto n2 = nlohmann::json::parse(read_file(tmp_ / "nightly/n2/logs/count.json"))[0];
+  const auto n3 = nlohmann::json::parse(read_file(tmp_ / "nightly/n3/logs/count.json"))[0];
+  const double delta =
+      n3["instructions_per_call"].get<double>() - n2["instructions_per_call"].get<double>();
+  EXPECT_GT(delta, 2 * std::max(n2["jitter"].get<double>(), n3["jitter"].get<double>()));
+  const std::string more = read_file(tmp_ / "nightly/n3/summary.md");
+  EXPECT_NE(more.find("against nightly n2"), std::string::npos) << more;
+  EXPECT_NE(more.find("### More instructions"), std::string::npos) << more;
+  EXPECT_NE(more.find(fmt::format(" {:+.0f} |", delta)), std::string::npos)
+      << delta << " " << n2.dump() << " " << n3.dump() << "\n" << more;
+  EXPECT_EQ(count("SELECT count(*) FROM nightlies WHERE nightly_id = 'n3' AND status = "
+                  "'regression' AND exit_code = 4"),
+            1);
+}

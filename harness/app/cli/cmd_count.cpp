@@ -1,6 +1,7 @@
 // `k3tune count`: instructions per call (and per weight / multiply-add) of kernel ops under
 // qemu-user, for each riscv64 runner and VLEN, stored as a run per runner (k3::bench
 // instruction_count.h has the method and the storage). Thin: parse, count, store, print.
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -20,6 +21,7 @@ struct Args {
   std::vector<std::string> runners;  // path=binary
   std::vector<std::string> cases = {"linear_decode n=2048,k=2048",
                                     "linear_prefill m=16,n=2048,k=2048"};
+  std::vector<std::string> variants;  // build presets whose runners count (with their count_path)
   std::vector<int> vlens = {128, 256, 512, 1024};
   std::string plugin;
   bool store = true;
@@ -46,14 +48,32 @@ void run(const AppContext& ctx, const Args& a) {
         "--plugin: {} is missing (bash scripts/build-qemu-plugin.sh builds it)", tools.plugin));
   std::vector<std::pair<std::string, std::string>> runners;
   for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
+  for (const auto& name : a.variants) {  // a preset's tree, counted with its count_path
+    k3targets::BuildPreset p;
+    try {
+      p = k3targets::find_build_preset(ctx.root, name);
+    } catch (const k3targets::PresetError& e) {
+      throw k3bench::UserError(fmt::format("--variant: {}", e.what()));
+    }
+    if (p.count_path.empty())
+      throw k3bench::UserError(fmt::format("--variant: preset '{}' is not a riscv64 tree that counts "
+                                           "(CMakePresets.json gives it no count_path)", name));
+    const std::string bin = k3targets::runner_binary(p.binary_dir);
+    if (!std::filesystem::exists(bin))
+      throw k3bench::UserError(fmt::format("--variant: {} is not built ({} is missing)", name, bin));
+    runners.emplace_back(p.count_path, bin);
+  }
   if (runners.empty()) {
-    // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built.
+    // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built: per
+    // path the first built one in file order, so the runner variants (`k3tune build --variant
+    // rvv|ime2-emu`) come before the test trees.
     std::string looked;
     for (const auto& p : k3targets::load_build_presets(ctx.root)) {
       if (p.count_path.empty()) continue;
+      const bool have = std::any_of(runners.begin(), runners.end(), [&](const auto& r) { return r.first == p.count_path; });
       const std::string bin = k3targets::runner_binary(p.binary_dir);
       looked += (looked.empty() ? "" : ", ") + bin;
-      if (std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
+      if (!have && std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
     }
     if (runners.empty())
       throw k3bench::UserError(fmt::format("--runner: no riscv64 k3bench in {} (build them first)", looked));
@@ -112,6 +132,7 @@ void run(const AppContext& ctx, const Args& a) {
     if (db) {
       const std::string run_uuid = k3bench::store_counts(*db, "k3tune count", results);
       if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
+      for (std::size_t i = out.size() - results.size(); ctx.json && i < out.size(); ++i) out[i]["run_uuid"] = run_uuid;
     }
   }
   if (ctx.json) std::cout << out.dump(2) << "\n";
@@ -128,7 +149,10 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
                                  "stored as a run (metric 'instructions per call')");
   cmd->add_option(
       "--runner", args->runners,
-      "<path>=<riscv64 k3bench>, repeatable (default: the trees CMakePresets.json marks count_path: rvv=build/rvv, ime2=build/ime2-emu)");
+      "<path>=<riscv64 k3bench>, repeatable (default: per path the first built tree CMakePresets.json marks count_path: rvv=build/k3tune-rvv, else build/rvv; ime2=build/k3tune-ime2-emu, else build/ime2-emu)");
+  cmd->add_option("--variant", args->variants,
+                  "count the runner of this build preset (repeatable; rvv, ime2-emu, test-rvv, test-ime2-emu: "
+                  "CMakePresets.json's count_path names the path)");
   cmd->add_option("--case", args->cases, "'<op> <shape>', repeatable")->capture_default_str();
   cmd->add_option("--vlens", args->vlens, "VLENs of the emulated CPU")
       ->delimiter(',')

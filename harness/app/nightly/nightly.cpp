@@ -87,6 +87,19 @@ nlohmann::json detail_of(const std::string& out_path) {
                         "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
                         "unmeasured_cells", "samples_before", "samples_after", "comparisons"})
     if (j.is_object() && j.contains(k)) d[k] = j[k];
+  // `count --json`: one row per counted case, each naming the run of its runner.
+  if (j.is_array()) {
+    d["counts"] = nlohmann::json::array();
+    for (const auto& row : j)
+      if (row.is_object() && row.contains("run_uuid"))
+        d["counts"].push_back({{"path", row.value("path", "")},
+                               {"op", row.value("op", "")},
+                               {"shape", row.value("shape", "")},
+                               {"vlen", row.value("vlen", 0)},
+                               {"instructions_per_call", row.value("instructions_per_call", 0.0)},
+                               {"jitter", row.value("jitter", 0.0)},
+                               {"run_uuid", row["run_uuid"]}});
+  }
   return d;
 }
 
@@ -143,6 +156,18 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
   for (const auto& l : lines)
     t += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", l.name, l.status, l.exit_code, l.wall_s,
                      l.note);
+  // The exact verdicts of the instruction counts, one section per counted path.
+  for (const auto& l : lines) {
+    if (l.name.rfind("count-verdict-", 0) != 0) continue;
+    const std::string path = l.name.substr(std::string("count-verdict-").size());
+    t += fmt::format("\n## Instruction counts, {} runner: exact verdict against nightly {}\n\n", path,
+                     s.previous_counts_nightly.empty() ? "(none)" : s.previous_counts_nightly);
+    const std::string out = o.dir + "/logs/" + l.name + ".out";
+    if (l.status == "done" && fs::exists(out))
+      t += read_text(out) + "\n";
+    else
+      t += fmt::format("{}: {}\n", l.status, l.note);
+  }
   t += fmt::format(
       "\nReport: {0}/report.html, {0}/summary.md\nTables: {0}/tables/\nLogs: {0}/logs/\n"
       "Database: {1}\n",
@@ -210,9 +235,15 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   NightlyState state;
   state.dir = o.dir;
   state.farm = rq.farm;
+  if (const auto prev = previous_step(*db, o.id, "count")) {
+    state.previous_counts = prev->detail_json.empty() ? nlohmann::json()
+                                                      : nlohmann::json::parse(prev->detail_json);
+    state.previous_counts_nightly = prev->nightly_id;
+  }
   std::vector<StepLine> lines;
   bool failed = false, cells_failed = false;
   int verdict_code = -1;
+  std::vector<std::string> regressed;  // verdict steps that found a regression
   for (std::size_t i = 0; i < steps.size() && !failed; ++i) {
     const NightlyStep& step = steps[i];
     StepLine line{step.name, "done", "", 0, 0};
@@ -225,6 +256,15 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       lines.push_back(line);
       fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, steps.size(), step.name);
       continue;
+    }
+    if (step.skip) {
+      if (const std::string why = step.skip(state); !why.empty()) {
+        line.status = "skipped";
+        line.note = why;
+        lines.push_back(line);
+        fmt::print("[{}/{}] {}: skipped: {}\n", i + 1, steps.size(), step.name, why);
+        continue;
+      }
     }
     if (step.name == "verdict-bench") choose_baseline(rq, *db, o.id, state);
     std::vector<std::string> argv{rq.self_exe, "--root", rq.root, "--db", rq.db_path, "-q"};
@@ -266,7 +306,11 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                               "measured): see {}/logs/{}.out",
                               o.dir, step.name);
     }
-    if (step.verdict && ok) verdict_code = code;
+    // The night's verdict is its worst: a regression (4) over failed cells (3) over none (0).
+    if (step.verdict && ok) {
+      verdict_code = std::max(verdict_code, code);
+      if (code == 4) regressed.push_back(step.name);
+    }
     if (detail.contains("samples_after"))
       line.note += fmt::format("{}samples in the database {} -> {}", line.note.empty() ? "" : "; ",
                                detail.value("samples_before", 0), detail.value("samples_after", 0));
@@ -284,13 +328,20 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   } else if (verdict_code == 4) {
     o.exit_code = 4;
     status = "regression";
-    o.verdict = "REGRESSION against the previous nightly (see summary.md)";
+    o.verdict = fmt::format("REGRESSION against the previous nightly: {} (see summary.md)",
+                            fmt::join(regressed, ", "));
   } else {
     o.exit_code = cells_failed || verdict_code == 3 ? 3 : 0;
     status = "ok";
     o.verdict = state.baseline_runner.empty()
-                    ? fmt::format("no regression verdict ({})", state.baseline_note)
-                    : "no regression against the previous nightly";
+                    ? fmt::format("no timing verdict ({})", state.baseline_note)
+                    : "no timing regression against the previous nightly";
+    const auto judged = std::count_if(lines.begin(), lines.end(), [](const StepLine& l) {
+      return l.name.rfind("count-verdict-", 0) == 0 && l.status == "done";
+    });
+    if (judged > 0)
+      o.verdict += fmt::format("; instruction counts: no increase against nightly {}",
+                               state.previous_counts_nightly);
     if (o.exit_code == 3) o.verdict += "; some cells failed or boards were quarantined";
   }
   finish_nightly(*db, o.id, status, o.exit_code, failed ? "" : state.host_hash,

@@ -15,7 +15,9 @@
 //
 // Exit codes: 0 ok; 1 a step failed (rerun with --resume DIR); 2 bad input (nothing run);
 // 3 finished, but cells failed or boards were quarantined; 4 regression against the previous
-// nightly (the verdict run measured both runners interleaved).
+// nightly: the verdict run (both runners measured interleaved) or the instruction counts (more
+// instructions than the previous nightly's counts of the same case, beyond twice the jitter).
+// The exit code is the night's worst verdict.
 #pragma once
 
 #include <string>

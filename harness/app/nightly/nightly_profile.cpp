@@ -11,6 +11,11 @@ namespace {
 
 using Args = std::vector<std::string>;
 
+Args cat(Args a, const Args& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
 struct Profile {
   std::vector<std::string> variants;     // build steps
   Args bench_cells;                      // cells of the farm bench
@@ -22,7 +27,29 @@ struct Profile {
   bool tune_qemu = false;
   Args verdict_cells;
   Args verdict_plan;
+  Args count_cases{};                  // `k3tune count --case ...`
+  std::string count_vlens{};
+  std::vector<std::string> count_paths{};     // rvv, ime2 (its emulation build)
+  std::vector<std::string> count_variants{};  // the build presets whose runners are counted
 };
+
+// Instruction counts at Qwen3-0.6B shapes (hidden 1024, intermediate 3072, 16/8 heads of 128).
+const Args kQuickCounts = {"--case", "linear_decode n=1024,k=1024",
+                           "--case", "linear_prefill m=16,n=1024,k=1024",
+                           "--case", "attn_decode ctx=1024,q_heads=16,kv_heads=8,head_dim=128",
+                           "--case", "attn_prefill seq=64,q_heads=16,kv_heads=8,head_dim=128"};
+
+// `variants`: the build presets counted, each with its count_path (CMakePresets.json).
+Profile with_counts(Profile p, Args cases, std::string vlens,
+                    std::vector<std::pair<std::string, std::string>> variants) {
+  p.count_cases = std::move(cases);
+  p.count_vlens = std::move(vlens);
+  for (auto& [variant, path] : variants) {
+    p.count_variants.push_back(variant);
+    p.count_paths.push_back(path);
+  }
+  return p;
+}
 
 Profile profile(const std::string& name) {
   // Qwen3-0.6B: hidden 1024, intermediate 3072, 16 query / 8 KV heads of 128.
@@ -30,7 +57,7 @@ Profile profile(const std::string& name) {
                            "n=1024,k=1024", "--shape",       "n=3072,k=1024"};
   const Args quick_plan = {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"};
   if (name == "quick")
-    return {{"host", "rvv", "ime2-emu"},
+    return with_counts({{"host", "rvv", "ime2-emu"},
             two_decode,
             quick_plan,
             {"host", "qemu-vlen256", "qemu-vlen1024"},
@@ -39,9 +66,10 @@ Profile profile(const std::string& name) {
             "8",
             true,
             two_decode,
-            {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
+            {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
+                       kQuickCounts, "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
   if (name == "full")
-    return {{"host", "rvv", "ime2-emu"},
+    return with_counts({{"host", "rvv", "ime2-emu"},
             {"--model", "qwen3-0.6b"},
             {},
             {},
@@ -50,9 +78,14 @@ Profile profile(const std::string& name) {
             "40",
             true,
             {"--model", "qwen3-0.6b", "--op", "linear_decode"},
-            {}};
+            {}},
+                       cat(kQuickCounts, {"--case", "linear_decode n=3072,k=1024", "--case",
+                                          "linear_decode n=1024,k=3072", "--case",
+                                          "linear_decode n=2048,k=1024", "--case",
+                                          "linear_prefill m=128,n=3072,k=1024"}),
+                       "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
   if (name == "smoke")
-    return {{"host"},
+    return with_counts({{"host"},
             {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
             quick_plan,
             {"host"},
@@ -61,13 +94,9 @@ Profile profile(const std::string& name) {
             "4",
             false,
             {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
-            {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}};
+            {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
+                       {"--case", "linear_decode n=128,k=64"}, "256", {{"test-rvv", "rvv"}});
   throw k3bench::UserError(fmt::format("--profile: unknown profile '{}' (quick, full, smoke)", name));
-}
-
-Args cat(Args a, const Args& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
 }
 
 }  // namespace
@@ -181,6 +210,35 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                    },
                    {0, 3},
                    true});
+  // Exact instruction counts of tonight's riscv64 runners, each path judged against the previous
+  // nightly's counts of the same cases (`compare`: the exact rule, exit 4 on more instructions).
+  if (!p.count_cases.empty()) {
+    steps.push_back({"count", [p](const NightlyState&) {
+                       Args a{"--json", "count", "--vlens", p.count_vlens};
+                       for (const auto& v : p.count_variants) a = cat(a, {"--variant", v});
+                       return cat(a, p.count_cases);
+                     },
+                     {0},
+                     true});
+    for (const auto& path : p.count_paths) {
+      NightlyStep judge{"count-verdict-" + path,
+                        [path](const NightlyState& s) {
+                          return Args{"compare", count_run(s.previous_counts, path),
+                                      count_run(s.details["count"], path)};
+                        },
+                        {0, 4},
+                        false,
+                        true};
+      judge.skip = [path](const NightlyState& s) -> std::string {
+        if (count_run(s.details.value("count", nlohmann::json()), path).empty())
+          return "no " + path + " runner was counted tonight";
+        if (count_run(s.previous_counts, path).empty())
+          return "no earlier nightly counted the " + path + " runner: nothing to compare";
+        return "";
+      };
+      steps.push_back(judge);
+    }
+  }
   steps.push_back({"report",
                    [](const NightlyState& s) {
                      return Args{"report",
@@ -191,6 +249,13 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                    false,
                    true});
   return steps;
+}
+
+std::string count_run(const nlohmann::json& count_detail, const std::string& path) {
+  if (!count_detail.is_object() || !count_detail.contains("counts")) return "";
+  for (const auto& row : count_detail["counts"])
+    if (row.value("path", "") == path && row.contains("run_uuid")) return row["run_uuid"];
+  return "";
 }
 
 }  // namespace k3nightly

@@ -7,11 +7,16 @@
 //   IME2 prefill kernel (emulated) at one 0.6B shape under qemu at VLEN 1024; tuning with a budget
 //   of 8 measurements: time on the host, instruction counts under qemu (exact proxy); the host
 //   table verified against the defaults; the verdict on the host, interleaved with the previous
-//   nightly's kept runner.
+//   nightly's kept runner; instruction counts (`k3tune count`) of Linear decode and prefill and
+//   attention decode and prefill at 0.6B shapes, VLEN 256 and 1024, RVV and IME2-emulation
+//   runners, each judged against the previous nightly's counts by the exact rule (a change
+//   beyond twice the measured per-process jitter is a change; within it "identical").
 // full: every op and shape of Qwen3-0.6B spread over the farm's boards (one bench step, cells to
 //   whichever board is free) with adaptive process counts (target CI 3%), larger tuning budgets;
-//   same verdict.
-// smoke: the quick profile's host steps only (one shape, budget 4), for the end-to-end test.
+//   same verdict; counts of every Linear shape of the model besides.
+// smoke: the quick profile's host steps only (one shape, budget 4), and one small count (Linear
+//   decode 128x64, VLEN 256, the RVV test tree's runner: the one a test run has built), for the
+//   end-to-end test.
 #pragma once
 
 #include <functional>
@@ -33,7 +38,14 @@ struct NightlyState {
   std::string baseline_runner;  // kept runner of the previous nightly ("" : none usable)
   std::string baseline_note;    // why there is no A/B, or which nightly is the baseline
   nlohmann::json details = nlohmann::json::object();  // step -> its detail (run ids, ...)
+  // The previous nightly's instruction counts: its "count" step's detail ("counts": rows with
+  // path, case, figure, jitter and run_uuid) and its id; null when no earlier nightly counted.
+  nlohmann::json previous_counts;
+  std::string previous_counts_nightly;
 };
+
+// The run of tonight's (or the previous nightly's) `count` step that counted `path` ("" : none).
+std::string count_run(const nlohmann::json& count_detail, const std::string& path);
 
 struct NightlyStep {
   std::string name;
@@ -43,6 +55,8 @@ struct NightlyStep {
   bool verdict = false;       // the report step: its exit code is the verdict
   bool leases = false;        // the step leases farm boards (see nightly.h: stale leases)
   std::map<std::string, std::string> env{};  // set for the step's process (and its runners)
+  // Why the step does not run tonight ("" : it runs), e.g. nothing to compare with.
+  std::function<std::string(const NightlyState&)> skip{};
 };
 
 // The farm a nightly runs on, as far as its plan depends on it.

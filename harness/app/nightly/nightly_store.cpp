@@ -49,6 +49,19 @@ std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::st
   return r;
 }
 
+std::optional<PreviousStep> previous_step(k3store::Connection& c, const std::string& id,
+                                          const std::string& step) {
+  auto s = c.prepare(
+      "SELECT n.nightly_id, COALESCE(st.detail_json, '') FROM nightlies n JOIN nightly_steps st"
+      " ON st.nightly_id = n.nightly_id WHERE n.nightly_id <> ?1 AND st.step = ?2"
+      " AND st.status = 'done' AND n.status IN ('ok', 'regression')"
+      " ORDER BY n.finished_at DESC LIMIT 1");
+  s.bind(1, id);
+  s.bind(2, step);
+  if (!s.step()) return std::nullopt;
+  return PreviousStep{s.text(0), s.text(1)};
+}
+
 std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
                                  const std::string& step) {
   auto s = c.prepare(

@@ -27,6 +27,15 @@ void finish_nightly(k3store::Connection& c, const std::string& id, const std::st
 // The latest finished nightly (ok or regression) other than `id` that recorded a host build.
 std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::string& id);
 
+// The detail of `step` in the latest finished nightly (ok or regression) other than `id` in which
+// that step was done: what tonight's step is compared with (e.g. yesterday's instruction counts).
+struct PreviousStep {
+  std::string nightly_id;
+  std::string detail_json;
+};
+std::optional<PreviousStep> previous_step(k3store::Connection& c, const std::string& id,
+                                          const std::string& step);
+
 std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
                                  const std::string& step);
 void begin_step(k3store::Connection& c, const std::string& id, const std::string& step, int seq,

@@ -59,9 +59,10 @@ std::vector<BuildPreset> load_build_presets(const std::string& root) {
     const json& p = it->second;
     if (out.binary_dir.empty()) out.binary_dir = p.value("binaryDir", "");
     if (out.toolchain_file.empty()) out.toolchain_file = p.value("toolchainFile", "");
-    if (out.kind.empty() && p.contains("vendor") && p["vendor"].contains("k3tune")) {
-      out.kind = p["vendor"]["k3tune"].value("kind", "");
-      out.count_path = p["vendor"]["k3tune"].value("count_path", "");
+    if (p.contains("vendor") && p["vendor"].contains("k3tune")) {  // field by field, like cache
+      const json& k3 = p["vendor"]["k3tune"];
+      if (out.kind.empty()) out.kind = k3.value("kind", "");
+      if (out.count_path.empty()) out.count_path = k3.value("count_path", "");
     }
     const json cache = p.value("cacheVariables", json::object());  // items() needs a live object
     for (const auto& [k, v] : cache.items())
