@@ -93,6 +93,14 @@ for f in harness/app/cli/*.cpp; do
   file_opts[$f]=$opts
   file_flags[$f]=$flags
 done
+# Options shared through a helper: a command that calls add_place_options() has --target, --farm,
+# --board and --tag (harness/app/cli/measuring_place.cpp).
+for f in harness/app/cli/*.cpp; do
+  [ "$f" = harness/app/cli/measuring_place.cpp ] && continue
+  if grep -q 'add_place_options(' "$f"; then
+    file_opts[$f]+="${file_opts[harness/app/cli/measuring_place.cpp]# } "
+  fi
+done
 global_opts=" --help -h${file_opts[harness/app/cli/main.cpp]:- } "
 global_flags=" --help -h${file_flags[harness/app/cli/main.cpp]:- } "
 if [ ${#sub_file[@]} -eq 0 ]; then

@@ -39,6 +39,10 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
                                 c.gate, target.name(), c.gate == "tcm_decode" ? "TCM is" : "the target is"));
   }
   out.forced_emulated = time && emulated;
+  if (!time && !target.emulated())
+    throw UserError(fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
+                                "target, or a farm board whose exec prefix is qemu-user, counts)",
+                                target.name()));
   if (c.gate == "prefill_path" && out.facts.facts.at("ime2") == 0)
     throw UserError(fmt::format("tune-gates --gate prefill_path: target {} has no usable IME2 layer", target.name()));
 
@@ -104,9 +108,7 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
     }
   } else {
     const std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
-    InstructionObjective objective(target.config().qemu,
-                                   fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", target.config().vlen),
-                                   target.runner_path(), plugin);
+    InstructionObjective objective(target, plugin);
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (c.note) c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
       const Measurement m = objective.measure(cells[i], 0, 0);

@@ -59,11 +59,9 @@ Measurement TimeObjective::measure(const k3bench::CellSpec& cell, int index, int
   return m;
 }
 
-InstructionObjective::InstructionObjective(std::string qemu, std::string cpu, std::string runner,
-                                           std::string plugin,
+InstructionObjective::InstructionObjective(const k3targets::Target& target, std::string plugin,
                                            std::map<std::string, std::string> env)
-    : cpu_(std::move(cpu)), runner_(std::move(runner)), env_(std::move(env)) {
-  tools_.qemu = std::move(qemu);
+    : target_(target), env_(std::move(env)) {
   tools_.plugin = std::move(plugin);
   tools_.timeout_s = 1800;
 }
@@ -86,7 +84,7 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
       if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
     }
     if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
-    const k3bench::CountedProcess p = k3bench::count_process(tools_, cpu_, runner_, args, env_);
+    const k3bench::CountedProcess p = k3bench::count_process(tools_, target_, args, env_);
     if (!p.ok) {
       reason = p.reason;
       if (p.process.exit_code == 4) reason = "accuracy failure: " + reason;

@@ -65,8 +65,9 @@ class TimeObjective final : public Objective {
 // Instructions per call under qemu-user with the counting plugin.
 class InstructionObjective final : public Objective {
  public:
-  // qemu: the qemu-riscv64 program; cpu: its -cpu string; runner: the riscv64 k3bench.
-  InstructionObjective(std::string qemu, std::string cpu, std::string runner, std::string plugin,
+  // target: emulated (a qemu target, or a farm board whose exec prefix is qemu-user); the count
+  // runs where it runs (k3bench::count_process).
+  InstructionObjective(const k3targets::Target& target, std::string plugin,
                        std::map<std::string, std::string> env = {});
   std::string name() const override { return "instructions"; }
   std::string unit() const override { return "instructions per call (qemu)"; }
@@ -76,7 +77,7 @@ class InstructionObjective final : public Objective {
 
  private:
   k3bench::CountTools tools_;
-  std::string cpu_, runner_;
+  const k3targets::Target& target_;
   std::map<std::string, std::string> env_;
 };
 

@@ -6,7 +6,7 @@
 //
 //   [space]
 //   op = "linear_decode"
-//   meaningful_on = ["board", "local"]       # target kinds where a time objective is meaningful
+//   meaningful_on = ["local", "ssh"]         # place kinds (local, ssh, qemu) where timing means something
 //   [knobs.workers]  range = [1, "cpus"]     # bounds are expressions over facts
 //   [knobs.tile_n]   values = [32, 64, 128]  default = 64
 //   [knobs.tcm]      values = ["off", "on"]  default = "off"  emulated = "tcm_emulated"

@@ -23,7 +23,8 @@ TargetFacts probe_target(const k3targets::Target& target) {
              {"tcm_block_bytes", tcm ? double(f.tcm_block_bytes) : 0.0},
              {"tcm_emulated", f.tcm_backend == "emulated" ? 1.0 : 0.0}};
   t.ime2_emulated = f.path_emulated;
-  t.emulated_target = target.config().kind == "qemu";
+  t.best_path = f.path;
+  t.emulated_target = target.emulated();
   t.facts["emulated"] = t.emulated_target ? 1.0 : 0.0;
   t.fingerprint = {
       {"marchid", f.marchid ? nlohmann::json(*f.marchid) : nlohmann::json(nullptr)},

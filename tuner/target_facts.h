@@ -18,6 +18,7 @@ struct TargetFacts {
   nlohmann::json fingerprint;  // the table's board.fingerprint (schema: marchid, vlen, cpu_model, cpus, tcm)
   bool emulated_target = false;  // qemu-user: wall time says nothing about a board
   bool ime2_emulated = false;    // the IME2 layer runs as software models (ime2-emu build)
+  std::string best_path;         // the layer dispatch takes here for path=auto (ime2, rvv, generic)
   std::string describe;
 };
 

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
@@ -78,7 +79,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) == strategy_names().end())
     throw UserError(fmt::format("--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
   // Refused before the target is even probed: its kind alone decides.
-  if (c.objective == "time" && target.config().kind == "qemu" && !c.force) {
+  if (c.objective == "time" && target.emulated() && !c.force) {
     throw UserError(fmt::format(
         "target {} runs under qemu-user: its wall time says nothing about a board. Tune with --objective "
         "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
@@ -100,9 +101,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   }
   std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
   if (!time) {
-    if (target.config().kind != "qemu")
-      throw UserError(fmt::format("--objective instructions counts under qemu-user: target {} is {}", target.name(),
-                                  target.config().kind));
+    if (!target.emulated())
+      throw UserError(fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
+                                  "target, or a farm board whose exec prefix is qemu-user, counts)",
+                                  target.name()));
     if (!std::filesystem::exists(plugin))
       throw UserError(fmt::format("--objective instructions: the counting plugin {} is missing (bash "
                                   "scripts/count-instructions.sh builds it)", plugin));
@@ -126,6 +128,12 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
     }
     SearchSpace space = SearchSpace::load(file);
     space.check(catalog.op(job.op, file), with_shape(facts, job.shape));
+    // Where a time objective means something, by the kind of place: local, ssh (a board), qemu.
+    const std::string kind = target.emulated() ? "qemu" : target.config().kind;
+    const auto& where = space.meaningful_on();
+    if (time && !c.force && !where.empty() && std::find(where.begin(), where.end(), kind) == where.end())
+      throw UserError(fmt::format("{}: meaningful_on = [{}]: a time objective on {} ({}) says nothing (--force to "
+                                  "time it anyway)", file, fmt::join(where, ", "), target.name(), kind));
     spaces.push_back(std::move(space));
   }
   if (!c.explain) {
@@ -139,9 +147,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
                                 nlohmann::json{{"tuning", c.strategy}}.dump()});
       objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid, target.config().timeout_s);
     } else {
-      objective = std::make_unique<InstructionObjective>(
-          target.config().qemu, fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", target.config().vlen),
-          target.runner_path(), plugin);
+      objective = std::make_unique<InstructionObjective>(target, plugin);
     }
   }
 
@@ -195,7 +201,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
         {"space", file_text(space.file())}, {"strategy", c.strategy}, {"options", options_json(c.options)},
         {"budget", c.budget},    {"objective", c.objective}, {"flags", c.flags},
         {"force", c.force},      {"build", build_hash}, {"settings", c.settings.to_json()},
-        {"target", {{"name", target.name()}, {"kind", target.config().kind}, {"vlen", target.config().vlen}}}};
+        // Where it is measured, as its probe describes it, not by name: a session a lost farm board
+        // left half done continues on any board of the same fingerprint (and emulator).
+        {"target", {{"fingerprint", out.facts.fingerprint}, {"emulator", target.emulator_prefix()}}}};
     o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
     SessionRecord rec{o.session, c.command_line, target.name(), build_hash, run_uuid, job.op, job.shape.dump(), c.model,
                       nlohmann::json{{"file", space.file()}}.dump(), c.strategy, c.options.seed, c.budget, c.objective, "running", ""};
@@ -214,12 +222,13 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   for (auto& job : out.jobs) {
     if (job.session.empty()) continue;
     entries[e].result = &job.result;
-    // The path the runner took ("auto" resolves to the best layer of this target).
+    // The path the runner took ("auto" resolves to the best layer of this target; counted
+    // measurements have no process rows: the runner's own facts say which layer that is).
     if (entries[e].path == "auto" && job.result.chosen != SIZE_MAX) {
       auto s = db->prepare("SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
                            " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
       s.bind(1, job.session);
-      entries[e].path = s.step() ? s.text(0) : (out.facts.facts.at("ime2") != 0 ? "ime2" : "generic");
+      entries[e].path = s.step() ? s.text(0) : (out.facts.best_path.empty() ? "generic" : out.facts.best_path);
     }
     ++e;
   }

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/app/cli/measuring_place.h"
 #include "harness/host/bench/model_session.h"
 
 namespace k3cli {
@@ -32,7 +33,8 @@ std::vector<int> parse_lengths(const std::string& text, const char* option) {
 
 void add_model_command(CLI::App& app, AppContext& ctx) {
   struct Args {
-    std::string target = "local", model, pp = "64,128,256,512,1024", tg = "128";
+    PlaceArgs place;
+    std::string model, pp = "64,128,256,512,1024", tg = "128";
     int tg_prompt = 1, processes = 3, reps = 5, warmup = 1;
     double target_ci = 0, timeout = 0;
     std::string params, path = "auto", check = "sample";
@@ -44,8 +46,7 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
       "whole-model prefill (pp) and decode (tg) tokens per second of a model config, "
       "P processes x R repetitions, into the database");
   cmd->add_option("--model", a->model, "configs/models/NAME.toml (or a .toml path)")->required();
-  cmd->add_option("--target", a->target, "target name from the targets file")
-      ->capture_default_str();
+  add_place_options(cmd, a->place);
   cmd->add_option("--pp", a->pp, "prompt lengths of the prefill tests (comma list; '' for none)")
       ->capture_default_str();
   cmd->add_option("--tg", a->tg, "decode steps of the decode tests (comma list; '' for none)")
@@ -98,12 +99,12 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     for (const auto* o : cmd->get_options())
       if (o->count() > 0 && o->get_name() != "--help")
         for (const auto& v : o->results()) b.command_line += " " + o->get_name() + " " + v;
-    auto target = ctx.target(a->target);
-    const k3bench::ModelOutcome out = run_model(*target, ctx.root, r);
+    const MeasuringPlace place(ctx, a->place, *cmd);
+    const k3bench::ModelOutcome out = run_model(place.target(), ctx.root, r);
     if (ctx.json)
       std::cout << k3bench::model_json(out).dump(2) << "\n";
     else
-      std::cout << k3bench::model_markdown(out, a->target);
+      std::cout << k3bench::model_markdown(out, place.target().name());
     if (out.bench.report.failed_cells() > 0) exit_code() = kCellsFailed;
   });
 }

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/app/cli/measuring_place.h"
 #include "tuner/table.h"
 #include "tuner/verify_command.h"
 
@@ -55,26 +56,26 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   });
 
   struct VerifyArgs {
-    std::string target = "local";
+    PlaceArgs place;
     k3tuner::VerifyCommand c;
   };
   auto v = std::make_shared<VerifyArgs>();
   auto* verify = table->add_subcommand(
       "verify", "re-measure the table's choices against the defaults, interleaved: realised speed-up per entry");
   verify->add_option("--table", v->c.table, "table JSON")->required();
-  verify->add_option("--target", v->target, "target name")->capture_default_str();
+  add_place_options(verify, v->place);
   verify->add_option("--processes", v->c.processes, "processes per side and entry")->capture_default_str();
   verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per process")->capture_default_str();
   verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")->capture_default_str();
   verify->add_option("--rules", v->c.rules_file,
                      "regression rules: each entry's minimum effect (default: <root>/configs/regression.toml)");
   verify->add_flag("--force", v->c.force, "measure a table made for another board, or on an emulated target");
-  verify->callback([&ctx, v] {
+  verify->callback([&ctx, v, verify] {
     v->c.root = ctx.root;
     v->c.db_path = ctx.db_path();
-    v->c.command_line = "k3tune table verify --table " + v->c.table + " --target " + v->target;
-    auto target = ctx.target(v->target);
-    const auto out = k3tuner::run_verify(*target, v->c);
+    const MeasuringPlace place(ctx, v->place, *verify);
+    v->c.command_line = "k3tune table verify --table " + v->c.table + " (" + place.describe() + ")";
+    const auto out = k3tuner::run_verify(place.target(), v->c);
     if (ctx.json) {
       nlohmann::json entries = nlohmann::json::array();
       for (const auto& e : out.entries)

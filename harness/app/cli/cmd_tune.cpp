@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/app/cli/measuring_place.h"
 #include "tuner/gate_command.h"
 #include "harness/host/bench/progress.h"
 #include "tuner/table.h"
@@ -74,14 +75,14 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
 
 void add_tune_command(CLI::App& app, AppContext& ctx) {
   struct Args {
-    std::string target = "local";
+    PlaceArgs place;
     k3tuner::TuneCommand c;
     bool allow_hp = false;
   };
   auto a = std::make_shared<Args>();
   auto& c = a->c;
   auto* cmd = app.add_subcommand("tune", "search a space of kernel parameters per op and shape; write a tuning table");
-  cmd->add_option("--target", a->target, "target name")->capture_default_str();
+  add_place_options(cmd, a->place);
   cmd->add_option("--model", c.model, "tune the shapes of configs/models/NAME.toml");
   cmd->add_option("--op", c.ops, "op (repeatable); with --model: only these ops");
   cmd->add_option("--shape", c.shapes, "shape k=v,... (repeatable, with --op)");
@@ -124,8 +125,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     c.stop_after = stop_after_from_env();
     k3bench::Progress progress(0, !ctx.quiet && !c.explain);
     c.progress = [&](int used, const std::string& what) { progress.update(used, what); };
-    auto target = ctx.target(a->target);
-    const auto out = k3tuner::run_tune(*target, c);
+    const MeasuringPlace place(ctx, a->place, *cmd);
+    const auto out = k3tuner::run_tune(place.target(), c);
     progress.finish();
     if (ctx.json) {
       nlohmann::json jobs = nlohmann::json::array();
@@ -146,13 +147,13 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   });
 
   struct GateArgs {
-    std::string target = "local";
+    PlaceArgs place;
     k3tuner::GateCommand c;
     std::string table;
   };
   auto g = std::make_shared<GateArgs>();
   auto* gates = app.add_subcommand("tune-gates", "fit the threshold rule of a binary choice over many shapes");
-  gates->add_option("--target", g->target, "target name")->capture_default_str();
+  add_place_options(gates, g->place);
   gates->add_option("--model", g->c.model, "include the shapes of configs/models/NAME.toml");
   gates->add_option("--gate", g->c.gate, "tcm_decode | prefill_path")->capture_default_str();
   gates->add_option("--objective", g->c.objective, "time | instructions")->capture_default_str();
@@ -162,7 +163,7 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   gates->add_option("--params", g->c.params, "parameters held fixed, k=v,...");
   gates->add_flag("--force", g->c.force, "measure emulated features anyway (labelled)");
   gates->add_option("--table", g->table, "add the fitted gate to this tuning table (validated before writing)");
-  gates->callback([&ctx, g] {
+  gates->callback([&ctx, g, gates] {
     auto& c = g->c;
     c.root = ctx.root;
     c.db_path = ctx.db_path();
@@ -171,10 +172,10 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     c.note = [&](const std::string& line) {
       if (!ctx.quiet && !ctx.json) std::cerr << line << "\n";
     };
-    auto target = ctx.target(g->target);
     nlohmann::json table;
     if (!g->table.empty()) table = k3tuner::read_table(g->table);
-    const auto out = k3tuner::run_gates(*target, c);
+    const MeasuringPlace place(ctx, g->place, *gates);
+    const auto out = k3tuner::run_gates(place.target(), c);
     const nlohmann::json rule = out.rule.to_json(c.gate);
     if (!g->table.empty()) {
       table["gates"][c.gate] = rule;

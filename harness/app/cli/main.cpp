@@ -109,6 +109,9 @@ int main(int argc, char** argv) {
   } catch (const k3targets::FactsError& e) {  // a runner that cannot describe itself
     std::cerr << "k3tune: " << e.what() << "\n";
     return kUsage;
+  } catch (const k3targets::TargetLost& e) {  // a farm board lost mid-command: measured work is kept
+    std::cerr << "k3tune: " << e.what() << "\n";
+    return kCellsFailed;
   } catch (const std::exception& e) {
     std::cerr << "k3tune: internal error: " << e.what() << "\n";
     return kProblems;

@@ -113,7 +113,7 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   // Under qemu-user the times measure the emulator, never a board, and its threads' CPU time runs
   // behind their wall time (the translator), so every short repetition looks "preempted":
   // re-measuring spends processes on noise that carries no information. The flags stay recorded.
-  out.rounds = rounds_from_plan(plan, request.remeasure_disturbed && target.config().kind != "qemu");
+  out.rounds = rounds_from_plan(plan, request.remeasure_disturbed && !target.emulated());
 
   // The builds: an optional baseline first (A), then the runner under test (B).
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;

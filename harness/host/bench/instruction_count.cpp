@@ -134,34 +134,23 @@ std::string qemu_cpu(int vlen) {
 CountedProcess count_process(const CountTools& tools, const std::string& cpu,
                              const std::string& runner, const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& env) {
-  static std::atomic<int> serial{0};
-  const std::string out = fmt::format("{}/k3tune-count-{}-{}.txt",
-                                      std::filesystem::temp_directory_path().string(), getpid(),
-                                      serial++);
-  std::string plugin = tools.plugin + ",outfile=" + out;
-  if (const std::string& skip = cached_model_range(tools, runner); !skip.empty())
-    plugin += ",skip=" + skip;
-  std::vector<std::string> argv = {"env"};
-  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
-  // Same set-up in every process, so that differences of counts cancel it: no weight cache (a
-  // cold cache packs and writes, a warm one reads).
-  argv.push_back("K3BENCH_CACHE_DIR=off");
-  argv.insert(argv.end(), {tools.qemu, "-cpu", cpu, "-plugin", plugin, runner});
-  argv.insert(argv.end(), args.begin(), args.end());
-  CountedProcess p;
-  p.process = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
-  std::ifstream f(out);
-  const std::string text((std::istreambuf_iterator<char>(f)), {});
-  std::filesystem::remove(out);
-  if (!p.process.ok()) {
-    p.reason = p.process.failure_reason(tools.timeout_s);
-    return p;
-  }
-  const double insns = number(text, "insns");
-  p.vector = number(text, "vector_insns");
+  return count_process(tools, std::vector<std::string>{tools.qemu, "-cpu", cpu}, runner, args, env);
+}
+
+namespace {
+
+// The plugin's figures from its output (`insns=N vector_insns=M ...`, the last such line: on a
+// target the plugin writes to stderr after the runner's own lines) and the runner's JSON.
+void read_counts(const std::string& plugin_text, const std::string& plugin, CountedProcess& p) {
+  const auto at = plugin_text.rfind("insns=");
+  const auto line_start = at == std::string::npos ? 0 : plugin_text.rfind('\n', at);
+  const std::string line =
+      at == std::string::npos ? "" : plugin_text.substr(line_start == std::string::npos ? 0 : line_start + 1);
+  const double insns = number(line, "insns");
+  p.vector = number(line, "vector_insns");
   if (insns < 0 || p.vector < 0) {
-    p.reason = fmt::format("the counting plugin {} wrote no count", tools.plugin);
-    return p;
+    p.reason = fmt::format("the counting plugin {} wrote no count", plugin);
+    return;
   }
   p.json = nlohmann::json::parse(p.process.out, nullptr, false);
   double calls = 0;
@@ -175,6 +164,69 @@ CountedProcess count_process(const CountTools& tools, const std::string& cpu,
   }
   p.other = insns - calls;
   p.ok = true;
+}
+
+// The plugin argument: the model's code left out of the count when the runner has it.
+std::string plugin_arg(const CountTools& tools, const std::string& runner) {
+  std::string plugin = tools.plugin;
+  if (const std::string& skip = cached_model_range(tools, runner); !skip.empty())
+    plugin += ",skip=" + skip;
+  return plugin;
+}
+
+}  // namespace
+
+CountedProcess count_process(const CountTools& tools, const std::vector<std::string>& emulator,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env) {
+  static std::atomic<int> serial{0};
+  const std::string out = fmt::format("{}/k3tune-count-{}-{}.txt",
+                                      std::filesystem::temp_directory_path().string(), getpid(),
+                                      serial++);
+  const std::string plugin = plugin_arg(tools, runner) + ",outfile=" + out;
+  std::vector<std::string> argv = {"env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  // Same set-up in every process, so that differences of counts cancel it: no weight cache (a
+  // cold cache packs and writes, a warm one reads).
+  argv.push_back("K3BENCH_CACHE_DIR=off");
+  argv.insert(argv.end(), emulator.begin(), emulator.end());
+  argv.insert(argv.end(), {"-plugin", plugin, runner});
+  argv.insert(argv.end(), args.begin(), args.end());
+  CountedProcess p;
+  p.process = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  std::ifstream f(out);
+  const std::string text((std::istreambuf_iterator<char>(f)), {});
+  std::filesystem::remove(out);
+  if (!p.process.ok()) {
+    p.reason = p.process.failure_reason(tools.timeout_s);
+    return p;
+  }
+  read_counts(text, tools.plugin, p);
+  return p;
+}
+
+CountedProcess count_process(const CountTools& tools, const k3targets::Target& target,
+                             const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env) {
+  CountedProcess p;
+  if (!target.emulated()) {
+    p.reason = fmt::format("{} runs natively: instructions are counted under qemu-user", target.name());
+    return p;
+  }
+  // The plugin writes to stderr (no file to fetch from a board); the runner binary of the target
+  // on this machine is the deployed one (same build hash), so its model range holds there too.
+  std::vector<std::string> emulator = target.emulator_prefix();
+  emulator.insert(emulator.end(), {"-plugin", plugin_arg(tools, target.runner_path())});
+  std::map<std::string, std::string> all = env;
+  all["K3BENCH_CACHE_DIR"] = "off";
+  p.process = target.run_emulated(emulator, all, args,
+                                  k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  if (const std::string why = target.lost(); !why.empty()) throw k3targets::TargetLost(why);
+  if (!p.process.ok()) {
+    p.reason = p.process.failure_reason(tools.timeout_s);
+    return p;
+  }
+  read_counts(p.process.err, tools.plugin, p);
   return p;
 }
 

@@ -37,6 +37,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/targets/process.h"
+#include "harness/host/targets/target.h"
 #include "harness/host/store/sqlite.h"
 
 namespace k3bench {
@@ -90,6 +91,18 @@ struct CountedProcess {
 };
 CountedProcess count_process(const CountTools& tools, const std::string& cpu,
                              const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {});
+// The same under an explicit emulator command (qemu-user and its options): the plugin is added
+// after it.
+CountedProcess count_process(const CountTools& tools, const std::vector<std::string>& emulator,
+                             const std::string& runner, const std::vector<std::string>& args,
+                             const std::map<std::string, std::string>& env = {});
+// The same on an emulated target (a qemu target, or a farm board whose exec prefix is qemu-user):
+// the target's runner under its own emulator command with the plugin added, run where the target
+// runs (a board counts on the board, every run judged by the farm). tools.qemu is not used; the
+// plugin's path must exist where the target runs (the loopback farm shares this machine's).
+CountedProcess count_process(const CountTools& tools, const k3targets::Target& target,
+                             const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& env = {});
 
 // What one unit of work of an op is ("weight", "multiply-add", "element"; "" for ops without

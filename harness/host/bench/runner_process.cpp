@@ -68,6 +68,8 @@ ProcessOutcome run_cell_process(const k3targets::Target& target, const CellSpec&
       if (args[i] == "--check") args[i + 1] = "none";
   }
   const auto r = target.run(args, options);
+  // A farm board that this run cost its place: nothing it printed is a measurement.
+  if (const std::string why = target.lost(); !why.empty()) throw k3targets::TargetLost(why);
   ProcessOutcome o;
   if (r.ok()) o = outcome_from_runner_json(r.out, cell.settings.repetitions);
   o.wall_ns = r.wall_ns;

@@ -221,7 +221,8 @@ std::map<std::string, std::string> Board::runner_env() const {
   return env;
 }
 
-RunResult Board::run_runner(const std::vector<std::string>& args, double timeout_s) const {
+RunResult Board::run_runner(const std::vector<std::string>& args, double timeout_s,
+                            const RunOverride* override) const {
   RunResult out;
   if (!deployed_) {
     out.fault = Fault::kProbeFailed;
@@ -242,7 +243,12 @@ RunResult Board::run_runner(const std::vector<std::string>& args, double timeout
                                 "env",
                                 "--"};
   for (const auto& [k, v] : runner_env()) argv.push_back(k + "=" + v);
-  argv.insert(argv.end(), config_.exec_prefix.begin(), config_.exec_prefix.end());
+  if (override != nullptr) {
+    for (const auto& [k, v] : override->env) argv.push_back(k + "=" + v);
+    argv.insert(argv.end(), override->emulator.begin(), override->emulator.end());
+  } else {
+    argv.insert(argv.end(), config_.exec_prefix.begin(), config_.exec_prefix.end());
+  }
   argv.push_back(deployed_->remote_path);
   argv.insert(argv.end(), args.begin(), args.end());
   const double local_deadline = timeout_s + kKillAfterS + farm_.connect_timeout_s + 10;

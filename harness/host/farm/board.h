@@ -54,6 +54,13 @@ struct DeployResult {
   std::string why;          // why it was copied: "absent", "sha256 mismatch (board had ...)"
 };
 
+// A run of the deployed runner under another emulator command than the board's exec prefix, with
+// extra environment: an instruction count (the board's qemu-user with the counting plugin).
+struct RunOverride {
+  std::vector<std::string> emulator;
+  std::map<std::string, std::string> env;
+};
+
 struct RunResult {
   k3targets::ProcessResult process;  // of the local ssh client (or the local runner)
   Fault fault = Fault::kNone;
@@ -81,7 +88,8 @@ class Board {
   // Runs the deployed runner with `args`: killed on the board after timeout_s (whole process group,
   // then SIGKILL 2 s later); the local side gives up later still and then kills the board-side
   // group itself. Never throws for a failed run: the result says which fault it was.
-  RunResult run_runner(const std::vector<std::string>& args, double timeout_s) const;
+  RunResult run_runner(const std::vector<std::string>& args, double timeout_s,
+                       const RunOverride* override = nullptr) const;
   // Runs a shell-free command on the board (argv), for probes and tests.
   k3targets::ProcessResult exec(const std::vector<std::string>& argv, double timeout_s) const;
 

@@ -145,8 +145,8 @@ HealthChange Farm::recheck(const std::string& board) {
 }
 
 RunResult Farm::run(const std::string& board, const std::vector<std::string>& args,
-                    double timeout_s) {
-  return state(board).board->run_runner(args, timeout_s);
+                    double timeout_s, const RunOverride* override) {
+  return state(board).board->run_runner(args, timeout_s, override);
 }
 
 Verdict Farm::judge(const std::string& board, const RunResult& r) {
@@ -216,6 +216,21 @@ class BoardTarget final : public k3targets::Target {
     argv.push_back(board_.deployed() ? board_.deployed()->remote_path : runner_path());
     argv.insert(argv.end(), args.begin(), args.end());
     return board_.transport().command(argv);
+  }
+  k3targets::ProcessResult run_emulated(const std::vector<std::string>& emulator,
+                                        const std::map<std::string, std::string>& env,
+                                        const std::vector<std::string>& args,
+                                        const k3targets::ProcessOptions& opt) const override {
+    const RunOverride o{emulator, env};
+    const RunResult r =
+        farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o);
+    k3targets::ProcessResult p = r.process;
+    if (r.fault == Fault::kRunnerTimeout) p.timed_out = true;
+    return p;
+  }
+  std::vector<std::string> emulator_prefix() const override {
+    const auto& prefix = board_.config().exec_prefix;
+    return k3targets::is_qemu_prefix(prefix) ? prefix : std::vector<std::string>{};
   }
   std::string describe() const override {
     return fmt::format("{}: board of farm {} ({}), runner {}", name(), farm_.config().name,

@@ -74,7 +74,8 @@ class Farm {
   HealthChange recheck(const std::string& board);
 
   // Runs the deployed runner on the board (board-side timeout, see Board::run_runner).
-  RunResult run(const std::string& board, const std::vector<std::string>& args, double timeout_s);
+  RunResult run(const std::string& board, const std::vector<std::string>& args, double timeout_s,
+                const RunOverride* override = nullptr);
   // Classifies a run and does the bookkeeping: board faults quarantine the board; runner timeouts
   // count, and farm.max_timeouts of them in a row quarantine it; a success resets the count.
   Verdict judge(const std::string& board, const RunResult& r);

@@ -18,8 +18,18 @@ std::string JudgedBoardTarget::describe() const {
 
 k3targets::ProcessResult JudgedBoardTarget::run(const std::vector<std::string>& args,
                                                 const k3targets::ProcessOptions& opt) const {
-  const k3farm::RunResult r =
-      farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s);
+  return judged(farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s));
+}
+
+k3targets::ProcessResult JudgedBoardTarget::run_emulated(
+    const std::vector<std::string>& emulator, const std::map<std::string, std::string>& env,
+    const std::vector<std::string>& args, const k3targets::ProcessOptions& opt) const {
+  const k3farm::RunOverride o{emulator, env};
+  return judged(
+      farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o));
+}
+
+k3targets::ProcessResult JudgedBoardTarget::judged(const k3farm::RunResult& r) const {
   const k3farm::Verdict v = farm_.judge(name(), r);
   if (v.quarantined) {
     const auto q = farm_.quarantined_boards();

@@ -14,8 +14,8 @@
 namespace k3farmbench {
 
 // Thrown out of a board's batch when the farm took the board out of the run.
-struct BoardLost : std::runtime_error {
-  using std::runtime_error::runtime_error;
+struct BoardLost : k3targets::TargetLost {
+  using k3targets::TargetLost::TargetLost;
 };
 
 class JudgedBoardTarget final : public k3targets::Target {
@@ -25,10 +25,17 @@ class JudgedBoardTarget final : public k3targets::Target {
   std::string describe() const override;
   k3targets::ProcessResult run(const std::vector<std::string>& args,
                                const k3targets::ProcessOptions& opt) const override;
+  k3targets::ProcessResult run_emulated(const std::vector<std::string>& emulator,
+                                        const std::map<std::string, std::string>& env,
+                                        const std::vector<std::string>& args,
+                                        const k3targets::ProcessOptions& opt) const override;
+  std::vector<std::string> emulator_prefix() const override { return inner_->emulator_prefix(); }
   // Why the board is out of the run ("" while it is healthy). One thread uses one target.
-  const std::string& lost() const { return lost_; }
+  std::string lost() const override { return lost_; }
 
  private:
+  // The farm's verdict on a run: a board fault records why the board is lost.
+  k3targets::ProcessResult judged(const k3farm::RunResult& r) const;
   k3farm::Farm& farm_;
   std::unique_ptr<k3targets::Target> inner_;  // the farm's own board target
   mutable std::string lost_;

@@ -205,7 +205,7 @@ class BoardWorker {
       // The board was lost mid-batch (BoardLost), or something else broke on this board: the
       // board leaves the run; cells it finished stay, the others go back to the queue.
       const std::string why = e.what();
-      if (dynamic_cast<const BoardLost*>(&e) == nullptr)
+      if (dynamic_cast<const k3targets::TargetLost*>(&e) == nullptr)
         ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
                              fmt::format("board {}: {}", board_, why));
       k3store::mark_interrupted(*db_, opt.run_uuid);

@@ -22,6 +22,13 @@ bool on_path(const std::string& program) {
   return false;
 }
 
+bool is_qemu_prefix(const std::vector<std::string>& prefix) {
+  if (prefix.empty()) return false;
+  const std::string& first = prefix.front();
+  const std::string base = first.substr(first.rfind('/') == std::string::npos ? 0 : first.rfind('/') + 1);
+  return base.rfind("qemu-", 0) == 0;
+}
+
 Target::Target(TargetConfig config, std::string root)
     : config_(std::move(config)), root_(std::move(root)) {
   if (!config_.runner.empty()) {
@@ -38,6 +45,18 @@ Target::Target(TargetConfig config, std::string root)
 std::string Target::runner_path() const {
   if (!runner_error_.empty()) throw PresetError(runner_error_);
   return runner_path_;
+}
+
+ProcessResult Target::run_emulated(const std::vector<std::string>& emulator,
+                                   const std::map<std::string, std::string>& env,
+                                   const std::vector<std::string>& args,
+                                   const ProcessOptions& opt) const {
+  std::vector<std::string> argv{"env"};
+  for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
+  argv.insert(argv.end(), emulator.begin(), emulator.end());
+  argv.push_back(runner_path());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run_process(argv, opt);
 }
 
 std::vector<std::string> Target::missing() const {
@@ -68,11 +87,14 @@ class QemuTarget final : public Target {
  public:
   using Target::Target;
   std::vector<std::string> command(const std::vector<std::string>& args) const override {
-    std::vector<std::string> cmd{
-        config_.qemu, "-cpu",
-        fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", config_.vlen), runner_path()};
+    std::vector<std::string> cmd = emulator_prefix();
+    cmd.push_back(runner_path());
     cmd.insert(cmd.end(), args.begin(), args.end());
     return cmd;
+  }
+  std::vector<std::string> emulator_prefix() const override {
+    return {config_.qemu, "-cpu",
+            fmt::format("rv64,v=true,vlen={},elen=64,vext_spec=v1.0", config_.vlen)};
   }
   std::string describe() const override {
     return fmt::format("{}: {} VLEN {}, runner {}", name(), config_.qemu, config_.vlen,

@@ -6,6 +6,7 @@
 
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,20 @@ class Target {
   virtual ProcessResult run(const std::vector<std::string>& args, const ProcessOptions& opt) const {
     return run_process(command(args), opt);
   }
+  // The emulator command the runner runs under (qemu-user and its options: a qemu target's, or a
+  // farm board's exec prefix when that is qemu-user); empty when the runner runs natively. An
+  // instruction count runs the same runner under this prefix with the counting plugin added.
+  virtual std::vector<std::string> emulator_prefix() const { return {}; }
+  // Runs the runner under `emulator` (instead of emulator_prefix()) with `env` added: the local
+  // process here; a farm board runs it on the board, judged like any of its runs.
+  virtual ProcessResult run_emulated(const std::vector<std::string>& emulator,
+                                     const std::map<std::string, std::string>& env,
+                                     const std::vector<std::string>& args,
+                                     const ProcessOptions& opt) const;
+  // Under qemu-user: wall time there says nothing about a board.
+  bool emulated() const { return !emulator_prefix().empty(); }
+  // Why this target can no longer measure (a farm board taken out of the run); "" while it can.
+  virtual std::string lost() const { return {}; }
 
  protected:
   TargetConfig config_;
@@ -53,6 +68,15 @@ class Target {
   std::string runner_path_;   // resolved at construction
   std::string runner_error_;  // why the variant has no runner (PresetError's message)
 };
+
+// Thrown by a measurement whose target was lost (a farm board quarantined mid-command): what was
+// measured before is stored; the command says how to continue.
+struct TargetLost : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Whether an exec prefix runs its command under qemu-user (its first word is qemu-<arch>).
+bool is_qemu_prefix(const std::vector<std::string>& prefix);
 
 std::unique_ptr<Target> make_target(const TargetConfig& config, const std::string& root);
 

@@ -1,0 +1,54 @@
+#include "harness/app/cli/measuring_place.h"
+
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "harness/host/bench/user_error.h"
+#include "harness/host/farm/inventory.h"
+
+namespace k3cli {
+
+void add_place_options(CLI::App* cmd, PlaceArgs& args) {
+  cmd->add_option("--target", args.target, "target name (configs/targets.toml)")->capture_default_str();
+  auto* farm = cmd->add_option("--farm", args.farm,
+                               "measure on a board of this farm instead: a farm file, or 'local' (host + qemu boards)");
+  cmd->add_option("--board", args.boards, "with --farm: the board (repeatable: the first that can be leased)")
+      ->needs(farm);
+  cmd->add_option("--tag", args.tags, "with --farm: a board with every tag (repeatable)")->needs(farm);
+}
+
+MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
+  if (args.farm.empty()) {
+    target_ = ctx.target(args.target);
+    return;
+  }
+  if (cmd.get_option("--target")->count() > 0)
+    throw k3bench::UserError("--target and --farm: measure on one or the other");
+  k3farm::FarmConfig farm;
+  std::vector<std::string> boards;
+  try {
+    farm = k3farm::Farm::load(args.farm, ctx.root);
+    boards = k3farm::select_boards(farm, args.boards, args.tags);
+  } catch (const std::runtime_error& e) {  // invalid_argument (a board or tag) is one too
+    throw k3bench::UserError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw k3bench::UserError(e.what());
+  }
+  farm_name_ = farm.name;
+  board_ = std::make_unique<k3farmbench::LeasedBoard>(
+      farm, ctx.root, ctx.db_path(), boards, [&ctx](const std::string& line) {
+        if (!ctx.quiet) std::cerr << "k3tune: " << line << "\n";
+      });
+}
+
+const k3targets::Target& MeasuringPlace::target() const {
+  return board_ ? board_->target() : *target_;
+}
+
+std::string MeasuringPlace::describe() const {
+  return board_ ? fmt::format("board {} of farm {}", board_->board(), farm_name_)
+                : fmt::format("target {}", target_->name());
+}
+
+}  // namespace k3cli
