@@ -217,6 +217,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
   }
   if (c.explain || db == nullptr) return out;
   if (time) k3store::finish_run(*db, run_uuid, 0, 0, 0);
+  if (!c.write_table) return out;
   // The table: one entry per tuned job (results are in out.jobs, which no longer moves).
   std::size_t e = 0;
   for (auto& job : out.jobs) {

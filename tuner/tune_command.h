@@ -39,6 +39,7 @@ struct TuneCommand {
   bool force = false;           // time an emulated target / emulated features anyway
   bool explain = false;         // sizes only, nothing measured
   std::string out;              // table path (default results/tables/...)
+  bool write_table = true;      // false: tune the sessions only (a campaign's sessions on a board)
   std::string plugin;           // instructions: the qemu counting plugin
   std::string command_line;
   std::function<void(const std::string& line)> note;

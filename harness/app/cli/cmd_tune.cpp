@@ -2,12 +2,15 @@
 // did (space sizes, measurements used, the choice and its evidence) and where the table went.
 #include <cstdlib>
 #include <iostream>
+#include <mutex>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "tuner/campaign.h"
 #include "tuner/gate_command.h"
 #include "harness/host/bench/progress.h"
 #include "tuner/table.h"
@@ -71,6 +74,62 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
   if (rejected > 3) fmt::print("  ... {} rejected in all\n", rejected);
 }
 
+// `tune --farm`: the campaign (tuner/campaign.h), printed per fingerprint group.
+void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const CLI::App& cmd,
+                          const k3tuner::TuneCommand& c) {
+  const FarmBoards f = farm_boards(ctx, place, cmd);
+  k3tuner::CampaignRequest rq{f.farm, f.boards, c, nullptr};
+  std::mutex mu;
+  rq.note = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    if (!ctx.quiet && !ctx.json) std::cerr << "k3tune: " << line << "\n";
+  };
+  rq.command.progress = nullptr;
+  const k3tuner::CampaignOutcome out = k3tuner::run_campaign(ctx.root, rq);
+  if (ctx.json) {
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& g : out.groups) {
+      nlohmann::json jobs = nlohmann::json::array();
+      for (const auto& j : g.outcome.jobs) jobs.push_back(job_json(j));
+      groups.push_back({{"fingerprint", nlohmann::json::parse(g.fingerprint)},
+                        {"boards", g.boards},
+                        {"sessions_by_board", g.sessions_by},
+                        {"lost", g.lost},
+                        {"unfinished", g.unfinished},
+                        {"jobs", jobs},
+                        {"table", g.outcome.table_path},
+                        {"table_problems", g.outcome.table_problems}});
+    }
+    std::cout << nlohmann::json{{"farm", f.farm.name}, {"groups", groups}, {"not_used", out.not_used},
+                                {"wall_s", out.wall_s}}
+                     .dump(2)
+              << "\n";
+  } else {
+    fmt::print("campaign on farm {}: {} fingerprint group(s); strategy {}, objective {}\n", f.farm.name,
+               out.groups.size(), c.strategy, c.objective);
+    for (const auto& [b, why] : out.not_used) fmt::print("board {} not used: {}\n", b, why);
+    for (const auto& g : out.groups) {
+      fmt::print("\nboards {}: {}\n", fmt::join(g.boards, ", "), g.outcome.facts.describe);
+      if (!c.explain) {
+        std::string by;
+        for (const auto& [b, n] : g.sessions_by) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", b, n);
+        fmt::print("sessions by board: {}\n", by.empty() ? "none" : by);
+      }
+      for (const auto& [b, why] : g.lost) fmt::print("board {} lost: {}\n", b, why);
+      for (const auto& u : g.unfinished) fmt::print("UNFINISHED {}\n", u);
+      for (const auto& j : g.outcome.jobs) print_job(j, c.explain);
+      if (!g.outcome.table_path.empty())
+        fmt::print("table {} ({} entries)\n", g.outcome.table_path, g.outcome.table["entries"].size());
+    }
+    fmt::print("wall {:.1f} s\n", out.wall_s);
+  }
+  for (const auto& g : out.groups)
+    for (const auto& p : g.outcome.table_problems) std::cerr << "k3tune: table invalid (not written): " << p << "\n";
+  if (!out.complete() && !c.explain) exit_code() = kCellsFailed;
+  for (const auto& g : out.groups)
+    if (!g.outcome.table_problems.empty()) exit_code() = kProblems;
+}
+
 }  // namespace
 
 void add_tune_command(CLI::App& app, AppContext& ctx) {
@@ -125,6 +184,11 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     c.stop_after = stop_after_from_env();
     k3bench::Progress progress(0, !ctx.quiet && !c.explain);
     c.progress = [&](int used, const std::string& what) { progress.update(used, what); };
+    if (!a->place.farm.empty()) {  // a campaign: sessions spread over the boards
+      progress.finish();
+      run_campaign_command(ctx, a->place, *cmd, c);
+      return;
+    }
     const MeasuringPlace place(ctx, a->place, *cmd);
     const auto out = k3tuner::run_tune(place.target(), c);
     progress.finish();

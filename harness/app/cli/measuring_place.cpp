@@ -18,26 +18,30 @@ void add_place_options(CLI::App* cmd, PlaceArgs& args) {
   cmd->add_option("--tag", args.tags, "with --farm: a board with every tag (repeatable)")->needs(farm);
 }
 
+FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
+  if (cmd.get_option("--target")->count() > 0)
+    throw k3bench::UserError("--target and --farm: measure on one or the other");
+  FarmBoards out;
+  try {
+    out.farm = k3farm::Farm::load(args.farm, ctx.root);
+    out.boards = k3farm::select_boards(out.farm, args.boards, args.tags);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  } catch (const std::invalid_argument& e) {  // an unknown board or tag
+    throw k3bench::UserError(e.what());
+  }
+  return out;
+}
+
 MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
   if (args.farm.empty()) {
     target_ = ctx.target(args.target);
     return;
   }
-  if (cmd.get_option("--target")->count() > 0)
-    throw k3bench::UserError("--target and --farm: measure on one or the other");
-  k3farm::FarmConfig farm;
-  std::vector<std::string> boards;
-  try {
-    farm = k3farm::Farm::load(args.farm, ctx.root);
-    boards = k3farm::select_boards(farm, args.boards, args.tags);
-  } catch (const std::runtime_error& e) {  // invalid_argument (a board or tag) is one too
-    throw k3bench::UserError(e.what());
-  } catch (const std::invalid_argument& e) {
-    throw k3bench::UserError(e.what());
-  }
-  farm_name_ = farm.name;
+  const FarmBoards f = farm_boards(ctx, args, cmd);
+  farm_name_ = f.farm.name;
   board_ = std::make_unique<k3farmbench::LeasedBoard>(
-      farm, ctx.root, ctx.db_path(), boards, [&ctx](const std::string& line) {
+      f.farm, ctx.root, ctx.db_path(), f.boards, [&ctx](const std::string& line) {
         if (!ctx.quiet) std::cerr << "k3tune: " << line << "\n";
       });
 }

@@ -25,6 +25,14 @@ struct PlaceArgs {
 // Adds --target, --farm, --board, --tag to `cmd` (--board and --tag need --farm).
 void add_place_options(CLI::App* cmd, PlaceArgs& args);
 
+// The farm and its boards that --farm/--board/--tag name (in inventory order); UserError for an
+// unknown farm file, board or tag, or --target together with --farm.
+struct FarmBoards {
+  k3farm::FarmConfig farm;
+  std::vector<std::string> boards;
+};
+FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd);
+
 class MeasuringPlace {
  public:
   // UserError (one line, nothing written) for an unknown target, farm file, board or tag, or for
