@@ -5,6 +5,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -135,6 +136,13 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
       throw UserError(fmt::format("{}: meaningful_on = [{}]: a time objective on {} ({}) says nothing (--force to "
                                   "time it anyway)", file, fmt::join(where, ", "), target.name(), kind));
     spaces.push_back(std::move(space));
+  }
+  if (std::all_of(spaces.begin(), spaces.end(), [](const SearchSpace& s) { return s.op().empty(); })) {
+    std::set<std::string> ops;
+    for (const auto& job : jobs) ops.insert(job.op);
+    throw UserError(fmt::format("{}: no search space for any of its ops ({}) in {}",
+                                c.model.empty() ? "--op" : "--model " + c.model, fmt::join(ops, ", "),
+                                c.spaces_dir.empty() ? "configs/spaces" : c.spaces_dir));
   }
   if (!c.explain) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());

@@ -267,6 +267,12 @@ TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
                          "--shape", "k=128,n=64"});
   EXPECT_EQ(q.code, 2);
   EXPECT_NE(q.err.find("--objective instructions"), std::string::npos) << q.err;
+  // Nothing to tune: no op of the command has a space.
+  const auto none = k3tune({"tune", "--spaces", spaces(), "--op", "quant_pack_decode", "--shape", "k=256"});
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("--op: no search space for any of its ops (quant_pack_decode) in "), std::string::npos)
+      << none.err;
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), processes);
 }
 
 // Under qemu-user the objective is the instruction count of one call (a deterministic proxy: the
