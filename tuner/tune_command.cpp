@@ -73,10 +73,14 @@ nlohmann::json options_json(const StrategyOptions& o) {
 
 }  // namespace
 
-TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& c) {
+TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command) {
   TuneOutcome out;
-  if (c.objective != "time" && c.objective != "instructions")
-    throw UserError(fmt::format("--objective: '{}' is not time or instructions", c.objective));
+  if (command.objective != "time" && command.objective != "instructions" && command.objective != "auto")
+    throw UserError(fmt::format("--objective: '{}' is not time, instructions or auto", command.objective));
+  // auto: exact counts where the runner is emulated (qemu-user), time where it runs natively; so
+  // one campaign over a mixed farm tunes each board the way that means something there.
+  TuneCommand c = command;
+  if (c.objective == "auto") c.objective = target.emulated() ? "instructions" : "time";
   if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) == strategy_names().end())
     throw UserError(fmt::format("--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
   // Refused before the target is even probed: its kind alone decides.

@@ -313,8 +313,16 @@ TEST_F(FarmSshSweep, NightlyOnTheSshFarmBenchesOnItsBoards) {
   EXPECT_EQ(count("SELECT count(*) FROM farm_probes WHERE board IN ('b1', 'b2') AND ok = 1") > 0,
             true);
   EXPECT_GT(samples_on("b1") + samples_on("b2"), 0);
-  for (const char* f : {"summary.md", "report.html", "tables/local.json", "logs/bench.json"})
+  for (const char* f : {"summary.md", "report.html", "tables/farm.json", "logs/bench.json"})
     EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+  // The table was made on a board (the campaign, counted: the boards are emulated), with the
+  // board's fingerprint; a counted table is not verified by timing.
+  const auto table = nlohmann::json::parse(read_file(dir + "/tables/farm.json"));
+  const std::string maker = table["board"]["name"];
+  EXPECT_TRUE(maker == "b1" || maker == "b2") << table["board"].dump();
+  EXPECT_EQ(table["board"]["fingerprint"]["vlen"], 1024);
+  EXPECT_EQ(table["source"]["objective"], "instructions");
+  EXPECT_NE(r.out.find("verify-farm: skipped: no timed table to verify"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // `k3tune nightly` end to end at reduced size (label nightly): the smoke profile (the quick
-// profile's host steps: deploy + probe, bench on the farm, tune, table verify, verdict bench,
-// report) on a one-board local farm running this tree's k3bench (a farm file, not the built-in
+// profile's host steps: deploy + probe, bench on the farm, a tuning campaign on the farm and the
+// table verified on its board, verdict bench, counts, report) on a one-board local farm running
+// this tree's k3bench (a farm file, not the built-in
 // farm: one bench step, "bench", shares the cells among its boards). The first attempt is killed
 // (SIGKILL to its whole process group) while the bench step measures; `--resume DIR` finishes
 // it, keeps what was measured (adopted, not measured again) and leaves every artifact.
@@ -98,8 +99,13 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
                   "host_build_hash IS NOT NULL"),
             1);
   for (const char* f : {"summary.md", "report.html", "report.json", "nightly.md",
-                        "tables/local.json", "logs/bench.json"})
+                        "tables/farm.json", "logs/bench.json"})
     EXPECT_TRUE(fs::exists(dir + "/" + f)) << f;
+  // Tuned on the farm's board (natively: timed) and verified there.
+  const auto table = nlohmann::json::parse(read_file(dir + "/tables/farm.json"));
+  EXPECT_EQ(table["board"]["name"], "host");
+  EXPECT_EQ(table["source"]["objective"], "time");
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'verify-farm' AND status = 'done'"), 1);
   const std::string summary = read_file(dir + "/summary.md");
   EXPECT_NE(summary.find("# Nightly n1 (smoke profile"), std::string::npos) << summary;
   EXPECT_NE(r.out.find("database " + db()), std::string::npos) << r.out;

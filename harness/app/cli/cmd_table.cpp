@@ -58,11 +58,15 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   struct VerifyArgs {
     PlaceArgs place;
     k3tuner::VerifyCommand c;
+    std::vector<std::string> tables;
   };
   auto v = std::make_shared<VerifyArgs>();
   auto* verify = table->add_subcommand(
       "verify", "re-measure the table's choices against the defaults, interleaved: realised speed-up per entry");
-  verify->add_option("--table", v->c.table, "table JSON")->required();
+  verify->add_option("--table", v->tables,
+                     "table JSON (repeatable: each verified in turn; with --farm and no --board/--tag, on the "
+                     "board that made it)")
+      ->required();
   add_place_options(verify, v->place);
   verify->add_option("--processes", v->c.processes, "processes per side and entry")->capture_default_str();
   verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per process")->capture_default_str();
@@ -73,22 +77,33 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   verify->callback([&ctx, v, verify] {
     v->c.root = ctx.root;
     v->c.db_path = ctx.db_path();
-    const MeasuringPlace place(ctx, v->place, *verify);
-    v->c.command_line = "k3tune table verify --table " + v->c.table + " (" + place.describe() + ")";
-    const auto out = k3tuner::run_verify(place.target(), v->c);
-    if (ctx.json) {
-      nlohmann::json entries = nlohmann::json::array();
-      for (const auto& e : out.entries)
-        entries.push_back({{"id", e.id},           {"verdict", e.verdict},   {"shape", e.shape},
-                           {"params", e.params},   {"claimed_speedup", e.claimed}, {"evidence", e.evidence.to_json()},
-                           {"min_effect", e.threshold}, {"mde", e.mde}});
-      std::cout << nlohmann::json{{"target", out.facts.describe}, {"run", out.run_uuid}, {"entries", entries},
-                                  {"faster", out.faster},         {"slower", out.slower}, {"no_difference", out.same},
-                                  {"failed", out.failed},         {"geomean_speedup", out.geomean_speedup},
-                                  {"verdict", out.verdict},       {"rules", out.rules}}
-                       .dump(2)
-                << "\n";
-    } else {
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& file : v->tables) {
+      k3tuner::VerifyCommand c = v->c;
+      c.table = file;
+      PlaceArgs place = v->place;
+      // On a farm, a table is verified on the board that made it unless told otherwise.
+      if (!place.farm.empty() && place.boards.empty() && place.tags.empty()) {
+        const auto t = k3tuner::read_table(file);
+        if (t.contains("board") && t["board"].contains("name")) place.boards = {t["board"]["name"].get<std::string>()};
+      }
+      const MeasuringPlace where(ctx, place, *verify);
+      c.command_line = "k3tune table verify --table " + file + " (" + where.describe() + ")";
+      const auto out = k3tuner::run_verify(where.target(), c);
+      if (out.slower > 0 || out.failed > 0) exit_code() = kProblems;
+      if (ctx.json) {
+        nlohmann::json entries = nlohmann::json::array();
+        for (const auto& e : out.entries)
+          entries.push_back({{"id", e.id},           {"verdict", e.verdict},   {"shape", e.shape},
+                             {"params", e.params},   {"claimed_speedup", e.claimed}, {"evidence", e.evidence.to_json()},
+                             {"min_effect", e.threshold}, {"mde", e.mde}});
+        all.push_back({{"table", file},          {"target", out.facts.describe}, {"run", out.run_uuid},
+                       {"entries", entries},     {"faster", out.faster},         {"slower", out.slower},
+                       {"no_difference", out.same}, {"failed", out.failed},      {"geomean_speedup", out.geomean_speedup},
+                       {"verdict", out.verdict}, {"rules", out.rules}});
+        continue;
+      }
+      if (v->tables.size() > 1) fmt::print("{}{}\n", &file == &v->tables.front() ? "" : "\n", file);
       fmt::print("target {}; run {}\n", out.facts.describe, out.run_uuid);
       fmt::print("{:<44} {:>12} {:>12} {:>9} {:>17} {:>8}  {}\n", "entry", "table ns", "defaults ns", "speed-up",
                  "95% CI", "claimed", "verdict");
@@ -106,7 +121,8 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
       }
       fmt::print("{} (rules: {})\n", out.verdict, out.rules);
     }
-    if (out.slower > 0 || out.failed > 0) exit_code() = kProblems;
+    // One table: its object (as before); several: {"tables": [...]}.
+    if (ctx.json) std::cout << (all.size() == 1 ? all[0] : nlohmann::json{{"tables", all}}).dump(2) << "\n";
   });
 }
 

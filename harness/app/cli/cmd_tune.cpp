@@ -98,6 +98,8 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
                         {"unfinished", g.unfinished},
                         {"jobs", jobs},
                         {"table", g.outcome.table_path},
+                        {"objective", g.outcome.table.is_object() ? g.outcome.table["source"].value("objective", "")
+                                                                  : std::string()},
                         {"table_problems", g.outcome.table_problems}});
     }
     std::cout << nlohmann::json{{"farm", f.farm.name}, {"groups", groups}, {"not_used", out.not_used},
@@ -147,7 +149,9 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--shape", c.shapes, "shape k=v,... (repeatable, with --op)");
   cmd->add_option("--params", c.params, "parameters held fixed, k=v,...");
   cmd->add_option("--strategy", c.strategy, "exhaustive | random | racing | coordinate")->capture_default_str();
-  cmd->add_option("--objective", c.objective, "time | instructions (qemu targets: a deterministic proxy)")
+  cmd->add_option("--objective", c.objective,
+                  "time | instructions (qemu targets: a deterministic proxy) | auto (instructions where emulated, "
+                  "else time)")
       ->capture_default_str();
   cmd->add_option("--budget", c.budget, "measurements per shape at most (0: the strategy decides)")
       ->capture_default_str();

@@ -87,6 +87,16 @@ nlohmann::json detail_of(const std::string& out_path) {
                         "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
                         "unmeasured_cells", "samples_before", "samples_after", "comparisons"})
     if (j.is_object() && j.contains(k)) d[k] = j[k];
+  // `tune --farm --json`: per fingerprint group its boards, table and objective (no jobs).
+  if (j.is_object() && j.contains("groups") && j["groups"].is_array()) {
+    d["groups"] = nlohmann::json::array();
+    for (const auto& g : j["groups"])
+      d["groups"].push_back({{"boards", g.value("boards", nlohmann::json::array())},
+                             {"table", g.value("table", "")},
+                             {"objective", g.value("objective", "")},
+                             {"lost", g.value("lost", nlohmann::json::object())},
+                             {"unfinished", g.value("unfinished", nlohmann::json::array())}});
+  }
   // `count --json`: one row per counted case, each naming the run of its runner.
   if (j.is_array()) {
     d["counts"] = nlohmann::json::array();

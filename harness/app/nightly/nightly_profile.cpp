@@ -167,6 +167,38 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                      false,
                      // qemu-user has no /proc/cpuinfo marchid: the IME2 gate is told the K3's.
                      {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}}});
+  if (!farm.builtin) {
+    // On a farm file the tables are made on the boards: one campaign (a table per board
+    // fingerprint; exact counts where a board is emulated, time where it is not), each timed
+    // table verified on the board that made it.
+    steps.push_back({"tune-farm",
+                     [p](const NightlyState& s) {
+                       return cat(cat(Args{"--json", "tune", "--farm", s.farm, "--objective", "auto"}, p.tune_shape),
+                                  {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2", "-R",
+                                   "3", "--min-time", "0.02", "--out", s.dir + "/tables/farm.json"});
+                     },
+                     {0, 3},
+                     true,
+                     false,
+                     true});
+    NightlyStep verify{"verify-farm",
+                       [](const NightlyState& s) {
+                         Args a{"table", "verify", "--farm", s.farm, "--processes", "3", "-R", "3", "--min-time", "0.02"};
+                         for (const auto& t : timed_tables(s.details.value("tune-farm", nlohmann::json())))
+                           a = cat(a, {"--table", t});
+                         return a;
+                       },
+                       {0, 1},
+                       false,
+                       false,
+                       true};
+    verify.skip = [](const NightlyState& s) -> std::string {
+      return timed_tables(s.details.value("tune-farm", nlohmann::json())).empty()
+                 ? "no timed table to verify (tables counted under qemu are exact)"
+                 : "";
+    };
+    steps.push_back(verify);
+  } else {
   steps.push_back({"tune-local", [p](const NightlyState& s) {
                      return cat(
                          cat(Args{"tune", "--target", "local"}, p.tune_shape),
@@ -195,6 +227,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
     steps.push_back({"validate-qemu-vlen1024", [](const NightlyState& s) {
                        return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
                      }});
+  }
   // Today's host runner, interleaved with the previous nightly's kept runner when there is one.
   // Never --resume: the baseline's cells were measured by the previous nightly and would be
   // skipped, and a paired verdict needs both builds in the same rounds of one run (a cut-short
@@ -249,6 +282,16 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                    false,
                    true});
   return steps;
+}
+
+std::vector<std::string> timed_tables(const nlohmann::json& tune_detail) {
+  std::vector<std::string> out;
+  if (!tune_detail.is_object() || !tune_detail.contains("groups")) return out;
+  for (const auto& g : tune_detail["groups"]) {
+    const std::string table = g.value("table", "");
+    if (!table.empty() && g.value("objective", "") == "time") out.push_back(table);
+  }
+  return out;
 }
 
 std::string count_run(const nlohmann::json& count_detail, const std::string& path) {

@@ -44,6 +44,10 @@ struct NightlyState {
   std::string previous_counts_nightly;
 };
 
+// The tables of a `tune --farm` step's detail whose objective was time (those `table verify` can
+// check by timing), in group order.
+std::vector<std::string> timed_tables(const nlohmann::json& tune_detail);
+
 // The run of tonight's (or the previous nightly's) `count` step that counted `path` ("" : none).
 std::string count_run(const nlohmann::json& count_detail, const std::string& path);
 
