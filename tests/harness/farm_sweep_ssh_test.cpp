@@ -323,6 +323,10 @@ TEST_F(FarmSshSweep, NightlyOnTheSshFarmBenchesOnItsBoards) {
   EXPECT_EQ(table["board"]["fingerprint"]["vlen"], 1024);
   EXPECT_EQ(table["source"]["objective"], "instructions");
   EXPECT_NE(r.out.find("verify-farm: skipped: no timed table to verify"), std::string::npos) << r.out;
+  // One verdict per fingerprint: b1 measures (the first night: no baseline yet), b2 is the same.
+  EXPECT_NE(r.out.find("board-verdict-b2: skipped: judged on b1 (the same fingerprint)"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'board-verdict-b1' AND status = 'done'"), 1);
 }
 
 }  // namespace

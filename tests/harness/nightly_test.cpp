@@ -183,3 +183,51 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
                   "'regression' AND exit_code = 4"),
             1);
 }
+
+// On a farm file each board fingerprint is judged on a board: tonight's board runner against the
+// previous nightly's (kept by build hash), interleaved in the same rounds on that board. The first
+// night has nothing to compare with (measured, kept); the second night's runner is a wrapper that
+// plants 200 us of extra work per call (the runner's K3BENCH_EXTRA_WORK_NS): the board's verdict
+// flags it, its section in summary.md names the slower cell, and the nightly exits 4.
+TEST_F(Nightly, ABoardsRunnerSlowerThanLastNightsIsFlaggedOnThatBoard) {
+  auto farm_with = [&](const std::string& runner) {
+    write_file(tmp_ / "farm.toml",
+               std::string("[farm]\nname = \"one-local\"\n[boards.host]\nkind = \"local\"\n") +
+                   "runner = \"" + runner + "\"\nvariant = \"host\"\nwork_dir = \"" + (tmp_ / "host") +
+                   "\"\ntimeout_s = 300\n");
+  };
+  auto night = [&](const std::string& id) {
+    return k3targets::run_process(
+        argv({"--profile", "smoke", "--farm", tmp_ / "farm.toml", "--no-build", "--dir", tmp_ / ("nightly/" + id)}),
+        k3targets::ProcessOptions::with_timeout(900));
+  };
+  // Last night's runner: this tree's k3bench (a copy: the board deploys it by its hash).
+  fs::copy_file(K3BENCH_PATH, tmp_ / "k3bench-yesterday");
+  farm_with(tmp_ / "k3bench-yesterday");
+  const auto first = night("n1");
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  EXPECT_NE(first.out.find("board-judge-host: skipped: measured without a baseline: no earlier nightly"),
+            std::string::npos)
+      << first.out;
+  // Tonight's: the same code behind a wrapper that plants extra work in every call.
+  write_file(tmp_ / "k3bench-tonight",
+             std::string("#!/bin/sh\nK3BENCH_EXTRA_WORK_NS=200000 exec ") + K3BENCH_PATH + " \"$@\"\n");
+  fs::permissions(tmp_ / "k3bench-tonight", fs::perms::owner_all);
+  farm_with(tmp_ / "k3bench-tonight");
+  const auto second = night("n2");
+  EXPECT_EQ(second.exit_code, 4) << second.out << second.err;
+  EXPECT_NE(second.out.find("REGRESSION against the previous nightly: board-judge-host"), std::string::npos)
+      << second.out;
+  const std::string summary = read_file(tmp_ / "nightly/n2/summary.md");
+  EXPECT_NE(summary.find("## Board host: tonight's runner against the previous nightly's, on the board"),
+            std::string::npos)
+      << summary;
+  EXPECT_NE(summary.find("1 REGRESSION (1 slower"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("### Slower"), std::string::npos) << summary;
+  // Both runners were measured on the board in one run, last night's from the kept copy.
+  const auto detail = nlohmann::json::parse(read_file(tmp_ / "nightly/n2/logs/board-verdict-host.json"));
+  ASSERT_EQ(detail["builds"].size(), 2u) << detail.dump();
+  EXPECT_EQ(detail["builds"][0]["label"], "baseline");
+  EXPECT_NE(detail["builds"][0]["runner"].get<std::string>().find("runners/"), std::string::npos)
+      << detail["builds"][0].dump();
+}

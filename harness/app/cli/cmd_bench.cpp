@@ -8,6 +8,7 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/bench_farm_output.h"
+#include "harness/app/cli/measuring_place.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/defaults.h"
 #include "harness/host/farmbench/farm_sweep.h"
@@ -308,7 +309,18 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
     r.db_path = ctx.db_path();
     r.progress = !ctx.quiet;
-    if (!a->farm.farm.empty()) {
+    const bool ab = !r.baseline_runner.empty() || !r.baseline_build.empty();
+    std::unique_ptr<MeasuringPlace> place;
+    if (!a->farm.farm.empty() && ab) {
+      // A paired A/B on a board: one board (the first of --board/--tag that can be taken) runs
+      // both runners in the same rounds, the baseline installed next to its own.
+      if (!a->shard.empty()) throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
+      PlaceArgs where;
+      where.farm = a->farm.farm;
+      where.boards = a->farm.boards;
+      where.tags = a->farm.tags;
+      place = std::make_unique<MeasuringPlace>(ctx, where, *cmd);
+    } else if (!a->farm.farm.empty()) {
       if (cmd->get_option("--target")->count() > 0)
         throw k3bench::UserError("--target and --farm: measure on one or the other");
       k3farmbench::FarmBenchRequest f = a->farm;
@@ -322,8 +334,9 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       if (o.count("failed") + o.count("unmeasured") > 0) exit_code() = kCellsFailed;
       return;
     }
-    auto target = ctx.target(a->target);
-    const k3bench::BenchOutcome b = k3bench::run_bench(*target, ctx.root, r);
+    std::unique_ptr<k3targets::Target> own;
+    if (!place) own = ctx.target(a->target);
+    const k3bench::BenchOutcome b = k3bench::run_bench(place ? place->target() : *own, ctx.root, r);
     if (ctx.json) {
       std::cout << report_json(b, r.db_path, ctx.root).dump(2) << "\n";
     } else {

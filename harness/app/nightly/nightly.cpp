@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/store/database.h"
+#include "harness/host/farm/board.h"
 #include "harness/host/farm/farm.h"
 #include "harness/app/nightly/nightly_profile.h"
 #include "harness/app/nightly/nightly_store.h"
@@ -83,7 +84,7 @@ nlohmann::json detail_of(const std::string& out_path) {
     return nlohmann::json::object();
   }
   nlohmann::json d = nlohmann::json::object();
-  for (const char* k : {"run_uuid", "build_hash", "sweep_uuid", "runs", "quarantined",
+  for (const char* k : {"run_uuid", "build_hash", "builds", "sweep_uuid", "runs", "quarantined",
                         "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
                         "unmeasured_cells", "samples_before", "samples_after", "comparisons"})
     if (j.is_object() && j.contains(k)) d[k] = j[k];
@@ -166,6 +167,20 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
   for (const auto& l : lines)
     t += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", l.name, l.status, l.exit_code, l.wall_s,
                      l.note);
+  // The verdict of each board fingerprint: its report's summary (paired A/B on the board).
+  for (const auto& l : lines) {
+    if (l.name.rfind("board-judge-", 0) != 0) continue;
+    const std::string board = l.name.substr(std::string("board-judge-").size());
+    t += fmt::format("\n## Board {}: tonight's runner against the previous nightly's, on the board\n\n", board);
+    const std::string report = o.dir + "/boards/" + board + "/summary.md";
+    if (l.status == "done" && fs::exists(report)) {
+      std::string text = read_text(report);  // the verdict; the figures are in its report.html
+      if (const auto figures = text.find("\n## Figures"); figures != std::string::npos) text.resize(figures + 1);
+      t += text + fmt::format("\nFigures: {}/boards/{}/report.html\n", o.dir, board);
+    } else {
+      t += fmt::format("{}: {}\n", l.status, l.note);
+    }
+  }
   // The exact verdicts of the instruction counts, one section per counted path.
   for (const auto& l : lines) {
     if (l.name.rfind("count-verdict-", 0) != 0) continue;
@@ -193,6 +208,7 @@ NightlyFarm nightly_farm(const NightlyRequest& rq) {
   const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
   NightlyFarm f;
   f.builtin = config.source == "built-in";
+  for (const auto& b : config.boards) f.boards.push_back(b.name);
   for (const auto& b : config.boards) {
     if (!b.runner.empty()) continue;
     if (std::find(f.variants.begin(), f.variants.end(), b.variant) == f.variants.end())
@@ -245,6 +261,23 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   NightlyState state;
   state.dir = o.dir;
   state.farm = rq.farm;
+  state.runners_dir = k3reports::default_runners_dir(rq.db_path);
+  {
+    const k3farm::FarmConfig farm = k3farm::Farm::load(rq.farm, rq.root);
+    for (const auto& b : farm.boards) {
+      try {
+        state.board_runner[b.name] = k3farm::Board(farm, b).local_runner(rq.root);
+      } catch (const std::exception&) {  // a variant without a preset: its deploy step says so
+      }
+    }
+  }
+  for (const auto& step : steps) {
+    if (step.name.rfind("board-verdict-", 0) != 0) continue;
+    if (const auto prev = previous_step(*db, o.id, step.name))
+      state.previous_steps[step.name] = {
+          {"nightly", prev->nightly_id},
+          {"detail", prev->detail_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(prev->detail_json)}};
+  }
   if (const auto prev = previous_step(*db, o.id, "count")) {
     state.previous_counts = prev->detail_json.empty() ? nlohmann::json()
                                                       : nlohmann::json::parse(prev->detail_json);
@@ -300,9 +333,16 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log", step.env);
     line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     line.exit_code = code;
-    const nlohmann::json detail = step.json ? detail_of(out_path) : nlohmann::json::object();
-    state.details[step.name] = detail;
+    nlohmann::json detail = step.json ? detail_of(out_path) : nlohmann::json::object();
     const bool ok = step.ok_codes.count(code) > 0;
+    // Tonight's board runner is kept by build hash: the next nightly measures against it (a
+    // first night's farm bench, without a baseline, does not print the hash: it is the file's).
+    if (ok && step.name.rfind("board-verdict-", 0) == 0) {
+      const std::string runner = state.board_runner[step.name.substr(std::string("board-verdict-").size())];
+      if (!detail.contains("build_hash") && fs::exists(runner)) detail["build_hash"] = k3bench::sha256_file(runner);
+      if (detail.contains("build_hash")) k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
+    }
+    state.details[step.name] = detail;
     finish_step(*db, o.id, step.name, ok, code, line.wall_s, detail.dump());
     if (!ok) {
       failed = true;

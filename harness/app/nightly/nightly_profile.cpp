@@ -1,10 +1,13 @@
 #include "harness/app/nightly/nightly_profile.h"
 
 #include <algorithm>
+#include <filesystem>
 
 #include <fmt/format.h>
 
+#include "harness/host/bench/provenance.h"
 #include "harness/host/bench/user_error.h"
+#include "reports/runner_store.h"
 
 namespace k3nightly {
 namespace {
@@ -228,6 +231,54 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                        return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
                      }});
   }
+  // On a farm file, a verdict per board fingerprint: on the first board of each fingerprint group
+  // of tonight's campaign, tonight's runner against the previous nightly's (kept by build hash),
+  // interleaved in the same rounds on that board; then its report (the paired verdict).
+  if (!farm.builtin) {
+    for (const auto& board : farm.boards) {
+      NightlyStep bench{"board-verdict-" + board,
+                        [p, board](const NightlyState& s) {
+                          Args a = cat(cat(Args{"--json", "bench", "--farm", s.farm, "--board", board}, p.verdict_cells),
+                                       p.verdict_plan);
+                          const BoardBaseline base = board_baseline(s, board);
+                          if (!base.runner.empty()) a = cat(a, {"--baseline-runner", base.runner});
+                          return a;
+                        },
+                        {0, 3},
+                        true,
+                        false,
+                        true};
+      bench.skip = [board](const NightlyState& s) -> std::string {
+        const auto groups = s.details.value("tune-farm", nlohmann::json()).value("groups", nlohmann::json::array());
+        for (const auto& g : groups) {
+          const auto& boards = g.value("boards", nlohmann::json::array());
+          std::vector<std::string> healthy;
+          for (const auto& b : boards)
+            if (!g.value("lost", nlohmann::json::object()).contains(b.get<std::string>())) healthy.push_back(b);
+          if (std::find(healthy.begin(), healthy.end(), board) == healthy.end()) continue;
+          return healthy.front() == board ? "" : "judged on " + healthy.front() + " (the same fingerprint)";
+        }
+        return "not in tonight's campaign (not taken, or lost)";
+      };
+      steps.push_back(bench);
+      NightlyStep judge{"board-judge-" + board,
+                        [board](const NightlyState& s) {
+                          return Args{"report", s.details["board-verdict-" + board].value("run_uuid", std::string()),
+                                      "-o", s.dir + "/boards/" + board};
+                        },
+                        {0, 3, 4},
+                        false,
+                        true};
+      judge.skip = [board](const NightlyState& s) -> std::string {
+        const auto d = s.details.value("board-verdict-" + board, nlohmann::json());
+        if (!d.is_object() || !d.contains("build_hash")) return "no verdict bench on this board tonight";
+        if (d.value("builds", nlohmann::json::array()).size() < 2 || !d.contains("run_uuid"))
+          return "measured without a baseline: " + board_baseline(s, board).why;
+        return "";
+      };
+      steps.push_back(judge);
+    }
+  }
   // Today's host runner, interleaved with the previous nightly's kept runner when there is one.
   // Never --resume: the baseline's cells were measured by the previous nightly and would be
   // skipped, and a paired verdict needs both builds in the same rounds of one run (a cut-short
@@ -292,6 +343,30 @@ std::vector<std::string> timed_tables(const nlohmann::json& tune_detail) {
     if (!table.empty() && g.value("objective", "") == "time") out.push_back(table);
   }
   return out;
+}
+
+BoardBaseline board_baseline(const NightlyState& s, const std::string& board) {
+  BoardBaseline b;
+  const auto it = s.previous_steps.find("board-verdict-" + board);
+  if (it == s.previous_steps.end()) {
+    b.why = "no earlier nightly measured this board";
+    return b;
+  }
+  b.nightly = it->second.value("nightly", "");
+  const std::string hash = it->second.value("detail", nlohmann::json::object()).value("build_hash", "");
+  const auto mine = s.board_runner.find(board);
+  if (mine != s.board_runner.end() && !hash.empty() && std::filesystem::exists(mine->second) &&
+      k3bench::sha256_file(mine->second) == hash) {
+    b.why = fmt::format("the same runner as nightly {}: the code did not change", b.nightly);
+    return b;
+  }
+  const auto kept = k3reports::find_runner(s.runners_dir, hash, "");
+  if (kept.path.empty()) {
+    b.why = fmt::format("the runner of nightly {} ({}) was not kept: {}", b.nightly, hash.substr(0, 12), kept.note);
+    return b;
+  }
+  b.runner = kept.path;
+  return b;
 }
 
 std::string count_run(const nlohmann::json& count_detail, const std::string& path) {

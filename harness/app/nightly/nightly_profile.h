@@ -42,11 +42,23 @@ struct NightlyState {
   // path, case, figure, jitter and run_uuid) and its id; null when no earlier nightly counted.
   nlohmann::json previous_counts;
   std::string previous_counts_nightly;
+  // Per-board verdicts on a farm file: the previous nightly's detail of each "verdict-<board>"
+  // step ({"nightly": id, "detail": {...}}), and where tonight's board runners are kept.
+  std::map<std::string, nlohmann::json> previous_steps;
+  std::string runners_dir;                               // kept runners (k3reports::keep_runner)
+  std::map<std::string, std::string> board_runner;       // board -> its runner on this machine
 };
 
 // The tables of a `tune --farm` step's detail whose objective was time (those `table verify` can
 // check by timing), in group order.
 std::vector<std::string> timed_tables(const nlohmann::json& tune_detail);
+
+// The kept runner of the previous nightly's verdict on `board` to measure tonight's against, or
+// why there is none (then `why` is set and the path is empty).
+struct BoardBaseline {
+  std::string runner, nightly, why;
+};
+BoardBaseline board_baseline(const NightlyState& s, const std::string& board);
 
 // The run of tonight's (or the previous nightly's) `count` step that counted `path` ("" : none).
 std::string count_run(const nlohmann::json& count_detail, const std::string& path);
@@ -67,6 +79,7 @@ struct NightlyStep {
 struct NightlyFarm {
   bool builtin = true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
   std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
+  std::vector<std::string> boards;    // its boards, in inventory order
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm

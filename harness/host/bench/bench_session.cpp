@@ -118,9 +118,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   // The builds: an optional baseline first (A), then the runner under test (B).
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;
   if (!request.baseline_runner.empty() || !request.baseline_build.empty()) {
-    k3targets::TargetConfig config = target.config();
-    config.runner = std::filesystem::absolute(baseline_path(request)).string();
-    out.baseline_targets.push_back(k3targets::make_target(config, root));
+    // The same place running the baseline's binary (a farm board installs it next to its own).
+    out.baseline_targets.push_back(target.with_runner(std::filesystem::absolute(baseline_path(request)).string()));
     runners.emplace_back(out.baseline_targets.back().get(), "baseline");
   }
   runners.emplace_back(&target, runners.empty() ? "" : "candidate");

@@ -170,6 +170,11 @@ Fault Board::classify(const k3targets::ProcessResult& r, std::string* reason) co
 }
 
 DeployResult Board::deploy(const std::string& local_runner_path) {
+  deployed_ = install(local_runner_path);
+  return *deployed_;
+}
+
+DeployResult Board::install(const std::string& local_runner_path) const {
   DeployResult d;
   try {
     d.sha256 = sha256_file(local_runner_path);
@@ -205,7 +210,6 @@ DeployResult Board::deploy(const std::string& local_runner_path) {
     check(exec({"sh", "-c", kInstallScript, "k3farm-install", part, d.sha256, d.remote_path}, t),
           "verify");
   }
-  deployed_ = d;
   return d;
 }
 
@@ -243,13 +247,13 @@ RunResult Board::run_runner(const std::vector<std::string>& args, double timeout
                                 "env",
                                 "--"};
   for (const auto& [k, v] : runner_env()) argv.push_back(k + "=" + v);
-  if (override != nullptr) {
+  if (override != nullptr)
     for (const auto& [k, v] : override->env) argv.push_back(k + "=" + v);
-    argv.insert(argv.end(), override->emulator.begin(), override->emulator.end());
-  } else {
-    argv.insert(argv.end(), config_.exec_prefix.begin(), config_.exec_prefix.end());
-  }
-  argv.push_back(deployed_->remote_path);
+  const auto& prefix =
+      override != nullptr && override->emulator ? *override->emulator : config_.exec_prefix;
+  argv.insert(argv.end(), prefix.begin(), prefix.end());
+  argv.push_back(override != nullptr && !override->runner.empty() ? override->runner
+                                                                  : deployed_->remote_path);
   argv.insert(argv.end(), args.begin(), args.end());
   const double local_deadline = timeout_s + kKillAfterS + farm_.connect_timeout_s + 10;
   out.process = exec(argv, local_deadline);

@@ -54,11 +54,13 @@ struct DeployResult {
   std::string why;          // why it was copied: "absent", "sha256 mismatch (board had ...)"
 };
 
-// A run of the deployed runner under another emulator command than the board's exec prefix, with
-// extra environment: an instruction count (the board's qemu-user with the counting plugin).
+// A run that differs from the board's usual one: another emulator command than its exec prefix
+// (an instruction count: the board's qemu-user with the counting plugin), extra environment, or
+// another runner installed on the board (a baseline measured next to the deployed runner).
 struct RunOverride {
-  std::vector<std::string> emulator;
+  std::optional<std::vector<std::string>> emulator;  // none: the exec prefix
   std::map<std::string, std::string> env;
+  std::string runner;  // remote path from install(); empty: the deployed runner
 };
 
 struct RunResult {
@@ -81,6 +83,9 @@ class Board {
   // Copies the runner unless the board already has it (checked with sha256sum on the board),
   // verifies the copy on the board, and moves it into place atomically. Throws BoardError.
   DeployResult deploy(const std::string& local_runner_path);
+  // The same copy and check for another runner (a baseline), which does not become the deployed
+  // one: run it with RunOverride::runner = the result's remote_path.
+  DeployResult install(const std::string& local_runner_path) const;
   const std::optional<DeployResult>& deployed() const { return deployed_; }
 
   // K3BENCH_* and K3_* from our environment, then the board's own settings (which win).

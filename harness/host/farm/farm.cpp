@@ -208,12 +208,20 @@ namespace {
 
 class BoardTarget final : public k3targets::Target {
  public:
-  BoardTarget(Farm& farm, Board& board, const std::string& root)
-      : Target(config_for(board), root), farm_(farm), board_(board) {}
+  // `other`: another runner installed on the board (Board::install) instead of the deployed one;
+  // `other_local` is its file here (its hash is the build's identity).
+  BoardTarget(Farm& farm, Board& board, const std::string& root, std::string other_local = "",
+              std::string other_remote = "")
+      : Target(config_for(board, other_local), root),
+        farm_(farm),
+        board_(board),
+        other_remote_(std::move(other_remote)) {}
 
   std::vector<std::string> command(const std::vector<std::string>& args) const override {
     std::vector<std::string> argv = board_.config().exec_prefix;
-    argv.push_back(board_.deployed() ? board_.deployed()->remote_path : runner_path());
+    argv.push_back(!other_remote_.empty()  ? other_remote_
+                   : board_.deployed()     ? board_.deployed()->remote_path
+                                           : runner_path());
     argv.insert(argv.end(), args.begin(), args.end());
     return board_.transport().command(argv);
   }
@@ -221,12 +229,7 @@ class BoardTarget final : public k3targets::Target {
                                         const std::map<std::string, std::string>& env,
                                         const std::vector<std::string>& args,
                                         const k3targets::ProcessOptions& opt) const override {
-    const RunOverride o{emulator, env};
-    const RunResult r =
-        farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o);
-    k3targets::ProcessResult p = r.process;
-    if (r.fault == Fault::kRunnerTimeout) p.timed_out = true;
-    return p;
+    return judged_run(args, opt, RunOverride{emulator, env, other_remote_});
   }
   std::vector<std::string> emulator_prefix() const override {
     const auto& prefix = board_.config().exec_prefix;
@@ -238,32 +241,48 @@ class BoardTarget final : public k3targets::Target {
   }
   k3targets::ProcessResult run(const std::vector<std::string>& args,
                                const k3targets::ProcessOptions& opt) const override {
+    return judged_run(args, opt, RunOverride{std::nullopt, {}, other_remote_});
+  }
+  std::unique_ptr<k3targets::Target> with_runner(const std::string& local_runner) const override {
+    return farm_.target(name(), local_runner, board_.install(local_runner).remote_path);
+  }
+
+ private:
+  k3targets::ProcessResult judged_run(const std::vector<std::string>& args,
+                                      const k3targets::ProcessOptions& opt,
+                                      const RunOverride& o) const {
     const RunResult r =
-        farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s);
+        farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o);
     k3targets::ProcessResult p = r.process;
     if (r.fault == Fault::kRunnerTimeout) p.timed_out = true;
     return p;
   }
-
- private:
-  static k3targets::TargetConfig config_for(const Board& b) {
+  static k3targets::TargetConfig config_for(const Board& b, const std::string& other_local) {
     k3targets::TargetConfig c;
     c.name = b.name();
     c.kind = b.config().kind;
     c.variant = b.config().variant;
-    c.runner = b.config().runner;
+    c.runner = other_local.empty() ? b.config().runner : other_local;
     c.timeout_s = b.config().timeout_s;
     c.defined_in = b.config().defined_in;
     return c;
   }
   Farm& farm_;
   Board& board_;
+  std::string other_remote_;
 };
 
 }  // namespace
 
 std::unique_ptr<k3targets::Target> Farm::target(const std::string& board) {
   return std::make_unique<BoardTarget>(*this, *state(board).board, root_);
+}
+
+std::unique_ptr<k3targets::Target> Farm::target(const std::string& board,
+                                                const std::string& local_runner,
+                                                const std::string& remote_runner) {
+  return std::make_unique<BoardTarget>(*this, *state(board).board, root_, local_runner,
+                                       remote_runner);
 }
 
 }  // namespace k3farm

@@ -89,6 +89,10 @@ class Farm {
   // A Target for the sweep's existing code paths (probe, tcm, bench): name = board name, so the
   // cell identity includes the board. run() maps a board-side timeout to timed_out.
   std::unique_ptr<k3targets::Target> target(const std::string& board);
+  // The same board running another runner (e.g. last night's, for a paired A/B on the board),
+  // installed there next to the deployed one (Board::install) at `remote_runner`.
+  std::unique_ptr<k3targets::Target> target(const std::string& board, const std::string& local_runner,
+                                            const std::string& remote_runner);
 
  private:
   struct State {

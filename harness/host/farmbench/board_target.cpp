@@ -4,9 +4,27 @@
 
 namespace k3farmbench {
 
-JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board,
-                                     const std::string& root)
-    : Target(farm.target(board)->config(), root), farm_(farm), inner_(farm.target(board)) {}
+JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root,
+                                     const std::string& other_local, const std::string& other_remote)
+    : Target(other_local.empty() ? farm.target(board)->config()
+                                 : farm.target(board, other_local, other_remote)->config(),
+             root),
+      farm_(farm),
+      inner_(other_local.empty() ? farm.target(board) : farm.target(board, other_local, other_remote)) {
+  runner_.runner = other_remote;
+}
+
+std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(const std::string& local_runner) const {
+  std::string remote;
+  try {
+    remote = farm_.board(name()).install(local_runner).remote_path;
+  } catch (const k3farm::BoardError& e) {  // the install failed: the board is lost to this command
+    farm_.quarantine(name(), e.fault, e.what());
+    lost_ = e.what();
+    throw k3targets::TargetLost(e.what());
+  }
+  return std::make_unique<JudgedBoardTarget>(farm_, name(), root_, local_runner, remote);
+}
 
 std::vector<std::string> JudgedBoardTarget::command(const std::vector<std::string>& args) const {
   return inner_->command(args);
@@ -18,15 +36,14 @@ std::string JudgedBoardTarget::describe() const {
 
 k3targets::ProcessResult JudgedBoardTarget::run(const std::vector<std::string>& args,
                                                 const k3targets::ProcessOptions& opt) const {
-  return judged(farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s));
+  return judged(farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &runner_));
 }
 
 k3targets::ProcessResult JudgedBoardTarget::run_emulated(
     const std::vector<std::string>& emulator, const std::map<std::string, std::string>& env,
     const std::vector<std::string>& args, const k3targets::ProcessOptions& opt) const {
-  const k3farm::RunOverride o{emulator, env};
-  return judged(
-      farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o));
+  const k3farm::RunOverride o{emulator, env, runner_.runner};
+  return judged(farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o));
 }
 
 k3targets::ProcessResult JudgedBoardTarget::judged(const k3farm::RunResult& r) const {

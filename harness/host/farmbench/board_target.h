@@ -20,7 +20,12 @@ struct BoardLost : k3targets::TargetLost {
 
 class JudgedBoardTarget final : public k3targets::Target {
  public:
-  JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root);
+  // `other_local`/`other_remote`: another runner installed on the board (Board::install) that
+  // this target runs instead of the deployed one (a baseline); empty: the deployed runner.
+  JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root,
+                    const std::string& other_local = "", const std::string& other_remote = "");
+  // Installs that runner on the board; a failed install loses the board (TargetLost).
+  std::unique_ptr<k3targets::Target> with_runner(const std::string& local_runner) const override;
   std::vector<std::string> command(const std::vector<std::string>& args) const override;
   std::string describe() const override;
   k3targets::ProcessResult run(const std::vector<std::string>& args,
@@ -38,6 +43,7 @@ class JudgedBoardTarget final : public k3targets::Target {
   k3targets::ProcessResult judged(const k3farm::RunResult& r) const;
   k3farm::Farm& farm_;
   std::unique_ptr<k3targets::Target> inner_;  // the farm's own board target
+  k3farm::RunOverride runner_;                // which runner on the board (empty: the deployed one)
   mutable std::string lost_;
 };
 

@@ -59,6 +59,12 @@ ProcessResult Target::run_emulated(const std::vector<std::string>& emulator,
   return run_process(argv, opt);
 }
 
+std::unique_ptr<Target> Target::with_runner(const std::string& local_runner) const {
+  TargetConfig c = config_;
+  c.runner = local_runner;
+  return make_target(c, root_);
+}
+
 std::vector<std::string> Target::missing() const {
   std::vector<std::string> out;
   if (access(runner_path().c_str(), X_OK) != 0) {

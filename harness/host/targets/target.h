@@ -57,6 +57,9 @@ class Target {
                                      const ProcessOptions& opt) const;
   // Under qemu-user: wall time there says nothing about a board.
   bool emulated() const { return !emulator_prefix().empty(); }
+  // The same place running another runner binary (a baseline for a paired A/B): a target of the
+  // same configuration; a farm board installs that runner on the board next to its own.
+  virtual std::unique_ptr<Target> with_runner(const std::string& local_runner) const;
   // Why this target can no longer measure (a farm board taken out of the run); "" while it can.
   virtual std::string lost() const { return {}; }
 
