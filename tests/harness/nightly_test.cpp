@@ -163,6 +163,10 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_NE(same.find("1 identical"), std::string::npos) << same;
   EXPECT_NE(second.out.find("instruction counts: no increase against nightly n1"), std::string::npos)
       << second.out;
+  // Tonight's table against last night's of the same name (table diff).
+  EXPECT_NE(same.find("## Tables against nightly n1"), std::string::npos) << same;
+  EXPECT_NE(same.find("farm.json:\n```\n"), std::string::npos) << same;
+  EXPECT_NE(same.find("entries unchanged"), std::string::npos) << same;
 
   const auto planted = night("n3", {"K3BENCH_EXTRA_WORK_NS=200000"});
   EXPECT_EQ(planted.exit_code, 4) << planted.out << planted.err;
@@ -182,6 +186,11 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_EQ(count("SELECT count(*) FROM nightlies WHERE nightly_id = 'n3' AND status = "
                   "'regression' AND exit_code = 4"),
             1);
+  // report.json covers the night: the count verdict is there, a regression against n2.
+  const auto report = nlohmann::json::parse(read_file(tmp_ / "nightly/n3/report.json"));
+  EXPECT_EQ(report["nightly"]["exit_code"], 4);
+  EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["verdict"], "regression") << report["nightly"].dump();
+  EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["against"], "n2");
 }
 
 // On a farm file each board fingerprint is judged on a board: tonight's board runner against the

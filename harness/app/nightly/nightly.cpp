@@ -23,6 +23,7 @@
 #include "harness/app/nightly/nightly_store.h"
 #include "harness/host/bench/provenance.h"
 #include "reports/runner_store.h"
+#include "tuner/table.h"
 #include "harness/host/targets/target.h"
 #include "harness/host/bench/user_error.h"
 
@@ -181,6 +182,30 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
       t += fmt::format("{}: {}\n", l.status, l.note);
     }
   }
+  // Tonight's tables against the previous nightly's of the same name (`k3tune table diff`).
+  if (fs::exists(o.dir + "/tables")) {
+    std::vector<std::string> names;
+    for (const auto& f : fs::directory_iterator(o.dir + "/tables"))
+      if (f.path().extension() == ".json") names.push_back(f.path().filename().string());
+    std::sort(names.begin(), names.end());
+    if (!names.empty())
+      t += fmt::format("\n## Tables against nightly {}\n\n",
+                       s.previous_tables_nightly.empty() ? "(none)" : s.previous_tables_nightly);
+    for (const auto& name : names) {
+      const std::string old_table = s.previous_tables_dir + "/tables/" + name;
+      if (s.previous_tables_dir.empty() || !fs::exists(old_table)) {
+        t += fmt::format("{}: new tonight (no table of that name before)\n", name);
+        continue;
+      }
+      try {
+        const std::string diff = k3tuner::diff_tables(k3tuner::read_table(old_table),
+                                                      k3tuner::read_table(o.dir + "/tables/" + name));
+        t += fmt::format("{}:\n```\n{}```\n", name, diff.empty() ? "identical\n" : diff);
+      } catch (const std::exception& e) {
+        t += fmt::format("{}: not compared: {}\n", name, e.what());
+      }
+    }
+  }
   // The exact verdicts of the instruction counts, one section per counted path.
   for (const auto& l : lines) {
     if (l.name.rfind("count-verdict-", 0) != 0) continue;
@@ -278,6 +303,11 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
           {"nightly", prev->nightly_id},
           {"detail", prev->detail_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(prev->detail_json)}};
   }
+  for (const char* tuning : {"tune-farm", "tune-local"})
+    if (const auto prev = previous_step(*db, o.id, tuning); prev && state.previous_tables_dir.empty()) {
+      state.previous_tables_nightly = prev->nightly_id;
+      state.previous_tables_dir = nightly_dir(*db, prev->nightly_id);
+    }
   if (const auto prev = previous_step(*db, o.id, "count")) {
     state.previous_counts = prev->detail_json.empty() ? nlohmann::json()
                                                       : nlohmann::json::parse(prev->detail_json);
@@ -405,6 +435,39 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   if (fs::exists(summary) && !failed &&
       read_text(summary).find("\n# Nightly ") == std::string::npos)
     std::ofstream(summary, std::ios::app) << "\n" << text;
+  // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.
+  const std::string report_json = o.dir + "/report.json";
+  if (fs::exists(report_json) && !failed) {
+    nlohmann::json report = nlohmann::json::parse(read_text(report_json), nullptr, false);
+    if (report.is_object()) {
+      nlohmann::json night = {{"id", o.id},        {"profile", rq.profile},  {"farm", rq.farm},
+                              {"verdict", o.verdict}, {"exit_code", o.exit_code}, {"wall_s", o.wall_s}};
+      night["steps"] = nlohmann::json::array();
+      for (const auto& l : lines)
+        night["steps"].push_back(
+            {{"step", l.name}, {"status", l.status}, {"exit_code", l.exit_code}, {"wall_s", l.wall_s}, {"note", l.note}});
+      for (const auto& l : lines) {
+        const auto judged = [&](const std::string& prefix) {
+          return l.name.rfind(prefix, 0) == 0 ? l.name.substr(prefix.size()) : std::string();
+        };
+        const nlohmann::json outcome = {
+            {"status", l.status},
+            {"verdict", l.status != "done" ? "not judged" : l.exit_code == 4 ? "regression" : l.exit_code == 3 ? "cells failed" : "ok"},
+            {"note", l.note}};
+        if (const auto board = judged("board-judge-"); !board.empty()) night["boards"][board] = outcome;
+        if (const auto path = judged("count-verdict-"); !path.empty()) {
+          night["instruction_counts"][path] = outcome;
+          night["instruction_counts"][path]["against"] = state.previous_counts_nightly;
+        }
+      }
+      night["tables"] = nlohmann::json::array();
+      if (fs::exists(o.dir + "/tables"))
+        for (const auto& f : fs::directory_iterator(o.dir + "/tables"))
+          if (f.path().extension() == ".json") night["tables"].push_back(f.path().string());
+      report["nightly"] = night;
+      std::ofstream(report_json) << report.dump(2) << "\n";
+    }
+  }
   return o;
 }
 

@@ -47,6 +47,8 @@ struct NightlyState {
   std::map<std::string, nlohmann::json> previous_steps;
   std::string runners_dir;                               // kept runners (k3reports::keep_runner)
   std::map<std::string, std::string> board_runner;       // board -> its runner on this machine
+  // The previous nightly whose tables tonight's are diffed against (its id and directory).
+  std::string previous_tables_nightly, previous_tables_dir;
 };
 
 // The tables of a `tune --farm` step's detail whose objective was time (those `table verify` can

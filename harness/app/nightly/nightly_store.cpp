@@ -62,6 +62,12 @@ std::optional<PreviousStep> previous_step(k3store::Connection& c, const std::str
   return PreviousStep{s.text(0), s.text(1)};
 }
 
+std::string nightly_dir(k3store::Connection& c, const std::string& id) {
+  auto s = c.prepare("SELECT dir FROM nightlies WHERE nightly_id = ?1");
+  s.bind(1, id);
+  return s.step() ? s.text(0) : std::string();
+}
+
 std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
                                  const std::string& step) {
   auto s = c.prepare(

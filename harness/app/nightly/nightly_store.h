@@ -36,6 +36,9 @@ struct PreviousStep {
 std::optional<PreviousStep> previous_step(k3store::Connection& c, const std::string& id,
                                           const std::string& step);
 
+// The artifacts directory of nightly `id` ("" when there is no such nightly).
+std::string nightly_dir(k3store::Connection& c, const std::string& id);
+
 std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
                                  const std::string& step);
 void begin_step(k3store::Connection& c, const std::string& id, const std::string& step, int seq,
