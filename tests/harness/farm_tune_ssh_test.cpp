@@ -157,6 +157,23 @@ TEST_F(FarmSshTune, ABoardLostMidCampaignHandsItsSessionToAnotherBoardOfItsFinge
   }
 }
 
+// `count` on a board: the board's runner under the board's own qemu (its VLEN, its -L), counted on
+// the board, stored as a count run like any other.
+TEST_F(FarmSshTune, CountOnABoardCountsItsRunnerAtItsVlen) {
+  const auto r = k3tune({"-q", "--json", "count", "--farm", farm_file_, "--board", "b1", "--case",
+                         "linear_decode n=64,k=256"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto rows = nlohmann::json::parse(r.out);
+  ASSERT_EQ(rows.size(), 1u) << r.out;
+  EXPECT_EQ(rows[0]["vlen"], 1024);
+  EXPECT_EQ(rows[0]["path"], "rvv");
+  EXPECT_GT(rows[0]["instructions_per_call"].get<double>(), 64 * 256 / 64) << rows.dump();  // >= 1 per block
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE run_uuid = '" + rows[0]["run_uuid"].get<std::string>() + "'"), 1);
+  const auto bad = k3tune({"count", "--farm", farm_file_, "--board", "b1", "--vlens", "256"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err, "k3tune: --vlens: a board counts at its own VLEN (its exec prefix)\n");
+}
+
 TEST_F(FarmSshTune, BadPlacesAreOneLineAndWriteNothing) {
   const std::string t = lab_->dir() / "t.json";
   const auto no_farm =

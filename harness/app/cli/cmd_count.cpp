@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/app/cli/measuring_place.h"
+#include "harness/host/targets/runner_facts.h"
 #include "harness/host/targets/build_presets.h"
 #include "harness/host/store/database.h"
 #include "harness/host/bench/instruction_count.h"
@@ -18,6 +20,7 @@ namespace k3cli {
 namespace {
 
 struct Args {
+  PlaceArgs place;
   std::vector<std::string> runners;  // path=binary
   std::vector<std::string> cases = {"linear_decode n=2048,k=2048",
                                     "linear_prefill m=16,n=2048,k=2048"};
@@ -39,7 +42,7 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
-void run(const AppContext& ctx, const Args& a) {
+void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   k3bench::CountTools tools;
   tools.plugin =
       a.plugin.empty() ? ctx.root + "/build/third_party/qemu-plugin/libinsn_count.so" : a.plugin;
@@ -48,6 +51,24 @@ void run(const AppContext& ctx, const Args& a) {
         "--plugin: {} is missing (bash scripts/build-qemu-plugin.sh builds it)", tools.plugin));
   std::vector<std::pair<std::string, std::string>> runners;
   for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
+  // On a farm board: its own runner, under its own emulator, at its VLEN, counted on the board.
+  std::unique_ptr<MeasuringPlace> place;
+  std::vector<int> vlens = a.vlens;
+  if (!a.place.farm.empty()) {
+    if (!runners.empty() || !a.variants.empty())
+      throw k3bench::UserError("--farm: counts the board's own runner (no --runner or --variant)");
+    if (cmd.get_option("--vlens")->count() > 0)
+      throw k3bench::UserError("--vlens: a board counts at its own VLEN (its exec prefix)");
+    place = std::make_unique<MeasuringPlace>(ctx, a.place, cmd);
+    const auto& t = place->target();
+    if (!t.emulated())
+      throw k3bench::UserError(fmt::format("--farm: board {} runs natively: instructions are counted under "
+                                           "qemu-user (a board whose exec prefix is qemu-user)", t.name()));
+    const k3targets::RunnerFacts f = k3targets::read_runner_facts(t);
+    if (!f.vlen_bits) throw k3bench::UserError(fmt::format("--farm: board {} reports no VLEN", t.name()));
+    vlens = {*f.vlen_bits};
+    runners.emplace_back(f.path, t.runner_path());
+  }
   for (const auto& name : a.variants) {  // a preset's tree, counted with its count_path
     k3targets::BuildPreset p;
     try {
@@ -63,7 +84,7 @@ void run(const AppContext& ctx, const Args& a) {
       throw k3bench::UserError(fmt::format("--variant: {} is not built ({} is missing)", name, bin));
     runners.emplace_back(p.count_path, bin);
   }
-  if (runners.empty()) {
+  if (runners.empty() && !place) {
     // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built: per
     // path the first built one in file order, so the runner variants (`k3tune build --variant
     // rvv|ime2-emu`) come before the test trees.
@@ -99,8 +120,9 @@ void run(const AppContext& ctx, const Args& a) {
   for (const auto& [path, bin] : runners) {
     std::vector<k3bench::CountResult> results;
     for (const auto& [op, shape] : cases) {
-      for (int vlen : a.vlens) {
-        const k3bench::CountResult r = count_instructions(tools, {bin, path, op, shape, vlen});
+      for (int vlen : vlens) {
+        const k3bench::CountResult r =
+            count_instructions(tools, {bin, path, op, shape, vlen, place ? &place->target() : nullptr});
         const double u = r.units > 0 ? r.units : 1;
         const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
         if (ctx.json) {
@@ -160,7 +182,8 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--plugin", args->plugin,
                   "counting plugin (default: build/third_party/qemu-plugin/libinsn_count.so)");
   cmd->add_flag("!--no-store", args->store, "print only, store nothing");
-  cmd->callback([&ctx, args] { run(ctx, *args); });
+  add_place_options(cmd, args->place, false);
+  cmd->callback([&ctx, args, cmd] { run(ctx, *args, *cmd); });
 }
 
 }  // namespace k3cli

@@ -9,8 +9,8 @@
 
 namespace k3cli {
 
-void add_place_options(CLI::App* cmd, PlaceArgs& args) {
-  cmd->add_option("--target", args.target, "target name (configs/targets.toml)")->capture_default_str();
+void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target) {
+  if (target) cmd->add_option("--target", args.target, "target name (configs/targets.toml)")->capture_default_str();
   auto* farm = cmd->add_option("--farm", args.farm,
                                "measure on a board of this farm instead: a farm file, or 'local' (host + qemu boards)");
   cmd->add_option("--board", args.boards, "with --farm: the board (repeatable: the first that can be leased)")
@@ -19,7 +19,7 @@ void add_place_options(CLI::App* cmd, PlaceArgs& args) {
 }
 
 FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
-  if (cmd.get_option("--target")->count() > 0)
+  if (const auto* t = cmd.get_option_no_throw("--target"); t != nullptr && t->count() > 0)
     throw k3bench::UserError("--target and --farm: measure on one or the other");
   FarmBoards out;
   try {

@@ -22,8 +22,9 @@ struct PlaceArgs {
   std::vector<std::string> boards, tags;
 };
 
-// Adds --target, --farm, --board, --tag to `cmd` (--board and --tag need --farm).
-void add_place_options(CLI::App* cmd, PlaceArgs& args);
+// Adds --target (unless `target` is false: a command that runs on a farm board or its own way),
+// --farm, --board, --tag to `cmd` (--board and --tag need --farm).
+void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target = true);
 
 // The farm and its boards that --farm/--board/--tag name (in inventory order); UserError for an
 // unknown farm file, board or tag, or --target together with --farm.

@@ -70,9 +70,11 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   static std::map<std::string, Catalog> catalogs;
   auto it = catalogs.find(c.runner);
   if (it == catalogs.end()) {
-    const auto r = k3targets::run_process(
-        {tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, "--list-ops", "--json"},
-        k3targets::ProcessOptions::with_timeout(120));
+    const std::vector<std::string> list = {"--list-ops", "--json"};
+    const auto r = c.target != nullptr
+                       ? c.target->run(list, k3targets::ProcessOptions::with_timeout(120))
+                       : k3targets::run_process({tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, list[0], list[1]},
+                                                k3targets::ProcessOptions::with_timeout(120));
     if (!r.ok()) {
       throw UserError(
           fmt::format("count: {} --list-ops: {}", c.runner, r.failure_reason(120)));
@@ -97,8 +99,9 @@ CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) 
   args.insert(args.end(), {"--path", c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup",
                            "0", "--iterations", std::to_string(calls), "--check", "none",
                            "--pool-wait", "park", "--json"});
-  CountedProcess p = count_process(tools, qemu_cpu(c.vlen), c.runner, args,
-                                   {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}});
+  const std::map<std::string, std::string> env = {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}};
+  CountedProcess p = c.target != nullptr ? count_process(tools, *c.target, args, env)
+                                         : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env);
   const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
                                        c.shape, c.path, c.vlen);
   if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));

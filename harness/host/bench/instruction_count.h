@@ -55,6 +55,9 @@ struct CountCase {
                      // gate refuses (VLEN below 1024) dispatch falls back to RVV as an engine would
   std::string op, shape;  // k3bench --op / --shape
   int vlen = 1024;
+  // Where to count: null runs `runner` here under qemu-user at `vlen`; a target (an emulated farm
+  // board) runs its own runner under its own emulator, where it runs (`runner`, `vlen`: its).
+  const k3targets::Target* target = nullptr;
 };
 
 struct CountResult {
