@@ -66,7 +66,7 @@ std::string build_line(const BuildInfo& b) {
 void section_rules(const Verdict& v, std::string& out) {
   if (v.method == "exact-counts") {
     out += wrap("Instruction counts under qemu-user are exact up to each case's measured jitter "
-                "(the range of three identical processes: the untimed part varies by a few "
+                "(the range of five identical processes: the untimed part varies by a few "
                 "hundred instructions): a count that differs from the baseline's by more than "
                 "twice the larger jitter is a change, anything within it is identical. No "
                 "significance test, no minimum effect; more instructions count as a regression.") +
@@ -103,11 +103,13 @@ void section_rules(const Verdict& v, std::string& out) {
 
 // Instruction-count verdicts: the figures, the exact delta and the jitter, per outcome.
 void section_exact(const Verdict& v, Outcome outcome, const char* title, std::string& out) {
-  TextTable t({"cell", "base insns", "cand insns", "delta insns", "change", "identical within"},
-              {L, R, R, R, R, R});
+  // The target names the emulated CPU (qemu-vlen<V>): the same case is counted at several VLENs.
+  TextTable t({"cell", "on", "base insns", "cand insns", "delta insns", "change", "identical within"},
+              {L, L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != outcome || !c.timing.exact) continue;
-    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b),
+    t.add({c.label, c.b != nullptr ? c.b->target : "", v.per_call.text(c.timing.cmp.mean_a),
+           v.per_call.text(c.timing.cmp.mean_b),
            fmt::format("{:+.0f}", c.timing.exact->delta), pct(c.timing.cmp.rel_diff),
            fmt::format("+-{:.0f}", c.timing.exact->tolerance)});
   }

@@ -47,10 +47,10 @@ Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& 
 // Instruction counts (two `k3tune count` runs) are exact up to a measured per-process jitter:
 // they are judged by a static rule, not a significance test. A change is a difference larger than
 // twice the larger of the two runs' jitters; anything within it is "identical". Why twice: a
-// case's jitter is the range of three identical processes, which sees most but not all of the
+// case's jitter is the range of five identical processes, which sees most but not all of the
 // spread a per-call figure (a difference of two processes' counts) can carry; simulated with
-// normal per-process variation, one jitter as the tolerance calls 6% of identical builds
-// changed, twice the jitter 0.5%.
+// normal per-process variation, twice the range of three calls 0.58% of identical cases changed,
+// twice the range of five 0.02% (so a nightly's 16 cases almost never raise a false alarm).
 struct ExactCount {
   double delta = 0;      // candidate - baseline, instructions per call
   double tolerance = 0;  // 2 x the larger jitter: the largest difference still "identical"

@@ -26,23 +26,11 @@ namespace {
 
 using namespace k3farm_test;
 
-class FarmSshSweep : public ::testing::Test {
+class FarmSshSweep : public LoopbackFarmTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(K3_FARM_RISCV_RUNNER)) << K3_FARM_RISCV_RUNNER << " missing";
-    lab_ = std::make_unique<LoopbackFarm>(2);
-    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);
-  }
-  std::string db() const { return lab_->dir() / "results.db"; }
-  struct Cmd {
-    int code;
-    std::string out, err;
-  };
   Cmd k3tune(std::vector<std::string> args) const {
-    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "-q"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
-    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+    args.insert(args.begin(), "-q");
+    return run_k3tune(args);
   }
   // Tiny decode cells under qemu, one cell per probe; `extra` adds shapes, grids, timeouts.
   std::future<Cmd> sweep(std::vector<std::string> extra) const {
@@ -93,8 +81,6 @@ class FarmSshSweep : public ::testing::Test {
     return false;
   }
   static nlohmann::json json(const Cmd& c) { return nlohmann::json::parse(c.out); }
-  std::unique_ptr<LoopbackFarm> lab_;
-  std::string farm_file_;
 };
 
 const std::vector<std::string> kFourShapes = {"--shape", "n=64,k=256",  "--shape", "n=96,k=256",

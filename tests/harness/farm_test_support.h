@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "harness/host/targets/process.h"
 
 namespace k3farm_test {
@@ -292,6 +294,30 @@ class LoopbackFarm {
  private:
   TempDir tmp_;
   std::vector<std::unique_ptr<Sshd>> sshd_;
+};
+
+// A test on a two-board loopback farm running K3_FARM_RISCV_RUNNER, with k3tune run against the
+// farm's database (or another one).
+class LoopbackFarmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(K3_FARM_RISCV_RUNNER)) << K3_FARM_RISCV_RUNNER << " missing";
+    lab_ = std::make_unique<LoopbackFarm>(2);
+    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);
+  }
+  std::string db() const { return lab_->dir() / "results.db"; }
+  struct Cmd {
+    int code;
+    std::string out, err;
+  };
+  Cmd run_k3tune(const std::vector<std::string>& args, const std::string& db_path = "") const {
+    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db_path.empty() ? db() : db_path};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
+    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  }
+  std::unique_ptr<LoopbackFarm> lab_;
+  std::string farm_file_;
 };
 
 }  // namespace k3farm_test

@@ -22,24 +22,10 @@ namespace {
 
 using namespace k3farm_test;
 
-class FarmSshTune : public ::testing::Test {
+class FarmSshTune : public LoopbackFarmTest {
  protected:
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(K3_FARM_RISCV_RUNNER)) << K3_FARM_RISCV_RUNNER << " missing";
-    lab_ = std::make_unique<LoopbackFarm>(2);
-    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);
-  }
-  std::string db() const { return lab_->dir() / "results.db"; }
-  struct Cmd {
-    int code;
-    std::string out, err;
-  };
-  Cmd k3tune(std::vector<std::string> args, const std::string& db_path = "") const {
-    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db",
-                                  db_path.empty() ? db() : db_path};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
-    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  Cmd k3tune(const std::vector<std::string>& args, const std::string& db_path = "") const {
+    return run_k3tune(args, db_path);
   }
   // An exact tune of small decode shapes (6 and 4 valid configurations at one worker).
   std::vector<std::string> tune_args(const std::vector<std::string>& where, const std::string& out,
@@ -61,8 +47,6 @@ class FarmSshTune : public ::testing::Test {
   static nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(read_file(path));
   }
-  std::unique_ptr<LoopbackFarm> lab_;
-  std::string farm_file_;
 };
 
 TEST_F(FarmSshTune, AnExactTuneOnABoardRecordsTheBoardsFingerprintAndRepeatsExactly) {

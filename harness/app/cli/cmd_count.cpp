@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,7 @@ struct Args {
   std::vector<std::string> variants;  // build presets whose runners count (with their count_path)
   std::vector<int> vlens = {128, 256, 512, 1024};
   std::string plugin;
+  int jobs = 0;  // qemu processes at a time (0: one per CPU)
   bool store = true;
 };
 
@@ -118,39 +120,37 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
         "total/unit");
   }
   for (const auto& [path, bin] : runners) {
-    std::vector<k3bench::CountResult> results;
-    for (const auto& [op, shape] : cases) {
-      for (int vlen : vlens) {
-        const k3bench::CountResult r =
-            count_instructions(tools, {bin, path, op, shape, vlen, place ? &place->target() : nullptr});
-        const double u = r.units > 0 ? r.units : 1;
-        const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
-        if (ctx.json) {
-          out.push_back({{"runner", bin},
-                         {"path", path},
-                         {"ran", ran},
-                         {"op", op},
-                         {"shape", shape},
-                         {"vlen", vlen},
-                         {"ime2_per_call", r.ime2},
-                         {"other_per_call", r.other},
-                         {"instructions_per_call", r.instructions},
-                         {"units_per_call", r.units},
-                         {"jitter", r.jitter},
-                         {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr}});
-        } else {
-          std::cout
-              << fmt::format(
-                     "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n",
-                     path, op, shape, vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
-                     fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
-                     r.units > 0 ? fixed(r.other / u, 5) : "",
-                     r.units > 0 ? fixed(r.instructions / u, 5) : "")
-              << std::flush;
-        }
-        results.push_back(r);
+    std::vector<k3bench::CountCase> todo;
+    for (const auto& [op, shape] : cases)
+      for (int vlen : vlens) todo.push_back({bin, path, op, shape, vlen, place ? &place->target() : nullptr});
+    // Cases in parallel, one qemu process each, printed in order; a board counts one at a time.
+    const int jobs = place ? 1 : a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const auto results = k3bench::count_cases(tools, todo, jobs, [&](std::size_t i, const k3bench::CountResult& r) {
+      const auto& c = todo[i];
+      const double u = r.units > 0 ? r.units : 1;
+      const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+      if (ctx.json) {
+        out.push_back({{"runner", bin},
+                       {"path", path},
+                       {"ran", ran},
+                       {"op", c.op},
+                       {"shape", c.shape},
+                       {"vlen", c.vlen},
+                       {"ime2_per_call", r.ime2},
+                       {"other_per_call", r.other},
+                       {"instructions_per_call", r.instructions},
+                       {"units_per_call", r.units},
+                       {"jitter", r.jitter},
+                       {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr}});
+      } else {
+        std::cout << fmt::format("{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n", path,
+                                 c.op, c.shape, c.vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
+                                 fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
+                                 r.units > 0 ? fixed(r.other / u, 5) : "",
+                                 r.units > 0 ? fixed(r.instructions / u, 5) : "")
+                  << std::flush;
       }
-    }
+    });
     if (db) {
       const std::string run_uuid = k3bench::store_counts(*db, "k3tune count", results);
       if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
@@ -181,6 +181,8 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--plugin", args->plugin,
                   "counting plugin (default: build/third_party/qemu-plugin/libinsn_count.so)");
+  cmd->add_option("-j,--jobs", args->jobs, "cases counted at a time, one qemu process each (default: one per CPU)")
+      ->check(CLI::Range(0, 256));
   cmd->add_flag("!--no-store", args->store, "print only, store nothing");
   add_place_options(cmd, args->place, false);
   cmd->callback([&ctx, args, cmd] { run(ctx, *args, *cmd); });

@@ -2,6 +2,7 @@
 // did (space sizes, measurements used, the choice and its evidence) and where the table went.
 #include <cstdlib>
 #include <iostream>
+#include <map>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -119,7 +120,25 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
       }
       for (const auto& [b, why] : g.lost) fmt::print("board {} lost: {}\n", b, why);
       for (const auto& u : g.unfinished) fmt::print("UNFINISHED {}\n", u);
-      for (const auto& j : g.outcome.jobs) print_job(j, c.explain);
+      // Ops without a space: one line for all of them, not one per shape.
+      std::map<std::string, int> skipped;
+      int sessions = 0;
+      std::size_t valid = 0;
+      for (const auto& j : g.outcome.jobs) {
+        if (!j.note.empty()) {
+          ++skipped[j.op];
+          continue;
+        }
+        ++sessions;
+        valid += j.result.counts.valid;
+        print_job(j, c.explain);
+      }
+      if (c.explain) fmt::print("{} sessions, {} valid configurations in all\n", sessions, valid);
+      if (!skipped.empty()) {
+        std::string ops;
+        for (const auto& [op, n] : skipped) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", op, n);
+        fmt::print("no search space, not tuned: {}\n", ops);
+      }
       if (!g.outcome.table_path.empty())
         fmt::print("table {} ({} entries)\n", g.outcome.table_path, g.outcome.table["entries"].size());
     }

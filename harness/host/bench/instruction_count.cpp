@@ -11,6 +11,8 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <thread>
 #include <regex>
 #include <sstream>
 
@@ -28,6 +30,10 @@ namespace k3bench {
 namespace {
 
 constexpr int kFewCalls = 1, kMoreCalls = 3;
+// Identical 1-call processes whose range is a case's jitter. Five, not three: with twice the
+// larger jitter as the tolerance, simulated normal per-process variation calls an unchanged case
+// changed 0.58% of the time with three, 0.02% with five (a nightly counts 16 cases).
+constexpr int kJitterProcesses = 5;
 constexpr const char* kMetric = "instructions per call";
 
 // [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
@@ -67,7 +73,9 @@ double number(const std::string& text, const std::string& key) {
 // --params for a count: one worker and one weight copy, for the ops that declare them (read from
 // the runner's catalog, once per runner).
 std::string count_params(const CountTools& tools, const CountCase& c) {
+  static std::mutex mu;  // cases are counted in parallel
   static std::map<std::string, Catalog> catalogs;
+  std::lock_guard lock(mu);
   auto it = catalogs.find(c.runner);
   if (it == catalogs.end()) {
     const std::vector<std::string> list = {"--list-ops", "--json"};
@@ -236,14 +244,19 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
 CountResult count_instructions(const CountTools& tools, const CountCase& c) {
   const CountedProcess few = run_once(tools, c, kFewCalls);
   const CountedProcess more = run_once(tools, c, kMoreCalls);
-  // The 1-call process twice more: the range of three identical processes is this case's jitter.
-  const CountedProcess again = run_once(tools, c, kFewCalls);
-  const CountedProcess third = run_once(tools, c, kFewCalls);
+  // The 1-call process kJitterProcesses times in all: their range is this case's jitter.
+  double low = few.total(), high = few.total();
+  std::int64_t wall_ns = few.process.wall_ns + more.process.wall_ns;
+  for (int i = 1; i < kJitterProcesses; ++i) {
+    const CountedProcess again = run_once(tools, c, kFewCalls);
+    low = std::min(low, again.total());
+    high = std::max(high, again.total());
+    wall_ns += again.process.wall_ns;
+  }
   const double calls = kMoreCalls - kFewCalls;
   CountResult r;
   r.c = c;
-  r.jitter = std::max({few.total(), again.total(), third.total()}) -
-             std::min({few.total(), again.total(), third.total()});
+  r.jitter = high - low;
   r.path_taken = more.json.at("dispatch").value("path", "");
   r.emulated = more.json.at("dispatch").value("emulated", false);
   r.ime2 = (more.ime2 - few.ime2) / calls;
@@ -252,9 +265,45 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c) {
   r.instructions = r.ime2 + r.other;
   r.units = units_per_call(c.op, c.shape);
   r.runner_json = more.json;
-  r.wall_ns =
-      few.process.wall_ns + more.process.wall_ns + again.process.wall_ns + third.process.wall_ns;
+  r.wall_ns = wall_ns;
   return r;
+}
+
+std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
+                                     const std::function<void(std::size_t, const CountResult&)>& done) {
+  std::vector<std::optional<CountResult>> results(cases.size());
+  std::mutex mu;
+  std::size_t next = 0, reported = 0;
+  std::exception_ptr failure;
+  auto worker = [&] {
+    for (;;) {
+      std::size_t i;
+      {
+        std::lock_guard lock(mu);
+        if (next == cases.size() || failure) return;
+        i = next++;
+      }
+      try {
+        CountResult r = count_instructions(tools, cases[i]);
+        std::lock_guard lock(mu);
+        results[i] = std::move(r);
+        while (reported < results.size() && results[reported]) {
+          if (done) done(reported, *results[reported]);
+          ++reported;
+        }
+      } catch (...) {
+        std::lock_guard lock(mu);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::max(1, std::min<int>(jobs, static_cast<int>(cases.size()))); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  std::vector<CountResult> out;
+  for (auto& r : results) out.push_back(std::move(*r));
+  return out;
 }
 
 std::string store_counts(k3store::Connection& db, const std::string& command,
@@ -338,7 +387,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     a.ok = true;
     a.method =
         "instruction count: (count of 3 calls - count of 1) / 2, qemu-user; interval: +- the "
-        "case's measured jitter (the range of three identical 1-call processes)";
+        "case's measured jitter (the range of five identical 1-call processes)";
     a.processes = 1;
     a.samples = 1;
     a.source_runs_json = nlohmann::json::array({run_uuid}).dump();

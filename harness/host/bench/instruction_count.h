@@ -12,7 +12,7 @@
 //   other = counted instructions - calls of the model (what a real build runs besides IME2)
 // For other builds ime2 = 0 and other = the count.
 //
-// Jitter: the 1-call process runs three times; they differ only by the untimed part's
+// Jitter: the 1-call process runs five times; they differ only by the untimed part's
 // per-process variation (a few hundred instructions). Their range is the case's jitter, stored
 // with the figure (sample counter jitter_instructions; the aggregate's interval is +- jitter).
 // Two counts of a case are "identical" unless they differ by more than twice the larger jitter
@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -67,7 +68,7 @@ struct CountResult {
   double instructions = 0;  // per call: ime2 + other
   double ime2 = 0, other = 0, vector = 0;
   double units = 0;  // work per call (unit_of_work); 0: an op without one
-  double jitter = 0;  // range of three identical 1-call processes, instructions
+  double jitter = 0;  // range of five identical 1-call processes, instructions
   std::optional<double> per_unit() const {
     return units > 0 ? std::optional(instructions / units) : std::nullopt;
   }
@@ -113,8 +114,15 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
 std::string unit_of_work(const std::string& op);
 double units_per_call(const std::string& op, const std::string& shape);
 
-// Counts one case (four qemu processes: 1 call, 3 calls, 1 call twice more for the jitter). Throws UserError with the failing step's reason.
+// Counts one case (six qemu processes: 1 call, 3 calls, 1 call four more times for the jitter). Throws UserError with the failing step's reason.
 CountResult count_instructions(const CountTools& tools, const CountCase& c);
+
+// Counts `cases` with up to `jobs` qemu processes at a time (each process is one thread of qemu:
+// two cases on two cores take the time of one; counts do not depend on the machine's load).
+// `done(i, result)` is called in case order as results become available. The first failure is
+// rethrown once the cases in flight have finished.
+std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
+                                     const std::function<void(std::size_t, const CountResult&)>& done = {});
 
 // Stores results of ONE runner binary as a run (see the top of this file); returns its run_uuid.
 std::string store_counts(k3store::Connection& db, const std::string& command,
