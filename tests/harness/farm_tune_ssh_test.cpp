@@ -11,6 +11,9 @@
 //   - bad input: --board without --farm, an unknown board, a time objective on an emulated board.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <future>
 
 #include <nlohmann/json.hpp>
@@ -156,6 +159,31 @@ TEST_F(FarmSshTune, CountOnABoardCountsItsRunnerAtItsVlen) {
   const auto bad = k3tune({"count", "--farm", farm_file_, "--board", "b1", "--vlens", "256"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err, "k3tune: --vlens: a board counts at its own VLEN (its exec prefix)\n");
+}
+
+// Ctrl-C or SIGTERM during a farm command releases its leases on the way out: the next command
+// takes the boards at once, no `farm release --stale` needed.
+TEST_F(FarmSshTune, AnInterruptedCommandLeavesNoLeaseBehind) {
+  std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db()};
+  for (const auto& a : tune_args({"--tag", "qemu"}, lab_->dir() / "t.json")) argv.push_back(a);
+  const pid_t pid = k3targets::spawn_in_group(argv, -1, -1, -1);
+  ASSERT_GT(pid, 0);
+  bool leased = false;
+  for (int i = 0; i < 600 && !leased; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      leased = count("SELECT count(*) FROM farm_leases") == 2;
+    } catch (const std::exception&) {  // the database is being created
+    }
+  }
+  ASSERT_TRUE(leased);
+  kill(pid, SIGTERM);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM) << st;
+  EXPECT_EQ(count("SELECT count(*) FROM farm_leases"), 0);
+  const auto next = k3tune({"-q", "count", "--farm", farm_file_, "--board", "b1", "--case", "linear_decode n=64,k=64"});
+  EXPECT_EQ(next.code, 0) << next.err;
 }
 
 TEST_F(FarmSshTune, BadPlacesAreOneLineAndWriteNothing) {

@@ -191,6 +191,9 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_EQ(report["nightly"]["exit_code"], 4);
   EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["verdict"], "regression") << report["nightly"].dump();
   EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["against"], "n2");
+  const std::string page = read_file(tmp_ / "nightly/n3/report.html");
+  EXPECT_NE(page.find("<section id=\"nightly\"><h2>The night</h2>"), std::string::npos);
+  EXPECT_NE(page.find("## Instruction counts, rvv runner: exact verdict against nightly n2"), std::string::npos);
 }
 
 // On a farm file each board fingerprint is judged on a board: tonight's board runner against the

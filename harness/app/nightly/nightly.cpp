@@ -435,6 +435,24 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   if (fs::exists(summary) && !failed &&
       read_text(summary).find("\n# Nightly ") == std::string::npos)
     std::ofstream(summary, std::ios::app) << "\n" << text;
+  // report.html too: the night's text (steps, per-board and count verdicts, table diffs) as a
+  // section of the page, once.
+  const std::string report_html = o.dir + "/report.html";
+  if (fs::exists(report_html) && !failed) {
+    std::string page = read_text(report_html);
+    const auto at = page.find("<script type=\"application/json\"");
+    if (page.find("<section id=\"nightly\">") == std::string::npos && at != std::string::npos) {
+      std::string escaped;
+      for (const char ch : text) {
+        if (ch == '&') escaped += "&amp;";
+        else if (ch == '<') escaped += "&lt;";
+        else if (ch == '>') escaped += "&gt;";
+        else escaped += ch;
+      }
+      page.insert(at, "<section id=\"nightly\"><h2>The night</h2>\n<pre>" + escaped + "</pre></section>\n");
+      std::ofstream(report_html) << page;
+    }
+  }
   // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.
   const std::string report_json = o.dir + "/report.json";
   if (fs::exists(report_json) && !failed) {

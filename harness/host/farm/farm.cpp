@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/farm/farm_store.h"
+#include "harness/host/farm/interrupt_release.h"
 #include "harness/host/store/results.h"
 
 namespace k3farm {
@@ -77,6 +78,7 @@ void Farm::lease(const std::string& board) {
   State& s = state(board);
   if (s.lease) return;
   if (db_ == nullptr) throw LeaseError("leasing needs the results database");
+  release_leases_on_interrupt(db_->path());  // Ctrl-C leaves no stale lease behind
   try {
     s.lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
   } catch (const BoardError& e) {
