@@ -416,6 +416,13 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     o.verdict = state.baseline_runner.empty()
                     ? fmt::format("no timing verdict ({})", state.baseline_note)
                     : "no timing regression against the previous nightly";
+    std::vector<std::string> boards_judged;
+    for (const auto& l : lines)
+      if (l.name.rfind("board-judge-", 0) == 0 && l.status == "done")
+        boards_judged.push_back(l.name.substr(std::string("board-judge-").size()));
+    if (!boards_judged.empty())
+      o.verdict += fmt::format("; boards: no regression on {} (tonight's runner against the previous nightly's, "
+                               "on the board)", fmt::join(boards_judged, ", "));
     const auto judged = std::count_if(lines.begin(), lines.end(), [](const StepLine& l) {
       return l.name.rfind("count-verdict-", 0) == 0 && l.status == "done";
     });
