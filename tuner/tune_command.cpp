@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <ctime>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -50,6 +51,19 @@ std::vector<Job> jobs_of(const TuneCommand& c, const k3bench::Catalog& catalog) 
   }
   return jobs;
 }
+
+struct InterruptedIfThrown {
+  k3store::Connection* db;
+  std::string run_uuid;
+  int pending = std::uncaught_exceptions();
+  ~InterruptedIfThrown() {
+    if (db == nullptr || run_uuid.empty() || std::uncaught_exceptions() <= pending) return;
+    try {
+      k3store::mark_interrupted(*db, run_uuid);
+    } catch (...) {  // the database is the problem: the exception in flight says more
+    }
+  }
+};
 
 std::string file_text(const std::string& path) {
   std::ifstream f(path);
@@ -163,6 +177,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     }
   }
 
+  // A run cut short (a farm board lost mid-tune) says so, as a killed sweep's does.
+  const InterruptedIfThrown cut_short{db.get(), run_uuid};
   std::vector<TableEntry> entries;
   bool forced_emulated = c.force && (out.facts.emulated_target || out.facts.ime2_emulated);
   for (std::size_t j = 0; j < jobs.size(); ++j) {

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <fstream>
 #include <future>
 
 #include <nlohmann/json.hpp>
@@ -184,6 +185,43 @@ TEST_F(FarmSshTune, AnInterruptedCommandLeavesNoLeaseBehind) {
   EXPECT_EQ(count("SELECT count(*) FROM farm_leases"), 0);
   const auto next = k3tune({"-q", "count", "--farm", farm_file_, "--board", "b1", "--case", "linear_decode n=64,k=64"});
   EXPECT_EQ(next.code, 0) << next.err;
+}
+
+// A paired A/B on one board (bench --farm --board --baseline-runner): last night's runner is
+// installed next to tonight's and both are measured there; the board's sshd killed mid-way ends
+// the command with exit 3, the processes measured stay and the run says it was cut short.
+TEST_F(FarmSshTune, AnABOnABoardLostMidWayKeepsItsProcessesAndIsMarkedInterrupted) {
+  const std::string baseline = lab_->dir() / "k3bench-yesterday";
+  fs::copy_file(K3_FARM_RISCV_RUNNER, baseline);
+  std::ofstream(baseline, std::ios::app) << "x";  // another build hash, the same code
+  fs::permissions(baseline, fs::perms::owner_all);
+  auto running = std::async(std::launch::async, [&] {
+    return k3tune({"-q", "bench", "--farm", farm_file_, "--board", "b1", "--baseline-runner", baseline, "--op",
+                   "linear_decode", "--params", "workers=1,copies=1", "--shape", "n=64,k=256", "--shape",
+                   "n=128,k=256", "-P", "3", "--target-ci", "0", "--warmup", "0", "-R", "3", "--min-time", "0.4"});
+  });
+  bool killed = false;
+  for (int i = 0; i < 6000 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    try {
+      if (count("SELECT count(*) FROM processes WHERE status = 'ok'") >= 2) {
+        lab_->sshd(1).kill_all();
+        killed = true;
+      }
+    } catch (const std::exception&) {  // the database is being created
+    }
+  }
+  const auto r = running.get();
+  ASSERT_TRUE(killed) << r.out << r.err;
+  EXPECT_EQ(r.code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("b1"), std::string::npos) << r.err;
+  // Both builds were measured on the board (the baseline installed there by its hash).
+  EXPECT_EQ(count("SELECT count(DISTINCT c.build_hash) FROM processes p JOIN cells c USING(cell_key) WHERE "
+                  "p.status = 'ok'"),
+            2);
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
+  EXPECT_GE(count("SELECT count(*) FROM samples"), 2);
+  EXPECT_TRUE(fs::exists(lab_->work_dir("b1") + "/runners"));
 }
 
 TEST_F(FarmSshTune, BadPlacesAreOneLineAndWriteNothing) {

@@ -236,76 +236,84 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
   const auto kill_after = kill_after_from_env();
   int step = 0;
   Progress progress(planner.processes_left_at_least(), opt.progress);
-  for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
-    for (const std::size_t u : round) {
-      if (planner.unit(u).done) continue;
-      CellOutcome& c = report.cells[u];
-      Unit& unit = units[u];
-      const SweepBuild& build = builds[c.build];
-      const int process_index = planner.unit(u).processes;
-      progress.set_total(step + planner.processes_left_at_least());
-      progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
-                                        build.label.empty() ? "" : " [" + build.label + "]",
-                                        process_index + 1));
-      const double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
-      const bool kill_now = kill_after && report.processes_run == *kill_after;
-      ProcessOutcome o;
-      if (kill_now) {
-        // The hook's kill lands mid-measurement of a real runner process.
-        auto popt = k3targets::ProcessOptions::with_timeout(timeout_s);
-        popt.kill_after_s = 0.05;
-        run_cell_process(*build.target, c.spec, popt, unit.refs.empty(), unit.iterations);
-        raise(SIGKILL);
-      }
-      o = exec.run(build, c.spec, process_index, unit.refs.empty(), unit.iterations, timeout_s);
-      ++report.processes_run;
-      ++step;
-      report.child_wall_s += o.wall_ns * 1e-9;
-      report.kernel_s += o.kernel_ns * 1e-9;
-      report.warmup_s += o.warmup_s;
-      if (o.timing.is_object()) {
-        report.check_s += o.timing.value("check_s", 0.0);
-        report.runner_setup_s += o.timing.value("setup_s", 0.0);
-      }
-      k3store::ProcessRecord record{report.run_uuid,
-                                    c.cell_key,
-                                    process_index,
-                                    step - 1,
-                                    o.ok,
-                                    o.exit_code,
-                                    o.reason,
-                                    o.path,
-                                    o.ok ? o.runner.dump() : "",
-                                    o.wall_ns,
-                                    o.kernel_ns,
-                                    o.disturbed,
-                                    o.timing.is_null() ? "" : o.timing.dump(),
-                                    o.samples};
-      k3store::insert_process(db, record);
-      if (o.ok) {
-        unit.refs.push_back({report.run_uuid, process_index});
-        unit.disturbed.push_back(o.disturbed);
-        if (unit.iterations == 0) unit.iterations = o.iterations;
-        if (o.disturbed) {
-          ++report.processes_disturbed;
-          std::set<std::string> seen;
-          for (const auto& sample : o.samples)
-            seen.insert(sample.flags.begin(), sample.flags.end());
-          progress.note(
-              fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
-                          process_index, fmt::join(seen, ", "),
-                          opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
+  // A target lost mid-sweep (a farm board taken out of the run) ends it: what was measured is
+  // committed; the run says it was cut short, as a killed sweep's does.
+  try {
+    for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
+      for (const std::size_t u : round) {
+        if (planner.unit(u).done) continue;
+        CellOutcome& c = report.cells[u];
+        Unit& unit = units[u];
+        const SweepBuild& build = builds[c.build];
+        const int process_index = planner.unit(u).processes;
+        progress.set_total(step + planner.processes_left_at_least());
+        progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
+                                          build.label.empty() ? "" : " [" + build.label + "]",
+                                          process_index + 1));
+        const double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
+        const bool kill_now = kill_after && report.processes_run == *kill_after;
+        ProcessOutcome o;
+        if (kill_now) {
+          // The hook's kill lands mid-measurement of a real runner process.
+          auto popt = k3targets::ProcessOptions::with_timeout(timeout_s);
+          popt.kill_after_s = 0.05;
+          run_cell_process(*build.target, c.spec, popt, unit.refs.empty(), unit.iterations);
+          raise(SIGKILL);
         }
-        planner.record_ok(u, o.mean_ns(), o.disturbed);
-      } else {
-        ++report.processes_failed;
-        unit.failure = o.reason;
-        progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
-                                  to_kv(c.spec.params), process_index, o.reason));
-        planner.record_failure(u, o.reason);
+        o = exec.run(build, c.spec, process_index, unit.refs.empty(), unit.iterations, timeout_s);
+        ++report.processes_run;
+        ++step;
+        report.child_wall_s += o.wall_ns * 1e-9;
+        report.kernel_s += o.kernel_ns * 1e-9;
+        report.warmup_s += o.warmup_s;
+        if (o.timing.is_object()) {
+          report.check_s += o.timing.value("check_s", 0.0);
+          report.runner_setup_s += o.timing.value("setup_s", 0.0);
+        }
+        k3store::ProcessRecord record{report.run_uuid,
+                                      c.cell_key,
+                                      process_index,
+                                      step - 1,
+                                      o.ok,
+                                      o.exit_code,
+                                      o.reason,
+                                      o.path,
+                                      o.ok ? o.runner.dump() : "",
+                                      o.wall_ns,
+                                      o.kernel_ns,
+                                      o.disturbed,
+                                      o.timing.is_null() ? "" : o.timing.dump(),
+                                      o.samples};
+        k3store::insert_process(db, record);
+        if (o.ok) {
+          unit.refs.push_back({report.run_uuid, process_index});
+          unit.disturbed.push_back(o.disturbed);
+          if (unit.iterations == 0) unit.iterations = o.iterations;
+          if (o.disturbed) {
+            ++report.processes_disturbed;
+            std::set<std::string> seen;
+            for (const auto& sample : o.samples)
+              seen.insert(sample.flags.begin(), sample.flags.end());
+            progress.note(
+                fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
+                            process_index, fmt::join(seen, ", "),
+                            opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
+          }
+          planner.record_ok(u, o.mean_ns(), o.disturbed);
+        } else {
+          ++report.processes_failed;
+          unit.failure = o.reason;
+          progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
+                                    to_kv(c.spec.params), process_index, o.reason));
+          planner.record_failure(u, o.reason);
+        }
+        write_finished();
       }
-      write_finished();
     }
+  } catch (const k3targets::TargetLost&) {
+    progress.finish();
+    k3store::mark_interrupted(db, report.run_uuid);
+    throw;
   }
   progress.finish();
   report.wall_s = std::chrono::duration<double>(Clock::now() - sweep_start).count();
