@@ -328,6 +328,16 @@ VendoredScripts load_vendored_scripts(const std::string& js_dir) {
   return s;
 }
 
+bool add_text_section(std::string& page, const std::string& id, const std::string& title,
+                      const std::string& text) {
+  const auto scripts = page.find("<script type=\"application/json\" id=\"k3-report\">");
+  if (scripts == std::string::npos || page.find("<section id=\"" + esc(id) + "\">") != std::string::npos)
+    return false;
+  page.insert(scripts, "<section id=\"" + esc(id) + "\"><h2>" + esc(title) + "</h2>\n<pre>" + esc(text) +
+                           "</pre></section>\n");
+  return true;
+}
+
 std::string report_html(const Report& r, const std::string& js_dir) {
   const VendoredScripts js = load_vendored_scripts(js_dir);
   const std::vector<Chart> charts = report_charts(r);

@@ -20,4 +20,11 @@ VendoredScripts load_vendored_scripts(const std::string& js_dir);
 
 std::string report_html(const Report& report, const std::string& js_dir);
 
+// Adds a section of preformatted text (escaped) to a page report_html() wrote, before its
+// scripts: how a caller that runs after the report (the nightly) makes the page cover more.
+// Returns false, and changes nothing, when the page already has a section `id` or is not one of
+// these pages.
+bool add_text_section(std::string& page, const std::string& id, const std::string& title,
+                      const std::string& text);
+
 }  // namespace k3reports

@@ -22,6 +22,7 @@
 #include "harness/app/nightly/nightly_profile.h"
 #include "harness/app/nightly/nightly_store.h"
 #include "harness/host/bench/provenance.h"
+#include "reports/html.h"
 #include "reports/runner_store.h"
 #include "tuner/table.h"
 #include "harness/host/targets/target.h"
@@ -233,7 +234,13 @@ NightlyFarm nightly_farm(const NightlyRequest& rq) {
   const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
   NightlyFarm f;
   f.builtin = config.source == "built-in";
-  for (const auto& b : config.boards) f.boards.push_back(b.name);
+  for (const auto& b : config.boards) {
+    f.boards.push_back(b.name);
+    try {
+      f.board_runner[b.name] = k3farm::Board(config, b).local_runner(rq.root);
+    } catch (const std::exception&) {  // a variant without a preset: its deploy step says so
+    }
+  }
   for (const auto& b : config.boards) {
     if (!b.runner.empty()) continue;
     if (std::find(f.variants.begin(), f.variants.end(), b.variant) == f.variants.end())
@@ -265,7 +272,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   }
   if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
   o.id = fs::path(o.dir).filename().string();
-  const auto steps = nightly_steps(rq.profile, rq.build, nightly_farm(rq));
+  const NightlyFarm farm = nightly_farm(rq);
+  const auto steps = nightly_steps(rq.profile, rq.build, farm);
 
   fs::create_directories(o.dir + "/tables");
   fs::create_directories(o.dir + "/logs");
@@ -287,15 +295,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   state.dir = o.dir;
   state.farm = rq.farm;
   state.runners_dir = k3reports::default_runners_dir(rq.db_path);
-  {
-    const k3farm::FarmConfig farm = k3farm::Farm::load(rq.farm, rq.root);
-    for (const auto& b : farm.boards) {
-      try {
-        state.board_runner[b.name] = k3farm::Board(farm, b).local_runner(rq.root);
-      } catch (const std::exception&) {  // a variant without a preset: its deploy step says so
-      }
-    }
-  }
+  state.board_runner = farm.board_runner;
   for (const auto& step : steps) {
     if (step.name.rfind("board-verdict-", 0) != 0) continue;
     if (const auto prev = previous_step(*db, o.id, step.name))
@@ -447,18 +447,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   const std::string report_html = o.dir + "/report.html";
   if (fs::exists(report_html) && !failed) {
     std::string page = read_text(report_html);
-    const auto at = page.find("<script type=\"application/json\"");
-    if (page.find("<section id=\"nightly\">") == std::string::npos && at != std::string::npos) {
-      std::string escaped;
-      for (const char ch : text) {
-        if (ch == '&') escaped += "&amp;";
-        else if (ch == '<') escaped += "&lt;";
-        else if (ch == '>') escaped += "&gt;";
-        else escaped += ch;
-      }
-      page.insert(at, "<section id=\"nightly\"><h2>The night</h2>\n<pre>" + escaped + "</pre></section>\n");
-      std::ofstream(report_html) << page;
-    }
+    if (k3reports::add_text_section(page, "nightly", "The night", text)) std::ofstream(report_html) << page;
   }
   // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.
   const std::string report_json = o.dir + "/report.json";

@@ -82,6 +82,7 @@ struct NightlyFarm {
   bool builtin = true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
   std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
   std::vector<std::string> boards;    // its boards, in inventory order
+  std::map<std::string, std::string> board_runner;  // board -> its runner on this machine
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm

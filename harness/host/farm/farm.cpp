@@ -231,7 +231,7 @@ class BoardTarget final : public k3targets::Target {
                                         const std::map<std::string, std::string>& env,
                                         const std::vector<std::string>& args,
                                         const k3targets::ProcessOptions& opt) const override {
-    return judged_run(args, opt, RunOverride{emulator, env, other_remote_});
+    return run_with(args, opt, RunOverride{emulator, env, other_remote_});
   }
   std::vector<std::string> emulator_prefix() const override {
     const auto& prefix = board_.config().exec_prefix;
@@ -243,14 +243,14 @@ class BoardTarget final : public k3targets::Target {
   }
   k3targets::ProcessResult run(const std::vector<std::string>& args,
                                const k3targets::ProcessOptions& opt) const override {
-    return judged_run(args, opt, RunOverride{std::nullopt, {}, other_remote_});
+    return run_with(args, opt, RunOverride{std::nullopt, {}, other_remote_});
   }
   std::unique_ptr<k3targets::Target> with_runner(const std::string& local_runner) const override {
     return farm_.target(name(), local_runner, board_.install(local_runner).remote_path);
   }
 
  private:
-  k3targets::ProcessResult judged_run(const std::vector<std::string>& args,
+  k3targets::ProcessResult run_with(const std::vector<std::string>& args,
                                       const k3targets::ProcessOptions& opt,
                                       const RunOverride& o) const {
     const RunResult r =

@@ -4,15 +4,24 @@
 
 namespace k3farmbench {
 
+namespace {
+
+std::unique_ptr<k3targets::Target> board_target(k3farm::Farm& farm, const std::string& board,
+                                                const std::string& other_local, const std::string& other_remote) {
+  return other_local.empty() ? farm.target(board) : farm.target(board, other_local, other_remote);
+}
+
+}  // namespace
+
 JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root,
                                      const std::string& other_local, const std::string& other_remote)
-    : Target(other_local.empty() ? farm.target(board)->config()
-                                 : farm.target(board, other_local, other_remote)->config(),
-             root),
-      farm_(farm),
-      inner_(other_local.empty() ? farm.target(board) : farm.target(board, other_local, other_remote)) {
+    : JudgedBoardTarget(farm, board_target(farm, board, other_local, other_remote), root) {
   runner_.runner = other_remote;
 }
+
+JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targets::Target> inner,
+                                     const std::string& root)
+    : Target(inner->config(), root), farm_(farm), inner_(std::move(inner)) {}
 
 std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(const std::string& local_runner) const {
   std::string remote;

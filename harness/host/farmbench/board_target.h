@@ -39,6 +39,7 @@ class JudgedBoardTarget final : public k3targets::Target {
   std::string lost() const override { return lost_; }
 
  private:
+  JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targets::Target> inner, const std::string& root);
   // The farm's verdict on a run: a board fault records why the board is lost.
   k3targets::ProcessResult judged(const k3farm::RunResult& r) const;
   k3farm::Farm& farm_;
