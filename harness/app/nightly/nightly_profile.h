@@ -14,7 +14,7 @@
 // full: every op and shape of Qwen3-0.6B spread over the farm's boards (one bench step, cells to
 //   whichever board is free) with adaptive process counts (target CI 3%), larger tuning budgets;
 //   same verdict; counts of every Linear shape of the model besides.
-// smoke: the quick profile's host steps only (one shape, budget 4), and one small count (Linear
+// smoke: the quick profile's host steps only (tuning and verdicts at 256x256, budget 4), and one small count (Linear
 //   decode 128x64, VLEN 256, the RVV test tree's runner: the one a test run has built), for the
 //   end-to-end test.
 #pragma once
