@@ -7,20 +7,19 @@
 
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
-#include "harness/host/store/database.h"
 #include "harness/host/bench/defaults.h"
-#include "k3k/w4b64.h"
-#include "tuner/objective.h"
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
+#include "k3k/w4b64.h"
+#include "tuner/objective.h"
 
 namespace k3tuner {
 namespace {
 
 using k3bench::UserError;
-
 
 }  // namespace
 
@@ -31,20 +30,24 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   const bool time = c.objective == "time";
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
-  const bool emulated = out.facts.emulated_target || (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
+  const bool emulated = out.facts.emulated_target ||
+                        (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
                         (c.gate == "prefill_path" && out.facts.ime2_emulated);
   if (time && emulated && !c.force) {
-    throw UserError(fmt::format("tune-gates --gate {} on target {}: {} emulated there, so its timings say nothing "
-                                "about a board (--force to measure anyway, or --objective instructions under qemu)",
-                                c.gate, target.name(), c.gate == "tcm_decode" ? "TCM is" : "the target is"));
+    throw UserError(fmt::format(
+        "tune-gates --gate {} on target {}: {} emulated there, so its timings say nothing "
+        "about a board (--force to measure anyway, or --objective instructions under qemu)",
+        c.gate, target.name(), c.gate == "tcm_decode" ? "TCM is" : "the target is"));
   }
   out.forced_emulated = time && emulated;
   if (!time && !target.emulated())
-    throw UserError(fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
-                                "target, or a farm board whose exec prefix is qemu-user, counts)",
-                                target.name()));
+    throw UserError(
+        fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
+                    "target, or a farm board whose exec prefix is qemu-user, counts)",
+                    target.name()));
   if (c.gate == "prefill_path" && out.facts.facts.at("ime2") == 0)
-    throw UserError(fmt::format("tune-gates --gate prefill_path: target {} has no usable IME2 layer", target.name()));
+    throw UserError(fmt::format(
+        "tune-gates --gate prefill_path: target {} has no usable IME2 layer", target.name()));
 
   // Shapes: the model's, plus the grid.
   const std::string op = c.gate == "tcm_decode" ? "linear_decode" : "linear_prefill";
@@ -71,7 +74,8 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
       for (int side = 0; side < 2; ++side) {
         k3bench::CellSpec cell;
         cell.op = op;
-        std::map<std::string, std::string> shape = {{"n", std::to_string(n)}, {"k", std::to_string(k)}};
+        std::map<std::string, std::string> shape = {{"n", std::to_string(n)},
+                                                    {"k", std::to_string(k)}};
         if (op == "linear_prefill") shape["m"] = std::to_string(m);
         cell.shape = catalog.normalise(spec, shape, true, "tune-gates");
         auto params = fixed;
@@ -91,7 +95,8 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
     auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
     const std::string hash = k3bench::sha256_file(target.runner_path());
-    if (!k3store::find_build(*db, hash)) k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
+    if (!k3store::find_build(*db, hash))
+      k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
     k3bench::SweepOptions opt;
     opt.rounds.min_processes = k3bench::defaults::kMinProcesses;
     opt.rounds.max_processes = k3bench::defaults::kMaxProcesses;
@@ -107,12 +112,15 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
       means[i] = *a.mean_ns;
     }
   } else {
-    const std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+    const std::string plugin =
+        c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
     InstructionObjective objective(target, plugin);
     for (std::size_t i = 0; i < cells.size(); ++i) {
-      if (c.note) c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
+      if (c.note)
+        c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
       const Measurement m = objective.measure(cells[i], 0, 0);
-      if (m.rejected) throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), m.reason));
+      if (m.rejected)
+        throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), m.reason));
       means[i] = m.value;
     }
   }

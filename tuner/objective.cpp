@@ -11,10 +11,10 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/targets/process.h"
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/sweep.h"
+#include "harness/host/store/results.h"
+#include "harness/host/targets/process.h"
 
 namespace k3tuner {
 namespace {

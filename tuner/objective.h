@@ -86,7 +86,8 @@ class InstructionObjective final : public Objective {
 // same numbers). `reject` marks configurations whose "accuracy check" fails.
 class SyntheticObjective final : public Objective {
  public:
-  SyntheticObjective(std::function<double(const nlohmann::json& params)> truth, double noise, std::uint64_t seed,
+  SyntheticObjective(std::function<double(const nlohmann::json& params)> truth, double noise,
+                     std::uint64_t seed,
                      std::function<bool(const nlohmann::json& params)> reject = {});
   std::string name() const override { return "synthetic"; }
   std::string unit() const override { return "units"; }

@@ -5,18 +5,20 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <iterator>
 #include <limits>
 #include <map>
-#include <iterator>
 #include <set>
 #include <stdexcept>
 
-#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
+#include <boost/math/distributions/students_t.hpp>
 
 namespace k3tuner {
 
-double Candidate::mean() const { return values.empty() ? std::numeric_limits<double>::infinity() : k3stats::mean(values); }
+double Candidate::mean() const {
+  return values.empty() ? std::numeric_limits<double>::infinity() : k3stats::mean(values);
+}
 
 std::size_t best_by_mean(const std::vector<Candidate>& c, const std::vector<std::size_t>& allowed) {
   std::size_t best = SIZE_MAX;
@@ -32,7 +34,9 @@ std::size_t best_by_mean(const std::vector<Candidate>& c, const std::vector<std:
   return best;
 }
 
-std::size_t Strategy::choose(const std::vector<Candidate>& c) const { return best_by_mean(c); }
+std::size_t Strategy::choose(const std::vector<Candidate>& c) const {
+  return best_by_mean(c);
+}
 
 namespace {
 
@@ -67,7 +71,8 @@ class RandomSearch final : public Strategy {
       std::mt19937_64 rng(o_.seed);
       std::shuffle(rest.begin(), rest.end(), rng);
       chosen_.push_back(0);
-      for (std::size_t i = 0; i < rest.size() && chosen_.size() < n; ++i) chosen_.push_back(rest[i]);
+      for (std::size_t i = 0; i < rest.size() && chosen_.size() < n; ++i)
+        chosen_.push_back(rest[i]);
       std::sort(chosen_.begin(), chosen_.end());
     }
     const int want = o_.deterministic ? 1 : o_.processes;
@@ -76,7 +81,9 @@ class RandomSearch final : public Strategy {
       if (!c[i].rejected && c[i].measurements() < want) r.push_back(i);
     return r;
   }
-  std::size_t choose(const std::vector<Candidate>& c) const override { return best_by_mean(c, chosen_); }
+  std::size_t choose(const std::vector<Candidate>& c) const override {
+    return best_by_mean(c, chosen_);
+  }
 
  private:
   StrategyOptions o_;
@@ -85,9 +92,9 @@ class RandomSearch final : public Strategy {
 
 // Racing: every candidate gets one process per round; from min_rounds on, a candidate is dropped
 // when the paired test on per-round log ratios shows it slower than the current best by at least
-// min_effect. The test's level is race_error / (max_rounds - min_rounds + 1): the true best meets at
-// most one elimination test per round, so by the union bound it is dropped with probability at most
-// race_error over the whole race. The race ends with one survivor or at max_rounds.
+// min_effect. The test's level is race_error / (max_rounds - min_rounds + 1): the true best meets
+// at most one elimination test per round, so by the union bound it is dropped with probability at
+// most race_error over the whole race. The race ends with one survivor or at max_rounds.
 struct Pooled {
   double variance = 0, df = 0;
 };
@@ -101,7 +108,8 @@ class Racing final : public Strategy {
       for (std::size_t i = 0; i < c.size(); ++i) alive_.insert(i);
       started_ = true;
     }
-    for (auto it = alive_.begin(); it != alive_.end();) it = c[*it].rejected ? alive_.erase(it) : std::next(it);
+    for (auto it = alive_.begin(); it != alive_.end();)
+      it = c[*it].rejected ? alive_.erase(it) : std::next(it);
     if (o_.deterministic) return first_pass_then_stop(c);
     int rounds = 0;
     for (std::size_t i : alive_) rounds = std::max(rounds, c[i].measurements());
@@ -175,7 +183,8 @@ class Racing final : public Strategy {
     std::set<int> common(c[ids[0]].rounds.begin(), c[ids[0]].rounds.end());
     for (std::size_t i : ids) {
       std::set<int> mine(c[i].rounds.begin(), c[i].rounds.end()), keep;
-      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(), std::inserter(keep, keep.end()));
+      std::set_intersection(common.begin(), common.end(), mine.begin(), mine.end(),
+                            std::inserter(keep, keep.end()));
       common = std::move(keep);
     }
     const std::size_t n = ids.size(), r = common.size();
@@ -207,8 +216,8 @@ class Racing final : public Strategy {
 
 // Coordinate descent from the defaults: for each knob in turn, the candidates that differ from the
 // current point only in that knob are measured (`processes` each, interleaved; once when the
-// objective is exact) and the best becomes the current point. Passes repeat until one changes nothing, or max_sweeps; then the
-// best few meet in the finals.
+// objective is exact) and the best becomes the current point. Passes repeat until one changes
+// nothing, or max_sweeps; then the best few meet in the finals.
 class Coordinate final : public Strategy {
  public:
   Coordinate(const SearchSpace& space, StrategyOptions o) : o_(o) {
@@ -226,11 +235,15 @@ class Coordinate final : public Strategy {
     }
   }
   std::size_t choose(const std::vector<Candidate>& c) const override {
-    return best_by_mean(c, finalists_.empty() ? std::vector<std::size_t>(visited_.begin(), visited_.end()) : finalists_);
+    return best_by_mean(c, finalists_.empty()
+                               ? std::vector<std::size_t>(visited_.begin(), visited_.end())
+                               : finalists_);
   }
   std::string summary() const override {
-    return fmt::format("{} sweeps over {} knobs, {} branches into knobs a value opens, {} candidates visited, {} "
-                       "finalists", sweep_ + 1, knobs_.size(), branch_count_, visited_.size(), finalists_.size());
+    return fmt::format(
+        "{} sweeps over {} knobs, {} branches into knobs a value opens, {} candidates visited, {} "
+        "finalists",
+        sweep_ + 1, knobs_.size(), branch_count_, visited_.size(), finalists_.size());
   }
 
  private:
@@ -243,9 +256,11 @@ class Coordinate final : public Strategy {
     if (finalists_.empty()) {
       for (std::size_t i : visited_)
         if (!c[i].rejected && !c[i].values.empty()) finalists_.push_back(i);
-      std::sort(finalists_.begin(), finalists_.end(),
-                [&](std::size_t a, std::size_t b) { return c[a].mean() < c[b].mean() || (c[a].mean() == c[b].mean() && a < b); });
-      if (finalists_.size() > static_cast<std::size_t>(o_.finalists)) finalists_.resize(o_.finalists);
+      std::sort(finalists_.begin(), finalists_.end(), [&](std::size_t a, std::size_t b) {
+        return c[a].mean() < c[b].mean() || (c[a].mean() == c[b].mean() && a < b);
+      });
+      if (finalists_.size() > static_cast<std::size_t>(o_.finalists))
+        finalists_.resize(o_.finalists);
     }
     std::vector<std::size_t> r;
     for (std::size_t i : finalists_)
@@ -309,7 +324,8 @@ class Coordinate final : public Strategy {
         if (x == line_winner_ || c[x].values.empty()) continue;
         Branch b{x, {}, 0};
         for (const auto& k : knobs_)
-          if (line_through(c, x, k).size() > 1 && line_through(c, line_winner_, k).size() == 1) b.knobs.push_back(k);
+          if (line_through(c, x, k).size() > 1 && line_through(c, line_winner_, k).size() == 1)
+            b.knobs.push_back(k);
         if (!b.knobs.empty()) {
           branches_.push_back(std::move(b));
           ++branch_count_;
@@ -320,7 +336,8 @@ class Coordinate final : public Strategy {
     line_alive_.clear();
   }
 
-  std::vector<std::size_t> line_through(const std::vector<Candidate>& c, std::size_t anchor, const std::string& knob) const {
+  std::vector<std::size_t> line_through(const std::vector<Candidate>& c, std::size_t anchor,
+                                        const std::string& knob) const {
     std::vector<std::size_t> line;
     for (std::size_t i = 0; i < c.size(); ++i) {
       bool same = true;
@@ -328,10 +345,11 @@ class Coordinate final : public Strategy {
         if (k != knob && c[i].config.at(k) != v) same = false;
       if (same) line.push_back(i);
     }
-    // In the knob's order (numbers ascending), not enumeration order, which puts the defaults first:
-    // the hill climb's neighbours are the next values.
-    std::stable_sort(line.begin(), line.end(),
-                     [&](std::size_t a, std::size_t b) { return c[a].config.at(knob) < c[b].config.at(knob); });
+    // In the knob's order (numbers ascending), not enumeration order, which puts the defaults
+    // first: the hill climb's neighbours are the next values.
+    std::stable_sort(line.begin(), line.end(), [&](std::size_t a, std::size_t b) {
+      return c[a].config.at(knob) < c[b].config.at(knob);
+    });
     return line;
   }
 
@@ -362,8 +380,10 @@ class Coordinate final : public Strategy {
   std::vector<std::size_t> climb_round(const std::vector<Candidate>& c) const {
     std::size_t best = best_by_mean(c, line_alive_);
     if (best == SIZE_MAX) {  // nothing measured yet: the line's point on the descent first
-      if (std::find(line_alive_.begin(), line_alive_.end(), line_anchor_) != line_alive_.end()) return {line_anchor_};
-      return line_alive_.empty() ? std::vector<std::size_t>{} : std::vector<std::size_t>{line_alive_.front()};
+      if (std::find(line_alive_.begin(), line_alive_.end(), line_anchor_) != line_alive_.end())
+        return {line_anchor_};
+      return line_alive_.empty() ? std::vector<std::size_t>{}
+                                 : std::vector<std::size_t>{line_alive_.front()};
     }
     const auto at = std::find(line_alive_.begin(), line_alive_.end(), best);
     std::vector<std::size_t> r;
@@ -382,12 +402,14 @@ class Coordinate final : public Strategy {
   std::vector<std::string> knobs_;
   std::size_t knob_ = 0, current_ = SIZE_MAX;
   std::size_t line_winner_ = SIZE_MAX;
-  std::size_t line_anchor_ = SIZE_MAX;  // the point the line passes through  // the main line's winner while its branches run
+  std::size_t line_anchor_ = SIZE_MAX;  // the point the line passes through  // the main line's
+                                        // winner while its branches run
   std::deque<Branch> branches_;
   int branch_count_ = 0;
   int sweep_ = 0;
   bool changed_ = false, descended_ = false;
-  std::map<std::size_t, int> line_start_;  // measurements each line candidate had when the line began
+  std::map<std::size_t, int>
+      line_start_;  // measurements each line candidate had when the line began
   std::vector<std::size_t> line_, line_alive_, finalists_;
   std::set<std::size_t> visited_;
 };
@@ -405,7 +427,8 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
   if (name == "random") return std::make_unique<RandomSearch>(options);
   if (name == "racing") return std::make_unique<Racing>(options);
   if (name == "coordinate") return std::make_unique<Coordinate>(space, options);
-  throw std::invalid_argument("unknown strategy '" + name + "' (known: exhaustive, random, racing, coordinate)");
+  throw std::invalid_argument("unknown strategy '" + name +
+                              "' (known: exhaustive, random, racing, coordinate)");
 }
 
 }  // namespace k3tuner

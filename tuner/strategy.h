@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/space.h"
 #include "harness/host/stats/stats.h"
+#include "tuner/space.h"
 
 namespace k3tuner {
 
@@ -31,15 +31,15 @@ struct Candidate {
 
 struct StrategyOptions {
   std::uint64_t seed = 1;
-  int processes = 8;            // per candidate (exhaustive, random, each line of coordinate descent)
-  int min_rounds = 2;           // racing: rounds before the first elimination (noise pooled over candidates)
-  int max_rounds = 12;          // racing: ceiling per candidate
-  double race_error = 0.05;     // racing: probability of ever dropping the true best (Bonferroni)
-  double min_effect = 0.02;     // racing: drop only when at least this much slower
-  int random_samples = 0;       // random: candidates to sample (0: a quarter of the space)
-  int max_sweeps = 3;           // coordinate descent: passes over the knobs
-  int finalists = 4;            // coordinate descent: the best few, measured again together at the end
-  bool deterministic = false;   // the objective is exact (instruction counts): one measurement each
+  int processes = 8;   // per candidate (exhaustive, random, each line of coordinate descent)
+  int min_rounds = 2;  // racing: rounds before the first elimination (noise pooled over candidates)
+  int max_rounds = 12;       // racing: ceiling per candidate
+  double race_error = 0.05;  // racing: probability of ever dropping the true best (Bonferroni)
+  double min_effect = 0.02;  // racing: drop only when at least this much slower
+  int random_samples = 0;    // random: candidates to sample (0: a quarter of the space)
+  int max_sweeps = 3;        // coordinate descent: passes over the knobs
+  int finalists = 4;         // coordinate descent: the best few, measured again together at the end
+  bool deterministic = false;  // the objective is exact (instruction counts): one measurement each
 };
 
 class Strategy {
@@ -60,7 +60,9 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpa
                                         const StrategyOptions& options);
 const std::vector<std::string>& strategy_names();
 
-// The lowest-mean measured, unrejected candidate among `allowed` (all when empty); SIZE_MAX if none.
-std::size_t best_by_mean(const std::vector<Candidate>& c, const std::vector<std::size_t>& allowed = {});
+// The lowest-mean measured, unrejected candidate among `allowed` (all when empty); SIZE_MAX if
+// none.
+std::size_t best_by_mean(const std::vector<Candidate>& c,
+                         const std::vector<std::size_t>& allowed = {});
 
 }  // namespace k3tuner

@@ -11,15 +11,16 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validator.hpp>
 
+#include "harness/common/params/param_spec.h"
+#include "harness/host/bench/user_error.h"
+#include "harness/host/store/results.h"
 #include "k3k/table_rules.h"
 #include "k3k/tuning.h"
-#include "harness/common/params/param_spec.h"
-#include "harness/host/store/results.h"
-#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 
-nlohmann::json shape_class(const std::string& op, const std::string& path, const nlohmann::json& shape) {
+nlohmann::json shape_class(const std::string& op, const std::string& path,
+                           const nlohmann::json& shape) {
   std::map<std::string, std::int64_t> integers;
   for (const auto& [k, v] : shape.items())
     if (v.is_number_integer()) integers[k] = v.get<std::int64_t>();
@@ -35,8 +36,8 @@ std::string entry_id(const std::string& op, const nlohmann::json& cls) {
   return k3k::rules::entry_id(op, cls.at("path").get<std::string>(), keys);
 }
 
-nlohmann::json make_table(const TargetFacts& target, const TableSource& src, const std::vector<TableEntry>& entries,
-                          const nlohmann::json& gates) {
+nlohmann::json make_table(const TargetFacts& target, const TableSource& src,
+                          const std::vector<TableEntry>& entries, const nlohmann::json& gates) {
   std::set<std::string> sessions;
   nlohmann::json out = nlohmann::json::array();
   for (const auto& e : entries) {
@@ -64,7 +65,10 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src, con
                                {"speedup_ci95", {r.evidence.speedup_low, r.evidence.speedup_high}},
                                {"paired", r.evidence.paired},
                                {"session", e.session}};
-    nlohmann::json entry = {{"id", entry_id(e.op, cls)}, {"op", e.op}, {"class", cls}, {"params", params},
+    nlohmann::json entry = {{"id", entry_id(e.op, cls)},
+                            {"op", e.op},
+                            {"class", cls},
+                            {"params", params},
                             {"evidence", evidence}};
     if (params.contains("accumulate")) entry["hp"] = params["accumulate"] == "fp16";
     out.push_back(entry);
@@ -84,7 +88,9 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src, con
   nlohmann::json table = {{"schema", std::string(k3k::rules::kTuningTableSchema)},
                           {"kernel_abi", k3k::rules::kKernelAbiVersion},
                           {"created_at", k3store::now_utc()},
-                          {"source", source},      {"board", board},          {"entries", out}};
+                          {"source", source},
+                          {"board", board},
+                          {"entries", out}};
   table["model"] = src.model.empty() ? nlohmann::json(nullptr) : nlohmann::json(src.model);
   if (!gates.empty()) table["gates"] = gates;
   return table;
@@ -134,8 +140,8 @@ TableCheck validate_table(const nlohmann::json& table, const std::string& schema
 std::vector<std::string> TableCheck::lines() const {
   std::vector<std::string> out = problems;
   if (schema_problems > problems.size())
-    out.push_back(fmt::format("... and {} more schema problems ({} in all)", schema_problems - problems.size(),
-                              schema_problems));
+    out.push_back(fmt::format("... and {} more schema problems ({} in all)",
+                              schema_problems - problems.size(), schema_problems));
   if (!loader.empty()) out.push_back("loader: " + loader);
   return out;
 }
@@ -143,21 +149,24 @@ std::vector<std::string> TableCheck::lines() const {
 std::string show_table(const nlohmann::json& t) {
   std::ostringstream o;
   const auto& fp = t.at("board").at("fingerprint");
-  o << fmt::format("tuning table {} (kernel ABI {}), created {}\n", t.value("schema", "?"), t.value("kernel_abi", 0),
-                   t.value("created_at", "?"));
+  o << fmt::format("tuning table {} (kernel ABI {}), created {}\n", t.value("schema", "?"),
+                   t.value("kernel_abi", 0), t.value("created_at", "?"));
   o << fmt::format("board {}: marchid {}, VLEN {}, {} CPUs ({}), TCM {} {} x {} B\n",
-                   t["board"].value("name", "-"), fp["marchid"].is_null() ? "-" : fp["marchid"].get<std::string>(),
-                   fp["vlen"].is_null() ? "-" : std::to_string(fp["vlen"].get<int>()), fp.value("cpus", 0),
-                   fp.value("cpu_model", "?"), fp["tcm"].value("backend", "?"), fp["tcm"].value("blocks", 0),
-                   fp["tcm"].value("block_bytes", 0));
+                   t["board"].value("name", "-"),
+                   fp["marchid"].is_null() ? "-" : fp["marchid"].get<std::string>(),
+                   fp["vlen"].is_null() ? "-" : std::to_string(fp["vlen"].get<int>()),
+                   fp.value("cpus", 0), fp.value("cpu_model", "?"), fp["tcm"].value("backend", "?"),
+                   fp["tcm"].value("blocks", 0), fp["tcm"].value("block_bytes", 0));
   const auto& src = t.at("source");
-  o << fmt::format("source: objective {}{}{}, model {}, target {}\n", src.value("objective", "?"),
-                   src.value("proxy", false) ? " (a proxy, not a speed)" : "",
-                   src.value("forced_emulated", false) ? ", timed on EMULATED features (--force)" : "",
-                   t.value("model", nlohmann::json()).is_string() ? t["model"].get<std::string>() : "-",
-                   src.value("target", "?"));
+  o << fmt::format(
+      "source: objective {}{}{}, model {}, target {}\n", src.value("objective", "?"),
+      src.value("proxy", false) ? " (a proxy, not a speed)" : "",
+      src.value("forced_emulated", false) ? ", timed on EMULATED features (--force)" : "",
+      t.value("model", nlohmann::json()).is_string() ? t["model"].get<std::string>() : "-",
+      src.value("target", "?"));
   if (t.contains("gates")) {
-    for (const auto& [name, g] : t["gates"].items()) o << fmt::format("gate {}: {}\n", name, g.dump());
+    for (const auto& [name, g] : t["gates"].items())
+      o << fmt::format("gate {}: {}\n", name, g.dump());
   }
   o << fmt::format("{:<44} {:<44} {:>10} {:>22}\n", "entry", "parameters", "speed-up", "95% CI");
   for (const auto& e : t.at("entries")) {
@@ -166,8 +175,8 @@ std::string show_table(const nlohmann::json& t) {
                                ? fmt::format("{:.3f}..{:.3f}", ev["speedup_ci95"][0].get<double>(),
                                              ev["speedup_ci95"][1].get<double>())
                                : "-";
-    o << fmt::format("{:<44} {:<44} {:>9.3f}x {:>22}\n", e["id"].get<std::string>(), k3params::to_kv(e["params"]),
-                     ev.value("speedup", 1.0), ci);
+    o << fmt::format("{:<44} {:<44} {:>9.3f}x {:>22}\n", e["id"].get<std::string>(),
+                     k3params::to_kv(e["params"]), ev.value("speedup", 1.0), ci);
   }
   return o.str();
 }
@@ -175,7 +184,8 @@ std::string show_table(const nlohmann::json& t) {
 std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b) {
   std::ostringstream o;
   if (a["board"]["fingerprint"] != b["board"]["fingerprint"])
-    o << fmt::format("board: {} -> {}\n", a["board"]["fingerprint"].dump(), b["board"]["fingerprint"].dump());
+    o << fmt::format("board: {} -> {}\n", a["board"]["fingerprint"].dump(),
+                     b["board"]["fingerprint"].dump());
   std::map<std::string, nlohmann::json> ea, eb;
   for (const auto& e : a.at("entries")) ea[e["id"].get<std::string>()] = e;
   for (const auto& e : b.at("entries")) eb[e["id"].get<std::string>()] = e;
@@ -185,8 +195,9 @@ std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b) {
     if (it == eb.end()) {
       o << fmt::format("- {} {}\n", id, k3params::to_kv(e["params"]));
     } else if (it->second["params"] != e["params"]) {
-      o << fmt::format("~ {} {} -> {} (speed-up {:.3f}x -> {:.3f}x)\n", id, k3params::to_kv(e["params"]),
-                       k3params::to_kv(it->second["params"]), e["evidence"].value("speedup", 1.0),
+      o << fmt::format("~ {} {} -> {} (speed-up {:.3f}x -> {:.3f}x)\n", id,
+                       k3params::to_kv(e["params"]), k3params::to_kv(it->second["params"]),
+                       e["evidence"].value("speedup", 1.0),
                        it->second["evidence"].value("speedup", 1.0));
     } else {
       ++same;

@@ -13,13 +13,13 @@
 
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
-#include "harness/host/store/database.h"
 #include "harness/host/bench/provenance.h"
+#include "harness/host/bench/sweep.h"
+#include "harness/host/bench/user_error.h"
+#include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 #include "tuner/session_store.h"
-#include "harness/host/bench/sweep.h"
 #include "tuner/table.h"
-#include "harness/host/bench/user_error.h"
 
 namespace k3tuner {
 namespace {
@@ -43,11 +43,13 @@ std::vector<Job> jobs_of(const TuneCommand& c, const k3bench::Catalog& catalog) 
       jobs.push_back({cell.op, cell.role, cell.shape});
     return jobs;
   }
-  if (c.ops.empty() || c.shapes.empty()) throw UserError("tune: give --model NAME, or --op OP with --shape k=v,...");
+  if (c.ops.empty() || c.shapes.empty())
+    throw UserError("tune: give --model NAME, or --op OP with --shape k=v,...");
   for (const auto& op : c.ops) {
     const k3bench::OpSpec& spec = catalog.op(op, "--op");
     for (const auto& sh : c.shapes)
-      jobs.push_back({op, "", catalog.normalise(spec, k3bench::parse_kv(sh, "--shape"), true, "--shape")});
+      jobs.push_back(
+          {op, "", catalog.normalise(spec, k3bench::parse_kv(sh, "--shape"), true, "--shape")});
   }
   return jobs;
 }
@@ -80,53 +82,73 @@ std::string timestamp() {
 }
 
 nlohmann::json options_json(const StrategyOptions& o) {
-  return {{"seed", o.seed},           {"processes", o.processes},   {"min_rounds", o.min_rounds},
-          {"max_rounds", o.max_rounds}, {"race_error", o.race_error}, {"min_effect", o.min_effect},
-          {"random_samples", o.random_samples}, {"max_sweeps", o.max_sweeps}, {"finalists", o.finalists}};
+  return {{"seed", o.seed},
+          {"processes", o.processes},
+          {"min_rounds", o.min_rounds},
+          {"max_rounds", o.max_rounds},
+          {"race_error", o.race_error},
+          {"min_effect", o.min_effect},
+          {"random_samples", o.random_samples},
+          {"max_sweeps", o.max_sweeps},
+          {"finalists", o.finalists}};
 }
 
 }  // namespace
 
 TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command) {
   TuneOutcome out;
-  if (command.objective != "time" && command.objective != "instructions" && command.objective != "auto")
-    throw UserError(fmt::format("--objective: '{}' is not time, instructions or auto", command.objective));
+  if (command.objective != "time" && command.objective != "instructions" &&
+      command.objective != "auto")
+    throw UserError(
+        fmt::format("--objective: '{}' is not time, instructions or auto", command.objective));
   // auto: exact counts where the runner is emulated (qemu-user), time where it runs natively; so
   // one campaign over a mixed farm tunes each board the way that means something there.
   TuneCommand c = command;
   if (c.objective == "auto") c.objective = target.emulated() ? "instructions" : "time";
-  if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) == strategy_names().end())
-    throw UserError(fmt::format("--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
+  if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) ==
+      strategy_names().end())
+    throw UserError(fmt::format(
+        "--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
   // Refused before the target is even probed: its kind alone decides.
   if (c.objective == "time" && target.emulated() && !c.force) {
-    throw UserError(fmt::format(
-        "target {} runs under qemu-user: its wall time says nothing about a board. Tune with --objective "
-        "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
-        target.name()));
+    throw UserError(
+        fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
+                    "Tune with --objective "
+                    "instructions (a deterministic proxy), or --force to time it anyway (the table "
+                    "is then labelled)",
+                    target.name()));
   }
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
   Variables facts = out.facts.facts;
   const bool time = c.objective == "time";
   if (time && out.facts.emulated_target && !c.force) {
-    throw UserError(fmt::format(
-        "target {} runs under qemu-user: its wall time says nothing about a board. Tune with --objective "
-        "instructions (a deterministic proxy), or --force to time it anyway (the table is then labelled)",
-        target.name()));
+    throw UserError(
+        fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
+                    "Tune with --objective "
+                    "instructions (a deterministic proxy), or --force to time it anyway (the table "
+                    "is then labelled)",
+                    target.name()));
   }
   if (time && out.facts.ime2_emulated && !c.force) {
-    throw UserError(fmt::format("target {}: the IME2 layer is emulated in software there; timing it says nothing "
-                                "(--force to time it anyway)", target.name()));
+    throw UserError(fmt::format(
+        "target {}: the IME2 layer is emulated in software there; timing it says nothing "
+        "(--force to time it anyway)",
+        target.name()));
   }
-  std::string plugin = c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+  std::string plugin =
+      c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
   if (!time) {
     if (!target.emulated())
-      throw UserError(fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
-                                  "target, or a farm board whose exec prefix is qemu-user, counts)",
-                                  target.name()));
+      throw UserError(
+          fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
+                      "target, or a farm board whose exec prefix is qemu-user, counts)",
+                      target.name()));
     if (!std::filesystem::exists(plugin))
-      throw UserError(fmt::format("--objective instructions: the counting plugin {} is missing (bash "
-                                  "scripts/count-instructions.sh builds it)", plugin));
+      throw UserError(
+          fmt::format("--objective instructions: the counting plugin {} is missing (bash "
+                      "scripts/count-instructions.sh builds it)",
+                      plugin));
     facts["cpus"] = 1;  // counts are exact with one worker only (more would add spinning threads)
   }
   const auto jobs = jobs_of(c, catalog);
@@ -140,7 +162,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
   std::string run_uuid;
   std::vector<SearchSpace> spaces;
   for (const auto& job : jobs) {
-    const std::string file = (c.spaces_dir.empty() ? c.root + "/configs/spaces" : c.spaces_dir) + "/" + job.op + ".toml";
+    const std::string file =
+        (c.spaces_dir.empty() ? c.root + "/configs/spaces" : c.spaces_dir) + "/" + job.op + ".toml";
     if (!std::filesystem::exists(file)) {
       spaces.emplace_back();
       continue;
@@ -150,28 +173,35 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     // Where a time objective means something, by the kind of place: local, ssh (a board), qemu.
     const std::string kind = target.emulated() ? "qemu" : target.config().kind;
     const auto& where = space.meaningful_on();
-    if (time && !c.force && !where.empty() && std::find(where.begin(), where.end(), kind) == where.end())
-      throw UserError(fmt::format("{}: meaningful_on = [{}]: a time objective on {} ({}) says nothing (--force to "
-                                  "time it anyway)", file, fmt::join(where, ", "), target.name(), kind));
+    if (time && !c.force && !where.empty() &&
+        std::find(where.begin(), where.end(), kind) == where.end())
+      throw UserError(fmt::format(
+          "{}: meaningful_on = [{}]: a time objective on {} ({}) says nothing (--force to "
+          "time it anyway)",
+          file, fmt::join(where, ", "), target.name(), kind));
     spaces.push_back(std::move(space));
   }
-  if (std::all_of(spaces.begin(), spaces.end(), [](const SearchSpace& s) { return s.op().empty(); })) {
+  if (std::all_of(spaces.begin(), spaces.end(),
+                  [](const SearchSpace& s) { return s.op().empty(); })) {
     std::set<std::string> ops;
     for (const auto& job : jobs) ops.insert(job.op);
     throw UserError(fmt::format("{}: no search space for any of its ops ({}) in {}",
-                                c.model.empty() ? "--op" : "--model " + c.model, fmt::join(ops, ", "),
+                                c.model.empty() ? "--op" : "--model " + c.model,
+                                fmt::join(ops, ", "),
                                 c.spaces_dir.empty() ? "configs/spaces" : c.spaces_dir));
   }
   if (!c.explain) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
     db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
-    if (!k3store::find_build(*db, build_hash)) k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
+    if (!k3store::find_build(*db, build_hash))
+      k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
     store = std::make_unique<SessionStore>(*db);
     if (time) {
       run_uuid = k3bench::new_uuid();
-      k3store::insert_run(*db, {run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0, 0,
-                                nlohmann::json{{"tuning", c.strategy}}.dump()});
-      objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid, target.config().timeout_s);
+      k3store::insert_run(*db, {run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0,
+                                0, nlohmann::json{{"tuning", c.strategy}}.dump()});
+      objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid,
+                                                  target.config().timeout_s);
     } else {
       objective = std::make_unique<InstructionObjective>(target, plugin);
     }
@@ -200,9 +230,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     r.catalog = &catalog;
     r.shape = job.shape;
     r.fixed = k3bench::parse_kv(c.params, "--params");
-    // Weight copies rotate past the last-level cache, which qemu does not model; counted, their set-up
-    // is most of a process's instructions and one call's count is what is asked for.
-    if (!time && r.fixed.count("copies") == 0 && catalog.op(job.op, "--op").param("copies") != nullptr)
+    // Weight copies rotate past the last-level cache, which qemu does not model; counted, their
+    // set-up is most of a process's instructions and one call's count is what is asked for.
+    if (!time && r.fixed.count("copies") == 0 &&
+        catalog.op(job.op, "--op").param("copies") != nullptr)
       r.fixed["copies"] = "1";
     r.settings = c.settings;
     r.facts = with_shape(facts, job.shape);
@@ -216,7 +247,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     // enumeration cap is refused by the search itself, and --explain only counts it).
     if (time && !c.force && space.product(r.facts) <= kMaxEnumerated) {
       for (const auto& cfg : space.enumerate(r.facts, r.flags))
-        if (!space.emulated_knobs(cfg, r.facts).empty()) o.excluded_emulated.push_back(config_key(cfg));
+        if (!space.emulated_knobs(cfg, r.facts).empty())
+          o.excluded_emulated.push_back(config_key(cfg));
     }
     r.exclude.insert(o.excluded_emulated.begin(), o.excluded_emulated.end());
     if (c.explain) {
@@ -225,16 +257,29 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       continue;
     }
     const nlohmann::json identity = {
-        {"op", job.op},          {"shape", job.shape},     {"fixed", r.fixed},
-        {"space", file_text(space.file())}, {"strategy", c.strategy}, {"options", options_json(c.options)},
-        {"budget", c.budget},    {"objective", c.objective}, {"flags", c.flags},
-        {"force", c.force},      {"build", build_hash}, {"settings", c.settings.to_json()},
+        {"op", job.op},
+        {"shape", job.shape},
+        {"fixed", r.fixed},
+        {"space", file_text(space.file())},
+        {"strategy", c.strategy},
+        {"options", options_json(c.options)},
+        {"budget", c.budget},
+        {"objective", c.objective},
+        {"flags", c.flags},
+        {"force", c.force},
+        {"build", build_hash},
+        {"settings", c.settings.to_json()},
         // Where it is measured, as its probe describes it, not by name: a session a lost farm board
         // left half done continues on any board of the same fingerprint (and emulator).
-        {"target", {{"fingerprint", out.facts.fingerprint}, {"emulator", target.emulator_prefix()}}}};
+        {"target",
+         {{"fingerprint", out.facts.fingerprint}, {"emulator", target.emulator_prefix()}}}};
     o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
-    SessionRecord rec{o.session, c.command_line, target.name(), build_hash, run_uuid, job.op, job.shape.dump(), c.model,
-                      nlohmann::json{{"file", space.file()}}.dump(), c.strategy, c.options.seed, c.budget, c.objective, "running", ""};
+    SessionRecord rec{
+        o.session,        c.command_line, target.name(),
+        build_hash,       run_uuid,       job.op,
+        job.shape.dump(), c.model,        nlohmann::json{{"file", space.file()}}.dump(),
+        c.strategy,       c.options.seed, c.budget,
+        c.objective,      "running",      ""};
     const SessionRecord existing = store->open(rec);
     o.resumed = existing.status == "finished" || !store->measurements(o.session).empty();
     o.result = run_tuning(r, *objective, store.get(), o.session);
@@ -254,25 +299,36 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     // The path the runner took ("auto" resolves to the best layer of this target; counted
     // measurements have no process rows: the runner's own facts say which layer that is).
     if (entries[e].path == "auto" && job.result.chosen != SIZE_MAX) {
-      auto s = db->prepare("SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
-                           " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
+      auto s = db->prepare(
+          "SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
+          " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
       s.bind(1, job.session);
-      entries[e].path = s.step() ? s.text(0) : (out.facts.best_path.empty() ? "generic" : out.facts.best_path);
+      entries[e].path =
+          s.step() ? s.text(0) : (out.facts.best_path.empty() ? "generic" : out.facts.best_path);
     }
     ++e;
   }
   if (entries.empty()) return out;
-  TableSource src{c.objective, !time, forced_emulated, run_uuid.empty() ? std::vector<std::string>{}
-                                                                         : std::vector<std::string>{run_uuid},
-                  c.command_line, target.name(), build_hash, target.name(), c.model};
+  TableSource src{
+      c.objective,
+      !time,
+      forced_emulated,
+      run_uuid.empty() ? std::vector<std::string>{} : std::vector<std::string>{run_uuid},
+      c.command_line,
+      target.name(),
+      build_hash,
+      target.name(),
+      c.model};
   out.table = make_table(out.facts, src, entries);
-  out.table_problems = validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json").lines();
+  out.table_problems =
+      validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   // A table the kernels would refuse is never written; the sessions stay stored, so a re-run after
   // the fix measures nothing again.
   if (!out.table_problems.empty()) return out;
-  out.table_path = !c.out.empty() ? c.out
-                                  : fmt::format("{}/results/tables/{}-{}-{}.json", c.root, target.name(),
-                                                c.model.empty() ? out.jobs.front().op : c.model, timestamp());
+  out.table_path = !c.out.empty()
+                       ? c.out
+                       : fmt::format("{}/results/tables/{}-{}-{}.json", c.root, target.name(),
+                                     c.model.empty() ? out.jobs.front().op : c.model, timestamp());
   std::filesystem::create_directories(std::filesystem::absolute(out.table_path).parent_path());
   const std::string text = out.table.dump(2) + "\n";
   {

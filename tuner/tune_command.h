@@ -13,23 +13,23 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tuner/gates.h"
 #include "harness/host/bench/measure_settings.h"
-#include "tuner/strategy.h"
 #include "harness/host/targets/target.h"
+#include "tuner/gates.h"
+#include "tuner/strategy.h"
 #include "tuner/target_facts.h"
 #include "tuner/tuning.h"
 
 namespace k3tuner {
 
 struct TuneCommand {
-  std::string root;             // source tree: configs/spaces, configs/models, configs/schema
+  std::string root;  // source tree: configs/spaces, configs/models, configs/schema
   std::string db_path;
-  std::string model;            // tune the shapes of configs/models/<model>.toml ...
-  std::vector<std::string> ops;     // ... restricted to these ops; or with shapes: these ops
-  std::vector<std::string> shapes;  // explicit shapes k=v,...
-  std::string params;           // parameters held fixed, k=v,...
-  std::string spaces_dir;       // search spaces, <op>.toml (default <root>/configs/spaces)
+  std::string model;                  // tune the shapes of configs/models/<model>.toml ...
+  std::vector<std::string> ops;       // ... restricted to these ops; or with shapes: these ops
+  std::vector<std::string> shapes;    // explicit shapes k=v,...
+  std::string params;                 // parameters held fixed, k=v,...
+  std::string spaces_dir;             // search spaces, <op>.toml (default <root>/configs/spaces)
   k3bench::MeasureSettings settings;  // how each time-objective process measures (reps, min time)
   std::string strategy = "racing";
   std::string objective = "time";  // time | instructions
@@ -60,7 +60,8 @@ struct TuneOutcome {
   std::vector<TuneJobOutcome> jobs;
   nlohmann::json table;  // null when nothing was tuned (or --explain)
   std::string table_path;
-  std::vector<std::string> table_problems;  // table validate's lines: schema and loader (must be empty)
+  std::vector<std::string>
+      table_problems;  // table validate's lines: schema and loader (must be empty)
 };
 
 TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command);

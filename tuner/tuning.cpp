@@ -4,8 +4,8 @@
 
 #include <cmath>
 
-#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
+#include <boost/math/distributions/students_t.hpp>
 
 #include "harness/common/params/param_spec.h"
 #include "harness/host/bench/user_error.h"
@@ -36,7 +36,10 @@ void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e
   const double va = std::pow(k3stats::sample_stddev(la), 2) / double(la.size());
   const double vb = std::pow(k3stats::sample_stddev(lb), 2) / double(lb.size());
   const double se = std::sqrt(va + vb);
-  const double df = se == 0 ? 1 : (va + vb) * (va + vb) / (va * va / double(la.size() - 1) + vb * vb / double(lb.size() - 1));
+  const double df = se == 0
+                        ? 1
+                        : (va + vb) * (va + vb) /
+                              (va * va / double(la.size() - 1) + vb * vb / double(lb.size() - 1));
   const double t = se == 0 ? 0 : k3stats::t_critical(0.95, df);
   const double m = k3stats::mean(lb) - k3stats::mean(la);
   e.speedup = std::exp(m);
@@ -45,12 +48,9 @@ void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e
 }
 
 nlohmann::json Evidence::to_json() const {
-  return {{"mean_ns", mean},
-          {"ci95_ns", {ci_low, ci_high}},
-          {"processes", processes},
-          {"default_mean_ns", default_mean},
-          {"speedup", speedup},
-          {"speedup_ci95", {speedup_low, speedup_high}},
+  return {{"mean_ns", mean},        {"ci95_ns", {ci_low, ci_high}},
+          {"processes", processes}, {"default_mean_ns", default_mean},
+          {"speedup", speedup},     {"speedup_ci95", {speedup_low, speedup_high}},
           {"paired", paired}};
 }
 
@@ -77,8 +77,12 @@ nlohmann::json TuneResult::points_json(const std::string& op) const {
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     if (c.values.empty() && !c.rejected) continue;
-    nlohmann::json j = {{"point_key", c.key}, {"op", op}, {"shape", cells[i].shape}, {"config", c.config},
-                        {"status", c.rejected ? "rejected" : "measured"}, {"reason", c.reason},
+    nlohmann::json j = {{"point_key", c.key},
+                        {"op", op},
+                        {"shape", cells[i].shape},
+                        {"config", c.config},
+                        {"status", c.rejected ? "rejected" : "measured"},
+                        {"reason", c.reason},
                         {"processes", c.measurements()}};
     if (!c.values.empty()) {
       const auto ci = k3stats::t_interval(c.values);
@@ -114,11 +118,14 @@ nlohmann::json TuneResult::to_json() const {
   return j;
 }
 
-TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* store, const std::string& session_id) {
+TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* store,
+                      const std::string& session_id) {
   TuneResult res;
   std::vector<Config> configs = r.space->enumerate(r.facts, r.flags, &res.counts);
   std::erase_if(configs, [&](const Config& c) { return r.exclude.contains(config_key(c)); });
-  if (configs.empty()) throw k3bench::UserError(fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
+  if (configs.empty())
+    throw k3bench::UserError(
+        fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
   const std::string default_key = config_key(r.space->defaults(r.facts));
   for (const auto& c : configs) {
     Candidate cand;
@@ -153,10 +160,12 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
           m = it->second;
         } else {
           if (r.stop_after && res.new_measurements >= *r.stop_after)
-            throw TuningInterrupted(fmt::format("stopped after {} new measurements", res.new_measurements));
+            throw TuningInterrupted(
+                fmt::format("stopped after {} new measurements", res.new_measurements));
           if (r.progress) r.progress(res.measurements, cand.key);
           const Measurement got = objective.measure(res.cells[i], attempt, round);
-          m = {cand.key, attempt, round, got.value, got.disturbed, got.rejected, got.reason, got.cell_key};
+          m = {cand.key,      attempt,      round,      got.value,
+               got.disturbed, got.rejected, got.reason, got.cell_key};
           if (store != nullptr) store->add(session_id, m);
           ++res.new_measurements;
         }

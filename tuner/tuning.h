@@ -27,17 +27,17 @@ namespace k3tuner {
 struct TuneRequest {
   const SearchSpace* space = nullptr;
   const k3bench::Catalog* catalog = nullptr;
-  nlohmann::json shape;                          // normalised shape of the op
-  std::map<std::string, std::string> fixed;      // parameters held for every configuration
-  k3bench::MeasureSettings settings;              // how each process measures
-  Variables facts;                               // target and shape facts for the space
-  std::set<std::string> flags;                   // e.g. "allow-hp"
-  std::set<std::string> exclude;                 // configurations (config_key) left out, e.g. emulated
+  nlohmann::json shape;                      // normalised shape of the op
+  std::map<std::string, std::string> fixed;  // parameters held for every configuration
+  k3bench::MeasureSettings settings;         // how each process measures
+  Variables facts;                           // target and shape facts for the space
+  std::set<std::string> flags;               // e.g. "allow-hp"
+  std::set<std::string> exclude;             // configurations (config_key) left out, e.g. emulated
   std::string strategy = "racing";
   StrategyOptions options;
-  int budget = 0;                                // measurements allowed (0: unlimited)
+  int budget = 0;  // measurements allowed (0: unlimited)
   std::function<void(int used, const std::string& what)> progress;
-  std::optional<int> stop_after;                 // test hook: interrupt after this many new measurements
+  std::optional<int> stop_after;  // test hook: interrupt after this many new measurements
 };
 
 struct Evidence {

@@ -8,31 +8,31 @@
 #include <iostream>
 #include <optional>
 
-#include <CLI/CLI.hpp>
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "harness/runner/dump.h"
-#include "harness/runner/extra_work.h"
-#include "harness/runner/ime2_counts.h"
-#include "harness/runner/perf_counters.h"
 #include "harness/runner/environment.h"
-#include "harness/runner/facts.h"
 #include "harness/runner/errors.h"
-#include "harness/runner/path_option.h"
-#include "k3k/aligned_buffer.h"
-#include "k3k/dispatch.h"
+#include "harness/runner/extra_work.h"
+#include "harness/runner/facts.h"
+#include "harness/runner/ime2_counts.h"
 #include "harness/runner/measure.h"
 #include "harness/runner/model_command.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/output_checksum.h"
-#include "harness/runner/report.h"
-#include "harness/runner/tuning_params.h"
+#include "harness/runner/path_option.h"
+#include "harness/runner/perf_counters.h"
 #include "harness/runner/placement.h"
+#include "harness/runner/report.h"
 #include "harness/runner/run_settings.h"
 #include "harness/runner/selftest.h"
 #include "harness/runner/tcm_context.h"
 #include "harness/runner/tcm_status.h"
+#include "harness/runner/tuning_params.h"
+#include "k3k/aligned_buffer.h"
+#include "k3k/dispatch.h"
 
 namespace k3runner {
 namespace {
@@ -40,7 +40,8 @@ namespace {
 constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0  success (accuracy within bound)\n"
-    "  2  usage: bad option, unknown op, missing/unknown shape or parameter key, parameter out of range\n"
+    "  2  usage: bad option, unknown op, missing/unknown shape or parameter key, parameter out of "
+    "range\n"
     "  3  unsupported: valid syntax but this binary or CPU cannot run it (K not a multiple of 64,\n"
     "     a size <= 0 or above its limit, more memory than available, a --path not built in or\n"
     "     not supported by the CPU)\n"
@@ -65,7 +66,9 @@ struct Options {
 };
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 void list_ops(bool json) {
   nlohmann::json out = nlohmann::json::array();
@@ -81,18 +84,21 @@ void list_ops(bool json) {
     return;
   }
   for (const auto& o : out) {
-    std::cout << fmt::format("{:<20} {}\n", o["name"].get<std::string>(), o["description"].get<std::string>());
+    std::cout << fmt::format("{:<20} {}\n", o["name"].get<std::string>(),
+                             o["description"].get<std::string>());
     for (const char* group : {"shape_keys", "params"}) {
       for (const auto& k : o[group]) {
-        std::string range = k.contains("range") ? fmt::format("[{}, {}]", k["range"][0].get<long long>(),
-                                                              k["range"][1].get<long long>())
-                          : k.contains("choices") ? fmt::format("{{{}}}", fmt::join(k["choices"], "|"))
-                                                  : "";
-        std::cout << fmt::format("    {:<7} {:<12} {:<6} {:<22} default={:<10} {}\n",
-                                 group[0] == 's' ? "shape" : "param", k["name"].get<std::string>(),
-                                 k["type"].get<std::string>(), range,
-                                 k.contains("default") ? k["default"].get<std::string>() : "(required)",
-                                 k["help"].get<std::string>());
+        std::string range =
+            k.contains("range")     ? fmt::format("[{}, {}]", k["range"][0].get<long long>(),
+                                                  k["range"][1].get<long long>())
+            : k.contains("choices") ? fmt::format("{{{}}}", fmt::join(k["choices"], "|"))
+                                    : "";
+        std::cout << fmt::format(
+            "    {:<7} {:<12} {:<6} {:<22} default={:<10} {}\n",
+            group[0] == 's' ? "shape" : "param", k["name"].get<std::string>(),
+            k["type"].get<std::string>(), range,
+            k.contains("default") ? k["default"].get<std::string>() : "(required)",
+            k["help"].get<std::string>());
       }
     }
   }
@@ -107,14 +113,16 @@ int run_case(const Options& o, Clock::time_point process_start) {
   }
   const k3k::PathDecision decision = decide_path_option(o.path);
   auto given = parse_kv_list(o.params, "--params");
-  const nlohmann::json tuning = apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
+  const nlohmann::json tuning =
+      apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
   CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
                 KeyValues(op->params, given, "--params", false), o.seed, decision.path};
   const long long need = op->footprint(in.shape, in.params);
   const long long avail = available_memory_bytes();
   if (avail > 0 && need > avail * 8 / 10) {
-    throw UnsupportedShape(fmt::format("--shape: the case needs about {:.1f} GiB but only {:.1f} GiB is available",
-                                       need / 1073741824.0, avail / 1073741824.0));
+    throw UnsupportedShape(
+        fmt::format("--shape: the case needs about {:.1f} GiB but only {:.1f} GiB is available",
+                    need / 1073741824.0, avail / 1073741824.0));
   }
   std::unique_ptr<OpCase> c;
   try {
@@ -128,7 +136,9 @@ int run_case(const Options& o, Clock::time_point process_start) {
   r.op = op->name;
   // "emulated": the path's instructions ran as software models (IME2 emulation build): the
   // accuracy is real, the timings are not IME2 performance.
-  r.dispatch = {{"requested", o.path}, {"path", c->path()}, {"reason", decision.reason},
+  r.dispatch = {{"requested", o.path},
+                {"path", c->path()},
+                {"reason", decision.reason},
                 {"emulated", decision.emulated}};
   r.emulated = decision.emulated;
   r.shape = in.shape.to_json();
@@ -148,8 +158,12 @@ int run_case(const Options& o, Clock::time_point process_start) {
   }
   const double check_s = seconds_since(check_start);
   if (!o.dump_dir.empty()) {
-    write_dump(o.dump_dir, {{"op", r.op}, {"shape", r.shape}, {"params", r.params}, {"seed", r.seed},
-                            {"path", r.path}},
+    write_dump(o.dump_dir,
+               {{"op", r.op},
+                {"shape", r.shape},
+                {"params", r.params},
+                {"seed", r.seed},
+                {"path", r.path}},
                c->dump_arrays());
   }
   const bool accurate = !r.accuracy || r.accuracy->pass;
@@ -169,17 +183,21 @@ int run_case(const Options& o, Clock::time_point process_start) {
                 {"check_s", check_s},
                 {"warmup_s", m.calibration.warmup_s},
                 {"measured_s", m.measured_s}};
-    r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM copy vs compute time)
+    r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM
+                                  // copy vs compute time)
   }
   r.environment["readings_after"] = environment_readings();
   r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
   if (!r.timing.is_null()) r.timing["total_s"] = seconds_since(process_start);
   r.ime2_instructions = ime2_instruction_counts_json();
-  if (o.json) std::cout << result_json(r).dump(2) << "\n";
-  else std::cout << result_table(r, !o.no_header);
+  if (o.json)
+    std::cout << result_json(r).dump(2) << "\n";
+  else
+    std::cout << result_table(r, !o.no_header);
   if (!accurate) {
-    std::cerr << fmt::format("k3bench: accuracy failure: {} error/bound ratio {:.3g} (max abs err {:.3g})\n",
-                             r.op, r.accuracy->worst_ratio, r.accuracy->max_abs_err);
+    std::cerr << fmt::format(
+        "k3bench: accuracy failure: {} error/bound ratio {:.3g} (max abs err {:.3g})\n", r.op,
+        r.accuracy->worst_ratio, r.accuracy->max_abs_err);
     return kExitAccuracy;
   }
   return kExitOk;
@@ -192,8 +210,9 @@ int main(int argc, char** argv) {
   using namespace k3runner;
   const auto process_start = Clock::now();
   Options o;
-  CLI::App app{"k3bench: run one k3tune kernel op x shape x parameter set and report times, traffic, "
-               "accuracy and environment."};
+  CLI::App app{
+      "k3bench: run one k3tune kernel op x shape x parameter set and report times, traffic, "
+      "accuracy and environment."};
   app.footer(kExitCodesHelp);
   app.add_flag("--list-ops", o.list_ops, "list ops with their shape keys and tunable parameters");
   app.add_flag("--json", o.json, "print JSON (default: a readable table row)");
@@ -202,11 +221,15 @@ int main(int argc, char** argv) {
   app.add_option("--shape", o.shape, "shape keys, k=v,k=v");
   app.add_option("--params", o.params, "tunable parameters, k=v,k=v (defaults from --list-ops)");
   app.add_option("--table", o.table,
-                 "tuning table (k3tune tune): parameters not given in --params come from its entry for this op, "
+                 "tuning table (k3tune tune): parameters not given in --params come from its entry "
+                 "for this op, "
                  "path and shape (K3_TUNING_TABLE in the environment does the same)");
-  app.add_option("--reps", o.measure.repetitions, "measured repetitions")->check(CLI::Range(1, 100000));
-  app.add_option("--warmup", o.measure.warmup, "untimed calls before measuring")->check(CLI::Range(0, 100000));
-  app.add_option("--min-time", o.measure.min_time_s, "seconds per repetition (when --iterations is 0)")
+  app.add_option("--reps", o.measure.repetitions, "measured repetitions")
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--warmup", o.measure.warmup, "untimed calls before measuring")
+      ->check(CLI::Range(0, 100000));
+  app.add_option("--min-time", o.measure.min_time_s,
+                 "seconds per repetition (when --iterations is 0)")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--iterations", o.measure.iterations, "fixed calls per repetition (0: automatic)")
       ->check(CLI::Range(0, 1 << 30));
@@ -214,7 +237,8 @@ int main(int argc, char** argv) {
   app.add_option("--check", o.check, "accuracy check: sample (spread rows), full, none")
       ->check(CLI::IsMember({"sample", "full", "none"}));
   app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
-  app.add_option("--path", o.path, "kernel layer: auto (best available: ime2, rvv, generic), or force one")
+  app.add_option("--path", o.path,
+                 "kernel layer: auto (best available: ime2, rvv, generic), or force one")
       ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}));
   app.add_option("--selftest", o.selftest,
                  "run the IME2 instructions on fixed inputs and compare with their software models "
@@ -223,27 +247,34 @@ int main(int argc, char** argv) {
   app.add_flag("--facts", o.facts,
                "describe this runner and machine: environment, default kernel path, IME2 gate, TCM "
                "(with --json: the document k3tune reads)");
-  app.add_flag("--tcm-status", o.tcm_status, "report the TCM backend and every block's state (stale locks flagged)");
+  app.add_flag("--tcm-status", o.tcm_status,
+               "report the TCM backend and every block's state (stale locks flagged)");
   app.add_option("--tcm-force-release", o.tcm_force_release,
-                 "recovery: release TCM blocks left acquired by a dead process (\"all\" stale ones, or a list like 0,3)");
-  app.add_flag("--force", o.force, "with --tcm-force-release: also take blocks held by a live thread");
+                 "recovery: release TCM blocks left acquired by a dead process (\"all\" stale "
+                 "ones, or a list like 0,3)");
+  app.add_flag("--force", o.force,
+               "with --tcm-force-release: also take blocks held by a live thread");
   app.add_option("--tcm-backend", o.tcm_backend, "TCM backend for --tcm-status/--tcm-force-release")
       ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
-  auto* model_opt = app.add_option("--model", o.model.model,
-                                   "whole-model run: NAME (configs/models/NAME.toml) or a .toml file; "
-                                   "prefill --pp and decode --tg tokens per second, per-op breakdown");
+  auto* model_opt =
+      app.add_option("--model", o.model.model,
+                     "whole-model run: NAME (configs/models/NAME.toml) or a .toml file; "
+                     "prefill --pp and decode --tg tokens per second, per-op breakdown");
   app.add_option("--models-dir", o.model.models_dir, "where --model NAME is looked up")
       ->default_str("$K3BENCH_MODELS_DIR, else the source tree's configs/models");
-  app.add_option("--pp", o.model.pp, "--model: prompt tokens of the prefill test (0: none)")->capture_default_str();
-  app.add_option("--tg", o.model.tg, "--model: decode steps of the decode test (0: none)")->capture_default_str();
+  app.add_option("--pp", o.model.pp, "--model: prompt tokens of the prefill test (0: none)")
+      ->capture_default_str();
+  app.add_option("--tg", o.model.tg, "--model: decode steps of the decode test (0: none)")
+      ->capture_default_str();
   app.add_option("--tg-prompt", o.model.tg_prompt, "--model: prompt tokens before the decode test")
       ->capture_default_str();
   app.add_flag("--check-forward", o.model.check_forward,
                "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();
-  app.add_option("--cpus", rs.cpus,
-                 "thread placement: auto (the A100 CPUs on a K3, else unpinned), none, or a list like 0-1 "
-                 "(K3BENCH_CPUS overrides)")
+  app.add_option(
+         "--cpus", rs.cpus,
+         "thread placement: auto (the A100 CPUs on a K3, else unpinned), none, or a list like 0-1 "
+         "(K3BENCH_CPUS overrides)")
       ->capture_default_str();
   app.add_option("--pool-wait", rs.pool_wait, "idle workers: spin (then park) or park at once")
       ->check(CLI::IsMember({"spin", "park"}))
@@ -251,12 +282,16 @@ int main(int argc, char** argv) {
   app.add_option("--huge-pages", o.huge_pages, "2 MiB aligned, THP-advised buffers of >= 2 MiB")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
-  app.add_option("--weight-load", rs.weight_load, "decode weight copies: mmap (from the weight cache, shared) or read (made in this process)")
+  app.add_option("--weight-load", rs.weight_load,
+                 "decode weight copies: mmap (from the weight cache, shared) or read (made in this "
+                 "process)")
       ->check(CLI::IsMember({"read", "mmap"}))
       ->capture_default_str();
-  app.add_option("--extra-work-ns", o.extra_work_ns,
-                 "add a calibrated busy loop of about N ns after every timed call (statistics self-check; "
-                 "K3BENCH_EXTRA_WORK_NS plants it where options cannot be passed: k3tune count, a farm's env)")
+  app.add_option(
+         "--extra-work-ns", o.extra_work_ns,
+         "add a calibrated busy loop of about N ns after every timed call (statistics self-check; "
+         "K3BENCH_EXTRA_WORK_NS plants it where options cannot be passed: k3tune count, a farm's "
+         "env)")
       ->envname("K3BENCH_EXTRA_WORK_NS")
       ->check(CLI::Range(0.0, 1e9));
   try {
@@ -281,7 +316,8 @@ int main(int argc, char** argv) {
     if (!o.selftest.empty()) return run_selftest(o.selftest, o.json);
     if (o.facts) return run_facts(o.json);
     if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
-    if (!o.tcm_force_release.empty()) return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
+    if (!o.tcm_force_release.empty())
+      return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (model_opt->count() > 0) {
       ModelCommandOptions m = o.model;
       if (m.models_dir.empty()) {

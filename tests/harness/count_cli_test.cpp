@@ -135,10 +135,10 @@ TEST_F(CountCli, TwoCountRunsAreComparedByTheExactRuleWithTheMeasuredJitter) {
   auto count_rvv = [&](const std::vector<std::string>& env) {
     std::vector<std::string> argv = {"env"};
     argv.insert(argv.end(), env.begin(), env.end());
-    argv.insert(argv.end(), {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--json", "count",
-                             "--runner", std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--vlens",
-                             "256", "--plugin", K3_COUNT_PLUGIN, "--case",
-                             "linear_decode n=64,k=128"});
+    argv.insert(argv.end(),
+                {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--json", "count", "--runner",
+                 std::string("rvv=") + K3_COUNT_RVV_RUNNER, "--vlens", "256", "--plugin",
+                 K3_COUNT_PLUGIN, "--case", "linear_decode n=64,k=128"});
     const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
     EXPECT_TRUE(r.ok()) << r.err;
     return nlohmann::json::parse(r.out).at(0);
@@ -175,8 +175,8 @@ TEST_F(CountCli, TwoCountRunsAreComparedByTheExactRuleWithTheMeasuredJitter) {
   // Planted work: a calibrated busy loop after every call, thousands of instructions per call.
   const auto planted = count_rvv({"K3BENCH_EXTRA_WORK_NS=200000"});
   const std::string run_c = latest_run();
-  const double delta = planted["instructions_per_call"].get<double>() -
-                       first["instructions_per_call"].get<double>();
+  const double delta =
+      planted["instructions_per_call"].get<double>() - first["instructions_per_call"].get<double>();
   EXPECT_GT(delta, std::max(first["jitter"].get<double>(), planted["jitter"].get<double>()));
   const auto more = k3tune({"--json", "compare", run_a, run_c});
   EXPECT_EQ(more.exit_code, 4) << more.out << more.err;
@@ -234,8 +234,9 @@ TEST_F(CountCli, BadInputStoresNothing) {
   EXPECT_NE(unknown_op.err.find("no_such_op"), std::string::npos) << unknown_op.err;
   const auto host = k3tune({"count", "--variant", "host", "--plugin", K3_COUNT_PLUGIN});
   EXPECT_EQ(host.exit_code, 2);
-  EXPECT_EQ(host.err, "k3tune: --variant: preset 'host' is not a riscv64 tree that counts "
-                      "(CMakePresets.json gives it no count_path)\n");
+  EXPECT_EQ(host.err,
+            "k3tune: --variant: preset 'host' is not a riscv64 tree that counts "
+            "(CMakePresets.json gives it no count_path)\n");
   const auto unknown = k3tune({"count", "--variant", "nope", "--plugin", K3_COUNT_PLUGIN});
   EXPECT_EQ(unknown.exit_code, 2);
   EXPECT_NE(unknown.err.find("k3tune: --variant: "), std::string::npos) << unknown.err;

@@ -19,8 +19,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
 #include "farm_test_support.h"
+#include "harness/host/store/database.h"
 
 namespace {
 
@@ -34,10 +34,10 @@ class FarmSshTune : public LoopbackFarmTest {
   // An exact tune of small decode shapes (6 and 4 valid configurations at one worker).
   std::vector<std::string> tune_args(const std::vector<std::string>& where, const std::string& out,
                                      bool two_shapes = false) const {
-    std::vector<std::string> a{"-q",          "--json",        "tune",         "--farm",
-                               farm_file_,    "--objective",   "instructions", "--op",
-                               "linear_decode", "--shape",      "n=256,k=1024", "--strategy",
-                               "exhaustive",  "--out",         out};
+    std::vector<std::string> a{
+        "-q",           "--json",       "tune",       "--farm",        farm_file_,
+        "--objective",  "instructions", "--op",       "linear_decode", "--shape",
+        "n=256,k=1024", "--strategy",   "exhaustive", "--out",         out};
     if (two_shapes) a.insert(a.end(), {"--shape", "n=128,k=1024"});
     a.insert(a.end(), where.begin(), where.end());
     return a;
@@ -73,9 +73,9 @@ TEST_F(FarmSshTune, AnExactTuneOnABoardRecordsTheBoardsFingerprintAndRepeatsExac
   EXPECT_EQ(table["entries"][0]["class"]["path"], "rvv");  // the layer the board's runner took
 
   // The table verified on the other board of the same fingerprint (timing under qemu: --force).
-  const auto verify = k3tune({"-q", "table", "verify", "--table", t1, "--farm", farm_file_,
-                              "--board", "b1", "--force", "--processes", "2", "-R", "1",
-                              "--min-time", "0.01"});
+  const auto verify =
+      k3tune({"-q", "table", "verify", "--table", t1, "--farm", farm_file_, "--board", "b1",
+              "--force", "--processes", "2", "-R", "1", "--min-time", "0.01"});
   EXPECT_TRUE(verify.code == 0 || verify.code == 1) << verify.out << verify.err;
   EXPECT_NE(verify.out.find("b1"), std::string::npos) << verify.out;
   EXPECT_EQ(verify.err.find("fingerprint"), std::string::npos) << verify.err;
@@ -95,8 +95,9 @@ TEST_F(FarmSshTune, AnExactTuneOnABoardRecordsTheBoardsFingerprintAndRepeatsExac
 
 TEST_F(FarmSshTune, ABoardLostMidCampaignHandsItsSessionToAnotherBoardOfItsFingerprint) {
   const std::string t1 = lab_->dir() / "t1.json";
-  auto running = std::async(std::launch::async,
-                            [&] { return k3tune(tune_args({"--tag", "qemu"}, t1, true)); });
+  auto running = std::async(std::launch::async, [&] {
+    return k3tune(tune_args({"--tag", "qemu"}, t1, true));
+  });
   // Both boards tune (one session each); b1 is killed once three points are stored, so its
   // session is unfinished (6 points) or not begun.
   bool killed = false;
@@ -155,8 +156,11 @@ TEST_F(FarmSshTune, CountOnABoardCountsItsRunnerAtItsVlen) {
   ASSERT_EQ(rows.size(), 1u) << r.out;
   EXPECT_EQ(rows[0]["vlen"], 1024);
   EXPECT_EQ(rows[0]["path"], "rvv");
-  EXPECT_GT(rows[0]["instructions_per_call"].get<double>(), 64 * 256 / 64) << rows.dump();  // >= 1 per block
-  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE run_uuid = '" + rows[0]["run_uuid"].get<std::string>() + "'"), 1);
+  EXPECT_GT(rows[0]["instructions_per_call"].get<double>(), 64 * 256 / 64)
+      << rows.dump();  // >= 1 per block
+  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE run_uuid = '" +
+                  rows[0]["run_uuid"].get<std::string>() + "'"),
+            1);
   const auto bad = k3tune({"count", "--farm", farm_file_, "--board", "b1", "--vlens", "256"});
   EXPECT_EQ(bad.code, 2);
   EXPECT_EQ(bad.err, "k3tune: --vlens: a board counts at its own VLEN (its exec prefix)\n");
@@ -183,7 +187,8 @@ TEST_F(FarmSshTune, AnInterruptedCommandLeavesNoLeaseBehind) {
   waitpid(pid, &st, 0);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 128 + SIGTERM) << st;
   EXPECT_EQ(count("SELECT count(*) FROM farm_leases"), 0);
-  const auto next = k3tune({"-q", "count", "--farm", farm_file_, "--board", "b1", "--case", "linear_decode n=64,k=64"});
+  const auto next = k3tune(
+      {"-q", "count", "--farm", farm_file_, "--board", "b1", "--case", "linear_decode n=64,k=64"});
   EXPECT_EQ(next.code, 0) << next.err;
 }
 
@@ -196,9 +201,32 @@ TEST_F(FarmSshTune, AnABOnABoardLostMidWayKeepsItsProcessesAndIsMarkedInterrupte
   std::ofstream(baseline, std::ios::app) << "x";  // another build hash, the same code
   fs::permissions(baseline, fs::perms::owner_all);
   auto running = std::async(std::launch::async, [&] {
-    return k3tune({"-q", "bench", "--farm", farm_file_, "--board", "b1", "--baseline-runner", baseline, "--op",
-                   "linear_decode", "--params", "workers=1,copies=1", "--shape", "n=64,k=256", "--shape",
-                   "n=128,k=256", "-P", "3", "--target-ci", "0", "--warmup", "0", "-R", "3", "--min-time", "0.4"});
+    return k3tune({"-q",
+                   "bench",
+                   "--farm",
+                   farm_file_,
+                   "--board",
+                   "b1",
+                   "--baseline-runner",
+                   baseline,
+                   "--op",
+                   "linear_decode",
+                   "--params",
+                   "workers=1,copies=1",
+                   "--shape",
+                   "n=64,k=256",
+                   "--shape",
+                   "n=128,k=256",
+                   "-P",
+                   "3",
+                   "--target-ci",
+                   "0",
+                   "--warmup",
+                   "0",
+                   "-R",
+                   "3",
+                   "--min-time",
+                   "0.4"});
   });
   bool killed = false;
   for (int i = 0; i < 6000 && !killed; ++i) {
@@ -216,9 +244,11 @@ TEST_F(FarmSshTune, AnABOnABoardLostMidWayKeepsItsProcessesAndIsMarkedInterrupte
   EXPECT_EQ(r.code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find("b1"), std::string::npos) << r.err;
   // Both builds were measured on the board (the baseline installed there by its hash).
-  EXPECT_EQ(count("SELECT count(DISTINCT c.build_hash) FROM processes p JOIN cells c USING(cell_key) WHERE "
-                  "p.status = 'ok'"),
-            2);
+  EXPECT_EQ(
+      count(
+          "SELECT count(DISTINCT c.build_hash) FROM processes p JOIN cells c USING(cell_key) WHERE "
+          "p.status = 'ok'"),
+      2);
   EXPECT_EQ(count("SELECT count(*) FROM runs WHERE status = 'interrupted'"), 1);
   EXPECT_GE(count("SELECT count(*) FROM samples"), 2);
   EXPECT_TRUE(fs::exists(lab_->work_dir("b1") + "/runners"));
@@ -238,8 +268,8 @@ TEST_F(FarmSshTune, BadPlacesAreOneLineAndWriteNothing) {
   EXPECT_EQ(both.code, 2);
   EXPECT_EQ(both.err, "k3tune: --target and --farm: measure on one or the other\n");
   // A time objective on a qemu board is refused (its wall time says nothing about a K3).
-  const auto timed = k3tune({"tune", "--farm", farm_file_, "--board", "b1", "--op",
-                             "linear_decode", "--shape", "n=64,k=64", "--out", t});
+  const auto timed = k3tune({"tune", "--farm", farm_file_, "--board", "b1", "--op", "linear_decode",
+                             "--shape", "n=64,k=64", "--out", t});
   EXPECT_EQ(timed.code, 2) << timed.out << timed.err;
   EXPECT_NE(timed.err.find("qemu-user"), std::string::npos) << timed.err;
   EXPECT_FALSE(fs::exists(t));

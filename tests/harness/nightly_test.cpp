@@ -12,8 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
 #include "farm_test_support.h"
+#include "harness/host/store/database.h"
 
 namespace {
 
@@ -73,8 +73,8 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
   std::this_thread::sleep_for(std::chrono::seconds(1));  // a runner in flight finishes alone
   const auto processes_at_kill = count("SELECT count(*) FROM processes WHERE status = 'ok'");
   const auto samples_at_kill = count("SELECT count(*) FROM samples");
-  EXPECT_EQ(
-      count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = 'done'"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'bench' AND status = 'done'"),
+            0);
 
   const auto r =
       k3targets::run_process(argv({"--resume", dir}), k3targets::ProcessOptions::with_timeout(900));
@@ -105,7 +105,9 @@ TEST_F(Nightly, KilledDuringTheBenchAndResumedFinishesKeepingWhatWasMeasured) {
   const auto table = nlohmann::json::parse(read_file(dir + "/tables/farm.json"));
   EXPECT_EQ(table["board"]["name"], "host");
   EXPECT_EQ(table["source"]["objective"], "time");
-  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'verify-farm' AND status = 'done'"), 1);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM nightly_steps WHERE step = 'verify-farm' AND status = 'done'"),
+      1);
   const std::string summary = read_file(dir + "/summary.md");
   EXPECT_NE(summary.find("# Nightly n1 (smoke profile"), std::string::npos) << summary;
   EXPECT_NE(r.out.find("database " + db()), std::string::npos) << r.out;
@@ -161,7 +163,8 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
             std::string::npos)
       << same;
   EXPECT_NE(same.find("1 identical"), std::string::npos) << same;
-  EXPECT_NE(second.out.find("instruction counts: no increase against nightly n1"), std::string::npos)
+  EXPECT_NE(second.out.find("instruction counts: no increase against nightly n1"),
+            std::string::npos)
       << second.out;
   // Tonight's table against last night's of the same name (table diff).
   EXPECT_NE(same.find("## Tables against nightly n1"), std::string::npos) << same;
@@ -182,18 +185,21 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_NE(more.find("against nightly n2"), std::string::npos) << more;
   EXPECT_NE(more.find("### More instructions"), std::string::npos) << more;
   EXPECT_NE(more.find(fmt::format(" {:+.0f} |", delta)), std::string::npos)
-      << delta << " " << n2.dump() << " " << n3.dump() << "\n" << more;
+      << delta << " " << n2.dump() << " " << n3.dump() << "\n"
+      << more;
   EXPECT_EQ(count("SELECT count(*) FROM nightlies WHERE nightly_id = 'n3' AND status = "
                   "'regression' AND exit_code = 4"),
             1);
   // report.json covers the night: the count verdict is there, a regression against n2.
   const auto report = nlohmann::json::parse(read_file(tmp_ / "nightly/n3/report.json"));
   EXPECT_EQ(report["nightly"]["exit_code"], 4);
-  EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["verdict"], "regression") << report["nightly"].dump();
+  EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["verdict"], "regression")
+      << report["nightly"].dump();
   EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["against"], "n2");
   const std::string page = read_file(tmp_ / "nightly/n3/report.html");
   EXPECT_NE(page.find("<section id=\"nightly\"><h2>The night</h2>"), std::string::npos);
-  EXPECT_NE(page.find("## Instruction counts, rvv runner: exact verdict against nightly n2"), std::string::npos);
+  EXPECT_NE(page.find("## Instruction counts, rvv runner: exact verdict against nightly n2"),
+            std::string::npos);
 }
 
 // On a farm file each board fingerprint is judged on a board: tonight's board runner against the
@@ -205,39 +211,44 @@ TEST_F(Nightly, ABoardsRunnerSlowerThanLastNightsIsFlaggedOnThatBoard) {
   auto farm_with = [&](const std::string& runner) {
     write_file(tmp_ / "farm.toml",
                std::string("[farm]\nname = \"one-local\"\n[boards.host]\nkind = \"local\"\n") +
-                   "runner = \"" + runner + "\"\nvariant = \"host\"\nwork_dir = \"" + (tmp_ / "host") +
-                   "\"\ntimeout_s = 300\n");
+                   "runner = \"" + runner + "\"\nvariant = \"host\"\nwork_dir = \"" +
+                   (tmp_ / "host") + "\"\ntimeout_s = 300\n");
   };
   auto night = [&](const std::string& id) {
-    return k3targets::run_process(
-        argv({"--profile", "smoke", "--farm", tmp_ / "farm.toml", "--no-build", "--dir", tmp_ / ("nightly/" + id)}),
-        k3targets::ProcessOptions::with_timeout(900));
+    return k3targets::run_process(argv({"--profile", "smoke", "--farm", tmp_ / "farm.toml",
+                                        "--no-build", "--dir", tmp_ / ("nightly/" + id)}),
+                                  k3targets::ProcessOptions::with_timeout(900));
   };
   // Last night's runner: this tree's k3bench (a copy: the board deploys it by its hash).
   fs::copy_file(K3BENCH_PATH, tmp_ / "k3bench-yesterday");
   farm_with(tmp_ / "k3bench-yesterday");
   const auto first = night("n1");
   ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
-  EXPECT_NE(first.out.find("board-judge-host: skipped: measured without a baseline: no earlier nightly"),
-            std::string::npos)
+  EXPECT_NE(
+      first.out.find("board-judge-host: skipped: measured without a baseline: no earlier nightly"),
+      std::string::npos)
       << first.out;
   // Tonight's: the same code behind a wrapper that plants extra work in every call.
-  write_file(tmp_ / "k3bench-tonight",
-             std::string("#!/bin/sh\nK3BENCH_EXTRA_WORK_NS=200000 exec ") + K3BENCH_PATH + " \"$@\"\n");
+  write_file(
+      tmp_ / "k3bench-tonight",
+      std::string("#!/bin/sh\nK3BENCH_EXTRA_WORK_NS=200000 exec ") + K3BENCH_PATH + " \"$@\"\n");
   fs::permissions(tmp_ / "k3bench-tonight", fs::perms::owner_all);
   farm_with(tmp_ / "k3bench-tonight");
   const auto second = night("n2");
   EXPECT_EQ(second.exit_code, 4) << second.out << second.err;
-  EXPECT_NE(second.out.find("REGRESSION against the previous nightly: board-judge-host"), std::string::npos)
+  EXPECT_NE(second.out.find("REGRESSION against the previous nightly: board-judge-host"),
+            std::string::npos)
       << second.out;
   const std::string summary = read_file(tmp_ / "nightly/n2/summary.md");
-  EXPECT_NE(summary.find("## Board host: tonight's runner against the previous nightly's, on the board"),
-            std::string::npos)
+  EXPECT_NE(
+      summary.find("## Board host: tonight's runner against the previous nightly's, on the board"),
+      std::string::npos)
       << summary;
   EXPECT_NE(summary.find("1 REGRESSION (1 slower"), std::string::npos) << summary;
   EXPECT_NE(summary.find("### Slower"), std::string::npos) << summary;
   // Both runners were measured on the board in one run, last night's from the kept copy.
-  const auto detail = nlohmann::json::parse(read_file(tmp_ / "nightly/n2/logs/board-verdict-host.json"));
+  const auto detail =
+      nlohmann::json::parse(read_file(tmp_ / "nightly/n2/logs/board-verdict-host.json"));
   ASSERT_EQ(detail["builds"].size(), 2u) << detail.dump();
   EXPECT_EQ(detail["builds"][0]["label"], "baseline");
   EXPECT_NE(detail["builds"][0]["runner"].get<std::string>().find("runners/"), std::string::npos)

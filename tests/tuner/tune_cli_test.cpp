@@ -97,7 +97,8 @@ default = 64
 range = [0, 999999]
 default = 0
 )");
-  const std::vector<std::string> args = {"tune", "--spaces", spaces(), "--op", "linear_decode", "--shape", "k=128,n=64"};
+  const std::vector<std::string> args = {"tune",          "--spaces", spaces(),    "--op",
+                                         "linear_decode", "--shape",  "k=128,n=64"};
   auto explain = args;
   explain.insert(explain.begin(), "--json");
   explain.push_back("--explain");
@@ -111,12 +112,15 @@ default = 0
   text.push_back("--explain");
   const auto t = k3tune(text);
   ASSERT_EQ(t.code, 0) << t.err;
-  EXPECT_NE(t.out.find("1000000000000 combinations, more than the 1000000 a search enumerates"), std::string::npos)
+  EXPECT_NE(t.out.find("1000000000000 combinations, more than the 1000000 a search enumerates"),
+            std::string::npos)
       << t.out;
   const auto tune = k3tune(args);
   EXPECT_EQ(tune.code, 2) << tune.out << tune.err;
-  EXPECT_NE(tune.err.find("linear_decode.toml: 1000000000000 combinations of knob values, more than the 1000000"),
-            std::string::npos)
+  EXPECT_NE(
+      tune.err.find(
+          "linear_decode.toml: 1000000000000 combinations of knob values, more than the 1000000"),
+      std::string::npos)
       << tune.err;
   EXPECT_EQ(std::count(tune.err.begin(), tune.err.end(), '\n'), 1) << tune.err;
 }
@@ -222,7 +226,8 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
             std::string::npos)
       << bad.err;
   // And the kernel library's own verdict: the first problem that makes the loader refuse it.
-  EXPECT_NE(bad.err.find("damaged.json: loader: /entries/0/class/k: 100 is not a multiple of 64\n"), std::string::npos)
+  EXPECT_NE(bad.err.find("damaged.json: loader: /entries/0/class/k: 100 is not a multiple of 64\n"),
+            std::string::npos)
       << bad.err;
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 3) << bad.err;
 }
@@ -268,9 +273,11 @@ TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
   EXPECT_EQ(q.code, 2);
   EXPECT_NE(q.err.find("--objective instructions"), std::string::npos) << q.err;
   // Nothing to tune: no op of the command has a space.
-  const auto none = k3tune({"tune", "--spaces", spaces(), "--op", "quant_pack_decode", "--shape", "k=256"});
+  const auto none =
+      k3tune({"tune", "--spaces", spaces(), "--op", "quant_pack_decode", "--shape", "k=256"});
   EXPECT_EQ(none.code, 2);
-  EXPECT_NE(none.err.find("--op: no search space for any of its ops (quant_pack_decode) in "), std::string::npos)
+  EXPECT_NE(none.err.find("--op: no search space for any of its ops (quant_pack_decode) in "),
+            std::string::npos)
       << none.err;
   EXPECT_EQ(count("SELECT count(*) FROM processes"), processes);
 }

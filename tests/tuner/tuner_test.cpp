@@ -9,8 +9,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/host/stats/binomial.h"
 #include "harness/host/bench/catalog.h"
+#include "harness/host/bench/user_error.h"
+#include "harness/host/stats/binomial.h"
 #include "harness/host/store/database.h"
 #include "tuner/gates.h"
 #include "tuner/session_store.h"
@@ -18,7 +19,6 @@
 #include "tuner/strategy.h"
 #include "tuner/table.h"
 #include "tuner/tuning.h"
-#include "harness/host/bench/user_error.h"
 
 namespace fs = std::filesystem;
 
@@ -27,22 +27,34 @@ namespace {
 // A catalog like the runner's --list-ops --json, for an op with the knobs the tests use.
 k3bench::Catalog synthetic_catalog() {
   auto p = [](const char* name, const char* def, int lo, int hi) {
-    return nlohmann::json{{"name", name}, {"type", "int"}, {"help", ""}, {"required", false},
-                          {"default", def}, {"range", {lo, hi}}};
+    return nlohmann::json{{"name", name},      {"type", "int"},  {"help", ""},
+                          {"required", false}, {"default", def}, {"range", {lo, hi}}};
   };
-  nlohmann::json op = {{"name", "synthetic"},
-                       {"shape_keys", {{{"name", "n"}, {"type", "int"}, {"help", ""}, {"required", true}, {"range", {1, 1 << 20}}}}},
-                       {"params", {p("a", "4", 1, 64), p("b", "4", 1, 64), p("c", "1", 1, 64), p("d", "1", 1, 64),
-                                   nlohmann::json{{"name", "mode"}, {"type", "enum"}, {"help", ""}, {"required", false},
-                                                  {"default", "x"}, {"choices", {"x", "y", "z"}}}}}};
+  nlohmann::json op = {
+      {"name", "synthetic"},
+      {"shape_keys",
+       {{{"name", "n"},
+         {"type", "int"},
+         {"help", ""},
+         {"required", true},
+         {"range", {1, 1 << 20}}}}},
+      {"params",
+       {p("a", "4", 1, 64), p("b", "4", 1, 64), p("c", "1", 1, 64), p("d", "1", 1, 64),
+        nlohmann::json{{"name", "mode"},
+                       {"type", "enum"},
+                       {"help", ""},
+                       {"required", false},
+                       {"default", "x"},
+                       {"choices", {"x", "y", "z"}}}}}};
   return k3bench::Catalog(nlohmann::json::array({op}));
 }
 
 class Tuner : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3tuner_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("k3tuner_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -78,11 +90,12 @@ default = "x"
 double truth(const nlohmann::json& p) {
   const double a = p["a"].get<double>(), b = p["b"].get<double>(), c = p["c"].get<double>();
   const double mode = p["mode"] == "y" ? 0.0 : p["mode"] == "x" ? 0.04 : 0.09;
-  return 100.0 * (1 + 0.02 * (a - 6) * (a - 6) + 0.03 * (b - 3) * (b - 3) + 0.015 * (c - 4) * (c - 4) +
-                  0.004 * (a - 6) * (b - 3) + mode);
+  return 100.0 * (1 + 0.02 * (a - 6) * (a - 6) + 0.03 * (b - 3) * (b - 3) +
+                  0.015 * (c - 4) * (c - 4) + 0.004 * (a - 6) * (b - 3) + mode);
 }
 
-k3tuner::TuneRequest request(const k3tuner::SearchSpace& space, const k3bench::Catalog& catalog, const std::string& s) {
+k3tuner::TuneRequest request(const k3tuner::SearchSpace& space, const k3bench::Catalog& catalog,
+                             const std::string& s) {
   k3tuner::TuneRequest r;
   r.space = &space;
   r.catalog = &catalog;
@@ -123,7 +136,8 @@ rules = ["ab <= 16", "mode == mode_x || b == 1"]
   EXPECT_EQ(counts.distinct, 36u);
   EXPECT_EQ(counts.excluded_by_flags, 18u);
   EXPECT_EQ(counts.valid, 16u);
-  EXPECT_EQ(configs.front(), (nlohmann::json{{"a", 8}, {"b", 1}, {"c", 1}, {"mode", "x"}}));  // defaults first
+  EXPECT_EQ(configs.front(),
+            (nlohmann::json{{"a", 8}, {"b", 1}, {"c", 1}, {"mode", "x"}}));  // defaults first
   const auto with_flag = space.enumerate({{"lim", 8}, {"n", 1}}, {"allow-y"}, &counts);
   EXPECT_EQ(counts.excluded_by_flags, 0u);
   EXPECT_EQ(with_flag.size(), 16u + 6u);  // mode y only with b == 1: 6 more
@@ -135,10 +149,14 @@ TEST_F(Tuner, SpaceErrorsNameFileLineAndKey) {
     std::string text, expect;
   };
   const std::vector<Case> cases = {
-      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvalues = [1, 99]\n", "a=99 is outside the allowed range"},
+      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvalues = [1, 99]\n",
+       "a=99 is outside the allowed range"},
       {"[space]\nop = \"synthetic\"\n[knobs.nope]\nvalues = [1]\n", "has no parameter 'nope'"},
-      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvalues = [1]\n[constraints]\nrules = [\"a < typo\"]\n", ":6: constraints.rules"},
-      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvaleus = [1]\n", "s.toml:4: knobs.a.valeus: unknown key"},
+      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvalues = [1]\n[constraints]\nrules = [\"a < "
+       "typo\"]\n",
+       ":6: constraints.rules"},
+      {"[space]\nop = \"synthetic\"\n[knobs.a]\nvaleus = [1]\n",
+       "s.toml:4: knobs.a.valeus: unknown key"},
       {"[space]\nop = \"synthetic\"\n[knobs.a]\n", "needs values = [...] or range"},
       {"[space]\nop = \"synthetic\"\n[knobs.a\n", "s.toml:3:"},
   };
@@ -149,7 +167,8 @@ TEST_F(Tuner, SpaceErrorsNameFileLineAndKey) {
       ADD_FAILURE() << "accepted: " << c.text;
     } catch (const k3bench::UserError& e) {
       EXPECT_NE(std::string(e.what()).find(c.expect), std::string::npos) << e.what();
-      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << "not one line: " << e.what();
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos)
+          << "not one line: " << e.what();
     }
   }
 }
@@ -158,9 +177,11 @@ TEST_F(Tuner, ExhaustiveFindsTheKnownOptimumWithoutNoise) {
   const auto space = big_space();
   const auto catalog = synthetic_catalog();
   k3tuner::SyntheticObjective objective(truth, 0.0, 1);
-  const auto r = k3tuner::run_tuning(request(space, catalog, "exhaustive"), objective, nullptr, "s");
+  const auto r =
+      k3tuner::run_tuning(request(space, catalog, "exhaustive"), objective, nullptr, "s");
   ASSERT_NE(r.chosen, SIZE_MAX);
-  EXPECT_EQ(r.candidates[r.chosen].config, (nlohmann::json{{"a", 6}, {"b", 3}, {"c", 4}, {"mode", "y"}}));
+  EXPECT_EQ(r.candidates[r.chosen].config,
+            (nlohmann::json{{"a", 6}, {"b", 3}, {"c", 4}, {"mode", "y"}}));
   EXPECT_EQ(r.measurements, 1152);  // exact objective: one each
   EXPECT_DOUBLE_EQ(r.evidence.mean, 100.0);
 }
@@ -192,7 +213,9 @@ TEST_F(Tuner, CoordinateReachesWithinTwoPercentWithAQuarterOfTheMeasurementsOver
     EXPECT_LE(rs.measurements, ex.measurements / 4);
     coordinate_ok += truth(cd.candidates[cd.chosen].config) <= 1.02 * ex_truth;
     if (std::getenv("K3_TUNER_DEBUG"))
-      std::fprintf(stderr, "seed %d ex %.2f cd %.2f (%d meas, %s) rs %.2f\n", seed, ex_truth, truth(cd.candidates[cd.chosen].config), cd.measurements, cd.summary.c_str(), truth(rs.candidates[rs.chosen].config));
+      std::fprintf(stderr, "seed %d ex %.2f cd %.2f (%d meas, %s) rs %.2f\n", seed, ex_truth,
+                   truth(cd.candidates[cd.chosen].config), cd.measurements, cd.summary.c_str(),
+                   truth(rs.candidates[rs.chosen].config));
     double sampled_best = 1e300;
     for (const auto& c : rs.candidates)
       if (c.measurements() > 0) sampled_best = std::min(sampled_best, truth(c.config));
@@ -243,7 +266,9 @@ TEST_F(Tuner, InterruptedTuningResumesToTheSameResultWithoutRemeasuring) {
   auto db = k3store::open_database((dir_ / "t.db").string(), k3store::OpenMode::kCreateOrUpdate);
   k3tuner::SessionStore store(*db);
   auto make = [&](const std::string& id) {
-    k3tuner::SessionRecord rec{id, "test", "synthetic", "b", "", "synthetic", "{}", "", "{}", "coordinate", 7, 0, "synthetic", "running", ""};
+    k3tuner::SessionRecord rec{id,          "test", "synthetic", "b",       "",
+                               "synthetic", "{}",   "",          "{}",      "coordinate",
+                               7,           0,      "synthetic", "running", ""};
     store.open(rec);
   };
   auto r = request(space, catalog, "coordinate");
@@ -258,8 +283,10 @@ TEST_F(Tuner, InterruptedTuningResumesToTheSameResultWithoutRemeasuring) {
   k3tuner::SyntheticObjective first(truth, 0.05, 7);
   auto interrupted = r;
   interrupted.stop_after = 37;
-  EXPECT_THROW(k3tuner::run_tuning(interrupted, first, &store, "resumed"), k3tuner::TuningInterrupted);
-  EXPECT_EQ(db->scalar_int("SELECT count(*) FROM tuning_measurements WHERE session_id = 'resumed'"), 37);
+  EXPECT_THROW(k3tuner::run_tuning(interrupted, first, &store, "resumed"),
+               k3tuner::TuningInterrupted);
+  EXPECT_EQ(db->scalar_int("SELECT count(*) FROM tuning_measurements WHERE session_id = 'resumed'"),
+            37);
   k3tuner::SyntheticObjective second(truth, 0.05, 7);
   const auto res = k3tuner::run_tuning(r, second, &store, "resumed");
   EXPECT_EQ(res.new_measurements, ref.measurements - 37);  // nothing measured twice
@@ -276,18 +303,23 @@ TEST_F(Tuner, RejectedConfigurationsAreStoredWithTheirReasonAndNeverChosen) {
   k3tuner::SyntheticObjective objective(truth, 0.0, 1, [](const nlohmann::json& p) {
     return p["a"] == 6 && p["b"] == 3 && p["c"] == 4 && p["mode"] == "y";
   });
-  const auto r = k3tuner::run_tuning(request(space, catalog, "exhaustive"), objective, nullptr, "s");
+  const auto r =
+      k3tuner::run_tuning(request(space, catalog, "exhaustive"), objective, nullptr, "s");
   const auto& chosen = r.candidates[r.chosen];
   EXPECT_FALSE(chosen.rejected);
   EXPECT_NE(chosen.config, (nlohmann::json{{"a", 6}, {"b", 3}, {"c", 4}, {"mode", "y"}}));
   int rejected = 0;
-  for (const auto& c : r.candidates) rejected += c.rejected && c.reason.find("accuracy") != std::string::npos;
+  for (const auto& c : r.candidates)
+    rejected += c.rejected && c.reason.find("accuracy") != std::string::npos;
   EXPECT_EQ(rejected, 1);
 }
 
 k3tuner::TargetFacts fake_target() {
   k3tuner::TargetFacts t;
-  t.fingerprint = {{"marchid", "0x8000000041000002"}, {"vlen", 1024}, {"cpu_model", "SpacemiT K3"}, {"cpus", 8},
+  t.fingerprint = {{"marchid", "0x8000000041000002"},
+                   {"vlen", 1024},
+                   {"cpu_model", "SpacemiT K3"},
+                   {"cpus", 8},
                    {"tcm", {{"backend", "real"}, {"blocks", 8}, {"block_bytes", 393216}}}};
   return t;
 }
@@ -298,10 +330,11 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
   k3tuner::SyntheticObjective objective(truth, 0.02, 3);
   auto req = request(space, catalog, "coordinate");
   const auto r = k3tuner::run_tuning(req, objective, nullptr, "s");
-  k3tuner::TableSource src{"synthetic", false, false, {}, "test", "synthetic", "b", "k3-01", "tiny"};
-  const auto table = k3tuner::make_table(fake_target(), src,
-                                         {{"synthetic", {{"n", 64}}, "s1", &r, &space, "units", "rvv"}},
-                                         {{"tcm_decode", {{"use", "threshold"}, {"k_min", 2048}, {"b_min_bytes", 0}}}});
+  k3tuner::TableSource src{"synthetic", false, false,   {},    "test",
+                           "synthetic", "b",   "k3-01", "tiny"};
+  const auto table = k3tuner::make_table(
+      fake_target(), src, {{"synthetic", {{"n", 64}}, "s1", &r, &space, "units", "rvv"}},
+      {{"tcm_decode", {{"use", "threshold"}, {"k_min", 2048}, {"b_min_bytes", 0}}}});
   const std::string schema = K3TUNE_ROOT "/configs/schema/tuning-table.schema.json";
   // The schema takes any op; the kernel library's loader only the ops a table may tune, and
   // validate says so (its verdict is the loader's).
@@ -332,16 +365,24 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
   broken([](auto& t) { t["kernel_abi"] = "1"; }, "kernel_abi");
   broken([](auto& t) { t["board"]["fingerprint"]["vlen"] = 64; }, "vlen");
   broken([](auto& t) { t["entries"][0]["class"]["k"] = 100; }, "k");
-  broken([](auto& t) { t["entries"].push_back(t["entries"][0]); }, "loader: /entries/1: a second entry for");
+  broken([](auto& t) { t["entries"].push_back(t["entries"][0]); },
+         "loader: /entries/1: a second entry for");
   // What the schema cannot see and a kernel refuses: a microkernel name of another op or layer,
   // slab_rows that is not whole weight tiles.
-  broken([](auto& t) { t["entries"][0]["params"]["ukernel"] = "linear_prefill-w4b64-srows-m4-e8m1-rvv"; },
-         "loader: /entries/0/params/ukernel: 'linear_prefill-w4b64-srows-m4-e8m1-rvv' is not a rvv linear_decode microkernel");
-  broken([](auto& t) { t["entries"][0]["params"]["ukernel"] = "Linear_Decode"; }, "is not a microkernel name");
-  broken([](auto& t) {
-    t["entries"][0]["params"]["weight_rows"] = 64;
-    t["entries"][0]["params"]["slab_rows"] = 96;
-  }, "loader: /entries/0/params/slab_rows: 96 is not a multiple of weight_rows (64)");
+  broken(
+      [](auto& t) {
+        t["entries"][0]["params"]["ukernel"] = "linear_prefill-w4b64-srows-m4-e8m1-rvv";
+      },
+      "loader: /entries/0/params/ukernel: 'linear_prefill-w4b64-srows-m4-e8m1-rvv' is not a rvv "
+      "linear_decode microkernel");
+  broken([](auto& t) { t["entries"][0]["params"]["ukernel"] = "Linear_Decode"; },
+         "is not a microkernel name");
+  broken(
+      [](auto& t) {
+        t["entries"][0]["params"]["weight_rows"] = 64;
+        t["entries"][0]["params"]["slab_rows"] = 96;
+      },
+      "loader: /entries/0/params/slab_rows: 96 is not a multiple of weight_rows (64)");
   broken([](auto& t) { t["entries"][0]["id"] = "other"; }, "does not match");
   broken([](auto& t) { t["entries"][0]["evidence"]["mean"] = -1; }, "mean");
   broken([](auto& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; }, "use");
@@ -356,12 +397,17 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
 TEST_F(Tuner, ShapeClassesBucketPrefillMAndAttentionContext) {
   EXPECT_EQ(k3tuner::shape_class("linear_decode", "rvv", {{"n", 2048}, {"k", 1024}}),
             (nlohmann::json{{"path", "rvv"}, {"n", 2048}, {"k", 1024}}));
-  EXPECT_EQ(k3tuner::shape_class("linear_prefill", "ime2", {{"m", 100}, {"n", 2048}, {"k", 1024}})["m_bucket"], 128);
-  EXPECT_EQ(k3tuner::shape_class("linear_prefill", "ime2", {{"m", 128}, {"n", 2048}, {"k", 1024}})["m_bucket"], 128);
-  const auto a = k3tuner::shape_class("attn_decode", "rvv",
-                                      {{"ctx", 1000}, {"q_heads", 16}, {"kv_heads", 8}, {"head_dim", 128}});
+  EXPECT_EQ(k3tuner::shape_class("linear_prefill", "ime2",
+                                 {{"m", 100}, {"n", 2048}, {"k", 1024}})["m_bucket"],
+            128);
+  EXPECT_EQ(k3tuner::shape_class("linear_prefill", "ime2",
+                                 {{"m", 128}, {"n", 2048}, {"k", 1024}})["m_bucket"],
+            128);
+  const auto a = k3tuner::shape_class(
+      "attn_decode", "rvv", {{"ctx", 1000}, {"q_heads", 16}, {"kv_heads", 8}, {"head_dim", 128}});
   EXPECT_EQ(a["ctx_bucket"], 1024);
-  EXPECT_EQ(k3tuner::entry_id("attn_decode", a), "attn_decode/rvv/ctx_bucket1024/head_dim128/kv_heads8/q_heads16");
+  EXPECT_EQ(k3tuner::entry_id("attn_decode", a),
+            "attn_decode/rvv/ctx_bucket1024/head_dim128/kv_heads8/q_heads16");
 }
 
 TEST(TunerGates, FitRecoversAKnownThresholdAndReportsWrongShapes) {

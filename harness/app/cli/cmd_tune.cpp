@@ -11,9 +11,9 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "harness/host/bench/progress.h"
 #include "tuner/campaign.h"
 #include "tuner/gate_command.h"
-#include "harness/host/bench/progress.h"
 #include "tuner/table.h"
 #include "tuner/tune_command.h"
 
@@ -27,8 +27,8 @@ std::optional<int> stop_after_from_env() {
 }
 
 nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
-  nlohmann::json o = {{"op", j.op},       {"shape", j.shape},   {"role", j.role}, {"session", j.session},
-                      {"space", j.space_file}, {"resumed", j.resumed}};
+  nlohmann::json o = {{"op", j.op},           {"shape", j.shape},      {"role", j.role},
+                      {"session", j.session}, {"space", j.space_file}, {"resumed", j.resumed}};
   if (!j.note.empty()) o["note"] = j.note;
   o["excluded_emulated"] = j.excluded_emulated;
   o["result"] = j.result.to_json();
@@ -37,36 +37,50 @@ nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
 }
 
 void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
-  const std::string label = fmt::format("{} {}{}", j.op, k3bench::to_kv(j.shape), j.role.empty() ? "" : " (" + j.role + ")");
+  const std::string label = fmt::format("{} {}{}", j.op, k3bench::to_kv(j.shape),
+                                        j.role.empty() ? "" : " (" + j.role + ")");
   if (!j.note.empty()) {
     fmt::print("{}: skipped: {}\n", label, j.note);
     return;
   }
   const auto& c = j.result.counts;
   if (!c.enumerated) {
-    fmt::print("{}\n  space {}: {} combinations, more than the {} a search enumerates (distinct and valid not "
-               "counted; narrow a knob)\n",
-               label, j.space_file, c.product, k3tuner::kMaxEnumerated);
+    fmt::print(
+        "{}\n  space {}: {} combinations, more than the {} a search enumerates (distinct and valid "
+        "not "
+        "counted; narrow a knob)\n",
+        label, j.space_file, c.product, k3tuner::kMaxEnumerated);
     return;
   }
-  fmt::print("{}\n  space {}: {} combinations, {} distinct (inactive knobs at their defaults), {} valid after the "
-             "constraints{}{}\n",
-             label, j.space_file, c.product, c.distinct, c.valid,
-             c.excluded_by_flags ? fmt::format(", {} left out for a missing flag (e.g. --allow-hp)", c.excluded_by_flags) : "",
-             j.excluded_emulated.empty() ? "" : fmt::format(", {} left out as emulated here (--force times them)", j.excluded_emulated.size()));
+  fmt::print(
+      "{}\n  space {}: {} combinations, {} distinct (inactive knobs at their defaults), {} valid "
+      "after the "
+      "constraints{}{}\n",
+      label, j.space_file, c.product, c.distinct, c.valid,
+      c.excluded_by_flags
+          ? fmt::format(", {} left out for a missing flag (e.g. --allow-hp)", c.excluded_by_flags)
+          : "",
+      j.excluded_emulated.empty()
+          ? ""
+          : fmt::format(", {} left out as emulated here (--force times them)",
+                        j.excluded_emulated.size()));
   if (explain) return;
   const auto& r = j.result;
   fmt::print("  {} measurements ({} new{}){}; {}\n", r.measurements, r.new_measurements,
-             j.resumed ? ", session resumed" : "", r.budget_exhausted ? ", BUDGET EXHAUSTED" : "", r.summary);
+             j.resumed ? ", session resumed" : "", r.budget_exhausted ? ", BUDGET EXHAUSTED" : "",
+             r.summary);
   if (r.chosen == SIZE_MAX) {
     fmt::print("  no configuration could be chosen (all rejected)\n");
     return;
   }
   const auto& e = r.evidence;
-  fmt::print("  chosen {}: {:.4g} (95% CI {:.4g}..{:.4g}, {} measurements); defaults {:.4g}; speed-up {:.3f}x "
-             "(95% CI {:.3f}..{:.3f}{})\n",
-             k3params::to_kv(r.candidates[r.chosen].config), e.mean, e.ci_low, e.ci_high, e.processes, e.default_mean,
-             e.speedup, e.speedup_low, e.speedup_high, e.paired ? ", per-round pairs" : "");
+  fmt::print(
+      "  chosen {}: {:.4g} (95% CI {:.4g}..{:.4g}, {} measurements); defaults {:.4g}; speed-up "
+      "{:.3f}x "
+      "(95% CI {:.3f}..{:.3f}{})\n",
+      k3params::to_kv(r.candidates[r.chosen].config), e.mean, e.ci_low, e.ci_high, e.processes,
+      e.default_mean, e.speedup, e.speedup_low, e.speedup_high,
+      e.paired ? ", per-round pairs" : "");
   int rejected = 0;
   for (const auto& cand : r.candidates)
     if (cand.rejected) {
@@ -99,23 +113,27 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
                         {"unfinished", g.unfinished},
                         {"jobs", jobs},
                         {"table", g.outcome.table_path},
-                        {"objective", g.outcome.table.is_object() ? g.outcome.table["source"].value("objective", "")
-                                                                  : std::string()},
+                        {"objective", g.outcome.table.is_object()
+                                          ? g.outcome.table["source"].value("objective", "")
+                                          : std::string()},
                         {"table_problems", g.outcome.table_problems}});
     }
-    std::cout << nlohmann::json{{"farm", f.farm.name}, {"groups", groups}, {"not_used", out.not_used},
+    std::cout << nlohmann::json{{"farm", f.farm.name},
+                                {"groups", groups},
+                                {"not_used", out.not_used},
                                 {"wall_s", out.wall_s}}
                      .dump(2)
               << "\n";
   } else {
-    fmt::print("campaign on farm {}: {} fingerprint group(s); strategy {}, objective {}\n", f.farm.name,
-               out.groups.size(), c.strategy, c.objective);
+    fmt::print("campaign on farm {}: {} fingerprint group(s); strategy {}, objective {}\n",
+               f.farm.name, out.groups.size(), c.strategy, c.objective);
     for (const auto& [b, why] : out.not_used) fmt::print("board {} not used: {}\n", b, why);
     for (const auto& g : out.groups) {
       fmt::print("\nboards {}: {}\n", fmt::join(g.boards, ", "), g.outcome.facts.describe);
       if (!c.explain) {
         std::string by;
-        for (const auto& [b, n] : g.sessions_by) by += fmt::format("{}{} {}", by.empty() ? "" : ", ", b, n);
+        for (const auto& [b, n] : g.sessions_by)
+          by += fmt::format("{}{} {}", by.empty() ? "" : ", ", b, n);
         fmt::print("sessions by board: {}\n", by.empty() ? "none" : by);
       }
       for (const auto& [b, why] : g.lost) fmt::print("board {} lost: {}\n", b, why);
@@ -136,16 +154,19 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
       if (c.explain) fmt::print("{} sessions, {} valid configurations in all\n", sessions, valid);
       if (!skipped.empty()) {
         std::string ops;
-        for (const auto& [op, n] : skipped) ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", op, n);
+        for (const auto& [op, n] : skipped)
+          ops += fmt::format("{}{} ({})", ops.empty() ? "" : ", ", op, n);
         fmt::print("no search space, not tuned: {}\n", ops);
       }
       if (!g.outcome.table_path.empty())
-        fmt::print("table {} ({} entries)\n", g.outcome.table_path, g.outcome.table["entries"].size());
+        fmt::print("table {} ({} entries)\n", g.outcome.table_path,
+                   g.outcome.table["entries"].size());
     }
     fmt::print("wall {:.1f} s\n", out.wall_s);
   }
   for (const auto& g : out.groups)
-    for (const auto& p : g.outcome.table_problems) std::cerr << "k3tune: table invalid (not written): " << p << "\n";
+    for (const auto& p : g.outcome.table_problems)
+      std::cerr << "k3tune: table invalid (not written): " << p << "\n";
   if (!out.complete() && !c.explain) exit_code() = kCellsFailed;
   for (const auto& g : out.groups)
     if (!g.outcome.table_problems.empty()) exit_code() = kProblems;
@@ -161,40 +182,56 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   };
   auto a = std::make_shared<Args>();
   auto& c = a->c;
-  auto* cmd = app.add_subcommand("tune", "search a space of kernel parameters per op and shape; write a tuning table");
+  auto* cmd = app.add_subcommand(
+      "tune", "search a space of kernel parameters per op and shape; write a tuning table");
   add_place_options(cmd, a->place);
   cmd->add_option("--model", c.model, "tune the shapes of configs/models/NAME.toml");
   cmd->add_option("--op", c.ops, "op (repeatable); with --model: only these ops");
   cmd->add_option("--shape", c.shapes, "shape k=v,... (repeatable, with --op)");
   cmd->add_option("--params", c.params, "parameters held fixed, k=v,...");
-  cmd->add_option("--strategy", c.strategy, "exhaustive | random | racing | coordinate")->capture_default_str();
+  cmd->add_option("--strategy", c.strategy, "exhaustive | random | racing | coordinate")
+      ->capture_default_str();
   cmd->add_option("--objective", c.objective,
-                  "time | instructions (qemu targets: a deterministic proxy) | auto (instructions where emulated, "
+                  "time | instructions (qemu targets: a deterministic proxy) | auto (instructions "
+                  "where emulated, "
                   "else time)")
       ->capture_default_str();
   cmd->add_option("--budget", c.budget, "measurements per shape at most (0: the strategy decides)")
       ->capture_default_str();
   cmd->add_option("--seed", c.options.seed, "seed of the random strategies")->capture_default_str();
-  cmd->add_option("--spaces", c.spaces_dir, "directory of search spaces <op>.toml (default configs/spaces)");
-  cmd->add_option("-R,--reps", c.settings.repetitions, "time: repetitions per process")->capture_default_str();
-  cmd->add_option("--min-time", c.settings.min_time_s, "time: seconds per repetition at least")->capture_default_str();
-  cmd->add_option("--processes", c.options.processes, "processes per configuration (exhaustive, random, coordinate)")
+  cmd->add_option("--spaces", c.spaces_dir,
+                  "directory of search spaces <op>.toml (default configs/spaces)");
+  cmd->add_option("-R,--reps", c.settings.repetitions, "time: repetitions per process")
       ->capture_default_str();
-  cmd->add_option("--min-rounds", c.options.min_rounds, "racing: rounds before the first elimination")
+  cmd->add_option("--min-time", c.settings.min_time_s, "time: seconds per repetition at least")
       ->capture_default_str();
-  cmd->add_option("--max-rounds", c.options.max_rounds, "racing: rounds at most")->capture_default_str();
+  cmd->add_option("--processes", c.options.processes,
+                  "processes per configuration (exhaustive, random, coordinate)")
+      ->capture_default_str();
+  cmd->add_option("--min-rounds", c.options.min_rounds,
+                  "racing: rounds before the first elimination")
+      ->capture_default_str();
+  cmd->add_option("--max-rounds", c.options.max_rounds, "racing: rounds at most")
+      ->capture_default_str();
   cmd->add_option("--race-error", c.options.race_error, "racing: chance of ever dropping the best")
       ->capture_default_str();
-  cmd->add_option("--samples", c.options.random_samples, "random: configurations sampled (0: a quarter)");
+  cmd->add_option("--samples", c.options.random_samples,
+                  "random: configurations sampled (0: a quarter)");
   cmd->add_option("--max-sweeps", c.options.max_sweeps, "coordinate: passes over the knobs at most")
       ->capture_default_str();
-  cmd->add_option("--finalists", c.options.finalists, "coordinate: the best few measured again together at the end")
+  cmd->add_option("--finalists", c.options.finalists,
+                  "coordinate: the best few measured again together at the end")
       ->capture_default_str();
-  cmd->add_flag("--allow-hp", a->allow_hp, "let the IME2 .hp (fp16 accumulation) kernels be candidates");
-  cmd->add_flag("--force", c.force, "time an emulated target or emulated features anyway (labelled in the table)");
-  cmd->add_flag("--explain", c.explain, "print each space's size before and after the constraints; measure nothing");
-  cmd->add_option("--out", c.out, "table file (default results/tables/<target>-<model or op>-<time>.json)");
-  cmd->add_option("--plugin", c.plugin, "instructions: the qemu counting plugin (default build/third_party/...)");
+  cmd->add_flag("--allow-hp", a->allow_hp,
+                "let the IME2 .hp (fp16 accumulation) kernels be candidates");
+  cmd->add_flag("--force", c.force,
+                "time an emulated target or emulated features anyway (labelled in the table)");
+  cmd->add_flag("--explain", c.explain,
+                "print each space's size before and after the constraints; measure nothing");
+  cmd->add_option("--out", c.out,
+                  "table file (default results/tables/<target>-<model or op>-<time>.json)");
+  cmd->add_option("--plugin", c.plugin,
+                  "instructions: the qemu counting plugin (default build/third_party/...)");
   cmd->callback([&ctx, a, cmd] {
     auto& c = a->c;
     if (a->allow_hp) c.flags.insert("allow-hp");
@@ -203,7 +240,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     c.command_line = "k3tune tune";
     for (const auto* o : cmd->get_options())
       if (o->count() > 0 && o->get_name() != "--help")
-        for (const auto& v : o->results()) c.command_line += " " + o->get_name() + (v == "true" ? "" : " " + v);
+        for (const auto& v : o->results())
+          c.command_line += " " + o->get_name() + (v == "true" ? "" : " " + v);
     c.stop_after = stop_after_from_env();
     k3bench::Progress progress(0, !ctx.quiet && !c.explain);
     c.progress = [&](int used, const std::string& what) { progress.update(used, what); };
@@ -218,17 +256,22 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     if (ctx.json) {
       nlohmann::json jobs = nlohmann::json::array();
       for (const auto& j : out.jobs) jobs.push_back(job_json(j));
-      std::cout << nlohmann::json{{"target", out.facts.describe}, {"jobs", jobs}, {"table", out.table_path},
+      std::cout << nlohmann::json{{"target", out.facts.describe},
+                                  {"jobs", jobs},
+                                  {"table", out.table_path},
                                   {"table_problems", out.table_problems}}
                        .dump(2)
                 << "\n";
     } else {
-      fmt::print("target {}; strategy {}, objective {}\n", out.facts.describe, c.strategy, c.objective);
+      fmt::print("target {}; strategy {}, objective {}\n", out.facts.describe, c.strategy,
+                 c.objective);
       for (const auto& j : out.jobs) print_job(j, c.explain);
-      if (!out.table_path.empty()) fmt::print("table {} ({} entries)\n", out.table_path, out.table["entries"].size());
+      if (!out.table_path.empty())
+        fmt::print("table {} ({} entries)\n", out.table_path, out.table["entries"].size());
     }
     if (!out.table_problems.empty()) {
-      for (const auto& p : out.table_problems) std::cerr << "k3tune: table invalid (not written): " << p << "\n";
+      for (const auto& p : out.table_problems)
+        std::cerr << "k3tune: table invalid (not written): " << p << "\n";
       exit_code() = kProblems;
     }
   });
@@ -239,7 +282,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     std::string table;
   };
   auto g = std::make_shared<GateArgs>();
-  auto* gates = app.add_subcommand("tune-gates", "fit the threshold rule of a binary choice over many shapes");
+  auto* gates = app.add_subcommand("tune-gates",
+                                   "fit the threshold rule of a binary choice over many shapes");
   add_place_options(gates, g->place);
   gates->add_option("--model", g->c.model, "include the shapes of configs/models/NAME.toml");
   gates->add_option("--gate", g->c.gate, "tcm_decode | prefill_path")->capture_default_str();
@@ -249,7 +293,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   gates->add_option("--m", g->c.ms, "M values (prefill_path)")->delimiter(',');
   gates->add_option("--params", g->c.params, "parameters held fixed, k=v,...");
   gates->add_flag("--force", g->c.force, "measure emulated features anyway (labelled)");
-  gates->add_option("--table", g->table, "add the fitted gate to this tuning table (validated before writing)");
+  gates->add_option("--table", g->table,
+                    "add the fitted gate to this tuning table (validated before writing)");
   gates->callback([&ctx, g, gates] {
     auto& c = g->c;
     c.root = ctx.root;
@@ -266,8 +311,12 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     const nlohmann::json rule = out.rule.to_json(c.gate);
     if (!g->table.empty()) {
       table["gates"][c.gate] = rule;
-      const auto problems = k3tuner::validate_table(table, ctx.root + "/configs/schema/tuning-table.schema.json").lines();
-      if (!problems.empty()) throw k3bench::UserError(fmt::format("{}: the table with the gate is invalid: {}", g->table, problems.front()));
+      const auto problems =
+          k3tuner::validate_table(table, ctx.root + "/configs/schema/tuning-table.schema.json")
+              .lines();
+      if (!problems.empty())
+        throw k3bench::UserError(
+            fmt::format("{}: the table with the gate is invalid: {}", g->table, problems.front()));
       std::ofstream f(g->table);
       f << table.dump(2) << "\n";
     }
@@ -275,28 +324,37 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
       nlohmann::json points = nlohmann::json::array();
       for (const auto& p : out.points)
         points.push_back({{"shape", p.shape}, {"yes", p.yes}, {"no", p.no}, {"bytes", p.bytes}});
-      std::cout << nlohmann::json{{"gate", c.gate}, {"rule", rule}, {"wrong", out.rule.wrong}, {"points", points},
-                                  {"run_uuid", out.run_uuid}, {"forced_emulated", out.forced_emulated}}
+      std::cout << nlohmann::json{{"gate", c.gate},
+                                  {"rule", rule},
+                                  {"wrong", out.rule.wrong},
+                                  {"points", points},
+                                  {"run_uuid", out.run_uuid},
+                                  {"forced_emulated", out.forced_emulated}}
                        .dump(2)
                 << "\n";
       return;
     }
-    fmt::print("gate {} on {}{}: {} shapes\n", c.gate, out.facts.describe,
-               out.forced_emulated ? " (EMULATED features, forced: says nothing about a board)" : "", out.points.size());
+    fmt::print(
+        "gate {} on {}{}: {} shapes\n", c.gate, out.facts.describe,
+        out.forced_emulated ? " (EMULATED features, forced: says nothing about a board)" : "",
+        out.points.size());
     const char* choice = c.gate == "tcm_decode" ? "tcm on" : "ime2";
     const char* other = c.gate == "tcm_decode" ? "tcm off" : "rvv";
     fmt::print("  {:<32} {:>12} {:>12} {:>8}  rule picks\n", "shape", choice, other, "on/off");
     for (const auto& p : out.points) {
-      const bool take = c.gate == "tcm_decode"
-                            ? (out.rule.use == "always" ||
-                               (out.rule.use == "threshold" && p.k >= out.rule.k_min && p.bytes >= out.rule.b_min))
-                            : p.m >= out.rule.m_min;
-      fmt::print("  {:<32} {:>12.4g} {:>12.4g} {:>8.3f}  {}{}\n", k3bench::to_kv(p.shape), p.yes, p.no, p.yes / p.no,
-                 take ? choice : other, (take ? p.yes > p.no : p.no > p.yes) ? "  (wrong)" : "");
+      const bool take =
+          c.gate == "tcm_decode"
+              ? (out.rule.use == "always" || (out.rule.use == "threshold" &&
+                                              p.k >= out.rule.k_min && p.bytes >= out.rule.b_min))
+              : p.m >= out.rule.m_min;
+      fmt::print("  {:<32} {:>12.4g} {:>12.4g} {:>8.3f}  {}{}\n", k3bench::to_kv(p.shape), p.yes,
+                 p.no, p.yes / p.no, take ? choice : other,
+                 (take ? p.yes > p.no : p.no > p.yes) ? "  (wrong)" : "");
     }
-    fmt::print("rule: {}; total loss against the per-shape best {:.2f}%, wrong on {} of {} shapes{}\n", rule.dump(),
-               100 * out.rule.loss, out.rule.wrong.size(), out.points.size(),
-               g->table.empty() ? "" : "; written into " + g->table);
+    fmt::print(
+        "rule: {}; total loss against the per-shape best {:.2f}%, wrong on {} of {} shapes{}\n",
+        rule.dump(), 100 * out.rule.loss, out.rule.wrong.size(), out.points.size(),
+        g->table.empty() ? "" : "; written into " + g->table);
   });
 }
 

@@ -11,12 +11,23 @@ namespace {
 // Parents before children, so foreign keys hold at every insert.
 // farm_quarantine and farm_probes belong to a run's record; farm_leases is live state of one
 // controller and is never merged.
-const char* const kTablesInOrder[] = {"builds",          "runs",                "cells",
-                                      "processes",       "samples",             "aggregates",
-                                      "noise_floors",    "farm_quarantine",     "farm_probes",
-                                      "tuning_sessions", "tuning_measurements", "tuning_points",
-                                      "tuning_tables",   "target_probes",
-                                      "farm_sweep_cells", "nightly_steps", "nightlies"};
+const char* const kTablesInOrder[] = {"builds",
+                                      "runs",
+                                      "cells",
+                                      "processes",
+                                      "samples",
+                                      "aggregates",
+                                      "noise_floors",
+                                      "farm_quarantine",
+                                      "farm_probes",
+                                      "tuning_sessions",
+                                      "tuning_measurements",
+                                      "tuning_points",
+                                      "tuning_tables",
+                                      "target_probes",
+                                      "farm_sweep_cells",
+                                      "nightly_steps",
+                                      "nightlies"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {
