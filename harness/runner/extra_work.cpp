@@ -33,7 +33,11 @@ double calibrate_ns_per_spin() {
 
 }  // namespace
 
-ExtraWork::ExtraWork(double ns) : requested_ns_(std::max(0.0, ns)) {
+ExtraWork::ExtraWork(double ns, std::uint64_t spins) : requested_ns_(std::max(0.0, ns)) {
+  if (spins > 0) {
+    spins_ = spins;
+    return;
+  }
   if (requested_ns_ <= 0) return;
   ns_per_spin_ = calibrate_ns_per_spin();
   spins_ = static_cast<std::uint64_t>(std::llround(requested_ns_ / ns_per_spin_));

@@ -1,7 +1,10 @@
 // Calibrated extra work, added after every timed call when --extra-work-ns is given. It lets
 // `k3tune selfcheck stats` slow a configuration by a known amount and measure whether the A/B test
 // detects it. The work is a dependent integer chain (not a clock wait), so, like real kernel work,
-// it scales with core frequency; its length in spins is calibrated once at start-up.
+// it scales with core frequency; its length in spins is calibrated once at start-up. A fixed
+// number of spins (--extra-work-spins) is planted instead where instructions are counted: a
+// calibration is a timing, and under qemu on a loaded machine it varied the planted work's
+// instruction count by more than the work itself.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +15,9 @@ namespace k3runner {
 
 class ExtraWork {
  public:
-  // ns <= 0: no extra work (run() is never called by measure()).
-  explicit ExtraWork(double ns);
+  // ns <= 0 and spins == 0: no extra work (run() is never called by measure()). spins > 0: exactly
+  // that many spins per call, no calibration.
+  explicit ExtraWork(double ns, std::uint64_t spins = 0);
   bool enabled() const { return spins_ > 0; }
   void run() const;
   nlohmann::json to_json() const;  // requested ns, calibrated ns per spin, spins per call

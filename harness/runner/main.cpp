@@ -57,6 +57,7 @@ struct Options {
   MeasureOptions measure;
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
+  std::uint64_t extra_work_spins = 0;
   bool tcm_status = false;
   bool facts = false;
   std::string tcm_force_release, tcm_backend = "auto";
@@ -168,7 +169,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
   }
   const bool accurate = !r.accuracy || r.accuracy->pass;
   if (accurate) {
-    const ExtraWork extra(o.extra_work_ns);
+    const ExtraWork extra(o.extra_work_ns, o.extra_work_spins);
     const PerfCounters counters;  // after make(): the worker threads exist and are counted too
     r.counters = counters.status_json();
     r.extra_work = extra.to_json();
@@ -294,6 +295,12 @@ int main(int argc, char** argv) {
          "env)")
       ->envname("K3BENCH_EXTRA_WORK_NS")
       ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--extra-work-spins", o.extra_work_spins,
+                 "add exactly N steps of the busy loop after every timed call, uncalibrated: a "
+                 "fixed number "
+                 "of instructions for instruction-count tests (K3BENCH_EXTRA_WORK_SPINS)")
+      ->envname("K3BENCH_EXTRA_WORK_SPINS")
+      ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

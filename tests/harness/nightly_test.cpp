@@ -135,8 +135,9 @@ TEST_F(Nightly, BadInputIsOneLineAndRunsNothing) {
 
 // Instruction counts every night, judged by the exact rule: the first nightly has nothing to
 // compare with (the count verdict is skipped, said so); a second, same code, is "identical"; a
-// third whose runner does planted extra work per call (K3BENCH_EXTRA_WORK_NS, a busy loop after
-// every call) counts more instructions: a regression with its exact delta, and the nightly exits 4.
+// third whose runner does planted extra work per call (K3BENCH_EXTRA_WORK_SPINS, a fixed number of
+// busy-loop steps after every call) counts more instructions: a regression with its exact delta,
+// and the nightly exits 4.
 TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRule) {
   auto night = [&](const std::string& id, const std::vector<std::string>& env) {
     std::vector<std::string> a = {"env"};
@@ -171,7 +172,7 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_NE(same.find("farm.json:\n```\n"), std::string::npos) << same;
   EXPECT_NE(same.find("entries unchanged"), std::string::npos) << same;
 
-  const auto planted = night("n3", {"K3BENCH_EXTRA_WORK_NS=200000"});
+  const auto planted = night("n3", {"K3BENCH_EXTRA_WORK_SPINS=50000"});
   EXPECT_EQ(planted.exit_code, 4) << planted.out << planted.err;
   EXPECT_NE(planted.out.find("REGRESSION against the previous nightly: count-verdict-rvv"),
             std::string::npos)
