@@ -35,10 +35,10 @@ class FarmSshTune : public LoopbackFarmTest {
   std::vector<std::string> tune_args(const std::vector<std::string>& where, const std::string& out,
                                      bool two_shapes = false) const {
     std::vector<std::string> a{
-        "-q",           "--json",       "tune",       "--farm",        farm_file_,
-        "--objective",  "instructions", "--op",       "linear_decode", "--shape",
-        "n=256,k=1024", "--strategy",   "exhaustive", "--out",         out};
-    if (two_shapes) a.insert(a.end(), {"--shape", "n=128,k=1024"});
+        "-q",          "--json",       "tune",       "--farm",        farm_file_,
+        "--objective", "instructions", "--op",       "linear_decode", "--shape",
+        "n=256,k=256", "--strategy",   "exhaustive", "--out",         out};
+    if (two_shapes) a.insert(a.end(), {"--shape", "n=128,k=256"});
     a.insert(a.end(), where.begin(), where.end());
     return a;
   }
