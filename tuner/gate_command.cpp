@@ -14,6 +14,7 @@
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 #include "k3k/w4b64.h"
+#include "tuner/measurement_cache.h"
 #include "tuner/objective.h"
 
 namespace k3tuner {
@@ -114,7 +115,13 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   } else {
     const std::string plugin =
         c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+    // Counts go through the measurement cache: a gate refitted over a wider grid counts only the
+    // new shapes, and counts a tuning session took are not taken again.
+    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
+    auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    MeasurementCache cache(*db);
     InstructionObjective objective(target, plugin);
+    objective.use_cache(&cache, k3bench::sha256_file(target.runner_path()));
     for (std::size_t i = 0; i < cells.size(); ++i) {
       if (c.note)
         c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));

@@ -66,25 +66,52 @@ InstructionObjective::InstructionObjective(const k3targets::Target& target, std:
   tools_.timeout_s = 1800;
 }
 
+std::vector<std::string> InstructionObjective::count_args(const k3bench::CellSpec& cell,
+                                                          int calls) {
+  auto args = cell.settings.runner_args(cell, calls);
+  bool parked = false;
+  for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == "--reps") args[i + 1] = "1";
+    if (args[i] == "--warmup") args[i + 1] = "0";
+    // Idle pool threads park at once: a spinning one counts instructions for as long as the
+    // main thread takes to hand out work, which depends on the machine's load.
+    if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
+  }
+  if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
+  return args;
+}
+
+void InstructionObjective::use_cache(MeasurementCache* cache, std::string build_hash,
+                                     bool cache_only) {
+  cache_ = cache;
+  build_hash_ = std::move(build_hash);
+  cache_only_ = cache_only;
+}
+
 Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*index*/,
                                           int /*round*/) {
   Measurement m;
+  std::optional<ExactIdentity> id;
+  if (cache_ != nullptr) {
+    id = exact_identity(kMethod, build_hash_, target_.emulator_prefix(), count_args(cell, 1), env_);
+    if (const auto v = cache_->find(*id)) {
+      m.value = *v;
+      m.cached = true;
+      return m;
+    }
+    if (cache_only_) {
+      m.rejected = m.unavailable = true;
+      m.reason = "replay: never counted (not in the measurement cache)";
+      return m;
+    }
+  }
   // One and nine timed calls, one worker each time: the difference is eight calls, free of
   // set-up, the accuracy check and process start (both processes must run the same check for it
   // to cancel). k3bench::count_process counts as `k3tune count` does (no weight cache, the IME2
   // model left out of an emulation build's count).
   auto count = [&](int calls, std::string& reason) -> double {
-    auto args = cell.settings.runner_args(cell, calls);
-    bool parked = false;
-    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
-      if (args[i] == "--reps") args[i + 1] = "1";
-      if (args[i] == "--warmup") args[i + 1] = "0";
-      // Idle pool threads park at once: a spinning one counts instructions for as long as the
-      // main thread takes to hand out work, which depends on the machine's load.
-      if (args[i] == "--pool-wait") args[i + 1] = "park", parked = true;
-    }
-    if (!parked) args.insert(args.end(), {"--pool-wait", "park"});
-    const k3bench::CountedProcess p = k3bench::count_process(tools_, target_, args, env_);
+    const k3bench::CountedProcess p =
+        k3bench::count_process(tools_, target_, count_args(cell, calls), env_);
     if (!p.ok) {
       reason = p.reason;
       if (p.process.exit_code == 4) reason = "accuracy failure: " + reason;
@@ -109,6 +136,40 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
     return m;
   }
   m.value = (nine - one) / 8;
+  if (id) cache_->put(*id, m.value, session);
+  return m;
+}
+
+ReplayTimeObjective::ReplayTimeObjective(const k3targets::Target& target, std::string build_hash,
+                                         k3store::Connection& db)
+    : target_(target), build_hash_(std::move(build_hash)), db_(db) {}
+
+Measurement ReplayTimeObjective::measure(const k3bench::CellSpec& cell, int index, int /*round*/) {
+  Measurement m;
+  m.cell_key = k3bench::cell_key(target_, cell, build_hash_);
+  auto it = stored_.find(m.cell_key);
+  if (it == stored_.end()) {
+    auto s = db_.prepare(
+        "SELECT m.value, m.disturbed FROM tuning_measurements m JOIN tuning_sessions s USING "
+        "(session_id)"
+        " WHERE m.cell_key = ?1 AND m.rejected = 0 AND m.value IS NOT NULL"
+        " ORDER BY s.created_at, m.session_id, m.measurement");
+    s.bind(1, m.cell_key);
+    // Disturbed ones too, flagged as they were: the tuning loop then skips them as it did live, so
+    // replaying a session's own strategy sees exactly its numbers.
+    std::vector<std::pair<double, bool>> values;
+    while (s.step()) values.emplace_back(s.real(0), s.integer(1) != 0);
+    it = stored_.emplace(m.cell_key, std::move(values)).first;
+  }
+  if (index < 0 || static_cast<std::size_t>(index) >= it->second.size()) {
+    m.rejected = m.unavailable = true;
+    m.reason = fmt::format("replay: {} measurements stored for this configuration, #{} asked for",
+                           it->second.size(), index + 1);
+    return m;
+  }
+  m.value = it->second[static_cast<std::size_t>(index)].first;
+  m.disturbed = it->second[static_cast<std::size_t>(index)].second;
+  m.cached = true;
   return m;
 }
 

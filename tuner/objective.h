@@ -21,15 +21,18 @@
 #include "harness/host/bench/runner_process.h"
 #include "harness/host/store/sqlite.h"
 #include "harness/host/targets/target.h"
+#include "tuner/measurement_cache.h"
 
 namespace k3tuner {
 
 struct Measurement {
   bool rejected = false;  // accuracy failure, unsupported configuration, runner failure
   std::string reason;
-  double value = 0;        // ns per call, or instructions per call
-  bool disturbed = false;  // the process saw a disturbance: measure again, do not count it
-  std::string cell_key;    // where its process and samples are stored (time objective)
+  double value = 0;          // ns per call, or instructions per call
+  bool disturbed = false;    // the process saw a disturbance: measure again, do not count it
+  std::string cell_key;      // where its process and samples are stored (time objective)
+  bool cached = false;       // served by the measurement cache, not measured now
+  bool unavailable = false;  // replay: the store does not hold it (rejected with that reason)
 };
 
 class Objective {
@@ -74,11 +77,42 @@ class InstructionObjective final : public Objective {
   bool deterministic() const override { return true; }
   bool proxy() const override { return true; }
   Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
+  // Counts are looked up in (and stored to) `cache` under the runner's build hash; with cache_only
+  // (tune --replay) nothing is counted, and a count the cache lacks is "unavailable".
+  void use_cache(MeasurementCache* cache, std::string build_hash, bool cache_only = false);
+  std::string session;  // recorded with the counts it stores
+
+  // How a count is taken: nine calls minus one, divided by eight (part of the cache's key).
+  static constexpr const char* kMethod = "insns-9-minus-1-over-8";
+  static std::vector<std::string> count_args(const k3bench::CellSpec& cell, int calls);
 
  private:
   k3bench::CountTools tools_;
   const k3targets::Target& target_;
   std::map<std::string, std::string> env_;
+  MeasurementCache* cache_ = nullptr;
+  std::string build_hash_;
+  bool cache_only_ = false;
+};
+
+// tune --replay with a time objective: the measurements tuning sessions stored for the same cell
+// (target, op, shape, params, build, settings), served in the order they were taken; a strategy
+// that asks for more than were stored gets "unavailable". Nothing is run.
+class ReplayTimeObjective final : public Objective {
+ public:
+  ReplayTimeObjective(const k3targets::Target& target, std::string build_hash,
+                      k3store::Connection& db);
+  std::string name() const override { return "time"; }
+  std::string unit() const override { return "ns per call"; }
+  bool deterministic() const override { return false; }
+  Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
+
+ private:
+  const k3targets::Target& target_;
+  std::string build_hash_;
+  k3store::Connection& db_;
+  std::map<std::string, std::vector<std::pair<double, bool>>>
+      stored_;  // (value, disturbed) per cell key
 };
 
 // A known objective: true value f(config) with log-normal noise seeded by (seed, config, index),

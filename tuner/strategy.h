@@ -24,6 +24,8 @@ struct Candidate {
   std::vector<double> values;  // measured objective per process (ns per call, or instructions)
   std::vector<int> rounds;     // the round of each value
   bool rejected = false;       // broke its accuracy bound, or the runner refused it
+  bool is_default =
+      false;  // the space's defaults: the reference a table entry's speed-up is against
   std::string reason;
   double mean() const;
   int measurements() const { return static_cast<int>(values.size()); }
@@ -54,6 +56,16 @@ class Strategy {
   // One line on how the search went (e.g. how many candidates racing dropped).
   virtual std::string summary() const { return ""; }
 };
+
+// What exhaustive search costs on these candidates: every valid one `processes` times (once when
+// the objective is exact). No strategy is allowed to spend more (run_tuning caps it there).
+int exhaustive_cost(const std::vector<Candidate>& c, const StrategyOptions& options);
+
+// An upper bound of what coordinate descent spends on these candidates: every sweep measures each
+// knob's line `processes` times, then the finalists are measured up to twice that. Where it reaches
+// exhaustive's cost, descending is no cheaper than trying everything, and racing is used instead.
+int coordinate_cost_bound(const SearchSpace& space, const std::vector<Candidate>& c,
+                          const StrategyOptions& options);
 
 // exhaustive | random | racing | coordinate
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const SearchSpace& space,

@@ -64,6 +64,8 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src,
                                {"speedup", r.evidence.speedup},
                                {"speedup_ci95", {r.evidence.speedup_low, r.evidence.speedup_high}},
                                {"paired", r.evidence.paired},
+                               {"paired_rounds", r.evidence.paired_rounds},
+                               {"conclusive", r.evidence.conclusive()},
                                {"session", e.session}};
     nlohmann::json entry = {{"id", entry_id(e.op, cls)},
                             {"op", e.op},
@@ -171,10 +173,14 @@ std::string show_table(const nlohmann::json& t) {
   o << fmt::format("{:<44} {:<44} {:>10} {:>22}\n", "entry", "parameters", "speed-up", "95% CI");
   for (const auto& e : t.at("entries")) {
     const auto& ev = e["evidence"];
-    const std::string ci = ev.contains("speedup_ci95")
-                               ? fmt::format("{:.3f}..{:.3f}", ev["speedup_ci95"][0].get<double>(),
-                                             ev["speedup_ci95"][1].get<double>())
-                               : "-";
+    std::string ci = ev.contains("speedup_ci95")
+                         ? fmt::format("{:.3f}..{:.3f}", ev["speedup_ci95"][0].get<double>(),
+                                       ev["speedup_ci95"][1].get<double>())
+                         : "-";
+    // An entry measured against the defaults in too few paired rounds says so instead of an
+    // interval.
+    if (!ev.value("conclusive", true))
+      ci = fmt::format("{} paired rounds: too few", ev.value("paired_rounds", 0));
     o << fmt::format("{:<44} {:<44} {:>9.3f}x {:>22}\n", e["id"].get<std::string>(),
                      k3params::to_kv(e["params"]), ev.value("speedup", 1.0), ci);
   }

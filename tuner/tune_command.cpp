@@ -18,6 +18,7 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
+#include "tuner/measurement_cache.h"
 #include "tuner/session_store.h"
 #include "tuner/table.h"
 
@@ -158,6 +159,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
   // the database is written (unless --explain).
   std::unique_ptr<k3store::Connection> db;
   std::unique_ptr<SessionStore> store;
+  std::unique_ptr<MeasurementCache> cache;
   std::unique_ptr<Objective> objective;
   std::string run_uuid;
   std::vector<SearchSpace> spaces;
@@ -190,12 +192,27 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
                                 fmt::join(ops, ", "),
                                 c.spaces_dir.empty() ? "configs/spaces" : c.spaces_dir));
   }
-  if (!c.explain) {
+  InstructionObjective* counter = nullptr;
+  if (c.replay && !c.explain) {
+    // Nothing is run and nothing is written: the strategy meets the measurements already stored.
+    if (!std::filesystem::exists(c.db_path))
+      throw UserError(fmt::format("--replay: {}: no database to replay from", c.db_path));
+    db = k3store::open_database(c.db_path, k3store::OpenMode::kReadOnly);
+    cache = std::make_unique<MeasurementCache>(*db);
+    if (time) {
+      objective = std::make_unique<ReplayTimeObjective>(target, build_hash, *db);
+    } else {
+      auto counting = std::make_unique<InstructionObjective>(target, plugin);
+      counting->use_cache(cache.get(), build_hash, true);
+      objective = std::move(counting);
+    }
+  } else if (!c.explain) {
     std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
     db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
     if (!k3store::find_build(*db, build_hash))
       k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
     store = std::make_unique<SessionStore>(*db);
+    cache = std::make_unique<MeasurementCache>(*db);
     if (time) {
       run_uuid = k3bench::new_uuid();
       k3store::insert_run(*db, {run_uuid, c.command_line, target.name(), build_hash, "", "[]", 0, 0,
@@ -203,7 +220,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       objective = std::make_unique<TimeObjective>(target, build_hash, *db, run_uuid,
                                                   target.config().timeout_s);
     } else {
-      objective = std::make_unique<InstructionObjective>(target, plugin);
+      auto counting = std::make_unique<InstructionObjective>(target, plugin);
+      counting->use_cache(cache.get(), build_hash);
+      counter = counting.get();
+      objective = std::move(counting);
     }
   }
 
@@ -274,6 +294,12 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
         {"target",
          {{"fingerprint", out.facts.fingerprint}, {"emulator", target.emulator_prefix()}}}};
     o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
+    if (c.replay) {
+      o.result = run_tuning(r, *objective, nullptr, o.session);
+      out.jobs.push_back(std::move(o));
+      continue;
+    }
+    if (counter != nullptr) counter->session = o.session;
     SessionRecord rec{
         o.session,        c.command_line, target.name(),
         build_hash,       run_uuid,       job.op,
@@ -288,7 +314,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
                        o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
     out.jobs.push_back(std::move(o));
   }
-  if (c.explain || db == nullptr) return out;
+  if (c.explain || c.replay || db == nullptr) return out;
   if (time) k3store::finish_run(*db, run_uuid, 0, 0, 0);
   if (!c.write_table) return out;
   // The table: one entry per tuned job (results are in out.jobs, which no longer moves).

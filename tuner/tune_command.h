@@ -38,9 +38,11 @@ struct TuneCommand {
   std::set<std::string> flags;  // "allow-hp"
   bool force = false;           // time an emulated target / emulated features anyway
   bool explain = false;         // sizes only, nothing measured
-  std::string out;              // table path (default results/tables/...)
-  bool write_table = true;      // false: tune the sessions only (a campaign's sessions on a board)
-  std::string plugin;           // instructions: the qemu counting plugin
+  bool replay =
+      false;        // run the strategy on stored measurements only: nothing run, nothing written
+  std::string out;  // table path (default results/tables/...)
+  bool write_table = true;  // false: tune the sessions only (a campaign's sessions on a board)
+  std::string plugin;       // instructions: the qemu counting plugin
   std::string command_line;
   std::function<void(const std::string& line)> note;
   std::function<void(int used, const std::string& what)> progress;

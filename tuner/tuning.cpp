@@ -17,6 +17,7 @@ void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e
   std::vector<double> d;
   const auto pairs = k3stats::pair_by_round(chosen.rounds, chosen.values, def.rounds, def.values);
   for (std::size_t i = 0; i < pairs.a.size(); ++i) d.push_back(std::log(pairs.b[i] / pairs.a[i]));
+  e.paired_rounds = &chosen == &def ? chosen.measurements() : static_cast<int>(d.size());
   if (d.size() >= 2) {
     const auto ci = k3stats::t_interval(d);
     e.speedup = std::exp(ci.mean);
@@ -51,7 +52,8 @@ nlohmann::json Evidence::to_json() const {
   return {{"mean_ns", mean},        {"ci95_ns", {ci_low, ci_high}},
           {"processes", processes}, {"default_mean_ns", default_mean},
           {"speedup", speedup},     {"speedup_ci95", {speedup_low, speedup_high}},
-          {"paired", paired}};
+          {"paired", paired},       {"paired_rounds", paired_rounds},
+          {"exact", exact}};
 }
 
 k3bench::CellSpec cell_of(const TuneRequest& r, const Config& config) {
@@ -131,7 +133,10 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
     Candidate cand;
     cand.config = c;
     cand.key = config_key(c);
-    if (cand.key == default_key) res.defaults = res.candidates.size();
+    if (cand.key == default_key) {
+      res.defaults = res.candidates.size();
+      cand.is_default = true;
+    }
     res.candidates.push_back(std::move(cand));
     res.cells.push_back(cell_of(r, c));
   }
@@ -143,52 +148,117 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
 
   StrategyOptions options = r.options;
   options.deterministic = objective.deterministic();
-  auto strategy = make_strategy(r.strategy, *r.space, options);
-  for (int round = 0;; ++round) {
+  std::string strategy_name = r.strategy;
+  std::string note;
+  // Coordinate descent on a small space would measure more than trying everything: race it.
+  if (strategy_name == "coordinate" && !options.deterministic &&
+      coordinate_cost_bound(*r.space, res.candidates, options) >=
+          exhaustive_cost(res.candidates, options)) {
+    strategy_name = "racing";
+    note = fmt::format(
+        "coordinate descent could cost {} measurements here, exhaustive {}: raced instead; ",
+        coordinate_cost_bound(*r.space, res.candidates, options),
+        exhaustive_cost(res.candidates, options));
+  }
+  // No strategy spends more than exhaustive search would (disturbed processes measured again
+  // aside).
+  const int cap = exhaustive_cost(res.candidates, options);
+  int counted = 0;
+  bool capped = false;
+  auto strategy = make_strategy(strategy_name, *r.space, options);
+
+  // One measurement of candidate i in `round`: the stored one when the session has it, else a new
+  // one. False when the budget or the cap stopped it.
+  auto measure_one = [&](std::size_t i, int round) {
+    Candidate& cand = res.candidates[i];
+    for (bool retried = false;;) {
+      if (r.budget > 0 && res.measurements >= r.budget) {
+        res.budget_exhausted = true;
+        return false;
+      }
+      if (counted >= cap) {
+        capped = true;
+        return false;
+      }
+      const int attempt = attempts[i]++;
+      StoredMeasurement m;
+      if (auto it = stored.find({cand.key, attempt}); it != stored.end()) {
+        m = it->second;
+      } else {
+        if (r.stop_after && res.new_measurements >= *r.stop_after)
+          throw TuningInterrupted(
+              fmt::format("stopped after {} new measurements", res.new_measurements));
+        if (r.progress) r.progress(res.measurements, cand.key);
+        const Measurement got = objective.measure(res.cells[i], attempt, round);
+        // Replaying a noisy objective past what the store holds: the search stops there, as at a
+        // budget, and chooses on what it had (dropping the candidate would change the choice).
+        if (got.unavailable && !options.deterministic) {
+          ++res.unavailable;
+          res.replay_exhausted = true;
+          return false;
+        }
+        m = {cand.key,      attempt,      round,      got.value,
+             got.disturbed, got.rejected, got.reason, got.cell_key};
+        if (store != nullptr) store->add(session_id, m);
+        ++res.new_measurements;
+        res.cache_hits += got.cached;
+        res.unavailable += got.unavailable;
+      }
+      ++res.measurements;
+      if (m.rejected) {
+        cand.rejected = true;
+        cand.reason = m.reason;
+        ++counted;
+        return true;
+      }
+      if (m.disturbed && !retried) {
+        retried = true;
+        continue;
+      }
+      cand.values.push_back(m.value);
+      cand.rounds.push_back(round);
+      ++counted;
+      return true;
+    }
+  };
+
+  int round = 0;
+  for (;; ++round) {
     const auto batch = strategy->next_round(res.candidates);
     if (batch.empty()) break;
-    for (std::size_t i : batch) {
-      Candidate& cand = res.candidates[i];
-      for (bool retried = false;;) {
-        if (r.budget > 0 && res.measurements >= r.budget) {
-          res.budget_exhausted = true;
-          break;
-        }
-        const int attempt = attempts[i]++;
-        StoredMeasurement m;
-        if (auto it = stored.find({cand.key, attempt}); it != stored.end()) {
-          m = it->second;
-        } else {
-          if (r.stop_after && res.new_measurements >= *r.stop_after)
-            throw TuningInterrupted(
-                fmt::format("stopped after {} new measurements", res.new_measurements));
-          if (r.progress) r.progress(res.measurements, cand.key);
-          const Measurement got = objective.measure(res.cells[i], attempt, round);
-          m = {cand.key,      attempt,      round,      got.value,
-               got.disturbed, got.rejected, got.reason, got.cell_key};
-          if (store != nullptr) store->add(session_id, m);
-          ++res.new_measurements;
-        }
-        ++res.measurements;
-        if (m.rejected) {
-          cand.rejected = true;
-          cand.reason = m.reason;
-          break;
-        }
-        if (m.disturbed && !retried) {
-          retried = true;
-          continue;
-        }
-        cand.values.push_back(m.value);
-        cand.rounds.push_back(round);
+    bool stopped = false;
+    for (std::size_t i : batch)
+      if (!measure_one(i, round)) {
+        stopped = true;
         break;
       }
-      if (res.budget_exhausted) break;
-    }
-    if (res.budget_exhausted) break;
+    if (stopped) break;
   }
-  res.summary = strategy->summary();
+  res.summary = note + strategy->summary();
+  if (capped) res.summary += fmt::format("; stopped at exhaustive search's {} measurements", cap);
+  if (res.replay_exhausted) res.summary += "; replay stopped where the stored measurements ran out";
   res.chosen = strategy->choose(res.candidates);
+  // The entry's evidence: the chosen configuration against the defaults in enough paired rounds to
+  // mean something. A strategy that left the defaults behind early gets rounds of the two together,
+  // interleaved (as many as a configuration gets in exhaustive search), as far as budget and cap
+  // allow.
+  if (!options.deterministic && res.chosen != SIZE_MAX && res.defaults != SIZE_MAX &&
+      res.chosen != res.defaults && !res.candidates[res.defaults].rejected) {
+    const auto paired = [&] {
+      const Candidate& a = res.candidates[res.chosen];
+      const Candidate& b = res.candidates[res.defaults];
+      return static_cast<int>(
+          k3stats::pair_by_round(a.rounds, a.values, b.rounds, b.values).a.size());
+    };
+    int extra = 0;
+    while (paired() < options.processes && extra < options.processes) {
+      ++round;
+      ++extra;
+      if (!measure_one(res.defaults, round) || !measure_one(res.chosen, round)) break;
+      if (res.candidates[res.chosen].rejected || res.candidates[res.defaults].rejected) break;
+    }
+    if (extra > 0) res.summary += fmt::format("; {} evidence rounds against the defaults", extra);
+  }
   if (res.chosen != SIZE_MAX) {
     const Candidate& c = res.candidates[res.chosen];
     const auto ci = k3stats::t_interval(c.values);
@@ -196,6 +266,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
     res.evidence.ci_low = std::isfinite(ci.half_width) ? ci.low : ci.mean;
     res.evidence.ci_high = std::isfinite(ci.half_width) ? ci.high : ci.mean;
     res.evidence.processes = c.measurements();
+    res.evidence.exact = options.deterministic;
     if (res.defaults != SIZE_MAX && !res.candidates[res.defaults].values.empty()) {
       res.evidence.default_mean = res.candidates[res.defaults].mean();
       speedup_interval(c, res.candidates[res.defaults], res.evidence);

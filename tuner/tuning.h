@@ -46,6 +46,11 @@ struct Evidence {
   double default_mean = 0;
   double speedup = 1, speedup_low = 1, speedup_high = 1;  // default mean / chosen mean, 95% CI
   bool paired = false;                                    // the CI is from per-round ratios
+  int paired_rounds = 0;  // rounds in which both the chosen configuration and the defaults ran
+  bool exact = false;     // a deterministic objective: one measurement each, no interval
+  // Whether the speed-up is evidence: exact, or from enough paired rounds (fewer say nothing).
+  bool conclusive() const { return exact || paired_rounds >= kMinEvidenceRounds; }
+  static constexpr int kMinEvidenceRounds = 5;
   nlohmann::json to_json() const;
 };
 
@@ -56,7 +61,11 @@ struct TuneResult {
   std::size_t chosen = SIZE_MAX, defaults = SIZE_MAX;
   int measurements = 0;      // taken in all (stored or new; disturbed and rejected included)
   int new_measurements = 0;  // taken in this call
+  int cache_hits = 0;        // of those, served by the measurement cache (exact objectives)
+  int unavailable = 0;       // replay: asked for but not in the store (the candidate is left out)
   bool budget_exhausted = false;
+  bool replay_exhausted =
+      false;  // replay: the store held fewer measurements than the strategy asked for
   std::string summary;
   Evidence evidence;
   nlohmann::json points_json(const std::string& op) const;  // for SessionStore::finish

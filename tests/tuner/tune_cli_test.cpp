@@ -340,6 +340,121 @@ TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarter
 
 }  // namespace
 
+// Exact counts are taken once per runner build, op, shape, parameters and emulated CPU: a session
+// over a space with one more value counts only the new configuration, another strategy counts
+// nothing, and a replay runs no process and writes nothing -- a configuration never counted is
+// reported as such, not measured.
+TEST_F(TuneCli, TheMeasurementCacheCountsEachConfigurationOnceAndReplaysStrategiesOnIt) {
+  ASSERT_TRUE(fs::exists(rvv_runner()))
+      << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
+  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+      << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
+  auto space = [&](const std::string& values) {
+    write_space(
+        "[space]\nop = \"linear_decode\"\nmeaningful_on = [\"qemu\"]\n[knobs.tile_n]\nvalues = [" +
+        values + "]\ndefault = 64\n");
+  };
+  auto tune = [&](const std::string& strategy, bool replay) {
+    std::vector<std::string> args = {
+        "--json",      "tune",          "--target",
+        "qemu",        "--spaces",      spaces(),
+        "--op",        "linear_decode", "--shape",
+        "n=128,k=256", "--params",      "workers=1",
+        "--objective", "instructions",  "--strategy",
+        strategy,      "--out",         (dir_ / (strategy + ".json")).string()};
+    if (replay) args.push_back("--replay");
+    const auto r = k3tune(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["jobs"].at(0);
+  };
+  space("32, 64");
+  const auto first = tune("exhaustive", false);
+  EXPECT_EQ(first["measurements_new"], 2);
+  EXPECT_EQ(first["cache_hits"], 0);
+  EXPECT_EQ(count("SELECT count(*) FROM exact_measurements"), 2);
+
+  // One more value: a new session (the space is part of its identity) that counts one
+  // configuration.
+  space("32, 64, 128");
+  const auto second = tune("exhaustive", false);
+  EXPECT_EQ(second["result"]["measurements"], 3);
+  EXPECT_EQ(second["measurements_new"], 3);
+  EXPECT_EQ(second["cache_hits"], 2);
+  EXPECT_EQ(count("SELECT count(*) FROM exact_measurements"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM tuning_sessions"), 2);
+  // The cached figures are the counted ones, exactly (a count is deterministic).
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM tuning_measurements a JOIN tuning_measurements b USING (point_key)"
+          " WHERE a.session_id < b.session_id AND a.value != b.value"),
+      0);
+
+  // Replays: the live session's choice again, and another strategy, with nothing run or written.
+  const auto sessions = count("SELECT count(*) FROM tuning_sessions");
+  const auto replayed = tune("exhaustive", true);
+  EXPECT_EQ(replayed["result"]["chosen"], second["result"]["chosen"]);
+  EXPECT_EQ(replayed["result"]["evidence"]["mean_ns"], second["result"]["evidence"]["mean_ns"]);
+  EXPECT_EQ(replayed["cache_hits"], 3);
+  EXPECT_EQ(replayed["unavailable"], 0);
+  const auto racing = tune("racing", true);
+  EXPECT_EQ(racing["result"]["chosen"], second["result"]["chosen"]);
+  EXPECT_EQ(count("SELECT count(*) FROM tuning_sessions"), sessions);
+  EXPECT_EQ(count("SELECT count(*) FROM exact_measurements"), 3);
+  EXPECT_FALSE(fs::exists(dir_ / "racing.json")) << "a replay wrote a table";
+
+  // A value never counted: the replay says so and leaves it out.
+  space("32, 64, 128, 96");
+  const auto partial = tune("exhaustive", true);
+  EXPECT_EQ(partial["unavailable"], 1);
+  EXPECT_EQ(partial["result"]["rejected"], 1);
+  EXPECT_EQ(partial["result"]["chosen"], second["result"]["chosen"]);
+  EXPECT_EQ(count("SELECT count(*) FROM exact_measurements"), 3);
+}
+
+// A time replay serves the processes earlier sessions of this build and target stored, in order:
+// exhaustive search replayed chooses what the live one chose, racing runs on the same evidence,
+// and no process is started.
+TEST_F(TuneCli, ATimeReplayRunsStrategiesOnStoredProcessesOnly) {
+  write_space(kSmallSpace);
+  auto tune = [&](const std::string& strategy, bool replay) {
+    std::vector<std::string> a = {"--json",       "tune",
+                                  "--spaces",     spaces(),
+                                  "--op",         "linear_decode",
+                                  "--shape",      "k=128,n=64",
+                                  "--params",     "copies=1",
+                                  "--processes",  "3",
+                                  "-R",           "2",
+                                  "--min-time",   "0.002",
+                                  "--max-rounds", "3",
+                                  "--strategy",   strategy,
+                                  "--out",        (dir_ / (strategy + ".json")).string()};
+    if (replay) a.push_back("--replay");
+    return a;
+  };
+  const auto live = k3tune(tune("exhaustive", false));
+  ASSERT_EQ(live.code, 0) << live.err;
+  const auto live_job = nlohmann::json::parse(live.out)["jobs"].at(0);
+  const auto processes = count("SELECT count(*) FROM processes");
+  const auto again = k3tune(tune("exhaustive", true));
+  ASSERT_EQ(again.code, 0) << again.err;
+  const auto job = nlohmann::json::parse(again.out)["jobs"].at(0);
+  EXPECT_EQ(job["result"]["chosen"], live_job["result"]["chosen"]);
+  EXPECT_DOUBLE_EQ(job["result"]["evidence"]["mean_ns"].get<double>(),
+                   live_job["result"]["evidence"]["mean_ns"].get<double>());
+  const auto raced = k3tune(tune("racing", true));
+  ASSERT_EQ(raced.code, 0) << raced.err;
+  const auto race = nlohmann::json::parse(raced.out)["jobs"].at(0);
+  EXPECT_GT(race["result"]["measurements"].get<int>(), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM processes"), processes) << "a replay ran processes";
+  EXPECT_EQ(count("SELECT count(*) FROM tuning_sessions"), 1);
+  EXPECT_FALSE(fs::exists(dir_ / "racing.json")) << "a replay wrote a table";
+  // Bad use is one line: replay needs a database to read.
+  fs::remove(db());
+  const auto none = k3tune(tune("racing", true));
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.err.find("no database to replay from"), std::string::npos) << none.err;
+}
+
 // The instruction objective subtracts a 1-call process from a 9-call one; with the runner's weight
 // cache the first process of a cold cache packs and writes the weights while the second only reads
 // them, which made the difference negative. The objective measures with the cache off, so a cold

@@ -33,6 +33,8 @@ nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
   o["excluded_emulated"] = j.excluded_emulated;
   o["result"] = j.result.to_json();
   o["measurements_new"] = j.result.new_measurements;
+  o["cache_hits"] = j.result.cache_hits;
+  o["unavailable"] = j.result.unavailable;
   return o;
 }
 
@@ -66,21 +68,30 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
                         j.excluded_emulated.size()));
   if (explain) return;
   const auto& r = j.result;
-  fmt::print("  {} measurements ({} new{}){}; {}\n", r.measurements, r.new_measurements,
-             j.resumed ? ", session resumed" : "", r.budget_exhausted ? ", BUDGET EXHAUSTED" : "",
-             r.summary);
+  const std::string cached =
+      r.cache_hits > 0 ? fmt::format(", {} of them from the measurement cache", r.cache_hits) : "";
+  const std::string missing =
+      r.unavailable > 0 ? fmt::format(", {} asked for but never measured", r.unavailable) : "";
+  fmt::print("  {} measurements ({} new{}{}{}){}; {}\n", r.measurements, r.new_measurements, cached,
+             missing, j.resumed ? ", session resumed" : "",
+             r.budget_exhausted ? ", BUDGET EXHAUSTED" : "", r.summary);
   if (r.chosen == SIZE_MAX) {
     fmt::print("  no configuration could be chosen (all rejected)\n");
     return;
   }
   const auto& e = r.evidence;
+  const std::string interval =
+      e.exact ? "exact"
+      : e.conclusive()
+          ? fmt::format("95% CI {:.3f}..{:.3f}{}", e.speedup_low, e.speedup_high,
+                        e.paired ? fmt::format(", {} paired rounds", e.paired_rounds) : "")
+          : fmt::format("{} paired rounds with the defaults: too few for an interval",
+                        e.paired_rounds);
   fmt::print(
       "  chosen {}: {:.4g} (95% CI {:.4g}..{:.4g}, {} measurements); defaults {:.4g}; speed-up "
-      "{:.3f}x "
-      "(95% CI {:.3f}..{:.3f}{})\n",
+      "{:.3f}x ({})\n",
       k3params::to_kv(r.candidates[r.chosen].config), e.mean, e.ci_low, e.ci_high, e.processes,
-      e.default_mean, e.speedup, e.speedup_low, e.speedup_high,
-      e.paired ? ", per-round pairs" : "");
+      e.default_mean, e.speedup, interval);
   int rejected = 0;
   for (const auto& cand : r.candidates)
     if (cand.rejected) {
@@ -228,6 +239,10 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                 "time an emulated target or emulated features anyway (labelled in the table)");
   cmd->add_flag("--explain", c.explain,
                 "print each space's size before and after the constraints; measure nothing");
+  cmd->add_flag("--replay", c.replay,
+                "run the strategy on measurements already stored (counts in the cache, times of "
+                "earlier sessions "
+                "of this build and target); run nothing, write nothing");
   cmd->add_option("--out", c.out,
                   "table file (default results/tables/<target>-<model or op>-<time>.json)");
   cmd->add_option("--plugin", c.plugin,
@@ -247,6 +262,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     c.progress = [&](int used, const std::string& what) { progress.update(used, what); };
     if (!a->place.farm.empty()) {  // a campaign: sessions spread over the boards
       progress.finish();
+      if (c.replay)
+        throw k3bench::UserError("--replay reads this database only: give --target, not --farm");
       run_campaign_command(ctx, a->place, *cmd, c);
       return;
     }
@@ -263,8 +280,9 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                        .dump(2)
                 << "\n";
     } else {
-      fmt::print("target {}; strategy {}, objective {}\n", out.facts.describe, c.strategy,
-                 c.objective);
+      fmt::print("target {}; strategy {}, objective {}{}\n", out.facts.describe, c.strategy,
+                 c.objective,
+                 c.replay ? " (replay of stored measurements: nothing run, nothing written)" : "");
       for (const auto& j : out.jobs) print_job(j, c.explain);
       if (!out.table_path.empty())
         fmt::print("table {} ({} entries)\n", out.table_path, out.table["entries"].size());

@@ -250,6 +250,21 @@ CREATE TABLE nightlies(
   host_build_hash TEXT,                  -- the host runner measured by the verdict (next night's baseline)
   verdict_run_uuid TEXT);                -- the verdict's run (A/B against the previous nightly when possible)
 )sql",
+    // 6 -> 7: the measurement cache of exact objectives: an instruction count is taken once per
+    // runner build, op, shape, every parameter and setting, emulated CPU (VLEN) and method, and
+    // reused by every later tuning session, strategy, space and campaign.
+    R"sql(
+CREATE TABLE exact_measurements(
+  cache_key TEXT PRIMARY KEY,            -- SHA-256 of identity_json
+  identity_json TEXT NOT NULL,           -- build, runner arguments (op, shape, params, path), env, CPU, method
+  build_hash TEXT NOT NULL,              -- SHA-256 of the runner (not a foreign key)
+  op TEXT NOT NULL,
+  cpu TEXT NOT NULL,                     -- the emulated CPU, e.g. rv64,v=true,vlen=1024,...
+  method TEXT NOT NULL,                  -- how the value was taken, e.g. insns-9-minus-1
+  value REAL NOT NULL,                   -- instructions per call
+  measured_at TEXT NOT NULL,
+  session_id TEXT);                      -- the tuning session that counted it first
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

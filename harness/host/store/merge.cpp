@@ -27,7 +27,8 @@ const char* const kTablesInOrder[] = {"builds",
                                       "target_probes",
                                       "farm_sweep_cells",
                                       "nightly_steps",
-                                      "nightlies"};
+                                      "nightlies",
+                                      "exact_measurements"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {
