@@ -1,5 +1,7 @@
 #include "tuner/table.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <set>
@@ -226,6 +228,67 @@ nlohmann::json read_table(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw k3bench::UserError(fmt::format("{}: not a JSON document: {}", path, e.what()));
   }
+}
+
+nlohmann::json ShapeExplanation::to_json() const {
+  nlohmann::json j = {{"path", path}, {"class", shape_class}, {"how", how}, {"params", params}};
+  j["entry"] = entry_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(entry_id);
+  if (how == "nearest") j["distance_log2"] = distance;
+  return j;
+}
+
+std::vector<ShapeExplanation> explain_shape(const nlohmann::json& table, const std::string& op,
+                                            const std::string& path,
+                                            const std::map<std::string, std::int64_t>& shape) {
+  std::string problem;
+  const auto loaded = k3k::TuningTable::parse(table.dump(), nullptr, problem);
+  if (loaded == nullptr)
+    throw k3bench::UserError("the kernel library refuses this table: " + problem);
+  const k3k::rules::OpRules* rules = k3k::rules::find_op(op);
+  if (rules == nullptr)
+    throw k3bench::UserError(fmt::format("--op: '{}' is not an op a table tunes", op));
+  for (const auto& [key, value] : shape) {
+    (void)value;
+    const std::vector<std::string_view> keys = {"m",   "k",        "n",       "seq",
+                                                "ctx", "head_dim", "q_heads", "kv_heads"};
+    if (std::find(keys.begin(), keys.end(), key) == keys.end())
+      throw k3bench::UserError(fmt::format(
+          "--shape: '{}' is not a shape key (m, k, n, seq, ctx, head_dim, q_heads, kv_heads)",
+          key));
+  }
+  std::set<std::string> paths;
+  if (!path.empty()) {
+    if (!k3k::parse_kernel_path(path))
+      throw k3bench::UserError(fmt::format("--path: '{}' is not generic, rvv or ime2", path));
+    paths.insert(path);
+  } else {
+    for (const auto& e : loaded->entries())
+      if (e.op == op) paths.insert(k3k::to_string(e.path));
+    if (paths.empty()) paths.insert("generic");
+  }
+  std::vector<ShapeExplanation> out;
+  for (const auto& p : paths) {
+    ShapeExplanation x;
+    x.path = p;
+    const auto cls = k3k::rules::shape_class(op, shape);
+    x.shape_class = cls;
+    const k3k::TuningEntry* e = loaded->find(op, *k3k::parse_kernel_path(p), shape);
+    if (e == nullptr) {
+      x.how = "defaults";
+    } else {
+      x.entry_id = e->id;
+      for (const auto& [k, v] : e->params)
+        x.params[k] = std::holds_alternative<std::int64_t>(v)
+                          ? nlohmann::json(std::get<std::int64_t>(v))
+                          : nlohmann::json(std::get<std::string>(v));
+      x.how = e->shape_class == cls ? "entry" : "nearest";
+      for (const auto& [k, v] : cls)
+        if (auto it = e->shape_class.find(k); it != e->shape_class.end() && v > 0 && it->second > 0)
+          x.distance += std::abs(std::log2(double(it->second) / double(v)));
+    }
+    out.push_back(std::move(x));
+  }
+  return out;
 }
 
 }  // namespace k3tuner

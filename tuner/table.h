@@ -7,6 +7,7 @@
 // shows and validates tables by it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,10 @@
 
 namespace k3tuner {
 
-// The shape class of an op's shape on a path as JSON ({"path": ..., keys of k3k::rules::shape_class}).
-nlohmann::json shape_class(const std::string& op, const std::string& path, const nlohmann::json& shape);
+// The shape class of an op's shape on a path as JSON ({"path": ..., keys of
+// k3k::rules::shape_class}).
+nlohmann::json shape_class(const std::string& op, const std::string& path,
+                           const nlohmann::json& shape);
 std::string entry_id(const std::string& op, const nlohmann::json& shape_class);
 
 struct TableEntry {
@@ -38,7 +41,8 @@ struct TableSource {
   std::string command, target, build_hash, board_name, model;
 };
 
-nlohmann::json make_table(const TargetFacts& target, const TableSource& source, const std::vector<TableEntry>& entries,
+nlohmann::json make_table(const TargetFacts& target, const TableSource& source,
+                          const std::vector<TableEntry>& entries,
                           const nlohmann::json& gates = nlohmann::json::object());
 
 // `table validate`: the JSON Schema's messages (with their JSON pointer; at most kMaxProblemLines
@@ -60,6 +64,24 @@ TableCheck validate_table(const nlohmann::json& table, const std::string& schema
 std::string show_table(const nlohmann::json& table);
 // `table diff A B`: entries added, removed, and changed (parameters, evidence), and board changes.
 std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b);
+
+// `table explain`: what the kernel library's loader gives `op` at `shape` on layer `path` (every
+// path the table has for the op when empty), and why: the entry of the shape's own class, the
+// nearest class by the missing-shape rule (with its distance), or the kernel defaults. The loader
+// itself decides (k3k::TuningTable::find); this only says which rule it applied. Throws UserError
+// on a table the loader refuses, an unknown op or path, or a shape key the op does not have.
+struct ShapeExplanation {
+  std::string path;            // the layer asked about
+  nlohmann::json shape_class;  // the shape's own class
+  std::string how;             // "entry" | "nearest" | "defaults"
+  std::string entry_id;        // the entry used ("" for the defaults)
+  nlohmann::json params;       // its parameters (empty for the defaults)
+  double distance = 0;         // nearest: sum of |log2 ratio| over the class keys
+  nlohmann::json to_json() const;
+};
+std::vector<ShapeExplanation> explain_shape(const nlohmann::json& table, const std::string& op,
+                                            const std::string& path,
+                                            const std::map<std::string, std::int64_t>& shape);
 
 // Reads and parses a table file (UserError naming the file on I/O or JSON errors).
 nlohmann::json read_table(const std::string& path);

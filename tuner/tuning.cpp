@@ -213,6 +213,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
       }
       if (m.disturbed && !retried) {
         retried = true;
+        ++res.disturbed;
         continue;
       }
       cand.values.push_back(m.value);

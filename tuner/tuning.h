@@ -61,8 +61,9 @@ struct TuneResult {
   std::size_t chosen = SIZE_MAX, defaults = SIZE_MAX;
   int measurements = 0;      // taken in all (stored or new; disturbed and rejected included)
   int new_measurements = 0;  // taken in this call
-  int cache_hits = 0;        // of those, served by the measurement cache (exact objectives)
-  int unavailable = 0;       // replay: asked for but not in the store (the candidate is left out)
+  int disturbed = 0;    // processes a disturbance voided, each measured once more (not counted)
+  int cache_hits = 0;   // of those, served by the measurement cache (exact objectives)
+  int unavailable = 0;  // replay: asked for but not in the store (the candidate is left out)
   bool budget_exhausted = false;
   bool replay_exhausted =
       false;  // replay: the store held fewer measurements than the strategy asked for

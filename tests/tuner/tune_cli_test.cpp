@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -161,6 +162,29 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_GT(e["evidence"]["mean"].get<double>(), 0);
   const auto validate = k3tune({"table", "validate", table});
   EXPECT_EQ(validate.code, 0) << validate.err;
+  // table explain: the kernel library's own lookup, and the rule that gave it. The tuned shape gets
+  // its entry; n=48 has no class of its own and gets the nearest (|log2(64/48)| = 0.415); another
+  // op gets the kernel defaults; a bad shape is one line.
+  const std::string layer = e["class"]["path"];
+  auto explain = [&](const std::string& op, const std::string& shape) {
+    const auto r = k3tune({"--json", "table", "explain", table, "--op", op, "--shape", shape});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at(0);
+  };
+  const auto own = explain("linear_decode", "k=128,n=64");
+  EXPECT_EQ(own["how"], "entry");
+  EXPECT_EQ(own["path"], layer);
+  EXPECT_EQ(own["entry"], e["id"]);
+  EXPECT_EQ(own["params"], e["params"]);
+  const auto near = explain("linear_decode", "k=128,n=48");
+  EXPECT_EQ(near["how"], "nearest");
+  EXPECT_EQ(near["entry"], e["id"]);
+  EXPECT_NEAR(near["distance_log2"].get<double>(), std::log2(64.0 / 48.0), 1e-9);
+  EXPECT_EQ(explain("linear_prefill", "m=4,k=128,n=64")["how"], "defaults");
+  const auto bad_shape =
+      k3tune({"table", "explain", table, "--op", "linear_decode", "--shape", "k=128,q=1"});
+  EXPECT_EQ(bad_shape.code, 2);
+  EXPECT_NE(bad_shape.err.find("'q' is not a shape key"), std::string::npos) << bad_shape.err;
 
   // The same command again: the session resumes and nothing is measured.
   const auto again = k3tune(tune);

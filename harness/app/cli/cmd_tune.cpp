@@ -34,6 +34,7 @@ nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
   o["result"] = j.result.to_json();
   o["measurements_new"] = j.result.new_measurements;
   o["cache_hits"] = j.result.cache_hits;
+  o["disturbed"] = j.result.disturbed;
   o["unavailable"] = j.result.unavailable;
   return o;
 }
@@ -72,8 +73,10 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
       r.cache_hits > 0 ? fmt::format(", {} of them from the measurement cache", r.cache_hits) : "";
   const std::string missing =
       r.unavailable > 0 ? fmt::format(", {} asked for but never measured", r.unavailable) : "";
-  fmt::print("  {} measurements ({} new{}{}{}){}; {}\n", r.measurements, r.new_measurements, cached,
-             missing, j.resumed ? ", session resumed" : "",
+  const std::string voided =
+      r.disturbed > 0 ? fmt::format(", {} disturbed and measured again", r.disturbed) : "";
+  fmt::print("  {} measurements ({} new{}{}{}{}){}; {}\n", r.measurements, r.new_measurements,
+             voided, cached, missing, j.resumed ? ", session resumed" : "",
              r.budget_exhausted ? ", BUDGET EXHAUSTED" : "", r.summary);
   if (r.chosen == SIZE_MAX) {
     fmt::print("  no configuration could be chosen (all rejected)\n");
