@@ -68,17 +68,18 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
 
-  // Per-worker scratch, allocated once per call; fp16 caches are converted a block at a time.
+  // Per-worker scratch, allocated once per call; fp16 caches are converted a block at a time (and
+  // an fp32 block that wraps around a ring cache has its K transposed into the scratch).
   const bool f16 = cache.dtype() == KvDtype::f16;
   const detail::PrefillArenaLayout layout =
       detail::prefill_arena_layout(call.head_dim, call.q_tile, call.kv_block, call.kv_block, f16);
   AlignedBuffer<float> scratch(static_cast<std::size_t>(layout.floats * pool.size()));
-  std::vector<const float*> rows_scratch(static_cast<std::size_t>(2 * call.kv_block * pool.size()));
+  std::vector<const float*> rows_scratch(static_cast<std::size_t>(call.kv_block * pool.size()));
 
   pool.parallel_for(call.n_tiles * n_q_heads, [&](std::int64_t task, int worker) {
     const detail::PrefillArena arena = detail::prefill_arena(
-        scratch.data() + worker * layout.floats, layout, call.kv_block, call.kv_block, f16,
-        rows_scratch.data() + static_cast<std::ptrdiff_t>(2) * call.kv_block * worker);
+        scratch.data() + worker * layout.floats, layout, call.kv_block, f16,
+        rows_scratch.data() + static_cast<std::ptrdiff_t>(call.kv_block) * worker);
     detail::run_prefill_task(call, task, arena);
   });
 }

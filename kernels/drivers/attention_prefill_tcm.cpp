@@ -64,7 +64,7 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
     bool held = false;
   };
   std::vector<WorkerStats> per_worker(static_cast<std::size_t>(workers));
-  std::vector<const float*> pointers(static_cast<std::size_t>(2 * kv_block * workers));
+  std::vector<const float*> pointers(static_cast<std::size_t>(kv_block * workers));
 
   pool.run_each(workers, [&](int worker) {
     const int block = workspace.block_of(worker);
@@ -77,8 +77,8 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
     if (!held) dram = AlignedBuffer<float>(static_cast<std::size_t>(dram_layout.floats));
     float* base = held ? reinterpret_cast<float*>(workspace.memory_of(worker)) : dram.data();
     const detail::PrefillArena arena = detail::prefill_arena(
-        base, held ? tcm_layout : dram_layout, kv_block, held ? stage_rows : kv_block, held || f16,
-        pointers.data() + static_cast<std::ptrdiff_t>(2) * kv_block * worker);
+        base, held ? tcm_layout : dram_layout, held ? stage_rows : kv_block, held || f16,
+        pointers.data() + static_cast<std::ptrdiff_t>(kv_block) * worker);
     WorkerStats& my = per_worker[static_cast<std::size_t>(worker)];
     my.held = held;
     for (std::int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {
