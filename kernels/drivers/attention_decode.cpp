@@ -3,8 +3,10 @@
 // head in ascending chunk order. chunk changes the rounding of the result; the worker count does
 // not.
 #include <algorithm>
+#include <optional>
 
 #include "common/attention_checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/drivers.h"
 
 namespace k3k::driver {
@@ -35,7 +37,8 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   // Rotated and scaled queries of every head (n_q_heads * head_dim values: not worth a task).
   AlignedBuffer<float> qs(static_cast<std::size_t>(n_q_heads) * hd);
   {
-    const RopeTable table(cache.rope(), pos, 1);
+    std::optional<RopeTable> own_table;
+    const RopeTable& table = detail::query_rope_table(cache, pos, 1, nullptr, own_table);
     for (int h = 0; h < n_q_heads; ++h) {
       uk.rotate_scale_q(q.data() + static_cast<std::int64_t>(h) * hd,
                         qs.data() + static_cast<std::int64_t>(h) * hd, hd, table.half(),

@@ -5,9 +5,11 @@
 // and the layer, so outputs are bitwise identical for every worker count and q_tile.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "common/attention_checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/attention_prefill_task.h"
 #include "drivers/drivers.h"
 
@@ -64,7 +66,9 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
                        float scale) {
   detail::check_prefill_args(cache, q, tokens, n_q_heads, out, tiling, scale);
   if (tokens == 0) return;
-  const RopeTable table(cache.rope(), cache.length() - tokens, tokens, pool);
+  std::optional<RopeTable> own_table;
+  const RopeTable& table =
+      k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens, &pool, own_table);
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
 

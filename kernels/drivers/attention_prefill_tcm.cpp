@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/attention_prefill_task.h"
 #include "drivers/drivers.h"
 
@@ -37,7 +38,9 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
   detail::check_prefill_args(cache, q, tokens, n_q_heads, out, tiling, scale);
   TcmAttentionStats stats;
   if (tokens == 0) return stats;
-  const RopeTable table(cache.rope(), cache.length() - tokens, tokens, pool);
+  std::optional<RopeTable> own_table;
+  const RopeTable& table = k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens,
+                                                         &pool, own_table);
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
   const int hd = call.head_dim, kv_block = call.kv_block;

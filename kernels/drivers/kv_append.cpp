@@ -1,7 +1,9 @@
 // KV-cache appends: kv_append splits (kv head x 64-token chunk) over the pool after building the
-// RoPE table of the new positions; kv_append_one runs one task per kv head. Each stored row has one
-// writer and no reduction, so the stored bits do not depend on the worker count.
+// RoPE table of the new positions (kept in the cache for attention over them); kv_append_one runs
+// one task per kv head. Each stored row has one writer and no reduction, so the stored bits do not
+// depend on the worker count.
 #include <algorithm>
+#include <memory>
 
 #include "common/checks.h"
 #include "common/op_checks.h"
@@ -49,7 +51,7 @@ void kv_append(const ukernel::KvAppend& uk, KvCache& cache, std::span<const floa
                std::span<const float> v, std::int64_t tokens, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), tokens, "kv_append");
   if (tokens == 0) return;
-  const RopeTable table(cache.rope(), cache.length(), tokens, pool);
+  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), tokens, pool);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
   AlignedBuffer<float> scratch = row_scratch(cache, pool);
   const std::int64_t chunks = (tokens + kAppendTokensPerTask - 1) / kAppendTokensPerTask;
@@ -57,23 +59,26 @@ void kv_append(const ukernel::KvAppend& uk, KvCache& cache, std::span<const floa
     const int head = static_cast<int>(task / chunks);
     const std::int64_t t0 = (task % chunks) * kAppendTokensPerTask;
     float* s = scratch.data() + worker * stride;
-    write_rows(uk, cache, k.data(), v.data(), table, head, t0,
+    write_rows(uk, cache, k.data(), v.data(), *table, head, t0,
                std::min(tokens, t0 + kAppendTokensPerTask), s);
   });
   cache.set_length(cache.length() + tokens);
+  cache.keep_append_rope_table(std::move(table));  // for attention over these positions
 }
 
 void kv_append_one(const ukernel::KvAppend& uk, KvCache& cache, std::span<const float> k,
                    std::span<const float> v, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), 1, "kv_append_one");
-  const RopeTable table(cache.rope(), cache.length(), 1);  // serial: rotary_dim/2 cos+sin
+  // Serial: rotary_dim/2 cos+sin.
+  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), 1);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
   AlignedBuffer<float> scratch = row_scratch(cache, pool);
   pool.parallel_for(cache.n_kv_heads(), [&](std::int64_t task, int worker) {
     float* s = scratch.data() + worker * stride;
-    write_rows(uk, cache, k.data(), v.data(), table, static_cast<int>(task), 0, 1, s);
+    write_rows(uk, cache, k.data(), v.data(), *table, static_cast<int>(task), 0, 1, s);
   });
   cache.set_length(cache.length() + 1);
+  cache.keep_append_rope_table(std::move(table));  // for the decode step at this position
 }
 
 }  // namespace k3k::driver

@@ -24,6 +24,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "k3k/aligned_buffer.h"
@@ -127,13 +128,27 @@ class KvCache {
 
   // Kernels call set_length after writing; reset() forgets every token (storage is not cleared).
   void set_length(std::int64_t length);
-  void reset() { length_ = 0; }
+  void reset() {
+    length_ = 0;
+    append_rope_.reset();
+  }
+
+  // The RoPE table (k3k/rope.h) of the last append's positions, which the appends build anyway to
+  // rotate K: attention whose queries are those positions (prefill right after kv_append, decode
+  // right after kv_append_one) rotates Q with it instead of computing the same cos/sin again. A
+  // table depends only on the RoPE configuration and the positions, so reusing it never changes a
+  // bit. Null before the first append and after reset(); each append replaces it.
+  const RopeTable* append_rope_table() const { return append_rope_.get(); }
+  void keep_append_rope_table(std::shared_ptr<const RopeTable> table) {
+    append_rope_ = std::move(table);
+  }
 
  private:
   KvCacheConfig config_;
   std::int64_t length_ = 0;
   AlignedBuffer<float> k32_, v32_;
   AlignedBuffer<fp16_t> k16_, v16_;
+  std::shared_ptr<const RopeTable> append_rope_;
 };
 
 // Prefill append (dispatched; KernelPath: k3k/dispatch.h): k and v are
