@@ -31,9 +31,9 @@ std::size_t k_span_bytes(const KvCache& cache, std::int64_t slot, std::int64_t r
 }
 
 // K of positions [p0, p0 + n) of kv head g into `kt`, transposed in blocks of `block` keys
-// ([n / block][head_dim][block], KeysT with first = 0), fp16 converted exactly, fp32 copied: the
-// same values the cache holds. Copies a dim's run of columns at a time, split where either the
-// cache's or the stage's key block ends.
+// ([n / block][head_dim][block], KeysT with first = 0), fp16 converted exactly, fp32 copied (the
+// streaming copy the TCM stage uses): the same values the cache holds. Copies a dim's run of
+// columns at a time, split where either the cache's or the stage's key block ends.
 void stage_keys(const PrefillCall& c, int g, std::int64_t p0, std::int64_t n, int block,
                 float* kt) {
   const KvCache& cache = *c.cache;
@@ -49,7 +49,8 @@ void stage_keys(const PrefillCall& c, int g, std::int64_t p0, std::int64_t n, in
         if (f16) {
           c.uk->f16_row(cache.k_f16() + src + d * kb, dst + d * block, piece);
         } else {
-          std::copy_n(cache.k_f32() + src + d * kb, piece, dst + d * block);
+          tcm::stream_copy(dst + d * block, cache.k_f32() + src + d * kb,
+                           static_cast<std::size_t>(piece) * sizeof(float));
         }
       }
       i += piece;
