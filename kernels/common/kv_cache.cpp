@@ -1,7 +1,10 @@
 // The KV cache storage (k3k/kv_cache.h).
 #include "k3k/kv_cache.h"
 
+#include <algorithm>
+
 #include "common/checks.h"
+#include "k3k/cpu.h"
 
 namespace k3k {
 
@@ -17,6 +20,10 @@ const char* to_string(KvDtype dtype) {
   return "?";
 }
 
+int default_key_block() {
+  return std::max(kDefaultKeyBlockMin, cpu_features().vlenb);
+}
+
 KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
   if (config.n_kv_heads <= 0)
     fail("KvCache: n_kv_heads (", config.n_kv_heads, ") must be positive");
@@ -26,14 +33,17 @@ KvCache::KvCache(const KvCacheConfig& config) : config_(config) {
     fail("KvCache: dtype (", static_cast<int>(config.dtype), ") is not a KvDtype");
   }
   validate_rope(config.rope, config.head_dim, "KvCache");
-  const auto elements = static_cast<std::size_t>(static_cast<std::int64_t>(config.n_kv_heads) *
-                                                 config.capacity * config.head_dim);
+  if (config.key_block < 0 || config.key_block > kMaxKeyBlock) {
+    fail("KvCache: key_block (", config.key_block, ") must be in [1, ", kMaxKeyBlock,
+         "] or 0 (the default)");
+  }
+  if (config_.key_block == 0) config_.key_block = default_key_block();
   if (config.dtype == KvDtype::f32) {
-    k32_ = AlignedBuffer<float>(elements);
-    v32_ = AlignedBuffer<float>(elements);
+    k32_ = AlignedBuffer<float>(k_elements());
+    v32_ = AlignedBuffer<float>(v_elements());
   } else {
-    k16_ = AlignedBuffer<fp16_t>(elements);
-    v16_ = AlignedBuffer<fp16_t>(elements);
+    k16_ = AlignedBuffer<fp16_t>(k_elements());
+    v16_ = AlignedBuffer<fp16_t>(v_elements());
   }
 }
 

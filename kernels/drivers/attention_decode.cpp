@@ -3,8 +3,10 @@
 // head in ascending chunk order. chunk changes the rounding of the result; the worker count does
 // not.
 #include <algorithm>
+#include <optional>
 
 #include "common/attention_checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/drivers.h"
 
 namespace k3k::driver {
@@ -35,7 +37,8 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   // Rotated and scaled queries of every head (n_q_heads * head_dim values: not worth a task).
   AlignedBuffer<float> qs(static_cast<std::size_t>(n_q_heads) * hd);
   {
-    const RopeTable table(cache.rope(), pos, 1);
+    std::optional<RopeTable> own_table;
+    const RopeTable& table = detail::query_rope_table(cache, pos, 1, nullptr, own_table);
     for (int h = 0; h < n_q_heads; ++h) {
       uk.rotate_scale_q(q.data() + static_cast<std::int64_t>(h) * hd,
                         qs.data() + static_cast<std::int64_t>(h) * hd, hd, table.half(),
@@ -46,10 +49,11 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   // Partial results per (query head, chunk): max, sum and unnormalised accumulator.
   const std::size_t n_part = static_cast<std::size_t>(n_q_heads * n_chunks);
   AlignedBuffer<float> part_m(n_part), part_l(n_part), part_acc(n_part * hd);
-  // Per-worker scratch: scores of the group against the chunk, converted K and V rows (fp16).
+  // Per-worker scratch: scores of the group against the chunk, a gathered K row (layers that read
+  // keys one at a time) and a converted V row (fp16).
   using detail::scratch_stride;
   const std::int64_t off_kb = scratch_stride(static_cast<std::int64_t>(group) * chunk);
-  const std::int64_t off_vb = off_kb + (f16 ? scratch_stride(hd) : 0);
+  const std::int64_t off_vb = off_kb + scratch_stride(hd);
   const std::int64_t stride = off_vb + (f16 ? scratch_stride(hd) : 0);
   AlignedBuffer<float> scratch(static_cast<std::size_t>(stride * pool.size()));
 

@@ -5,9 +5,11 @@
 // and the layer, so outputs are bitwise identical for every worker count and q_tile.
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "common/attention_checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/attention_prefill_task.h"
 #include "drivers/drivers.h"
 
@@ -64,21 +66,24 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
                        float scale) {
   detail::check_prefill_args(cache, q, tokens, n_q_heads, out, tiling, scale);
   if (tokens == 0) return;
-  const RopeTable table(cache.rope(), cache.length() - tokens, tokens, pool);
+  std::optional<RopeTable> own_table;
+  const RopeTable& table =
+      k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens, &pool, own_table);
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
 
-  // Per-worker scratch, allocated once per call; fp16 caches are converted a block at a time.
+  // Per-worker scratch, allocated once per call; fp16 caches are converted a block at a time (and
+  // an fp32 block that wraps around a ring cache has its K transposed into the scratch).
   const bool f16 = cache.dtype() == KvDtype::f16;
   const detail::PrefillArenaLayout layout =
       detail::prefill_arena_layout(call.head_dim, call.q_tile, call.kv_block, call.kv_block, f16);
   AlignedBuffer<float> scratch(static_cast<std::size_t>(layout.floats * pool.size()));
-  std::vector<const float*> rows_scratch(static_cast<std::size_t>(2 * call.kv_block * pool.size()));
+  std::vector<const float*> rows_scratch(static_cast<std::size_t>(call.kv_block * pool.size()));
 
   pool.parallel_for(call.n_tiles * n_q_heads, [&](std::int64_t task, int worker) {
     const detail::PrefillArena arena = detail::prefill_arena(
-        scratch.data() + worker * layout.floats, layout, call.kv_block, call.kv_block, f16,
-        rows_scratch.data() + static_cast<std::ptrdiff_t>(2) * call.kv_block * worker);
+        scratch.data() + worker * layout.floats, layout, call.kv_block, f16,
+        rows_scratch.data() + static_cast<std::ptrdiff_t>(call.kv_block) * worker);
     detail::run_prefill_task(call, task, arena);
   });
 }

@@ -4,12 +4,15 @@
 #include <limits>
 
 #include "common/checks.h"
+#include "common/kv_runs.h"
 #include "common/prefetch.h"
 #include "k3k/tcm.h"
 
 namespace k3k::driver::detail {
 
 namespace {
+
+using k3k::detail::for_each_slot_run;
 
 // Prefetches [p + distance, p + distance + bytes): the rows that follow in the same kv head's
 // storage (a hint: addresses past the buffer are never accessed).
@@ -18,61 +21,93 @@ void prefetch_ahead(const void* p, std::size_t bytes, int distance) {
   k3k::detail::prefetch_read_range(static_cast<const std::uint8_t*>(p) + distance, bytes);
 }
 
-// Calls fn(slot, count) for the slots of positions [p0, p0 + n) of one head, split where a ring
-// cache wraps (positions in one run have consecutive slots, so their rows are contiguous).
-template <typename Fn>
-void for_each_slot_run(const KvCache& cache, std::int64_t p0, std::int64_t n, Fn&& fn) {
-  for (std::int64_t i = 0; i < n;) {
-    const std::int64_t slot = cache.slot(p0 + i);
-    const std::int64_t run = std::min(n - i, cache.capacity() - slot);
-    fn(i, slot, run);
-    i += run;
-  }
+// Bytes of K storage that slots [slot, slot + run) of one head span (whole key blocks), from
+// the first one's block start: what a prefetch ahead of them covers.
+std::size_t k_span_bytes(const KvCache& cache, std::int64_t slot, std::int64_t run,
+                         std::size_t elem) {
+  const std::int64_t kb = cache.key_block();
+  const std::int64_t blocks = (slot + run - 1) / kb - slot / kb + 1;
+  return static_cast<std::size_t>(blocks * kb * cache.head_dim()) * elem;
 }
 
-// K/V of positions [p0, p0 + n) of kv head g into kbuf / vbuf as fp32 rows (fp16 converted exactly,
-// fp32 copied: the same values the cache holds). Returns the bytes written.
+// K of positions [p0, p0 + n) of kv head g into `kt`, transposed in blocks of `block` keys
+// ([n / block][head_dim][block], KeysT with first = 0), fp16 converted exactly, fp32 copied (the
+// streaming copy the TCM stage uses): the same values the cache holds. Copies a dim's run of
+// columns at a time, split where either the cache's or the stage's key block ends.
+void stage_keys(const PrefillCall& c, int g, std::int64_t p0, std::int64_t n, int block,
+                float* kt) {
+  const KvCache& cache = *c.cache;
+  const std::int64_t hd = c.head_dim, kb = cache.key_block();
+  const bool f16 = cache.dtype() == KvDtype::f16;
+  for_each_slot_run(cache, p0, n, [&](std::int64_t i0, std::int64_t slot0, std::int64_t run) {
+    for (std::int64_t i = 0; i < run;) {
+      const std::int64_t slot = slot0 + i, at = i0 + i;
+      const std::int64_t piece = std::min({run - i, kb - slot % kb, block - at % block});
+      const std::size_t src = cache.k_offset(g, slot);
+      float* dst = kt + (at / block) * block * hd + at % block;
+      for (std::int64_t d = 0; d < hd; ++d) {
+        if (f16) {
+          c.uk->f16_row(cache.k_f16() + src + d * kb, dst + d * block, piece);
+        } else {
+          tcm::stream_copy(dst + d * block, cache.k_f32() + src + d * kb,
+                           static_cast<std::size_t>(piece) * sizeof(float));
+        }
+      }
+      i += piece;
+    }
+  });
+}
+
+// K/V of positions [p0, p0 + n) of kv head g into the stage: K as stage_keys with blocks of
+// kv_block keys, V rows into vbuf (fp16 converted exactly, fp32 copied). Returns the bytes written.
 std::int64_t stage_rows(const PrefillCall& c, int g, std::int64_t p0, std::int64_t n, float* kbuf,
                         float* vbuf) {
   const KvCache& cache = *c.cache;
   const std::int64_t hd = c.head_dim;
   const bool f16 = cache.dtype() == KvDtype::f16;
+  const std::size_t elem = f16 ? sizeof(fp16_t) : sizeof(float);
   for_each_slot_run(cache, p0, n, [&](std::int64_t i, std::int64_t slot, std::int64_t run) {
-    const std::size_t off = cache.row_offset(g, slot);
-    float* kd = kbuf + i * hd;
+    const std::size_t off = cache.v_offset(g, slot);
+    const std::size_t k_block = cache.k_offset(g, slot - slot % cache.key_block());
+    const std::size_t bytes = static_cast<std::size_t>(run * hd) * elem;
+    const std::size_t k_bytes = k_span_bytes(cache, slot, run, elem);
     float* vd = vbuf + i * hd;
     if (f16) {
-      const std::size_t bytes = static_cast<std::size_t>(run * hd) * sizeof(fp16_t);
-      prefetch_ahead(cache.k_f16() + off, bytes, c.prefetch_bytes);
+      prefetch_ahead(cache.k_f16() + k_block, k_bytes, c.prefetch_bytes);
       prefetch_ahead(cache.v_f16() + off, bytes, c.prefetch_bytes);
-      c.uk->f16_row(cache.k_f16() + off, kd, run * hd);
       c.uk->f16_row(cache.v_f16() + off, vd, run * hd);
     } else {
-      const std::size_t bytes = static_cast<std::size_t>(run * hd) * sizeof(float);
-      prefetch_ahead(cache.k_f32() + off, bytes, c.prefetch_bytes);
+      prefetch_ahead(cache.k_f32() + k_block, k_bytes, c.prefetch_bytes);
       prefetch_ahead(cache.v_f32() + off, bytes, c.prefetch_bytes);
-      tcm::stream_copy(kd, cache.k_f32() + off, bytes);
       tcm::stream_copy(vd, cache.v_f32() + off, bytes);
     }
   });
+  stage_keys(c, g, p0, n, c.kv_block, kbuf);
   return 2 * n * hd * static_cast<std::int64_t>(sizeof(float));
 }
 
-// Row pointers of positions [b0, b0 + n) straight into an fp32 cache (nothing staged).
-void point_into_cache(const PrefillCall& c, int g, std::int64_t b0, int n, const float** kp,
-                      const float** vp) {
+// Keys and V rows of positions [b0, b0 + n) straight from an fp32 cache: V row pointers, and K in
+// place when the block's slots do not wrap (one run of columns), else K transposed into kbuf.
+ukernel::KeysT point_into_cache(const PrefillCall& c, int g, std::int64_t b0, int n, float* kbuf,
+                                const float** vp) {
   const KvCache& cache = *c.cache;
   const std::int64_t hd = c.head_dim;
   for_each_slot_run(cache, b0, n, [&](std::int64_t i, std::int64_t slot, std::int64_t run) {
-    const std::size_t off = cache.row_offset(g, slot);
+    const std::size_t off = cache.v_offset(g, slot);
     const std::size_t bytes = static_cast<std::size_t>(run * hd) * sizeof(float);
-    prefetch_ahead(cache.k_f32() + off, bytes, c.prefetch_bytes);
+    prefetch_ahead(cache.k_f32() + cache.k_offset(g, slot - slot % cache.key_block()),
+                   k_span_bytes(cache, slot, run, sizeof(float)), c.prefetch_bytes);
     prefetch_ahead(cache.v_f32() + off, bytes, c.prefetch_bytes);
-    for (std::int64_t j = 0; j < run; ++j) {
-      kp[i + j] = cache.k_f32() + off + j * hd;
-      vp[i + j] = cache.v_f32() + off + j * hd;
-    }
+    for (std::int64_t j = 0; j < run; ++j) vp[i + j] = cache.v_f32() + off + j * hd;
   });
+  const std::int64_t slot = cache.slot(b0);
+  const int kb = cache.key_block();
+  if (slot + n <= cache.capacity()) {
+    return {cache.k_f32() + cache.k_offset(g, slot - slot % kb), std::int64_t{kb} * hd, kb,
+            static_cast<int>(slot % kb)};
+  }
+  stage_keys(c, g, b0, n, c.kv_block, kbuf);
+  return {kbuf, c.kv_block * hd, c.kv_block, 0};
 }
 
 }  // namespace
@@ -80,33 +115,32 @@ void point_into_cache(const PrefillCall& c, int g, std::int64_t b0, int n, const
 PrefillArenaLayout prefill_arena_layout(int head_dim, int q_tile, int kv_block, int stage_rows,
                                         bool staged) {
   const std::int64_t tile = k3k::detail::scratch_stride(std::int64_t{q_tile} * head_dim);
-  const std::int64_t kv =
-      staged ? k3k::detail::scratch_stride(std::int64_t{stage_rows} * head_dim) : 0;
+  const std::int64_t kv = k3k::detail::scratch_stride(std::int64_t{stage_rows} * head_dim);
   PrefillArenaLayout a{};
   a.acc = tile;
   a.blk = a.acc + tile;
   a.m = a.blk + k3k::detail::scratch_stride(head_dim);
   a.l = a.m + k3k::detail::scratch_stride(q_tile);
   a.s = a.l + k3k::detail::scratch_stride(q_tile);
-  a.kbuf = a.s + k3k::detail::scratch_stride(kv_block);
-  a.vbuf = a.kbuf + kv;
-  a.floats = a.vbuf + kv;
+  a.kbuf = a.s + k3k::detail::scratch_stride(2 * std::int64_t{kv_block});
+  a.vbuf = a.kbuf + kv;  // K is always there: a wrapping block of an fp32 cache is staged
+  a.floats = a.vbuf + (staged ? kv : 0);
   return a;
 }
 
-PrefillArena prefill_arena(float* base, const PrefillArenaLayout& layout, int kv_block,
-                           int stage_rows, bool staged, const float** row_pointers) {
+PrefillArena prefill_arena(float* base, const PrefillArenaLayout& layout, int stage_rows,
+                           bool staged, const float** row_pointers) {
   return {base,
           base + layout.acc,
           base + layout.blk,
           base + layout.m,
           base + layout.l,
           base + layout.s,
-          staged ? base + layout.kbuf : nullptr,
+          base + layout.kbuf,
           staged ? base + layout.vbuf : nullptr,
           row_pointers,
-          row_pointers + kv_block,
-          stage_rows};
+          stage_rows,
+          staged};
 }
 
 std::int64_t run_prefill_task(const PrefillCall& c, std::int64_t task, const PrefillArena& a) {
@@ -132,23 +166,23 @@ std::int64_t run_prefill_task(const PrefillCall& c, std::int64_t task, const Pre
   const std::int64_t kv_end = c.first_pos + t0 + rows;  // one past the last row's position
   for (std::int64_t s0 = c.lo; s0 < kv_end; s0 += a.stage_rows) {
     const std::int64_t stage_n = std::min<std::int64_t>(a.stage_rows, kv_end - s0);
-    if (a.kbuf != nullptr) staged += stage_rows(c, g, s0, stage_n, a.kbuf, a.vbuf);
+    if (a.staged) staged += stage_rows(c, g, s0, stage_n, a.kbuf, a.vbuf);
     for (std::int64_t b0 = s0; b0 < s0 + stage_n; b0 += c.kv_block) {
       const int n = static_cast<int>(std::min<std::int64_t>(c.kv_block, s0 + stage_n - b0));
-      if (a.kbuf != nullptr) {
-        for (int j = 0; j < n; ++j) {
-          a.kp[j] = a.kbuf + (b0 - s0 + j) * hd;
-          a.vp[j] = a.vbuf + (b0 - s0 + j) * hd;
-        }
+      ukernel::KeysT keys{};
+      if (a.staged) {
+        keys = {a.kbuf + (b0 - s0) * hd, c.kv_block * hd, c.kv_block, 0};  // b0 - s0: whole blocks
+        for (int j = 0; j < n; ++j) a.vp[j] = a.vbuf + (b0 - s0 + j) * hd;
       } else {
-        point_into_cache(c, g, b0, n, a.kp, a.vp);
+        keys = point_into_cache(c, g, b0, n, a.kbuf, a.vp);
       }
-      for (int r = 0; r < rows; ++r) {
-        const std::int64_t pos = c.first_pos + t0 + r;
-        if (b0 > pos) continue;  // the whole block is in this row's future
-        const int nv = static_cast<int>(std::min<std::int64_t>(n, pos - b0 + 1));  // causal
-        uk.online_block(a.qs + r * hd, a.kp, a.vp, nv, c.head_dim, a.s, a.blk, a.m[r], a.l[r],
-                        a.acc + r * hd);
+      // Rows before r0 have the whole block in their future; row r >= r0 (position pos) sees
+      // min(n, pos - b0 + 1) keys (causal), i.e. nv0 = pos(r0) - b0 + 1 plus one per row.
+      const std::int64_t r0 = std::max<std::int64_t>(0, b0 - (c.first_pos + t0));
+      if (r0 < rows) {
+        const int nv0 = static_cast<int>(c.first_pos + t0 + r0 - b0 + 1);
+        uk.online_block(a.qs + r0 * hd, static_cast<int>(rows - r0), nv0, keys, a.vp, n, c.head_dim,
+                        a.s, a.blk, a.m + r0, a.l + r0, a.acc + r0 * hd);
       }
     }
   }

@@ -1,8 +1,9 @@
 // One task of the prefill attention drivers (drivers/attention_prefill.cpp: DRAM scratch;
 // drivers/attention_prefill_tcm.cpp: each worker's TCM block): query head x tile of q_tile rows,
 // keys walked in kv_block blocks aligned at cache.first_visible(), K/V gathered a stage of
-// stage_rows positions (a whole number of kv_blocks) at a time. Both drivers run this code, so
-// their outputs are bitwise identical: only the arena's address differs.
+// stage_rows positions (a whole number of kv_blocks) at a time, K transposed into blocks of
+// kv_block keys like the cache's key blocks (k3k/kv_cache.h), V as rows. Both drivers run this
+// code, so their outputs are bitwise identical: only the arena's address differs.
 #pragma once
 
 #include <cstdint>
@@ -48,12 +49,13 @@ struct PrefillArena {
   float* blk;        // [head_dim] block sum (layers that keep it in memory)
   float* m;          // [q_tile] running max
   float* l;          // [q_tile] running sum
-  float* s;          // [kv_block] scores
-  float* kbuf;       // [stage_rows][head_dim] staged K (null: read the fp32 cache in place)
-  float* vbuf;       // [stage_rows][head_dim] staged V
-  const float** kp;  // [kv_block] row pointers handed to the microkernel
-  const float** vp;  // [kv_block]
+  float* s;          // [2][kv_block] scores (a pair of rows)
+  float* kbuf;       // [stage_rows / kv_block][head_dim][kv_block] staged K (ukernel::KeysT blocks)
+  float* vbuf;       // [stage_rows][head_dim] staged V (null: V rows read in place)
+  const float** vp;  // [kv_block] V row pointers handed to the microkernel
   int stage_rows;    // positions gathered per stage, a multiple of kv_block
+  bool staged;       // every stage copied (TCM, fp16); else an fp32 cache read in place, K staged
+                     // only for a block that wraps around a ring cache
 };
 
 // Float offsets of an arena's regions, each rounded up to 16 floats (64 bytes).
@@ -62,9 +64,9 @@ struct PrefillArenaLayout {
 };
 PrefillArenaLayout prefill_arena_layout(int head_dim, int q_tile, int kv_block, int stage_rows,
                                         bool staged);
-// row_pointers: 2 * kv_block pointers of scratch (K, then V).
-PrefillArena prefill_arena(float* base, const PrefillArenaLayout& layout, int kv_block,
-                           int stage_rows, bool staged, const float** row_pointers);
+// row_pointers: kv_block pointers of scratch (V rows).
+PrefillArena prefill_arena(float* base, const PrefillArenaLayout& layout, int stage_rows,
+                           bool staged, const float** row_pointers);
 
 // Runs task `task` (tiles in longest-first order, see the driver); returns the K/V bytes staged.
 std::int64_t run_prefill_task(const PrefillCall& call, std::int64_t task, const PrefillArena& a);

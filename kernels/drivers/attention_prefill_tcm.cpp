@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/checks.h"
+#include "common/query_rope_table.h"
 #include "drivers/attention_prefill_task.h"
 #include "drivers/drivers.h"
 
@@ -37,7 +38,9 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
   detail::check_prefill_args(cache, q, tokens, n_q_heads, out, tiling, scale);
   TcmAttentionStats stats;
   if (tokens == 0) return stats;
-  const RopeTable table(cache.rope(), cache.length() - tokens, tokens, pool);
+  std::optional<RopeTable> own_table;
+  const RopeTable& table = k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens,
+                                                         &pool, own_table);
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
   const int hd = call.head_dim, kv_block = call.kv_block;
@@ -64,7 +67,7 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
     bool held = false;
   };
   std::vector<WorkerStats> per_worker(static_cast<std::size_t>(workers));
-  std::vector<const float*> pointers(static_cast<std::size_t>(2 * kv_block * workers));
+  std::vector<const float*> pointers(static_cast<std::size_t>(kv_block * workers));
 
   pool.run_each(workers, [&](int worker) {
     const int block = workspace.block_of(worker);
@@ -77,8 +80,8 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
     if (!held) dram = AlignedBuffer<float>(static_cast<std::size_t>(dram_layout.floats));
     float* base = held ? reinterpret_cast<float*>(workspace.memory_of(worker)) : dram.data();
     const detail::PrefillArena arena = detail::prefill_arena(
-        base, held ? tcm_layout : dram_layout, kv_block, held ? stage_rows : kv_block, held || f16,
-        pointers.data() + static_cast<std::ptrdiff_t>(2) * kv_block * worker);
+        base, held ? tcm_layout : dram_layout, held ? stage_rows : kv_block, held || f16,
+        pointers.data() + static_cast<std::ptrdiff_t>(kv_block) * worker);
     WorkerStats& my = per_worker[static_cast<std::size_t>(worker)];
     my.held = held;
     for (std::int64_t t = next.fetch_add(1); t < tasks; t = next.fetch_add(1)) {

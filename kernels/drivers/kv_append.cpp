@@ -1,7 +1,9 @@
 // KV-cache appends: kv_append splits (kv head x 64-token chunk) over the pool after building the
-// RoPE table of the new positions; kv_append_one runs one task per kv head. Each stored row has one
-// writer and no reduction, so the stored bits do not depend on the worker count.
+// RoPE table of the new positions (kept in the cache for attention over them); kv_append_one runs
+// one task per kv head. Each stored row has one writer and no reduction, so the stored bits do not
+// depend on the worker count.
 #include <algorithm>
+#include <memory>
 
 #include "common/checks.h"
 #include "common/op_checks.h"
@@ -13,7 +15,8 @@ namespace {
 
 constexpr std::int64_t kAppendTokensPerTask = 64;
 
-// Writes tokens [t_begin, t_end) of kv head `head`. `scratch` holds head_dim floats (fp16 only).
+// Writes tokens [t_begin, t_end) of kv head `head` (K down its key block's column, V as a row).
+// `scratch` holds head_dim floats (the rotated K before it is scattered).
 void write_rows(const ukernel::KvAppend& uk, KvCache& cache, const float* k, const float* v,
                 const RopeTable& table, int head, std::int64_t t_begin, std::int64_t t_end,
                 float* scratch) {
@@ -23,24 +26,23 @@ void write_rows(const ukernel::KvAppend& uk, KvCache& cache, const float* k, con
   const std::int64_t pos0 = cache.length();
   for (std::int64_t t = t_begin; t < t_end; ++t) {
     const std::int64_t pos = pos0 + t;
-    const std::size_t off = cache.row_offset(head, cache.slot(pos));
+    const std::int64_t slot = cache.slot(pos);
+    const std::size_t k_off = cache.k_offset(head, slot), v_off = cache.v_offset(head, slot);
     const float* ks = k + t * row_stride + static_cast<std::int64_t>(head) * hd;
     const float* vs = v + t * row_stride + static_cast<std::int64_t>(head) * hd;
     if (cache.dtype() == KvDtype::f32) {
-      uk.row_f32(ks, vs, cache.k_f32() + off, cache.v_f32() + off, hd, half, table.cos_at(pos),
-                 table.sin_at(pos));
+      uk.row_f32(ks, vs, cache.k_f32() + k_off, cache.key_block(), cache.v_f32() + v_off, hd, half,
+                 table.cos_at(pos), table.sin_at(pos), scratch);
     } else {
-      uk.row_f16(ks, vs, cache.k_f16() + off, cache.v_f16() + off, hd, half, table.cos_at(pos),
-                 table.sin_at(pos), scratch);
+      uk.row_f16(ks, vs, cache.k_f16() + k_off, cache.key_block(), cache.v_f16() + v_off, hd, half,
+                 table.cos_at(pos), table.sin_at(pos), scratch);
     }
   }
 }
 
-AlignedBuffer<float> fp16_scratch(const KvCache& cache, WorkerPool& pool) {
+AlignedBuffer<float> row_scratch(const KvCache& cache, WorkerPool& pool) {
   return AlignedBuffer<float>(
-      cache.dtype() == KvDtype::f16
-          ? static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size())
-          : 0);
+      static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size()));
 }
 
 }  // namespace
@@ -49,31 +51,34 @@ void kv_append(const ukernel::KvAppend& uk, KvCache& cache, std::span<const floa
                std::span<const float> v, std::int64_t tokens, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), tokens, "kv_append");
   if (tokens == 0) return;
-  const RopeTable table(cache.rope(), cache.length(), tokens, pool);
+  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), tokens, pool);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
-  AlignedBuffer<float> scratch = fp16_scratch(cache, pool);
+  AlignedBuffer<float> scratch = row_scratch(cache, pool);
   const std::int64_t chunks = (tokens + kAppendTokensPerTask - 1) / kAppendTokensPerTask;
   pool.parallel_for(cache.n_kv_heads() * chunks, [&](std::int64_t task, int worker) {
     const int head = static_cast<int>(task / chunks);
     const std::int64_t t0 = (task % chunks) * kAppendTokensPerTask;
-    float* s = scratch.empty() ? nullptr : scratch.data() + worker * stride;
-    write_rows(uk, cache, k.data(), v.data(), table, head, t0,
+    float* s = scratch.data() + worker * stride;
+    write_rows(uk, cache, k.data(), v.data(), *table, head, t0,
                std::min(tokens, t0 + kAppendTokensPerTask), s);
   });
   cache.set_length(cache.length() + tokens);
+  cache.keep_append_rope_table(std::move(table));  // for attention over these positions
 }
 
 void kv_append_one(const ukernel::KvAppend& uk, KvCache& cache, std::span<const float> k,
                    std::span<const float> v, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), 1, "kv_append_one");
-  const RopeTable table(cache.rope(), cache.length(), 1);  // serial: rotary_dim/2 cos+sin
+  // Serial: rotary_dim/2 cos+sin.
+  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), 1);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
-  AlignedBuffer<float> scratch = fp16_scratch(cache, pool);
+  AlignedBuffer<float> scratch = row_scratch(cache, pool);
   pool.parallel_for(cache.n_kv_heads(), [&](std::int64_t task, int worker) {
-    float* s = scratch.empty() ? nullptr : scratch.data() + worker * stride;
-    write_rows(uk, cache, k.data(), v.data(), table, static_cast<int>(task), 0, 1, s);
+    float* s = scratch.data() + worker * stride;
+    write_rows(uk, cache, k.data(), v.data(), *table, static_cast<int>(task), 0, 1, s);
   });
   cache.set_length(cache.length() + 1);
+  cache.keep_append_rope_table(std::move(table));  // for the decode step at this position
 }
 
 }  // namespace k3k::driver

@@ -1,6 +1,7 @@
-// Generic attention microkernels: q.k by the fixed-order 16-lane dot (lanes_dot.h), scalar exp,
-// key-order accumulation of p_j v_j. The error models of reference::attention_* are derived for
-// exactly this order.
+// Generic attention microkernels: q.k by the fixed-order 16-lane dot (lanes_dot.h) over the key
+// gathered from its key-block column (k3k/kv_cache.h; the gather moves values, so the scores do not
+// depend on the key block), scalar exp, key-order accumulation of p_j v_j. The error models of
+// reference::attention_* are derived for exactly this order.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -16,16 +17,20 @@ void attention_rotate_scale_q(const float* src, float* dst, int head_dim, int ha
   for (int d = 0; d < head_dim; ++d) dst[d] *= scale;
 }
 
+namespace {
+
 // One query row against one block of n visible keys (online softmax step):
 //   s_j = q.k_j (q pre-scaled);  m' = max(m, max_j s_j);  alpha = exp(m - m');  p_j = exp(s_j - m')
 //   acc = acc * alpha + sum_j p_j v_j;   l = l * alpha + sum_j p_j;   m = m'.
 // The block sums are formed from zero in key order (so each term p_j v_j is rounded at most
 // n + 1 times inside the block), then merged with one rescale.
-void attention_online_block(const float* q, const float* const* kp, const float* const* vp, int n,
-                            int hd, float* s, float* blk, float& m, float& l, float* acc) {
+void online_row(const float* q, const ukernel::KeysT& k, const float* const* vp, int n, int hd,
+                float* s, float* blk, float& m, float& l, float* acc) {
   float mb = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < n; ++j) {
-    s[j] = dot_lanes(q, kp[j], hd);
+    const float* col = k.col(j);  // blk holds the gathered key until the block sum needs it
+    for (int d = 0; d < hd; ++d) blk[d] = col[static_cast<std::ptrdiff_t>(d) * k.block];
+    s[j] = dot_lanes(q, blk, hd);
     mb = std::max(mb, s[j]);
   }
   const float m_new = std::max(m, mb);
@@ -46,6 +51,18 @@ void attention_online_block(const float* q, const float* const* kp, const float*
   m = m_new;
 }
 
+}  // namespace
+
+// The rows one at a time, each with the first min(n, nv0 + r) keys.
+void attention_online_block(const float* q, int rows, int nv0, const ukernel::KeysT& k,
+                            const float* const* vp, int n, int hd, float* s, float* blk, float* m,
+                            float* l, float* acc) {
+  for (int r = 0; r < rows; ++r) {
+    const std::ptrdiff_t off = static_cast<std::ptrdiff_t>(r) * hd;
+    online_row(q + off, k, vp, std::min(n, nv0 + r), hd, s, blk, m[r], l[r], acc + off);
+  }
+}
+
 void fp16_row(const fp16_t* src, float* dst, std::int64_t n) {
   fp16_to_fp32_row(src, dst, n);
 }
@@ -55,13 +72,24 @@ void attention_divide_row(const float* acc, float l, float* out, int head_dim) {
 }
 
 namespace {
-// Float view of the K or V row of (kv head, position): a pointer into an fp32 cache, or the row
-// converted from fp16 into `buf` (head_dim floats).
-const float* row_f32(const KvCache& cache, const float* f32, const fp16_t* f16, int head,
-                     std::int64_t pos, float* buf) {
-  const std::size_t off = cache.row_offset(head, cache.slot(pos));
-  if (cache.dtype() == KvDtype::f32) return f32 + off;
-  fp16_to_fp32_row(f16 + off, buf, cache.head_dim());
+// The K of (kv head, position) gathered from its key-block column into `buf` as floats (fp16
+// converted exactly).
+const float* key_f32(const KvCache& cache, int head, std::int64_t pos, float* buf) {
+  const std::size_t off = cache.k_offset(head, cache.slot(pos));
+  const std::ptrdiff_t kb = cache.key_block();
+  if (cache.dtype() == KvDtype::f32) {
+    for (int d = 0; d < cache.head_dim(); ++d) buf[d] = cache.k_f32()[off + d * kb];
+  } else {
+    for (int d = 0; d < cache.head_dim(); ++d) buf[d] = fp16_to_fp32(cache.k_f16()[off + d * kb]);
+  }
+  return buf;
+}
+// The V row of (kv head, position): a pointer into an fp32 cache, or the row converted from fp16
+// into `buf` (head_dim floats).
+const float* value_f32(const KvCache& cache, int head, std::int64_t pos, float* buf) {
+  const std::size_t off = cache.v_offset(head, cache.slot(pos));
+  if (cache.dtype() == KvDtype::f32) return cache.v_f32() + off;
+  fp16_to_fp32_row(cache.v_f16() + off, buf, cache.head_dim());
   return buf;
 }
 }  // namespace
@@ -71,8 +99,7 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
   const int hd = cache.head_dim(), n = c.n, group = c.group;
   float* s = c.scores;
   for (int j = 0; j < n; ++j) {
-    const float* k =
-        row_f32(cache, cache.k_f32(), cache.k_f16(), c.kv_head, c.first_pos + j, c.kbuf);
+    const float* k = key_f32(cache, c.kv_head, c.first_pos + j, c.kbuf);
     for (int gi = 0; gi < group; ++gi) {
       s[static_cast<std::int64_t>(gi) * c.score_stride + j] =
           dot_lanes(c.q + static_cast<std::int64_t>(gi) * hd, k, hd);
@@ -93,8 +120,7 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
     for (int d = 0; d < hd; ++d) a[d] = 0.0f;
   }
   for (int j = 0; j < n; ++j) {
-    const float* v =
-        row_f32(cache, cache.v_f32(), cache.v_f16(), c.kv_head, c.first_pos + j, c.vbuf);
+    const float* v = value_f32(cache, c.kv_head, c.first_pos + j, c.vbuf);
     for (int gi = 0; gi < group; ++gi) {
       const float p = s[static_cast<std::int64_t>(gi) * c.score_stride + j];
       float* a = c.acc + gi * c.head_stride * hd;

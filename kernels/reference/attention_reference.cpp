@@ -109,13 +109,18 @@ std::int64_t rvv_dot_depth(std::int64_t n, int vlenb) {
   return ceil_div(n, vlenb) + 2 + vlenb / 4;
 }
 
-AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling& tiling,
-                                            int vlenb) {
-  return {rvv_dot_depth(head_dim, vlenb), tiling.kv_block};
+std::int64_t rvv_score_depth(int head_dim) {
+  if (head_dim < 1) fail("reference::rvv_score_depth: head_dim (", head_dim, ") must be positive");
+  constexpr std::int64_t kBlock = 16;  // dims per fma chain (rvv/key_scores.h kScoreDimBlock)
+  return std::min<std::int64_t>(head_dim, kBlock) + ceil_div(head_dim, kBlock) - 1;
 }
 
-AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling, int vlenb) {
-  return {rvv_dot_depth(head_dim, vlenb), tiling.chunk};
+AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling& tiling) {
+  return {rvv_score_depth(head_dim), tiling.kv_block};
+}
+
+AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling) {
+  return {rvv_score_depth(head_dim), tiling.chunk};
 }
 
 // ---- attention --------------------------------------------------------------------------------

@@ -2,56 +2,109 @@
 // query head x tile of q_tile rows, keys in kv_block blocks aligned at first_visible, one
 // online-softmax rescale per block), every hot loop vectorised:
 //   * Q: RoPE on contiguous halves + scale (rvv_math.h rope_rotate, e32m4), the generic values;
-//   * fp16 K/V block -> fp32 once per (tile, block) by integer bit manipulation (e16m2 -> e32m4);
-//   * scores: one e32m4 vfmacc dot per (row, key) closed by fold + vfredusum (rvv_math.h), four
-//     keys per pass (dot4: the query strip loaded once, the folds sharing their vtype switches);
-//   * block max: vfredmax (e32m4); weights exp(s - m) and their sum: vector exp (e32m4) + the same
+//   * scores over key blocks (rvv/key_scores.h): K arrives transposed (ukernel::KeysT: the cache's
+//     key blocks, or the driver's stage of them), so per strip of up to VLMAX_m4 keys that share a
+//     block each dim is one load and one vfmacc per row of a pair of query rows: one instruction
+//     per dim for up to vlenb keys, no per-key reduction;
+//   * block max: vfredmax (e32m4); weights exp(s - m) and their sum: vector exp (e32m4) + the
 //     fold/vfredusum reduction;
-//   * PV: per e32m4 strip of head_dim, the block sum sum_j p_j v_j is accumulated in registers with
-//     vfmacc in key order (the generic order: each term rounded at most n + 1 times), then merged
-//     as acc * alpha + blk with one vfmadd (the generic's contracted fma), and o = acc / l by
-//     vfdiv. LMUL m4: accumulator + one V strip = 8 registers, and head_dim 128 is 4 strips at VLEN
-//     256, one at VLEN 1024.
-// Results differ from the generic layer only through the dot/sum reduction order and the vector
-// exp; reference::rvv_prefill_error_model is the matching bound. Each output row is produced by one
-// task in an order fixed by (head_dim, kv_block, VLEN), so outputs are bitwise identical for every
-// worker count and every q_tile.
+//   * PV: per e32m4 strip of head_dim, the block sum sum_j p_j v_j of each row of the pair is
+//     accumulated in registers with vfmacc in key order (the generic order: each term rounded at
+//     most n + 1 times), one V strip load serving both rows, then merged as acc * alpha + blk with
+//     one vfmadd (the generic's contracted fma), and o = acc / l by vfdiv. LMUL m4: two block sums
+//     + one V strip = 12 registers, and head_dim 128 is 4 strips at VLEN 256, one at VLEN 1024.
+// Results differ from the generic layer only through the score and sum orders and the vector exp;
+// reference::rvv_prefill_error_model is the matching bound. Each output row is produced by one task
+// in an order fixed by (head_dim, kv_block, VLEN), so outputs are bitwise identical for every
+// worker count, every q_tile and every key block size (a key's score does not depend on it).
 #include <algorithm>
 #include <cmath>
 
+#include "rvv/key_scores.h"
 #include "rvv/microkernels.h"
 #include "rvv/rvv_math.h"
 
 namespace k3k::rvv {
 
-// One query row (pre-rotated, pre-scaled) against n visible keys: the generic online_block's
-// arithmetic (see kernels/generic/attention_lanes16_generic.cpp) in vector form.
-void attention_online_block(const float* q, const float* const* kp, const float* const* vp, int n,
-                            int hd, float* s, float* /*blk: the block sum lives in registers*/,
-                            float& m, float& l, float* acc) {
-  int k = 0;
-  for (; k + 4 <= n; k += 4) rvv_detail::dot4(q, kp + k, hd, s + k);  // bitwise dot()'s values
-  for (; k < n; ++k) s[k] = rvv_detail::dot(q, kp[k], hd);
+namespace {
+
+// s[j] = exp(s[j] - m') for j < n with m' = max(m, max s); returns alpha = exp(m - m') and sets
+// m = m', l = l * alpha + sum_j s[j] (the generic online_row's softmax step, vectorised).
+float softmax_step(float* s, int n, float& m, float& l) {
   const float m_new = std::max(m, rvv_detail::max_of(s, n));
   const float alpha = std::exp(m - m_new);  // first block: exp(-inf) = 0
-  const float bsum = rvv_detail::exp_shift_sum(s, n, m_new);
+  l = l * alpha + rvv_detail::exp_shift_sum(s, n, m_new);
+  m = m_new;
+  return alpha;
+}
+
+// acc0 = acc0 * alpha0 + sum_{j < n0} p0[j] v_j and, for a pair, acc1 likewise over j < n1
+// (n0 <= n1), per e32m4 strip of head_dim: the block sums accumulate in registers in key order
+// from zero, one V strip load serving both rows, then one vfmadd merge per row.
+template <bool kPair>
+void accumulate_values(const float* const* vp, int hd, const float* p0, int n0, float alpha0,
+                       float* acc0, const float* p1, int n1, float alpha1, float* acc1) {
   for (int d = 0; d < hd;) {
     const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(hd - d));
-    vfloat32m4_t blk = __riscv_vfmv_v_f_f32m4(0.0f, vl);
+    vfloat32m4_t b0 = __riscv_vfmv_v_f_f32m4(0.0f, vl);
+    vfloat32m4_t b1 = b0;
     int j = 0;
-    for (; j + 2 <= n; j += 2) {  // two keys per iteration, accumulated in key order
+    for (; j + 2 <= n0; j += 2) {  // two keys per iteration, still in key order
       const vfloat32m4_t v0 = __riscv_vle32_v_f32m4(vp[j] + d, vl);
       const vfloat32m4_t v1 = __riscv_vle32_v_f32m4(vp[j + 1] + d, vl);
-      blk = __riscv_vfmacc_vf_f32m4(blk, s[j], v0, vl);
-      blk = __riscv_vfmacc_vf_f32m4(blk, s[j + 1], v1, vl);
+      b0 = __riscv_vfmacc_vf_f32m4(b0, p0[j], v0, vl);
+      if (kPair) b1 = __riscv_vfmacc_vf_f32m4(b1, p1[j], v0, vl);
+      b0 = __riscv_vfmacc_vf_f32m4(b0, p0[j + 1], v1, vl);
+      if (kPair) b1 = __riscv_vfmacc_vf_f32m4(b1, p1[j + 1], v1, vl);
     }
-    if (j < n) blk = __riscv_vfmacc_vf_f32m4(blk, s[j], __riscv_vle32_v_f32m4(vp[j] + d, vl), vl);
-    const vfloat32m4_t a = __riscv_vle32_v_f32m4(acc + d, vl);
-    __riscv_vse32_v_f32m4(acc + d, __riscv_vfmadd_vf_f32m4(a, alpha, blk, vl), vl);
+    for (; j < n0; ++j) {
+      const vfloat32m4_t v = __riscv_vle32_v_f32m4(vp[j] + d, vl);
+      b0 = __riscv_vfmacc_vf_f32m4(b0, p0[j], v, vl);
+      if (kPair) b1 = __riscv_vfmacc_vf_f32m4(b1, p1[j], v, vl);
+    }
+    if (kPair) {
+      for (; j < n1; ++j) {
+        b1 = __riscv_vfmacc_vf_f32m4(b1, p1[j], __riscv_vle32_v_f32m4(vp[j] + d, vl), vl);
+      }
+      const vfloat32m4_t a1 = __riscv_vle32_v_f32m4(acc1 + d, vl);
+      __riscv_vse32_v_f32m4(acc1 + d, __riscv_vfmadd_vf_f32m4(a1, alpha1, b1, vl), vl);
+    }
+    const vfloat32m4_t a0 = __riscv_vle32_v_f32m4(acc0 + d, vl);
+    __riscv_vse32_v_f32m4(acc0 + d, __riscv_vfmadd_vf_f32m4(a0, alpha0, b0, vl), vl);
     d += static_cast<int>(vl);
   }
-  l = l * alpha + bsum;
-  m = m_new;
+}
+
+}  // namespace
+
+// The rows in pairs (r, r + 1): their scores share every K load (over the larger row's keys, the
+// other row ignoring its extra one), then each row's softmax step, then both rows' value sums
+// share every V load. Each row's arithmetic is the single row's (rvv/key_scores.h), so pairing
+// never changes a bit.
+void attention_online_block(const float* q, int rows, int nv0, const ukernel::KeysT& k,
+                            const float* const* vp, int n, int hd, float* s, float* /*blk*/,
+                            float* m, float* l, float* acc) {
+  for (int r = 0; r < rows; r += 2) {
+    const bool pair = r + 1 < rows;
+    const int n0 = std::min(n, nv0 + r), n1 = pair ? std::min(n, nv0 + r + 1) : n0;
+    const float* q0 = q + static_cast<std::ptrdiff_t>(r) * hd;
+    const float* q1 = pair ? q0 + hd : nullptr;
+    float* s0 = s;
+    float* s1 = s + n;
+    for (int j = 0; j < n1;) {  // pieces of keys that share a key block
+      const int piece = std::min(n1 - j, k.run(j));
+      rvv_detail::key_scores_rows(q0, q1, hd, k.col(j), k.block, piece, s0 + j, s1 + j);
+      j += piece;
+    }
+    float* a0 = acc + static_cast<std::ptrdiff_t>(r) * hd;
+    const float alpha0 = softmax_step(s0, n0, m[r], l[r]);
+    if (pair) {
+      const float alpha1 = softmax_step(s1, n1, m[r + 1], l[r + 1]);
+      accumulate_values<true>(vp, hd, s0, n0, alpha0, a0, s1, n1, alpha1, a0 + hd);
+    } else {
+      accumulate_values<false>(vp, hd, s0, n0, alpha0, a0, nullptr, 0, 0.0f, nullptr);
+    }
+  }
 }
 
 void attention_divide_row(const float* acc, float l, float* o, int hd) {

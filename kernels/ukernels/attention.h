@@ -12,6 +12,23 @@
 
 namespace k3k::ukernel {
 
+// n consecutive keys' K, transposed in key blocks the way the cache stores it (k3k/kv_cache.h): the
+// keys of one block are columns, a dim's values of the block's keys contiguous. Key j is column
+// (first + j) % block of block (first + j) / block; its component d is at col(j) + d * block.
+// A stage buffer is the same with block = its keys per block and first = 0.
+struct KeysT {
+  const float* base;          // component 0 of column 0 of the first block
+  std::int64_t block_stride;  // floats from one block to the next (block * head_dim when packed)
+  int block;                  // columns per block: the stride between a key's components
+  int first;                  // column of key 0 in the first block
+  const float* col(int j) const {
+    const int c = first + j;
+    return base + (c / block) * block_stride + c % block;
+  }
+  // Keys j, j + 1, ... that share key j's block (their columns are contiguous).
+  int run(int j) const { return block - (first + j) % block; }
+};
+
 // dst = rope(src) * scale for one head vector (cos, sin: the table row of its position; half =
 // rotary_dim / 2).
 using RotateScaleQFn = void (*)(const float* src, float* dst, int head_dim, int half,
@@ -21,11 +38,14 @@ struct AttentionPrefill {
   const char* name;  // e.g. "attention_prefill-f32-online-rvv"
   RotateScaleQFn rotate_scale_q;
   void (*f16_row)(const fp16_t* src, float* dst, std::int64_t n);  // exact fp16 -> fp32
-  // One query row q (rotated, scaled) against n keys kp[j] / values vp[j] (online softmax step):
-  // s_j = q.k_j; m' = max(m, max s); acc = acc * exp(m - m') + sum_j exp(s_j - m') v_j; l likewise.
-  // s: n floats and blk: head_dim floats of scratch.
-  void (*online_block)(const float* q, const float* const* kp, const float* const* vp, int n,
-                       int head_dim, float* s, float* blk, float& m, float& l, float* acc);
+  // `rows` query rows of consecutive positions (row r at q + r * head_dim, rotated and scaled)
+  // against one block of n keys k (transposed, KeysT) / values vp[j] (rows); row r sees the first
+  // min(n, nv0 + r) keys (nv0 >= 1, causal). For each row, with its m[r], l[r] and accumulator
+  // acc + r * head_dim (online softmax step): s_j = q.k_j; m' = max(m, max s); acc = acc *
+  // exp(m - m') + sum_j exp(s_j - m') v_j; l likewise. A row's arithmetic does not depend on the
+  // other rows (so not on q_tile). s: 2 * n floats and blk: head_dim floats of scratch.
+  void (*online_block)(const float* q, int rows, int nv0, const KeysT& k, const float* const* vp,
+                       int n, int head_dim, float* s, float* blk, float* m, float* l, float* acc);
   void (*divide_row)(const float* acc, float l, float* out, int head_dim);  // out = acc / l
 };
 
@@ -39,7 +59,7 @@ struct DecodeChunk {
   const float* q;  // [group][head_dim], rotated and scaled
   float* scores;   // [group][score_stride] scratch
   int score_stride;
-  float* kbuf;  // head_dim floats of scratch (fp16 caches)
+  float* kbuf;  // head_dim floats of scratch (a key gathered from its column)
   float* vbuf;  // head_dim floats of scratch (fp16 caches)
   float* m;     // chunk max of query head gi at m[gi * head_stride]
   float* l;     // chunk sum, likewise

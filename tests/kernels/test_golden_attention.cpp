@@ -37,15 +37,15 @@ std::vector<CacheCase> cache_cases() {
           {"hd64-f32-norope", 1, 64, KvDtype::f32, false, RopeConfig{}, 96}};
 }
 
+// The stored bytes in the cache's layout (k3k/kv_cache.h: K in key blocks of this CPU's default).
 std::uint64_t hash_cache(const KvCache& c) {
   std::uint64_t h = 0xcbf29ce484222325ull;
-  const std::size_t n = static_cast<std::size_t>(c.n_kv_heads()) * c.capacity() * c.head_dim();
   if (c.dtype() == KvDtype::f32) {
-    h = fnv1a(c.k_f32(), n * sizeof(float), h);
-    return fnv1a(c.v_f32(), n * sizeof(float), h);
+    h = fnv1a(c.k_f32(), c.k_elements() * sizeof(float), h);
+    return fnv1a(c.v_f32(), c.v_elements() * sizeof(float), h);
   }
-  h = fnv1a(c.k_f16(), n * sizeof(fp16_t), h);
-  return fnv1a(c.v_f16(), n * sizeof(fp16_t), h);
+  h = fnv1a(c.k_f16(), c.k_elements() * sizeof(fp16_t), h);
+  return fnv1a(c.v_f16(), c.v_elements() * sizeof(fp16_t), h);
 }
 
 // A cache holding `length` tokens, written by the generic layer (the attention inputs).

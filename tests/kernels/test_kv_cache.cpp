@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "k3k/cpu.h"
 #include "k3k/fp16.h"
 #include "k3k/kv_cache.h"
 #include "k3k/reference/attention.h"
@@ -36,19 +37,23 @@ bool same_bytes(const void* a, const void* b, std::size_t n) {
 }
 
 bool k_equal(const k3k::KvCache& a, const k3k::KvCache& b) {
-  return a.bytes() == b.bytes() && a.dtype() == b.dtype() &&
-         (a.dtype() == KvDtype::f32 ? same_bytes(a.k_f32(), b.k_f32(), a.bytes() / 2)
-                                    : same_bytes(a.k_f16(), b.k_f16(), a.bytes() / 2));
+  return a.k_elements() == b.k_elements() && a.dtype() == b.dtype() &&
+         (a.dtype() == KvDtype::f32
+              ? same_bytes(a.k_f32(), b.k_f32(), a.k_elements() * sizeof(float))
+              : same_bytes(a.k_f16(), b.k_f16(), a.k_elements() * sizeof(k3k::fp16_t)));
 }
 bool v_equal(const k3k::KvCache& a, const k3k::KvCache& b) {
-  return a.bytes() == b.bytes() && a.dtype() == b.dtype() &&
-         (a.dtype() == KvDtype::f32 ? same_bytes(a.v_f32(), b.v_f32(), a.bytes() / 2)
-                                    : same_bytes(a.v_f16(), b.v_f16(), a.bytes() / 2));
+  return a.v_elements() == b.v_elements() && a.dtype() == b.dtype() &&
+         (a.dtype() == KvDtype::f32
+              ? same_bytes(a.v_f32(), b.v_f32(), a.v_elements() * sizeof(float))
+              : same_bytes(a.v_f16(), b.v_f16(), a.v_elements() * sizeof(k3k::fp16_t)));
 }
 
-// Stored element d of (head, pos) as a float.
+// Stored element d of (head, pos) as a float: K down its key block's column, V along its row.
 float stored(const k3k::KvCache& c, bool key, int head, std::int64_t pos, int d) {
-  const std::size_t off = c.row_offset(head, c.slot(pos)) + static_cast<std::size_t>(d);
+  const std::int64_t slot = c.slot(pos);
+  const std::size_t off = key ? c.k_offset(head, slot) + static_cast<std::size_t>(d) * c.key_block()
+                              : c.v_offset(head, slot) + static_cast<std::size_t>(d);
   if (c.dtype() == KvDtype::f32) return (key ? c.k_f32() : c.v_f32())[off];
   return k3k::fp16_to_fp32((key ? c.k_f16() : c.v_f16())[off]);
 }
@@ -61,6 +66,7 @@ struct StoreCase {
   KvDtype dtype;
   bool ring;
   std::int64_t capacity;
+  int key_block = 0;  // 0: the default (this CPU's vlenb keys, at least 16)
 };
 
 // clang-format off
@@ -73,7 +79,10 @@ const StoreCase kStoreShapes[] = {
     StoreCase{"d256_rot64_f16",       2, 256, k3k::kQwen35Rope, KvDtype::f16, false, 160},
     StoreCase{"ring_d128_f32_wrap",   2, 128, k3k::kQwen3Rope,  KvDtype::f32, true,  48},
     StoreCase{"ring_d256_rot64_f16",  1, 256, k3k::kQwen35Rope, KvDtype::f16, true,  40},
-    StoreCase{"d40_norope_f16",       2,  40, {0, 1e4},         KvDtype::f16, false, 160}};
+    StoreCase{"d40_norope_f16",       2,  40, {0, 1e4},         KvDtype::f16, false, 160},
+    StoreCase{"d128_f32_kb5",         2, 128, k3k::kQwen3Rope,  KvDtype::f32, false, 160, 5},
+    StoreCase{"ring_d256_f16_kb7",    1, 256, k3k::kQwen35Rope, KvDtype::f16, true,  40,  7},
+    StoreCase{"ring_d128_f32_kb64",   2, 128, k3k::kQwen3Rope,  KvDtype::f32, true,  48,  64}};
 // clang-format on
 
 class KvAppend : public k3test::OnLayerWith<StoreCase> {};
@@ -82,7 +91,8 @@ class KvAppend : public k3test::OnLayerWith<StoreCase> {};
 // input within the bound, V is exact (fp32) or exactly fp32_to_fp16 (fp16).
 TEST_P(KvAppend, KWithinBoundVBitExactAndEqualToGeneric) {
   const StoreCase& c = test_case();
-  const k3k::KvCacheConfig cfg{c.n_kv_heads, c.head_dim, c.capacity, c.dtype, c.ring, c.rope};
+  const k3k::KvCacheConfig cfg{c.n_kv_heads, c.head_dim, c.capacity, c.dtype,
+                               c.ring,       c.rope,     c.key_block};
   k3k::KvCache cache(cfg), gen(cfg);
   k3k::WorkerPool pool(2);
   const std::int64_t row = static_cast<std::int64_t>(c.n_kv_heads) * c.head_dim;
@@ -295,6 +305,59 @@ TEST(KvCacheConfig, BadArgumentsNameTheField) {
               k3k::KvCache c({2, 64, 16, KvDtype::f32, false, {128, 1e6}});
             }).find("rotary_dim (128)"),
             std::string::npos);
+}
+
+TEST(KvCacheConfig, KeyBlockDefaultsToTheVectorAndIsChecked) {
+  const k3k::KvCache c({2, 64, 16, KvDtype::f32, false, {}});
+  EXPECT_EQ(c.key_block(), std::max(k3k::kDefaultKeyBlockMin, k3k::cpu_features().vlenb));
+  EXPECT_EQ(c.key_block(), k3k::default_key_block());
+  for (int bad : {-1, k3k::kMaxKeyBlock + 1}) {
+    EXPECT_NE(thrown_message([&] {
+                k3k::KvCache x({2, 64, 16, KvDtype::f32, false, {}, bad});
+              }).find("key_block (" + std::to_string(bad) + ")"),
+              std::string::npos);
+  }
+}
+
+// The layout, spelled out independently of KvCache's offset helpers: K of slot s, dim d at
+// [head][s / kb][d][s % kb] over whole key blocks (capacity 13 rounds up to 3 blocks of 5), V at
+// [head][s][d]; a ring's wrapped positions land in their slots' columns.
+TEST(KvCacheLayout, KeyBlocksHoldTransposedColumnsAndVRows) {
+  const int heads = 2, hd = 6, kb = 5;
+  const std::int64_t cap = 13, blocks = 3;
+  for (auto dtype : {KvDtype::f32, KvDtype::f16}) {
+    k3k::KvCache cache({heads, hd, cap, dtype, true, {}, kb});  // no RoPE: K stored as given
+    ASSERT_EQ(cache.k_elements(), static_cast<std::size_t>(heads * blocks * kb * hd));
+    ASSERT_EQ(cache.v_elements(), static_cast<std::size_t>(heads * cap * hd));
+    k3k::WorkerPool pool(2);
+    const std::int64_t tokens = 17;  // positions 13..16 overwrite slots 0..3
+    std::vector<float> k(static_cast<std::size_t>(tokens * heads * hd)), v(k.size());
+    for (std::size_t i = 0; i < k.size(); ++i) {  // small integers: exact in fp16 as well
+      k[i] = static_cast<float>(i % 1000);
+      v[i] = -static_cast<float>(i % 1000);
+    }
+    k3k::kv_append(KernelPath::kGeneric, cache, std::span(k).first(10 * heads * hd),
+                   std::span(v).first(10 * heads * hd), 10, pool);
+    k3k::kv_append(KernelPath::kGeneric, cache, std::span(k).subspan(10 * heads * hd),
+                   std::span(v).subspan(10 * heads * hd), tokens - 10, pool);
+    for (std::int64_t pos = tokens - cap; pos < tokens; ++pos) {
+      const std::int64_t s = pos % cap;
+      for (int h = 0; h < heads; ++h) {
+        for (int d = 0; d < hd; ++d) {
+          const std::size_t in = static_cast<std::size_t>((pos * heads + h) * hd + d);
+          const std::size_t ki =
+              static_cast<std::size_t>(((h * blocks + s / kb) * hd + d) * kb + s % kb);
+          const std::size_t vi = static_cast<std::size_t>((h * cap + s) * hd + d);
+          const float kx =
+              dtype == KvDtype::f32 ? cache.k_f32()[ki] : k3k::fp16_to_fp32(cache.k_f16()[ki]);
+          const float vx =
+              dtype == KvDtype::f32 ? cache.v_f32()[vi] : k3k::fp16_to_fp32(cache.v_f16()[vi]);
+          ASSERT_EQ(kx, k[in]) << "K pos " << pos << " head " << h << " d " << d;
+          ASSERT_EQ(vx, v[in]) << "V pos " << pos << " head " << h << " d " << d;
+        }
+      }
+    }
+  }
 }
 
 TEST(KvCacheFp16, RowConversionMatchesScalarForAllBitPatterns) {

@@ -14,6 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k3k/table_rules.h"
+
 #include "k3bench_process.h"
 
 namespace {
@@ -78,7 +80,7 @@ class K3benchTable : public ::testing::Test {
     const std::string id = "linear_decode/" + path + "/k256/n96";
     const json t = {
         {"schema", "k3tune.tuning-table/1"},
-        {"kernel_abi", 1},
+        {"kernel_abi", k3k::rules::kKernelAbiVersion},
         {"created_at", "2026-11-30T23:45:43Z"},
         {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
         {"board", {{"fingerprint", fp}}},

@@ -32,13 +32,23 @@ TEST(RvvAttentionModel, DotDepthFollowsTheReductionStructure) {
   EXPECT_EQ(ref::rvv_dot_depth(128, 32), 4 + 2 + 8);    // VLEN 256
   EXPECT_EQ(ref::rvv_dot_depth(128, 128), 1 + 2 + 32);  // VLEN 1024
   EXPECT_EQ(ref::rvv_dot_depth(256, 16), 16 + 2 + 4);   // VLEN 128
-  EXPECT_EQ(ref::rvv_prefill_error_model(128, {16, 48}, 64).block, 48);
-  EXPECT_EQ(ref::rvv_decode_error_model(256, {100}, 64).dot_depth, 4 + 2 + 16);
   EXPECT_THROW(ref::rvv_dot_depth(128, 24), std::invalid_argument);
   const int vlenb = cpu_features().vlenb;
   std::printf("[ stats    ] vlenb %d: rvv dot depth (hd 128) %lld vs generic %lld\n", vlenb,
               static_cast<long long>(ref::rvv_dot_depth(128, vlenb)),
               static_cast<long long>(ref::generic_prefill_error_model(128, {}).dot_depth));
+}
+
+TEST(RvvAttentionModel, ScoreDepthIsChainsOfSixteenDims) {
+  // Scores over key blocks (rvv/key_scores.h): a 16-dim fma chain + the in-order additions of the
+  // ceil(head_dim / 16) block sums, the same at every VLEN.
+  EXPECT_EQ(ref::rvv_score_depth(128), 16 + 7);
+  EXPECT_EQ(ref::rvv_score_depth(256), 16 + 15);
+  EXPECT_EQ(ref::rvv_score_depth(72), 16 + 4);
+  EXPECT_EQ(ref::rvv_score_depth(5), 5);
+  EXPECT_EQ(ref::rvv_prefill_error_model(128, {16, 48}).block, 48);
+  EXPECT_EQ(ref::rvv_decode_error_model(256, {100}).dot_depth, 16 + 15);
+  EXPECT_THROW(ref::rvv_score_depth(0), std::invalid_argument);
 }
 
 }  // namespace

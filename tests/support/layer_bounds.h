@@ -37,14 +37,14 @@ inline k3k::reference::AttentionErrorModel prefill_error_model(k3k::KernelPath p
                                                                const k3k::AttentionTiling& tiling) {
   return reduction_of(path) == Reduction::kLanes16
              ? k3k::reference::generic_prefill_error_model(head_dim, tiling)
-             : k3k::reference::rvv_prefill_error_model(head_dim, tiling, vlenb());
+             : k3k::reference::rvv_prefill_error_model(head_dim, tiling);
 }
 
 inline k3k::reference::AttentionErrorModel decode_error_model(k3k::KernelPath path, int head_dim,
                                                               const k3k::DecodeTiling& tiling) {
   return reduction_of(path) == Reduction::kLanes16
              ? k3k::reference::generic_decode_error_model(head_dim, tiling)
-             : k3k::reference::rvv_decode_error_model(head_dim, tiling, vlenb());
+             : k3k::reference::rvv_decode_error_model(head_dim, tiling);
 }
 
 // The Gated DeltaNet recurrence's model.

@@ -160,9 +160,8 @@ TEST(TcmAttention, WithinTheReferenceBound) {
   const TcmRun r = run_tcm(s, pool, &ws, tiling, {.use = TcmUse::kOn, .kv_blocks = 2});
   ASSERT_TRUE(r.gate.use_tcm) << r.gate.reason;
   const reference::AttentionErrorModel model =
-      layer() == KernelPath::kRvv
-          ? reference::rvv_prefill_error_model(128, tiling, cpu_features().vlenb)
-          : reference::generic_prefill_error_model(128, tiling);
+      layer() == KernelPath::kRvv ? reference::rvv_prefill_error_model(128, tiling)
+                                  : reference::generic_prefill_error_model(128, tiling);
   const reference::AttentionReference ref =
       reference::attention_prefill(s.mirror, s.q, s.tokens, s.q_heads, model);
   for (std::size_t i = 0; i < r.out.size(); ++i) {

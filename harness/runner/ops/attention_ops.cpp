@@ -73,13 +73,12 @@ class AttentionCase final : public OpCase {
 
   Accuracy check(bool) override {
     run_once();
-    // Each layer's bound uses its own summation depth (the RVV reductions depend on vlenb).
+    // Each layer's bound uses its own score depth (RVV: chains over the head dim, key blocks).
     const bool rvv = path_ == k3k::KernelPath::kRvv;
-    const int vlenb = k3k::cpu_features().vlenb;
     const int d = config_.head_dim;
-    const auto model = decode_ ? (rvv ? k3k::reference::rvv_decode_error_model(d, decode_tiling_, vlenb)
+    const auto model = decode_ ? (rvv ? k3k::reference::rvv_decode_error_model(d, decode_tiling_)
                                       : k3k::reference::generic_decode_error_model(d, decode_tiling_))
-                               : (rvv ? k3k::reference::rvv_prefill_error_model(d, tiling_, vlenb)
+                               : (rvv ? k3k::reference::rvv_prefill_error_model(d, tiling_)
                                       : k3k::reference::generic_prefill_error_model(d, tiling_));
     const auto ref = decode_ ? k3k::reference::attention_decode(ref_cache_, q_, q_heads_, model)
                              : k3k::reference::attention_prefill(ref_cache_, q_, seq_, q_heads_, model);
@@ -98,16 +97,21 @@ class AttentionCase final : public OpCase {
 
   std::vector<DumpArray> dump_arrays() const override {
     const std::int64_t d = config_.head_dim, hkv = config_.n_kv_heads, cap = config_.capacity;
+    const std::int64_t kb = cache_.key_block(), blocks = cache_.k_head_elements() / (kb * d);
     std::vector<DumpArray> v = {
         dump_of("q", "f32", {seq_, q_heads_, d}, "[tokens][q_heads][head_dim], unrotated", q_.data(), std::int64_t(q_.size())),
         dump_of("output", "f32", {seq_, q_heads_, d}, "[tokens][q_heads][head_dim]", out_.data(), std::int64_t(out_.size()))};
-    const std::string layout = "[kv_heads][capacity][head_dim], K rotated at its position";
+    // The cache's own layout (k3k/kv_cache.h): K in transposed key blocks, V in rows.
+    const std::string k_layout = "[kv_heads][key_blocks][head_dim][key_block], K rotated at its position; slot s is "
+                                 "column s % key_block of block s / key_block";
+    const std::string v_layout = "[kv_heads][capacity][head_dim]";
+    const auto nk = std::int64_t(cache_.k_elements()), nv = std::int64_t(cache_.v_elements());
     if (config_.dtype == k3k::KvDtype::f32) {
-      v.push_back(dump_of("k_cache", "f32", {hkv, cap, d}, layout, cache_.k_f32(), hkv * cap * d));
-      v.push_back(dump_of("v_cache", "f32", {hkv, cap, d}, layout, cache_.v_f32(), hkv * cap * d));
+      v.push_back(dump_of("k_cache", "f32", {hkv, blocks, d, kb}, k_layout, cache_.k_f32(), nk));
+      v.push_back(dump_of("v_cache", "f32", {hkv, cap, d}, v_layout, cache_.v_f32(), nv));
     } else {
-      v.push_back(dump_of("k_cache", "f16", {hkv, cap, d}, layout, cache_.k_f16(), hkv * cap * d));
-      v.push_back(dump_of("v_cache", "f16", {hkv, cap, d}, layout, cache_.v_f16(), hkv * cap * d));
+      v.push_back(dump_of("k_cache", "f16", {hkv, blocks, d, kb}, k_layout, cache_.k_f16(), nk));
+      v.push_back(dump_of("v_cache", "f16", {hkv, cap, d}, v_layout, cache_.v_f16(), nv));
     }
     return v;
   }

@@ -61,11 +61,14 @@ class KvAppendCase final : public OpCase {
     for (int which = 0; which < 2; ++which) {
       for (std::int64_t t = 0; t < tokens_; ++t) {
         for (int head = 0; head < h; ++head) {
-          const std::size_t off = cache_.row_offset(head, cache_.slot(past_ + t));
+          // K down its key block's column (stride key_block), V along its row.
+          const std::int64_t slot = cache_.slot(past_ + t);
+          const std::size_t off = which == 0 ? cache_.k_offset(head, slot) : cache_.v_offset(head, slot);
+          const std::size_t step = which == 0 ? std::size_t(cache_.key_block()) : 1;
           for (int i = 0; i < d; ++i) {
             float x;
-            if (config_.dtype == k3k::KvDtype::f32) x = (which == 0 ? cache_.k_f32() : cache_.v_f32())[off + i];
-            else x = k3k::fp16_to_fp32((which == 0 ? cache_.k_f16() : cache_.v_f16())[off + i]);
+            if (config_.dtype == k3k::KvDtype::f32) x = (which == 0 ? cache_.k_f32() : cache_.v_f32())[off + i * step];
+            else x = k3k::fp16_to_fp32((which == 0 ? cache_.k_f16() : cache_.v_f16())[off + i * step]);
             got.push_back(x);
           }
         }

@@ -1,6 +1,16 @@
-// KV cache for one attention layer. K and V are stored [n_kv_heads][capacity][head_dim] in the
-// cache dtype (fp32, or fp16 as raw binary16 bits). K is stored ROTATED: appends apply RoPE at each
-// token's position on write, so attention kernels only rotate Q.
+// KV cache for one attention layer, in the cache dtype (fp32, or fp16 as raw binary16 bits). K is
+// stored ROTATED: appends apply RoPE at each token's position on write, so attention kernels only
+// rotate Q.
+//
+// Layout (part of the kernel ABI, k3k/table_rules.h):
+//   V: [n_kv_heads][capacity][head_dim], a slot's row contiguous: the P.V accumulation scales a
+//      whole row by one weight (a vector op over head_dim).
+//   K: [n_kv_heads][key blocks][head_dim][key_block], key blocks of key_block slots transposed, so
+//      one dim's values of key_block consecutive slots are contiguous: one vector op over keys
+//      advances that many keys' scores (q.k as a multiply-add per dim, no reduction per key).
+//      capacity is rounded up to whole key blocks in storage; slot s is column s % key_block of
+//      block s / key_block. The default key_block is the keys of one e32 LMUL-4 vector register
+//      group of this CPU (vlenb keys: 128 at VLEN 1024), at least 16 (kDefaultKeyBlockMin).
 //
 // Positions: the token appended as the p-th (0-based) has position p; length() is the number of
 // tokens appended so far (= the next position).
@@ -14,6 +24,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
 #include "k3k/aligned_buffer.h"
@@ -51,7 +62,13 @@ struct KvCacheConfig {
   KvDtype dtype = KvDtype::f32;
   bool ring = false;
   RopeConfig rope{};  // applied to K on write (and to Q by the attention kernels)
+  int key_block = 0;  // keys per K block, in [1, kMaxKeyBlock]; 0: default_key_block()
 };
+
+inline constexpr int kDefaultKeyBlockMin = 16;
+inline constexpr int kMaxKeyBlock = 4096;
+// max(kDefaultKeyBlockMin, vlenb of this CPU): one e32m4 register group of keys.
+int default_key_block();
 
 class KvCache {
  public:
@@ -74,13 +91,31 @@ class KvCache {
   }
   std::int64_t visible() const { return length_ - first_visible(); }
   std::int64_t slot(std::int64_t pos) const { return config_.ring ? pos % config_.capacity : pos; }
-  // Element offset of (head, slot) row in the K or V storage.
-  std::size_t row_offset(int head, std::int64_t slot) const {
+  int key_block() const { return config_.key_block; }  // resolved: never 0
+  // Element offset of (head, slot)'s V row.
+  std::size_t v_offset(int head, std::int64_t slot) const {
     return static_cast<std::size_t>((static_cast<std::int64_t>(head) * config_.capacity + slot) *
                                     config_.head_dim);
   }
+  // Element offset of (head, slot)'s K component 0; component d is d * key_block() further.
+  std::size_t k_offset(int head, std::int64_t slot) const {
+    const std::int64_t kb = config_.key_block;
+    return static_cast<std::size_t>(head * k_head_elements() + (slot / kb) * kb * config_.head_dim +
+                                    slot % kb);
+  }
+  // Elements of one kv head's K storage (whole key blocks).
+  std::int64_t k_head_elements() const {
+    const std::int64_t kb = config_.key_block;
+    return (config_.capacity + kb - 1) / kb * kb * config_.head_dim;
+  }
+  std::size_t k_elements() const {
+    return static_cast<std::size_t>(config_.n_kv_heads * k_head_elements());
+  }
+  std::size_t v_elements() const {
+    return static_cast<std::size_t>(config_.n_kv_heads * config_.capacity * config_.head_dim);
+  }
 
-  // Raw storage [n_kv_heads][capacity][head_dim]. The accessors of the other dtype return nullptr.
+  // Raw storage (layout above). The accessors of the other dtype return nullptr.
   float* k_f32() { return k32_.data(); }
   float* v_f32() { return v32_.data(); }
   const float* k_f32() const { return k32_.data(); }
@@ -93,13 +128,27 @@ class KvCache {
 
   // Kernels call set_length after writing; reset() forgets every token (storage is not cleared).
   void set_length(std::int64_t length);
-  void reset() { length_ = 0; }
+  void reset() {
+    length_ = 0;
+    append_rope_.reset();
+  }
+
+  // The RoPE table (k3k/rope.h) of the last append's positions, which the appends build anyway to
+  // rotate K: attention whose queries are those positions (prefill right after kv_append, decode
+  // right after kv_append_one) rotates Q with it instead of computing the same cos/sin again. A
+  // table depends only on the RoPE configuration and the positions, so reusing it never changes a
+  // bit. Null before the first append and after reset(); each append replaces it.
+  const RopeTable* append_rope_table() const { return append_rope_.get(); }
+  void keep_append_rope_table(std::shared_ptr<const RopeTable> table) {
+    append_rope_ = std::move(table);
+  }
 
  private:
   KvCacheConfig config_;
   std::int64_t length_ = 0;
   AlignedBuffer<float> k32_, v32_;
   AlignedBuffer<fp16_t> k16_, v16_;
+  std::shared_ptr<const RopeTable> append_rope_;
 };
 
 // Prefill append (dispatched; KernelPath: k3k/dispatch.h): k and v are

@@ -20,9 +20,11 @@
 
 namespace k3k::rules {
 
-// Bump when a tunable parameter's meaning or accepted range changes, or a weight layout changes:
-// a table written for another ABI is refused (kernels/README.md, "Kernel ABI").
-inline constexpr int kKernelAbiVersion = 1;
+// Bump when a tunable parameter's meaning or accepted range changes, or a weight or KV-cache layout
+// changes: a table written for another ABI is refused (kernels/README.md, "Kernel ABI").
+// 2: K in the KV cache is stored in transposed key blocks (k3k/kv_cache.h), which changes what the
+//    attention parameters were tuned against.
+inline constexpr int kKernelAbiVersion = 2;
 inline constexpr std::string_view kTuningTableSchema = "k3tune.tuning-table/1";
 
 // Every layer's packed row tile is a multiple of this many rows (generic and ime2: 32; rvv: a

@@ -13,9 +13,12 @@
 //
 // Per-worker TCM layout (floats, each region rounded up to 16 floats = 64 bytes):
 //   Q tile [q_tile][head_dim] | acc [q_tile][head_dim] | block sum [head_dim] | m [q_tile] |
-//   l [q_tile] | scores [kv_block] | K stage [kv_blocks * kv_block][head_dim] | V stage (same)
+//   l [q_tile] | scores [2][kv_block] | K stage [kv_blocks][head_dim][kv_block] |
+//   V stage [kv_blocks * kv_block][head_dim]
+// (each online-softmax block's keys staged transposed, as the cache's key blocks are:
+// k3k/kv_cache.h)
 // with q_tile = min(tiling.q_tile, tokens). K and V are fp32 in TCM for both cache dtypes (fp16
-// rows are converted while staging, as the DRAM driver converts them into its scratch).
+// values are converted while staging, as the DRAM driver converts them into its scratch).
 #pragma once
 
 #include <cstdint>

@@ -82,17 +82,22 @@ struct AttentionErrorModel {
 AttentionErrorModel generic_prefill_error_model(int head_dim, const AttentionTiling& tiling);
 AttentionErrorModel generic_decode_error_model(int head_dim, const DecodeTiling& tiling);
 
-// The RVV layer (kernels/rvv/rvv_math.h): a length-n reduction (score dot product; also RMSNorm's
-// sum of squares) accumulates e32m4 lanes (VLMAX_m4 = vlenb elements) with vfmacc, folds m4 -> m2
-// -> m1 with two vfadd levels and closes with one vfredusum over the vlenb / 4 m1 lanes, whose tree
-// order is implementation-defined: bounded as a sequential sum over those lanes. Roundings per
-// product: ceil(n / vlenb) + 2 + vlenb / 4. vlenb = bytes per vector register
-// (k3k::cpu_features().vlenb; a power of two >= 16). The softmax block sums use the same reduction
-// (at most n - 1 roundings per term, as a sequential sum), and the RVV vector exp is within 1 ulp
-// (relative error 1.39 * 2^-24, see rvv_math.h), so only dot_depth differs from the generic model.
+// The RVV layer (kernels/rvv/rvv_math.h): a length-n reduction (RMSNorm's sum of squares, the
+// DeltaNet dots, the softmax sums) accumulates e32m4 lanes (VLMAX_m4 = vlenb elements) with
+// vfmacc, folds m4 -> m2 -> m1 with two vfadd levels and closes with one vfredusum over the
+// vlenb / 4 m1 lanes, whose tree order is implementation-defined: bounded as a sequential sum over
+// those lanes. Roundings per product: ceil(n / vlenb) + 2 + vlenb / 4. vlenb = bytes per vector
+// register (k3k::cpu_features().vlenb; a power of two >= 16).
 std::int64_t rvv_dot_depth(std::int64_t n, int vlenb);
-AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling& tiling, int vlenb);
-AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling, int vlenb);
+// Its attention scores run over key blocks (kernels/rvv/key_scores.h): one vector lane per key,
+// the dims in blocks of 16, each block one fma chain from its first product, the block sums added
+// in order: roundings per product min(head_dim, 16) + ceil(head_dim / 16) - 1, whatever VLEN. The
+// softmax block sums use the reduction above (at most n - 1 roundings per term, as a sequential
+// sum), and the RVV vector exp is within 1 ulp (relative error 1.39 * 2^-24, see rvv_math.h), so
+// only dot_depth differs from the generic model.
+std::int64_t rvv_score_depth(int head_dim);
+AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling& tiling);
+AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling);
 
 // Deliberate defects, for tests proving that the comparison catches a wrong kernel.
 struct AttentionReferenceOptions {

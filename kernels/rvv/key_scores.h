@@ -1,0 +1,102 @@
+// Attention scores over key blocks (k3k/kv_cache.h: K stored [head_dim][key_block] per block), the
+// RVV layer's q.k for prefill and decode: one e32m4 vector holds up to VLMAX_m4 = vlenb keys, and
+// each dim is one vfmacc of q[d] times that dim's row of the keys, so one instruction advances
+// vlenb keys' scores (128 at VLEN 1024) and no key needs a reduction of its own. Two query rows
+// share each load of a dim's row (key_scores2), so a load serves two vfmacc.
+//
+// Order (the error models' reference::rvv_score_depth): the dims in blocks of kScoreDimBlock, each
+// block one chain from its first product (vfmul, then one vfmacc per dim), the blocks' sums added
+// in dim order: a product goes through at most min(head_dim, 16) + ceil(head_dim / 16) - 1
+// roundings. A key's score depends only on q, its own components and head_dim - never on the key
+// block, the strip, which keys share a vector or whether a row is paired - so every caller gets
+// bitwise the same score for a key however the keys and rows are split.
+//
+// Registers (LMUL m4, 8 groups): per row a running total and a block chain, plus the loaded dim
+// row (and for fp16 its conversion temporaries): 5 groups for a pair.
+#pragma once
+
+#include <riscv_vector.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+
+#include "k3k/fp16.h"
+#include "rvv/rvv_math.h"
+
+namespace k3k::rvv_detail {
+
+inline constexpr int kScoreDimBlock = 16;
+
+// The keys' component at p (vl keys, contiguous) as floats: fp32 loaded, fp16 converted exactly.
+inline vfloat32m4_t load_keys(const float* p, std::size_t vl) {
+  return __riscv_vle32_v_f32m4(p, vl);
+}
+inline vfloat32m4_t load_keys(const fp16_t* p, std::size_t vl) {
+  return f16_to_f32(__riscv_vle16_v_u16m2(p, vl), vl);
+}
+
+// Dim i of a block (a = q0 + d0, b = q1 + d0, kp at the dim's row, then moved to the next):
+// c0 += a[i] k (and c1 += b[i] k when kPair). Constant i: the q loads take immediate offsets.
+template <bool kPair, typename T>
+inline void chain_step(const float* a, const float* b, int i, const T*& kp, std::ptrdiff_t ld,
+                       std::size_t vl, vfloat32m4_t& c0, vfloat32m4_t& c1) {
+  const vfloat32m4_t k = load_keys(kp, vl);
+  kp += ld;
+  c0 = __riscv_vfmacc_vf_f32m4(c0, a[i], k, vl);
+  if (kPair) c1 = __riscv_vfmacc_vf_f32m4(c1, b[i], k, vl);
+}
+
+// Dims 1 .. sizeof...(I) of a full block, unrolled: no loop control and no index arithmetic.
+template <bool kPair, typename T, int... I>
+inline void chain_unrolled(const float* a, const float* b, const T*& kp, std::ptrdiff_t ld,
+                           std::size_t vl, vfloat32m4_t& c0, vfloat32m4_t& c1,
+                           std::integer_sequence<int, I...>) {
+  (chain_step<kPair>(a, b, I + 1, kp, ld, vl, c0, c1), ...);
+}
+
+// s0 = q0 . k and, when kPair, s1 = q1 . k for vl keys whose component d is at col + d * ld.
+template <bool kPair, typename T>
+inline void key_scores(const float* q0, const float* q1, int hd, const T* col, std::ptrdiff_t ld,
+                       std::size_t vl, vfloat32m4_t& s0, vfloat32m4_t& s1) {
+  const T* kp = col;
+  for (int d0 = 0; d0 < hd; d0 += kScoreDimBlock) {
+    const float* a = q0 + d0;
+    const float* b = kPair ? q1 + d0 : a;
+    const vfloat32m4_t k = load_keys(kp, vl);
+    kp += ld;
+    vfloat32m4_t c0 = __riscv_vfmul_vf_f32m4(k, a[0], vl);
+    vfloat32m4_t c1 = kPair ? __riscv_vfmul_vf_f32m4(k, b[0], vl) : c0;
+    if (hd - d0 >= kScoreDimBlock) {
+      chain_unrolled<kPair>(a, b, kp, ld, vl, c0, c1,
+                            std::make_integer_sequence<int, kScoreDimBlock - 1>{});
+    } else {
+      for (int i = 1; i < hd - d0; ++i) chain_step<kPair>(a, b, i, kp, ld, vl, c0, c1);
+    }
+    s0 = d0 == 0 ? c0 : __riscv_vfadd_vv_f32m4(s0, c0, vl);
+    if (kPair) s1 = d0 == 0 ? c1 : __riscv_vfadd_vv_f32m4(s1, c1, vl);
+  }
+}
+
+// out0[i] = q0 . key i (and out1[i] = q1 . key i when q1 is not null) for n keys whose columns
+// are contiguous from col: component d of key i at col[d * ld + i] (T = float or fp16_t, the latter
+// converted exactly in registers). Strips of VLMAX_m4 keys.
+template <typename T>
+inline void key_scores_rows(const float* q0, const float* q1, int hd, const T* col,
+                            std::ptrdiff_t ld, int n, float* out0, float* out1) {
+  for (int i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(n - i));
+    vfloat32m4_t s0, s1;
+    if (q1 != nullptr) {
+      key_scores<true>(q0, q1, hd, col + i, ld, vl, s0, s1);
+      __riscv_vse32_v_f32m4(out1 + i, s1, vl);
+    } else {
+      key_scores<false>(q0, q0, hd, col + i, ld, vl, s0, s1);
+    }
+    __riscv_vse32_v_f32m4(out0 + i, s0, vl);
+    i += static_cast<int>(vl);
+  }
+}
+
+}  // namespace k3k::rvv_detail
