@@ -92,6 +92,9 @@ class SearchSpace {
   // Whether the configuration uses a value that is emulated on these facts (e.g. TCM blocks that
   // are ordinary memory): timing it says nothing about a board.
   std::vector<std::string> emulated_knobs(const Config& config, const Variables& facts) const;
+  // Derived quantities (name, expression, in order) and constraint rules (expression, line).
+  const std::vector<std::pair<std::string, std::string>>& derived() const { return derived_; }
+  const std::vector<std::pair<std::string, int>>& rules() const { return rules_; }
 
  private:
   std::string op_, file_;

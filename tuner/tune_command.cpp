@@ -6,6 +6,7 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -18,7 +19,9 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
+#include "k3k/tuning.h"
 #include "tuner/measurement_cache.h"
+#include "tuner/seed_table.h"
 #include "tuner/session_store.h"
 #include "tuner/table.h"
 
@@ -110,27 +113,39 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       strategy_names().end())
     throw UserError(fmt::format(
         "--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
-  // Refused before the target is even probed: its kind alone decides.
-  if (c.objective == "time" && target.emulated() && !c.force) {
+  const auto refuse_emulated_time = [&] {
     throw UserError(
         fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
-                    "Tune with --objective "
-                    "instructions (a deterministic proxy), or --force to time it anyway (the table "
-                    "is then labelled)",
+                    "Tune with --objective instructions (a deterministic proxy), or --force to "
+                    "time it anyway (the table is then labelled)",
                     target.name()));
-  }
+  };
+  // Refused before the target is even probed: its kind alone decides.
+  if (c.objective == "time" && target.emulated() && !c.force) refuse_emulated_time();
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
   Variables facts = out.facts.facts;
-  const bool time = c.objective == "time";
-  if (time && out.facts.emulated_target && !c.force) {
-    throw UserError(
-        fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
-                    "Tune with --objective "
-                    "instructions (a deterministic proxy), or --force to time it anyway (the table "
-                    "is then labelled)",
-                    target.name()));
+  // --seed-table: another board's table, read and checked (the loader's form) before anything runs.
+  struct Seed {
+    nlohmann::json table;
+    std::string sha256;
+    std::map<std::string, std::set<std::string>> differing;
+  };
+  std::optional<Seed> seed;
+  if (!c.seed_table.empty()) {
+    Seed s;
+    s.table = read_table(c.seed_table);
+    s.sha256 = k3bench::sha256_text(s.table.dump());
+    std::string problem;
+    if (!s.table.contains("board") || !s.table["board"].contains("fingerprint"))
+      throw UserError(fmt::format("--seed-table {}: board.fingerprint: missing", c.seed_table));
+    if (k3k::TuningTable::parse(s.table.dump(), nullptr, problem) == nullptr)
+      throw UserError(fmt::format("--seed-table {}: {}", c.seed_table, problem));
+    s.differing = differing_facts(s.table["board"]["fingerprint"], out.facts.fingerprint);
+    seed = std::move(s);
   }
+  const bool time = c.objective == "time";
+  if (time && out.facts.emulated_target && !c.force) refuse_emulated_time();
   if (time && out.facts.ime2_emulated && !c.force) {
     throw UserError(fmt::format(
         "target {}: the IME2 layer is emulated in software there; timing it says nothing "
@@ -271,6 +286,14 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
           o.excluded_emulated.push_back(config_key(cfg));
     }
     r.exclude.insert(o.excluded_emulated.begin(), o.excluded_emulated.end());
+    if (seed) {
+      std::map<std::string, std::int64_t> shape;
+      for (const auto& [k, v] : job.shape.items())
+        if (v.is_number_integer()) shape[k] = v.get<std::int64_t>();
+      o.seed = plan_seed(seed->table, space, job.op, out.facts.best_path, shape, seed->differing,
+                         r.facts);
+      r.hold = o.seed.held;
+    }
     if (c.explain) {
       o.result.counts = space.count(r.facts, r.flags);  // the product alone over the cap
       out.jobs.push_back(std::move(o));
@@ -289,6 +312,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
         {"force", c.force},
         {"build", build_hash},
         {"settings", c.settings.to_json()},
+        {"seed",
+         seed ? nlohmann::json{{"table", seed->sha256}, {"held", o.seed.held}} : nlohmann::json()},
         // Where it is measured, as its probe describes it, not by name: a session a lost farm board
         // left half done continues on any board of the same fingerprint (and emulator).
         {"target",
@@ -346,6 +371,18 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       target.name(),
       c.model};
   out.table = make_table(out.facts, src, entries);
+  if (seed) {  // what the table was carried over from, and what of it was kept
+    nlohmann::json plans = nlohmann::json::object();
+    for (const auto& j : out.jobs)
+      if (!j.session.empty()) plans[j.session] = j.seed.to_json();
+    std::vector<std::string> facts;
+    for (const auto& [f, vars] : seed->differing) facts.push_back(f);
+    out.table["source"]["seed"] = {{"path", c.seed_table},
+                                   {"sha256", seed->sha256},
+                                   {"board", seed->table["board"]},
+                                   {"differing_facts", facts},
+                                   {"sessions", plans}};
+  }
   out.table_problems =
       validate_table(out.table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   // A table the kernels would refuse is never written; the sessions stay stored, so a re-run after

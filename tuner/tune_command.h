@@ -16,6 +16,7 @@
 #include "harness/host/bench/measure_settings.h"
 #include "harness/host/targets/target.h"
 #include "tuner/gates.h"
+#include "tuner/seed_table.h"
 #include "tuner/strategy.h"
 #include "tuner/target_facts.h"
 #include "tuner/tuning.h"
@@ -38,9 +39,12 @@ struct TuneCommand {
   std::set<std::string> flags;  // "allow-hp"
   bool force = false;           // time an emulated target / emulated features anyway
   bool explain = false;         // sizes only, nothing measured
-  bool replay =
-      false;        // run the strategy on stored measurements only: nothing run, nothing written
-  std::string out;  // table path (default results/tables/...)
+  // Run the strategy on stored measurements only: nothing run, nothing written.
+  bool replay = false;
+  // Start from another board's table: knobs its differing facts do not touch are held at its
+  // values.
+  std::string seed_table;
+  std::string out;          // table path (default results/tables/...)
   bool write_table = true;  // false: tune the sessions only (a campaign's sessions on a board)
   std::string plugin;       // instructions: the qemu counting plugin
   std::string command_line;
@@ -55,6 +59,7 @@ struct TuneJobOutcome {
   TuneResult result;
   bool resumed = false;
   std::vector<std::string> excluded_emulated;  // configurations left out as emulated
+  SeedPlan seed;                               // --seed-table: the knobs held at the seed's values
 };
 
 struct TuneOutcome {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <boost/math/distributions/students_t.hpp>
 
 #include "harness/common/params/param_spec.h"
@@ -129,6 +130,31 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
     throw k3bench::UserError(
         fmt::format("{}: no valid configuration for this shape and target", r.space->file()));
   const std::string default_key = config_key(r.space->defaults(r.facts));
+  if (!r.hold.empty()) {
+    const auto holds = [&](const Config& c) {
+      for (const auto& [k, v] : r.hold)
+        if (c.contains(k) && c.at(k) != v) return false;
+      return true;
+    };
+    std::vector<Config> kept;
+    std::size_t matching = 0;
+    for (const auto& c : configs) {
+      const bool h = holds(c);
+      matching += h;
+      if (h || config_key(c) == default_key) kept.push_back(c);
+    }
+    std::vector<std::string> held;
+    for (const auto& [k, v] : r.hold)
+      held.push_back(k + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+    if (matching > 0) {
+      res.seed_note = fmt::format("seeded: {} held, {} of {} configurations searched",
+                                  fmt::join(held, ","), matching, configs.size());
+      configs = std::move(kept);
+    } else {
+      res.seed_note = fmt::format("seed point {} is not valid here: the whole space is searched",
+                                  fmt::join(held, ","));
+    }
+  }
   for (const auto& c : configs) {
     Candidate cand;
     cand.config = c;
@@ -235,7 +261,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
       }
     if (stopped) break;
   }
-  res.summary = note + strategy->summary();
+  res.summary = (res.seed_note.empty() ? "" : res.seed_note + "; ") + note + strategy->summary();
   if (capped) res.summary += fmt::format("; stopped at exhaustive search's {} measurements", cap);
   if (res.replay_exhausted) res.summary += "; replay stopped where the stored measurements ran out";
   res.chosen = strategy->choose(res.candidates);

@@ -33,6 +33,9 @@ struct TuneRequest {
   Variables facts;                           // target and shape facts for the space
   std::set<std::string> flags;               // e.g. "allow-hp"
   std::set<std::string> exclude;             // configurations (config_key) left out, e.g. emulated
+  // Knobs held at these values (tune --seed-table): only configurations that have them are
+  // candidates, and the defaults (the evidence's reference).
+  std::map<std::string, nlohmann::json> hold;
   std::string strategy = "racing";
   StrategyOptions options;
   int budget = 0;  // measurements allowed (0: unlimited)
@@ -61,6 +64,7 @@ struct TuneResult {
   std::size_t chosen = SIZE_MAX, defaults = SIZE_MAX;
   int measurements = 0;      // taken in all (stored or new; disturbed and rejected included)
   int new_measurements = 0;  // taken in this call
+  std::string seed_note;     // --seed-table: what was held, or why the seed could not be used
   int disturbed = 0;    // processes a disturbance voided, each measured once more (not counted)
   int cache_hits = 0;   // of those, served by the measurement cache (exact objectives)
   int unavailable = 0;  // replay: asked for but not in the store (the candidate is left out)

@@ -479,6 +479,58 @@ TEST_F(TuneCli, ATimeReplayRunsStrategiesOnStoredProcessesOnly) {
   EXPECT_NE(none.err.find("no database to replay from"), std::string::npos) << none.err;
 }
 
+// A table carried to another board: with the seed's own fingerprint every knob is held (the seed's
+// point is verified against the defaults, nothing else measured); on a board with other CPUs the
+// worker count, whose range is [1, cpus], is searched while the tile width stays the seed's.
+TEST_F(TuneCli, ASeedTableHoldsWhatTheBoardsDifferingFactsDoNotTouch) {
+  write_space(kSmallSpace);
+  auto tune = [&](const std::string& out, const std::string& seed) {
+    std::vector<std::string> a = {
+        "--json",        "tune",       "--spaces",   spaces(),   "--op",
+        "linear_decode", "--shape",    "k=128,n=64", "--params", "copies=1",
+        "--processes",   "2",          "-R",         "2",        "--min-time",
+        "0.002",         "--strategy", "exhaustive", "--out",    (dir_ / out).string()};
+    if (!seed.empty()) a.insert(a.end(), {"--seed-table", seed});
+    const auto r = k3tune(a);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["jobs"].at(0);
+  };
+  const auto base = tune("seed.json", "");
+  ASSERT_EQ(base["result"]["space"]["valid"], 4);
+  auto seed = read_json(dir_ / "seed.json");
+  const auto chosen = seed["entries"][0]["params"];
+
+  const auto same = tune("same.json", (dir_ / "seed.json").string());
+  EXPECT_EQ(same["seed"]["held"]["tile_n"], chosen["tile_n"]) << same.dump();
+  EXPECT_EQ(same["seed"]["held"]["workers"], chosen["workers"]) << same.dump();
+  EXPECT_TRUE(same["seed"]["searched"].empty());
+  // Measured: the seed's point and the defaults (one point when the seed chose the defaults).
+  EXPECT_LE(count("SELECT count(DISTINCT point_key) FROM tuning_measurements m JOIN "
+                  "tuning_sessions s USING "
+                  "(session_id) WHERE s.session_id = '" +
+                  same["session"].get<std::string>() + "'"),
+            2);
+  const auto t = read_json(dir_ / "same.json");
+  EXPECT_EQ(t["source"]["seed"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_TRUE(t["source"]["seed"]["differing_facts"].empty());
+  EXPECT_EQ(k3tune({"table", "validate", (dir_ / "same.json").string()}).code, 0);
+
+  // The seed as if made on a board with 64 CPUs: workers is searched, tile_n held.
+  seed["board"]["fingerprint"]["cpus"] = 64;
+  std::ofstream(dir_ / "other.json") << seed.dump(2);
+  const auto other = tune("carried.json", (dir_ / "other.json").string());
+  EXPECT_EQ(other["seed"]["held"], nlohmann::json({{"tile_n", chosen["tile_n"]}})) << other.dump();
+  EXPECT_EQ(other["seed"]["searched"], nlohmann::json({"workers"}));
+  EXPECT_EQ(other["result"]["chosen"]["tile_n"], chosen["tile_n"]);
+  EXPECT_EQ(read_json(dir_ / "carried.json")["source"]["seed"]["differing_facts"],
+            nlohmann::json({"cpus"}));
+
+  const auto bad = k3tune({"tune", "--spaces", spaces(), "--op", "linear_decode", "--shape",
+                           "k=128,n=64", "--seed-table", (dir_ / "missing.json").string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 // The instruction objective subtracts a 1-call process from a 9-call one; with the runner's weight
 // cache the first process of a cold cache packs and writes the weights while the second only reads
 // them, which made the difference negative. The objective measures with the cache off, so a cold

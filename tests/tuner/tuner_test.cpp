@@ -14,6 +14,7 @@
 #include "harness/host/stats/binomial.h"
 #include "harness/host/store/database.h"
 #include "tuner/gates.h"
+#include "tuner/seed_table.h"
 #include "tuner/session_store.h"
 #include "tuner/space.h"
 #include "tuner/strategy.h"
@@ -332,6 +333,34 @@ TEST_F(Tuner, TheChosenSpeedUpOverTheDefaultsComesFromEnoughPairedRounds) {
     }
     EXPECT_GE(narrow, 8) << strategy;
   }
+}
+
+// tune --seed-table decides per knob whether another board's choice carries over: a knob depends on
+// the facts its own expressions name and on those of every constraint it takes part in (through
+// derived quantities too). On the decode space: workers on cpus, slab_rows on the TCM block size
+// (2 * slab_bytes <= tcm_block_bytes, slab_bytes = slab_rows * row_bytes), tile_n on no board fact.
+TEST_F(Tuner, SeedTablesHoldOnlyTheKnobsNoDifferingBoardFactTouches) {
+  const auto space = k3tuner::SearchSpace::load(K3TUNE_ROOT "/configs/spaces/linear_decode.toml");
+  const auto workers = k3tuner::knob_dependencies(space, "workers");
+  EXPECT_TRUE(workers.contains("cpus"));
+  const auto slab = k3tuner::knob_dependencies(space, "slab_rows");
+  EXPECT_TRUE(slab.contains("tcm_block_bytes")) << nlohmann::json(slab).dump();
+  const auto tile = k3tuner::knob_dependencies(space, "tile_n");
+  EXPECT_TRUE(tile.contains("n"));
+  EXPECT_FALSE(tile.contains("cpus") || tile.contains("vlen") || tile.contains("tcm_block_bytes"));
+
+  const nlohmann::json a = {{"marchid", nullptr},
+                            {"vlen", 1024},
+                            {"cpus", 8},
+                            {"tcm", {{"backend", "real"}, {"blocks", 8}, {"block_bytes", 393216}}}};
+  nlohmann::json b = a;
+  EXPECT_TRUE(k3tuner::differing_facts(a, b).empty());
+  b["cpus"] = 4;
+  b["tcm"]["block_bytes"] = 262144;
+  const auto d = k3tuner::differing_facts(a, b);
+  ASSERT_EQ(d.size(), 2u);
+  EXPECT_TRUE(d.at("cpus").contains("cpus"));
+  EXPECT_TRUE(d.at("tcm").contains("tcm_block_bytes"));
 }
 
 TEST_F(Tuner, InterruptedTuningResumesToTheSameResultWithoutRemeasuring) {

@@ -33,6 +33,7 @@ nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
   o["excluded_emulated"] = j.excluded_emulated;
   o["result"] = j.result.to_json();
   o["measurements_new"] = j.result.new_measurements;
+  if (!j.seed.entry_id.empty() || !j.seed.searched.empty()) o["seed"] = j.seed.to_json();
   o["cache_hits"] = j.result.cache_hits;
   o["disturbed"] = j.result.disturbed;
   o["unavailable"] = j.result.unavailable;
@@ -244,8 +245,11 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                 "print each space's size before and after the constraints; measure nothing");
   cmd->add_flag("--replay", c.replay,
                 "run the strategy on measurements already stored (counts in the cache, times of "
-                "earlier sessions "
-                "of this build and target); run nothing, write nothing");
+                "earlier sessions of this build and target); run nothing, write nothing");
+  cmd->add_option(
+      "--seed-table", c.seed_table,
+      "start from another board's table: knobs that no differing board fact (CPUs, VLEN, TCM, "
+      "marchid) touches are held at its values and verified; the others are searched");
   cmd->add_option("--out", c.out,
                   "table file (default results/tables/<target>-<model or op>-<time>.json)");
   cmd->add_option("--plugin", c.plugin,
