@@ -1,7 +1,7 @@
 // summary.md and report.json of `k3tune report` from a fixture database built from real runner
 // output: a baseline run and a candidate run of the real k3bench (a copy with another build hash),
 // with changes planted into the candidate's stored data where the truth must be known:
-//   linear_decode   PLANTED REGRESSION: the baseline's own samples, twice as slow   -> flagged
+//   linear_decode   PLANTED REGRESSION: the baseline's own samples, 4x as slow      -> flagged
 //   rmsnorm         PLANTED NOISE: the baseline's samples, processes reversed, each -> unchanged
 //                   moved by at most 1.5% (zero on average)
 //   linear_prefill  the worst error/bound ratio raised by 0.5 (allowed: 0.25)       -> accuracy
@@ -62,9 +62,11 @@ class ReportStructure : public ReportTest {
     const json prefill = {{"k", 256}, {"m", 4}, {"n", 128}}, quant = {{"k", 1024}};
     // Timing: every candidate cell from the baseline's own samples (exact), two of them changed.
     const double noise[6] = {1.015, 0.985, 1.01, 0.99, 1.005, 0.995};
+    // Four times slower: the verdict's Welch test sees it over the baseline's own process-to-process
+    // spread, which on a shared VM under a parallel ctest reached the CV at which twice was p = 0.13.
     plant_samples(base_, cell_of(base_, "linear_decode", decode), cand_,
                   cell_of(cand_, "linear_decode", decode), [](int p) {
-                    return std::pair{p, 2.0};
+                    return std::pair{p, 4.0};
                   });
     plant_samples(base_, cell_of(base_, "rmsnorm", norm), cand_, cell_of(cand_, "rmsnorm", norm),
                   [&](int p) {
@@ -107,10 +109,10 @@ TEST_F(ReportStructure, PlantedRegressionIsFlaggedAndPlantedNoiseIsNot) {
   const json decode = cell(v, "linear_decode k=512,n=256");
   EXPECT_EQ(decode["timing"]["outcome"], "regression");
   EXPECT_TRUE(decode["regression"].get<bool>());
-  EXPECT_NEAR(decode["timing"]["test"]["rel_diff"].get<double>(), 1.0, 1e-9);  // exactly twice
+  EXPECT_NEAR(decode["timing"]["test"]["rel_diff"].get<double>(), 3.0, 1e-9);  // exactly 4x
   EXPECT_LT(decode["timing"]["test"]["p_value"].get<double>(), 0.05);
   EXPECT_EQ(decode["timing"]["confirmation"], "not-asked");
-  EXPECT_NEAR(decode["timing"]["speedup"]["value"].get<double>(), 0.5, 1e-9);
+  EXPECT_NEAR(decode["timing"]["speedup"]["value"].get<double>(), 0.25, 1e-9);
 
   const json norm = cell(v, "rmsnorm dim=1024,rows=4");
   EXPECT_EQ(norm["timing"]["outcome"], "unchanged");
@@ -167,7 +169,7 @@ TEST_F(ReportStructure, PlantedRegressionIsFlaggedAndPlantedNoiseIsNot) {
   EXPECT_LT(verdict_at, md.find("## Figures per model and op"));
   const std::string slower = section(md, "### Slower");
   EXPECT_NE(slower.find("linear_decode k=512,n=256"), std::string::npos) << slower;
-  EXPECT_NE(slower.find("+100.0%"), std::string::npos) << slower;
+  EXPECT_NE(slower.find("+300.0%"), std::string::npos) << slower;
   EXPECT_NE(slower.find("| unconfirmed"), std::string::npos) << slower;
   EXPECT_EQ(slower.find("rmsnorm"), std::string::npos) << slower;
   const std::string unchanged = section(md, "### Unchanged");
