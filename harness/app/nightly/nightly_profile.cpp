@@ -99,7 +99,9 @@ Profile profile(const std::string& name) {
             "4",
             false,
             {"--op", "linear_decode", "--shape", "n=256,k=256"},
-            {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
+            // Four interleaved pairs: with two, the paired test has one degree of freedom, and a
+            // planted 20x slowdown whose two round ratios differed by 2x read as p = 0.08.
+            {"-P", "4", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
                        {"--case", "linear_decode n=128,k=64"}, "256", {{"test-rvv", "rvv"}});
   throw k3bench::UserError(fmt::format("--profile: unknown profile '{}' (quick, full, smoke)", name));
 }
