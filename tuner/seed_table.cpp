@@ -2,9 +2,7 @@
 
 #include <regex>
 
-#include <fmt/format.h>
 
-#include "harness/host/bench/user_error.h"
 #include "k3k/tuning.h"
 
 namespace k3tuner {
@@ -84,19 +82,14 @@ nlohmann::json SeedPlan::to_json() const {
           {"searched", searched}};
 }
 
-SeedPlan plan_seed(const nlohmann::json& seed_table, const SearchSpace& space,
-                   const std::string& op, const std::string& path,
-                   const std::map<std::string, std::int64_t>& shape,
+SeedPlan plan_seed(const k3k::TuningTable& seed, const SearchSpace& space, const std::string& op,
+                   const std::string& path, const std::map<std::string, std::int64_t>& shape,
                    const std::map<std::string, std::set<std::string>>& differing,
                    const Variables& facts) {
-  std::string problem;
-  const auto seed = k3k::TuningTable::parse(seed_table.dump(), nullptr, problem);
-  if (seed == nullptr)
-    throw k3bench::UserError("--seed-table: the kernel library refuses it: " + problem);
   const k3k::TuningEntry* entry = nullptr;
-  if (auto p = k3k::parse_kernel_path(path)) entry = seed->find(op, *p, shape);
+  if (auto p = k3k::parse_kernel_path(path)) entry = seed.find(op, *p, shape);
   for (const auto p : {k3k::KernelPath::kIme2, k3k::KernelPath::kRvv, k3k::KernelPath::kGeneric})
-    if (entry == nullptr) entry = seed->find(op, p, shape);
+    if (entry == nullptr) entry = seed.find(op, p, shape);
   SeedPlan plan;
   std::set<std::string> moved;  // the space variables of the facts that differ
   for (const auto& [f, vars] : differing) moved.insert(vars.begin(), vars.end());

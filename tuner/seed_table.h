@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "k3k/tuning.h"
 #include "tuner/space.h"
 
 namespace k3tuner {
@@ -40,9 +41,8 @@ struct SeedPlan {
 // The plan for one job: the seed's entry for op at shape (its own class, else the nearest, as the
 // loader finds it, on the layer `path` or else any layer the seed has for the op), and which knobs
 // keep its values. A held value must be one of the knob's values for these facts.
-SeedPlan plan_seed(const nlohmann::json& seed_table, const SearchSpace& space,
-                   const std::string& op, const std::string& path,
-                   const std::map<std::string, std::int64_t>& shape,
+SeedPlan plan_seed(const k3k::TuningTable& seed, const SearchSpace& space, const std::string& op,
+                   const std::string& path, const std::map<std::string, std::int64_t>& shape,
                    const std::map<std::string, std::set<std::string>>& differing,
                    const Variables& facts);
 

@@ -128,6 +128,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
   // --seed-table: another board's table, read and checked (the loader's form) before anything runs.
   struct Seed {
     nlohmann::json table;
+    std::shared_ptr<const k3k::TuningTable> loaded;  // parsed once, for every job's plan
     std::string sha256;
     std::map<std::string, std::set<std::string>> differing;
   };
@@ -139,7 +140,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     std::string problem;
     if (!s.table.contains("board") || !s.table["board"].contains("fingerprint"))
       throw UserError(fmt::format("--seed-table {}: board.fingerprint: missing", c.seed_table));
-    if (k3k::TuningTable::parse(s.table.dump(), nullptr, problem) == nullptr)
+    s.loaded = k3k::TuningTable::parse(s.table.dump(), nullptr, problem);
+    if (s.loaded == nullptr)
       throw UserError(fmt::format("--seed-table {}: {}", c.seed_table, problem));
     s.differing = differing_facts(s.table["board"]["fingerprint"], out.facts.fingerprint);
     seed = std::move(s);
@@ -290,7 +292,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       std::map<std::string, std::int64_t> shape;
       for (const auto& [k, v] : job.shape.items())
         if (v.is_number_integer()) shape[k] = v.get<std::int64_t>();
-      o.seed = plan_seed(seed->table, space, job.op, out.facts.best_path, shape, seed->differing,
+      o.seed = plan_seed(*seed->loaded, space, job.op, out.facts.best_path, shape, seed->differing,
                          r.facts);
       r.hold = o.seed.held;
     }
