@@ -521,7 +521,11 @@ TEST_F(TuneCli, ASeedTableHoldsWhatTheBoardsDifferingFactsDoNotTouch) {
   const auto other = tune("carried.json", (dir_ / "other.json").string());
   EXPECT_EQ(other["seed"]["held"], nlohmann::json({{"tile_n", chosen["tile_n"]}})) << other.dump();
   EXPECT_EQ(other["seed"]["searched"], nlohmann::json({"workers"}));
-  EXPECT_EQ(other["result"]["chosen"]["tile_n"], chosen["tile_n"]);
+  // The held tile width, or the defaults: they are a candidate too (the evidence's reference), and
+  // on a noisy machine they may win.
+  EXPECT_TRUE(other["result"]["chosen"]["tile_n"] == chosen["tile_n"] ||
+              other["result"]["chosen"] == other["result"]["defaults"])
+      << other["result"].dump();
   EXPECT_EQ(read_json(dir_ / "carried.json")["source"]["seed"]["differing_facts"],
             nlohmann::json({"cpus"}));
 
