@@ -11,6 +11,48 @@ std::int64_t output_elements(OutputLayout layout, std::int64_t m, std::int64_t n
 
 namespace detail {
 
+namespace {
+
+// out[i] = clamp(sa * acc[i] (+ bias[i]) (+ residual[i])): one loop per epilogue shape, so each
+// is a straight loop the vectorizer takes (no per-output branch). out may be residual (an
+// in-place residual add): each output reads its own residual before it is written.
+template <bool kBias, bool kResidual>
+void store_contiguous(float* out, const float* acc, const float* bias, const float* residual,
+                      std::int64_t count, float sa, float lo, float hi) {
+  for (std::int64_t i = 0; i < count; ++i) {
+    float y = sa * acc[i];
+    if constexpr (kBias) y += bias[i];
+    if constexpr (kResidual) y += residual[i];
+    out[i] = std::min(std::max(y, lo), hi);
+  }
+}
+
+}  // namespace
+
+void store_linear_span(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                       std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
+                       const float* acc) {
+  if (ep.layout != OutputLayout::kRowMajor && m != 1) {  // C4 with several rows: strided outputs
+    for (std::int64_t i = 0; i < count; ++i) {
+      store_linear_output(ep, out, m, n, row, col0 + i, sa, acc[i]);
+    }
+    return;
+  }
+  const std::int64_t at = output_index(ep.layout, m, n, row, col0);  // outputs at..at+count-1
+  const float* bias = ep.bias != nullptr ? ep.bias + col0 : nullptr;
+  const float* residual = ep.residual != nullptr ? ep.residual + at : nullptr;
+  const float lo = ep.clamp_min, hi = ep.clamp_max;
+  if (bias != nullptr && residual != nullptr) {
+    store_contiguous<true, true>(out + at, acc, bias, residual, count, sa, lo, hi);
+  } else if (bias != nullptr) {
+    store_contiguous<true, false>(out + at, acc, bias, residual, count, sa, lo, hi);
+  } else if (residual != nullptr) {
+    store_contiguous<false, true>(out + at, acc, bias, residual, count, sa, lo, hi);
+  } else {
+    store_contiguous<false, false>(out + at, acc, bias, residual, count, sa, lo, hi);
+  }
+}
+
 void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n) {
   if (ep.layout != OutputLayout::kC4 || n % 4 == 0) return;
   for (std::int64_t row = 0; row < m; ++row) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "k3k/linear.h"
+#include "ukernels/linear.h"
 
 namespace k3k::detail {
 
@@ -18,6 +19,23 @@ inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64
   if (ep.bias != nullptr) y += ep.bias[col];
   if (ep.residual != nullptr) y += ep.residual[idx];
   out[idx] = std::min(std::max(y, ep.clamp_min), ep.clamp_max);
+}
+
+// Accumulators a decode task computes before it stores them (a few weight tiles of any row_tile).
+inline constexpr std::int64_t kDecodeSpanRows = 4 * kMaxRowTile;
+
+// store_linear_output for the outputs (row, col0 + i), i < count, from acc[i]: the same operations
+// in the same order for every output, as one loop over contiguous outputs (row-major, or C4 with
+// one row) that the compiler vectorizes. The decode drivers call it once per span of tiles; per
+// output it was a third of an IME2 decode's instructions.
+void store_linear_span(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                       std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
+                       const float* acc);
+
+// The variant's epilogue, or the scalar one.
+template <typename Variant>
+ukernel::StoreSpanFn store_span_of(const Variant& uk) {
+  return uk.store_span != nullptr ? uk.store_span : store_linear_span;
 }
 
 // C4 lanes past N are defined as zero so the output buffer is fully written.

@@ -26,18 +26,22 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
   const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
   const float sa = a.scale[0];
 
+  const ukernel::TileStrides at = ukernel::TileStrides::of(w);
+  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
+  const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;  // tiles per run_tiles call
+  const std::int64_t tiles = (n + rows - 1) / rows;
   pool.parallel_for_on(tiling.max_workers, col_tiles, [&](std::int64_t task, int) {
     const std::int64_t col0 = task * tile_n;
     const std::int64_t col1 = std::min<std::int64_t>(n, col0 + tile_n);
-    alignas(64) float acc[kMaxRowTile];
-    for (std::int64_t t = col0 / rows; t * rows < col1; ++t) {
-      body->run(w.codes.data() + t * w.tile_code_bytes(), w.scale.data() + t * w.tile_floats(),
-                w.beta.data() + t * w.tile_floats(), acc);
+    alignas(64) float acc[detail::kDecodeSpanRows];
+    const std::int64_t t1 = std::min(tiles, (col1 + rows - 1) / rows);
+    for (std::int64_t t = col0 / rows; t < t1; t += span_tiles) {
+      const std::int64_t count = std::min(span_tiles, t1 - t);
+      body->run_tiles(w.codes.data() + t * at.code_bytes, w.scale.data() + t * at.floats,
+                      w.beta.data() + t * at.floats, count, at, acc);
       const std::int64_t lo = std::max(col0, t * rows);
-      const std::int64_t hi = std::min(col1, (t + 1) * rows);
-      for (std::int64_t col = lo; col < hi; ++col) {
-        detail::store_linear_output(ep, out, 1, n, 0, col, sa, acc[col - t * rows]);
-      }
+      const std::int64_t hi = std::min(col1, (t + count) * rows);
+      store(ep, out, 1, n, 0, lo, hi - lo, sa, acc + (lo - t * rows));
     }
   });
   detail::zero_c4_padding(ep, out, 1, n);

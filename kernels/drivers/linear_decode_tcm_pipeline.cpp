@@ -89,21 +89,22 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
   std::vector<tcm_detail::PairBarrier> barriers(lanes.size());
   std::vector<WorkerTimes> times(static_cast<std::size_t>(workers));
   const float sa = a.scale[0];
+  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
   tcm::Tcm& tcm = workspace.tcm();
 
   auto compute_slab = [&](std::int64_t s, const std::byte* buffer) {
     const std::int64_t t0 = s * slab_tiles, count = std::min(slab_tiles, tiles - t0);
     const tcm_detail::SlabView v =
         buffer != nullptr ? tcm_detail::tcm_slab(w, buffer, count) : tcm_detail::dram_slab(w, t0);
-    alignas(64) float acc[kMaxRowTile];
-    for (std::int64_t i = 0; i < count; ++i) {
-      body->run(v.codes + i * tcm_detail::tile_code_bytes(w),
-                v.scale + i * tcm_detail::tile_floats(w), v.beta + i * tcm_detail::tile_floats(w),
-                acc);
+    alignas(64) float acc[detail::kDecodeSpanRows];
+    const ukernel::TileStrides at = ukernel::TileStrides::of(w);  // a slab's tiles, as in DRAM
+    const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;
+    for (std::int64_t i = 0; i < count; i += span_tiles) {
+      const std::int64_t tiles = std::min(span_tiles, count - i);
+      body->run_tiles(v.codes + i * at.code_bytes, v.scale + i * at.floats,
+                      v.beta + i * at.floats, tiles, at, acc);
       const std::int64_t row0 = (t0 + i) * rows;
-      for (std::int64_t r = 0; r < rows && row0 + r < n; ++r) {
-        detail::store_linear_output(ep, out, 1, n, 0, row0 + r, sa, acc[r]);
-      }
+      store(ep, out, 1, n, 0, row0, std::min(tiles * rows, n - row0), sa, acc);
     }
   };
   auto copy_slab = [&](std::int64_t s, std::byte* buffer) -> std::int64_t {

@@ -28,6 +28,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   const std::int64_t groups = (m + group_rows - 1) / group_rows;
   const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows_per_tile);
   const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
+  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
 
   pool.parallel_for_on(tiling.max_workers, groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
@@ -42,12 +43,8 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
       const std::int64_t lo = std::max(col0, t * rows_per_tile);
       const std::int64_t hi = std::min(col1, (t + 1) * rows_per_tile);
       for (int r = 0; r < rows; ++r) {
-        const float sa = a.scale[static_cast<std::size_t>(row0 + r)];
-        const float* acc_r = acc + r * rows_per_tile;
-        for (std::int64_t col = lo; col < hi; ++col) {
-          detail::store_linear_output(ep, out, m, n, row0 + r, col, sa,
-                                      acc_r[col - t * rows_per_tile]);
-        }
+        store(ep, out, m, n, row0 + r, lo, hi - lo, a.scale[static_cast<std::size_t>(row0 + r)],
+              acc + r * rows_per_tile + (lo - t * rows_per_tile));
       }
     }
   });

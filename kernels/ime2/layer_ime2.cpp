@@ -13,9 +13,10 @@ namespace {
 
 constexpr ukernel::LinearPrefill kPrefill{"linear_prefill-w4b64-any-m8n32-ime2",
                                           ukernel::kMaxGroupRows, ukernel::reads_rowtile32_or_ime2,
-                                          bind_linear_prefill_m8};
+                                          bind_linear_prefill_m8, rvv::store_linear_span};
 constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-any-m1n32-ime2",
-                                        ukernel::reads_rowtile32_or_ime2, bind_linear_decode_m1};
+                                        ukernel::reads_rowtile32_or_ime2, bind_linear_decode_m1,
+                                        rvv::store_linear_span};
 
 bool reads_ime2(const W4B64Packed& w) {
   return w.layout == W4B64Layout::kIme2;
@@ -38,7 +39,8 @@ const ukernel::LayerKernels& kernels() {
     t.linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>};
     t.linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>};
     t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", reads_ime2,
-                                        bind_linear_decode_m1_fp16_block_scale};
+                                        bind_linear_decode_m1_fp16_block_scale,
+                                        rvv::store_linear_span};
     return t;
   }();
   return k;

@@ -15,6 +15,7 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
   DecodeM1(const PackedActivations& a, const W4B64Packed& w)
       : images_(detail::make_images_decode_paired(a)),
         block_sum_(a.block_sum.data()),
+        terms_(detail::make_block_terms(a)),
         nb_(w.blocks_per_row()),
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
@@ -24,9 +25,27 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
                                 acc);
   }
 
+  // Pairs of tiles through the two-tile loop (kIme2 weights; an odd last tile, and transposed
+  // kRowTile32 weights, one tile at a time).
+  void run_tiles(const std::uint8_t* codes, const float* scale, const float* beta,
+                 std::int64_t tiles, const ukernel::TileStrides& at, float* acc) const override {
+    std::int64_t i = 0;
+    if (!transpose_) {
+      for (; i + 2 <= tiles; i += 2) {
+        detail::decode_tile_pair_outputs(images_.data(), terms_.data(), codes + i * at.code_bytes,
+                                         scale + i * at.floats, beta + i * at.floats, nb_,
+                                         at.code_bytes, at.floats, acc + i * at.rows);
+      }
+    }
+    for (; i < tiles; ++i) {
+      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats, acc + i * at.rows);
+    }
+  }
+
  private:
   AlignedBuffer<std::uint8_t> images_;
   const std::int32_t* block_sum_;  // row 0's block sums S (the caller keeps `a` alive)
+  AlignedBuffer<detail::BlockTerms> terms_;
   std::int64_t nb_;
   bool transpose_;
 };

@@ -58,7 +58,7 @@ inline vint32m1_t combine(vint32m2_t c) {
 
 AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
-  AlignedBuffer<std::uint8_t> images(static_cast<std::size_t>(nb * kDecodeImageBytes));
+  auto images = AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kDecodeImageBytes));
   const vuint8m4_t zero_ones = __riscv_vle8_v_u8m4(kImageTemplate.data(), kDecodeImageBytes);
   const vuint64m1_t even = __riscv_vle64_v_u64m1(kEvenOffsets.data(), 8);
   const vuint64m1_t odd = __riscv_vadd_vx_u64m1(even, kOddShift, 8);
@@ -115,6 +115,120 @@ void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_s
     acc = __riscv_vfadd_vv_f32m1(acc, t, kRows);
   }
   __riscv_vse32_v_f32m1(out, acc, kRows);
+}
+
+namespace {
+
+// Lanes kept of the four C tiles' e32m8 group (lanes 64c + 0..15 hold D after the combination):
+// 256 mask bits.
+constexpr std::array<std::uint8_t, 32> kPairKeepMask = [] {
+  std::array<std::uint8_t, 32> m{};
+  for (int c = 0; c < 4; ++c) m[static_cast<std::size_t>(8 * c)] = m[static_cast<std::size_t>(8 * c + 1)] = 0xFF;
+  return m;
+}();
+
+}  // namespace
+
+// The block loop of two tiles written as one asm loop, with the vector register file laid out by
+// hand, because the point is the instructions around the matrix unit and the compiler cannot
+// place IME2 accumulators in one register group (an asm operand names one register, and the
+// instruction words need four). Per block:
+//   v16..v19  the block's A image (whole-register load: no vsetvli)
+//   v24..v31  tile 0's unit, then tile 1's (8 vmadotu each, under one e8m1 vsetvli)
+//   v8..v15   C tiles X0, Y0, X1, Y1 as one e32m8 group, so the combination
+//             D = lo + 16*hi - 128*ones - 8*S (README.md §3.2) is two slides, two vmacc and a vsub
+//             on all four at once, and one vcompress under the keep mask (v1) packs the 64 D
+//             values into v16..v17 (tile 0's rows, then tile 1's);
+//   v18, v19 / v20, v21  the two tiles' scales / betas (whole-register loads: 32 floats each),
+//             then t = s*D, t += S*beta (fused), acc += t on 64 lanes: the operations of
+//             decode_tile_outputs in the same order, so each tile's outputs are bitwise its.
+// C is zeroed for the next block under the same vsetvli as the combination.
+AlignedBuffer<BlockTerms> make_block_terms(const PackedActivations& a) {
+  const std::int64_t nb = a.blocks_per_row();
+  auto terms = AlignedBuffer<BlockTerms>::for_overwrite(static_cast<std::size_t>(nb));
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const std::int32_t s = a.block_sum[static_cast<std::size_t>(b)];
+    terms[static_cast<std::size_t>(b)] = {-8 * s, static_cast<float>(s)};
+  }
+  return terms;
+}
+
+void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* terms,
+                              const std::uint8_t* codes, const float* scale, const float* beta,
+                              std::int64_t nb, std::int64_t code_stride, std::int64_t float_stride,
+                              float out[64]) {
+  const std::uint8_t* w0 = codes;
+  const std::uint8_t* w1 = codes + code_stride;
+  const float* s0 = scale;
+  const float* s1 = scale + float_stride;
+  const float* b0 = beta;
+  const float* b1 = beta + float_stride;
+  const std::int64_t sixteen = 16, thirty_two = 32, minus_128 = -128;
+  const BlockTerms* const end = terms + nb;
+  std::int64_t minus_8s = 0;
+  float sum_f = 0.0f;
+  vfloat32m2_t acc = __riscv_vfmv_v_f_f32m2(0.0f, 2 * kRows);
+#define K3_PAIR_TILE(x, y)                                      \
+  K3_IME2_INSN "%[f3], %[f7], " x ", v16, v24\n\t" K3_IME2_INSN \
+  "%[f3], %[f7], " x ", v17, v25\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " y ", v16, v26\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " y ", v17, v27\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " x ", v18, v28\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " x ", v19, v29\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " y ", v18, v30\n\t" K3_IME2_INSN              \
+  "%[f3], %[f7], " y ", v19, v31\n\t"
+  asm volatile(
+      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
+      "vlm.v v1, (%[keep])\n\t"
+      "vmv.v.i v8, 0\n\t"
+      "1:\n\t"
+      "vl4re8.v v16, (%[img])\n\t"
+      "vl8re8.v v24, (%[w0])\n\t"
+      "vsetvli t0, zero, e8, m1, ta, ma\n\t"  // the IME2 rule: LMUL 1, vl = VLMAX
+      K3_PAIR_TILE("v8", "v10")
+      "vl8re8.v v24, (%[w1])\n\t"
+      K3_PAIR_TILE("v12", "v14")
+      "lw %[minus_8s], 0(%[terms])\n\t"
+      "flw %[sum_f], 4(%[terms])\n\t"
+      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
+      "vslidedown.vi v24, v8, 16\n\t"
+      "vmacc.vx v8, %[c16], v24\n\t"  // lo + 16*hi
+      "vslidedown.vx v24, v8, %[c32]\n\t"
+      "vmacc.vx v8, %[c128], v24\n\t"  // - 128*ones
+      "vadd.vx v8, v8, %[minus_8s]\n\t"  // - 8*S
+      "vcompress.vm v16, v8, v1\n\t"
+      "vmv.v.i v8, 0\n\t"
+      "vl1re32.v v18, (%[s0])\n\t"
+      "vl1re32.v v19, (%[s1])\n\t"
+      "vl1re32.v v20, (%[b0])\n\t"
+      "vl1re32.v v21, (%[b1])\n\t"
+      "vsetvli t0, zero, e32, m2, ta, ma\n\t"
+      "vfcvt.f.x.v v16, v16\n\t"  // |D| < 2^17: exact
+      "vfmul.vv v16, v18, v16\n\t"
+      "vfmacc.vf v16, %[sum_f], v20\n\t"
+      "vfadd.vv %[acc], %[acc], v16\n\t"
+      "addi %[img], %[img], %[image_bytes]\n\t"
+      "addi %[terms], %[terms], %[terms_bytes]\n\t"
+      "addi %[w0], %[w0], %[unit_bytes]\n\t"
+      "addi %[w1], %[w1], %[unit_bytes]\n\t"
+      "addi %[s0], %[s0], %[row_bytes]\n\t"
+      "addi %[s1], %[s1], %[row_bytes]\n\t"
+      "addi %[b0], %[b0], %[row_bytes]\n\t"
+      "addi %[b1], %[b1], %[row_bytes]\n\t"
+      "bne %[terms], %[end], 1b"
+      : [acc] "+vr"(acc), [img] "+r"(images), [terms] "+r"(terms), [w0] "+r"(w0),
+        [w1] "+r"(w1), [s0] "+r"(s0), [s1] "+r"(s1), [b0] "+r"(b0), [b1] "+r"(b1),
+        [minus_8s] "=&r"(minus_8s), [sum_f] "=&f"(sum_f)
+      : [end] "r"(end), [keep] "r"(kPairKeepMask.data()), [c16] "r"(sixteen), [c32] "r"(thirty_two),
+        [c128] "r"(minus_128), [image_bytes] "i"(kDecodeImageBytes),
+        [terms_bytes] "i"(sizeof(BlockTerms)), [unit_bytes] "i"(kUnitBytes),
+        [row_bytes] "i"(kRows * sizeof(float)), [f3] "i"(encoding::vmadot_funct3(Sign::kUU)),
+        [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
+      : "t0", "v1", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",
+        "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
+        "memory" K3_IME2_CLOBBER_RA);
+#undef K3_PAIR_TILE
+  __riscv_vse32_v_f32m2(out, acc, 2 * kRows);
 }
 
 }  // namespace k3k::ime2::detail

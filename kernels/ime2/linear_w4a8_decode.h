@@ -45,4 +45,20 @@ void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_s
                          const std::uint8_t* codes, const float* scale, const float* beta,
                          std::int64_t nb, bool transpose, float out[32]);
 
+// A block's terms of the combination, once per call: -8*S (integer) and S (as the float the
+// beta term multiplies), read by the two-tile loop with two loads.
+struct BlockTerms {
+  std::int32_t minus_8s;
+  float s;
+};
+AlignedBuffer<BlockTerms> make_block_terms(const PackedActivations& a);
+
+// Two neighbouring tiles (kIme2 layout) in one pass over the blocks: out[0..32) the first tile's
+// decode_tile_outputs, out[32..64) the second's, bitwise. The second tile's codes, scale and beta
+// are code_stride bytes and float_stride floats after the first's.
+void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* terms,
+                              const std::uint8_t* codes, const float* scale, const float* beta,
+                              std::int64_t nb, std::int64_t code_stride, std::int64_t float_stride,
+                              float out[64]);
+
 }  // namespace k3k::ime2::detail

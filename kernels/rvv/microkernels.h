@@ -12,6 +12,12 @@ namespace k3k::rvv {
 
 #include "ukernels/layer_microkernels.inc"  // NOLINT(bugprone-suspicious-include)
 
+// The Linear epilogue over contiguous outputs (ukernel::StoreSpanFn), vectorized; the IME2 layer's
+// Linear variants use it too.
+void store_linear_span(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                       std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
+                       const float* acc);
+
 const ukernel::LayerKernels& kernels();
 // The CPU probe dispatch consults before handing out these microkernels.
 const LayerProbe& probe();

@@ -15,6 +15,7 @@
 #include <span>
 #include <string_view>
 
+#include "k3k/linear.h"
 #include "k3k/quantize.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
@@ -29,6 +30,15 @@ using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, 
                                  const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
                                  float* acc);
 
+// The direct epilogue over the contiguous outputs (row, col0 + i), i < count, from acc[i]: per
+// output the operations of detail::store_linear_output in the same order, so every layer's
+// epilogue gives the same bits. Null in a variant: the drivers' scalar loop
+// (detail::store_linear_span); the RVV layer's is vectorized (a decode tile's per-output epilogue
+// cost as much as a third of its matrix work).
+using StoreSpanFn = void (*)(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                             std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
+                             const float* acc);
+
 // Per-call options a Linear microkernel receives when it is bound.
 struct LinearOptions {
   // Software prefetch distance in bytes ahead of the weight stream (0: off). Only microkernels
@@ -39,11 +49,29 @@ struct LinearOptions {
 // A layer's tile body bound to one call's activations (the IME2 layer builds its A images once per
 // call here). run() computes acc[0..w.row_tile) for one tile from weight pointers in DRAM or in
 // TCM; it is called concurrently from several workers.
+// Where tile i of consecutive weight tiles starts, relative to the first (the same in DRAM and in
+// a TCM slab): codes + i * code_bytes, scale and beta + i * floats; its rows go to acc + i * rows.
+struct TileStrides {
+  std::int64_t code_bytes, floats, rows;
+  static TileStrides of(const W4B64Packed& w) {
+    return {w.tile_code_bytes(), w.tile_floats(), w.row_tile};
+  }
+};
+
 class DecodeTileBody {
  public:
   virtual ~DecodeTileBody() = default;
   virtual void run(const std::uint8_t* codes, const float* scale, const float* beta,
                    float* acc) const = 0;
+  // `tiles` consecutive tiles at once (the drivers call this): run() per tile, unless the layer
+  // shares per-block work between neighbouring tiles (the IME2 decode combines four tiles' lanes
+  // in one instruction). Each tile's outputs are bitwise those of run().
+  virtual void run_tiles(const std::uint8_t* codes, const float* scale, const float* beta,
+                         std::int64_t tiles, const TileStrides& at, float* acc) const {
+    for (std::int64_t i = 0; i < tiles; ++i) {
+      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats, acc + i * at.rows);
+    }
+  }
   // After all tiles: throws when the microkernel met data it cannot compute (the IME2 `.hp` body's
   // out-of-range block scales: std::domain_error). Default: nothing to report.
   virtual void finish() const {}
@@ -56,6 +84,7 @@ struct LinearDecode {
   // Binds the body to one call (throws std::invalid_argument for weights it cannot read).
   std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                           const LinearOptions& options);
+  StoreSpanFn store_span = nullptr;
 };
 
 // Layout predicates most microkernels use.
@@ -148,6 +177,7 @@ struct LinearPrefill {
   // Binds to one call; may prepare per-call operands in parallel on `pool`.
   std::unique_ptr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                            WorkerPool& pool);
+  StoreSpanFn store_span = nullptr;
 };
 
 // A layer's variants of one Linear microkernel. `all` lists every variant (what a tuner may

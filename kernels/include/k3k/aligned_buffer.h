@@ -53,6 +53,9 @@ class AlignedBuffer {
 
   // A copy of `src`, written once (no zero-fill first): large copies cost one pass, not two.
   static AlignedBuffer copy_of(std::span<const T> src) { return AlignedBuffer(src.size(), src.data()); }
+  // Not zero-filled (as std::make_unique_for_overwrite): for per-call scratch the caller writes in
+  // full before reading, where the fill would cost as much as the writing.
+  static AlignedBuffer for_overwrite(std::size_t count) { return AlignedBuffer(count, nullptr, false); }
 
   // A view of memory someone else owns (e.g. a read-only mapping of a weight file), kept alive by
   // `owner` for as long as any view of it exists. `data` must be kBufferAlignment aligned. Kernels
@@ -65,8 +68,8 @@ class AlignedBuffer {
   }
 
  private:
-  // Zero-filled when `init` is null, else a copy of init[0, count).
-  AlignedBuffer(std::size_t count, const T* init) : count_(count) {
+  // Zero-filled when `init` is null (unless !zero_fill), else a copy of init[0, count).
+  AlignedBuffer(std::size_t count, const T* init, bool zero_fill = true) : count_(count) {
     if (count == 0) return;
     const std::size_t raw = count * sizeof(T);
     const bool huge = raw >= kHugePageBytes && huge_page_buffers();
@@ -83,7 +86,7 @@ class AlignedBuffer {
     if (init != nullptr) {
       std::memcpy(p, init, raw);
       std::memset(static_cast<char*>(p) + raw, 0, used - raw);
-    } else {
+    } else if (zero_fill) {
       std::memset(p, 0, used);
     }
     data_.reset(static_cast<T*>(p), [](T* q) { std::free(q); });
