@@ -22,6 +22,7 @@
 #include "k3k/seeded_random.h"
 
 #include "support/test_data.h"
+#include "support/test_size.h"
 
 namespace {
 
@@ -208,8 +209,9 @@ TEST(Ime2Hp, DecodeWithinItsBoundOverModelShapesAndOddSizes) {
         HpCase{33, 192, 7, OutputLayout::kC4, true, true},
         HpCase{70, 320, 40, OutputLayout::kRowMajor, false, true},
         // N x K: Qwen3-0.6B k/v (1024 x 1024), Qwen3.5-0.8B MLP down (1024 x 3584).
-        HpCase{1024, 1024, 64, OutputLayout::kRowMajor, true, false},
-        HpCase{1024, 3584, 128, OutputLayout::kC4, false, false}}) {
+        // (Reduced runs, support/test_size.h: the same K on fewer rows.)
+        HpCase{k3test::model_n(1024, 192), 1024, 64, OutputLayout::kRowMajor, true, false},
+        HpCase{k3test::model_n(1024, 96), 3584, 128, OutputLayout::kC4, false, false}}) {
     worst_std = std::max(worst_std, check_hp(c, seed++));
   }
   // fp16 accumulation is visibly less exact than the int32 path's bound: the separate bound is

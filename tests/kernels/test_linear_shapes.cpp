@@ -16,6 +16,7 @@
 #include "support/linear_checks.h"
 #include "support/linear_packings.h"
 #include "support/test_data.h"
+#include "support/test_size.h"
 
 namespace {
 
@@ -115,14 +116,17 @@ TEST_P(LinearShapes, Qwen3_0_6bShapes) {
 }
 
 // N x K shapes of Qwen3-1.7B and Qwen3.5 layers (decode and prefill; M = 16 and an odd M = 9).
+// Reduced runs (support/test_size.h) keep every K and cut the prefill cases' N.
 TEST_P(LinearShapes, Qwen3_1_7bAndQwen3_5Shapes) {
   check_case(layer(), {1, 2048, 2048, 64, OutputLayout::kRowMajor, true, false, false},
              111);  // 1.7B q/o decode
-  check_case(layer(), {16, 1024, 2048, 64, OutputLayout::kC4, false, true, false},
+  check_case(layer(),
+             {16, k3test::model_n(1024, 160), 2048, 64, OutputLayout::kC4, false, true, false},
              112);  // 1.7B k/v prefill
   check_case(layer(), {1, 16, 1024, 64, OutputLayout::kRowMajor, false, false, false},
              113);  // 3.5 GDN a/b decode
-  check_case(layer(), {9, 1024, 3584, 128, OutputLayout::kRowMajor, true, false, false},
+  check_case(layer(),
+             {9, k3test::model_n(1024, 96), 3584, 128, OutputLayout::kRowMajor, true, false, false},
              114);  // 3.5-0.8B down
 }
 
