@@ -11,45 +11,13 @@ std::int64_t output_elements(OutputLayout layout, std::int64_t m, std::int64_t n
 
 namespace detail {
 
-namespace {
-
-// out[i] = clamp(sa * acc[i] (+ bias[i]) (+ residual[i])): one loop per epilogue shape, so each
-// is a straight loop the vectorizer takes (no per-output branch). out may be residual (an
-// in-place residual add): each output reads its own residual before it is written.
-template <bool kBias, bool kResidual>
-void store_contiguous(float* out, const float* acc, const float* bias, const float* residual,
-                      std::int64_t count, float sa, float lo, float hi) {
-  for (std::int64_t i = 0; i < count; ++i) {
-    float y = sa * acc[i];
-    if constexpr (kBias) y += bias[i];
-    if constexpr (kResidual) y += residual[i];
-    out[i] = std::min(std::max(y, lo), hi);
-  }
-}
-
-}  // namespace
-
-void store_linear_span(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                       std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
-                       const float* acc) {
-  if (ep.layout != OutputLayout::kRowMajor && m != 1) {  // C4 with several rows: strided outputs
+void store_linear_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                       std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
+                       const float* sa, const float* acc, std::int64_t acc_stride) {
+  for (int r = 0; r < rows; ++r) {
     for (std::int64_t i = 0; i < count; ++i) {
-      store_linear_output(ep, out, m, n, row, col0 + i, sa, acc[i]);
+      store_linear_output(ep, out, m, n, row0 + r, col0 + i, sa[r], acc[r * acc_stride + i]);
     }
-    return;
-  }
-  const std::int64_t at = output_index(ep.layout, m, n, row, col0);  // outputs at..at+count-1
-  const float* bias = ep.bias != nullptr ? ep.bias + col0 : nullptr;
-  const float* residual = ep.residual != nullptr ? ep.residual + at : nullptr;
-  const float lo = ep.clamp_min, hi = ep.clamp_max;
-  if (bias != nullptr && residual != nullptr) {
-    store_contiguous<true, true>(out + at, acc, bias, residual, count, sa, lo, hi);
-  } else if (bias != nullptr) {
-    store_contiguous<true, false>(out + at, acc, bias, residual, count, sa, lo, hi);
-  } else if (residual != nullptr) {
-    store_contiguous<false, true>(out + at, acc, bias, residual, count, sa, lo, hi);
-  } else {
-    store_contiguous<false, false>(out + at, acc, bias, residual, count, sa, lo, hi);
   }
 }
 
@@ -65,12 +33,17 @@ void zero_c4_padding(const LinearEpilogue& ep, float* out, std::int64_t m, std::
 void validate_linear_args(const char* who, const PackedActivations& a, const W4B64Packed& w,
                           const LinearEpilogue& ep, const float* out, const LinearTiling& tiling,
                           const char* ukernel, bool reads_layout) {
-  auto fail = [&](const std::string& what) { throw std::invalid_argument(std::string(who) + ": " + what); };
-  if (a.k != w.k) fail("activation K (" + std::to_string(a.k) + ") != weight K (" + std::to_string(w.k) + ")");
-  if (w.n <= 0 || w.k <= 0 || w.k % kW4BlockK != 0) fail("weights must be N>0, K a positive multiple of 64");
+  auto fail = [&](const std::string& what) {
+    throw std::invalid_argument(std::string(who) + ": " + what);
+  };
+  if (a.k != w.k)
+    fail("activation K (" + std::to_string(a.k) + ") != weight K (" + std::to_string(w.k) + ")");
+  if (w.n <= 0 || w.k <= 0 || w.k % kW4BlockK != 0)
+    fail("weights must be N>0, K a positive multiple of 64");
   if (!reads_layout) {
-    fail(std::string("weights in layout ") + to_string(w.layout) + " with " + std::to_string(w.row_tile) +
-         " rows per tile are not read by " + ukernel + (w.layout == W4B64Layout::kIme2 ? " (packed for the IME2 layer)" : ""));
+    fail(std::string("weights in layout ") + to_string(w.layout) + " with " +
+         std::to_string(w.row_tile) + " rows per tile are not read by " + ukernel +
+         (w.layout == W4B64Layout::kIme2 ? " (packed for the IME2 layer)" : ""));
   }
   if (tiling.tile_n <= 0) fail("tile_n must be positive, got " + std::to_string(tiling.tile_n));
   if (out == nullptr) fail("output is null");

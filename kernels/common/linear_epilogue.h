@@ -24,18 +24,17 @@ inline void store_linear_output(const LinearEpilogue& ep, float* out, std::int64
 // Accumulators a decode task computes before it stores them (a few weight tiles of any row_tile).
 inline constexpr std::int64_t kDecodeSpanRows = 4 * kMaxRowTile;
 
-// store_linear_output for the outputs (row, col0 + i), i < count, from acc[i]: the same operations
-// in the same order for every output, as one loop over contiguous outputs (row-major, or C4 with
-// one row) that the compiler vectorizes. The decode drivers call it once per span of tiles; per
-// output it was a third of an IME2 decode's instructions.
-void store_linear_span(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                       std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
-                       const float* acc);
+// store_linear_output for the outputs (row0 + r, col0 + i) from acc[r * acc_stride + i] and sa[r]
+// (ukernel::StoreTileFn): the scalar epilogue of the generic layer, one loop per row over its
+// contiguous outputs (row-major, or C4 with one row), output by output where C4 spreads them.
+void store_linear_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                       std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
+                       const float* sa, const float* acc, std::int64_t acc_stride);
 
 // The variant's epilogue, or the scalar one.
 template <typename Variant>
-ukernel::StoreSpanFn store_span_of(const Variant& uk) {
-  return uk.store_span != nullptr ? uk.store_span : store_linear_span;
+ukernel::StoreTileFn store_tile_of(const Variant& uk) {
+  return uk.store_tile != nullptr ? uk.store_tile : store_linear_tile;
 }
 
 // C4 lanes past N are defined as zero so the output buffer is fully written.

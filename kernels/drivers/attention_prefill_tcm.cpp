@@ -39,8 +39,8 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
   TcmAttentionStats stats;
   if (tokens == 0) return stats;
   std::optional<RopeTable> own_table;
-  const RopeTable& table = k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens,
-                                                         &pool, own_table);
+  const RopeTable& table =
+      k3k::detail::query_rope_table(cache, cache.length() - tokens, tokens, &pool, own_table);
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
   const int hd = call.head_dim, kv_block = call.kv_block;
@@ -51,8 +51,8 @@ TcmAttentionStats attention_prefill_tcm(const ukernel::AttentionPrefill& uk,
       static_cast<std::int64_t>(workspace.tcm().geometry().block_bytes);
   if (tcm_layout.floats * static_cast<std::int64_t>(sizeof(float)) > block_bytes) {
     k3k::detail::fail("attention_prefill (TCM): the gate's stage of ", gate.kv_blocks,
-                 " blocks does not fit a TCM block for q_tile ", call.q_tile, ", kv_block ",
-                 kv_block, " and head_dim ", hd);
+                      " blocks does not fit a TCM block for q_tile ", call.q_tile, ", kv_block ",
+                      kv_block, " and head_dim ", hd);
   }
   // DRAM fallback arena of a worker without a block: the DRAM driver's layout.
   const bool f16 = cache.dtype() == KvDtype::f16;

@@ -85,8 +85,8 @@ void gdn_prefill(const ukernel::GatedDeltaNet& uk, const GdnDims& d, std::int64_
   for (std::int64_t c0 = 0; c0 < tokens; c0 += chunk) {
     const int cn = static_cast<int>(std::min<std::int64_t>(chunk, tokens - c0));
     pool.parallel_for(hv, [&](std::int64_t h, int) {
-      a_end[static_cast<std::size_t>(h)] = prepare_chunk(uk, d, in, c0, cn, static_cast<int>(h), lay,
-                                                         prep.data() + h * lay.floats());
+      a_end[static_cast<std::size_t>(h)] = prepare_chunk(uk, d, in, c0, cn, static_cast<int>(h),
+                                                         lay, prep.data() + h * lay.floats());
     });
     pool.parallel_for(std::int64_t(hv) * col_blocks, [&](std::int64_t task, int worker) {
       const int h = static_cast<int>(task / col_blocks);

@@ -18,9 +18,9 @@ constexpr std::int64_t kConvChannelsPerTask = 256;
 }  // namespace
 
 void gdn_gates(const ukernel::GdnGates& uk, const float* a, std::int64_t a_stride, const float* b,
-               std::int64_t b_stride, std::span<const float> a_log,
-               std::span<const float> dt_bias, std::span<float> g, std::span<float> beta,
-               std::int64_t tokens, int heads, WorkerPool& pool) {
+               std::int64_t b_stride, std::span<const float> a_log, std::span<const float> dt_bias,
+               std::span<float> g, std::span<float> beta, std::int64_t tokens, int heads,
+               WorkerPool& pool) {
   detail::check_gdn_gates(a, a_stride, b, b_stride, a_log, dt_bias, g, beta, tokens, heads);
   // -exp(A_log) once per head, in double and rounded once: the same bits on every layer.
   std::vector<float> neg_a(static_cast<std::size_t>(heads));
@@ -32,8 +32,8 @@ void gdn_gates(const ukernel::GdnGates& uk, const float* a, std::int64_t a_strid
   pool.parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t end = std::min(tokens, (task + 1) * per_task);
     for (std::int64_t t = task * per_task; t < end; ++t) {
-      uk.row(a + t * a_stride, b + t * b_stride, neg_a.data(), dt_bias.data(),
-             g.data() + t * heads, beta.data() + t * heads, heads);
+      uk.row(a + t * a_stride, b + t * b_stride, neg_a.data(), dt_bias.data(), g.data() + t * heads,
+             beta.data() + t * heads, heads);
     }
   });
 }
@@ -70,8 +70,8 @@ void causal_conv1d(const ukernel::CausalConv& uk, std::span<const float> x,
     for (int p = 0; p < hist; ++p) {
       const std::int64_t pos = tokens + p;  // position in [state; x]
       float* dst = state.data() + std::int64_t(p) * channels + c0;
-      const float* src = pos < hist ? state.data() + pos * channels + c0
-                                    : x.data() + (pos - hist) * channels + c0;
+      const float* src =
+          pos < hist ? state.data() + pos * channels + c0 : x.data() + (pos - hist) * channels + c0;
       std::copy(src, src + n, dst);  // src is a later row than dst (or x): never overwritten yet
     }
   });

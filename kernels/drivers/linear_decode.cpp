@@ -27,7 +27,7 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
   const float sa = a.scale[0];
 
   const ukernel::TileStrides at = ukernel::TileStrides::of(w);
-  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
+  const ukernel::StoreTileFn store = detail::store_tile_of(uk);
   const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;  // tiles per run_tiles call
   const std::int64_t tiles = (n + rows - 1) / rows;
   pool.parallel_for_on(tiling.max_workers, col_tiles, [&](std::int64_t task, int) {
@@ -41,7 +41,7 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
                       w.beta.data() + t * at.floats, count, at, acc);
       const std::int64_t lo = std::max(col0, t * rows);
       const std::int64_t hi = std::min(col1, (t + count) * rows);
-      store(ep, out, 1, n, 0, lo, hi - lo, sa, acc + (lo - t * rows));
+      store(ep, out, 1, n, 0, 1, lo, hi - lo, &sa, acc + (lo - t * rows), 0);
     }
   });
   detail::zero_c4_padding(ep, out, 1, n);

@@ -89,7 +89,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
   std::vector<tcm_detail::PairBarrier> barriers(lanes.size());
   std::vector<WorkerTimes> times(static_cast<std::size_t>(workers));
   const float sa = a.scale[0];
-  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
+  const ukernel::StoreTileFn store = detail::store_tile_of(uk);
   tcm::Tcm& tcm = workspace.tcm();
 
   auto compute_slab = [&](std::int64_t s, const std::byte* buffer) {
@@ -101,10 +101,10 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;
     for (std::int64_t i = 0; i < count; i += span_tiles) {
       const std::int64_t tiles = std::min(span_tiles, count - i);
-      body->run_tiles(v.codes + i * at.code_bytes, v.scale + i * at.floats,
-                      v.beta + i * at.floats, tiles, at, acc);
+      body->run_tiles(v.codes + i * at.code_bytes, v.scale + i * at.floats, v.beta + i * at.floats,
+                      tiles, at, acc);
       const std::int64_t row0 = (t0 + i) * rows;
-      store(ep, out, 1, n, 0, row0, std::min(tiles * rows, n - row0), sa, acc);
+      store(ep, out, 1, n, 0, 1, row0, std::min(tiles * rows, n - row0), &sa, acc, 0);
     }
   };
   auto copy_slab = [&](std::int64_t s, std::byte* buffer) -> std::int64_t {

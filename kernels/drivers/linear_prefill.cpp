@@ -28,7 +28,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   const std::int64_t groups = (m + group_rows - 1) / group_rows;
   const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows_per_tile);
   const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
-  const ukernel::StoreSpanFn store = detail::store_span_of(uk);
+  const ukernel::StoreTileFn store = detail::store_tile_of(uk);
 
   pool.parallel_for_on(tiling.max_workers, groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
@@ -42,10 +42,8 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
                 w.scale.data() + t * w.tile_floats(), w.beta.data() + t * w.tile_floats(), acc);
       const std::int64_t lo = std::max(col0, t * rows_per_tile);
       const std::int64_t hi = std::min(col1, (t + 1) * rows_per_tile);
-      for (int r = 0; r < rows; ++r) {
-        store(ep, out, m, n, row0 + r, lo, hi - lo, a.scale[static_cast<std::size_t>(row0 + r)],
-              acc + r * rows_per_tile + (lo - t * rows_per_tile));
-      }
+      store(ep, out, m, n, row0, rows, lo, hi - lo, a.scale.data() + row0,
+            acc + (lo - t * rows_per_tile), rows_per_tile);
     }
   });
   detail::zero_c4_padding(ep, out, m, n);

@@ -122,7 +122,7 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
         in_range_.store(false, std::memory_order_relaxed);
         return;
       }
-      const std::uint8_t* img = images_.data() + b * kUnitBytes;
+      const std::uint8_t* img = images_.data() + b * kImageBytes;
       const std::uint8_t* unit = codes + b * kUnitBytes;
       const float* be = beta + b * kScales;
       const float s_sum = static_cast<float>(block_sum_[b]);

@@ -15,7 +15,6 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
   DecodeM1(const PackedActivations& a, const W4B64Packed& w)
       : images_(detail::make_images_decode_paired(a)),
         block_sum_(a.block_sum.data()),
-        terms_(detail::make_block_terms(a)),
         nb_(w.blocks_per_row()),
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
@@ -32,20 +31,20 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
     std::int64_t i = 0;
     if (!transpose_) {
       for (; i + 2 <= tiles; i += 2) {
-        detail::decode_tile_pair_outputs(images_.data(), terms_.data(), codes + i * at.code_bytes,
+        detail::decode_tile_pair_outputs(images_.data(), codes + i * at.code_bytes,
                                          scale + i * at.floats, beta + i * at.floats, nb_,
                                          at.code_bytes, at.floats, acc + i * at.rows);
       }
     }
     for (; i < tiles; ++i) {
-      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats, acc + i * at.rows);
+      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats,
+          acc + i * at.rows);
     }
   }
 
  private:
   AlignedBuffer<std::uint8_t> images_;
   const std::int32_t* block_sum_;  // row 0's block sums S (the caller keeps `a` alive)
-  AlignedBuffer<detail::BlockTerms> terms_;
   std::int64_t nb_;
   bool transpose_;
 };

@@ -18,8 +18,13 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
 
   void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
            const float* beta, float* acc) const override {
+    if (!transpose_) {  // the kIme2 weights an engine loads: outputs by row, no copy
+      detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, scale, beta,
+                                  nb_, acc);
+      return;
+    }
     alignas(64) float tile[4][64];  // [sub][8m + n]
-    detail::tile_outputs(images_.data() + group * nb_ * kUnitBytes, codes, scale, beta, nb_,
+    detail::tile_outputs(images_.data() + group * nb_ * kImageBytes, codes, scale, beta, nb_,
                          transpose_, tile);
     for (int r = 0; r < rows; ++r)
       for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];

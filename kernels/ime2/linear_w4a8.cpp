@@ -7,6 +7,8 @@
 
 #include <riscv_vector.h>
 
+#include <array>
+
 #include "ime2/ime2_insn.h"
 #include "ime2/w4b64_ime2_layout.h"
 
@@ -18,20 +20,24 @@ constexpr std::size_t kLanes = 64;  // C tile lanes (8 x 8 int32 / float, e32m2 
 
 // One A-image unit from 8 rows x 64 int8 codes: rows 0..3 at `lower` (lower_rows of them, 64 bytes
 // apart), rows 4..7 at `upper` (4 rows, or null for zeros); sums[8] the rows' block sums.
-void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* upper, const std::int32_t* sums,
-                 std::uint8_t* dst) {
+void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* upper,
+                 const std::int32_t* sums, std::uint8_t* dst) {
   const vuint64m2_t zero = __riscv_vmv_v_x_u64m2(0, 32);
   const vuint64m2_t r0 =
       __riscv_vle64_v_u64m2_tu(zero, reinterpret_cast<const std::uint64_t*>(lower), 8 * lower_rows);
-  const vuint64m2_t r1 = upper ? __riscv_vle64_v_u64m2(reinterpret_cast<const std::uint64_t*>(upper), 32) : zero;
+  const vuint64m2_t r1 =
+      upper ? __riscv_vle64_v_u64m2(reinterpret_cast<const std::uint64_t*>(upper), 32) : zero;
   vuint64m4_t rows = __riscv_vundefined_u64m4();
   rows = __riscv_vset_v_u64m2_u64m4(rows, 0, r0);
   rows = __riscv_vset_v_u64m2_u64m4(rows, 1, r1);
   const vuint64m4_t idx = __riscv_vle64_v_u64m4(kChunkGather.data(), 64);
-  const vuint8m4_t chunks = __riscv_vreinterpret_v_u64m4_u8m4(__riscv_vrgather_vv_u64m4(rows, idx, 64));
+  const vuint8m4_t chunks =
+      __riscv_vreinterpret_v_u64m4_u8m4(__riscv_vrgather_vv_u64m4(rows, idx, 64));
   for (int ks = 0; ks < 2; ++ks) {
-    const vuint8m1_t p = ks == 0 ? __riscv_vget_v_u8m4_u8m1(chunks, 0) : __riscv_vget_v_u8m4_u8m1(chunks, 1);
-    const vuint8m1_t q = ks == 0 ? __riscv_vget_v_u8m4_u8m1(chunks, 2) : __riscv_vget_v_u8m4_u8m1(chunks, 3);
+    const vuint8m1_t p =
+        ks == 0 ? __riscv_vget_v_u8m4_u8m1(chunks, 0) : __riscv_vget_v_u8m4_u8m1(chunks, 1);
+    const vuint8m1_t q =
+        ks == 0 ? __riscv_vget_v_u8m4_u8m1(chunks, 2) : __riscv_vget_v_u8m4_u8m1(chunks, 3);
     const vuint8m1_t lo = __riscv_vor_vv_u8m1(__riscv_vand_vx_u8m1(p, 0x0F, kRegBytes),
                                               __riscv_vsll_vx_u8m1(q, 4, kRegBytes), kRegBytes);
     const vuint8m1_t hi = __riscv_vor_vv_u8m1(__riscv_vsrl_vx_u8m1(p, 4, kRegBytes),
@@ -39,12 +45,15 @@ void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* up
     __riscv_vse8_v_u8m1(dst + ks * 2 * kRegBytes, lo, kRegBytes);
     __riscv_vse8_v_u8m1(dst + ks * 2 * kRegBytes + kRegBytes, hi, kRegBytes);
   }
-  auto* s8 = reinterpret_cast<std::int32_t*>(dst + kImageSumsOffset);
-  auto* sf = reinterpret_cast<float*>(dst + kImageSumsFOffset);
-  for (std::size_t p = 0; p < kLanes; ++p) {
-    s8[p] = 8 * sums[p / 8];
-    sf[p] = static_cast<float>(sums[p / 8]);
-  }
+  // Lane p = 64 sub + 8m + n holds row m's sum: a gather of sums[(p >> 3) & 7] over 256 lanes.
+  const std::size_t lanes = kImageLanes;
+  const vuint32m8_t row =
+      __riscv_vand_vx_u32m8(__riscv_vsrl_vx_u32m8(__riscv_vid_v_u32m8(lanes), 3, lanes), 7, lanes);
+  const vint32m8_t s = __riscv_vrgather_vv_i32m8(__riscv_vle32_v_i32m8(sums, 8), row, lanes);
+  __riscv_vse32_v_i32m8(reinterpret_cast<std::int32_t*>(dst + kImageMinus8SOffset),
+                        __riscv_vmul_vx_i32m8(s, -8, lanes), lanes);
+  __riscv_vse32_v_f32m8(reinterpret_cast<float*>(dst + kImageSumsFOffset),
+                        __riscv_vfcvt_f_x_v_f32m8(s, lanes), lanes);
 }
 
 // Lane p of the result = v[p % 8] (a per-column value spread over the 8 rows of a C tile).
@@ -53,8 +62,9 @@ inline vfloat32m2_t per_column(const float* v, vuint32m2_t col_idx) {
 }
 
 // One block of one 8x8 tile: acc += s*D + beta*S.
-inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img, const std::uint8_t* b_unit, int sub,
-                               const float* scale, const float* beta, vuint32m2_t col_idx) {
+inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img,
+                               const std::uint8_t* b_unit, int sub, const float* scale,
+                               const float* beta, vuint32m2_t col_idx) {
   vint32m2_t lo = __riscv_vmv_v_x_i32m2(0, kLanes), hi = lo;
   const vuint8m1_t a_lo0 = __riscv_vle8_v_u8m1(img, kRegBytes);
   const vuint8m1_t a_hi0 = __riscv_vle8_v_u8m1(img + kRegBytes, kRegBytes);
@@ -64,9 +74,14 @@ inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img, const 
   const vuint8m1_t b1 = __riscv_vle8_v_u8m1(b_unit + kHalfUnitBytes + sub * kRegBytes, kRegBytes);
   w4a8_block(lo, hi, a_lo0, a_hi0, a_lo1, a_hi1, b0, b1);
   vint32m2_t d = __riscv_vadd_vv_i32m2(__riscv_vsll_vx_i32m2(hi, 4, kLanes), lo, kLanes);
-  d = __riscv_vsub_vv_i32m2(d, __riscv_vle32_v_i32m2(reinterpret_cast<const std::int32_t*>(img + kImageSumsOffset), kLanes), kLanes);
+  d = __riscv_vadd_vv_i32m2(
+      d,
+      __riscv_vle32_v_i32m2(reinterpret_cast<const std::int32_t*>(img + kImageMinus8SOffset),
+                            kLanes),
+      kLanes);
   const vfloat32m2_t df = __riscv_vfcvt_f_x_v_f32m2(d, kLanes);  // |D| < 2^17: exact
-  const vfloat32m2_t sf = __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(img + kImageSumsFOffset), kLanes);
+  const vfloat32m2_t sf =
+      __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(img + kImageSumsFOffset), kLanes);
   vfloat32m2_t t = __riscv_vfmul_vv_f32m2(per_column(scale + 8 * sub, col_idx), df, kLanes);
   t = __riscv_vfmacc_vv_f32m2(t, sf, per_column(beta + 8 * sub, col_idx), kLanes);
   return __riscv_vfadd_vv_f32m2(acc, t, kLanes);
@@ -76,8 +91,8 @@ inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img, const 
 inline void transpose_unit(const std::uint8_t* src, std::uint8_t* dst, vuint16m8_t idx) {
   for (int h = 0; h < 2; ++h) {
     const vuint8m4_t x = __riscv_vle8_v_u8m4(src + h * kHalfUnitBytes, kHalfUnitBytes);
-    __riscv_vse8_v_u8m4(dst + h * kHalfUnitBytes, __riscv_vrgatherei16_vv_u8m4(x, idx, kHalfUnitBytes),
-                        kHalfUnitBytes);
+    __riscv_vse8_v_u8m4(dst + h * kHalfUnitBytes,
+                        __riscv_vrgatherei16_vv_u8m4(x, idx, kHalfUnitBytes), kHalfUnitBytes);
   }
 }
 
@@ -85,10 +100,11 @@ inline void transpose_unit(const std::uint8_t* src, std::uint8_t* dst, vuint16m8
 
 AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
-  AlignedBuffer<std::uint8_t> images(static_cast<std::size_t>(nb * kUnitBytes));
+  auto images =
+      AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kImageBytes));
   for (std::int64_t b = 0; b < nb; ++b) {
     const std::int32_t sums[8] = {a.block_sum[static_cast<std::size_t>(b)], 0, 0, 0, 0, 0, 0, 0};
-    write_image(a.block_codes(0, b), 1, nullptr, sums, images.data() + b * kUnitBytes);
+    write_image(a.block_codes(0, b), 1, nullptr, sums, images.data() + b * kImageBytes);
   }
   return images;
 }
@@ -96,10 +112,12 @@ AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a) {
 AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool) {
   const std::int64_t nb = a.blocks_per_row();
   const std::int64_t groups = (a.m + kGroupRows - 1) / kGroupRows;
-  AlignedBuffer<std::uint8_t> images(static_cast<std::size_t>(groups * nb * kUnitBytes));
+  auto images = AlignedBuffer<std::uint8_t>::for_overwrite(
+      static_cast<std::size_t>(groups * nb * kImageBytes));
   pool.parallel_for(groups, [&](std::int64_t g, int) {
     const std::int64_t row0 = g * kGroupRows;
-    const bool has_upper = row0 + kPrefillRowsPerTask < a.m;  // the M4 pack stops after row M-1's group
+    const bool has_upper =
+        row0 + kPrefillRowsPerTask < a.m;  // the M4 pack stops after row M-1's group
     for (std::int64_t b = 0; b < nb; ++b) {
       std::int32_t sums[8] = {};
       for (int r = 0; r < kGroupRows && row0 + r < a.m; ++r) {
@@ -109,14 +127,14 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
       // two 256-byte runs.
       write_image(a.block_codes(row0, b), kPrefillRowsPerTask,
                   has_upper ? a.block_codes(row0 + kPrefillRowsPerTask, b) : nullptr, sums,
-                  images.data() + (g * nb + b) * kUnitBytes);
+                  images.data() + (g * nb + b) * kImageBytes);
     }
   });
   return images;
 }
 
-void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale, const float* beta,
-                  std::int64_t nb, bool transpose, float tile[4][kLanes]) {
+void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
+                  const float* beta, std::int64_t nb, bool transpose, float tile[4][kLanes]) {
   const vuint32m2_t col_idx = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(kLanes), 7, kLanes);
   const vuint16m8_t t_idx = __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes);
   alignas(64) std::uint8_t unit[kUnitBytes];
@@ -127,7 +145,7 @@ void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const f
       transpose_unit(unit_codes, unit, t_idx);
       unit_codes = unit;
     }
-    const std::uint8_t* img = images + b * kUnitBytes;
+    const std::uint8_t* img = images + b * kImageBytes;
     const float* sc = scale + b * kW4RowTile;
     const float* be = beta + b * kW4RowTile;
     acc0 = block_tile(acc0, img, unit_codes, 0, sc, be, col_idx);
@@ -139,6 +157,103 @@ void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const f
   __riscv_vse32_v_f32m2(tile[1], acc1, kLanes);
   __riscv_vse32_v_f32m2(tile[2], acc2, kLanes);
   __riscv_vse32_v_f32m2(tile[3], acc3, kLanes);
+}
+
+namespace {
+
+// Byte offsets of the 256 lanes p = 64 sub + 8m + n into a block's 32 scales (or betas): weight
+// row 8 sub + n. The indexed loads spread the per-column values over the four C tiles.
+constexpr std::array<std::uint16_t, kImageLanes> kColumnOffsets = [] {
+  std::array<std::uint16_t, kImageLanes> t{};
+  for (int p = 0; p < kImageLanes; ++p)
+    t[static_cast<std::size_t>(p)] = static_cast<std::uint16_t>(4 * (8 * (p / 64) + p % 8));
+  return t;
+}();
+
+// Output lane q = 32m + i (row m, weight row i) takes accumulator lane 64 (i / 8) + 8m + i % 8.
+constexpr std::array<std::uint16_t, kImageLanes> kByRow = [] {
+  std::array<std::uint16_t, kImageLanes> t{};
+  for (int q = 0; q < kImageLanes; ++q) {
+    const int m = q / 32, i = q % 32;
+    t[static_cast<std::size_t>(q)] = static_cast<std::uint16_t>(64 * (i / 8) + 8 * m + i % 8);
+  }
+  return t;
+}();
+
+}  // namespace
+
+// The vector register file, laid out by hand (an asm operand names one register; the IME2 words
+// need the sub-tiles' accumulators at fixed distances, and the float steps want them as one
+// group):
+//   v0..v7    acc: 256 float lanes p = 64 sub + 8m + n (the four sub-tiles' 8x8 C tiles)
+//   v8..v15   C_lo (sub-tile s at v8+2s), started at -8*S from the image, += A_lo.B (vmadotu)
+//   v16..v23  C_hi (v16+2s), from zero, += A_hi.B (vmadotsu)
+//   v24..v27  the block's A image: A_lo ks0, A_hi ks0, A_lo ks1, A_hi ks1
+//   v28..v31  the unit's B registers of one K-step (sub-tiles 0..3), then of the other
+// After the 16 vmadot: D = C_lo + 16*C_hi (= 16hi + lo - 8S, README.md §3), exact in float; the
+// scales and betas of the 32 weight rows go to their 256 lanes with one indexed load each (offsets
+// in v20..v23, C_hi's space once D is formed); S comes from the image; then t = s*D, t += S*beta
+// (fused), acc += t: the operations of block_tile in the same order, so the bits are its bits.
+void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
+                         const float* beta, std::int64_t nb, float out[8 * 32]) {
+  const std::uint8_t* a_image = images;
+  const std::uint8_t* minus_8s = images + kImageMinus8SOffset;
+  const std::uint8_t* sums_f = images + kImageSumsFOffset;
+  const float* const scale_end = scale + nb * kW4RowTile;
+  const std::int64_t sixteen = 16, image_bytes = kImageBytes;
+#define K3_PREFILL_KSTEP(lo, hi)                                                           \
+  K3_IME2_INSN "%[fu], %[f7], v8, " lo ", v28\n\t" K3_IME2_INSN "%[fsu], %[f7], v16, " hi  \
+               ", v28\n\t" K3_IME2_INSN "%[fu], %[f7], v10, " lo ", v29\n\t" K3_IME2_INSN  \
+               "%[fsu], %[f7], v18, " hi ", v29\n\t" K3_IME2_INSN "%[fu], %[f7], v12, " lo \
+               ", v30\n\t" K3_IME2_INSN "%[fsu], %[f7], v20, " hi ", v30\n\t" K3_IME2_INSN \
+               "%[fu], %[f7], v14, " lo ", v31\n\t" K3_IME2_INSN "%[fsu], %[f7], v22, " hi \
+               ", v31\n\t"
+  asm volatile(
+      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
+      "vmv.v.i v0, 0\n\t"
+      "vmv.v.i v16, 0\n\t"
+      "1:\n\t"
+      "vl8re32.v v8, (%[minus_8s])\n\t"
+      "vl4re8.v v24, (%[a_image])\n\t"
+      "vl4re8.v v28, (%[unit])\n\t"
+      "vsetvli t0, zero, e8, m1, ta, ma\n\t"  // the IME2 rule: LMUL 1, vl = VLMAX
+      K3_PREFILL_KSTEP("v24", "v25")
+      "addi t1, %[unit], %[half_unit]\n\t"
+      "vl4re8.v v28, (t1)\n\t"
+      K3_PREFILL_KSTEP("v26", "v27")
+      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
+      "vmacc.vx v8, %[c16], v16\n\t"  // D = 16*hi + lo - 8S
+      "vfcvt.f.x.v v8, v8\n\t"        // |D| < 2^17: exact
+      "vl4re16.v v20, (%[columns])\n\t"
+      "vluxei16.v v24, (%[scale]), v20\n\t"
+      "vfmul.vv v8, v8, v24\n\t"
+      "vluxei16.v v24, (%[beta]), v20\n\t"
+      "vl8re32.v v16, (%[sums_f])\n\t"
+      "vfmacc.vv v8, v16, v24\n\t"
+      "vfadd.vv v0, v0, v8\n\t"
+      "vmv.v.i v16, 0\n\t"
+      "add %[a_image], %[a_image], %[image_bytes]\n\t"
+      "add %[minus_8s], %[minus_8s], %[image_bytes]\n\t"
+      "add %[sums_f], %[sums_f], %[image_bytes]\n\t"
+      "addi %[unit], %[unit], %[unit_bytes]\n\t"
+      "addi %[scale], %[scale], %[row_bytes]\n\t"
+      "addi %[beta], %[beta], %[row_bytes]\n\t"
+      "bne %[scale], %[scale_end], 1b\n\t"
+      "vl4re16.v v16, (%[by_row])\n\t"
+      "vrgatherei16.vv v8, v0, v16\n\t"
+      "vse32.v v8, (%[out])"
+      : [a_image] "+r"(a_image), [minus_8s] "+r"(minus_8s), [sums_f] "+r"(sums_f),
+        [unit] "+r"(codes), [scale] "+r"(scale), [beta] "+r"(beta)
+      : [scale_end] "r"(scale_end), [columns] "r"(kColumnOffsets.data()),
+        [by_row] "r"(kByRow.data()), [out] "r"(out), [c16] "r"(sixteen),
+        [image_bytes] "r"(image_bytes), [half_unit] "i"(kHalfUnitBytes),
+        [unit_bytes] "i"(kUnitBytes), [row_bytes] "i"(kW4RowTile * sizeof(float)),
+        [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)),
+        [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
+      : "t0", "t1", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
+        "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24",
+        "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory" K3_IME2_CLOBBER_RA);
+#undef K3_PREFILL_KSTEP
 }
 
 }  // namespace k3k::ime2::detail

@@ -10,7 +10,7 @@
 
 namespace k3k::ime2::detail {
 
-// A images (w4b64_ime2_layout.h) of all 8-row groups: [groups][K/64 blocks][1024 bytes].
+// A images (w4b64_ime2_layout.h) of all 8-row groups: [groups][K/64 blocks][kImageBytes].
 // Decode: one group whose rows 1..7 are zero. Prefill: groups of 8 rows = two M4 groups.
 AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a);
 AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool);
@@ -18,7 +18,13 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
 // One 32-row weight tile (codes: its nb units; scale, beta: its nb x 32 floats) against one group's
 // images: tile[sub][8m + n] is the block-reduced sum of output row m, weight row 8*sub + n, before
 // the epilogue. transpose: the codes are kRowTile32 (permuted into IME2 order per unit).
-void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale, const float* beta,
-                  std::int64_t nb, bool transpose, float tile[4][64]);
+void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
+                  const float* beta, std::int64_t nb, bool transpose, float tile[4][64]);
+
+// The same sums for kIme2 weights, written by output row: out[32m + i] for output row m (all 8;
+// rows past the group's are zero activations) and weight row i of the tile. One asm loop over the
+// blocks with the four sub-tiles' accumulators as e32m8 groups (linear_w4a8.cpp).
+void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
+                         const float* beta, std::int64_t nb, float out[8 * 32]);
 
 }  // namespace k3k::ime2::detail

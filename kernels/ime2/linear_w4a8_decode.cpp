@@ -8,6 +8,8 @@
 #include <riscv_vector.h>
 
 #include <array>
+#include <cstddef>
+#include <cstring>
 
 #include "ime2/ime2_insn.h"
 #include "ime2/w4b64_ime2_layout.h"
@@ -58,7 +60,8 @@ inline vint32m1_t combine(vint32m2_t c) {
 
 AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
-  auto images = AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kDecodeImageBytes));
+  auto images =
+      AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kDecodeImageStride));
   const vuint8m4_t zero_ones = __riscv_vle8_v_u8m4(kImageTemplate.data(), kDecodeImageBytes);
   const vuint64m1_t even = __riscv_vle64_v_u64m1(kEvenOffsets.data(), 8);
   const vuint64m1_t odd = __riscv_vadd_vx_u64m1(even, kOddShift, 8);
@@ -73,7 +76,10 @@ AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a
         0x88, 32);
     const vuint64m1_t words =
         __riscv_vreinterpret_v_u8m1_u64m1(__riscv_vslideup_vx_u8m1(lo, hi, 32, 64));
-    std::uint8_t* dst = images.data() + b * kDecodeImageBytes;
+    std::uint8_t* dst = images.data() + b * kDecodeImageStride;
+    const std::int32_t s = a.block_sum[static_cast<std::size_t>(b)];
+    const BlockTerms terms{-8 * s, static_cast<float>(s)};
+    std::memcpy(dst + kDecodeTermsOffset, &terms, sizeof terms);
     __riscv_vse8_v_u8m4(dst, zero_ones, kDecodeImageBytes);
     __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), even, words, 8);
     __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), odd, words, 8);
@@ -95,7 +101,7 @@ void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_s
       unit_codes = unit;
     }
     const vuint8m8_t w = __riscv_vle8_v_u8m8(unit_codes, kUnitBytes);  // register 4*ks + slice
-    const vuint8m4_t img = __riscv_vle8_v_u8m4(images + b * kDecodeImageBytes, kDecodeImageBytes);
+    const vuint8m4_t img = __riscv_vle8_v_u8m4(images + b * kDecodeImageStride, kDecodeImageBytes);
     vint32m2_t x = __riscv_vmv_v_x_i32m2(0, 64), y = x;
     w4a8_decode_block(x, y, __riscv_vget_v_u8m4_u8m1(img, 0), __riscv_vget_v_u8m4_u8m1(img, 1),
                       __riscv_vget_v_u8m4_u8m1(img, 2), __riscv_vget_v_u8m4_u8m1(img, 3),
@@ -123,7 +129,8 @@ namespace {
 // 256 mask bits.
 constexpr std::array<std::uint8_t, 32> kPairKeepMask = [] {
   std::array<std::uint8_t, 32> m{};
-  for (int c = 0; c < 4; ++c) m[static_cast<std::size_t>(8 * c)] = m[static_cast<std::size_t>(8 * c + 1)] = 0xFF;
+  for (int c = 0; c < 4; ++c)
+    m[static_cast<std::size_t>(8 * c)] = m[static_cast<std::size_t>(8 * c + 1)] = 0xFF;
   return m;
 }();
 
@@ -143,20 +150,9 @@ constexpr std::array<std::uint8_t, 32> kPairKeepMask = [] {
 //             then t = s*D, t += S*beta (fused), acc += t on 64 lanes: the operations of
 //             decode_tile_outputs in the same order, so each tile's outputs are bitwise its.
 // C is zeroed for the next block under the same vsetvli as the combination.
-AlignedBuffer<BlockTerms> make_block_terms(const PackedActivations& a) {
-  const std::int64_t nb = a.blocks_per_row();
-  auto terms = AlignedBuffer<BlockTerms>::for_overwrite(static_cast<std::size_t>(nb));
-  for (std::int64_t b = 0; b < nb; ++b) {
-    const std::int32_t s = a.block_sum[static_cast<std::size_t>(b)];
-    terms[static_cast<std::size_t>(b)] = {-8 * s, static_cast<float>(s)};
-  }
-  return terms;
-}
-
-void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* terms,
-                              const std::uint8_t* codes, const float* scale, const float* beta,
-                              std::int64_t nb, std::int64_t code_stride, std::int64_t float_stride,
-                              float out[64]) {
+void decode_tile_pair_outputs(const std::uint8_t* images, const std::uint8_t* codes,
+                              const float* scale, const float* beta, std::int64_t nb,
+                              std::int64_t code_stride, std::int64_t float_stride, float out[64]) {
   const std::uint8_t* w0 = codes;
   const std::uint8_t* w1 = codes + code_stride;
   const float* s0 = scale;
@@ -164,19 +160,17 @@ void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* term
   const float* b0 = beta;
   const float* b1 = beta + float_stride;
   const std::int64_t sixteen = 16, thirty_two = 32, minus_128 = -128;
-  const BlockTerms* const end = terms + nb;
+  const std::uint8_t* const end = images + nb * kDecodeImageStride;
   std::int64_t minus_8s = 0;
   float sum_f = 0.0f;
   vfloat32m2_t acc = __riscv_vfmv_v_f_f32m2(0.0f, 2 * kRows);
-#define K3_PAIR_TILE(x, y)                                      \
-  K3_IME2_INSN "%[f3], %[f7], " x ", v16, v24\n\t" K3_IME2_INSN \
-  "%[f3], %[f7], " x ", v17, v25\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " y ", v16, v26\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " y ", v17, v27\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " x ", v18, v28\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " x ", v19, v29\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " y ", v18, v30\n\t" K3_IME2_INSN              \
-  "%[f3], %[f7], " y ", v19, v31\n\t"
+#define K3_PAIR_TILE(x, y)                                                                    \
+  K3_IME2_INSN "%[f3], %[f7], " x ", v16, v24\n\t" K3_IME2_INSN "%[f3], %[f7], " x            \
+               ", v17, v25\n\t" K3_IME2_INSN "%[f3], %[f7], " y ", v16, v26\n\t" K3_IME2_INSN \
+               "%[f3], %[f7], " y ", v17, v27\n\t" K3_IME2_INSN "%[f3], %[f7], " x            \
+               ", v18, v28\n\t" K3_IME2_INSN "%[f3], %[f7], " x ", v19, v29\n\t" K3_IME2_INSN \
+               "%[f3], %[f7], " y ", v18, v30\n\t" K3_IME2_INSN "%[f3], %[f7], " y            \
+               ", v19, v31\n\t"
   asm volatile(
       "vsetvli t0, zero, e32, m8, ta, ma\n\t"
       "vlm.v v1, (%[keep])\n\t"
@@ -188,8 +182,8 @@ void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* term
       K3_PAIR_TILE("v8", "v10")
       "vl8re8.v v24, (%[w1])\n\t"
       K3_PAIR_TILE("v12", "v14")
-      "lw %[minus_8s], 0(%[terms])\n\t"
-      "flw %[sum_f], 4(%[terms])\n\t"
+      "lw %[minus_8s], %[terms](%[img])\n\t"
+      "flw %[sum_f], %[terms_f](%[img])\n\t"
       "vsetvli t0, zero, e32, m8, ta, ma\n\t"
       "vslidedown.vi v24, v8, 16\n\t"
       "vmacc.vx v8, %[c16], v24\n\t"  // lo + 16*hi
@@ -208,20 +202,19 @@ void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* term
       "vfmacc.vf v16, %[sum_f], v20\n\t"
       "vfadd.vv %[acc], %[acc], v16\n\t"
       "addi %[img], %[img], %[image_bytes]\n\t"
-      "addi %[terms], %[terms], %[terms_bytes]\n\t"
       "addi %[w0], %[w0], %[unit_bytes]\n\t"
       "addi %[w1], %[w1], %[unit_bytes]\n\t"
       "addi %[s0], %[s0], %[row_bytes]\n\t"
       "addi %[s1], %[s1], %[row_bytes]\n\t"
       "addi %[b0], %[b0], %[row_bytes]\n\t"
       "addi %[b1], %[b1], %[row_bytes]\n\t"
-      "bne %[terms], %[end], 1b"
-      : [acc] "+vr"(acc), [img] "+r"(images), [terms] "+r"(terms), [w0] "+r"(w0),
+      "bne %[img], %[end], 1b"
+      : [acc] "+vr"(acc), [img] "+r"(images), [w0] "+r"(w0),
         [w1] "+r"(w1), [s0] "+r"(s0), [s1] "+r"(s1), [b0] "+r"(b0), [b1] "+r"(b1),
         [minus_8s] "=&r"(minus_8s), [sum_f] "=&f"(sum_f)
       : [end] "r"(end), [keep] "r"(kPairKeepMask.data()), [c16] "r"(sixteen), [c32] "r"(thirty_two),
-        [c128] "r"(minus_128), [image_bytes] "i"(kDecodeImageBytes),
-        [terms_bytes] "i"(sizeof(BlockTerms)), [unit_bytes] "i"(kUnitBytes),
+        [c128] "r"(minus_128), [image_bytes] "i"(kDecodeImageStride),
+        [terms] "i"(kDecodeTermsOffset), [terms_f] "i"(kDecodeTermsOffset + offsetof(BlockTerms, s)), [unit_bytes] "i"(kUnitBytes),
         [row_bytes] "i"(kRows * sizeof(float)), [f3] "i"(encoding::vmadot_funct3(Sign::kUU)),
         [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
       : "t0", "v1", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",

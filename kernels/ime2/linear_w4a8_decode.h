@@ -16,7 +16,8 @@
 // |D| < 2^17: exact in int32 and in float, the same D as the two-instruction form, so the float
 // steps (t = s*D, t += beta*S fused, acc += t, blocks ascending) give bitwise the same outputs.
 //
-// Decode A image, per 64-block: 512 bytes = 4 vs1 registers
+// Decode A image, per 64-block: 512 bytes = 4 vs1 registers, then the block's terms (below),
+// kDecodeImageStride bytes apart
 //   [0,128) E ks0 | [128,256) O ks0 | [256,384) E ks1 | [384,512) O ks1
 // E ("even" weight slices 0, 2): row 0 = lo, row 2 = hi+8, row 4 = ones; O (slices 1, 3): rows 1,
 // 3, 5; every other row zero. Row m = bytes 16m..16m+15; byte jj of the K-step-ks lo row =
@@ -33,9 +34,11 @@
 
 namespace k3k::ime2::detail {
 
-inline constexpr int kDecodeImageBytes = 512;  // per block
+inline constexpr int kDecodeImageBytes = 512;   // the A registers of a block
+inline constexpr int kDecodeTermsOffset = 512;  // then its BlockTerms
+inline constexpr int kDecodeImageStride = 576;  // per block (64-byte aligned)
 
-// The decode A images of row 0 of `a`: [K/64 blocks][512 bytes].
+// The decode A images of row 0 of `a`: [K/64 blocks][kDecodeImageStride bytes].
 AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a);
 
 // One 32-row weight tile (codes: its nb units; scale, beta: its nb x 32 floats) against the decode
@@ -45,20 +48,18 @@ void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_s
                          const std::uint8_t* codes, const float* scale, const float* beta,
                          std::int64_t nb, bool transpose, float out[32]);
 
-// A block's terms of the combination, once per call: -8*S (integer) and S (as the float the
-// beta term multiplies), read by the two-tile loop with two loads.
+// A block's terms of the combination, after its image: -8*S (integer) and S (as the float the
+// beta term multiplies), read by the two-tile loop with two loads off the image pointer.
 struct BlockTerms {
   std::int32_t minus_8s;
   float s;
 };
-AlignedBuffer<BlockTerms> make_block_terms(const PackedActivations& a);
 
 // Two neighbouring tiles (kIme2 layout) in one pass over the blocks: out[0..32) the first tile's
 // decode_tile_outputs, out[32..64) the second's, bitwise. The second tile's codes, scale and beta
 // are code_stride bytes and float_stride floats after the first's.
-void decode_tile_pair_outputs(const std::uint8_t* images, const BlockTerms* terms,
-                              const std::uint8_t* codes, const float* scale, const float* beta,
-                              std::int64_t nb, std::int64_t code_stride, std::int64_t float_stride,
-                              float out[64]);
+void decode_tile_pair_outputs(const std::uint8_t* images, const std::uint8_t* codes,
+                              const float* scale, const float* beta, std::int64_t nb,
+                              std::int64_t code_stride, std::int64_t float_stride, float out[64]);
 
 }  // namespace k3k::ime2::detail

@@ -4,11 +4,15 @@
 //   register g = 4*ks + sub  (ks: K-step 0/1 of the block, sub: 8-row slice of the 32-row tile)
 //   byte 16n + jj of register g = kRowTile32 byte (j = 16ks + jj, row = 8sub + n)
 // i.e. column n of the int4 B tile holds weight row 8sub+n; its nibble 2jj is the code of
-// k = 64b + 16ks + jj and nibble 2jj+1 the code of k = 64b + 32 + 16ks + jj (codes unsigned, 0..15).
+// k = 64b + 16ks + jj and nibble 2jj+1 the code of k = 64b + 32 + 16ks + jj (codes unsigned,
+// 0..15).
 //
-// Activations ("A image"), per (8-row group, block) unit of 1024 bytes:
+// Activations ("A image"), per (8-row group, block) unit of kImageBytes = 2560 bytes:
 //   [0,128) A_lo ks0 | [128,256) A_hi ks0 | [256,384) A_lo ks1 | [384,512) A_hi ks1   (vs1 images)
-//   [512,768) int32 lanes 8*S[m]          | [768,1024) float lanes S[m]              (lane p = 8m+n)
+//   [512,1536)  int32 lanes -8*S[m]   | [1536,2560) float lanes S[m]
+// for the 256 lanes p = 64*sub + 8m + n of four 8x8 C tiles (sub-tiles 0..3 of a 32-row weight
+// tile) as one e32m8 group, so the prefill loop starts the low-nibble sums at -8*S and multiplies
+// by S in whole-group instructions; the first 64 lanes are one C tile's.
 // A_lo byte 16m + jj = (x[m][16ks+jj] & 15) | (x[m][32+16ks+jj] & 15) << 4     (unsigned nibbles)
 // A_hi byte 16m + jj = (x[m][16ks+jj] >> 4 & 15) | (x[m][32+16ks+jj] & 0xF0)  (signed nibbles)
 // with x = int8 activation codes (so x = 16 * sx4(hi) + lo) and S[m] the row's block sum.
@@ -19,12 +23,14 @@
 
 namespace k3k::ime2 {
 
-inline constexpr int kUnitBytes = 1024;       // one (tile, block) weight unit / one A-image unit
-inline constexpr int kHalfUnitBytes = 512;    // one K-step: 4 B registers
-inline constexpr int kRegBytes = 128;         // one vector register at VLEN 1024
-inline constexpr int kGroupRows = 8;          // IME2 tile M: activation rows per A image
-inline constexpr int kImageSumsOffset = 512;  // int32 8*S lanes
-inline constexpr int kImageSumsFOffset = 768; // float S lanes
+inline constexpr int kUnitBytes = 1024;          // one (tile, block) weight unit / one A-image unit
+inline constexpr int kHalfUnitBytes = 512;       // one K-step: 4 B registers
+inline constexpr int kRegBytes = 128;            // one vector register at VLEN 1024
+inline constexpr int kGroupRows = 8;             // IME2 tile M: activation rows per A image
+inline constexpr int kImageLanes = 256;          // four C tiles of 64 int32 / float lanes
+inline constexpr int kImageMinus8SOffset = 512;  // int32 -8*S lanes
+inline constexpr int kImageSumsFOffset = kImageMinus8SOffset + 4 * kImageLanes;  // float S lanes
+inline constexpr int kImageBytes = kImageSumsFOffset + 4 * kImageLanes;          // one A image
 
 // kRowTile32 byte offset, within a 512-byte K-step half, of IME2 byte i of that half.
 constexpr std::uint16_t rowtile32_offset_in_half(int i) {
@@ -33,7 +39,8 @@ constexpr std::uint16_t rowtile32_offset_in_half(int i) {
 }
 inline constexpr std::array<std::uint16_t, kHalfUnitBytes> kTransposeHalf = [] {
   std::array<std::uint16_t, kHalfUnitBytes> t{};
-  for (int i = 0; i < kHalfUnitBytes; ++i) t[static_cast<std::size_t>(i)] = rowtile32_offset_in_half(i);
+  for (int i = 0; i < kHalfUnitBytes; ++i)
+    t[static_cast<std::size_t>(i)] = rowtile32_offset_in_half(i);
   return t;
 }();
 

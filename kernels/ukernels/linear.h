@@ -30,14 +30,15 @@ using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, 
                                  const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
                                  float* acc);
 
-// The direct epilogue over the contiguous outputs (row, col0 + i), i < count, from acc[i]: per
-// output the operations of detail::store_linear_output in the same order, so every layer's
-// epilogue gives the same bits. Null in a variant: the drivers' scalar loop
-// (detail::store_linear_span); the RVV layer's is vectorized (a decode tile's per-output epilogue
-// cost as much as a third of its matrix work).
-using StoreSpanFn = void (*)(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                             std::int64_t row, std::int64_t col0, std::int64_t count, float sa,
-                             const float* acc);
+// The direct epilogue over the outputs (row0 + r, col0 + i), r < rows, i < count, from
+// acc[r * acc_stride + i] with row scale sa[r]: per output the operations of
+// detail::store_linear_output in the same order, so every layer's epilogue gives the same bits.
+// Null in a variant: the drivers' scalar loop (detail::store_linear_tile); the RVV layer's is
+// vectorized (per output, the scalar epilogue cost a third of an IME2 decode's and as much as an
+// IME2 prefill's matrix work).
+using StoreTileFn = void (*)(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                             std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
+                             const float* sa, const float* acc, std::int64_t acc_stride);
 
 // Per-call options a Linear microkernel receives when it is bound.
 struct LinearOptions {
@@ -69,7 +70,8 @@ class DecodeTileBody {
   virtual void run_tiles(const std::uint8_t* codes, const float* scale, const float* beta,
                          std::int64_t tiles, const TileStrides& at, float* acc) const {
     for (std::int64_t i = 0; i < tiles; ++i) {
-      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats, acc + i * at.rows);
+      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats,
+          acc + i * at.rows);
     }
   }
   // After all tiles: throws when the microkernel met data it cannot compute (the IME2 `.hp` body's
@@ -84,7 +86,7 @@ struct LinearDecode {
   // Binds the body to one call (throws std::invalid_argument for weights it cannot read).
   std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                           const LinearOptions& options);
-  StoreSpanFn store_span = nullptr;
+  StoreTileFn store_tile = nullptr;
 };
 
 // Layout predicates most microkernels use.
@@ -177,7 +179,7 @@ struct LinearPrefill {
   // Binds to one call; may prepare per-call operands in parallel on `pool`.
   std::unique_ptr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                            WorkerPool& pool);
-  StoreSpanFn store_span = nullptr;
+  StoreTileFn store_tile = nullptr;
 };
 
 // A layer's variants of one Linear microkernel. `all` lists every variant (what a tuner may
@@ -217,7 +219,8 @@ struct WeightPacking {
 };
 
 // default_rows of the layers that read 32-row tiles only (generic, ime2).
-inline int rowtile32_rows(std::int64_t /*n*/, std::int64_t /*k*/, std::int64_t /*tcm_block_bytes*/) {
+inline int rowtile32_rows(std::int64_t /*n*/, std::int64_t /*k*/,
+                          std::int64_t /*tcm_block_bytes*/) {
   return kW4RowTile;
 }
 

@@ -1,11 +1,14 @@
-// The Linear epilogue over a span of outputs (ukernel::StoreSpanFn): every layer's, for every
+// The Linear epilogue over a tile of outputs (ukernel::StoreTileFn): every layer's, for every
 // Linear variant, gives per output the bits of the scalar per-output epilogue
 // (detail::store_linear_output) — on values that tell the orders apart (NaN, -0 and +0 at the
 // clamp bounds, infinities, sums that round differently when fused), with every combination of
 // bias, residual and clamp, both output layouts (C4 with one row is contiguous, with several it is
-// strided), spans shorter and longer than a vector, and the in-place residual add (out == residual).
+// strided), rows shorter and longer than a vector, one row and several (each with its own
+// activation scale, from an accumulator with a row stride), and the in-place residual add (out ==
+// residual).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -27,8 +30,18 @@ constexpr float kInf = std::numeric_limits<float>::infinity();
 // Values around the clamp bounds and the special ones, then random ones whose sa*acc + bias sums
 // round differently if the multiply and add were fused.
 std::vector<float> tricky_values(std::size_t count, std::uint64_t seed) {
-  const float specials[] = {std::numeric_limits<float>::quiet_NaN(), -0.0f, 0.0f, kInf, -kInf,
-                            1.5f, -1.5f, 0.25f, -0.25f, 1e-38f, 3.0e38f, -3.0e38f};
+  const float specials[] = {std::numeric_limits<float>::quiet_NaN(),
+                            -0.0f,
+                            0.0f,
+                            kInf,
+                            -kInf,
+                            1.5f,
+                            -1.5f,
+                            0.25f,
+                            -0.25f,
+                            1e-38f,
+                            3.0e38f,
+                            -3.0e38f};
   SeededRandom rng(seed);
   std::vector<float> v(count);
   for (std::size_t i = 0; i < count; ++i) {
@@ -44,20 +57,20 @@ bool same_bits(float a, float b) {
 
 struct Span {
   const char* variant;
-  ukernel::StoreSpanFn store;
+  ukernel::StoreTileFn store;
 };
 
 std::vector<Span> spans_of(KernelPath path) {
   const auto& k = dispatch::usable_kernels(path, "linear");
   std::vector<Span> v;
-  for (const auto& d : k.linear_decode.all) v.push_back({d.name, detail::store_span_of(d)});
-  for (const auto& p : k.linear_prefill.all) v.push_back({p.name, detail::store_span_of(p)});
+  for (const auto& d : k.linear_decode.all) v.push_back({d.name, detail::store_tile_of(d)});
+  for (const auto& p : k.linear_prefill.all) v.push_back({p.name, detail::store_tile_of(p)});
   return v;
 }
 
-class LinearEpilogueSpan : public k3test::OnLayer {};
+class LinearEpilogueTile : public k3test::OnLayer {};
 
-TEST_P(LinearEpilogueSpan, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
+TEST_P(LinearEpilogueTile, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
   const std::vector<Span> spans = spans_of(layer());
   ASSERT_FALSE(spans.empty());
   struct Clamp {
@@ -72,7 +85,7 @@ TEST_P(LinearEpilogueSpan, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
           const std::vector<float> bias = tricky_values(static_cast<std::size_t>(n), 7 + n);
           const std::vector<float> residual =
               tricky_values(static_cast<std::size_t>(elements), 9 + n);
-          const std::vector<float> acc = tricky_values(static_cast<std::size_t>(n), 11 + n);
+          const std::vector<float> acc = tricky_values(static_cast<std::size_t>(m * n), 11 + n);
           for (int with = 0; with < 4; ++with) {
             for (const Clamp& c : clamps) {
               for (bool in_place : {false, true}) {
@@ -92,13 +105,17 @@ TEST_P(LinearEpilogueSpan, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
                 ep.clamp_max = c.hi;
                 LinearEpilogue ep_got = ep;
                 if (in_place) ep_got.residual = got.data();
-                const std::int64_t row = m - 1, col0 = n / 7, count = n - col0;
-                const float sa = 1.0f / 3.0f;
-                for (std::int64_t i = 0; i < count; ++i) {
-                  detail::store_linear_output(ep, want.data(), m, n, row, col0 + i, sa,
-                                              acc[static_cast<std::size_t>(i)]);
+                // Rows 1.. of m (all but the first), columns col0..n-1, acc rows n apart.
+                const int rows = static_cast<int>(std::max<std::int64_t>(1, m - 1));
+                const std::int64_t row0 = m - rows, col0 = n / 7, count = n - col0;
+                const float sa[] = {1.0f / 3.0f, -2.5f, 0.1f};
+                for (int r = 0; r < rows; ++r) {
+                  for (std::int64_t i = 0; i < count; ++i) {
+                    detail::store_linear_output(ep, want.data(), m, n, row0 + r, col0 + i, sa[r],
+                                                acc[static_cast<std::size_t>(r * n + i)]);
+                  }
                 }
-                span.store(ep_got, got.data(), m, n, row, col0, count, sa, acc.data());
+                span.store(ep_got, got.data(), m, n, row0, rows, col0, count, sa, acc.data(), n);
                 for (std::size_t i = 0; i < want.size(); ++i) {
                   ASSERT_TRUE(same_bits(got[i], want[i]))
                       << "output " << i << ": " << got[i] << " != " << want[i];
@@ -112,6 +129,6 @@ TEST_P(LinearEpilogueSpan, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
   }
 }
 
-K3_SWEEP_LAYERS(LinearEpilogueSpan);
+K3_SWEEP_LAYERS(LinearEpilogueTile);
 
 }  // namespace
