@@ -29,6 +29,11 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows_per_tile);
   const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;
   const ukernel::StoreTileFn store = detail::store_tile_of(uk);
+  const ukernel::TileStrides at = ukernel::TileStrides::of(w);
+  // Tiles per body call: the body's, as many as the accumulators below hold.
+  const std::int64_t span_tiles = std::max<std::int64_t>(
+      1, std::min(body->tiles_per_call(), std::int64_t{kMaxRowTile} / rows_per_tile));
+  const std::int64_t tiles = (n + rows_per_tile - 1) / rows_per_tile;
 
   pool.parallel_for_on(tiling.max_workers, groups * col_tiles, [&](std::int64_t task, int) {
     const std::int64_t group = task % groups;
@@ -37,13 +42,21 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
     const std::int64_t row0 = group * group_rows;
     const int rows = static_cast<int>(std::min<std::int64_t>(group_rows, m - row0));
     alignas(64) float acc[ukernel::kMaxGroupRows * kMaxRowTile];
-    for (std::int64_t t = col0 / rows_per_tile; t * rows_per_tile < col1; ++t) {
-      body->run(group, rows, w.codes.data() + t * w.tile_code_bytes(),
-                w.scale.data() + t * w.tile_floats(), w.beta.data() + t * w.tile_floats(), acc);
+    const std::int64_t t1 = std::min(tiles, (col1 + rows_per_tile - 1) / rows_per_tile);
+    for (std::int64_t t = col0 / rows_per_tile; t < t1; t += span_tiles) {
+      const std::int64_t count = std::min(span_tiles, t1 - t);
+      const std::uint8_t* codes = w.codes.data() + t * at.code_bytes;
+      const float* scale = w.scale.data() + t * at.floats;
+      const float* beta = w.beta.data() + t * at.floats;
+      if (span_tiles == 1) {
+        body->run(group, rows, codes, scale, beta, acc);
+      } else {
+        body->run_tiles(group, rows, codes, scale, beta, count, at, acc);
+      }
       const std::int64_t lo = std::max(col0, t * rows_per_tile);
-      const std::int64_t hi = std::min(col1, (t + 1) * rows_per_tile);
+      const std::int64_t hi = std::min(col1, (t + count) * rows_per_tile);
       store(ep, out, m, n, row0, rows, lo, hi - lo, a.scale.data() + row0,
-            acc + (lo - t * rows_per_tile), rows_per_tile);
+            acc + (lo - t * rows_per_tile), count * rows_per_tile);
     }
   });
   detail::zero_c4_padding(ep, out, m, n);

@@ -20,7 +20,7 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
            const float* beta, float* acc) const override {
     if (!transpose_) {  // the kIme2 weights an engine loads: outputs by row, no copy
       detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, scale, beta,
-                                  nb_, acc);
+                                  nb_, acc, kW4RowTile);
       return;
     }
     alignas(64) float tile[4][64];  // [sub][8m + n]
@@ -28,6 +28,25 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
                          transpose_, tile);
     for (int r = 0; r < rows; ++r)
       for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];
+  }
+
+  // kIme2 weights: each tile's sums straight into its columns of the span (no copy).
+  std::int64_t tiles_per_call() const override {
+    return transpose_ ? 1 : kMaxRowTile / kW4RowTile;
+  }
+  void run_tiles(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
+                 const float* beta, std::int64_t tiles, const ukernel::TileStrides& at,
+                 float* acc) const override {
+    if (transpose_) {
+      run(group, rows, codes, scale, beta, acc);
+      return;
+    }
+    const std::uint8_t* images = images_.data() + group * nb_ * kImageBytes;
+    for (std::int64_t i = 0; i < tiles; ++i) {
+      detail::tile_outputs_by_row(images, codes + i * at.code_bytes, scale + i * at.floats,
+                                  beta + i * at.floats, nb_, acc + i * kW4RowTile,
+                                  tiles * kW4RowTile);
+    }
   }
 
  private:

@@ -195,12 +195,13 @@ constexpr std::array<std::uint16_t, kImageLanes> kByRow = [] {
 // in v20..v23, C_hi's space once D is formed); S comes from the image; then t = s*D, t += S*beta
 // (fused), acc += t: the operations of block_tile in the same order, so the bits are its bits.
 void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
-                         const float* beta, std::int64_t nb, float out[8 * 32]) {
+                         const float* beta, std::int64_t nb, float* out, std::int64_t row_stride) {
   const std::uint8_t* a_image = images;
   const std::uint8_t* minus_8s = images + kImageMinus8SOffset;
   const std::uint8_t* sums_f = images + kImageSumsFOffset;
   const float* const scale_end = scale + nb * kW4RowTile;
   const std::int64_t sixteen = 16, image_bytes = kImageBytes;
+  const std::int64_t row_bytes = row_stride * static_cast<std::int64_t>(sizeof(float));
 #define K3_PREFILL_KSTEP(lo, hi)                                                           \
   K3_IME2_INSN "%[fu], %[f7], v8, " lo ", v28\n\t" K3_IME2_INSN "%[fsu], %[f7], v16, " hi  \
                ", v28\n\t" K3_IME2_INSN "%[fu], %[f7], v10, " lo ", v29\n\t" K3_IME2_INSN  \
@@ -240,12 +241,26 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
       "addi %[beta], %[beta], %[row_bytes]\n\t"
       "bne %[scale], %[scale_end], 1b\n\t"
       "vl4re16.v v16, (%[by_row])\n\t"
-      "vrgatherei16.vv v8, v0, v16\n\t"
-      "vse32.v v8, (%[out])"
+      "vrgatherei16.vv v8, v0, v16\n\t"  // row m of the tile in v8+m (32 floats = one register)
+      "vs1r.v v8, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v9, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v10, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v11, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v12, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v13, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v14, (%[out])\n\t"
+      "add %[out], %[out], %[out_step]\n\t"
+      "vs1r.v v15, (%[out])"
       : [a_image] "+r"(a_image), [minus_8s] "+r"(minus_8s), [sums_f] "+r"(sums_f),
-        [unit] "+r"(codes), [scale] "+r"(scale), [beta] "+r"(beta)
+        [unit] "+r"(codes), [scale] "+r"(scale), [beta] "+r"(beta), [out] "+r"(out)
       : [scale_end] "r"(scale_end), [columns] "r"(kColumnOffsets.data()),
-        [by_row] "r"(kByRow.data()), [out] "r"(out), [c16] "r"(sixteen),
+        [by_row] "r"(kByRow.data()), [out_step] "r"(row_bytes), [c16] "r"(sixteen),
         [image_bytes] "r"(image_bytes), [half_unit] "i"(kHalfUnitBytes),
         [unit_bytes] "i"(kUnitBytes), [row_bytes] "i"(kW4RowTile * sizeof(float)),
         [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)),

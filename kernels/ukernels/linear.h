@@ -130,6 +130,18 @@ class PrefillTileBody {
   virtual ~PrefillTileBody() = default;
   virtual void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
                    const float* beta, float* acc) const = 0;
+  // Consecutive tiles one run_tiles call may take (1: the driver calls run() per tile).
+  virtual std::int64_t tiles_per_call() const { return 1; }
+  // `tiles` (<= tiles_per_call()) consecutive tiles at the strides `at`, by output row:
+  // acc[r * tiles * at.rows + i * at.rows + j] = run()'s acc[r * at.rows + j] of tile i, so the
+  // driver stores each row of the span with one epilogue call.
+  virtual void run_tiles(std::int64_t group, int rows, const std::uint8_t* codes,
+                         const float* scale, const float* beta, std::int64_t tiles,
+                         const TileStrides& at, float* acc) const {
+    (void)tiles;
+    (void)at;
+    run(group, rows, codes, scale, beta, acc);
+  }
 };
 
 // One M4 group (kPrefillRowsPerTask activation rows) against one weight tile.
