@@ -509,6 +509,8 @@ class Ime2DecodePathGate : public TuningTableFile {
     const Weights w = make_weights(KernelPath::kGeneric, n, k, 21);
     const AutoLinearWeights aw = pack_linear_auto(clone_storage(w.storage));
     const auto [path, reason] = expected(wanted, why);
+    // In the XML report (--gtest_output=xml): which layer each run took, and why.
+    RecordProperty(std::to_string(n) + "x" + std::to_string(k), aw.path_reason);
     EXPECT_EQ(aw.path, path) << n << "x" << k << ": " << aw.path_reason;
     EXPECT_EQ(aw.path_reason.rfind(reason, 0), 0u) << aw.path_reason << "\nexpected " << reason;
     EXPECT_EQ(aw.packed.layout, pack_for(path, w.storage).layout);
