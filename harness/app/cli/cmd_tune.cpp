@@ -374,7 +374,8 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
         out.points.size());
     const char* choice = c.gate == "tcm_decode" ? "tcm on" : "ime2";
     const char* other = c.gate == "tcm_decode" ? "tcm off" : "rvv";
-    fmt::print("  {:<32} {:>12} {:>12} {:>8}  rule picks\n", "shape", choice, other, "on/off");
+    fmt::print("  {:<32} {:>12} {:>12} {:>8}  rule picks\n", "shape", choice, other,
+               c.gate == "tcm_decode" ? "on/off" : "ime2/rvv");
     for (const auto& p : out.points) {
       const bool take = out.rule.takes(c.gate, p);
       fmt::print("  {:<32} {:>12.4g} {:>12.4g} {:>8.3f}  {}{}\n", k3bench::to_kv(p.shape), p.yes,
