@@ -589,8 +589,7 @@ std::vector<k3tuner::GatePoint> decode_path_points(std::int64_t k_min, std::int6
       p.k = k;
       p.n = n;
       p.weights = n * k;
-      // Instructions: a per-weight term (IME2 about half of RVV's) and a per-call one (IME2's
-      // larger), so IME2 wins above a weight count.
+      // Instructions of the rvv side: a per-call and a per-weight term; ime2 10% either way.
       p.no = 1000 + 0.032 * static_cast<double>(p.weights);
       p.yes = k >= k_min && p.weights >= w_min ? 0.9 * p.no : 1.1 * p.no;
       points.push_back(p);

@@ -103,9 +103,9 @@ inline constexpr std::int64_t kGateBytesMinMax = std::int64_t{1} << 40;  // b_mi
 inline constexpr std::int64_t kGateWeightsMinMax = std::int64_t{1} << 50;  // w_min in [0, 2^50]
 // decode_path: linear_decode on the ime2 layer (true) or the rvv layer for an N x K weight. `use`
 // is never (rvv), always (ime2) or threshold: ime2 iff K >= k_min and N*K >= w_min. Decode cost
-// is a per-weight term (where IME2 is about half of RVV's instructions) plus per-call and per-K
-// terms IME2 pays more of (activation staging, block terms): so the per-weight saving pays off
-// above a weight count, and K alone can still be too short to fill IME2's blocks.
+// is a per-weight term plus per-row terms (row tiles, epilogue), spread over K weights, and
+// per-call ones (activation staging, block terms), spread over N*K: the layers pay these
+// differently, so K and the weight count are what the choice turns on (docs/tuning-and-tables.md).
 bool decode_path_takes_ime2(std::string_view use, std::int64_t k_min, std::int64_t w_min,
                             std::int64_t n, std::int64_t k);
 
