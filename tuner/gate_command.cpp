@@ -26,19 +26,25 @@ using k3bench::UserError;
 
 GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   GateOutcome out;
-  if (c.gate != "tcm_decode" && c.gate != "prefill_path")
-    throw UserError(fmt::format("--gate: '{}' is not tcm_decode or prefill_path", c.gate));
+  if (c.gate != "tcm_decode" && c.gate != "decode_path" && c.gate != "prefill_path")
+    throw UserError(
+        fmt::format("--gate: '{}' is not tcm_decode, decode_path or prefill_path", c.gate));
+  // Both layer gates run one side on the ime2 layer: it must be usable on the target.
+  const bool layers = c.gate != "tcm_decode";
   const bool time = c.objective == "time";
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   out.facts = probe_target(target);
   const bool emulated = out.facts.emulated_target ||
                         (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
-                        (c.gate == "prefill_path" && out.facts.ime2_emulated);
+                        (layers && out.facts.ime2_emulated);
   if (time && emulated && !c.force) {
     throw UserError(fmt::format(
         "tune-gates --gate {} on target {}: {} emulated there, so its timings say nothing "
         "about a board (--force to measure anyway, or --objective instructions under qemu)",
-        c.gate, target.name(), c.gate == "tcm_decode" ? "TCM is" : "the target is"));
+        c.gate, target.name(),
+        c.gate == "tcm_decode"      ? "TCM is"
+        : out.facts.emulated_target ? "the target is"
+                                    : "IME2 is"));
   }
   out.forced_emulated = time && emulated;
   if (!time && !target.emulated())
@@ -46,12 +52,15 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
         fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
                     "target, or a farm board whose exec prefix is qemu-user, counts)",
                     target.name()));
-  if (c.gate == "prefill_path" && out.facts.facts.at("ime2") == 0)
+  if (layers && out.facts.facts.at("ime2") == 0)
     throw UserError(fmt::format(
-        "tune-gates --gate prefill_path: target {} has no usable IME2 layer", target.name()));
+        "tune-gates --gate {}: target {} has no usable IME2 layer{}", c.gate, target.name(),
+        target.emulated() ? " (under qemu: an ime2-emu runner at VLEN 1024, with "
+                            "K3_IME2_ASSUME_MARCHID=0x8000000041000002 in the environment)"
+                          : ""));
 
   // Shapes: the model's, plus the grid.
-  const std::string op = c.gate == "tcm_decode" ? "linear_decode" : "linear_prefill";
+  const std::string op = c.gate == "prefill_path" ? "linear_prefill" : "linear_decode";
   const k3bench::OpSpec& spec = catalog.op(op, "tune-gates");
   std::set<std::pair<std::int64_t, std::int64_t>> nk;
   std::set<std::int64_t> ms(c.ms.begin(), c.ms.end());
@@ -71,7 +80,7 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   std::vector<k3bench::CellSpec> cells;
   auto fixed = k3bench::parse_kv(c.params, "--params");
   for (const auto& [n, k] : nk) {
-    for (std::int64_t m : c.gate == "tcm_decode" ? std::set<std::int64_t>{1} : ms) {
+    for (std::int64_t m : op == "linear_decode" ? std::set<std::int64_t>{1} : ms) {
       for (int side = 0; side < 2; ++side) {
         k3bench::CellSpec cell;
         cell.op = op;
@@ -138,11 +147,12 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
     p.k = p.shape["k"].get<std::int64_t>();
     p.m = p.shape.value("m", std::int64_t{1});
     p.bytes = k3k::W4B64Packed::packed_bytes(p.n, p.k);
+    p.weights = p.n * p.k;
     p.yes = means[i];
     p.no = means[i + 1];
     out.points.push_back(p);
   }
-  out.rule = c.gate == "tcm_decode" ? fit_tcm_gate(out.points) : fit_m_gate(out.points);
+  out.rule = fit_gate(c.gate, out.points);
   return out;
 }
 

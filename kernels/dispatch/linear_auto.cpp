@@ -15,6 +15,36 @@ constexpr std::size_t kPrefillBuckets = 21;
 std::int64_t as_int(const TuningValue& v) { return std::get<std::int64_t>(v); }
 const std::string& as_word(const TuningValue& v) { return std::get<std::string>(v); }
 
+// The decode_path gate's layer for these weights, when that layer is usable here; otherwise the
+// best usable layer stays and the reason says what the gate wanted and why it could not have it.
+//
+// The weights are packed once, for one layer (the ime2 layout, or the rvv row tiles), and prefill
+// runs on that same packing. When decode and prefill would prefer different layers, decode wins:
+// every generated token reads every weight once through linear_decode, so for generation decode
+// is most of a weight's traffic and time, while a prompt's prefill is one call per M rows. An
+// engine that is mostly prefill names the layer for the shape with a table entry (which wins
+// over the gate). The prefill_path gate is not read by the loader.
+void follow_decode_path_gate(const DecodePathGate& gate, const W4B64Storage& storage,
+                             AutoLinearWeights& w) {
+  const std::int64_t n = storage.n, k = storage.k;
+  const bool ime2 = gate.takes_ime2(n, k);
+  const KernelPath wanted = ime2 ? KernelPath::kIme2 : KernelPath::kRvv;
+  std::string why = "use " + gate.use;
+  if (gate.use == "threshold") {
+    why = k < gate.k_min       ? fmt::format("K {} < k_min {}", k, gate.k_min)
+          : n * k < gate.w_min ? fmt::format("N*K {} < w_min {}", n * k, gate.w_min)
+                               : fmt::format("K {} >= k_min {}, N*K {} >= w_min {}", k, gate.k_min,
+                                             n * k, gate.w_min);
+  }
+  try {
+    w.path = decide_path(wanted).path;
+    w.path_reason = fmt::format("table gates/decode_path: {} ({})", to_string(wanted), why);
+  } catch (const std::invalid_argument& e) {
+    w.path_reason = fmt::format("table gates/decode_path chose {} ({}), refused: {}; {}",
+                                to_string(wanted), why, e.what(), w.path_reason);
+  }
+}
+
 }  // namespace
 
 LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, KernelPath path,
@@ -79,14 +109,18 @@ AutoLinearWeights pack_linear_auto(const W4B64Storage& storage, std::int64_t tcm
       if (named != nullptr && named->shape_class.at("k") == storage.k && named->shape_class.at("n") == storage.n) break;
       named = nullptr;
     }
+    bool decided = false;
     if (named != nullptr) {
       try {
         w.path = decide_path(named->path).path;
         w.path_reason = "table entry " + named->id;
+        decided = true;
       } catch (const std::invalid_argument&) {
-        // The table's layer is not usable in this binary: the best usable one stays.
+        // The table's layer is not usable in this binary: the gate, else the best usable one.
       }
     }
+    if (!decided && w.table->decode_path_gate())
+      follow_decode_path_gate(*w.table->decode_path_gate(), storage, w);
   }
   w.decode = choose_linear(w.table, "linear_decode", w.path, decode_shape);
   // The layout the layer reads best here, with the table's rows per tile when it names them.

@@ -214,4 +214,11 @@ std::optional<std::size_t> nearest_class(
   return best;
 }
 
+bool decode_path_takes_ime2(std::string_view use, std::int64_t k_min, std::int64_t w_min,
+                            std::int64_t n, std::int64_t k) {
+  if (use == "always") return true;
+  if (use != "threshold") return false;
+  return k >= k_min && n * k >= w_min;
+}
+
 }  // namespace k3k::rules

@@ -185,6 +185,62 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
   return out;
 }
 
+// A gate's common form: an object of known keys only (as the schema says), `use` one of never,
+// always or threshold, and the fit's figures (loss, wrong_shapes, shapes) non-negative numbers.
+std::string gate_use(const json& g, const std::string& w,
+                     std::initializer_list<std::string_view> keys) {
+  if (!g.is_object()) refuse(fmt::format("{}: not an object", w));
+  for (const auto& [k, v] : g.items()) {
+    if (std::find(keys.begin(), keys.end(), k) == keys.end() && k != "use" && k != "loss" &&
+        k != "wrong_shapes" && k != "shapes")
+      refuse(fmt::format("{}/{}: not a field of this gate", w, printable(k)));
+  }
+  if (const auto it = g.find("loss"); it != g.end() && (!it->is_number() || it->get<double>() < 0))
+    refuse(fmt::format("{}/loss: expected a number >= 0", w));
+  for (const char* count : {"wrong_shapes", "shapes"})
+    if (const auto it = g.find(count); it != g.end() && integer(*it, w + "/" + count) < 0)
+      refuse(fmt::format("{}/{}: out of range", w, count));
+  const std::string use = text(member(g, "use", w), w + "/use");
+  if (use != "never" && use != "always" && use != "threshold")
+    refuse(fmt::format("{}/use: '{}' is not never, always or threshold", w, printable(use)));
+  return use;
+}
+
+std::optional<std::int64_t> gate_bound(const json& g, const char* key, std::int64_t min,
+                                       std::int64_t max, const std::string& w) {
+  const auto it = g.find(key);
+  if (it == g.end()) return std::nullopt;
+  const std::int64_t x = integer(*it, w + "/" + key);
+  if (x < min || x > max) refuse(fmt::format("{}/{}: out of range", w, key));
+  return x;
+}
+
+TcmDecodeGate parse_tcm_gate(const json& g) {
+  const std::string w = "/gates/tcm_decode";
+  TcmDecodeGate gate;
+  gate.use = gate_use(g, w, {"k_min", "b_min_bytes"});
+  gate.k_min = gate_bound(g, "k_min", 1, rules::kGateKMinMax, w);
+  gate.b_min_bytes = gate_bound(g, "b_min_bytes", 0, rules::kGateBytesMinMax, w);
+  return gate;
+}
+
+// A threshold names both bounds: a rule the fit never wrote (one bound left to a default) would
+// be a guess at what was measured.
+DecodePathGate parse_decode_path_gate(const json& g) {
+  const std::string w = "/gates/decode_path";
+  DecodePathGate gate;
+  gate.use = gate_use(g, w, {"k_min", "w_min"});
+  const auto k_min = gate_bound(g, "k_min", 1, rules::kGateKMinMax, w);
+  const auto w_min = gate_bound(g, "w_min", 0, rules::kGateWeightsMinMax, w);
+  if (gate.use == "threshold") {
+    if (!k_min) refuse(fmt::format("{}/k_min: missing (use is threshold)", w));
+    if (!w_min) refuse(fmt::format("{}/w_min: missing (use is threshold)", w));
+  }
+  gate.k_min = k_min.value_or(1);
+  gate.w_min = w_min.value_or(0);
+  return gate;
+}
+
 }  // namespace
 
 std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const BoardFingerprint* board,
@@ -210,23 +266,10 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     auto table = std::unique_ptr<TuningTable>(new TuningTable());
     if (const auto g = t.find("gates"); g != t.end()) {
       if (!g->is_object()) refuse("/gates: not an object");
-      if (const auto d = g->find("tcm_decode"); d != g->end()) {
-        const std::string w = "/gates/tcm_decode";
-        TcmDecodeGate gate;
-        gate.use = text(member(*d, "use", w), w + "/use");
-        if (gate.use != "never" && gate.use != "always" && gate.use != "threshold")
-          refuse(fmt::format("{}/use: '{}' is not never, always or threshold", w, printable(gate.use)));
-        if (d->contains("k_min")) {
-          gate.k_min = integer((*d)["k_min"], w + "/k_min");
-          if (*gate.k_min < 1 || *gate.k_min > (std::int64_t{1} << 30)) refuse(fmt::format("{}/k_min: out of range", w));
-        }
-        if (d->contains("b_min_bytes")) {
-          gate.b_min_bytes = integer((*d)["b_min_bytes"], w + "/b_min_bytes");
-          if (*gate.b_min_bytes < 0 || *gate.b_min_bytes > (std::int64_t{1} << 40))
-            refuse(fmt::format("{}/b_min_bytes: out of range", w));
-        }
-        table->tcm_gate_ = gate;
-      }
+      if (const auto d = g->find("tcm_decode"); d != g->end())
+        table->tcm_gate_ = parse_tcm_gate(*d);
+      if (const auto d = g->find("decode_path"); d != g->end())
+        table->decode_path_gate_ = parse_decode_path_gate(*d);
     }
     const json& entries = member(t, "entries", "");
     if (!entries.is_array()) refuse("/entries: not an array");

@@ -9,7 +9,8 @@
 // and on an accepted table:
 //  - every entry's op may be tuned, its class has the op's keys in range, every parameter is one
 //    the op declares and within the declared range (k3k/table_rules.h), hp is set
-//    exactly for fp16 accumulation, which only the ime2 path has; the TCM gate is in range;
+//    exactly for fp16 accumulation, which only the ime2 path has; the TCM and decode_path gates
+//    are in range, and the decode_path gate answers for any N x K without overflow;
 //  - find() on the shape an entry's class stands for returns that entry;
 //  - find() on perturbed shapes (doubled, halved, off by one, zero, negative, huge, a key dropped
 //  or
@@ -162,6 +163,20 @@ void check_gate(const k3k::TcmDecodeGate& g) {
            "gate b_min_bytes in range");
 }
 
+void check_gate(const k3k::DecodePathGate& g) {
+  expect(g.use == "never" || g.use == "always" || g.use == "threshold",
+         "decode_path use is a known word", g.use);
+  expect(g.k_min >= 1 && g.k_min <= k3k::rules::kGateKMinMax, "decode_path k_min in range");
+  expect(g.w_min >= 0 && g.w_min <= k3k::rules::kGateWeightsMinMax, "decode_path w_min in range");
+  // Shapes a weight can have (N, K up to 2^24: N*K fits in 64 bits); the answer is the rule's.
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{32}, std::int64_t{1} << 24})
+    for (const std::int64_t k : {std::int64_t{64}, std::int64_t{2048}, std::int64_t{1} << 24}) {
+      const bool want =
+          g.use == "always" || (g.use == "threshold" && k >= g.k_min && n * k >= g.w_min);
+      expect(g.takes_ime2(n, k) == want, "decode_path follows its rule", g.use);
+    }
+}
+
 void check_lookup(const k3k::TuningTable& table, std::string_view op, k3k::KernelPath path,
                   const Shape& shape) {
   check_shape_class(op, shape);
@@ -199,6 +214,7 @@ void check_perturbed(const k3k::TuningTable& table, const k3k::TuningEntry& e) {
 
 void check_table(const k3k::TuningTable& table) {
   if (table.tcm_decode_gate()) check_gate(*table.tcm_decode_gate());
+  if (table.decode_path_gate()) check_gate(*table.decode_path_gate());
   const auto& entries = table.entries();
   for (const auto& e : entries) {
     check_entry(e);

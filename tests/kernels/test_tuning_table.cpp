@@ -1,7 +1,8 @@
 // The tuning-table loader (k3k/tuning.h) and the auto Linear entry points (k3k/linear_auto.h):
 // every rejection reason with its one-line message, a table for another board refused, a valid
 // table changing exactly the parameters it names, the nearest-class rule, loading refused while an
-// auto call runs, and auto calls bitwise equal to explicit calls with the same parameters.
+// auto call runs, auto calls bitwise equal to explicit calls with the same parameters, and the
+// decode_path gate choosing the layer pack_linear_auto packs for.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <stdexcept>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -178,7 +181,8 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
       {"tcm", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "real"; },
        "/board/fingerprint/tcm: made for real TCM (8 x 393216 B), this machine has emulated (8 x "
        "393216 B)"},
-      {"tcm backend with a newline", [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "emu\nted"; },
+      {"tcm backend with a newline",
+       [](json& t) { t["board"]["fingerprint"]["tcm"]["backend"] = "emu\nted"; },
        "/board/fingerprint/tcm: made for emu\\x0ated TCM (8 x 393216 B)"},
       {"entries type", [](json& t) { t["entries"] = json::object(); }, "/entries: not an array"},
       {"op", [](json& t) { t["entries"][0]["op"] = "softmax"; },
@@ -256,6 +260,45 @@ TEST(TuningTable, EveryRejectionIsOneLineNamingTheField) {
        "/gates/tcm_decode/use: 'sometimes' is not never, always or threshold"},
       {"gate range", [](json& t) { t["gates"]["tcm_decode"]["k_min"] = 0; },
        "/gates/tcm_decode/k_min: out of range"},
+      {"gate field", [](json& t) { t["gates"]["tcm_decode"]["m_min"] = 4; },
+       "/gates/tcm_decode/m_min: not a field of this gate"},
+      {"decode_path use",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "ime2"}};
+       },
+       "/gates/decode_path/use: 'ime2' is not never, always or threshold"},
+      {"decode_path not an object", [](json& t) { t["gates"]["decode_path"] = 4096; },
+       "/gates/decode_path: not an object"},
+      {"decode_path k_min",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", 0}, {"w_min", 0}};
+       },
+       "/gates/decode_path/k_min: out of range"},
+      {"decode_path w_min",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", 64}, {"w_min", -1}};
+       },
+       "/gates/decode_path/w_min: out of range"},
+      {"decode_path w_min type",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", 64}, {"w_min", "4M"}};
+       },
+       "/gates/decode_path/w_min: expected an integer, found string"},
+      {"decode_path threshold without w_min",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", 64}};
+       },
+       "/gates/decode_path/w_min: missing (use is threshold)"},
+      {"decode_path field",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "always"}, {"n_min", 64}};
+       },
+       "/gates/decode_path/n_min: not a field of this gate"},
+      {"decode_path loss",
+       [](json& t) {
+         t["gates"]["decode_path"] = {{"use", "never"}, {"loss", -0.5}};
+       },
+       "/gates/decode_path/loss: expected a number >= 0"},
   };
   for (const auto& c : cases) {
     json t = valid_table();
@@ -306,6 +349,36 @@ TEST(TuningTable, NearestClassOfTheSameOpAndPath) {
   EXPECT_EQ(cls.at("m_bucket"), 128);
   EXPECT_EQ(tuning_shape_class("attn_decode", {{"ctx", 1000}, {"head_dim", 128}}).at("ctx_bucket"),
             1024);
+}
+
+// A fitted decode_path gate (what `k3tune tune-gates --gate decode_path --table` writes) is
+// accepted with its figures; its rule is ime2 iff K >= k_min and N*K >= w_min.
+TEST(TuningTable, AcceptsADecodePathGate) {
+  json t = valid_table();
+  t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", 1024},     {"w_min", 1 << 21},
+                               {"loss", 0.012},      {"wrong_shapes", 1}, {"shapes", 8}};
+  std::string problem;
+  const auto table = parse(t, problem);
+  ASSERT_TRUE(table) << problem;
+  ASSERT_TRUE(table->decode_path_gate());
+  const DecodePathGate& g = *table->decode_path_gate();
+  EXPECT_EQ(g.use, "threshold");
+  EXPECT_EQ(g.k_min, 1024);
+  EXPECT_EQ(g.w_min, 1 << 21);
+  EXPECT_TRUE(g.takes_ime2(2048, 1024));   // N*K = 2^21
+  EXPECT_FALSE(g.takes_ime2(1024, 1024));  // N*K below w_min
+  EXPECT_FALSE(g.takes_ime2(8192, 512));   // K below k_min
+  // never and always need no bounds.
+  t["gates"]["decode_path"] = {{"use", "always"}};
+  const auto always = parse(t, problem);
+  ASSERT_TRUE(always) << problem;
+  EXPECT_TRUE(always->decode_path_gate()->takes_ime2(32, 64));
+  t["gates"]["decode_path"] = {{"use", "never"}};
+  const auto never = parse(t, problem);
+  ASSERT_TRUE(never) << problem;
+  EXPECT_FALSE(never->decode_path_gate()->takes_ime2(1 << 14, 1 << 14));
+  // No gate: none.
+  EXPECT_FALSE(parse(valid_table(), problem)->decode_path_gate());
 }
 
 class TuningTableFile : public ::testing::Test {
@@ -411,6 +484,75 @@ TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesPara
   EXPECT_EQ(plain.table, nullptr);
   EXPECT_EQ(plain.decode.tiling.tile_n, LinearTiling{}.tile_n);
   EXPECT_EQ(plain.path, decide_path().path);
+}
+
+// pack_linear_auto follows the table's decode_path gate for a weight no entry names: ime2 at and
+// above the threshold, rvv below, each only where the layer is usable here (the ime2-emu tree under
+// qemu at VLEN 1024 runs both; elsewhere the gate's refused choice falls back, and says so). Named
+// Ime2* so the riscv64 trees run it under qemu.
+class Ime2DecodePathGate : public TuningTableFile {
+ protected:
+  // The layer pack_linear_auto must take when the gate asks for `wanted`, and the reason's start.
+  static std::pair<KernelPath, std::string> expected(KernelPath wanted, const std::string& why) {
+    const std::string gate = std::string("table gates/decode_path");
+    try {
+      return {decide_path(wanted).path, gate + ": " + to_string(wanted) + " (" + why + ")"};
+    } catch (const std::invalid_argument& e) {
+      return {decide_path().path,
+              gate + " chose " + to_string(wanted) + " (" + why + "), refused: " + e.what() + "; "};
+    }
+  }
+  // Packs an N x K weight with the table loaded, checks the layer, its layout and the reason, and
+  // that a decode call through the auto entry point equals the explicit call on that packing.
+  void check(std::int64_t n, std::int64_t k, KernelPath wanted, const std::string& why) {
+    using namespace linear_test;
+    const Weights w = make_weights(KernelPath::kGeneric, n, k, 21);
+    const AutoLinearWeights aw = pack_linear_auto(clone_storage(w.storage));
+    const auto [path, reason] = expected(wanted, why);
+    // In the XML report (--gtest_output=xml): which layer each run took, and why.
+    RecordProperty(std::to_string(n) + "x" + std::to_string(k), aw.path_reason);
+    EXPECT_EQ(aw.path, path) << n << "x" << k << ": " << aw.path_reason;
+    EXPECT_EQ(aw.path_reason.rfind(reason, 0), 0u) << aw.path_reason << "\nexpected " << reason;
+    EXPECT_EQ(aw.packed.layout, pack_for(path, w.storage).layout);
+    WorkerPool pool(2);
+    const Acts a = quantize(aw.path, make_activations(1, k, 22), 1, k, true, pool);
+    std::vector<float> automatic(sz(n)), explicit_call(sz(n));
+    linear_decode_auto(aw, a.pack, LinearEpilogue{}, automatic.data(), pool);
+    linear_decode_w4b64(aw.path, a.pack, aw.packed, LinearEpilogue{}, explicit_call.data(), pool,
+                        aw.decode.tiling);
+    EXPECT_EQ(std::memcmp(automatic.data(), explicit_call.data(), automatic.size() * sizeof(float)),
+              0);
+  }
+};
+
+TEST_F(Ime2DecodePathGate, ChoosesIme2AboveTheThresholdAndRvvBelow) {
+  const std::int64_t n = 64, k_min = 512, w_min = n * k_min;
+  json t = valid_table(running_board());
+  t["gates"]["decode_path"] = {{"use", "threshold"}, {"k_min", k_min}, {"w_min", w_min}};
+  ASSERT_TRUE(load_tuning_table(write("t.json", t)).loaded);
+  check(n, k_min, KernelPath::kIme2, "K 512 >= k_min 512, N*K 32768 >= w_min 32768");
+  check(n, 2 * k_min, KernelPath::kIme2, "K 1024 >= k_min 512, N*K 65536 >= w_min 32768");
+  check(n, k_min / 2, KernelPath::kRvv, "K 256 < k_min 512");
+  check(n / 2, k_min, KernelPath::kRvv, "N*K 16384 < w_min 32768");
+}
+
+TEST_F(Ime2DecodePathGate, AnEntryForTheExactShapeWinsOverTheGate) {
+  const std::int64_t n = 64, k = 512;
+  const KernelPath best = decide_path().path;
+  json t = valid_table(running_board());
+  t["gates"]["decode_path"] = {{"use", best == KernelPath::kIme2 ? "never" : "always"}};
+  t["entries"].push_back(
+      entry("linear_decode", to_string(best), {{"k", k}, {"n", n}}, {{"tile_n", 32}}));
+  ASSERT_TRUE(load_tuning_table(write("t.json", t)).loaded);
+  const linear_test::Weights w = linear_test::make_weights(KernelPath::kGeneric, n, k, 23);
+  const AutoLinearWeights aw = pack_linear_auto(linear_test::clone_storage(w.storage));
+  EXPECT_EQ(aw.path, best);
+  EXPECT_EQ(aw.path_reason,
+            "table entry linear_decode/" + std::string(to_string(best)) + "/k512/n64");
+  // Another shape: the gate.
+  const linear_test::Weights other = linear_test::make_weights(KernelPath::kGeneric, n, 2 * k, 24);
+  const AutoLinearWeights g = pack_linear_auto(linear_test::clone_storage(other.storage));
+  EXPECT_EQ(g.path_reason.rfind("table gates/decode_path", 0), 0u) << g.path_reason;
 }
 
 TEST(WorkerPoolSubset, ParallelForOnUsesOnlyTheFirstWorkers) {

@@ -256,6 +256,26 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 3) << bad.err;
 }
 
+// tune-gates: an unknown gate, and a layer gate where the target has no IME2 layer (the host), are
+// one line each and exit 2; the table named by --table is not written.
+TEST_F(TuneCli, GateCommandsRefuseAnUnknownGateAndALayerGateWithoutIme2) {
+  const auto bogus = k3tune({"tune-gates", "--gate", "decode", "--objective", "instructions"});
+  EXPECT_EQ(bogus.code, 2);
+  EXPECT_NE(bogus.err.find("--gate: 'decode' is not tcm_decode, decode_path or prefill_path"),
+            std::string::npos)
+      << bogus.err;
+  EXPECT_EQ(std::count(bogus.err.begin(), bogus.err.end(), '\n'), 1) << bogus.err;
+  for (const char* gate : {"decode_path", "prefill_path"}) {
+    const auto r = k3tune({"tune-gates", "--gate", gate, "--force", "--k", "256", "--n", "64"});
+    EXPECT_EQ(r.code, 2) << gate;
+    EXPECT_NE(r.err.find(std::string("tune-gates --gate ") + gate +
+                         ": target local has no usable IME2 layer"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+}
+
 TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
   write_space(kSmallSpace);
   const std::vector<std::string> tune = {"tune",

@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 
+#include "harness/common/params/param_spec.h"
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/stats/binomial.h"
@@ -489,6 +491,29 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
   broken([](auto& t) { t["entries"][0]["id"] = "other"; }, "does not match");
   broken([](auto& t) { t["entries"][0]["evidence"]["mean"] = -1; }, "mean");
   broken([](auto& t) { t["gates"]["tcm_decode"]["use"] = "sometimes"; }, "use");
+  // decode_path: what tune-gates writes is valid for the schema and the loader alike; a threshold
+  // without both bounds, or a bound out of range, is refused by both.
+  k3tuner::GateRule fitted;
+  fitted.use = "threshold";
+  fitted.k_min = 1024;
+  fitted.w_min = 2 << 20;
+  fitted.shapes = 8;
+  nlohmann::json gated = real;
+  gated["gates"]["decode_path"] = fitted.to_json("decode_path");
+  const auto with_gate = k3tuner::validate_table(gated, schema);
+  EXPECT_TRUE(with_gate.valid()) << (with_gate.lines().empty() ? "" : with_gate.lines().front());
+  real = gated;
+  for (const char* bound : {"k_min", "w_min"}) {  // the schema's own verdict (if/then), not the loader's
+    nlohmann::json t = gated;
+    t["gates"]["decode_path"].erase(bound);
+    EXPECT_GT(k3tuner::validate_table(t, schema).schema_problems, 0u) << bound;
+  }
+  broken([](auto& t) { t["gates"]["decode_path"].erase("w_min"); },
+         "loader: /gates/decode_path/w_min: missing (use is threshold)");
+  broken([](auto& t) { t["gates"]["decode_path"]["k_min"] = 0; },
+         "loader: /gates/decode_path/k_min: out of range");
+  broken([](auto& t) { t["gates"]["decode_path"]["w_min"] = std::int64_t{1} << 51; }, "w_min");
+  broken([](auto& t) { t["gates"]["decode_path"]["n_min"] = 1; }, "n_min");
   broken([](auto& t) { t["kernel_abi"] = 99; }, "ABI");
   // show and diff say what changed.
   nlohmann::json other = table;
@@ -550,6 +575,76 @@ TEST(TunerGates, FitRecoversAKnownThresholdAndReportsWrongShapes) {
     m.push_back(p);
   }
   EXPECT_EQ(k3tuner::fit_m_gate(m).m_min, 16);
+}
+
+// decode_path: ime2 iff K >= k_min and N*K >= w_min, fitted over a K x N grid where only one pair
+// of measured values separates the sides (K 512 x N 8192 has the weights but not the K; K 4096 x
+// N 512 has 2^21 weights, K 512 x N 2048 and K 2048 x N 512 have 2^20).
+std::vector<k3tuner::GatePoint> decode_path_points(std::int64_t k_min, std::int64_t w_min) {
+  std::vector<k3tuner::GatePoint> points;
+  for (std::int64_t k : {512, 1024, 2048, 4096})
+    for (std::int64_t n : {512, 2048, 8192}) {  // 8192: K 512 with many weights, rvv by K alone
+      k3tuner::GatePoint p;
+      p.shape = {{"k", k}, {"n", n}};
+      p.k = k;
+      p.n = n;
+      p.weights = n * k;
+      // Instructions of the rvv side: a per-call and a per-weight term; ime2 10% either way.
+      p.no = 1000 + 0.032 * static_cast<double>(p.weights);
+      p.yes = k >= k_min && p.weights >= w_min ? 0.9 * p.no : 1.1 * p.no;
+      points.push_back(p);
+    }
+  return points;
+}
+
+TEST(TunerGates, DecodePathFitSeparatesExactlyWithNoLoss) {
+  const auto points = decode_path_points(1024, 2048 * 1024);
+  const auto rule = k3tuner::fit_decode_path_gate(points);
+  EXPECT_EQ(rule.use, "threshold");
+  EXPECT_EQ(rule.k_min, 1024);
+  EXPECT_EQ(rule.w_min, 2048 * 1024);
+  EXPECT_EQ(rule.loss, 0);
+  EXPECT_TRUE(rule.wrong.empty());
+  EXPECT_EQ(rule.shapes, 12);
+  for (const auto& p : points) EXPECT_EQ(rule.takes("decode_path", p), p.yes < p.no) << p.shape;
+  const auto j = rule.to_json("decode_path");
+  EXPECT_EQ(j, (nlohmann::json{{"use", "threshold"},
+                               {"k_min", 1024},
+                               {"w_min", 2048 * 1024},
+                               {"loss", 0.0},
+                               {"wrong_shapes", 0},
+                               {"shapes", 12}}));
+  EXPECT_EQ(k3tuner::fit_gate("decode_path", points).w_min, rule.w_min);
+  // IME2 everywhere or nowhere: always / never, no loss.
+  auto everywhere = points;
+  for (auto& p : everywhere) p.yes = 0.5 * p.no;
+  EXPECT_EQ(k3tuner::fit_decode_path_gate(everywhere).use, "always");
+  for (auto& p : everywhere) p.yes = 2 * p.no;
+  const auto never = k3tuner::fit_decode_path_gate(everywhere);
+  EXPECT_EQ(never.use, "never");
+  EXPECT_EQ(never.to_json("decode_path").contains("k_min"), false);
+}
+
+TEST(TunerGates, DecodePathFitReportsTheShapesANoisyMeasurementMakesWrong) {
+  auto points = decode_path_points(1024, 2048 * 1024);
+  // IME2 wins one shape the true rule gives to rvv (K 512 x N 2048) by a hair: no threshold rule
+  // takes it without taking shapes where IME2 loses by far, so the fit keeps the true rule and
+  // reports that shape, at exactly the hair's loss.
+  k3tuner::GatePoint* noisy = nullptr;
+  for (auto& p : points)
+    if (p.k == 512 && p.n == 2048) noisy = &p;
+  ASSERT_NE(noisy, nullptr);
+  const double lost = 0.001 * noisy->no;
+  noisy->yes = noisy->no - lost;
+  const auto rule = k3tuner::fit_decode_path_gate(points);
+  EXPECT_EQ(rule.use, "threshold");
+  EXPECT_EQ(rule.k_min, 1024);
+  EXPECT_EQ(rule.w_min, 2048 * 1024);
+  ASSERT_EQ(rule.wrong.size(), 1u);
+  EXPECT_EQ(rule.wrong.front(), k3params::to_kv(noisy->shape));
+  double best = 0;
+  for (const auto& p : points) best += std::min(p.yes, p.no);
+  EXPECT_NEAR(rule.loss, lost / best, 1e-12);
 }
 
 }  // namespace

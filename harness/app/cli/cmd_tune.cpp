@@ -311,13 +311,18 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                                    "fit the threshold rule of a binary choice over many shapes");
   add_place_options(gates, g->place);
   gates->add_option("--model", g->c.model, "include the shapes of configs/models/NAME.toml");
-  gates->add_option("--gate", g->c.gate, "tcm_decode | prefill_path")->capture_default_str();
+  gates->add_option("--gate", g->c.gate, "tcm_decode | decode_path | prefill_path")
+      ->capture_default_str();
   gates->add_option("--objective", g->c.objective, "time | instructions")->capture_default_str();
-  gates->add_option("--k", g->c.ks, "K values of the grid")->delimiter(',');
-  gates->add_option("--n", g->c.ns, "N values of the grid")->delimiter(',');
+  gates->add_option("--k", g->c.ks, "K values of the grid (tcm_decode, decode_path)")
+      ->delimiter(',');
+  gates->add_option("--n", g->c.ns, "N values of the grid (tcm_decode, decode_path)")
+      ->delimiter(',');
   gates->add_option("--m", g->c.ms, "M values (prefill_path)")->delimiter(',');
   gates->add_option("--params", g->c.params, "parameters held fixed, k=v,...");
   gates->add_flag("--force", g->c.force, "measure emulated features anyway (labelled)");
+  gates->add_option("--plugin", g->c.plugin,
+                    "instructions: the qemu counting plugin (default build/third_party/...)");
   gates->add_option("--table", g->table,
                     "add the fitted gate to this tuning table (validated before writing)");
   gates->callback([&ctx, g, gates] {
@@ -348,7 +353,11 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     if (ctx.json) {
       nlohmann::json points = nlohmann::json::array();
       for (const auto& p : out.points)
-        points.push_back({{"shape", p.shape}, {"yes", p.yes}, {"no", p.no}, {"bytes", p.bytes}});
+        points.push_back({{"shape", p.shape},
+                          {"yes", p.yes},
+                          {"no", p.no},
+                          {"bytes", p.bytes},
+                          {"rule_takes", out.rule.takes(c.gate, p)}});
       std::cout << nlohmann::json{{"gate", c.gate},
                                   {"rule", rule},
                                   {"wrong", out.rule.wrong},
@@ -365,13 +374,10 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
         out.points.size());
     const char* choice = c.gate == "tcm_decode" ? "tcm on" : "ime2";
     const char* other = c.gate == "tcm_decode" ? "tcm off" : "rvv";
-    fmt::print("  {:<32} {:>12} {:>12} {:>8}  rule picks\n", "shape", choice, other, "on/off");
+    fmt::print("  {:<32} {:>12} {:>12} {:>8}  rule picks\n", "shape", choice, other,
+               c.gate == "tcm_decode" ? "on/off" : "ime2/rvv");
     for (const auto& p : out.points) {
-      const bool take =
-          c.gate == "tcm_decode"
-              ? (out.rule.use == "always" || (out.rule.use == "threshold" &&
-                                              p.k >= out.rule.k_min && p.bytes >= out.rule.b_min))
-              : p.m >= out.rule.m_min;
+      const bool take = out.rule.takes(c.gate, p);
       fmt::print("  {:<32} {:>12.4g} {:>12.4g} {:>8.3f}  {}{}\n", k3bench::to_kv(p.shape), p.yes,
                  p.no, p.yes / p.no, take ? choice : other,
                  (take ? p.yes > p.no : p.no > p.yes) ? "  (wrong)" : "");

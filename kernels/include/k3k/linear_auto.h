@@ -38,15 +38,17 @@ LinearAutoChoice choose_linear(const TuningTable* table, std::string_view op, Ke
 struct AutoLinearWeights {
   KernelPath path = KernelPath::kGeneric;
   W4B64Packed packed;      // in the layout `path` reads
-  std::string path_reason; // "table entry <id>" or the dispatcher's reason
+  // "table entry <id>", "table gates/decode_path: ..." or the dispatcher's reason.
+  std::string path_reason;
   const TuningTable* table = nullptr;  // the table the choices below came from (null: none)
   LinearAutoChoice decode;
   std::array<LinearAutoChoice, 21> prefill;  // by M bucket: 1, 2, 4, ..., 2^20 (larger M: the last)
   std::optional<TcmGateDecision> tcm_gate;   // set by prepare_tcm
 };
 
-// Packs `storage` for the layer the active table names for this shape (decode entry first, then
-// prefill at M = 1) when that layer is usable here, else the best usable layer. An engine that
+// Packs `storage` for the layer the active table names for this exact shape (a linear_decode
+// entry) when that layer is usable here; else the layer its gates/decode_path rule picks for this
+// N x K, when usable; else the best usable layer (path_reason says which and why). An engine that
 // will run decode through the TCM pipeline passes its TCM block size, so that the default rows
 // per tile leave two tiles fitting in a block (a table's weight_rows wins either way).
 AutoLinearWeights pack_linear_auto(const W4B64Storage& storage, std::int64_t tcm_block_bytes = 0);

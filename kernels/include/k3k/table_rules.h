@@ -96,4 +96,17 @@ inline constexpr std::string_view kMissingShapeRule =
 std::optional<std::size_t> nearest_class(const std::map<std::string, std::int64_t>& wanted,
                                          const std::vector<const std::map<std::string, std::int64_t>*>& classes);
 
+// Gates (a table's "gates" object): the ranges their thresholds may take, and the decode_path
+// rule itself, so the tuner fits exactly the rule the loader applies.
+inline constexpr std::int64_t kGateKMinMax = std::int64_t{1} << 30;      // k_min in [1, 2^30]
+inline constexpr std::int64_t kGateBytesMinMax = std::int64_t{1} << 40;  // b_min_bytes in [0, 2^40]
+inline constexpr std::int64_t kGateWeightsMinMax = std::int64_t{1} << 50;  // w_min in [0, 2^50]
+// decode_path: linear_decode on the ime2 layer (true) or the rvv layer for an N x K weight. `use`
+// is never (rvv), always (ime2) or threshold: ime2 iff K >= k_min and N*K >= w_min. Decode cost
+// is a per-weight term plus per-row terms (row tiles, epilogue), spread over K weights, and
+// per-call ones (activation staging, block terms), spread over N*K: the layers pay these
+// differently, so K and the weight count are what the choice turns on (docs/tuning-and-tables.md).
+bool decode_path_takes_ime2(std::string_view use, std::int64_t k_min, std::int64_t w_min,
+                            std::int64_t n, std::int64_t k);
+
 }  // namespace k3k::rules

@@ -61,6 +61,17 @@ struct TcmDecodeGate {
   std::optional<std::int64_t> k_min, b_min_bytes;
 };
 
+// gates/decode_path: which layer linear_decode takes for an N x K weight (pack_linear_auto packs
+// the weights for it). use never: rvv; always: ime2; threshold: ime2 iff K >= k_min and
+// N*K >= w_min (rules::decode_path_takes_ime2).
+struct DecodePathGate {
+  std::string use = "threshold";  // never | always | threshold
+  std::int64_t k_min = 1, w_min = 0;
+  bool takes_ime2(std::int64_t n, std::int64_t k) const {
+    return rules::decode_path_takes_ime2(use, k_min, w_min, n, k);
+  }
+};
+
 class TuningTable {
  public:
   // Parses and validates `text` for `board`. Returns null and sets `problem` (one line, naming the
@@ -81,11 +92,13 @@ class TuningTable {
                           const std::map<std::string, std::int64_t>& shape) const;
   const std::vector<TuningEntry>& entries() const { return entries_; }
   const std::optional<TcmDecodeGate>& tcm_decode_gate() const { return tcm_gate_; }
+  const std::optional<DecodePathGate>& decode_path_gate() const { return decode_path_gate_; }
 
  private:
   std::vector<TuningEntry> entries_;
   std::unordered_map<std::string, std::size_t> by_class_;  // op/path/class key -> entry
   std::optional<TcmDecodeGate> tcm_gate_;
+  std::optional<DecodePathGate> decode_path_gate_;
 };
 
 // The shape class of `shape` for `op` (rules::shape_class).
