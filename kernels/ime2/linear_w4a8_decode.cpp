@@ -143,7 +143,7 @@ constexpr std::array<std::uint8_t, 32> kPairKeepMask = [] {
 //   v16..v19  the block's A image (whole-register load: no vsetvli)
 //   v24..v31  tile 0's unit, then tile 1's (8 vmadotu each, under one e8m1 vsetvli)
 //   v8..v15   C tiles X0, Y0, X1, Y1 as one e32m8 group, so the combination
-//             D = lo + 16*hi - 128*ones - 8*S (README.md §3.2) is two slides, two vmacc and a vsub
+//             D = lo + 16*hi - 128*ones - 8*S (README.md §3.2) is two slides, two vmacc and a vadd
 //             on all four at once, and one vcompress under the keep mask (v1) packs the 64 D
 //             values into v16..v17 (tile 0's rows, then tile 1's);
 //   v18, v19 / v20, v21  the two tiles' scales / betas (whole-register loads: 32 floats each),
