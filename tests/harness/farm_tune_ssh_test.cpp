@@ -130,7 +130,8 @@ TEST_F(FarmSshTune, ABoardLostMidCampaignHandsItsSessionToAnotherBoardOfItsFinge
 
   // An uninterrupted campaign on b2 alone (its own database) makes the same table up to the
   // counts' jitter: the configurations here differ by tens of instructions, about what one count
-  // varies, so the winner may differ where two are that close.
+  // varies, so the winner may differ where two are that close, and the winners' counts then
+  // differ by up to two jitters (seen: tile_n 128 at 2,661 against tile_n 64 at 2,612, 1.9%).
   const std::string other = lab_->dir() / "other.db", t2 = lab_->dir() / "t2.json";
   const auto whole = k3tune(tune_args({"--board", "b2"}, t2, true), other);
   ASSERT_EQ(whole.code, 0) << whole.out << whole.err;
@@ -141,7 +142,7 @@ TEST_F(FarmSshTune, ABoardLostMidCampaignHandsItsSessionToAnotherBoardOfItsFinge
   for (std::size_t i = 0; i < 2; ++i) {
     const double a = jobs_a[i]["result"]["evidence"]["mean_ns"].get<double>();
     const double b = jobs_b[i]["result"]["evidence"]["mean_ns"].get<double>();
-    EXPECT_NEAR(a, b, 0.01 * a) << jobs_a[i].dump() << "\n" << jobs_b[i].dump();
+    EXPECT_NEAR(a, b, 0.03 * a) << jobs_a[i].dump() << "\n" << jobs_b[i].dump();
     EXPECT_EQ(other_table["entries"][i]["class"], table["entries"][i]["class"]);
   }
 }
