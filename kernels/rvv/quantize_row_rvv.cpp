@@ -6,7 +6,9 @@
 // 1 at 256, 4 at 1024), narrowed m8 -> m4 -> m2, each block's sum reduced from its lanes; at VLEN
 // 128 (half a block per e32m8 register group) one block at a time at e32m4. Counted (k3tune
 // count, K = 2048, instructions per element, decode / prefill M = 16): one block at a time at
-// e32m4 took 1.19 / 1.12 at VLEN 256 and 0.68 / 0.64 at VLEN 1024.
+// e32m4 took 1.19 / 1.12 at VLEN 256 and 0.68 / 0.64 at VLEN 1024. At VLEN 1024 (the K3's) a
+// full strip takes its own path (quantize_strip4_vlen1024: sums where the blocks lie, one store
+// of the four): a prefill row of 2048 from 741 to 490 instructions (qemu profile, M = 16).
 #include <riscv_vector.h>
 
 #include <algorithm>
@@ -69,17 +71,57 @@ inline void quantize_strip(const float* src, detail::RowQuant rq, std::int64_t g
   }
 }
 
+// VLEN 1024 (the K3's), a strip of four whole blocks: block i is register i of the int16 group
+// once narrowed, so its sum is one widening reduction where it lies (no slide), the four sums
+// leave in one store, and a block's codes are half an int8 register. Same codes and sums as
+// quantize_strip.
+inline void quantize_strip4_vlen1024(const float* src, detail::RowQuant rq, std::int8_t* codes,
+                                     std::int64_t block_stride, std::int32_t* block_sums) {
+  constexpr std::size_t vl = 4 * 64;
+  vfloat32m8_t x = __riscv_vfmul_vf_f32m8(__riscv_vle32_v_f32m8(src, vl), rq.prescale, vl);
+  x = __riscv_vfmul_vf_f32m8(x, rq.inv_scale, vl);
+  vint32m8_t q = __riscv_vfcvt_x_f_v_i32m8(x, vl);
+  q = __riscv_vmax_vx_i32m8(__riscv_vmin_vx_i32m8(q, 127, vl), -127, vl);
+  const vint16m4_t q16 = __riscv_vncvt_x_x_w_i16m4(q, vl);
+  const vint32m1_t zero = __riscv_vmv_v_x_i32m1(0, 1);
+  const auto block_sum = [&](vint16m1_t block) {
+    return __riscv_vwredsum_vs_i16m1_i32m1(block, zero, 64);
+  };
+  vint32m1_t sums = block_sum(__riscv_vget_v_i16m4_i16m1(q16, 0));
+  sums = __riscv_vslideup_vx_i32m1(sums, block_sum(__riscv_vget_v_i16m4_i16m1(q16, 1)), 1, 4);
+  sums = __riscv_vslideup_vx_i32m1(sums, block_sum(__riscv_vget_v_i16m4_i16m1(q16, 2)), 2, 4);
+  sums = __riscv_vslideup_vx_i32m1(sums, block_sum(__riscv_vget_v_i16m4_i16m1(q16, 3)), 3, 4);
+  __riscv_vse32_v_i32m1(block_sums, sums, 4);
+  const vint8m2_t q8 = __riscv_vncvt_x_x_w_i8m2(q16, vl);
+  if (block_stride == 64) {
+    __riscv_vse8_v_i8m2(codes, q8, vl);
+    return;
+  }
+  const vint8m1_t low = __riscv_vget_v_i8m2_i8m1(q8, 0), high = __riscv_vget_v_i8m2_i8m1(q8, 1);
+  __riscv_vse8_v_i8m1(codes, low, 64);
+  __riscv_vse8_v_i8m1(codes + block_stride, __riscv_vslidedown_vx_i8m1(low, 64, 64), 64);
+  __riscv_vse8_v_i8m1(codes + 2 * block_stride, high, 64);
+  __riscv_vse8_v_i8m1(codes + 3 * block_stride, __riscv_vslidedown_vx_i8m1(high, 64, 64), 64);
+}
+
 void quantize_row_rvv(const float* src, std::int64_t k, std::int8_t* codes,
                       std::int64_t block_stride, std::int32_t* block_sums, float* sa) {
   const std::int64_t per_strip = static_cast<std::int64_t>(__riscv_vsetvlmax_e32m8()) / 64;
   if (per_strip == 0) {
-    ukernel::quantize_row_with<row_absmax, quantize_block>(src, k, codes, block_stride,
-                                                           block_sums, sa);
+    ukernel::quantize_row_with<row_absmax, quantize_block>(src, k, codes, block_stride, block_sums,
+                                                           sa);
     return;
   }
   const detail::RowQuant rq = detail::row_scales(row_absmax(src, k), *sa);
   const std::int64_t nb = k / 64;
-  for (std::int64_t b = 0; b < nb; b += per_strip) {
+  std::int64_t b = 0;
+  if (per_strip == 4) {
+    for (; b + 4 <= nb; b += 4) {
+      quantize_strip4_vlen1024(src + b * 64, rq, codes + b * block_stride, block_stride,
+                               block_sums + b);
+    }
+  }
+  for (; b < nb; b += per_strip) {
     quantize_strip(src + b * 64, rq, std::min(per_strip, nb - b), codes + b * block_stride,
                    block_stride, block_sums + b);
   }
