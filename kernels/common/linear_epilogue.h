@@ -31,10 +31,14 @@ void store_linear_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std
                        std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
                        const float* sa, const float* acc, std::int64_t acc_stride);
 
-// The variant's epilogue, or the scalar one.
+// The variant's epilogue bound to one call's (ep, M), or the scalar one.
+inline ukernel::StoreTileFn store_tile_of(ukernel::BindStoreFn bind, const LinearEpilogue& ep,
+                                          std::int64_t m) {
+  return bind != nullptr ? bind(ep, m) : store_linear_tile;
+}
 template <typename Variant>
-ukernel::StoreTileFn store_tile_of(const Variant& uk) {
-  return uk.store_tile != nullptr ? uk.store_tile : store_linear_tile;
+ukernel::StoreTileFn store_tile_of(const Variant& uk, const LinearEpilogue& ep, std::int64_t m) {
+  return store_tile_of(uk.bind_store, ep, m);
 }
 
 // C4 lanes past N are defined as zero so the output buffer is fully written.

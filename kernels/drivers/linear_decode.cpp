@@ -27,7 +27,7 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
   const float sa = a.scale[0];
 
   const ukernel::TileStrides at = ukernel::TileStrides::of(w);
-  const ukernel::StoreTileFn store = detail::store_tile_of(uk);
+  const ukernel::StoreTileFn store = detail::store_tile_of(uk, ep, 1);
   const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;  // tiles per run_tiles call
   const std::int64_t tiles = (n + rows - 1) / rows;
   pool.parallel_for_on(tiling.max_workers, col_tiles, [&](std::int64_t task, int) {

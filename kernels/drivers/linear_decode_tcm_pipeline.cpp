@@ -89,7 +89,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
   std::vector<tcm_detail::PairBarrier> barriers(lanes.size());
   std::vector<WorkerTimes> times(static_cast<std::size_t>(workers));
   const float sa = a.scale[0];
-  const ukernel::StoreTileFn store = detail::store_tile_of(uk);
+  const ukernel::StoreTileFn store = detail::store_tile_of(uk, ep, 1);
   tcm::Tcm& tcm = workspace.tcm();
 
   auto compute_slab = [&](std::int64_t s, const std::byte* buffer) {

@@ -13,10 +13,10 @@ namespace {
 
 constexpr ukernel::LinearPrefill kPrefill{"linear_prefill-w4b64-any-m8n32-ime2",
                                           ukernel::kMaxGroupRows, ukernel::reads_rowtile32_or_ime2,
-                                          bind_linear_prefill_m8, rvv::store_linear_tile};
+                                          bind_linear_prefill_m8, rvv::bind_store_linear_tile};
 constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-any-m1n32-ime2",
                                         ukernel::reads_rowtile32_or_ime2, bind_linear_decode_m1,
-                                        rvv::store_linear_tile};
+                                        rvv::bind_store_linear_tile};
 
 bool reads_ime2(const W4B64Packed& w) {
   return w.layout == W4B64Layout::kIme2;
@@ -40,7 +40,7 @@ const ukernel::LayerKernels& kernels() {
     t.linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>};
     t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", reads_ime2,
                                         bind_linear_decode_m1_fp16_block_scale,
-                                        rvv::store_linear_tile};
+                                        rvv::bind_store_linear_tile};
     return t;
   }();
   return k;

@@ -1,6 +1,8 @@
 // IME2 prefill tile: tasks are (tile_n output columns) x (8 activation rows = two M4 groups, the
 // IME2 tile M). The A images of all rows are built once per call (in parallel), so each task only
 // streams weight units through vmadot.
+#include <cassert>
+
 #include "ime2/linear_w4a8.h"
 #include "ime2/microkernels.h"
 #include "ime2/w4b64_ime2_layout.h"
@@ -20,7 +22,7 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
            const float* beta, float* acc) const override {
     if (!transpose_) {  // the kIme2 weights an engine loads: outputs by row, no copy
       detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, scale, beta,
-                                  nb_, acc, kW4RowTile);
+                                  nb_, 1, acc, kW4RowTile);
       return;
     }
     alignas(64) float tile[4][64];  // [sub][8m + n]
@@ -30,22 +32,26 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
       for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];
   }
 
-  // kIme2 weights: each tile's sums straight into its columns of the span (no copy).
-  std::int64_t tiles_per_call() const override {
-    return transpose_ ? 1 : kMaxRowTile / kW4RowTile;
-  }
-  void run_tiles(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-                 const float* beta, std::int64_t tiles, const ukernel::TileStrides& at,
-                 float* acc) const override {
+  // kIme2 weights: a span of tiles in one asm loop, by row straight into the accumulators.
+  std::int64_t tiles_per_call() const override { return transpose_ ? 1 : kMaxRowTile / kW4RowTile; }
+  void run_groups(std::int64_t group, std::int64_t groups, int group_rows, std::int64_t m,
+                  const std::uint8_t* codes, const float* scale, const float* beta,
+                  std::int64_t tiles, const ukernel::TileStrides& at, float* acc) const override {
     if (transpose_) {
-      run(group, rows, codes, scale, beta, acc);
+      ukernel::PrefillTileBody::run_groups(group, groups, group_rows, m, codes, scale, beta, tiles,
+                                           at, acc);
       return;
     }
-    const std::uint8_t* images = images_.data() + group * nb_ * kImageBytes;
-    for (std::int64_t i = 0; i < tiles; ++i) {
-      detail::tile_outputs_by_row(images, codes + i * at.code_bytes, scale + i * at.floats,
-                                  beta + i * at.floats, nb_, acc + i * kW4RowTile,
-                                  tiles * kW4RowTile);
+    // kIme2 tiles are consecutive in the pack (the asm loop walks them); each group writes all
+    // 8 rows, those past M from the pack's zero rows.
+    (void)m;
+    (void)at;
+    assert(group_rows == kGroupRows && at.code_bytes == nb_ * kUnitBytes &&
+           at.floats == nb_ * kW4RowTile);
+    const std::int64_t width = tiles * kW4RowTile;
+    for (std::int64_t g = 0; g < groups; ++g) {
+      detail::tile_outputs_by_row(images_.data() + (group + g) * nb_ * kImageBytes, codes, scale,
+                                  beta, nb_, tiles, acc + g * kGroupRows * width, width);
     }
   }
 

@@ -7,6 +7,7 @@
 
 #include <riscv_vector.h>
 
+#include <algorithm>
 #include <array>
 
 #include "ime2/ime2_insn.h"
@@ -18,21 +19,33 @@ namespace {
 
 constexpr std::size_t kLanes = 64;  // C tile lanes (8 x 8 int32 / float, e32m2 at VLEN 1024)
 
+// The loop-invariant operands of write_image: the chunk gather and, for each of the 256 lanes
+// p = 64 sub + 8m + n, its row m.
+inline vuint64m4_t chunk_gather() {
+  return __riscv_vle64_v_u64m4(kChunkGather.data(), 64);
+}
+inline vuint32m8_t lane_rows() {
+  const std::size_t lanes = kImageLanes;
+  return __riscv_vand_vx_u32m8(__riscv_vsrl_vx_u32m8(__riscv_vid_v_u32m8(lanes), 3, lanes), 7,
+                               lanes);
+}
+
 // One A-image unit from 8 rows x 64 int8 codes: rows 0..3 at `lower` (lower_rows of them, 64 bytes
-// apart), rows 4..7 at `upper` (4 rows, or null for zeros); sums[8] the rows' block sums.
-void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* upper,
-                 const std::int32_t* sums, std::uint8_t* dst) {
+// apart), rows 4..7 at `upper` (4 rows, or null for zeros); the rows' block sums at `sums`,
+// `sums_stride` bytes apart (rows of them; the others are zero).
+inline void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* upper,
+                        const std::int32_t* sums, std::ptrdiff_t sums_stride, int rows,
+                        vuint64m4_t gather, vuint32m8_t lane_row, std::uint8_t* dst) {
   const vuint64m2_t zero = __riscv_vmv_v_x_u64m2(0, 32);
   const vuint64m2_t r0 =
       __riscv_vle64_v_u64m2_tu(zero, reinterpret_cast<const std::uint64_t*>(lower), 8 * lower_rows);
   const vuint64m2_t r1 =
       upper ? __riscv_vle64_v_u64m2(reinterpret_cast<const std::uint64_t*>(upper), 32) : zero;
-  vuint64m4_t rows = __riscv_vundefined_u64m4();
-  rows = __riscv_vset_v_u64m2_u64m4(rows, 0, r0);
-  rows = __riscv_vset_v_u64m2_u64m4(rows, 1, r1);
-  const vuint64m4_t idx = __riscv_vle64_v_u64m4(kChunkGather.data(), 64);
+  vuint64m4_t rows8 = __riscv_vundefined_u64m4();
+  rows8 = __riscv_vset_v_u64m2_u64m4(rows8, 0, r0);
+  rows8 = __riscv_vset_v_u64m2_u64m4(rows8, 1, r1);
   const vuint8m4_t chunks =
-      __riscv_vreinterpret_v_u64m4_u8m4(__riscv_vrgather_vv_u64m4(rows, idx, 64));
+      __riscv_vreinterpret_v_u64m4_u8m4(__riscv_vrgather_vv_u64m4(rows8, gather, 64));
   for (int ks = 0; ks < 2; ++ks) {
     const vuint8m1_t p =
         ks == 0 ? __riscv_vget_v_u8m4_u8m1(chunks, 0) : __riscv_vget_v_u8m4_u8m1(chunks, 1);
@@ -45,11 +58,12 @@ void write_image(const std::int8_t* lower, int lower_rows, const std::int8_t* up
     __riscv_vse8_v_u8m1(dst + ks * 2 * kRegBytes, lo, kRegBytes);
     __riscv_vse8_v_u8m1(dst + ks * 2 * kRegBytes + kRegBytes, hi, kRegBytes);
   }
-  // Lane p = 64 sub + 8m + n holds row m's sum: a gather of sums[(p >> 3) & 7] over 256 lanes.
+  // Lane p holds row m's sum: the rows' sums (one strided load) gathered over 256 lanes.
   const std::size_t lanes = kImageLanes;
-  const vuint32m8_t row =
-      __riscv_vand_vx_u32m8(__riscv_vsrl_vx_u32m8(__riscv_vid_v_u32m8(lanes), 3, lanes), 7, lanes);
-  const vint32m8_t s = __riscv_vrgather_vv_i32m8(__riscv_vle32_v_i32m8(sums, 8), row, lanes);
+  const vint32m1_t row_sums = __riscv_vlse32_v_i32m1_tu(
+      __riscv_vmv_v_x_i32m1(0, kGroupRows), sums, sums_stride, static_cast<std::size_t>(rows));
+  const vint32m8_t s =
+      __riscv_vrgather_vv_i32m8(__riscv_vlmul_ext_v_i32m1_i32m8(row_sums), lane_row, lanes);
   __riscv_vse32_v_i32m8(reinterpret_cast<std::int32_t*>(dst + kImageMinus8SOffset),
                         __riscv_vmul_vx_i32m8(s, -8, lanes), lanes);
   __riscv_vse32_v_f32m8(reinterpret_cast<float*>(dst + kImageSumsFOffset),
@@ -102,9 +116,11 @@ AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
   auto images =
       AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kImageBytes));
+  const vuint64m4_t gather = chunk_gather();
+  const vuint32m8_t lane_row = lane_rows();
   for (std::int64_t b = 0; b < nb; ++b) {
-    const std::int32_t sums[8] = {a.block_sum[static_cast<std::size_t>(b)], 0, 0, 0, 0, 0, 0, 0};
-    write_image(a.block_codes(0, b), 1, nullptr, sums, images.data() + b * kImageBytes);
+    write_image(a.codes.data() + b * 64, 1, nullptr, a.block_sum.data() + b, 0, 1, gather, lane_row,
+                images.data() + b * kImageBytes);
   }
   return images;
 }
@@ -116,18 +132,21 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
       static_cast<std::size_t>(groups * nb * kImageBytes));
   pool.parallel_for(groups, [&](std::int64_t g, int) {
     const std::int64_t row0 = g * kGroupRows;
-    const bool has_upper =
-        row0 + kPrefillRowsPerTask < a.m;  // the M4 pack stops after row M-1's group
+    const int rows = static_cast<int>(std::min<std::int64_t>(kGroupRows, a.m - row0));
+    // M4 groups keep 4 rows of a block contiguous (zero rows past M), so rows 0..3 and 4..7 of a
+    // block are two 256-byte runs, the next block's 256 bytes on; the M4 pack stops after row
+    // M-1's group.
+    constexpr std::int64_t kRun = kPrefillRowsPerTask * 64;
+    const std::int8_t* lower = a.codes.data() + row0 / kPrefillRowsPerTask * nb * kRun;
+    const std::int8_t* upper = rows > kPrefillRowsPerTask ? lower + nb * kRun : nullptr;
+    const std::int32_t* sums = a.block_sum.data() + row0 * nb;
+    const auto sums_stride = static_cast<std::ptrdiff_t>(nb * sizeof(std::int32_t));
+    std::uint8_t* dst = images.data() + g * nb * kImageBytes;
+    const vuint64m4_t gather = chunk_gather();
+    const vuint32m8_t lane_row = lane_rows();
     for (std::int64_t b = 0; b < nb; ++b) {
-      std::int32_t sums[8] = {};
-      for (int r = 0; r < kGroupRows && row0 + r < a.m; ++r) {
-        sums[r] = a.block_sum[static_cast<std::size_t>((row0 + r) * nb + b)];
-      }
-      // M4 groups keep 4 rows of a block contiguous (zero rows past M), so rows 0..3 and 4..7 are
-      // two 256-byte runs.
-      write_image(a.block_codes(row0, b), kPrefillRowsPerTask,
-                  has_upper ? a.block_codes(row0 + kPrefillRowsPerTask, b) : nullptr, sums,
-                  images.data() + (g * nb + b) * kImageBytes);
+      write_image(lower + b * kRun, kPrefillRowsPerTask, upper ? upper + b * kRun : nullptr,
+                  sums + b, sums_stride, rows, gather, lane_row, dst + b * kImageBytes);
     }
   });
   return images;
@@ -195,12 +214,14 @@ constexpr std::array<std::uint16_t, kImageLanes> kByRow = [] {
 // in v20..v23, C_hi's space once D is formed); S comes from the image; then t = s*D, t += S*beta
 // (fused), acc += t: the operations of block_tile in the same order, so the bits are its bits.
 void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
-                         const float* beta, std::int64_t nb, float* out, std::int64_t row_stride) {
+                         const float* beta, std::int64_t nb, std::int64_t tiles, float* out,
+                         std::int64_t row_stride) {
   const std::uint8_t* a_image = images;
-  const std::uint8_t* minus_8s = images + kImageMinus8SOffset;
-  const std::uint8_t* sums_f = images + kImageSumsFOffset;
-  const float* const scale_end = scale + nb * kW4RowTile;
+  const std::uint8_t* minus_8s = images;
+  const std::uint8_t* sums_f = images;
+  const float* scale_end = scale;
   const std::int64_t sixteen = 16, image_bytes = kImageBytes;
+  const std::int64_t tile_scale_bytes = nb * kW4RowTile * static_cast<std::int64_t>(sizeof(float));
   const std::int64_t row_bytes = row_stride * static_cast<std::int64_t>(sizeof(float));
 #define K3_PREFILL_KSTEP(lo, hi)                                                           \
   K3_IME2_INSN "%[fu], %[f7], v8, " lo ", v28\n\t" K3_IME2_INSN "%[fsu], %[f7], v16, " hi  \
@@ -209,65 +230,88 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
                ", v30\n\t" K3_IME2_INSN "%[fsu], %[f7], v20, " hi ", v30\n\t" K3_IME2_INSN \
                "%[fu], %[f7], v14, " lo ", v31\n\t" K3_IME2_INSN "%[fsu], %[f7], v22, " hi \
                ", v31\n\t"
+// One block of the tile (16 IME2 instructions, 24 others): the image and unit pointers advance.
+#define K3_PREFILL_BLOCK \
+  "vl8re32.v v8, (%[minus_8s])\n\t" \
+  "vl4re8.v v24, (%[a_image])\n\t" \
+  "vl4re8.v v28, (%[unit])\n\t" \
+  "vsetvli t0, zero, e8, m1, ta, ma\n\t" \
+  K3_PREFILL_KSTEP("v24", "v25") \
+  "addi t1, %[unit], %[half_unit]\n\t" \
+  "vl4re8.v v28, (t1)\n\t" \
+  K3_PREFILL_KSTEP("v26", "v27") \
+  "vsetvli t0, zero, e32, m8, ta, ma\n\t" \
+  "vmacc.vx v8, %[c16], v16\n\t" \
+  "vfcvt.f.x.v v8, v8\n\t" \
+  "vl4re16.v v20, (%[columns])\n\t" \
+  "vluxei16.v v24, (%[scale]), v20\n\t" \
+  "vfmul.vv v8, v8, v24\n\t" \
+  "vluxei16.v v24, (%[beta]), v20\n\t" \
+  "vl8re32.v v16, (%[sums_f])\n\t" \
+  "vfmacc.vv v8, v16, v24\n\t" \
+  "vfadd.vv v0, v0, v8\n\t" \
+  "vmv.v.i v16, 0\n\t" \
+  "add %[a_image], %[a_image], %[image_bytes]\n\t" \
+  "add %[minus_8s], %[minus_8s], %[image_bytes]\n\t" \
+  "add %[sums_f], %[sums_f], %[image_bytes]\n\t" \
+  "addi %[unit], %[unit], %[unit_bytes]\n\t" \
+  "addi %[scale], %[scale], %[row_bytes]\n\t" \
+  "addi %[beta], %[beta], %[row_bytes]\n\t"
+  // Tiles are consecutive in the pack (codes nb units apart, scales and betas nb * 32 floats), so
+  // the block loop leaves the weight pointers at the next tile; only the image pointers rewind.
   asm volatile(
       "vsetvli t0, zero, e32, m8, ta, ma\n\t"
+      "2:\n\t"
       "vmv.v.i v0, 0\n\t"
       "vmv.v.i v16, 0\n\t"
-      "1:\n\t"
-      "vl8re32.v v8, (%[minus_8s])\n\t"
-      "vl4re8.v v24, (%[a_image])\n\t"
-      "vl4re8.v v28, (%[unit])\n\t"
-      "vsetvli t0, zero, e8, m1, ta, ma\n\t"  // the IME2 rule: LMUL 1, vl = VLMAX
-      K3_PREFILL_KSTEP("v24", "v25")
-      "addi t1, %[unit], %[half_unit]\n\t"
-      "vl4re8.v v28, (t1)\n\t"
-      K3_PREFILL_KSTEP("v26", "v27")
-      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
-      "vmacc.vx v8, %[c16], v16\n\t"  // D = 16*hi + lo - 8S
-      "vfcvt.f.x.v v8, v8\n\t"        // |D| < 2^17: exact
-      "vl4re16.v v20, (%[columns])\n\t"
-      "vluxei16.v v24, (%[scale]), v20\n\t"
-      "vfmul.vv v8, v8, v24\n\t"
-      "vluxei16.v v24, (%[beta]), v20\n\t"
-      "vl8re32.v v16, (%[sums_f])\n\t"
-      "vfmacc.vv v8, v16, v24\n\t"
-      "vfadd.vv v0, v0, v8\n\t"
-      "vmv.v.i v16, 0\n\t"
-      "add %[a_image], %[a_image], %[image_bytes]\n\t"
-      "add %[minus_8s], %[minus_8s], %[image_bytes]\n\t"
-      "add %[sums_f], %[sums_f], %[image_bytes]\n\t"
-      "addi %[unit], %[unit], %[unit_bytes]\n\t"
-      "addi %[scale], %[scale], %[row_bytes]\n\t"
-      "addi %[beta], %[beta], %[row_bytes]\n\t"
+      "mv %[a_image], %[images]\n\t"
+      "addi %[minus_8s], %[images], %[m8s_off]\n\t"
+      "addi %[sums_f], %[images], %[sums_off]\n\t"
+      "add %[scale_end], %[scale], %[tile_scale_bytes]\n\t"
+      "andi t2, %[tile_scale_bytes], %[row_bytes]\n\t"  // nb odd: one block first
+      "beqz t2, 3f\n\t" K3_PREFILL_BLOCK
+      "3:\n\t"
+      "beq %[scale], %[scale_end], 4f\n\t"
+      "1:\n\t"  // then two blocks a pass
+      K3_PREFILL_BLOCK K3_PREFILL_BLOCK
       "bne %[scale], %[scale_end], 1b\n\t"
+      "4:\n\t"
       "vl4re16.v v16, (%[by_row])\n\t"
       "vrgatherei16.vv v8, v0, v16\n\t"  // row m of the tile in v8+m (32 floats = one register)
-      "vs1r.v v8, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v9, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v10, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v11, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v12, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v13, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v14, (%[out])\n\t"
-      "add %[out], %[out], %[out_step]\n\t"
-      "vs1r.v v15, (%[out])"
-      : [a_image] "+r"(a_image), [minus_8s] "+r"(minus_8s), [sums_f] "+r"(sums_f),
-        [unit] "+r"(codes), [scale] "+r"(scale), [beta] "+r"(beta), [out] "+r"(out)
-      : [scale_end] "r"(scale_end), [columns] "r"(kColumnOffsets.data()),
-        [by_row] "r"(kByRow.data()), [out_step] "r"(row_bytes), [c16] "r"(sixteen),
-        [image_bytes] "r"(image_bytes), [half_unit] "i"(kHalfUnitBytes),
+      "mv t1, %[out]\n\t"
+      "vs1r.v v8, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v9, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v10, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v11, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v12, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v13, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v14, (t1)\n\t"
+      "add t1, t1, %[out_step]\n\t"
+      "vs1r.v v15, (t1)\n\t"
+      "addi %[out], %[out], %[tile_row_bytes]\n\t"
+      "addi %[tiles], %[tiles], -1\n\t"
+      "bnez %[tiles], 2b"
+      : [a_image] "+&r"(a_image), [minus_8s] "+&r"(minus_8s), [sums_f] "+&r"(sums_f),
+        [unit] "+&r"(codes), [scale] "+&r"(scale), [beta] "+&r"(beta), [out] "+&r"(out),
+        [scale_end] "+&r"(scale_end), [tiles] "+&r"(tiles)
+      : [images] "r"(images), [columns] "r"(kColumnOffsets.data()), [by_row] "r"(kByRow.data()),
+        [out_step] "r"(row_bytes), [c16] "r"(sixteen), [image_bytes] "r"(image_bytes),
+        [tile_scale_bytes] "r"(tile_scale_bytes), [m8s_off] "i"(kImageMinus8SOffset),
+        [sums_off] "i"(kImageSumsFOffset), [half_unit] "i"(kHalfUnitBytes),
         [unit_bytes] "i"(kUnitBytes), [row_bytes] "i"(kW4RowTile * sizeof(float)),
+        [tile_row_bytes] "i"(kW4RowTile * sizeof(float)),
         [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)),
         [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
-      : "t0", "t1", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
+      : "t0", "t1", "t2", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
         "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24",
         "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory" K3_IME2_CLOBBER_RA);
+#undef K3_PREFILL_BLOCK
 #undef K3_PREFILL_KSTEP
 }
 

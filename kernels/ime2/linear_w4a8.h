@@ -21,10 +21,13 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
 void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
                   const float* beta, std::int64_t nb, bool transpose, float tile[4][64]);
 
-// The same sums for kIme2 weights, written by output row: out[row_stride * m + i] for output row
-// m (all 8; rows past the group's are zero activations) and weight row i of the tile. One asm loop
-// over the blocks with the four sub-tiles' accumulators as e32m8 groups (linear_w4a8.cpp).
+// The same sums for kIme2 weights, `tiles` consecutive tiles (codes nb units apart, scale and
+// beta nb x 32 floats apart), written by output row: out[row_stride * m + 32 * t + i] for output
+// row m (all 8; rows past the group's are zero activations), tile t and its weight row i. One asm
+// loop over the tiles and blocks with the four sub-tiles' accumulators as e32m8 groups
+// (linear_w4a8.cpp).
 void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
-                         const float* beta, std::int64_t nb, float* out, std::int64_t row_stride);
+                         const float* beta, std::int64_t nb, std::int64_t tiles, float* out,
+                         std::int64_t row_stride);
 
 }  // namespace k3k::ime2::detail

@@ -30,15 +30,15 @@ bool reads_strips(const W4B64Packed& w) {
 
 constexpr std::array<ukernel::LinearDecode, 2> kDecode{{
     {"linear_decode-w4b64-srows-m1-e8m1-rvv", reads_strips, bind_linear_decode_strips_e8m1,
-     store_linear_tile},
+     bind_store_linear_tile},
     {"linear_decode-w4b64-srows-m1-e8m2-rvv", reads_strips, bind_linear_decode_strips_e8m2,
-     store_linear_tile},
+     bind_store_linear_tile},
 }};
 constexpr std::array<ukernel::LinearPrefill, 2> kPrefill{{
     {"linear_prefill-w4b64-srows-m4-e8m1-rvv", kPrefillRowsPerTask, reads_strips,
-     bind_linear_prefill_strips_m4_e8m1, store_linear_tile},
+     bind_linear_prefill_strips_m4_e8m1, bind_store_linear_tile},
     {"linear_prefill-w4b64-srows-m4-2x2-e8m2-rvv", kPrefillRowsPerTask, reads_strips,
-     bind_linear_prefill_strips_m4_2x2_e8m2, store_linear_tile},
+     bind_linear_prefill_strips_m4_2x2_e8m2, bind_store_linear_tile},
 }};
 
 // LMUL 2 when a tile is wider than one LMUL-1 strip (64-row tiles up to VLEN 256), else LMUL 1.

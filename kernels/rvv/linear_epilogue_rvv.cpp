@@ -24,6 +24,27 @@ inline __attribute__((always_inline)) void store_rows(const LinearEpilogue& ep, 
                                                       std::int64_t count, const float* sa,
                                                       const float* acc, std::int64_t acc_stride) {
   const float lo = ep.clamp_min, hi = ep.clamp_max;
+  if (static_cast<std::size_t>(count) <= __riscv_vsetvlmax_e32m8()) {
+    // One strip per row (a prefill task's span, a decode span at VLEN 1024): vl and the bias are
+    // the same for every row, so the row loop is the strip's operations and three pointer steps.
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(count));
+    vfloat32m8_t b = __riscv_vundefined_f32m8();
+    if constexpr (kBias) b = __riscv_vle32_v_f32m8(bias, vl);
+    for (int r = 0; r < rows; ++r, out += row_step, acc += acc_stride) {
+      vfloat32m8_t y = __riscv_vfmul_vf_f32m8(__riscv_vle32_v_f32m8(acc, vl), sa[r], vl);
+      if constexpr (kBias) y = __riscv_vfadd_vv_f32m8(y, b, vl);
+      if constexpr (kResidual) {
+        y = __riscv_vfadd_vv_f32m8(y, __riscv_vle32_v_f32m8(residual, vl), vl);
+        residual += row_step;
+      }
+      if constexpr (kClamp) {
+        y = __riscv_vfmerge_vfm_f32m8(y, lo, __riscv_vmflt_vf_f32m8_b4(y, lo, vl), vl);
+        y = __riscv_vfmerge_vfm_f32m8(y, hi, __riscv_vmfgt_vf_f32m8_b4(y, hi, vl), vl);
+      }
+      __riscv_vse32_v_f32m8(out, y, vl);
+    }
+    return;
+  }
   for (int r = 0; r < rows; ++r, out += row_step, acc += acc_stride) {
     const float s = sa[r];
     if constexpr (kResidual) {
@@ -46,49 +67,37 @@ inline __attribute__((always_inline)) void store_rows(const LinearEpilogue& ep, 
   }
 }
 
+// One epilogue shape over row-major rows (or the one row of C4): what bind_store_linear_tile
+// hands the driver for a call.
+template <bool kBias, bool kResidual, bool kClamp>
+void store_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
+                std::int64_t row0, int rows, std::int64_t col0, std::int64_t count, const float* sa,
+                const float* acc, std::int64_t acc_stride) {
+  (void)m;
+  const std::int64_t at = row0 * n + col0;  // row0 is 0 when M is 1 (C4's contiguous case)
+  store_rows<kBias, kResidual, kClamp>(ep, out + at, kBias ? ep.bias + col0 : nullptr,
+                                       kResidual ? ep.residual + at : nullptr, n, rows, count, sa,
+                                       acc, acc_stride);
+}
+
+// By (bias, residual, clamp) as bits 2, 1, 0.
+constexpr ukernel::StoreTileFn kStoreTile[8] = {
+    store_tile<false, false, false>, store_tile<false, false, true>, store_tile<false, true, false>,
+    store_tile<false, true, true>,   store_tile<true, false, false>, store_tile<true, false, true>,
+    store_tile<true, true, false>,   store_tile<true, true, true>,
+};
+
 }  // namespace
 
-void store_linear_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                       std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
-                       const float* sa, const float* acc, std::int64_t acc_stride) {
-  if (ep.layout != OutputLayout::kRowMajor && m != 1) {  // C4 with several rows: strided outputs
-    detail::store_linear_tile(ep, out, m, n, row0, rows, col0, count, sa, acc, acc_stride);
-    return;
-  }
-  // Row-major rows are n apart; C4 here has one row. Infinite bounds never compare true: the
-  // clamp is the identity, bit for bit (NaN included), and is skipped.
-  const bool clamp = ep.clamp_min != -std::numeric_limits<float>::infinity() ||
-                     ep.clamp_max != std::numeric_limits<float>::infinity();
-  const std::int64_t at = m == 1 ? col0 : row0 * n + col0;  // both layouts with one row
-  const float* bias = ep.bias != nullptr ? ep.bias + col0 : nullptr;
-  const float* residual = ep.residual != nullptr ? ep.residual + at : nullptr;
-  out += at;
-  switch ((bias != nullptr ? 4 : 0) | (residual != nullptr ? 2 : 0) | (clamp ? 1 : 0)) {
-    case 0:
-      return store_rows<false, false, false>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                             acc_stride);
-    case 1:
-      return store_rows<false, false, true>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                            acc_stride);
-    case 2:
-      return store_rows<false, true, false>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                            acc_stride);
-    case 3:
-      return store_rows<false, true, true>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                           acc_stride);
-    case 4:
-      return store_rows<true, false, false>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                            acc_stride);
-    case 5:
-      return store_rows<true, false, true>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                           acc_stride);
-    case 6:
-      return store_rows<true, true, false>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                           acc_stride);
-    default:
-      return store_rows<true, true, true>(ep, out, bias, residual, n, rows, count, sa, acc,
-                                          acc_stride);
-  }
+ukernel::StoreTileFn bind_store_linear_tile(const LinearEpilogue& ep, std::int64_t m) {
+  // C4 with several rows spreads a row's outputs 4 apart: the scalar loop.
+  if (ep.layout != OutputLayout::kRowMajor && m != 1) return detail::store_linear_tile;
+  // Infinite bounds never compare true: the clamp is then the identity, bit for bit (NaN
+  // included), and is skipped.
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  const bool clamp = ep.clamp_min != -kInf || ep.clamp_max != kInf;
+  return kStoreTile[(ep.bias != nullptr ? 4 : 0) | (ep.residual != nullptr ? 2 : 0) |
+                    (clamp ? 1 : 0)];
 }
 
 }  // namespace k3k::rvv

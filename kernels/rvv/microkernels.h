@@ -12,11 +12,9 @@ namespace k3k::rvv {
 
 #include "ukernels/layer_microkernels.inc"  // NOLINT(bugprone-suspicious-include)
 
-// The Linear epilogue over contiguous outputs (ukernel::StoreTileFn), vectorized; the IME2 layer's
-// Linear variants use it too.
-void store_linear_tile(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
-                       std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
-                       const float* sa, const float* acc, std::int64_t acc_stride);
+// The Linear epilogue over contiguous outputs (ukernel::BindStoreFn), vectorized and specialised
+// per epilogue shape; the IME2 layer's Linear variants use it too.
+ukernel::StoreTileFn bind_store_linear_tile(const LinearEpilogue& ep, std::int64_t m);
 
 const ukernel::LayerKernels& kernels();
 // The CPU probe dispatch consults before handing out these microkernels.

@@ -10,6 +10,7 @@
 // is named, the layer's default for the weights' layout and this CPU (LinearVariants::pick).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -33,12 +34,16 @@ using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, 
 // The direct epilogue over the outputs (row0 + r, col0 + i), r < rows, i < count, from
 // acc[r * acc_stride + i] with row scale sa[r]: per output the operations of
 // detail::store_linear_output in the same order, so every layer's epilogue gives the same bits.
-// Null in a variant: the drivers' scalar loop (detail::store_linear_tile); the RVV layer's is
-// vectorized (per output, the scalar epilogue cost a third of an IME2 decode's and as much as an
-// IME2 prefill's matrix work).
+// Null in a variant (bind_store): the drivers' scalar loop (detail::store_linear_tile); the RVV
+// layer's is vectorized (per output, the scalar epilogue cost a third of an IME2 decode's and as
+// much as an IME2 prefill's matrix work).
 using StoreTileFn = void (*)(const LinearEpilogue& ep, float* out, std::int64_t m, std::int64_t n,
                              std::int64_t row0, int rows, std::int64_t col0, std::int64_t count,
                              const float* sa, const float* acc, std::int64_t acc_stride);
+// A variant's epilogue bound to one call's (ep, M) by the driver, once: the function it returns
+// is specialised for that epilogue's shape (bias, residual, clamp, layout), so a task's store
+// sets up nothing it does not use (it runs once per prefill group and column span).
+using BindStoreFn = StoreTileFn (*)(const LinearEpilogue& ep, std::int64_t m);
 
 // Per-call options a Linear microkernel receives when it is bound.
 struct LinearOptions {
@@ -86,7 +91,7 @@ struct LinearDecode {
   // Binds the body to one call (throws std::invalid_argument for weights it cannot read).
   std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                           const LinearOptions& options);
-  StoreTileFn store_tile = nullptr;
+  BindStoreFn bind_store = nullptr;  // null: the scalar epilogue
 };
 
 // Layout predicates most microkernels use.
@@ -130,17 +135,22 @@ class PrefillTileBody {
   virtual ~PrefillTileBody() = default;
   virtual void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
                    const float* beta, float* acc) const = 0;
-  // Consecutive tiles one run_tiles call may take (1: the driver calls run() per tile).
+  // Consecutive tiles one run_groups call may take (1: a tile at a time).
   virtual std::int64_t tiles_per_call() const { return 1; }
-  // `tiles` (<= tiles_per_call()) consecutive tiles at the strides `at`, by output row:
-  // acc[r * tiles * at.rows + i * at.rows + j] = run()'s acc[r * at.rows + j] of tile i, so the
-  // driver stores each row of the span with one epilogue call.
-  virtual void run_tiles(std::int64_t group, int rows, const std::uint8_t* codes,
-                         const float* scale, const float* beta, std::int64_t tiles,
-                         const TileStrides& at, float* acc) const {
-    (void)tiles;
-    (void)at;
-    run(group, rows, codes, scale, beta, acc);
+  // `groups` consecutive groups from `group` (group_rows rows each; rows past M are the pack's
+  // zero rows) against `tiles` (<= tiles_per_call()) consecutive tiles at the strides `at`, by
+  // output row: acc[(g * group_rows + r) * tiles * at.rows + i * at.rows + j] = run()'s
+  // acc[r * at.rows + j] of group g and tile i, so the driver stores a run of groups' span with one
+  // epilogue call. Default: run() per group.
+  virtual void run_groups(std::int64_t group, std::int64_t groups, int group_rows, std::int64_t m,
+                          const std::uint8_t* codes, const float* scale, const float* beta,
+                          std::int64_t tiles, const TileStrides& at, float* acc) const {
+    (void)tiles;  // 1 unless tiles_per_call() says otherwise
+    for (std::int64_t g = 0; g < groups; ++g) {
+      const std::int64_t row0 = (group + g) * group_rows;
+      run(group + g, static_cast<int>(std::min<std::int64_t>(group_rows, m - row0)), codes, scale,
+          beta, acc + g * group_rows * at.rows);
+    }
   }
 };
 
@@ -191,7 +201,7 @@ struct LinearPrefill {
   // Binds to one call; may prepare per-call operands in parallel on `pool`.
   std::unique_ptr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
                                            WorkerPool& pool);
-  StoreTileFn store_tile = nullptr;
+  BindStoreFn bind_store = nullptr;  // null: the scalar epilogue
 };
 
 // A layer's variants of one Linear microkernel. `all` lists every variant (what a tuner may

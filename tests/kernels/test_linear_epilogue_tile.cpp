@@ -57,14 +57,14 @@ bool same_bits(float a, float b) {
 
 struct Span {
   const char* variant;
-  ukernel::StoreTileFn store;
+  ukernel::BindStoreFn bind;  // the epilogue is bound per call, as the drivers do
 };
 
 std::vector<Span> spans_of(KernelPath path) {
   const auto& k = dispatch::usable_kernels(path, "linear");
   std::vector<Span> v;
-  for (const auto& d : k.linear_decode.all) v.push_back({d.name, detail::store_tile_of(d)});
-  for (const auto& p : k.linear_prefill.all) v.push_back({p.name, detail::store_tile_of(p)});
+  for (const auto& d : k.linear_decode.all) v.push_back({d.name, d.bind_store});
+  for (const auto& p : k.linear_prefill.all) v.push_back({p.name, p.bind_store});
   return v;
 }
 
@@ -115,7 +115,8 @@ TEST_P(LinearEpilogueTile, EveryVariantGivesTheBitsOfTheScalarEpilogue) {
                                                 acc[static_cast<std::size_t>(r * n + i)]);
                   }
                 }
-                span.store(ep_got, got.data(), m, n, row0, rows, col0, count, sa, acc.data(), n);
+                detail::store_tile_of(span.bind, ep_got, m)(ep_got, got.data(), m, n, row0, rows,
+                                                            col0, count, sa, acc.data(), n);
                 for (std::size_t i = 0; i < want.size(); ++i) {
                   ASSERT_TRUE(same_bits(got[i], want[i]))
                       << "output " << i << ": " << got[i] << " != " << want[i];

@@ -65,6 +65,12 @@ TEST_P(LinearDecode, MatchesReferenceAcrossShapesTilesLayoutsAndEpilogues) {
 TEST_P(LinearPrefill, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
   check_worker_invariance(layer(), false, 17, 40, 320);
 }
+// More rows than one of the driver's chunks (64 rows: 8 IME2 groups, 16 M4 groups), so runs of
+// groups split into chunks with a short last one; N is not a multiple of the 32-row tiles and K has
+// an odd number of blocks (the IME2 prefill loop takes blocks two at a time).
+TEST_P(LinearPrefill, BitwiseIdenticalAcrossChunksOfGroups) {
+  check_worker_invariance(layer(), false, 150, 72, 192);
+}
 TEST_P(LinearDecode, BitwiseIdenticalAcrossWorkerCountsAndTiles) {
   check_worker_invariance(layer(), true, 1, 100, 1024);
 }
