@@ -269,6 +269,20 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--tg-prompt", o.model.tg_prompt, "--model: prompt tokens before the decode test")
       ->capture_default_str();
+  app.add_option("--depth", o.model.depth,
+                 "--model: tokens already in the KV cache before every test, prefilled untimed "
+                 "(llama-bench -d; the decode test's prompt)")
+      ->capture_default_str();
+  app.add_option_function<std::vector<int>>(
+         "--pg",
+         [&o](const std::vector<int>& v) {
+           o.model.pg_pp = v.at(0);
+           o.model.pg_tg = v.at(1);
+         },
+         "--model: P,G: a prefill of P tokens then G decode steps on the same cache, timed as one "
+         "test (MNN llm_bench -pg)")
+      ->expected(2)
+      ->delimiter(',');
   app.add_flag("--check-forward", o.model.check_forward,
                "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();

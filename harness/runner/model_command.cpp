@@ -9,20 +9,20 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/common/model/model_config.h"
+#include "harness/common/model/model_shapes.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/errors.h"
-#include "k3k/dispatch.h"
-#include "k3k/linear_auto.h"
-#include "k3k/tuning.h"
 #include "harness/runner/model/forward.h"
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
 #include "harness/runner/model/model_weights.h"
-#include "harness/common/model/model_config.h"
-#include "harness/common/model/model_shapes.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/path_option.h"
 #include "harness/runner/tuning_params.h"
+#include "k3k/dispatch.h"
+#include "k3k/linear_auto.h"
+#include "k3k/tuning.h"
 
 namespace k3runner {
 namespace {
@@ -33,11 +33,13 @@ double since(Clock::time_point t) {
 }
 
 struct TestResult {
-  std::string name;  // "pp512", "tg128"
+  std::string name;  // "pp512", "tg128", "pp512+tg128", "@d4096" appended at a depth
   std::int64_t tokens = 0;
-  std::vector<double> seconds;         // per repetition
-  model::OpTimer ops;                  // summed over the repetitions
-  std::vector<std::string> checksums;  // per repetition
+  std::int64_t depth = 0;               // tokens in the caches before the timed calls
+  std::vector<double> seconds;          // per repetition
+  std::vector<double> prefill_seconds;  // pp+tg: the prefill part of each repetition
+  model::OpTimer ops;                   // summed over the repetitions
+  std::vector<std::string> checksums;   // per repetition
   nlohmann::json json() const {
     std::vector<double> tps;
     for (double s : seconds) tps.push_back(double(tokens) / s);
@@ -49,9 +51,10 @@ struct TestResult {
     for (double s : seconds) wall += s;
     bool same = true;
     for (const auto& c : checksums) same = same && c == checksums.front();
-    return {
+    nlohmann::json j = {
         {"test", name},
         {"tokens", tokens},
+        {"depth", depth},
         {"seconds", seconds},
         {"tokens_per_s", tps},
         {"mean_tokens_per_s", mean},
@@ -60,8 +63,31 @@ struct TestResult {
         {"logits_checksum", checksums.empty() ? "" : checksums.front()},
         {"identical_logits_every_repetition", same},
         {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))}};
+    if (!prefill_seconds.empty()) {
+      std::vector<double> decode_seconds;
+      for (std::size_t i = 0; i < seconds.size(); ++i)
+        decode_seconds.push_back(seconds[i] - prefill_seconds[i]);
+      j["prefill_seconds"] = prefill_seconds;
+      j["decode_seconds"] = decode_seconds;
+    }
+    return j;
   }
 };
+
+// Brings the caches to `depth` tokens (untimed), in prefill batches of at most `batch` tokens.
+void fill_context(model::Forward& fwd, std::int64_t depth, std::int64_t batch, std::int64_t vocab,
+                  std::uint64_t seed) {
+  fwd.reset();
+  const auto tokens = model::prompt_tokens(depth, vocab, seed);
+  for (std::int64_t at = 0; at < depth; at += batch) {
+    const std::int64_t n = std::min(batch, depth - at);
+    fwd.prefill(std::span<const std::int32_t>(tokens.data() + at, static_cast<std::size_t>(n)));
+  }
+}
+
+std::string at_depth(std::string name, int depth) {
+  return depth > 0 ? name + "@d" + std::to_string(depth) : name;
+}
 
 // One timed test. `body(timed, sum)` calls the forward through `timed`, which times each call
 // (the forward and its greedy choice) and hands back the logits; the checksum is taken outside
@@ -98,6 +124,15 @@ std::string table(const k3model::ModelConfig& c, const nlohmann::json& doc) {
                        doc["path"].get<std::string>(), doc["params"]["workers"].get<int>(),
                        t["test"].get<std::string>(), t["mean_tokens_per_s"].get<double>(),
                        t["stddev_tokens_per_s"].get<double>());
+  }
+  for (const auto& t : doc["results"]) {
+    if (!t.contains("prefill_seconds")) continue;
+    double pre = 0, dec = 0;
+    for (double x : t["prefill_seconds"]) pre += x;
+    for (double x : t["decode_seconds"]) dec += x;
+    const double runs = static_cast<double>(t["prefill_seconds"].size());
+    out += fmt::format("{}: prefill {:.1f} ms, then generation {:.1f} ms per run\n",
+                       t["test"].get<std::string>(), 1e3 * pre / runs, 1e3 * dec / runs);
   }
   for (const auto& t : doc["results"]) {
     const auto& b = t["breakdown"];
@@ -164,10 +199,14 @@ int run_model_command(const ModelCommandOptions& o) {
   } catch (const k3model::ModelConfigError& e) {
     throw UsageError(e.what());
   }
+  const bool pg = o.pg_pp > 0 || o.pg_tg > 0;
   if (o.pp < 0 || o.tg < 0 || o.tg_prompt < 1 || o.reps < 1 || o.warmup < 0 ||
-      (o.pp == 0 && o.tg == 0))
+      (o.pp == 0 && o.tg == 0 && !pg))
     throw UsageError(
         "--pp/--tg: give a prompt length and/or decode steps (>= 0, not both 0), --reps >= 1");
+  if (o.depth < 0) throw UsageError("--depth: tokens in the cache before each test, >= 0");
+  if (pg && (o.pg_pp < 1 || o.pg_tg < 1))
+    throw UsageError("--pg: P,G with a prompt of P >= 1 tokens and G >= 1 decode steps");
   const OpInfo* op = find_op("model_pp");
   const KeyValues params(op->params, parse_kv_list(o.params, "--params"), "--params", false);
   const k3k::PathDecision decision = decide_path_option(o.path);
@@ -208,7 +247,8 @@ int run_model_command(const ModelCommandOptions& o) {
                    {"seed", o.seed},
                    {"repetitions", o.reps},
                    {"warmup", o.warmup},
-                   {"tg_prompt", o.tg_prompt}};
+                   {"tg_prompt", o.tg_prompt},
+                   {"depth", o.depth}};
   if (!tuning.is_null()) doc["tuning"] = tuning;
   doc["environment"] = environment_static();
 
@@ -228,18 +268,26 @@ int run_model_command(const ModelCommandOptions& o) {
                             {"argmax_mismatches", c.argmax_mismatches},
                             {"summary", c.summary()}};
   }
-  const int max_prompt = std::max(o.pp, o.tg_prompt);
-  model::Forward fwd(config, weights, mp, decision.path, pool, max_prompt,
-                     std::max<std::int64_t>(o.pp, o.tg_prompt + o.tg));
+  // The depth is prefilled in batches no longer than the tests' own (the activation buffers are
+  // sized by the longest batch), at least 512 tokens at a time.
+  const int tg_prompt = o.depth > 0 ? o.depth : o.tg_prompt;
+  const std::int64_t batch =
+      std::max({o.pp, o.pg_pp, std::min(o.depth, 512), o.depth > 0 ? 1 : o.tg_prompt});
+  const std::int64_t capacity =
+      std::max({std::int64_t{o.depth} + o.pp, std::int64_t{tg_prompt} + o.tg,
+                std::int64_t{o.depth} + o.pg_pp + o.pg_tg});
+  model::Forward fwd(config, weights, mp, decision.path, pool, batch, capacity);
   doc["state_bytes"] = fwd.state_bytes();
   doc["results"] = nlohmann::json::array();
   if (o.pp > 0) {
     TestResult r;
-    r.name = fmt::format("pp{}", o.pp);
+    r.name = at_depth(fmt::format("pp{}", o.pp), o.depth);
     r.tokens = o.pp;
+    r.depth = o.depth;
     const auto prompt = model::prompt_tokens(o.pp, config.vocab, o.seed);
     repeat(
-        fwd, r, o.warmup, o.reps, [&] { fwd.reset(); },
+        fwd, r, o.warmup, o.reps,
+        [&] { fill_context(fwd, o.depth, batch, config.vocab, o.seed + 2); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           sum.add(timed([&] { return fwd.prefill(prompt); }));
         });
@@ -247,18 +295,41 @@ int run_model_command(const ModelCommandOptions& o) {
   }
   if (o.tg > 0) {
     TestResult r;
-    r.name = fmt::format("tg{}", o.tg);
+    r.name = at_depth(fmt::format("tg{}", o.tg), o.depth);
     r.tokens = o.tg;
-    const auto prompt = model::prompt_tokens(o.tg_prompt, config.vocab, o.seed + 1);
+    r.depth = tg_prompt;
     repeat(
         fwd, r, o.warmup, o.reps,
-        [&] {
-          fwd.reset();
-          fwd.prefill(prompt);
-        },
+        [&] { fill_context(fwd, tg_prompt, batch, config.vocab, o.seed + 1); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           for (int i = 0; i < o.tg; ++i) sum.add(timed([&] { return fwd.decode(fwd.argmax()); }));
         });
+    doc["results"].push_back(r.json());
+  }
+  if (pg) {
+    // One prompt then its generation on the same caches, timed as one: tokens = P + G (the
+    // llama-bench convention), with the prefill's share of each repetition alongside. The prompt
+    // is the decode test's and the checksum covers the generated steps, so at depth 0 it equals
+    // that of --tg G --tg-prompt P.
+    TestResult r;
+    r.name = at_depth(fmt::format("pp{}+tg{}", o.pg_pp, o.pg_tg), o.depth);
+    r.tokens = o.pg_pp + o.pg_tg;
+    r.depth = o.depth;
+    const auto prompt = model::prompt_tokens(o.pg_pp, config.vocab, o.seed + 1);
+    std::vector<double> prefill_s;
+    repeat(
+        fwd, r, o.warmup, o.reps,
+        [&] { fill_context(fwd, o.depth, batch, config.vocab, o.seed + 2); },
+        [&](auto& timed, model::LogitsChecksum& sum) {
+          const auto t0 = Clock::now();
+          timed([&] { return fwd.prefill(prompt); });
+          prefill_s.push_back(since(t0));
+          for (int i = 0; i < o.pg_tg; ++i)
+            sum.add(timed([&] { return fwd.decode(fwd.argmax()); }));
+        });
+    // The warm-up repetitions come first: keep the measured ones' prefill times.
+    r.prefill_seconds.assign(prefill_s.end() - static_cast<std::ptrdiff_t>(r.seconds.size()),
+                             prefill_s.end());
     doc["results"].push_back(r.json());
   }
   rusage ru{};

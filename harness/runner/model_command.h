@@ -2,7 +2,9 @@
 // excluded, weight generation excluded): pp N (one prefill of N tokens per repetition) and tg M
 // (M greedy decode steps after a short prompt), tokens per second of every repetition, the per-op
 // breakdown of each test, peak RSS, the weight bytes one decode step streams, and logits
-// checksums (identical output across builds means identical checksums).
+// checksums (identical output across builds means identical checksums). --depth D starts every
+// test with D tokens in the caches (llama-bench -d), --pg P,G adds a prefill-then-generate test on
+// one cache (MNN llm_bench -pg, llama-bench pp+tg), reported apart from pp and tg.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,9 @@ struct ModelCommandOptions {
   std::string models_dir;  // default: the source tree's configs/models
   int pp = 512, tg = 128;  // 0 skips a test
   int tg_prompt = 1;       // prompt before the decode test (llm_bench's tg128 uses -p 1)
+  int depth =
+      0;  // tokens already in the KV cache (prefilled untimed) before every test (llama-bench -d)
+  int pg_pp = 0, pg_tg = 0;  // --pg P,G: prefill P then decode G on one cache, timed together
   int reps = 5, warmup = 1;
   std::string params;  // model_pp's parameters: workers, kv_dtype, gdn_chunk, weight_seed
   std::string path = "auto";

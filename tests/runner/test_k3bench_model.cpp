@@ -48,6 +48,51 @@ TEST(K3benchModel, WholeModelRunReportsSpeedBreakdownAndChecksums) {
     EXPECT_EQ(one["results"][t]["logits_checksum"], j["results"][t]["logits_checksum"]);
 }
 
+// llama-bench's depth (-d) and MNN llm_bench's prefill-then-generate (-pg): the tests start from
+// a filled cache, and the pp+tg test is a prefill and its generation on one cache.
+TEST(K3benchModel, DepthAndPrefillThenGenerate) {
+  const auto run = [](const std::string& args) {
+    const auto r = k3test::run_k3bench("--model " + kTiny + " --reps 2 --warmup 1 --json " + args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto j = run("--pp 8 --tg 6 --depth 24 --pg 10,5");
+  ASSERT_EQ(j["results"].size(), 3u);
+  EXPECT_EQ(j["results"][0]["test"], "pp8@d24");
+  EXPECT_EQ(j["results"][1]["test"], "tg6@d24");
+  EXPECT_EQ(j["results"][2]["test"], "pp10+tg5@d24");
+  EXPECT_EQ(j["params"]["depth"], 24);
+  for (const auto& t : j["results"]) {
+    EXPECT_EQ(t["depth"], 24) << t["test"];
+    EXPECT_TRUE(t["identical_logits_every_repetition"].get<bool>()) << t["test"];
+    EXPECT_EQ(t["breakdown"]["sum_check"], "ok") << t["test"];
+  }
+  const auto& pg = j["results"][2];
+  EXPECT_EQ(pg["tokens"], 15);
+  ASSERT_EQ(pg["prefill_seconds"].size(), 2u);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_GT(pg["prefill_seconds"][i].get<double>(), 0.0);
+    EXPECT_GT(pg["decode_seconds"][i].get<double>(), 0.0);
+    EXPECT_NEAR(pg["prefill_seconds"][i].get<double>() + pg["decode_seconds"][i].get<double>(),
+                pg["seconds"][i].get<double>(), 1e-12);
+  }
+  // Decode at depth D is decode after a D-token prompt; the context changes a prefill's logits.
+  const auto plain = run("--pp 8 --tg 6 --tg-prompt 24");
+  EXPECT_EQ(plain["results"][1]["logits_checksum"], j["results"][1]["logits_checksum"]);
+  EXPECT_NE(plain["results"][0]["logits_checksum"], j["results"][0]["logits_checksum"]);
+  // At depth 0, generating G after a P-token prefill on one cache is the decode test's run.
+  const auto pg0 = run("--pp 0 --tg 0 --pg 10,5");
+  const auto tg = run("--pp 0 --tg 5 --tg-prompt 10");
+  ASSERT_EQ(pg0["results"].size(), 1u);
+  EXPECT_EQ(pg0["results"][0]["test"], "pp10+tg5");
+  EXPECT_EQ(pg0["results"][0]["logits_checksum"], tg["results"][0]["logits_checksum"]);
+  // Bad values: one line, exit 2.
+  for (const char* bad : {"--depth -1", "--pg 0,5", "--pg 4"}) {
+    const auto r = k3test::run_k3bench("--model " + kTiny + " --pp 8 " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
+  }
+}
+
 TEST(K3benchModel, TableOutputIsLlmBenchStyle) {
   const auto r = k3test::run_k3bench("--model " + kTiny + " --pp 8 --tg 0 --reps 1 --warmup 0");
   ASSERT_EQ(r.exit_code, 0) << r.err;
