@@ -68,6 +68,24 @@ TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
             3);
 }
 
+// llama-bench's depth and MNN's prefill-then-generate as cells: every test from a filled cache,
+// the pp+tg test its own op with the prefill's share of each call in the runner report.
+TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
+  const auto r = k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
+                         "--pp", "8", "--tg", "4", "--depth", "24", "--pg", "6,3", "-P", "2", "-R",
+                         "2", "--params", "workers=2"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* test : {"| pp8@d24 |", "| tg4@d24 |", "| pp6+tg3@d24 |"})
+    EXPECT_NE(r.out.find(test), std::string::npos) << test << "\n" << r.out;
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_pg'"), 1);
+  EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 3);
+  EXPECT_EQ(count("SELECT count(*) FROM cells WHERE shape_json LIKE '%\"depth\":24%'"), 2);
+  EXPECT_GE(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%prefill_s_per_call%'"), 2);
+  const auto bad = k3tune({"model", "--model", "qwen3-0.6b", "--pg", "512"});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--pg: '512' is not P,G"), std::string::npos) << bad.err;
+}
+
 TEST_F(ModelCli, BadModelWritesNothing) {
   const auto r = k3tune({"model", "--model", "gpt-17"});
   EXPECT_EQ(r.exit_code, 2);

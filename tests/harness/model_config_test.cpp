@@ -109,12 +109,27 @@ TEST(ModelConfig, DerivedCellsValidateAgainstTheRunner) {
     k3bench::ProcessPlan plan;
     const auto cells = k3bench::expand_grid(r, catalog, kModels, settings, plan);
     EXPECT_GT(cells.size(), 20u) << r.model;
-    r.model_runs = {{64, 512}, {128}, 1};
+    r.model_runs = {{64, 512}, {128}, 1, 0, {}};
     const auto runs = k3bench::expand_grid(r, catalog, kModels, settings, plan);
     ASSERT_EQ(runs.size(), 3u) << r.model;
     EXPECT_EQ(runs[0].op, "model_pp");
     EXPECT_EQ(runs[2].op, "model_tg");
     EXPECT_EQ(runs[2].role, "tg128");
+    // At a depth every test starts from a filled cache (the decode's prompt), and pp+tg cells
+    // are their own op.
+    r.model_runs = {{512}, {128}, 1, 4096, {{512, 128}}};
+    const auto deep = k3bench::expand_grid(r, catalog, kModels, settings, plan);
+    ASSERT_EQ(deep.size(), 3u) << r.model;
+    EXPECT_EQ(deep[0].op, "model_pp");
+    EXPECT_EQ(deep[0].role, "pp512@d4096");
+    EXPECT_EQ(deep[0].shape["depth"], 4096);
+    EXPECT_EQ(deep[1].op, "model_tg");
+    EXPECT_EQ(deep[1].role, "tg128@d4096");
+    EXPECT_EQ(deep[1].shape["pp"], 4096);
+    EXPECT_EQ(deep[2].op, "model_pg");
+    EXPECT_EQ(deep[2].role, "pp512+tg128@d4096");
+    EXPECT_EQ(deep[2].shape["tg"], 128);
+    EXPECT_NE(deep[0].shape, runs[1].shape);  // pp512 at depth 4096 is another cell
   }
 }
 

@@ -23,7 +23,8 @@ std::vector<int> parse_lengths(const std::string& text, const char* option) {
       if (used != item.size() || v < 1 || v > (1 << 20)) throw std::invalid_argument(item);
       out.push_back(v);
     } catch (const std::exception&) {
-      throw k3bench::UserError(fmt::format("{}: '{}' is not a token count in [1, 1048576]", option, item));
+      throw k3bench::UserError(
+          fmt::format("{}: '{}' is not a token count in [1, 1048576]", option, item));
     }
   }
   return out;
@@ -35,7 +36,8 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
   struct Args {
     PlaceArgs place;
     std::string model, pp = "64,128,256,512,1024", tg = "128";
-    int tg_prompt = 1, processes = 3, reps = 5, warmup = 1;
+    int tg_prompt = 1, depth = 0, processes = 3, reps = 5, warmup = 1;
+    std::vector<std::string> pg;
     double target_ci = 0, timeout = 0;
     std::string params, path = "auto", check = "sample";
     bool resume = false;
@@ -54,6 +56,14 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--tg-prompt", a->tg_prompt, "tokens prefilled (untimed) before decoding")
       ->capture_default_str()
       ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--depth", a->depth,
+                  "tokens already in the KV cache before every test, prefilled untimed "
+                  "(llama-bench -d); the decode tests' prompt when > 0")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--pg", a->pg,
+                  "P,G: a prefill of P tokens then G decode steps on one cache, timed as one test "
+                  "(MNN llm_bench -pg; repeatable)");
   cmd->add_option("-P,--processes", a->processes, "runner processes per test (fixed, as the peers)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
@@ -81,6 +91,14 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     r.runs.prompt_lengths = a->pp.empty() ? std::vector<int>{} : parse_lengths(a->pp, "--pp");
     r.runs.decode_steps = a->tg.empty() ? std::vector<int>{} : parse_lengths(a->tg, "--tg");
     r.runs.decode_prompt = a->tg_prompt;
+    r.runs.depth = a->depth;
+    for (const std::string& pg : a->pg) {
+      const std::vector<int> v = parse_lengths(pg, "--pg");
+      if (v.size() != 2)
+        throw k3bench::UserError(
+            fmt::format("--pg: '{}' is not P,G (prompt tokens, decode steps)", pg));
+      r.runs.prefill_then_generate.emplace_back(v[0], v[1]);
+    }
     r.params = a->params;
     r.published = ctx.root + "/configs/published/k3.toml";
     k3bench::BenchRequest& b = r.bench;

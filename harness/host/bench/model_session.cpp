@@ -4,9 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/bench/model_runs.h"
+#include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/sqlite.h"
-#include "harness/host/bench/user_error.h"
 
 namespace k3bench {
 namespace {
@@ -50,7 +51,8 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
   } catch (const k3model::ModelConfigError& e) {
     throw UserError(e.what());
   }
-  if (request.runs.empty()) throw UserError("model: no prompt lengths and no decode steps to run");
+  if (request.runs.empty())
+    throw UserError("model: no prompt lengths, decode steps or --pg runs to run");
   for (const auto& f : load_published(request.published))
     if (f.model == out.config.id) out.published.push_back(f);
   BenchRequest br = request.bench;
@@ -63,9 +65,17 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
   auto db = k3store::open_database(request.bench.db_path, k3store::OpenMode::kReadOnly);
   for (const auto& c : out.bench.report.cells) {
     ModelRow r;
-    const bool decode = c.spec.op == "model_tg";
-    r.tokens = c.spec.shape.at(decode ? "tg" : "pp").get<std::int64_t>();
-    r.test = fmt::format("{}{}", decode ? "tg" : "pp", r.tokens);
+    std::map<std::string, std::string> shape;
+    for (const auto& [key, value] : c.spec.shape.items())
+      shape[key] = value.is_string() ? value.get<std::string>() : value.dump();
+    const auto count = [&](const char* key) {
+      return c.spec.shape.contains(key) ? c.spec.shape.at(key).get<std::int64_t>() : 0;
+    };
+    // Tokens of one timed call: tg decode steps, a pp prefill, or both (pp+tg, as llama-bench).
+    r.tokens = c.spec.op == "model_tg"   ? count("tg")
+               : c.spec.op == "model_pg" ? count("pp") + count("tg")
+                                         : count("pp");
+    r.test = model_test_name(c.spec.op, shape);
     if (!c.skipped.empty()) {
       r.reason = "skipped: " + c.skipped;
     } else if (!c.has_aggregate || !c.aggregate.ok) {

@@ -19,7 +19,7 @@ namespace k3bench {
 
 struct ModelRequest {
   std::string model;  // NAME (configs/models) or a .toml path
-  ModelRuns runs{{64, 128, 256, 512, 1024}, {128}, 1};
+  ModelRuns runs{{64, 128, 256, 512, 1024}, {128}, 1, 0, {}};
   std::string params;     // model_pp / model_tg parameters (workers, kv_dtype, gdn_chunk)
   BenchRequest bench;     // settings, process plan, timeout, resume, db, progress
   std::string published;  // configs/published/k3.toml ("" : none)

@@ -1,5 +1,7 @@
-// model_pp / model_tg: a whole model's prefill of pp tokens, or tg decode steps after a pp-token
-// prompt, as one timed call (llm_bench's pp / tg tests). The model's dimensions are shape keys
+// model_pp / model_tg / model_pg: a whole model's prefill of pp tokens (after `depth` tokens
+// already in the caches, llama-bench -d), tg decode steps after a pp-token prompt, or a prefill of
+// pp tokens and its tg decode steps on one cache (MNN llm_bench -pg), as one timed call
+// (llm_bench's pp / tg tests). The model's dimensions are shape keys
 // (k3tune derives them from configs/models/NAME.toml), so a board needs no model file. Weights are
 // generated (and quantised, block by block) when the case is built: outside every timed call.
 // params_used() carries the per-op breakdown of the timed calls (summed over the warm-up and the
@@ -24,7 +26,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::vector<KeySpec> model_shape_keys(bool decode) {
+enum class ModelTest { kPrefill, kDecode, kPrefillThenGenerate };
+
+std::vector<KeySpec> model_shape_keys(ModelTest test) {
+  const bool decode = test == ModelTest::kDecode;
   std::vector<KeySpec> k = {
       int_key("hidden", "hidden size (multiple of 64)", std::nullopt, 64, 1 << 16),
       int_key("intermediate", "SwiGLU intermediate size", std::nullopt, 64, 1 << 18),
@@ -48,8 +53,11 @@ std::vector<KeySpec> model_shape_keys(bool decode) {
       int_key("conv_kernel", "Gated DeltaNet convolution taps", "0", 0, 16),
       int_key("pp", decode ? "prompt tokens prefilled (untimed) before decoding" : "prompt tokens",
               decode ? std::optional<std::string>("1") : std::nullopt, 1, 1 << 20)};
-  if (decode)
+  if (test != ModelTest::kPrefill)
     k.push_back(int_key("tg", "decode steps (tokens generated)", std::nullopt, 1, 1 << 20));
+  if (test != ModelTest::kDecode)
+    k.push_back(int_key("depth", "tokens already in the caches (prefilled untimed) first", "0", 0,
+                        1 << 20));
   return k;
 }
 
@@ -72,11 +80,13 @@ k3model::ModelConfig config_from(const KeyValues& shape) {
 
 class ModelCase final : public OpCase {
  public:
-  ModelCase(const CaseInputs& in, bool decode)
-      : decode_(decode),
+  ModelCase(const CaseInputs& in, ModelTest test)
+      : decode_(test == ModelTest::kDecode),
+        generate_(test == ModelTest::kPrefillThenGenerate),
         config_(config_from(in.shape)),
         pp_(in.shape.integer("pp")),
-        tg_(decode ? in.shape.integer("tg") : 0),
+        tg_(test != ModelTest::kPrefill ? in.shape.integer("tg") : 0),
+        depth_(test != ModelTest::kDecode ? in.shape.integer("depth") : 0),
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
     params_.kv_dtype = in.params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
     params_.gdn_prefill.chunk = static_cast<int>(in.params.integer("gdn_chunk"));
@@ -84,11 +94,22 @@ class ModelCase final : public OpCase {
     weights_ = model::make_synthetic_weights(
         config_, {static_cast<std::uint64_t>(in.params.integer("weight_seed")), 0}, in.path, pool_);
     weights_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
-    fwd_ = std::make_unique<model::Forward>(config_, weights_, params_, in.path, pool_, pp_,
-                                            pp_ + tg_);
+    // The depth is prefilled in batches of at most max(pp, 512) tokens (the activation buffers
+    // are sized by the longest batch).
+    batch_ = std::max(pp_, std::min<std::int64_t>(depth_, 512));
+    fwd_ = std::make_unique<model::Forward>(config_, weights_, params_, in.path, pool_, batch_,
+                                            depth_ + pp_ + tg_);
     prompt_ = model::prompt_tokens(pp_, config_.vocab, in.seed);
     if (decode_) {
       fwd_->prefill(prompt_);
+      fwd_->snapshot();
+    } else if (depth_ > 0) {
+      const auto context = model::prompt_tokens(depth_, config_.vocab, in.seed + 2);
+      for (std::int64_t at = 0; at < depth_; at += batch_) {
+        const std::int64_t n = std::min(batch_, depth_ - at);
+        fwd_->prefill(
+            std::span<const std::int32_t>(context.data() + at, static_cast<std::size_t>(n)));
+      }
       fwd_->snapshot();
     }
     fwd_->timer().clear();
@@ -100,20 +121,28 @@ class ModelCase final : public OpCase {
       fwd_->restore();
       for (std::int64_t i = 0; i < tg_; ++i) fwd_->decode(fwd_->argmax());
     } else {
-      fwd_->reset();
+      if (depth_ > 0)
+        fwd_->restore();
+      else
+        fwd_->reset();
       fwd_->prefill(prompt_);
+      if (generate_) {
+        prefill_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
+        for (std::int64_t i = 0; i < tg_; ++i) fwd_->decode(fwd_->argmax());
+      }
     }
     wall_s_ += std::chrono::duration<double>(Clock::now() - t0).count();
     ++calls_;
   }
 
   Traffic traffic() const override {
-    const std::int64_t tokens = decode_ ? tg_ : pp_;
     const std::int64_t per_token_ops = 2 * (config_.body_params() + config_.embedding_params());
     // Decode streams every weight once per token; a prefill once per call (M4 tiles reuse B).
-    return {weights_.decode_bytes_per_token() * (decode_ ? tg_ : 1), fwd_->state_bytes(),
-            per_token_ops * tokens};
+    const std::int64_t weight_passes = (decode_ ? 0 : 1) + tg_;
+    return {weights_.decode_bytes_per_token() * weight_passes, fwd_->state_bytes(),
+            per_token_ops * tokens_per_call()};
   }
+  std::int64_t tokens_per_call() const { return decode_ ? tg_ : pp_ + tg_; }
 
   Accuracy check(bool) override {
     Accuracy a;
@@ -139,7 +168,7 @@ class ModelCase final : public OpCase {
       a.extra = {{"err_vs_float64_activations", c.err_unquantized},
                  {"argmax_mismatches", c.argmax_mismatches}};
     }
-    if (decode_) fwd_->restore();
+    if (decode_ || depth_ > 0) fwd_->restore();
     fwd_->timer().clear();
     return a;
   }
@@ -151,7 +180,8 @@ class ModelCase final : public OpCase {
                         {"kv_dtype", k3k::to_string(params_.kv_dtype)},
                         {"gdn_chunk", params_.gdn_prefill.chunk},
                         {"model", config_.shape_values()},
-                        {"tokens_per_call", decode_ ? tg_ : pp_},
+                        {"tokens_per_call", tokens_per_call()},
+                        {"depth", decode_ ? pp_ : depth_},
                         {"weights",
                          {{"bytes", weights_.bytes()},
                           {"decode_bytes_per_token", weights_.decode_bytes_per_token()},
@@ -160,6 +190,10 @@ class ModelCase final : public OpCase {
                         {"peak_rss_bytes", static_cast<std::int64_t>(ru.ru_maxrss) * 1024},
                         {"logits_checksum", last_logits_checksum()}};
     if (calls_ > 0) j["breakdown"] = model::breakdown_json(fwd_->timer(), wall_s_, calls_);
+    if (generate_ && calls_ > 0) {
+      j["prefill_s_per_call"] = prefill_s_ / double(calls_);
+      j["generate_s_per_call"] = (wall_s_ - prefill_s_) / double(calls_);
+    }
     return j;
   }
 
@@ -176,21 +210,23 @@ class ModelCase final : public OpCase {
 
  private:
   static constexpr std::int64_t kCheckedWeights = 50'000'000;
-  bool decode_;
+  bool decode_, generate_;
   k3model::ModelConfig config_;
-  std::int64_t pp_, tg_;
+  std::int64_t pp_, tg_, depth_, batch_ = 0;
   k3k::WorkerPool& pool_;
   model::ModelParams params_;
   model::ModelWeights weights_;
   std::unique_ptr<model::Forward> fwd_;
   std::vector<std::int32_t> prompt_;
-  double weights_s_ = 0, wall_s_ = 0;
+  double weights_s_ = 0, wall_s_ = 0, prefill_s_ = 0;
   std::int64_t calls_ = 0;
 };
 
-std::int64_t model_footprint(const KeyValues& s, bool decode) {
+std::int64_t model_footprint(const KeyValues& s, ModelTest test) {
   const k3model::ModelConfig c = config_from(s);
-  const std::int64_t tokens = s.integer("pp") + (decode ? s.integer("tg") : 0);
+  const std::int64_t tokens = s.integer("pp") +
+                              (test != ModelTest::kPrefill ? s.integer("tg") : 0) +
+                              (test != ModelTest::kDecode ? s.integer("depth") : 0);
   const std::int64_t weights = (c.body_params() + c.embedding_params()) * 5 / 8;
   const std::int64_t kv = std::int64_t(c.full_layers()) * 2 * c.kv_dim() * tokens * 4;
   const std::int64_t acts =
@@ -201,19 +237,23 @@ std::int64_t model_footprint(const KeyValues& s, bool decode) {
 }  // namespace
 
 void add_model_ops(std::vector<OpInfo>& ops) {
-  ops.push_back(
-      OpInfo{"model_pp",
-             "whole-model prefill of pp tokens (embedding .. last token's logits), synthetic W4B64 "
-             "weights",
-             model_shape_keys(false), model_params(),
-             [](const KeyValues& s, const KeyValues&) { return model_footprint(s, false); },
-             [](const CaseInputs& in) { return std::make_unique<ModelCase>(in, false); }});
-  ops.push_back(OpInfo{
-      "model_tg",
+  const auto add = [&ops](const char* name, const char* help, ModelTest test) {
+    ops.push_back(
+        OpInfo{name, help, model_shape_keys(test), model_params(),
+               [test](const KeyValues& s, const KeyValues&) { return model_footprint(s, test); },
+               [test](const CaseInputs& in) { return std::make_unique<ModelCase>(in, test); }});
+  };
+  add("model_pp",
+      "whole-model prefill of pp tokens (embedding .. last token's logits) after depth tokens in "
+      "the caches, synthetic W4B64 weights",
+      ModelTest::kPrefill);
+  add("model_tg",
       "whole-model decode of tg tokens (greedy) after a pp-token prompt, synthetic W4B64 weights",
-      model_shape_keys(true), model_params(),
-      [](const KeyValues& s, const KeyValues&) { return model_footprint(s, true); },
-      [](const CaseInputs& in) { return std::make_unique<ModelCase>(in, true); }});
+      ModelTest::kDecode);
+  add("model_pg",
+      "whole-model prefill of pp tokens then tg decode steps on the same caches, after depth "
+      "tokens, synthetic W4B64 weights",
+      ModelTest::kPrefillThenGenerate);
 }
 
 }  // namespace k3runner
