@@ -283,6 +283,9 @@ int main(int argc, char** argv) {
          "test (MNN llm_bench -pg)")
       ->expected(2)
       ->delimiter(',');
+  app.add_option("--trace", o.model.trace,
+                 "--model: write a Chrome trace-event file (ui.perfetto.dev) of the first measured "
+                 "repetition of each test: kernel calls by layer, every worker's share");
   app.add_flag("--check-forward", o.model.check_forward,
                "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();

@@ -17,6 +17,7 @@
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
 #include "harness/runner/model/model_weights.h"
+#include "harness/runner/model/trace_recorder.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/path_option.h"
 #include "harness/runner/tuning_params.h"
@@ -28,6 +29,8 @@ namespace k3runner {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// About 100 bytes an event in the file: a trace of at most ~50 MB opens in a browser.
+constexpr std::int64_t kTraceMaxEvents = 500'000;
 double since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
@@ -96,9 +99,12 @@ std::string at_depth(std::string name, int depth) {
 template <typename Prepare, typename Body>
 void repeat(model::Forward& fwd, TestResult& r, int warmup, int reps, Prepare&& prepare,
             Body&& body) {
+  model::TraceRecorder* trace = fwd.timer().trace();
+  if (trace != nullptr) trace->begin_test(r.name);
   for (int i = 0; i < warmup + reps; ++i) {
     prepare();
     fwd.timer().clear();
+    if (trace != nullptr) trace->record(i == warmup);  // the first measured repetition only
     model::LogitsChecksum sum;
     double s = 0;
     auto timed = [&s](auto&& call) {
@@ -108,6 +114,7 @@ void repeat(model::Forward& fwd, TestResult& r, int warmup, int reps, Prepare&& 
       return logits;
     };
     body(timed, sum);
+    if (trace != nullptr) trace->record(false);
     if (i < warmup) continue;
     r.seconds.push_back(s);
     r.ops.add(fwd.timer());
@@ -157,6 +164,16 @@ std::string table(const k3model::ModelConfig& c, const nlohmann::json& doc) {
                        t["logits_checksum"].get<std::string>());
   if (doc.contains("forward_check"))
     out += "forward check: " + doc["forward_check"]["summary"].get<std::string>() + "\n";
+  if (doc.contains("trace")) {
+    const auto& t = doc["trace"];
+    out += fmt::format(
+        "trace: {} ({} events{}, {}; open in ui.perfetto.dev or chrome://tracing)\n",
+        t["file"].get<std::string>(), t["events"].get<std::int64_t>(),
+        t["dropped_events"].get<std::int64_t>() > 0
+            ? fmt::format(", {} past the cap dropped", t["dropped_events"].get<std::int64_t>())
+            : "",
+        t["sampling"].get<std::string>());
+  }
   return out;
 }
 
@@ -279,6 +296,13 @@ int run_model_command(const ModelCommandOptions& o) {
   model::Forward fwd(config, weights, mp, decision.path, pool, batch, capacity);
   doc["state_bytes"] = fwd.state_bytes();
   doc["results"] = nlohmann::json::array();
+  // The trace watches the caller's kernel calls (the timer) and the workers' regions (the pool).
+  std::unique_ptr<model::TraceRecorder> trace;
+  if (!o.trace.empty()) {
+    trace = std::make_unique<model::TraceRecorder>(pool.size(), kTraceMaxEvents);
+    fwd.timer().set_trace(trace.get());
+    pool.set_observer(trace.get());
+  }
   if (o.pp > 0) {
     TestResult r;
     r.name = at_depth(fmt::format("pp{}", o.pp), o.depth);
@@ -331,6 +355,19 @@ int run_model_command(const ModelCommandOptions& o) {
     r.prefill_seconds.assign(prefill_s.end() - static_cast<std::ptrdiff_t>(r.seconds.size()),
                              prefill_s.end());
     doc["results"].push_back(r.json());
+  }
+  if (trace) {
+    pool.set_observer(nullptr);
+    fwd.timer().set_trace(nullptr);
+    try {
+      trace->write(o.trace);
+    } catch (const std::runtime_error& e) {
+      throw UsageError(e.what());
+    }
+    doc["trace"] = {{"file", o.trace},
+                    {"events", trace->kept()},
+                    {"dropped_events", trace->dropped()},
+                    {"sampling", "the first measured repetition of each test"}};
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -25,6 +25,7 @@ struct ModelCommandOptions {
   std::string path = "auto";
   std::string table;       // tuning table (--table); K3_TUNING_TABLE does the same
   std::uint64_t seed = 1;  // prompt tokens
+  std::string trace;  // --trace FILE: a Chrome trace-event file of the run (trace_recorder.h)
   bool check_forward = false;
   bool json = false;
 };

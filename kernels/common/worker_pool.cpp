@@ -1,5 +1,6 @@
 #include "k3k/worker_pool.h"
 
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -51,7 +52,39 @@ WorkerPool::~WorkerPool() {
   restore_thread_affinity(caller_affinity_);
 }
 
+namespace {
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace
+
+// work() under an observer: the same tasks, and the worker's share of the region reported.
+void WorkerPool::work_observed(int worker) {
+  const std::int64_t begin = steady_ns();
+  std::int64_t ran = 0;
+  if (job_mode_ == Mode::kEach) {
+    if (worker < job_tasks_) {
+      job_fn_(job_ctx_, worker, worker);
+      ran = 1;
+    }
+  } else {
+    for (;;) {
+      const std::int64_t task = next_task_.fetch_add(1, std::memory_order_relaxed);
+      if (task >= job_tasks_) break;
+      job_fn_(job_ctx_, task, worker);
+      ++ran;
+    }
+  }
+  observer_->region(worker, begin, steady_ns(), ran);
+}
+
 void WorkerPool::work(int worker) {
+  if (observer_ != nullptr) {
+    work_observed(worker);
+    return;
+  }
   if (job_mode_ == Mode::kEach) {
     if (worker < job_tasks_) job_fn_(job_ctx_, worker, worker);
     return;
@@ -69,11 +102,14 @@ void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
                                 " outside [1, " + std::to_string(size()) + "]");
   }
   if (threads_.empty() || tasks == 1) {
+    const std::int64_t begin = observer_ != nullptr ? steady_ns() : 0;
     if (mode == Mode::kEach) {
       fn(ctx, 0, 0);
     } else {
       for (std::int64_t t = 0; t < tasks; ++t) fn(ctx, t, 0);
     }
+    if (observer_ != nullptr)
+      observer_->region(0, begin, steady_ns(), mode == Mode::kEach ? 1 : tasks);
     return;
   }
   job_fn_ = fn;

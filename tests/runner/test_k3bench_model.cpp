@@ -4,6 +4,11 @@
 // new ops' accuracy checks and published tunables.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -91,6 +96,69 @@ TEST(K3benchModel, DepthAndPrefillThenGenerate) {
     const auto r = k3test::run_k3bench("--model " + kTiny + " --pp 8 " + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << ": " << r.err;
   }
+}
+
+// --trace: a Chrome trace-event file parsed back. Each test is a process; the kernel calls of
+// every layer are slices on the caller's track, each worker's share of the parallel regions a
+// slice on its own track inside the kernel call that ran it; the context counter ends at the
+// tokens the test put in the cache; only the first measured repetition is recorded.
+TEST(K3benchModel, TraceHoldsEveryLayersKernelCallsAndEachWorkersShare) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("k3_trace_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const auto j = model_run("--params workers=2 --trace " + path);
+  ASSERT_TRUE(j.contains("trace")) << j.dump();
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  EXPECT_EQ(trace["otherData"]["dropped_events"], 0);
+  const int layers = std::stoi(j["model"]["dims"]["layers"].get<std::string>());
+  std::map<int, std::string> tests;  // pid -> name
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name") tests[e["pid"]] = e["args"]["name"];
+  ASSERT_EQ(tests.size(), 2u);
+  EXPECT_EQ(tests[1], "pp16");
+  EXPECT_EQ(tests[2], "tg8");
+  for (const auto& [pid, name] : tests) {
+    std::set<int> layer_seen, worker_tracks;
+    std::vector<std::pair<double, double>> calls;
+    double kernel_us = 0, last_context = 0;
+    int workers_inside = 0, worker_slices = 0;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["pid"] != pid) continue;
+      if (e["ph"] == "X" && e["cat"] == "kernel") {
+        calls.emplace_back(e["ts"].get<double>(), e["ts"].get<double>() + e["dur"].get<double>());
+        kernel_us += e["dur"].get<double>();
+        if (e["args"].contains("layer")) layer_seen.insert(e["args"]["layer"].get<int>());
+      }
+      if (e["ph"] == "C") last_context = e["args"]["tokens"].get<double>();
+    }
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["pid"] != pid || e["ph"] != "X" || e["cat"] != "worker") continue;
+      ++worker_slices;
+      worker_tracks.insert(e["tid"].get<int>());
+      const double b = e["ts"].get<double>(), f = b + e["dur"].get<double>();
+      for (const auto& [cb, cf] : calls) {
+        if (b >= cb - 0.01 && f <= cf + 0.01) {
+          ++workers_inside;
+          break;
+        }
+      }
+    }
+    EXPECT_EQ(static_cast<int>(layer_seen.size()), layers) << name;
+    EXPECT_EQ(worker_tracks, (std::set<int>{1, 2})) << name;  // tid 1 + worker
+    EXPECT_EQ(workers_inside, worker_slices) << name << ": a worker slice outside every call";
+    // One repetition: the kernel calls take no longer than the measured repetitions' mean + spread.
+    const auto& result = j["results"][pid - 1];
+    double longest = 0;
+    for (const auto& sec : result["seconds"]) longest = std::max(longest, sec.get<double>());
+    EXPECT_LE(kernel_us * 1e-6, 3 * longest) << name;
+    EXPECT_EQ(last_context, name == "pp16" ? 16 : 1 + 8) << name;
+  }
+  const auto bad = k3test::run_k3bench("--model " + kTiny +
+                                       " --pp 8 --tg 0 --reps 1 --trace /nonexistent/dir/t.json");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("/nonexistent/dir/t.json"), std::string::npos) << bad.err;
 }
 
 TEST(K3benchModel, TableOutputIsLlmBenchStyle) {

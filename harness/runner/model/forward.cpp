@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "harness/runner/model/trace_recorder.h"
 #include "k3k/embedding.h"
 #include "k3k/small_ops.h"
 
@@ -180,14 +181,18 @@ std::span<const float> Forward::decode(std::int32_t token) {
 
 std::span<const float> Forward::forward(std::int64_t tokens) {
   for (int i = 0; i < c_.layers; ++i) {
+    timer_.set_layer(i);
     if (w_.layers[static_cast<std::size_t>(i)].linear)
       deltanet_block(i, tokens);
     else
       attention_block(i, tokens);
     mlp_block(i, tokens);
   }
+  timer_.set_layer(-1);
   final_logits(tokens);
   position_ += tokens;
+  if (TraceRecorder* trace = timer_.trace())
+    trace->context(position_, OpTimer::nanos(OpTimer::Clock::now()));
   return logits_.span();
 }
 

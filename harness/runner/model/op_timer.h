@@ -38,6 +38,10 @@ enum class Op : int {
 
 const char* op_name(Op op);
 
+class TraceRecorder;
+// Hands one timed call to a trace (trace_recorder.cpp), steady_clock nanoseconds.
+void trace_op(TraceRecorder& trace, Op op, int layer, std::int64_t begin_ns, std::int64_t end_ns);
+
 class OpTimer {
  public:
   using Clock = std::chrono::steady_clock;
@@ -45,8 +49,18 @@ class OpTimer {
   void time(Op op, Fn&& fn) {
     const auto t0 = Clock::now();
     fn();
-    seconds_[static_cast<int>(op)] += std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    seconds_[static_cast<int>(op)] += std::chrono::duration<double>(t1 - t0).count();
     ++calls_[static_cast<int>(op)];
+    if (trace_ != nullptr) trace_op(*trace_, op, layer_, nanos(t0), nanos(t1));
+  }
+  // The layer the next calls belong to (-1: embedding, final norm, lm_head, sampling).
+  void set_layer(int layer) { layer_ = layer; }
+  // Every call is also handed to `trace` (null: none); add() and clear() leave it.
+  void set_trace(TraceRecorder* trace) { trace_ = trace; }
+  TraceRecorder* trace() const { return trace_; }
+  static std::int64_t nanos(Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   }
   void add(const OpTimer& other) {
     for (std::size_t i = 0; i < seconds_.size(); ++i) {
@@ -69,6 +83,8 @@ class OpTimer {
  private:
   std::array<double, static_cast<int>(Op::kCount)> seconds_{};
   std::array<std::int64_t, static_cast<int>(Op::kCount)> calls_{};
+  int layer_ = -1;
+  TraceRecorder* trace_ = nullptr;
 };
 
 }  // namespace k3runner::model

@@ -33,6 +33,17 @@ struct WorkerPoolOptions {
   static constexpr int kDefaultSpinIterations = 20000;
 };
 
+// Watches the pool's parallel regions (a tracer: k3bench --model --trace). region() runs on the
+// worker's own thread after it finished its share of a region: when it started and stopped
+// (steady_clock nanoseconds) and how many tasks it ran. Without an observer the pool reads no
+// clock.
+class WorkerPoolObserver {
+ public:
+  virtual ~WorkerPoolObserver() = default;
+  virtual void region(int worker, std::int64_t begin_ns, std::int64_t end_ns,
+                      std::int64_t tasks) = 0;
+};
+
 // What happened when a worker placed itself.
 struct WorkerPlacement {
   int cpu = -1;           // requested CPU, -1 when unpinned by request
@@ -92,6 +103,9 @@ class WorkerPool {
 
   static int hardware_workers();
 
+  // Set between calls (not while a region runs); null removes it.
+  void set_observer(WorkerPoolObserver* observer) { observer_ = observer; }
+
  private:
   using TaskFn = void (*)(void* ctx, std::int64_t task, int worker);
   enum class Mode { kTasks, kEach };
@@ -104,6 +118,7 @@ class WorkerPool {
   void run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx);
   void worker_main(int worker);
   void work(int worker);
+  void work_observed(int worker);
 
   WorkerPoolOptions options_;
   std::vector<WorkerPlacement> placement_;
@@ -115,6 +130,7 @@ class WorkerPool {
   void* job_ctx_ = nullptr;
   std::int64_t job_tasks_ = 0;
   Mode job_mode_ = Mode::kTasks;
+  WorkerPoolObserver* observer_ = nullptr;  // read by the workers after generation_'s acquire
   alignas(64) std::atomic<std::int64_t> next_task_{0};
   alignas(64) std::atomic<std::uint64_t> generation_{0};
   alignas(64) std::atomic<int> busy_workers_{0};
