@@ -237,7 +237,11 @@ int main(int argc, char** argv) {
   app.add_option("--seed", o.seed, "seed of the synthetic weights and inputs");
   app.add_option("--check", o.check, "accuracy check: sample (spread rows), full, none")
       ->check(CLI::IsMember({"sample", "full", "none"}));
-  app.add_option("--dump", o.dump_dir, "write inputs, quantised weights and outputs to DIR");
+  app.add_option(
+      "--dump", o.dump_dir,
+      "write every input (quantised weights, caches as laid out, initial states) and the "
+      "outputs of the checked call to DIR, with a manifest of layouts (with --check none: "
+      "of the last timed call)");
   app.add_option("--path", o.path,
                  "kernel layer: auto (best available: ime2, rvv, generic), or force one")
       ->check(CLI::IsMember({"auto", "generic", "rvv", "ime2"}));

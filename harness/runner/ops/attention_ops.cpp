@@ -96,23 +96,17 @@ class AttentionCase final : public OpCase {
   }
 
   std::vector<DumpArray> dump_arrays() const override {
-    const std::int64_t d = config_.head_dim, hkv = config_.n_kv_heads, cap = config_.capacity;
-    const std::int64_t kb = cache_.key_block(), blocks = cache_.k_head_elements() / (kb * d);
+    const std::int64_t d = config_.head_dim;
+    const std::string q_layout = fmt::format(
+        "[tokens][q_heads][head_dim], unrotated: the kernel rotates query t at position {} + t "
+        "(the cache's RoPE); scale 1/sqrt(head_dim); query head h reads kv head h / (q_heads / "
+        "kv_heads); causal",
+        past_);
     std::vector<DumpArray> v = {
-        dump_of("q", "f32", {seq_, q_heads_, d}, "[tokens][q_heads][head_dim], unrotated", q_.data(), std::int64_t(q_.size())),
-        dump_of("output", "f32", {seq_, q_heads_, d}, "[tokens][q_heads][head_dim]", out_.data(), std::int64_t(out_.size()))};
-    // The cache's own layout (k3k/kv_cache.h): K in transposed key blocks, V in rows.
-    const std::string k_layout = "[kv_heads][key_blocks][head_dim][key_block], K rotated at its position; slot s is "
-                                 "column s % key_block of block s / key_block";
-    const std::string v_layout = "[kv_heads][capacity][head_dim]";
-    const auto nk = std::int64_t(cache_.k_elements()), nv = std::int64_t(cache_.v_elements());
-    if (config_.dtype == k3k::KvDtype::f32) {
-      v.push_back(dump_of("k_cache", "f32", {hkv, blocks, d, kb}, k_layout, cache_.k_f32(), nk));
-      v.push_back(dump_of("v_cache", "f32", {hkv, cap, d}, v_layout, cache_.v_f32(), nv));
-    } else {
-      v.push_back(dump_of("k_cache", "f16", {hkv, blocks, d, kb}, k_layout, cache_.k_f16(), nk));
-      v.push_back(dump_of("v_cache", "f16", {hkv, cap, d}, v_layout, cache_.v_f16(), nv));
-    }
+        dump_of("q", "f32", {seq_, q_heads_, d}, q_layout, q_.data(), std::int64_t(q_.size())),
+        dump_of("output", "f32", {seq_, q_heads_, d}, "[tokens][q_heads][head_dim]", out_.data(),
+                std::int64_t(out_.size()))};
+    for (DumpArray& a : kv_cache_dump(cache_)) v.push_back(std::move(a));
     return v;
   }
 

@@ -3,8 +3,8 @@
 
 #include <vector>
 
-#include "k3k/kv_cache.h"
 #include "harness/runner/op_case.h"
+#include "k3k/kv_cache.h"
 
 namespace k3runner {
 
@@ -14,5 +14,8 @@ std::vector<KeySpec> attention_shape_keys(std::vector<KeySpec> leading, bool wit
 k3k::KvCacheConfig kv_config_from(const KeyValues& shape, std::int64_t capacity, bool ring);
 // Deterministic synthetic K/V/Q rows of magnitude O(1).
 std::vector<float> attention_inputs(std::int64_t count, std::uint64_t seed);
+// The cache as laid out (k3k/kv_cache.h): K rotated in transposed key blocks, V in rows, in the
+// cache's element type; for --dump.
+std::vector<DumpArray> kv_cache_dump(const k3k::KvCache& cache);
 
 }  // namespace k3runner

@@ -8,13 +8,13 @@
 #include <fmt/format.h>
 
 #include "harness/runner/errors.h"
+#include "harness/runner/ops/op_lists.h"
+#include "harness/runner/ops/op_support.h"
 #include "k3k/cpu.h"
 #include "k3k/deltanet.h"
 #include "k3k/reference/attention.h"
 #include "k3k/reference/deltanet.h"
 #include "k3k/seeded_random.h"
-#include "harness/runner/ops/op_lists.h"
-#include "harness/runner/ops/op_support.h"
 
 namespace k3runner {
 namespace {
@@ -116,6 +116,7 @@ class GdnCase final : public OpCase {
     a.extra["state_worst_error_to_bound"] = s.worst_ratio;
     a.extra["state_max_abs_err"] = s.max_abs_err;
     a.pass = a.pass && s.pass;
+    checked_state_ = state_;  // what --dump shows next to this call's output
     state_ = state0_;
     return a;
   }
@@ -129,12 +130,27 @@ class GdnCase final : public OpCase {
     return j;
   }
 
+  // Every input and both results: the recurrence can be recomputed from the dump alone.
   std::vector<DumpArray> dump_arrays() const override {
-    const std::int64_t t = tokens_, hv = dims_.v_heads, dv = dims_.v_dim;
+    const std::int64_t t = tokens_, hk = dims_.k_heads, hv = dims_.v_heads, dk = dims_.k_dim,
+                       dv = dims_.v_dim;
     return {
+        dump_of("q", "f32", {t, hk, dk}, "[tokens][k_heads][k_dim], L2-normalised and scaled",
+                q_.data(), t * hk * dk),
+        dump_of("k", "f32", {t, hk, dk}, "[tokens][k_heads][k_dim], L2-normalised", k_.data(),
+                t * hk * dk),
+        dump_of("v", "f32", {t, hv, dv}, "[tokens][v_heads][v_dim]", v_.data(), t * hv * dv),
+        dump_of("g", "f32", {t, hv},
+                "[tokens][v_heads] log decay (state *= exp(g)); value head h reads key head "
+                "h / (v_heads / k_heads)",
+                g_.data(), t * hv),
+        dump_of("beta", "f32", {t, hv}, "[tokens][v_heads] write strength", beta_.data(), t * hv),
+        dump_of("initial_state", "f32", {hv, dk, dv}, "[v_heads][k_dim][v_dim] before the call",
+                state0_.data(), dims_.state_floats()),
         dump_of("output", "f32", {t, hv, dv}, "[tokens][v_heads][v_dim]", out_.data(), t * hv * dv),
-        dump_of("state", "f32", {hv, dims_.k_dim, dv}, "[v_heads][k_dim][v_dim] after the call",
-                state_.data(), dims_.state_floats())};
+        dump_of("state", "f32", {hv, dk, dv}, "[v_heads][k_dim][v_dim] after the call",
+                checked_state_.empty() ? state_.data() : checked_state_.data(),
+                dims_.state_floats())};
   }
 
  private:
@@ -144,7 +160,7 @@ class GdnCase final : public OpCase {
   k3k::GdnDims dims_;
   k3k::GdnPrefillTiling ptiling_;
   k3k::GdnDecodeTiling dtiling_;
-  std::vector<float> q_, k_, v_, g_, beta_, state0_, state_, out_;
+  std::vector<float> q_, k_, v_, g_, beta_, state0_, state_, checked_state_, out_;
 };
 
 // The row-wise ops: one class, the op name selects the kernel and its reference.
@@ -230,13 +246,55 @@ class GdnRowsCase final : public OpCase {
       const auto r = k3k::reference::sigmoid_gate(x_, y_);
       a = compare_outputs(out_, r.out, r.bound, what, rows_ * dim_);
     }
+    checked_state_ = state_;  // what --dump shows next to this call's output
     state_ = state0_;
     return a;
   }
 
   nlohmann::json params_used() const override { return {{"workers", pool_.size()}}; }
+  // The op's inputs under the names of its arguments, then its results.
   std::vector<DumpArray> dump_arrays() const override {
-    return {dump_of("output", "f32", {rows_, dim_}, "row-major", out_.data(), rows_ * dim_)};
+    const std::int64_t n = rows_ * dim_;
+    std::vector<DumpArray> v;
+    const auto rows = [&](const char* name, const char* layout, const std::vector<float>& x) {
+      v.push_back(dump_of(name, "f32", {rows_, dim_}, layout, x.data(), n));
+    };
+    const auto vec = [&](const char* name, const char* layout, const float* x, std::int64_t count) {
+      v.push_back(dump_of(name, "f32", {count}, layout, x, count));
+    };
+    if (op_ == "gdn_gates") {
+      rows("a", "[tokens][heads]", x_);
+      rows("b", "[tokens][heads]", y_);
+      vec("a_log", "[heads]", w_.data(), dim_);
+      vec("dt_bias", "[heads] (the same values as a_log here)", w_.data(), dim_);
+      rows("g", "[tokens][heads] = -exp(a_log) * softplus(a + dt_bias)", out_);
+      rows("beta", "[tokens][heads] = sigmoid(b)", out2_);
+      return v;
+    }
+    if (op_ == "l2norm") {
+      rows("x", "[rows][dim], eps 1e-6, scale 1", x_);
+    } else if (op_ == "causal_conv1d") {
+      rows("x", "[tokens][channels]", x_);
+      v.push_back(dump_of("weight", "f32", {kernel_, dim_},
+                          "[kernel][channels] tap-major: y[t][c] = silu(sum_j w[j][c] "
+                          "u[t-kernel+1+j][c]), u = state then x",
+                          w_.data(), kernel_ * dim_));
+      v.push_back(dump_of("initial_state", "f32", {kernel_ - 1, dim_},
+                          "[kernel-1][channels], the previous tokens, oldest first", state0_.data(),
+                          (kernel_ - 1) * dim_));
+      v.push_back(dump_of(
+          "state", "f32", {kernel_ - 1, dim_}, "[kernel-1][channels] after the call",
+          checked_state_.empty() ? state_.data() : checked_state_.data(), (kernel_ - 1) * dim_));
+    } else if (op_ == "gated_rmsnorm") {
+      rows("x", "[rows][dim]", x_);
+      rows("gate", "[rows][dim]: out = rmsnorm(x) * weight * silu(gate), eps 1e-6", y_);
+      vec("weight", "[dim]", w_.data(), dim_);
+    } else {
+      rows("x", "[rows][dim]: out = x * sigmoid(gate)", x_);
+      rows("gate", "[rows][dim]", y_);
+    }
+    rows("output", "[rows][dim]", out_);
+    return v;
   }
 
  private:
@@ -244,7 +302,7 @@ class GdnRowsCase final : public OpCase {
   k3k::WorkerPool& pool_;
   std::int64_t rows_ = 0, dim_ = 0;
   int kernel_ = 1;
-  std::vector<float> x_, y_, w_, state_, state0_, out_, out2_;
+  std::vector<float> x_, y_, w_, state_, state0_, checked_state_, out_, out2_;
 };
 
 KeySpec dim_key(const char* name, const char* help, std::int64_t max = 1 << 20) {

@@ -86,10 +86,17 @@ class KvAppendCase final : public OpCase {
             {"rotary_dim", config_.rope.rotary_dim}, {"append", tokens_ == 1 ? "one-token" : "bulk"}};
   }
 
+  // The appended rows, then the cache as laid out after the append (the op's output).
   std::vector<DumpArray> dump_arrays() const override {
     const std::int64_t n = std::int64_t(k_.size());
-    return {dump_of("k_new", "f32", {tokens_, config_.n_kv_heads, config_.head_dim}, "[tokens][kv_heads][head_dim] unrotated", k_.data(), n),
-            dump_of("v_new", "f32", {tokens_, config_.n_kv_heads, config_.head_dim}, "[tokens][kv_heads][head_dim]", v_.data(), n)};
+    std::vector<DumpArray> v = {
+        dump_of("k_new", "f32", {tokens_, config_.n_kv_heads, config_.head_dim},
+                fmt::format("[tokens][kv_heads][head_dim] unrotated, token t at position {} + t", past_),
+                k_.data(), n),
+        dump_of("v_new", "f32", {tokens_, config_.n_kv_heads, config_.head_dim}, "[tokens][kv_heads][head_dim]",
+                v_.data(), n)};
+    for (DumpArray& a : kv_cache_dump(cache_)) v.push_back(std::move(a));
+    return v;
   }
 
  private:
