@@ -77,15 +77,10 @@ struct TestResult {
   }
 };
 
-// Brings the caches to `depth` tokens (untimed), in prefill batches of at most `batch` tokens.
-void fill_context(model::Forward& fwd, std::int64_t depth, std::int64_t batch, std::int64_t vocab,
-                  std::uint64_t seed) {
+// Brings the caches to `depth` tokens (untimed), in the forward's prefill batches.
+void fill_context(model::Forward& fwd, std::int64_t depth, std::int64_t vocab, std::uint64_t seed) {
   fwd.reset();
-  const auto tokens = model::prompt_tokens(depth, vocab, seed);
-  for (std::int64_t at = 0; at < depth; at += batch) {
-    const std::int64_t n = std::min(batch, depth - at);
-    fwd.prefill(std::span<const std::int32_t>(tokens.data() + at, static_cast<std::size_t>(n)));
-  }
+  if (depth > 0) fwd.prefill_in_batches(model::prompt_tokens(depth, vocab, seed));
 }
 
 std::string at_depth(std::string name, int depth) {
@@ -310,8 +305,7 @@ int run_model_command(const ModelCommandOptions& o) {
     r.depth = o.depth;
     const auto prompt = model::prompt_tokens(o.pp, config.vocab, o.seed);
     repeat(
-        fwd, r, o.warmup, o.reps,
-        [&] { fill_context(fwd, o.depth, batch, config.vocab, o.seed + 2); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           sum.add(timed([&] { return fwd.prefill(prompt); }));
         });
@@ -323,8 +317,7 @@ int run_model_command(const ModelCommandOptions& o) {
     r.tokens = o.tg;
     r.depth = tg_prompt;
     repeat(
-        fwd, r, o.warmup, o.reps,
-        [&] { fill_context(fwd, tg_prompt, batch, config.vocab, o.seed + 1); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, tg_prompt, config.vocab, o.seed + 1); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           for (int i = 0; i < o.tg; ++i) sum.add(timed([&] { return fwd.decode(fwd.argmax()); }));
         });
@@ -342,8 +335,7 @@ int run_model_command(const ModelCommandOptions& o) {
     const auto prompt = model::prompt_tokens(o.pg_pp, config.vocab, o.seed + 1);
     std::vector<double> prefill_s;
     repeat(
-        fwd, r, o.warmup, o.reps,
-        [&] { fill_context(fwd, o.depth, batch, config.vocab, o.seed + 2); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           const auto t0 = Clock::now();
           timed([&] { return fwd.prefill(prompt); });

@@ -171,6 +171,14 @@ std::span<const float> Forward::prefill(std::span<const std::int32_t> tokens) {
   return forward(n);
 }
 
+std::span<const float> Forward::prefill_in_batches(std::span<const std::int32_t> tokens) {
+  std::span<const float> logits;
+  for (std::size_t at = 0; at < tokens.size(); at += static_cast<std::size_t>(max_prompt_))
+    logits = prefill(tokens.subspan(at, std::min(tokens.size() - at,
+                                                  static_cast<std::size_t>(max_prompt_))));
+  return logits;
+}
+
 std::span<const float> Forward::decode(std::int32_t token) {
   one_token_[0] = token;
   timer_.time(Op::kEmbedding, [&] {

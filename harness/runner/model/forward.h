@@ -41,6 +41,9 @@ class Forward {
   void restore();
 
   std::span<const float> prefill(std::span<const std::int32_t> tokens);
+  // A context longer than the longest prefill batch (a depth filled before a test): prefill calls
+  // of at most max_prompt tokens each.
+  std::span<const float> prefill_in_batches(std::span<const std::int32_t> tokens);
   std::span<const float> decode(std::int32_t token);
   // Greedy choice over the last logits (timed as kSample).
   std::int32_t argmax();

@@ -96,20 +96,15 @@ class ModelCase final : public OpCase {
     weights_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
     // The depth is prefilled in batches of at most max(pp, 512) tokens (the activation buffers
     // are sized by the longest batch).
-    batch_ = std::max(pp_, std::min<std::int64_t>(depth_, 512));
-    fwd_ = std::make_unique<model::Forward>(config_, weights_, params_, in.path, pool_, batch_,
+    const std::int64_t batch = std::max(pp_, std::min<std::int64_t>(depth_, 512));
+    fwd_ = std::make_unique<model::Forward>(config_, weights_, params_, in.path, pool_, batch,
                                             depth_ + pp_ + tg_);
     prompt_ = model::prompt_tokens(pp_, config_.vocab, in.seed);
     if (decode_) {
       fwd_->prefill(prompt_);
       fwd_->snapshot();
     } else if (depth_ > 0) {
-      const auto context = model::prompt_tokens(depth_, config_.vocab, in.seed + 2);
-      for (std::int64_t at = 0; at < depth_; at += batch_) {
-        const std::int64_t n = std::min(batch_, depth_ - at);
-        fwd_->prefill(
-            std::span<const std::int32_t>(context.data() + at, static_cast<std::size_t>(n)));
-      }
+      fwd_->prefill_in_batches(model::prompt_tokens(depth_, config_.vocab, in.seed + 2));
       fwd_->snapshot();
     }
     fwd_->timer().clear();
@@ -212,7 +207,7 @@ class ModelCase final : public OpCase {
   static constexpr std::int64_t kCheckedWeights = 50'000'000;
   bool decode_, generate_;
   k3model::ModelConfig config_;
-  std::int64_t pp_, tg_, depth_, batch_ = 0;
+  std::int64_t pp_, tg_, depth_;
   k3k::WorkerPool& pool_;
   model::ModelParams params_;
   model::ModelWeights weights_;
