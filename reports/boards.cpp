@@ -70,8 +70,12 @@ Board read_board(const std::string& path) {
       for (const auto& t : *v.as_array())
         b.ceilings.push_back(
             read_ceiling(path, *t.as_table(), "ceiling[" + std::to_string(i++) + "]"));
+    } else if (k == "throughput_model") {
+      // The facts of `k3tune count --model`'s modelled tokens/s, read and checked there
+      // (harness/host/bench/throughput_model.h).
+      if (!v.is_table()) toml_fail(path, v, key, "expected a table");
     } else {
-      toml_fail(path, v, key, "unknown table (known: board, match, ceiling)");
+      toml_fail(path, v, key, "unknown table (known: board, match, ceiling, throughput_model)");
     }
   }
   if (b.name.empty()) toml_fail(path, doc, "board.name", "missing");

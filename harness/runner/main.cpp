@@ -290,6 +290,15 @@ int main(int argc, char** argv) {
   app.add_option("--trace", o.model.trace,
                  "--model: write a Chrome trace-event file (ui.perfetto.dev) of the first measured "
                  "repetition of each test: kernel calls by layer, every worker's share");
+  app.add_option("--context-fill", o.model.context_fill,
+                 "--model: how the context before a test is made: prefill (the forward, untimed) "
+                 "or synthetic (seeded values in the caches and states at once; for instruction "
+                 "counts, which do not depend on them)")
+      ->check(CLI::IsMember({"prefill", "synthetic"}))
+      ->capture_default_str();
+  app.add_flag("--count-marks", o.model.count_marks,
+               "--model: mark every kernel call of the timed forwards for the instruction "
+               "counter (k3tune count --model; needs --reps 1 --warmup 0)");
   app.add_flag("--check-forward", o.model.check_forward,
                "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();

@@ -17,6 +17,7 @@
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
 #include "harness/runner/model/model_weights.h"
+#include "harness/runner/model/count_marks.h"
 #include "harness/runner/model/trace_recorder.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/path_option.h"
@@ -77,8 +78,11 @@ struct TestResult {
   }
 };
 
-// Brings the caches to `depth` tokens (untimed), in the forward's prefill batches.
-void fill_context(model::Forward& fwd, std::int64_t depth, std::int64_t vocab, std::uint64_t seed) {
+// Brings the caches to `depth` tokens (untimed), in the forward's prefill batches, or with seeded
+// values at once (--context-fill synthetic).
+void fill_context(model::Forward& fwd, std::int64_t depth, std::int64_t vocab, std::uint64_t seed,
+                  bool synthetic) {
+  if (synthetic) return fwd.fill_synthetic(depth, seed);
   fwd.reset();
   if (depth > 0) fwd.prefill_in_batches(model::prompt_tokens(depth, vocab, seed));
 }
@@ -96,15 +100,19 @@ void repeat(model::Forward& fwd, TestResult& r, int warmup, int reps, Prepare&& 
             Body&& body) {
   model::TraceRecorder* trace = fwd.timer().trace();
   if (trace != nullptr) trace->begin_test(r.name);
+  model::CountMarks* marks = fwd.timer().count_marks();
+  if (marks != nullptr) marks->begin_test(r.name);
   for (int i = 0; i < warmup + reps; ++i) {
     prepare();
     fwd.timer().clear();
     if (trace != nullptr) trace->record(i == warmup);  // the first measured repetition only
     model::LogitsChecksum sum;
     double s = 0;
-    auto timed = [&s](auto&& call) {
+    auto timed = [&s, marks](auto&& call) {
       const auto t0 = Clock::now();
+      if (marks != nullptr) marks->enter_forward();
       const std::span<const float> logits = call();
+      if (marks != nullptr) marks->leave_forward();
       s += since(t0);
       return logits;
     };
@@ -217,6 +225,8 @@ int run_model_command(const ModelCommandOptions& o) {
     throw UsageError(
         "--pp/--tg: give a prompt length and/or decode steps (>= 0, not both 0), --reps >= 1");
   if (o.depth < 0) throw UsageError("--depth: tokens in the cache before each test, >= 0");
+  if (o.count_marks && (o.reps != 1 || o.warmup != 0))
+    throw UsageError("--count-marks: one repetition and no warm-up (--reps 1 --warmup 0)");
   if (pg && (o.pg_pp < 1 || o.pg_tg < 1))
     throw UsageError("--pg: P,G with a prompt of P >= 1 tokens and G >= 1 decode steps");
   const OpInfo* op = find_op("model_pp");
@@ -262,6 +272,7 @@ int run_model_command(const ModelCommandOptions& o) {
                    {"tg_prompt", o.tg_prompt},
                    {"depth", o.depth}};
   if (!tuning.is_null()) doc["tuning"] = tuning;
+  doc["params"]["context_fill"] = o.context_fill;
   doc["environment"] = environment_static();
 
   const auto gen0 = Clock::now();
@@ -298,6 +309,9 @@ int run_model_command(const ModelCommandOptions& o) {
     fwd.timer().set_trace(trace.get());
     pool.set_observer(trace.get());
   }
+  model::CountMarks marks;
+  if (o.count_marks) fwd.timer().set_count_marks(&marks);
+  const bool synthetic = o.context_fill == "synthetic";
   if (o.pp > 0) {
     TestResult r;
     r.name = at_depth(fmt::format("pp{}", o.pp), o.depth);
@@ -305,7 +319,7 @@ int run_model_command(const ModelCommandOptions& o) {
     r.depth = o.depth;
     const auto prompt = model::prompt_tokens(o.pp, config.vocab, o.seed);
     repeat(
-        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2, synthetic); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           sum.add(timed([&] { return fwd.prefill(prompt); }));
         });
@@ -317,7 +331,7 @@ int run_model_command(const ModelCommandOptions& o) {
     r.tokens = o.tg;
     r.depth = tg_prompt;
     repeat(
-        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, tg_prompt, config.vocab, o.seed + 1); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, tg_prompt, config.vocab, o.seed + 1, synthetic); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           for (int i = 0; i < o.tg; ++i) sum.add(timed([&] { return fwd.decode(fwd.argmax()); }));
         });
@@ -335,7 +349,7 @@ int run_model_command(const ModelCommandOptions& o) {
     const auto prompt = model::prompt_tokens(o.pg_pp, config.vocab, o.seed + 1);
     std::vector<double> prefill_s;
     repeat(
-        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2); },
+        fwd, r, o.warmup, o.reps, [&] { fill_context(fwd, o.depth, config.vocab, o.seed + 2, synthetic); },
         [&](auto& timed, model::LogitsChecksum& sum) {
           const auto t0 = Clock::now();
           timed([&] { return fwd.prefill(prompt); });
@@ -360,6 +374,10 @@ int run_model_command(const ModelCommandOptions& o) {
                     {"events", trace->kept()},
                     {"dropped_events", trace->dropped()},
                     {"sampling", "the first measured repetition of each test"}};
+  }
+  if (o.count_marks) {
+    fwd.timer().set_count_marks(nullptr);
+    doc["count_marks"] = marks.json();
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);

@@ -26,6 +26,8 @@ struct ModelCommandOptions {
   std::string table;       // tuning table (--table); K3_TUNING_TABLE does the same
   std::uint64_t seed = 1;  // prompt tokens
   std::string trace;  // --trace FILE: a Chrome trace-event file of the run (trace_recorder.h)
+  std::string context_fill = "prefill";  // or "synthetic": seeded caches and states, no forward
+  bool count_marks = false;  // mark kernel calls for the instruction counter (count_marks.h)
   bool check_forward = false;
   bool json = false;
 };

@@ -5,6 +5,13 @@
  * skip=<begin>-<end> (hex or decimal guest addresses, [begin, end)): instructions there are not
  * counted but totalled apart (an IME2 emulation build's software model: k3bench's JSON gives the
  * range as ime2_instructions.model_code, nm as __start_/__stop_k3_ime2_model).
+ * Regions: a guest that makes the marker system call (number K3_COUNT_MARK_SYSCALL, first argument
+ * a region id below MAX_REGIONS; unknown to Linux, so it returns ENOSYS and does nothing else) ends
+ * the current region there and starts that one; the counts of each region used are printed as
+ * "region=<id> insns=<n> vector_insns=<n> skipped_insns=<n>" lines after the totals. Region 0 is
+ * where a process starts. The inline adds run when a translation block starts, and a system call
+ * ends its block, so a region's count is exact to the instruction (the marker's own ecall and the
+ * few instructions that set it up belong to the region it ends).
  * Output: "insns=<n> vector_insns=<n>" (plus " skipped_insns=<n>" with skip=) on stderr at exit,
  * or into outfile=<path>. */
 #include <inttypes.h>
@@ -22,6 +29,40 @@ static uint64_t skipped_insns;
 static char outfile[4096];
 static int have_skip;
 static uint64_t skip_begin, skip_end;
+
+/* Keep in step with harness/runner/model/count_marks.h. */
+#define K3_COUNT_MARK_SYSCALL 0x4b33
+#define MAX_REGIONS 4096
+struct region {
+  uint64_t insns, vector_insns, skipped_insns;
+  int used;
+};
+static struct region regions[MAX_REGIONS];
+static unsigned current_region;
+static int markers_seen;
+static uint64_t mark_insns, mark_vector, mark_skipped; /* the totals at the last marker */
+
+/* Everything counted since the last marker belongs to the region it ends. */
+static void close_region(void) {
+  struct region *r = &regions[current_region];
+  r->insns += total_insns - mark_insns;
+  r->vector_insns += vector_insns - mark_vector;
+  r->skipped_insns += skipped_insns - mark_skipped;
+  r->used = 1;
+  mark_insns = total_insns;
+  mark_vector = vector_insns;
+  mark_skipped = skipped_insns;
+}
+
+static void on_syscall(qemu_plugin_id_t id, unsigned int vcpu_index, int64_t num, uint64_t a1,
+                       uint64_t a2, uint64_t a3, uint64_t a4, uint64_t a5, uint64_t a6, uint64_t a7,
+                       uint64_t a8) {
+  (void)id, (void)vcpu_index, (void)a2, (void)a3, (void)a4, (void)a5, (void)a6, (void)a7, (void)a8;
+  if (num != K3_COUNT_MARK_SYSCALL || a1 >= MAX_REGIONS) return;
+  close_region();
+  current_region = (unsigned)a1;
+  markers_seen = 1;
+}
 
 static int skipped(const struct qemu_plugin_insn *insn) {
   const uint64_t pc = qemu_plugin_insn_vaddr(insn);
@@ -64,6 +105,14 @@ static void at_exit(qemu_plugin_id_t id, void *data) {
   fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64, total_insns, vector_insns);
   if (have_skip) fprintf(f, " skipped_insns=%" PRIu64, skipped_insns);
   fprintf(f, "\n");
+  if (markers_seen) { /* every region used */
+    close_region();
+    for (unsigned i = 0; i < MAX_REGIONS; ++i) {
+      if (!regions[i].used) continue;
+      fprintf(f, "region=%u insns=%" PRIu64 " vector_insns=%" PRIu64 " skipped_insns=%" PRIu64 "\n", i,
+              regions[i].insns, regions[i].vector_insns, regions[i].skipped_insns);
+    }
+  }
   if (f != stderr) fclose(f);
 }
 
@@ -84,6 +133,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
     }
   }
   qemu_plugin_register_vcpu_tb_trans_cb(id, on_tb_translate);
+  qemu_plugin_register_vcpu_syscall_cb(id, on_syscall);
   qemu_plugin_register_atexit_cb(id, at_exit, NULL);
   return 0;
 }

@@ -228,3 +228,25 @@ TEST(K3benchModel, GatedDeltaNetOpsPassTheirReferences) {
 }
 
 }  // namespace
+
+// --count-marks (for k3tune count --model) reports its tests and region layout; with a synthetic
+// context (seeded caches and recurrent states) the decode step still runs on the hybrid model.
+TEST(K3benchModel, CountMarksDescribeTheirRegions) {
+  const auto r = k3test::run_k3bench("--model " + kTiny +
+                                     " --pp 8 --tg 1 --tg-prompt 12 --context-fill synthetic "
+                                     "--count-marks --reps 1 --warmup 0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& marks = j.at("count_marks");
+  EXPECT_EQ(marks.at("syscall"), 0x4b33);
+  ASSERT_EQ(marks.at("tests").size(), 2u);
+  EXPECT_EQ(marks["tests"][0]["name"], "pp8");
+  EXPECT_EQ(marks["tests"][1]["name"], "tg1");
+  EXPECT_EQ(marks.at("ops").size(), marks.at("regions_per_test").get<std::size_t>());
+  EXPECT_EQ(marks["ops"].back(), "glue");
+  EXPECT_EQ(j["params"]["context_fill"], "synthetic");
+  EXPECT_EQ(j["results"][1]["depth"], 12);
+  const auto reps = k3test::run_k3bench("--model " + kTiny + " --pp 8 --tg 0 --count-marks --reps 2");
+  EXPECT_EQ(reps.exit_code, 2);
+  EXPECT_NE(reps.err.find("--count-marks: one repetition and no warm-up"), std::string::npos) << reps.err;
+}

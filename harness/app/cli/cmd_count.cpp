@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/app/cli/count_model_output.h"
 #include "harness/app/cli/measuring_place.h"
 #include "harness/host/targets/runner_facts.h"
 #include "harness/host/targets/build_presets.h"
@@ -30,6 +31,7 @@ struct Args {
   std::string plugin;
   int jobs = 0;  // qemu processes at a time (0: one per CPU)
   bool store = true;
+  ModelCountOptions model;  // --model: a whole prefill and decode step instead of op cases
 };
 
 std::pair<std::string, std::string> split(const std::string& text, char sep,
@@ -104,6 +106,17 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   for (const auto& [path, bin] : runners) {
     if (!std::filesystem::exists(bin))
       throw k3bench::UserError(fmt::format("--runner: {} does not exist", bin));
+  }
+  if (!a.model.model.empty()) {
+    if (place) throw k3bench::UserError("--model: counted here under qemu-user (not with --farm)");
+    if (cmd.get_option("--case")->count() > 0)
+      throw k3bench::UserError("--model: counts the model's own forward (no --case)");
+    ModelCountOptions m = a.model;
+    m.store = a.store;
+    m.jobs = a.jobs;
+    std::vector<int> model_vlens = a.vlens;
+    if (cmd.get_option("--vlens")->count() == 0) model_vlens = {256, 1024};
+    return run_model_count(ctx, m, runners, model_vlens, tools);
   }
   std::vector<std::pair<std::string, std::string>> cases;  // checked before anything is written
   for (const auto& text : a.cases) cases.push_back(split(text, ' ', "--case"));
@@ -184,6 +197,14 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("-j,--jobs", args->jobs, "cases counted at a time, one qemu process each (default: one per CPU)")
       ->check(CLI::Range(0, 256));
   cmd->add_flag("!--no-store", args->store, "print only, store nothing");
+  cmd->add_option("--model", args->model.model,
+                  "count a whole model instead of op cases: a prefill of --prefill tokens and a "
+                  "decode step at --depth (VLENs 256 and 1024 unless --vlens), the per-op "
+                  "breakdown, and a modelled K3 tokens/s beside the published figures");
+  cmd->add_option("--prefill", args->model.prefill_tokens, "--model: prompt tokens of the prefill")
+      ->capture_default_str();
+  cmd->add_option("--depth", args->model.depth, "--model: tokens in the context of the decode step")
+      ->capture_default_str();
   add_place_options(cmd, args->place, false);
   cmd->callback([&ctx, args, cmd] { run(ctx, *args, *cmd); });
 }

@@ -124,6 +124,7 @@ std::string unit_of_work(const std::string& op) {
   if (op == "linear_decode") return "weight";
   if (op == "linear_prefill") return "multiply-add";
   if (op == "quant_pack_decode" || op == "quant_pack_prefill") return "element";
+  if (op == "model_prefill" || op == "model_decode") return "token";
   return "";
 }
 
@@ -131,6 +132,9 @@ double units_per_call(const std::string& op, const std::string& shape) {
   if (unit_of_work(op).empty()) return 0;
   double units = 1;
   std::smatch m;
+  if (op == "model_decode") return 1;  // one step
+  if (op == "model_prefill")
+    return std::regex_search(shape, m, std::regex("(^|,)tokens=([0-9]+)")) ? std::stod(m[2]) : 0;
   for (const char* key : {"m", "n", "k"}) {
     if (std::regex_search(shape, m, std::regex(std::string("(^|,)") + key + "=([0-9]+)")))
       units *= std::stod(m[2]);
@@ -153,15 +157,30 @@ namespace {
 // The plugin's figures from its output (`insns=N vector_insns=M ...`, the last such line: on a
 // target the plugin writes to stderr after the runner's own lines) and the runner's JSON.
 void read_counts(const std::string& plugin_text, const std::string& plugin, CountedProcess& p) {
-  const auto at = plugin_text.rfind("insns=");
-  const auto line_start = at == std::string::npos ? 0 : plugin_text.rfind('\n', at);
-  const std::string line =
-      at == std::string::npos ? "" : plugin_text.substr(line_start == std::string::npos ? 0 : line_start + 1);
+  // The totals line starts with "insns="; region lines ("region=<id> insns=...") follow it when
+  // the runner marked regions.
+  std::string line;
+  std::vector<std::string> region_lines;
+  std::istringstream in(plugin_text);
+  for (std::string l; std::getline(in, l);) {
+    if (l.starts_with("insns=")) {
+      line = l;
+      region_lines.clear();  // a region list belongs to the totals line before it
+    } else if (l.starts_with("region=")) {
+      region_lines.push_back(l);
+    }
+  }
   const double insns = number(line, "insns");
   p.vector = number(line, "vector_insns");
   if (insns < 0 || p.vector < 0) {
     p.reason = fmt::format("the counting plugin {} wrote no count", plugin);
     return;
+  }
+  for (const auto& l : region_lines) {
+    const double id = number(l, "region");
+    if (id < 0) continue;
+    p.regions[static_cast<int>(id)] = {std::max(0.0, number(l, "insns")),
+                                       std::max(0.0, number(l, "vector_insns"))};
   }
   p.json = nlohmann::json::parse(p.process.out, nullptr, false);
   double calls = 0;
@@ -332,7 +351,10 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
       std::istringstream in(r.c.shape);
       for (std::string kv; std::getline(in, kv, ',');) {
         const auto eq = kv.find('=');
-        if (eq != std::string::npos) j[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+        if (eq == std::string::npos) continue;
+        const std::string v = kv.substr(eq + 1);
+        const bool number = !v.empty() && v.find_first_not_of("0123456789") == std::string::npos;
+        j[kv.substr(0, eq)] = number ? nlohmann::json(std::stoll(v)) : nlohmann::json(v);
       }
       return j;
     }();
@@ -362,7 +384,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     const std::string& cell_key = cells[i].cell_key;
     k3store::insert_cell(db, cells[i]);
     k3store::SampleRecord s;
-    s.iterations = kMoreCalls - kFewCalls;
+    s.iterations = r.method.empty() ? kMoreCalls - kFewCalls : 1;
     s.counters = {{"instructions", r.instructions},
                   {"ime2_instructions", r.ime2},
                   {"other_instructions", r.other},
@@ -385,9 +407,10 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     a.run_uuid = run_uuid;
     a.cell_key = cell_key;
     a.ok = true;
-    a.method =
-        "instruction count: (count of 3 calls - count of 1) / 2, qemu-user; interval: +- the "
-        "case's measured jitter (the range of five identical 1-call processes)";
+    a.method = !r.method.empty()
+                   ? r.method
+                   : "instruction count: (count of 3 calls - count of 1) / 2, qemu-user; interval: "
+                     "+- the case's measured jitter (the range of five identical 1-call processes)";
     a.processes = 1;
     a.samples = 1;
     a.source_runs_json = nlohmann::json::array({run_uuid}).dump();

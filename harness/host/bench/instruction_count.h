@@ -74,6 +74,7 @@ struct CountResult {
   }
   nlohmann::json runner_json;  // the 3-call process's k3bench JSON
   std::int64_t wall_ns = 0;
+  std::string method;  // how the figure was taken (empty: the op counts' difference of processes)
 };
 
 // qemu-user's -cpu for an RVV 1.0 CPU of this VLEN.
@@ -90,6 +91,12 @@ struct CountedProcess {
   double other = 0;     // counted instructions minus the calls into the IME2 model
   double vector = 0;    // vector instructions counted
   nlohmann::json json;  // the runner's stdout as JSON (null when it is not JSON)
+  // Regions the runner marked (k3bench --count-marks; the plugin's marker system call): id ->
+  // counted instructions (the IME2 model's code left out, its calls still in) and vector ones.
+  struct Region {
+    double insns = 0, vector = 0;
+  };
+  std::map<int, Region> regions;
   k3targets::ProcessResult process;
   double total() const { return ime2 + other; }
 };

@@ -7,6 +7,9 @@
 
 #include "harness/runner/model/trace_recorder.h"
 #include "k3k/embedding.h"
+#include "k3k/fp16.h"
+#include "k3k/rope.h"
+#include "k3k/seeded_random.h"
 #include "k3k/small_ops.h"
 
 namespace k3runner::model {
@@ -124,6 +127,42 @@ void Forward::restore() {
       std::memcpy(conv_state_[i].data(), snap_.conv[i].data(), conv_state_[i].size_bytes());
   });
   position_ = snap_.position;
+}
+
+void Forward::fill_synthetic(std::int64_t tokens, std::uint64_t seed) {
+  reset();
+  k3k::SeededRandom rng(seed);
+  // Values a prefill could leave: K and V of unit scale, small recurrent and convolution states.
+  auto fill = [&rng](std::span<float> s, double scale) {
+    for (float& x : s) x = static_cast<float>(rng.uniform(-scale, scale));
+  };
+  for (auto& cache : caches_) {
+    if (tokens > cache.capacity())
+      throw std::invalid_argument("Forward::fill_synthetic: " + std::to_string(tokens) +
+                                  " tokens, the caches hold " + std::to_string(cache.capacity()));
+    if (cache.dtype() == k3k::KvDtype::f16) {
+      auto fill16 = [&rng](k3k::fp16_t* p, std::size_t n) {
+        for (std::size_t i = 0; i < n; ++i)
+          p[i] = k3k::fp32_to_fp16(static_cast<float>(rng.uniform(-1, 1)));
+      };
+      fill16(cache.k_f16(), cache.k_elements());
+      fill16(cache.v_f16(), cache.v_elements());
+    } else {
+      fill(std::span(cache.k_f32(), cache.k_elements()), 1.0);
+      fill(std::span(cache.v_f32(), cache.v_elements()), 1.0);
+    }
+    cache.set_length(tokens);
+    // As prefill_in_batches leaves it: the last batch's RoPE table kept (the decode step's append
+    // frees it, which a count includes).
+    if (tokens > 0) {
+      const std::int64_t last = (tokens - 1) / max_prompt_ * max_prompt_;
+      cache.keep_append_rope_table(
+          std::make_shared<const k3k::RopeTable>(cache.rope(), last, tokens - last, pool_));
+    }
+  }
+  for (auto& s : gdn_state_) fill(s.span(), 0.05);
+  for (auto& s : conv_state_) fill(s.span(), 0.5);
+  position_ = tokens;
 }
 
 const k3k::PackedActivations& Forward::quantize(const float* x, std::int64_t m, std::int64_t k) {

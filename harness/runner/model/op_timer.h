@@ -41,6 +41,9 @@ const char* op_name(Op op);
 class TraceRecorder;
 // Hands one timed call to a trace (trace_recorder.cpp), steady_clock nanoseconds.
 void trace_op(TraceRecorder& trace, Op op, int layer, std::int64_t begin_ns, std::int64_t end_ns);
+class CountMarks;
+// Marks a kernel call's start (enter) or end for an instruction counter (count_marks.cpp).
+void count_mark_op(CountMarks& marks, Op op, bool enter);
 
 class OpTimer {
  public:
@@ -48,7 +51,9 @@ class OpTimer {
   template <typename Fn>
   void time(Op op, Fn&& fn) {
     const auto t0 = Clock::now();
+    if (marks_ != nullptr) count_mark_op(*marks_, op, true);
     fn();
+    if (marks_ != nullptr) count_mark_op(*marks_, op, false);
     const auto t1 = Clock::now();
     seconds_[static_cast<int>(op)] += std::chrono::duration<double>(t1 - t0).count();
     ++calls_[static_cast<int>(op)];
@@ -59,6 +64,9 @@ class OpTimer {
   // Every call is also handed to `trace` (null: none); add() and clear() leave it.
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
   TraceRecorder* trace() const { return trace_; }
+  // Every call is also marked for an instruction counter (null: none).
+  void set_count_marks(CountMarks* marks) { marks_ = marks; }
+  CountMarks* count_marks() const { return marks_; }
   static std::int64_t nanos(Clock::time_point t) {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
   }
@@ -85,6 +93,7 @@ class OpTimer {
   std::array<std::int64_t, static_cast<int>(Op::kCount)> calls_{};
   int layer_ = -1;
   TraceRecorder* trace_ = nullptr;
+  CountMarks* marks_ = nullptr;
 };
 
 }  // namespace k3runner::model
