@@ -259,7 +259,8 @@ int main(int argc, char** argv) {
                  "ones, or a list like 0,3)");
   app.add_flag("--force", o.force,
                "with --tcm-force-release: also take blocks held by a live thread");
-  app.add_option("--tcm-backend", o.tcm_backend, "TCM backend for --tcm-status/--tcm-force-release")
+  app.add_option("--tcm-backend", o.tcm_backend,
+                 "TCM backend for --tcm-status/--tcm-force-release and --model --tcm")
       ->check(CLI::IsMember({"auto", "real", "emulated", "off"}));
   auto* model_opt =
       app.add_option("--model", o.model.model,
@@ -295,6 +296,11 @@ int main(int argc, char** argv) {
                  "or synthetic (seeded values in the caches and states at once; for instruction "
                  "counts, which do not depend on them)")
       ->check(CLI::IsMember({"prefill", "synthetic"}))
+      ->capture_default_str();
+  app.add_option("--tcm", o.model.tcm,
+                 "--model: the decode Linears' TCM pipeline: auto (each matrix's gate decides; "
+                 "real TCM only), on (the emulated backend too, size gates skipped), off")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_flag("--count-marks", o.model.count_marks,
                "--model: mark every kernel call of the timed forwards for the instruction "
@@ -369,6 +375,7 @@ int main(int argc, char** argv) {
       m.table = o.table;
       m.seed = o.seed;
       m.json = o.json;
+      m.tcm_backend = o.tcm_backend;
       return run_model_command(m);
     }
     if (o.op.empty()) throw UsageError("--op is required (or --list-ops, or --model); see --help");

@@ -21,6 +21,7 @@
 #include "harness/runner/model/trace_recorder.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/path_option.h"
+#include "harness/runner/tcm_context.h"
 #include "harness/runner/tuning_params.h"
 #include "k3k/dispatch.h"
 #include "k3k/linear_auto.h"
@@ -250,6 +251,17 @@ int run_model_command(const ModelCommandOptions& o) {
   mp.kv_dtype = params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
   mp.gdn_prefill.chunk = static_cast<int>(params.integer("gdn_chunk"));
   const nlohmann::json tuning = apply_model_tuning(o, config, decision.path, mp);
+  // The decode Linears' TCM pipeline: a workspace on the backend asked for (each matrix's gate
+  // decides, once, when the forward is built); on: the emulated backend is allowed and the size
+  // gates are skipped (to see the pipeline where no TCM is).
+  nlohmann::json tcm_doc = {{"use", o.tcm}};
+  if (o.tcm != "off") {
+    const TcmContext& tcm = tcm_context(o.tcm_backend);
+    mp.tcm_workspace = tcm_workspace(tcm, pool);
+    mp.tcm_decode.use = o.tcm == "on" ? k3k::TcmUse::kOn : k3k::TcmUse::kAuto;
+    tcm_doc["backend"] = tcm.tcm != nullptr ? k3k::tcm::to_string(tcm.tcm->backend()) : "off";
+    tcm_doc["reason"] = tcm.reason;
+  }
 
   nlohmann::json doc;
   doc["schema"] = "k3bench.model/1";
@@ -301,6 +313,10 @@ int run_model_command(const ModelCommandOptions& o) {
                 std::int64_t{o.depth} + o.pg_pp + o.pg_tg});
   model::Forward fwd(config, weights, mp, decision.path, pool, batch, capacity);
   doc["state_bytes"] = fwd.state_bytes();
+  const auto [tcm_on, linears] = fwd.tcm_linears();
+  tcm_doc["decode_linears_on_tcm"] = tcm_on;
+  tcm_doc["decode_linears"] = linears;
+  doc["tcm"] = tcm_doc;
   doc["results"] = nlohmann::json::array();
   // The trace watches the caller's kernel calls (the timer) and the workers' regions (the pool).
   std::unique_ptr<model::TraceRecorder> trace;

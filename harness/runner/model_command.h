@@ -27,7 +27,9 @@ struct ModelCommandOptions {
   std::uint64_t seed = 1;  // prompt tokens
   std::string trace;  // --trace FILE: a Chrome trace-event file of the run (trace_recorder.h)
   std::string context_fill = "prefill";  // or "synthetic": seeded caches and states, no forward
-  bool count_marks = false;  // mark kernel calls for the instruction counter (count_marks.h)
+  bool count_marks = false;
+  std::string tcm = "auto";          // decode Linears' TCM pipeline: auto | on | off
+  std::string tcm_backend = "auto";  // auto | real | emulated | off (tcm_context.h)  // mark kernel calls for the instruction counter (count_marks.h)
   bool check_forward = false;
   bool json = false;
 };

@@ -122,6 +122,12 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     return code_bytes + 2 * float_bytes;
   };
 
+  // A tracer sees every copy, compute and pair wait (k3bench --model --trace); none: no clock reads
+  // beyond the pipeline's own.
+  WorkerPoolObserver* const observer = pool.observer();
+  auto nanos = [](Clock::time_point t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+  };
   pool.run_each(workers, [&](int worker) {
     WorkerTimes& my = times[static_cast<std::size_t>(worker)];
     std::size_t lane_index = 0;
@@ -136,17 +142,23 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     my.no_block = memory == nullptr;
     std::byte* buffer[2] = {memory, memory != nullptr ? memory + buffer_bytes : nullptr};
 
+    const int lane_id = static_cast<int>(lane_index);
+    auto observe = [&](const char* what, std::int64_t item, Clock::time_point t0) {
+      if (observer != nullptr) observer->stage(worker, what, item, lane_id, nanos(t0), nanos(Clock::now()));
+    };
     auto copy = [&](std::int64_t s, std::int64_t j) {
       if (memory == nullptr) return;
       const auto t0 = Clock::now();
       my.bytes += copy_slab(s, buffer[j / 2 % 2]);
       my.copy += seconds_since(t0);
+      observe("tcm_copy", s, t0);
     };
     auto compute = [&](std::int64_t s, std::int64_t j) {
       const auto t0 = Clock::now();
       compute_slab(s, buffer[j / 2 % 2]);
       my.compute += seconds_since(t0);
       ++my.slabs;
+      observe("tcm_compute", s, t0);
     };
 
     const std::int64_t c = lane.slab_end - lane.slab_begin;
@@ -163,6 +175,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
       const auto t0 = Clock::now();
       barriers[lane_index].arrive_and_wait(role, static_cast<std::uint32_t>(t + 1));
       my.wait += seconds_since(t0);
+      observe("pair_wait", t, t0);
     }
   });
   detail::zero_c4_padding(ep, out, 1, n);

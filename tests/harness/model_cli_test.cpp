@@ -69,12 +69,27 @@ TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
 }
 
 // llama-bench's depth and MNN's prefill-then-generate as cells: every test from a filled cache,
-// the pp+tg test its own op with the prefill's share of each call in the runner report.
+// the pp+tg test its own op with the prefill's share of each call in the runner report. --trace
+// adds one traced run of the three tests, linked from the output.
 TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
+  const std::string trace = (dir_ / "trace.json").string();
   const auto r = k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
                          "--pp", "8", "--tg", "4", "--depth", "24", "--pg", "6,3", "-P", "2", "-R",
-                         "2", "--params", "workers=2"});
+                         "2", "--params", "workers=2", "--trace", trace});
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Trace of pp8@d24, tg4@d24, pp6+tg3@d24 (one untimed-by-the-sweep run, the "
+                       "first repetition of each test): " + trace),
+            std::string::npos)
+      << r.out;
+  std::ifstream in(trace);
+  const auto events = nlohmann::json::parse(in).at("traceEvents");
+  int processes = 0, kernel_slices = 0;
+  for (const auto& e : events) {
+    processes += e["ph"] == "M" && e["name"] == "process_name";
+    kernel_slices += e["ph"] == "X" && e["cat"] == "kernel";
+  }
+  EXPECT_EQ(processes, 3);
+  EXPECT_GT(kernel_slices, 3 * 3 * 10);  // three tests, three layers, a dozen calls per layer
   for (const char* test : {"| pp8@d24 |", "| tg4@d24 |", "| pp6+tg3@d24 |"})
     EXPECT_NE(r.out.find(test), std::string::npos) << test << "\n" << r.out;
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_pg'"), 1);
@@ -93,6 +108,12 @@ TEST_F(ModelCli, BadModelWritesNothing) {
   const auto lengths = k3tune({"model", "--model", "qwen3-0.6b", "--pp", "64,x"});
   EXPECT_EQ(lengths.exit_code, 2);
   EXPECT_NE(lengths.err.find("--pp: 'x' is not a token count"), std::string::npos) << lengths.err;
+  const auto trace = k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
+                             "--pp", "8", "--tg", "", "--trace", "/nonexistent/dir/t.json"});
+  EXPECT_EQ(trace.exit_code, 2);
+  EXPECT_NE(trace.err.find("--trace /nonexistent/dir/t.json: no directory /nonexistent/dir"),
+            std::string::npos)
+      << trace.err;
   EXPECT_FALSE(fs::exists(db()));
 }
 

@@ -229,6 +229,56 @@ TEST(K3benchModel, GatedDeltaNetOpsPassTheirReferences) {
 
 }  // namespace
 
+// --tcm on (the emulated backend): every decode Linear runs the TCM pipeline, and the trace shows
+// its stages on the workers' tracks -- each worker of a pair copies and computes slabs (its copy of
+// a slab before its partner's compute of it), waits at the pair barrier, all inside its share of
+// the call -- while the logits stay those of the DRAM path.
+TEST(K3benchModel, TraceShowsTheTcmPipelinesStagesPerWorkerPair) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("k3_tcm_trace_" + std::to_string(::getpid()) + ".json"))
+                               .string();
+  const std::string run = "--model " + kTiny + " --pp 4 --tg 2 --reps 1 --warmup 0 --json --params workers=2";
+  const auto on = k3test::run_k3bench(run + " --tcm on --tcm-backend emulated --trace " + path);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  const auto off = k3test::run_k3bench(run + " --tcm off");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const auto j = nlohmann::json::parse(on.out), k = nlohmann::json::parse(off.out);
+  EXPECT_EQ(j["tcm"]["backend"], "emulated");
+  EXPECT_GT(j["tcm"]["decode_linears"].get<int>(), 0);
+  EXPECT_EQ(j["tcm"]["decode_linears_on_tcm"], j["tcm"]["decode_linears"]);
+  EXPECT_EQ(k["tcm"]["use"], "off");
+  EXPECT_EQ(k["tcm"]["decode_linears_on_tcm"], 0);
+  for (int t = 0; t < 2; ++t)
+    EXPECT_EQ(j["results"][t]["logits_checksum"], k["results"][t]["logits_checksum"]) << t;
+  std::ifstream in(path);
+  const nlohmann::json trace = nlohmann::json::parse(in);
+  std::filesystem::remove(path);
+  std::map<std::string, int> stages;
+  std::map<int, std::set<int>> lanes;  // tid -> lanes
+  std::map<std::pair<int, std::int64_t>, double> copied, computed;  // (pid, slab) -> end / start
+  int inside = 0, all = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "tcm") continue;
+    ++all;
+    const std::string name = e["name"];
+    ++stages[name];
+    lanes[e["tid"].get<int>()].insert(e["args"]["lane"].get<int>());
+    const double b = e["ts"].get<double>(), f = b + e["dur"].get<double>();
+    for (const auto& w : trace["traceEvents"]) {
+      if (w["ph"] == "X" && w["cat"] == "worker" && w["pid"] == e["pid"] && w["tid"] == e["tid"] &&
+          b >= w["ts"].get<double>() - 0.01 && f <= w["ts"].get<double>() + w["dur"].get<double>() + 0.01) {
+        ++inside;
+        break;
+      }
+    }
+  }
+  EXPECT_GT(stages["tcm_copy"], 0);
+  EXPECT_EQ(stages["tcm_copy"], stages["tcm_compute"]);  // every slab copied is computed
+  EXPECT_GT(stages["pair_wait"], 0);
+  EXPECT_EQ(lanes, (std::map<int, std::set<int>>{{1, {0}}, {2, {0}}}));  // two workers, one pair
+  EXPECT_EQ(inside, all) << "a stage outside its worker's share of a call";
+}
+
 // --count-marks (for k3tune count --model) reports its tests and region layout; with a synthetic
 // context (seeded caches and recurrent states) the decode step still runs on the hybrid model.
 TEST(K3benchModel, CountMarksDescribeTheirRegions) {

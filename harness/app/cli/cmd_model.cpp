@@ -39,7 +39,7 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     int tg_prompt = 1, depth = 0, processes = 3, reps = 5, warmup = 1;
     std::vector<std::string> pg;
     double target_ci = 0, timeout = 0;
-    std::string params, path = "auto", check = "sample";
+    std::string params, path = "auto", check = "sample", trace;
     bool resume = false;
   };
   auto a = std::make_shared<Args>();
@@ -85,6 +85,9 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--timeout", a->timeout,
                   "seconds per runner process (default: the target's timeout_s)");
   cmd->add_flag("--resume", a->resume, "skip tests already measured for this build and target");
+  cmd->add_option("--trace", a->trace,
+                  "after the measured tests, one more run of the first test of each kind writes a "
+                  "Chrome trace-event file here (ui.perfetto.dev; local and qemu targets)");
   cmd->callback([&ctx, a, cmd] {
     k3bench::ModelRequest r;
     r.model = a->model;
@@ -101,6 +104,7 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     }
     r.params = a->params;
     r.published = ctx.root + "/configs/published/k3.toml";
+    r.trace = a->trace;
     k3bench::BenchRequest& b = r.bench;
     b.settings.set("repetitions", std::to_string(a->reps), "--reps");
     b.settings.set("warmup", std::to_string(a->warmup), "--warmup");

@@ -1,8 +1,10 @@
 #include "harness/host/bench/model_session.h"
 
 #include <cmath>
+#include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "harness/host/bench/model_runs.h"
 #include "harness/host/bench/user_error.h"
@@ -42,6 +44,55 @@ std::string mib(std::int64_t bytes) {
 
 }  // namespace
 
+namespace {
+
+// One traced run of the model (k3bench --model ... --trace FILE) with the first test of each kind
+// the request measured; the same parameters and path, one repetition, no warm-up.
+ModelTrace trace_model(const k3targets::Target& target, const ModelRequest& request,
+                       const k3model::ModelConfig& config) {
+  ModelTrace t;
+  t.file = std::filesystem::absolute(request.trace).string();
+  const ModelRuns& runs = request.runs;
+  std::vector<std::string> args = {"--model", config.file, "--reps", "1",     "--warmup",
+                                   "0",       "--trace",   t.file,   "--json"};
+  args.insert(
+      args.end(),
+      {"--pp", std::to_string(runs.prompt_lengths.empty() ? 0 : runs.prompt_lengths.front())});
+  args.insert(args.end(),
+              {"--tg", std::to_string(runs.decode_steps.empty() ? 0 : runs.decode_steps.front())});
+  args.insert(args.end(), {"--tg-prompt", std::to_string(runs.decode_prompt)});
+  if (runs.depth > 0) args.insert(args.end(), {"--depth", std::to_string(runs.depth)});
+  if (!runs.prefill_then_generate.empty())
+    args.insert(args.end(), {"--pg", fmt::format("{},{}", runs.prefill_then_generate.front().first,
+                                                 runs.prefill_then_generate.front().second)});
+  if (!request.params.empty()) args.insert(args.end(), {"--params", request.params});
+  args.insert(args.end(),
+              {"--path", request.bench.settings.path, "--cpus", request.bench.settings.cpus,
+               "--pool-wait", request.bench.settings.pool_wait});
+  if (runs.prompt_lengths.empty() && runs.decode_steps.empty() &&
+      runs.prefill_then_generate.empty())
+    return t;
+  const auto r = target.run(
+      args, k3targets::ProcessOptions::with_timeout(
+                request.bench.timeout_s > 0 ? request.bench.timeout_s : target.config().timeout_s));
+  if (!r.ok()) {
+    t.reason = r.failure_reason(target.config().timeout_s);
+    return t;
+  }
+  const auto doc = nlohmann::json::parse(r.out, nullptr, false);
+  if (!doc.is_object() || !doc.contains("trace")) {
+    t.reason = "the runner wrote no trace";
+    return t;
+  }
+  t.events = doc["trace"].value("events", std::int64_t{0});
+  t.dropped = doc["trace"].value("dropped_events", std::int64_t{0});
+  for (const auto& res : doc.value("results", nlohmann::json::array()))
+    t.tests.push_back(res.value("test", ""));
+  return t;
+}
+
+}  // namespace
+
 ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
                        const ModelRequest& request) {
   ModelOutcome out;
@@ -53,6 +104,16 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
   }
   if (request.runs.empty())
     throw UserError("model: no prompt lengths, decode steps or --pg runs to run");
+  if (!request.trace.empty() && target.config().kind != "local" && target.config().kind != "qemu")
+    throw UserError(
+        fmt::format("--trace: the trace is written where the runner runs: a local or "
+                    "qemu target (not {})",
+                    target.name()));
+  if (!request.trace.empty()) {
+    const auto dir = std::filesystem::absolute(request.trace).parent_path();
+    if (!std::filesystem::is_directory(dir))
+      throw UserError(fmt::format("--trace {}: no directory {}", request.trace, dir.string()));
+  }
   for (const auto& f : load_published(request.published))
     if (f.model == out.config.id) out.published.push_back(f);
   BenchRequest br = request.bench;
@@ -111,6 +172,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
     }
     out.rows.push_back(std::move(r));
   }
+  if (!request.trace.empty()) out.trace = trace_model(target, request, out.config);
   return out;
 }
 
@@ -144,6 +206,16 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
       s += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", c.name, f.test, f.engine, f.weights,
                        f.text(), f.source, f.note.empty() ? "" : " (" + f.note + ")");
     }
+  }
+  if (o.trace) {
+    if (o.trace->reason.empty())
+      s += fmt::format(
+          "\nTrace of {} (one untimed-by-the-sweep run, the first repetition of each test): {} "
+          "({} events{}; open it in ui.perfetto.dev or chrome://tracing)\n",
+          fmt::join(o.trace->tests, ", "), o.trace->file, o.trace->events,
+          o.trace->dropped > 0 ? fmt::format(", {} dropped past the cap", o.trace->dropped) : "");
+    else
+      s += fmt::format("\nTrace: not written ({})\n", o.trace->reason);
   }
   for (const auto& r : o.rows) {
     if (!r.ok || !r.breakdown.is_object()) continue;
@@ -190,7 +262,15 @@ nlohmann::json model_json(const ModelOutcome& o) {
                          {"note", f.note},
                          {"measured_by", "another party, on another machine (not k3tune)"}});
   }
+  nlohmann::json trace = nullptr;
+  if (o.trace)
+    trace = {{"file", o.trace->file},
+             {"events", o.trace->events},
+             {"dropped_events", o.trace->dropped},
+             {"tests", o.trace->tests},
+             {"reason", o.trace->reason}};
   return {{"model", o.config.id},
+          {"trace", trace},
           {"run_uuid", o.bench.report.run_uuid},
           {"build_hash", o.bench.builds.empty() ? "" : o.bench.builds.back().build_hash},
           {"results", rows},

@@ -23,6 +23,18 @@ struct ModelRequest {
   std::string params;     // model_pp / model_tg parameters (workers, kv_dtype, gdn_chunk)
   BenchRequest bench;     // settings, process plan, timeout, resume, db, progress
   std::string published;  // configs/published/k3.toml ("" : none)
+  // After the measured cells: one more runner process, untimed by the sweep, that writes a Chrome
+  // trace-event file of the first of each kind of test (k3bench --model --trace) to this path on
+  // this machine ("" : none; local and qemu targets only).
+  std::string trace;
+};
+
+// What the traced process wrote (ModelRequest::trace).
+struct ModelTrace {
+  std::string file;
+  std::int64_t events = 0, dropped = 0;
+  std::vector<std::string> tests;
+  std::string reason;  // why there is no trace ("" : written)
 };
 
 struct ModelRow {
@@ -47,6 +59,7 @@ struct ModelOutcome {
   k3model::ModelConfig config;
   std::vector<ModelRow> rows;
   std::vector<PublishedFigure> published;  // this model's figures only
+  std::optional<ModelTrace> trace;
 };
 
 ModelOutcome run_model(const k3targets::Target& target, const std::string& root,

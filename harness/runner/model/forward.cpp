@@ -33,8 +33,12 @@ Forward::Forward(const k3model::ModelConfig& c, const ModelWeights& w, const Mod
       max_prompt_(std::max<std::int64_t>(1, max_prompt)) {
   if (capacity < max_prompt_) throw std::invalid_argument("Forward: capacity below the prompt");
   auto tiling = [&](const k3k::W4B64Packed& m) {
-    if (m.n > 0)
-      tilings_[&m] = {params_.linear_for(false, m.n, m.k), params_.linear_for(true, m.n, m.k)};
+    if (m.n <= 0) return;
+    Tilings t{params_.linear_for(false, m.n, m.k), params_.linear_for(true, m.n, m.k), {}};
+    if (params_.tcm_workspace != nullptr)
+      t.tcm = k3k::decide_tcm_decode(path_, m, params_.tcm_workspace, params_.tcm_decode,
+                                     pool_.size());
+    tilings_[&m] = t;
   };
   tiling(w_.output_head());
   for (int i = 0; i < c_.layers; ++i) {
@@ -95,6 +99,12 @@ std::int64_t Forward::state_bytes() const {
   for (const auto& s : gdn_state_) b += static_cast<std::int64_t>(s.size_bytes());
   for (const auto& s : conv_state_) b += static_cast<std::int64_t>(s.size_bytes());
   return b;
+}
+
+std::pair<int, int> Forward::tcm_linears() const {
+  int on = 0;
+  for (const auto& [w, t] : tilings_) on += t.tcm.use_tcm ? 1 : 0;
+  return {on, static_cast<int>(tilings_.size())};
 }
 
 void Forward::reset() {
@@ -191,9 +201,15 @@ void Forward::linear(Op op, const k3k::PackedActivations& a, const k3k::W4B64Pac
   ep.residual = residual;
   const Tilings& t = tilings_.at(&w);
   timer_.time(op, [&] {
-    if (a.m == 1)
+    if (a.m == 1 && t.tcm.use_tcm) {
+      k3k::LinearDecodeOptions options;
+      options.tcm_workspace = params_.tcm_workspace;
+      options.tcm_params = &params_.tcm_decode;
+      options.tcm_gate = &t.tcm;
+      k3k::linear_decode_w4b64(path_, a, w, ep, out, pool_, t.decode, options);
+    } else if (a.m == 1) {
       k3k::linear_decode_w4b64(path_, a, w, ep, out, pool_, t.decode);
-    else
+    } else
       k3k::linear_prefill_w4b64(path_, a, w, ep, out, pool_, t.prefill);
   });
 }

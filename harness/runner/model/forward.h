@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <span>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -59,10 +60,13 @@ class Forward {
   const k3k::KernelPath& path() const { return path_; }
   // Bytes of the KV caches and recurrent states.
   std::int64_t state_bytes() const;
+  // Decode Linears that run the TCM pipeline (their gate said yes), of all decode Linears.
+  std::pair<int, int> tcm_linears() const;
 
  private:
   struct Tilings {
     k3k::LinearTiling prefill, decode;
+    k3k::TcmGateDecision tcm;  // the decode call's TCM gate (use_tcm false without a workspace)
   };
   std::span<const float> forward(std::int64_t tokens);
   void attention_block(int layer, std::int64_t tokens);

@@ -13,6 +13,7 @@
 #include "k3k/deltanet.h"
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
+#include "k3k/tcm_linear.h"
 
 namespace k3runner::model {
 
@@ -24,6 +25,10 @@ struct ModelParams {
   k3k::DecodeTiling attention_decode{};
   k3k::GdnPrefillTiling gdn_prefill{};
   k3k::GdnDecodeTiling gdn_decode{};
+  // The decode Linears' TCM pipeline: a workspace (null: every decode Linear streams from DRAM)
+  // and its parameters; the gate decides per matrix, once, when the forward is built.
+  k3k::TcmWorkspace* tcm_workspace = nullptr;
+  k3k::TcmDecodeParams tcm_decode{};
   // Per-shape Linear tilings: "linear_prefill/n<N>/k<K>" or "linear_decode/n<N>/k<K>".
   std::map<std::string, k3k::LinearTiling> linear;
 

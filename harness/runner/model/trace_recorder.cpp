@@ -55,6 +55,13 @@ void TraceRecorder::region(int worker, std::int64_t begin_ns, std::int64_t end_n
       {'X', test_, worker + 1, -1, Op::kCount, begin_ns, end_ns, tasks});
 }
 
+void TraceRecorder::stage(int worker, const char* what, std::int64_t item, int lane,
+                          std::int64_t begin_ns, std::int64_t end_ns) {
+  if (!on_ || static_cast<std::size_t>(worker) + 1 >= tracks_.size() || !take()) return;
+  tracks_[static_cast<std::size_t>(worker) + 1].push_back(
+      {'S', test_, worker + 1, lane, Op::kCount, begin_ns, end_ns, item, what});
+}
+
 std::int64_t TraceRecorder::kept() const {
   std::int64_t n = 0;
   for (const auto& t : tracks_) n += static_cast<std::int64_t>(t.size());
@@ -106,6 +113,17 @@ nlohmann::json TraceRecorder::json() const {
                           {"ts", ts},
                           {"dur", micros(e.end_ns - e.begin_ns)},
                           {"args", args}});
+      } else if (e.kind == 'S') {
+        events.push_back({{"ph", "X"},
+                          {"name", e.stage},
+                          {"cat", "tcm"},
+                          {"pid", e.test + 1},
+                          {"tid", e.track},
+                          {"ts", ts},
+                          {"dur", micros(e.end_ns - e.begin_ns)},
+                          {"args",
+                           {{std::string(e.stage) == "pair_wait" ? "phase" : "slab", e.value},
+                            {"lane", e.layer}}}});
       } else {
         events.push_back({{"ph", "X"},
                           {"name", "tasks"},

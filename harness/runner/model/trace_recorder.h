@@ -2,8 +2,10 @@
 // "traceEvents", which chrome://tracing and ui.perfetto.dev open) of the model run. One process
 // per test (pp512, tg128, ...); in it the caller's track holds a slice per kernel call named by op
 // kind with its layer, and one track per worker holds that worker's share of every parallel region
-// inside those calls (start, stop, tasks run), so idle workers and uneven splits show. A counter
-// track follows the context length.
+// inside those calls (start, stop, tasks run), so idle workers and uneven splits show; inside
+// them, the stages of the TCM decode pipeline (copy a slab into TCM, compute a slab, wait for the
+// pair partner), with the slab and the pair (lane) they belong to. A counter track follows the
+// context length.
 //
 // Sampling rule (so the file stays small enough to open): only the first measured repetition of
 // each test is recorded (warm-up runs and later repetitions are not), and at most `max_events`
@@ -38,6 +40,8 @@ class TraceRecorder final : public k3k::WorkerPoolObserver {
   // The tokens in the caches after a forward call.
   void context(std::int64_t tokens, std::int64_t at_ns);
   void region(int worker, std::int64_t begin_ns, std::int64_t end_ns, std::int64_t tasks) override;
+  void stage(int worker, const char* what, std::int64_t item, int lane, std::int64_t begin_ns,
+             std::int64_t end_ns) override;
 
   nlohmann::json json() const;
   // Writes json() to `path`; throws std::runtime_error naming the file when it cannot.
@@ -47,10 +51,11 @@ class TraceRecorder final : public k3k::WorkerPoolObserver {
 
  private:
   struct Event {
-    char kind;  // 'X' slice, 'C' counter
+    char kind;  // 'X' slice, 'C' counter, 'S' a pipeline stage (layer holds its lane)
     int test, track, layer;
     Op op;
     std::int64_t begin_ns, end_ns, value;
+    const char* stage = nullptr;  // 'S': the stage's static name
   };
   bool take();  // room for one more event (else counted as dropped)
 

@@ -42,6 +42,13 @@ class WorkerPoolObserver {
   virtual ~WorkerPoolObserver() = default;
   virtual void region(int worker, std::int64_t begin_ns, std::int64_t end_ns,
                       std::int64_t tasks) = 0;
+  // A stage of a pipelined kernel inside a region, on the worker's own thread: `what` is a static
+  // name ("tcm_copy", "tcm_compute", "pair_wait" in the TCM decode pipeline), `item` what it
+  // worked on (a slab), `lane` the worker group it belongs to (a pair). Default: ignored.
+  virtual void stage(int worker, const char* what, std::int64_t item, int lane,
+                     std::int64_t begin_ns, std::int64_t end_ns) {
+    (void)worker, (void)what, (void)item, (void)lane, (void)begin_ns, (void)end_ns;
+  }
 };
 
 // What happened when a worker placed itself.
@@ -105,6 +112,7 @@ class WorkerPool {
 
   // Set between calls (not while a region runs); null removes it.
   void set_observer(WorkerPoolObserver* observer) { observer_ = observer; }
+  WorkerPoolObserver* observer() const { return observer_; }
 
  private:
   using TaskFn = void (*)(void* ctx, std::int64_t task, int worker);
