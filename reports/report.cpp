@@ -59,11 +59,20 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
   return notes;
 }
 
-Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
+std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const std::string& run_uuid,
+                                            const std::string& rules_file) {
   const RegressionConfig config = load_regression_config(rules_file);
   auto db = open_read_only(db_path);
-  const RunData run = load_run(*db, run_uuid);
-  return compare_within_run(run, config, noise_floor(*db, run, config));
+  auto judged = std::make_unique<JudgedRun>();
+  judged->run = load_run(*db, run_uuid);
+  judged->verdict = compare_within_run(judged->run, config, noise_floor(*db, judged->run, config));
+  return judged;
+}
+
+Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
+  Verdict v = judge_within_run(db_path, run_uuid, rules_file)->verdict;
+  for (auto& c : v.cells) c.a = c.b = nullptr;  // they pointed into the run, gone with it
+  return v;
 }
 
 Report build_report(const ReportRequest& request) {

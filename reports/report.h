@@ -9,6 +9,7 @@
 #pragma once
 
 #include <optional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -70,7 +71,15 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
 // The within-run verdict of a stored run that measured two builds interleaved (bench
 // --baseline-runner): exactly what `k3tune report RUN` decides for it (rules from `rules_file`,
 // the target's noise floor from the database). ReportError when the run has not two builds.
+// The cells' a/b figures are not kept (null): judge_within_run keeps them with their run.
 Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file);
+// The same verdict with the run it judged, whose cells the verdict's a/b point into.
+struct JudgedRun {
+  RunData run;
+  Verdict verdict;
+};
+std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const std::string& run_uuid,
+                                            const std::string& rules_file);
 
 Report build_report(const ReportRequest& request);
 

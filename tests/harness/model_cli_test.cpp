@@ -101,6 +101,43 @@ TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
   EXPECT_NE(bad.err.find("--pg: '512' is not P,G"), std::string::npos) << bad.err;
 }
 
+// Model-level A/B: the same runner with planted work inside every swiglu call (a wrapper setting
+// the forward's test hook K3BENCH_PLANT_OP_WORK) against the plain runner as --baseline-runner, in
+// the same interleaved rounds: the decode test is slower, and the change is attributed to swiglu
+// (the largest contribution whose interval excludes zero, and above zero).
+// One worker: no pool waits for a loaded machine to stretch.
+TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
+  const std::string wrapper = (dir_ / "planted-k3bench").string();
+  std::ofstream(wrapper) << "#!/bin/sh\nK3BENCH_PLANT_OP_WORK=swiglu:20000 exec " K3BENCH_PATH
+                            " \"$@\"\n";
+  fs::permissions(wrapper, fs::perms::owner_all);
+  std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" << wrapper
+                           << "\"\ntimeout_s = 120\n";
+  const auto r = k3tune({"--json", "model", "--model",
+                         K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml", "--pp", "", "--tg", "4",
+                         "-P", "6", "-R", "3", "--params", "workers=1", "--baseline-runner",
+                         K3BENCH_PATH});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["comparison"].size(), 1u) << j.dump();
+  const auto& c = j["comparison"][0];
+  EXPECT_EQ(c["test"], "tg4");
+  EXPECT_GE(c["rounds"].get<int>(), 3);  // of 6: a disturbed process (measured again) leaves its round
+  EXPECT_GT(c["rel_diff"].get<double>(), 0.05) << c.dump();
+  EXPECT_NE(c["verdict"].get<std::string>().find("SLOWER"), std::string::npos) << c.dump();
+  const auto& top = c["contributions"][0];
+  EXPECT_EQ(top["op"], "swiglu") << c.dump();
+  EXPECT_GT(top["ci95"][0].get<double>(), 0) << c.dump();
+  // 20,000 dependent steps in each of 12 swiglu calls: tens of percent of a tiny model's decode.
+  EXPECT_GT(top["share_of_wall"].get<double>(), 0.03) << c.dump();
+  double sum = 0;
+  for (const auto& o : c["contributions"]) sum += o["share_of_wall"].get<double>();
+  EXPECT_NEAR(sum, c["wall_change"].get<double>(), 1e-9) << c.dump();
+  int builds = 0;
+  for (const auto& row : j["results"]) builds += row["build"] == "baseline";
+  EXPECT_EQ(builds, 1);
+}
+
 TEST_F(ModelCli, BadModelWritesNothing) {
   const auto r = k3tune({"model", "--model", "gpt-17"});
   EXPECT_EQ(r.exit_code, 2);

@@ -7,6 +7,7 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "harness/app/cli/model_ab.h"
 #include "harness/host/bench/model_session.h"
 
 namespace k3cli {
@@ -39,7 +40,7 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     int tg_prompt = 1, depth = 0, processes = 3, reps = 5, warmup = 1;
     std::vector<std::string> pg;
     double target_ci = 0, timeout = 0;
-    std::string params, path = "auto", check = "sample", trace;
+    std::string params, path = "auto", check = "sample", trace, baseline_runner, baseline_build;
     bool resume = false;
   };
   auto a = std::make_shared<Args>();
@@ -85,6 +86,11 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--timeout", a->timeout,
                   "seconds per runner process (default: the target's timeout_s)");
   cmd->add_flag("--resume", a->resume, "skip tests already measured for this build and target");
+  cmd->add_option("--baseline-runner", a->baseline_runner,
+                  "A/B: also measure this k3bench in the same interleaved rounds; the verdict per "
+                  "test and which ops the change came from");
+  cmd->add_option("--baseline-build", a->baseline_build,
+                  "A/B against a build hash the database keeps a runner for");
   cmd->add_option("--trace", a->trace,
                   "after the measured tests, one more run of the first test of each kind writes a "
                   "Chrome trace-event file here (ui.perfetto.dev; local and qemu targets)");
@@ -105,6 +111,8 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     r.params = a->params;
     r.published = ctx.root + "/configs/published/k3.toml";
     r.trace = a->trace;
+    r.bench.baseline_runner = a->baseline_runner;
+    r.bench.baseline_build = a->baseline_build;
     k3bench::BenchRequest& b = r.bench;
     b.settings.set("repetitions", std::to_string(a->reps), "--reps");
     b.settings.set("warmup", std::to_string(a->warmup), "--warmup");
@@ -123,10 +131,18 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) b.command_line += " " + o->get_name() + " " + v;
     const MeasuringPlace place(ctx, a->place, *cmd);
     const k3bench::ModelOutcome out = run_model(place.target(), ctx.root, r);
-    if (ctx.json)
-      std::cout << k3bench::model_json(out).dump(2) << "\n";
-    else
+    std::vector<ModelAbRow> ab;
+    if (out.bench.builds.size() == 2)
+      ab = model_ab(ctx.db_path(), out.bench.report.run_uuid, ctx.root + "/configs/regression.toml");
+    if (ctx.json) {
+      nlohmann::json j = k3bench::model_json(out);
+      if (out.bench.builds.size() == 2) j["comparison"] = model_ab_json(ab);
+      std::cout << j.dump(2) << "\n";
+    } else {
       std::cout << k3bench::model_markdown(out, place.target().name());
+      if (out.bench.builds.size() == 2)
+        std::cout << model_ab_markdown(ab, out.bench.builds[0].build_hash, out.bench.builds[1].build_hash);
+    }
     if (out.bench.report.failed_cells() > 0) exit_code() = kCellsFailed;
   });
 }

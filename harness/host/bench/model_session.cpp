@@ -137,6 +137,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
                : c.spec.op == "model_pg" ? count("pp") + count("tg")
                                          : count("pp");
     r.test = model_test_name(c.spec.op, shape);
+    if (c.build < out.bench.builds.size()) r.build = out.bench.builds[c.build].label;
     if (!c.skipped.empty()) {
       r.reason = "skipped: " + c.skipped;
     } else if (!c.has_aggregate || !c.aggregate.ok) {
@@ -193,7 +194,7 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
     }
     s += fmt::format(
         "| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}-{:.2f} | {} |\n", c.name,
-        gib, r.path, r.threads, r.test, r.tps, r.tps_stddev, r.tps_ci_low, r.tps_ci_high,
+        gib, r.path, r.threads, r.build.empty() ? r.test : r.test + " (" + r.build + ")", r.tps, r.tps_stddev, r.tps_ci_low, r.tps_ci_high,
         r.processes);
   }
   if (!o.published.empty()) {
@@ -237,6 +238,7 @@ nlohmann::json model_json(const ModelOutcome& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : o.rows) {
     rows.push_back({{"test", r.test},
+                    {"build", r.build},
                     {"tokens", r.tokens},
                     {"ok", r.ok},
                     {"reason", r.reason},

@@ -39,6 +39,7 @@ struct ModelTrace {
 
 struct ModelRow {
   std::string test;  // "pp512", "tg128"
+  std::string build;  // "" for one build; "baseline" / "candidate" in an A/B
   std::int64_t tokens = 0;
   bool ok = false;
   std::string reason;

@@ -1,6 +1,7 @@
 #include "harness/runner/model/forward.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -20,7 +21,31 @@ k3k::AlignedBuffer<float> buffer(std::int64_t rows, std::int64_t cols) {
       static_cast<std::size_t>(std::max<std::int64_t>(rows * cols, 1)));
 }
 
+// K3BENCH_PLANT_OP_WORK=<op>:<spins> (a test hook; op_timer.h).
+void plant_from_env(OpTimer& timer) {
+  const char* env = std::getenv("K3BENCH_PLANT_OP_WORK");
+  if (env == nullptr || *env == '\0') return;
+  const std::string text = env;
+  const auto colon = text.find(':');
+  const std::string name = text.substr(0, colon);
+  for (int i = 0; i < static_cast<int>(Op::kCount); ++i) {
+    if (name == op_name(static_cast<Op>(i)) && colon != std::string::npos) {
+      timer.plant(static_cast<Op>(i), std::stoull(text.substr(colon + 1)));
+      return;
+    }
+  }
+  throw std::invalid_argument("K3BENCH_PLANT_OP_WORK: '" + text + "' is not <op>:<spins>");
+}
+
 }  // namespace
+
+void planted_work(std::uint64_t spins) {
+  // A dependent chain the compiler cannot shorten (the result is kept in a volatile).
+  static volatile std::uint64_t sink = 0;
+  std::uint64_t x = sink + 1;
+  for (std::uint64_t i = 0; i < spins; ++i) x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+  sink = x;
+}
 
 Forward::Forward(const k3model::ModelConfig& c, const ModelWeights& w, const ModelParams& params,
                  k3k::KernelPath path, k3k::WorkerPool& pool, std::int64_t max_prompt,
@@ -32,6 +57,7 @@ Forward::Forward(const k3model::ModelConfig& c, const ModelWeights& w, const Mod
       pool_(pool),
       max_prompt_(std::max<std::int64_t>(1, max_prompt)) {
   if (capacity < max_prompt_) throw std::invalid_argument("Forward: capacity below the prompt");
+  plant_from_env(timer_);
   auto tiling = [&](const k3k::W4B64Packed& m) {
     if (m.n <= 0) return;
     Tilings t{params_.linear_for(false, m.n, m.k), params_.linear_for(true, m.n, m.k), {}};

@@ -41,6 +41,8 @@ const char* op_name(Op op);
 class TraceRecorder;
 // Hands one timed call to a trace (trace_recorder.cpp), steady_clock nanoseconds.
 void trace_op(TraceRecorder& trace, Op op, int layer, std::int64_t begin_ns, std::int64_t end_ns);
+// Test hook: `spins` steps of a dependent integer chain (forward.cpp).
+void planted_work(std::uint64_t spins);
 class CountMarks;
 // Marks a kernel call's start (enter) or end for an instruction counter (count_marks.cpp).
 void count_mark_op(CountMarks& marks, Op op, bool enter);
@@ -53,6 +55,7 @@ class OpTimer {
     const auto t0 = Clock::now();
     if (marks_ != nullptr) count_mark_op(*marks_, op, true);
     fn();
+    if (op == planted_op_) planted_work(planted_spins_);
     if (marks_ != nullptr) count_mark_op(*marks_, op, false);
     const auto t1 = Clock::now();
     seconds_[static_cast<int>(op)] += std::chrono::duration<double>(t1 - t0).count();
@@ -64,6 +67,13 @@ class OpTimer {
   // Every call is also handed to `trace` (null: none); add() and clear() leave it.
   void set_trace(TraceRecorder* trace) { trace_ = trace; }
   TraceRecorder* trace() const { return trace_; }
+  // Test hook (K3BENCH_PLANT_OP_WORK=<op>:<spins>, read by the forward): extra work inside every
+  // call of one op kind, timed with it, so that a model A/B can be shown to attribute a planted
+  // slowdown to the op it was planted in.
+  void plant(Op op, std::uint64_t spins) {
+    planted_op_ = op;
+    planted_spins_ = spins;
+  }
   // Every call is also marked for an instruction counter (null: none).
   void set_count_marks(CountMarks* marks) { marks_ = marks; }
   CountMarks* count_marks() const { return marks_; }
@@ -94,6 +104,8 @@ class OpTimer {
   int layer_ = -1;
   TraceRecorder* trace_ = nullptr;
   CountMarks* marks_ = nullptr;
+  Op planted_op_ = Op::kCount;  // none
+  std::uint64_t planted_spins_ = 0;
 };
 
 }  // namespace k3runner::model

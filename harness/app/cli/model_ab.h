@@ -1,0 +1,39 @@
+// `k3tune model --baseline-runner OLD` / `--baseline-build HASH`: the whole-model tests of two
+// builds measured in the same interleaved rounds, judged by the one within-run verdict
+// (k3reports::within_run_verdict: the paired t-test on per-round log ratios), and the change
+// attributed to the ops: per round, each op kind's time per call in the candidate minus the
+// baseline's (the same round: paired), from the per-op breakdown every runner process reports;
+// the mean and 95% t interval of those differences over the rounds, divided by the baseline's
+// mean wall time per call (a ratio of means: one disturbed round cannot blow it up as a mean of
+// per-round ratios would). The contributions and the forward's
+// glue (wall time outside the op calls) sum to the relative change of the mean wall time.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace k3cli {
+
+struct OpContribution {
+  std::string op;                            // the forward's op kind, or "glue"
+  double mean = 0, ci_low = 0, ci_high = 0;  // share of the baseline's wall time per call
+};
+
+struct ModelAbRow {
+  std::string test;                           // pp512, tg128, ...
+  std::string verdict;                        // "unchanged within +-3.4%", "SLOWER +5.1%", ...
+  double rel_diff = 0, p_value = 1, mde = 0;  // of the time per call (> 0: candidate slower)
+  int rounds = 0;                             // rounds with both builds' breakdowns
+  double wall_change = 0;  // (mean B - mean A) / mean A of the wall time per call, those rounds
+  std::vector<OpContribution> ops;  // those whose interval excludes 0 first, each by |mean|
+};
+
+std::vector<ModelAbRow> model_ab(const std::string& db_path, const std::string& run_uuid,
+                                 const std::string& rules_file);
+std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::string& baseline,
+                              const std::string& candidate);
+nlohmann::json model_ab_json(const std::vector<ModelAbRow>& rows);
+
+}  // namespace k3cli
