@@ -21,6 +21,7 @@
 #include "harness/host/farm/farm.h"
 #include "harness/app/nightly/nightly_profile.h"
 #include "harness/app/nightly/nightly_store.h"
+#include "harness/app/nightly/revision_ancestry.h"
 #include "harness/host/bench/provenance.h"
 #include "reports/html.h"
 #include "reports/runner_store.h"
@@ -131,11 +132,23 @@ void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const st
   const std::string runner = host_runner(rq);
   if (!fs::exists(runner)) return;
   s.host_hash = k3bench::sha256_file(runner);
-  const auto prev = previous_nightly(db, id);
-  if (!prev) {
-    s.baseline_note = "no previous nightly in this database: no regression verdict tonight";
+  // "Previous" by ancestry: the newest earlier night whose build is an ancestor of tonight's
+  // revision (revision_ancestry.h); outside a git checkout, the newest earlier night.
+  const std::vector<NightlyRow> earlier = earlier_nightlies(db, id);
+  const std::string head = head_revision(rq.root);
+  std::vector<std::string> revisions;
+  for (const auto& n : earlier) revisions.push_back(n.host_revision);
+  const AncestorChoice choice = newest_ancestor(revisions, [&](const std::string& rev) {
+    return head.empty() ? Ancestry::kUnknown : revision_ancestry(rq.root, rev, head);
+  });
+  if (!choice.index) {
+    s.baseline_note = earlier.empty()
+                          ? "no previous nightly in this database: no regression verdict tonight"
+                          : "no earlier nightly's build is an ancestor of tonight's revision (" +
+                                choice.note + "): no regression verdict tonight";
     return;
   }
+  const NightlyRow* prev = &earlier[*choice.index];
   if (prev->host_build_hash == s.host_hash) {
     s.baseline_note = fmt::format(
         "same host runner as nightly {} ({}): the code did not change, nothing to compare",
@@ -150,8 +163,8 @@ void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const st
     return;
   }
   s.baseline_runner = kept.path;
-  s.baseline_note = fmt::format("verdict against nightly {} (runner {}), measured interleaved",
-                                prev->nightly_id, prev->host_build_hash.substr(0, 12));
+  s.baseline_note = fmt::format("verdict against nightly {} (runner {}; {}), measured interleaved",
+                                prev->nightly_id, prev->host_build_hash.substr(0, 12), choice.note);
 }
 
 struct StepLine {

@@ -30,23 +30,28 @@ void finish_nightly(k3store::Connection& c, const std::string& id, const std::st
   s.run();
 }
 
-std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::string& id) {
+std::vector<NightlyRow> earlier_nightlies(k3store::Connection& c, const std::string& id) {
   auto s = c.prepare(
-      "SELECT nightly_id, profile, dir, started_at, status, host_build_hash,"
-      " COALESCE(verdict_run_uuid, '') FROM nightlies WHERE nightly_id <> ?1"
-      " AND status IN ('ok', 'regression') AND host_build_hash IS NOT NULL"
-      " ORDER BY finished_at DESC LIMIT 1");
+      "SELECT n.nightly_id, n.profile, n.dir, n.started_at, n.status, n.host_build_hash,"
+      " COALESCE(n.verdict_run_uuid, ''), COALESCE(b.source_revision, '') FROM nightlies n"
+      " LEFT JOIN builds b ON b.build_hash = n.host_build_hash WHERE n.nightly_id <> ?1"
+      " AND n.status IN ('ok', 'regression') AND n.host_build_hash IS NOT NULL"
+      " ORDER BY n.finished_at DESC, n.rowid DESC");
   s.bind(1, id);
-  if (!s.step()) return std::nullopt;
-  NightlyRow r;
-  r.nightly_id = s.text(0);
-  r.profile = s.text(1);
-  r.dir = s.text(2);
-  r.started_at = s.text(3);
-  r.status = s.text(4);
-  r.host_build_hash = s.text(5);
-  r.verdict_run_uuid = s.text(6);
-  return r;
+  std::vector<NightlyRow> out;
+  while (s.step()) {
+    NightlyRow r;
+    r.nightly_id = s.text(0);
+    r.profile = s.text(1);
+    r.dir = s.text(2);
+    r.started_at = s.text(3);
+    r.status = s.text(4);
+    r.host_build_hash = s.text(5);
+    r.verdict_run_uuid = s.text(6);
+    r.host_revision = s.text(7);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::optional<PreviousStep> previous_step(k3store::Connection& c, const std::string& id,

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "harness/host/store/sqlite.h"
 
@@ -14,6 +15,7 @@ struct NightlyRow {
   std::string nightly_id, profile, dir, started_at, status;
   std::optional<int> exit_code;
   std::string host_build_hash, verdict_run_uuid;
+  std::string host_revision;  // the host build's source revision ("" when not recorded)
 };
 
 struct StepRow {
@@ -24,8 +26,9 @@ struct StepRow {
 void begin_nightly(k3store::Connection& c, const NightlyRow& row);  // insert, or mark running
 void finish_nightly(k3store::Connection& c, const std::string& id, const std::string& status,
                     int exit_code, const std::string& host_hash, const std::string& verdict_run);
-// The latest finished nightly (ok or regression) other than `id` that recorded a host build.
-std::optional<NightlyRow> previous_nightly(k3store::Connection& c, const std::string& id);
+// The finished nightlies (ok or regression) other than `id` that recorded a host build, newest
+// first, with their build's source revision (revision_ancestry.h chooses among them).
+std::vector<NightlyRow> earlier_nightlies(k3store::Connection& c, const std::string& id);
 
 // The detail of `step` in the latest finished nightly (ok or regression) other than `id` in which
 // that step was done: what tonight's step is compared with (e.g. yesterday's instruction counts).
