@@ -235,9 +235,14 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
   std::vector<CaseBlock> blocks;
   if (!request.config.empty())
     blocks = config_blocks(request.config, models_dir, settings, plan, cli_keys);
-  else if (!request.model.empty())
+  else if (!request.model.empty()) {
     blocks = model_blocks(models_dir, request.model, request.ops,
                           request.model_runs.empty() ? nullptr : &request.model_runs);
+    // The whole-model cells share one parameter set (k3tune model --params); it used to be
+    // dropped here, so every run measured the defaults.
+    if (!request.model_runs.empty())
+      for (auto& b : blocks) b.params = parse_kv(request.params, "--params");
+  }
   else
     blocks = command_line_blocks(request);
   std::vector<CellSpec> cells;

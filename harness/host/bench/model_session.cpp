@@ -243,6 +243,7 @@ nlohmann::json model_json(const ModelOutcome& o) {
                     {"ok", r.ok},
                     {"reason", r.reason},
                     {"path", r.path},
+                    {"threads", r.threads},
                     {"processes", r.processes},
                     {"samples", r.samples},
                     {"tokens_per_s", r.tps},
