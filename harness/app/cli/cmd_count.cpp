@@ -30,6 +30,7 @@ struct Args {
   std::vector<int> vlens = {128, 256, 512, 1024};
   std::string plugin;
   int jobs = 0;  // qemu processes at a time (0: one per CPU)
+  double timeout_s = 3600;  // per qemu process
   bool store = true;
   ModelCountOptions model;  // --model: a whole prefill and decode step instead of op cases
 };
@@ -48,6 +49,7 @@ std::string fixed(double v, int decimals) {
 
 void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   k3bench::CountTools tools;
+  tools.timeout_s = a.timeout_s;
   tools.plugin =
       a.plugin.empty() ? ctx.root + "/build/third_party/qemu-plugin/libinsn_count.so" : a.plugin;
   if (!std::filesystem::exists(tools.plugin))
@@ -197,6 +199,11 @@ void add_count_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("-j,--jobs", args->jobs, "cases counted at a time, one qemu process each (default: one per CPU)")
       ->check(CLI::Range(0, 256));
   cmd->add_flag("!--no-store", args->store, "print only, store nothing");
+  cmd->add_option("--timeout", args->timeout_s,
+                  "seconds per qemu process (an IME2 emulation of a whole-model prefill of 128 "
+                  "tokens takes over an hour: the software model runs every multiply-add)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 7.0 * 24 * 3600));
   cmd->add_option("--model", args->model.model,
                   "count a whole model instead of op cases: a prefill of --prefill tokens and a "
                   "decode step at --depth (VLENs 256 and 1024 unless --vlens), the per-op "
