@@ -73,16 +73,17 @@ void print_phase(const std::vector<k3bench::ModelCountResult>& all, bool decode)
     }
     std::cout << "\n";
   }
-  for (const char* row : {"total", "  ime2", "  other", "  vector"}) {
+  using Figure = double (*)(const k3bench::PhaseCount&);
+  const std::pair<const char*, Figure> totals[] = {
+      {"total", [](const k3bench::PhaseCount& p) { return p.total(); }},
+      {"  ime2", [](const k3bench::PhaseCount& p) { return p.ime2; }},
+      {"  other", [](const k3bench::PhaseCount& p) { return p.other; }},
+      {"  vector", [](const k3bench::PhaseCount& p) { return p.vector; }}};
+  for (const auto& [row, figure] : totals) {
     std::cout << fmt::format("{:<12}", row);
     for (const auto& r : all) {
       const auto& p = decode ? r.decode : r.prefill;
-      const double t = std::max(1.0, p.tokens);
-      const double n = std::string(row) == "total"     ? p.per_token()
-                       : std::string(row) == "  ime2"  ? p.ime2 / t
-                       : std::string(row) == "  other" ? p.other / t
-                                                       : p.vector / t;
-      std::cout << fmt::format(" {:>12.0f} {:>7}", n, "");
+      std::cout << fmt::format(" {:>12.0f} {:>7}", figure(p) / std::max(1.0, p.tokens), "");
     }
     std::cout << "\n";
   }
@@ -124,39 +125,21 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
   // One qemu process per case, `jobs` at a time; results kept in case order.
   std::vector<std::optional<k3bench::ModelCountResult>> results(todo.size());
   std::mutex mu;
-  std::size_t next = 0;
-  std::exception_ptr failure;
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  auto worker = [&] {
-    for (;;) {
-      std::size_t i;
-      {
-        std::lock_guard lock(mu);
-        if (next == todo.size() || failure) return;
-        i = next++;
-      }
-      try {
+  const std::exception_ptr failure =
+      k3bench::for_each_in_parallel(todo.size(), jobs, [&](std::size_t i) {
         auto r = k3bench::count_model(tools, todo[i]);
         std::lock_guard lock(mu);
         if (!ctx.json)
           std::cout << fmt::format(
-                           "  {} {}: prefill {:.0f}, decode {:.0f} instructions per token "
-                           "({:.0f} s)\n",
+                           "  {} {}: prefill {:.0f}, decode {:.0f} instructions per "
+                           "token ({:.0f} s)\n",
                            r.c.path, r.c.vlen, r.prefill.per_token(), r.decode.per_token(),
                            r.wall_ns * 1e-9)
                     << std::flush;
         results[i] = std::move(r);
-      } catch (...) {
-        std::lock_guard lock(mu);
-        if (!failure) failure = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::min<int>(jobs, static_cast<int>(todo.size())); ++t)
-    threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+      });
   // What finished is stored even when a case failed: nothing measured is lost.
   std::vector<k3bench::ModelCountResult> done;
   for (auto& r : results)

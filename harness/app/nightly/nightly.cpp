@@ -299,7 +299,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                          << "\n";
   fs::create_directories(fs::absolute(rq.db_path).parent_path());
   auto db = k3store::open_database(rq.db_path, k3store::OpenMode::kCreateOrUpdate);
-  begin_nightly(*db, {o.id, rq.profile, o.dir, "", "running", std::nullopt, "", ""});
+  begin_nightly(*db, {o.id, rq.profile, o.dir, "", "running", std::nullopt, "", "", ""});
   fmt::print("nightly {}: {} profile, farm {}, {} steps; artifacts {}; database {}\n", o.id,
              rq.profile, rq.farm, steps.size(), o.dir, rq.db_path);
   std::fflush(stdout);

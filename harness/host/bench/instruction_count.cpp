@@ -288,28 +288,21 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c) {
   return r;
 }
 
-std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
-                                     const std::function<void(std::size_t, const CountResult&)>& done) {
-  std::vector<std::optional<CountResult>> results(cases.size());
+std::exception_ptr for_each_in_parallel(std::size_t n, int jobs,
+                                        const std::function<void(std::size_t)>& fn) {
   std::mutex mu;
-  std::size_t next = 0, reported = 0;
+  std::size_t next = 0;
   std::exception_ptr failure;
   auto worker = [&] {
     for (;;) {
       std::size_t i;
       {
         std::lock_guard lock(mu);
-        if (next == cases.size() || failure) return;
+        if (next == n || failure) return;
         i = next++;
       }
       try {
-        CountResult r = count_instructions(tools, cases[i]);
-        std::lock_guard lock(mu);
-        results[i] = std::move(r);
-        while (reported < results.size() && results[reported]) {
-          if (done) done(reported, *results[reported]);
-          ++reported;
-        }
+        fn(i);
       } catch (...) {
         std::lock_guard lock(mu);
         if (!failure) failure = std::current_exception();
@@ -317,8 +310,26 @@ std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<
     }
   };
   std::vector<std::thread> threads;
-  for (int t = 0; t < std::max(1, std::min<int>(jobs, static_cast<int>(cases.size()))); ++t) threads.emplace_back(worker);
+  for (int t = 0; t < std::max(1, std::min<int>(jobs, static_cast<int>(n))); ++t)
+    threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  return failure;
+}
+
+std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
+                                     const std::function<void(std::size_t, const CountResult&)>& done) {
+  std::vector<std::optional<CountResult>> results(cases.size());
+  std::mutex mu;
+  std::size_t reported = 0;
+  const std::exception_ptr failure = for_each_in_parallel(cases.size(), jobs, [&](std::size_t i) {
+    CountResult r = count_instructions(tools, cases[i]);
+    std::lock_guard lock(mu);
+    results[i] = std::move(r);
+    while (reported < results.size() && results[reported]) {
+      if (done) done(reported, *results[reported]);
+      ++reported;
+    }
+  });
   if (failure) std::rethrow_exception(failure);
   std::vector<CountResult> out;
   for (auto& r : results) out.push_back(std::move(*r));

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <map>
 #include <optional>
@@ -130,6 +131,12 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c);
 // rethrown once the cases in flight have finished.
 std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
                                      const std::function<void(std::size_t, const CountResult&)>& done = {});
+
+// Runs fn(0) .. fn(n - 1) on up to `jobs` threads (one qemu process each, for the counters); after
+// a failure no new item starts, the ones in flight finish, and the first failure is returned
+// (null: none), so that the caller can keep what finished before rethrowing.
+std::exception_ptr for_each_in_parallel(std::size_t n, int jobs,
+                                        const std::function<void(std::size_t)>& fn);
 
 // Stores results of ONE runner binary as a run (see the top of this file); returns its run_uuid.
 std::string store_counts(k3store::Connection& db, const std::string& command,

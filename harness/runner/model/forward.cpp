@@ -227,14 +227,14 @@ void Forward::linear(Op op, const k3k::PackedActivations& a, const k3k::W4B64Pac
   ep.residual = residual;
   const Tilings& t = tilings_.at(&w);
   timer_.time(op, [&] {
-    if (a.m == 1 && t.tcm.use_tcm) {
-      k3k::LinearDecodeOptions options;
-      options.tcm_workspace = params_.tcm_workspace;
-      options.tcm_params = &params_.tcm_decode;
-      options.tcm_gate = &t.tcm;
+    if (a.m == 1) {
+      k3k::LinearDecodeOptions options;  // the TCM pipeline where this matrix's gate said yes
+      if (t.tcm.use_tcm) {
+        options.tcm_workspace = params_.tcm_workspace;
+        options.tcm_params = &params_.tcm_decode;
+        options.tcm_gate = &t.tcm;
+      }
       k3k::linear_decode_w4b64(path_, a, w, ep, out, pool_, t.decode, options);
-    } else if (a.m == 1) {
-      k3k::linear_decode_w4b64(path_, a, w, ep, out, pool_, t.decode);
     } else
       k3k::linear_prefill_w4b64(path_, a, w, ep, out, pool_, t.prefill);
   });
