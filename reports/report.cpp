@@ -69,6 +69,18 @@ std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const st
   return judged;
 }
 
+std::unique_ptr<JudgedRun> judge_table_within_run(const std::string& db_path,
+                                                  const std::string& run_uuid,
+                                                  const std::string& rules_file) {
+  const RegressionConfig config = load_regression_config(rules_file);
+  auto db = open_read_only(db_path);
+  auto judged = std::make_unique<JudgedRun>();
+  judged->run = load_run(*db, run_uuid);
+  judged->verdict =
+      compare_table_within_run(judged->run, config, noise_floor(*db, judged->run, config));
+  return judged;
+}
+
 Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
   Verdict v = judge_within_run(db_path, run_uuid, rules_file)->verdict;
   for (auto& c : v.cells) c.a = c.b = nullptr;  // they pointed into the run, gone with it

@@ -80,6 +80,10 @@ struct JudgedRun {
 };
 std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const std::string& run_uuid,
                                             const std::string& rules_file);
+// The same for a run that measured cells with a tuning table and without (compare_table_within_run).
+std::unique_ptr<JudgedRun> judge_table_within_run(const std::string& db_path,
+                                                  const std::string& run_uuid,
+                                                  const std::string& rules_file);
 
 Report build_report(const ReportRequest& request);
 

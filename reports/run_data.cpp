@@ -14,8 +14,9 @@ namespace {
 
 // Measurement settings that change what is measured; the others (repetitions, warm-up, time per
 // repetition, fixed call count, accuracy check) change only how precisely.
-const char* const kIdentitySettings[] = {"path",       "cpus",        "pool_wait",
-                                         "huge_pages", "weight_load", "extra_work_ns"};
+// table_sha256, not the table's path: the same table copied elsewhere is the same configuration.
+const char* const kIdentitySettings[] = {"path",        "cpus",          "pool_wait",   "huge_pages",
+                                         "weight_load", "extra_work_ns", "table_sha256"};
 
 std::optional<double> opt_real(k3store::Statement& s, int col) {
   return s.is_null(col) ? std::nullopt : std::optional<double>(s.real(col));

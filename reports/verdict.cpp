@@ -278,6 +278,46 @@ TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int
   return t;
 }
 
+namespace {
+
+// One cell's paired verdict within a run: `a` and `b` measured in the same rounds.
+CellVerdict paired_cell_verdict(const CellFigures& a, const CellFigures& b,
+                                const RegressionConfig& config,
+                                const std::optional<k3store::NoiseFloorRecord>& noise_floor,
+                                int first_stage, const char* a_side, const char* b_side) {
+  CellVerdict cv = cell_verdict(a, b);
+  if (!a.ok || !b.ok) {
+    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+    cv.timing.confirmation = Confirmation::kInterleaved;
+    cv.timing.processes_a = static_cast<int>(a.process_means.size());
+    cv.timing.processes_b = static_cast<int>(b.process_means.size());
+    cv.timing.not_compared = fmt::format("failed in the {}", !b.ok ? b_side : a_side);
+  } else {
+    cv.timing = paired_timing_verdict(b.op, a.process_rounds, a.process_means, b.process_rounds,
+                                      b.process_means, config, noise_floor, first_stage);
+    cv.accuracy = accuracy_of(a, b, config);
+  }
+  return cv;
+}
+
+// Stein's first stage of a run that chose its process counts adaptively (0: fixed counts).
+int first_stage_of(const RunData& run) {
+  return run.settings.value("target_ci", 0.0) > 0 ? run.settings.value("min_processes", 0) : 0;
+}
+
+Verdict within_run_shell(const RunData& run, const RegressionConfig& config,
+                         const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
+  Verdict v;
+  v.baseline_run = v.candidate_run = run.run_uuid;
+  v.per_call = run.per_call;
+  v.method = "paired-rounds-within-run";
+  v.config = config;
+  v.noise_floor = noise_floor;
+  return v;
+}
+
+}  // namespace
+
 Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
                            const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
   const BuildInfo* base = nullptr;
@@ -288,16 +328,9 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
   }
   if (base == nullptr || cand == nullptr)
     throw ReportError(fmt::format("run {} did not measure a baseline build", run.run_uuid));
-  Verdict v;
-  v.baseline_run = v.candidate_run = run.run_uuid;
-  v.per_call = run.per_call;
+  Verdict v = within_run_shell(run, config, noise_floor);
   v.baseline_build = base->build_hash;
   v.candidate_build = cand->build_hash;
-  v.method = "paired-rounds-within-run";
-  v.config = config;
-  v.noise_floor = noise_floor;
-  const double target_ci = run.settings.value("target_ci", 0.0);
-  const int first_stage = target_ci > 0 ? run.settings.value("min_processes", 0) : 0;
   std::map<std::string, const CellFigures*> in_base;
   for (const auto& c : run.cells)
     if (c.build_hash == base->build_hash) in_base[c.config_key] = &c;
@@ -305,23 +338,40 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
     if (b.build_hash != cand->build_hash) continue;
     const auto it = in_base.find(b.config_key);
     if (it == in_base.end()) continue;
-    CellVerdict cv = cell_verdict(*it->second, b);
-    if (!it->second->ok || !b.ok) {
-      cv.timing.threshold = threshold_for(b.op, config, noise_floor);
-      cv.timing.confirmation = Confirmation::kInterleaved;
-      cv.timing.processes_a = static_cast<int>(it->second->process_means.size());
-      cv.timing.processes_b = static_cast<int>(b.process_means.size());
-      cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
-    } else {
-      cv.timing = paired_timing_verdict(b.op, it->second->process_rounds,
-                                        it->second->process_means, b.process_rounds,
-                                        b.process_means, config, noise_floor, first_stage);
-      cv.accuracy = accuracy_of(*it->second, b, config);
-    }
-    v.cells.push_back(std::move(cv));
+    v.cells.push_back(paired_cell_verdict(*it->second, b, config, noise_floor, first_stage_of(run),
+                                          "baseline", "candidate"));
   }
   add_failures(run, cand->build_hash, "candidate", v);
   add_failures(run, base->build_hash, "baseline", v);
+  return v;
+}
+
+Verdict compare_table_within_run(const RunData& run, const RegressionConfig& config,
+                                 const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
+  // A cell's configuration without its table: what pairs the table's cell with the defaults'.
+  const auto without_table = [](const CellFigures& c) {
+    nlohmann::json m = c.measure;
+    m.erase("table");
+    m.erase("table_sha256");
+    return config_key(c.target, c.op, c.shape, c.params, m);
+  };
+  Verdict v = within_run_shell(run, config, noise_floor);
+  v.baseline_build = v.candidate_build = run.build_hash;
+  std::map<std::string, const CellFigures*> defaults;
+  for (const auto& c : run.cells)
+    if (c.build_hash == run.build_hash && !c.measure.contains("table_sha256"))
+      defaults[without_table(c)] = &c;
+  for (const auto& b : run.cells) {
+    if (b.build_hash != run.build_hash || !b.measure.contains("table_sha256")) continue;
+    const auto it = defaults.find(without_table(b));
+    if (it == defaults.end()) continue;
+    v.cells.push_back(paired_cell_verdict(*it->second, b, config, noise_floor, first_stage_of(run),
+                                          "defaults", "table's cell"));
+  }
+  add_failures(run, run.build_hash, "candidate", v);
+  if (v.cells.empty())
+    throw ReportError(fmt::format(
+        "run {} measured no cell both with a tuning table and without one", run.run_uuid));
   return v;
 }
 

@@ -130,6 +130,13 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
 Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
                            const std::optional<k3store::NoiseFloorRecord>& noise_floor);
 
+// A run that measured cells with a tuning table and the same cells without one (the runner's
+// built-in defaults), interleaved (k3tune model --table, bench --grid table=none,T): each table
+// cell against its defaults cell, paired by round; A is the defaults, B the table. Both sides are
+// the run's own build. ReportError when no cell has both sides.
+Verdict compare_table_within_run(const RunData& run, const RegressionConfig& config,
+                                 const std::optional<k3store::NoiseFloorRecord>& noise_floor);
+
 // The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
 // B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
 // compare_within_run, the confirm step, table verify). The paired t-test on per-round log ratios

@@ -10,12 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/common/model/model_config.h"
-#include "harness/common/model/model_shapes.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/errors.h"
 #include "harness/runner/model/forward.h"
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
+#include "harness/runner/model/model_tuning.h"
 #include "harness/runner/model/model_weights.h"
 #include "harness/runner/model/count_marks.h"
 #include "harness/runner/model/trace_recorder.h"
@@ -24,7 +24,6 @@
 #include "harness/runner/tcm_context.h"
 #include "harness/runner/tuning_params.h"
 #include "k3k/dispatch.h"
-#include "k3k/linear_auto.h"
 #include "k3k/tuning.h"
 
 namespace k3runner {
@@ -194,19 +193,8 @@ nlohmann::json apply_model_tuning(const ModelCommandOptions& o, const k3model::M
   nlohmann::json out = load_tuning_table_report(o.table);
   if (out.is_null()) return out;
   nlohmann::json used = nlohmann::json::object();
-  if (const k3k::TuningTable* table = k3k::active_tuning_table()) {
-    for (const auto& s : k3model::derive_op_shapes(config)) {
-      if (s.op != "linear_decode" && s.op != "linear_prefill") continue;
-      const std::int64_t n = std::stoll(s.shape.at("n")), k = std::stoll(s.shape.at("k"));
-      std::map<std::string, std::int64_t> shape = {{"n", n}, {"k", k}};
-      if (s.op == "linear_prefill") shape["m"] = std::max(o.pp, 1);
-      const k3k::LinearAutoChoice c = k3k::choose_linear(table, s.op, path, shape);
-      if (c.entry.empty()) continue;
-      const std::string key = fmt::format("{}/n{}/k{}", s.op, n, k);
-      mp.linear[key] = c.tiling;
-      used[key] = c.entry;
-    }
-  }
+  if (const k3k::TuningTable* table = k3k::active_tuning_table())
+    used = model::apply_table_to_linears(*table, config, path, o.pp, mp);
   out["entries"] = used;
   return out;
 }

@@ -40,7 +40,8 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     int tg_prompt = 1, depth = 0, processes = 3, reps = 5, warmup = 1;
     std::vector<std::string> pg;
     double target_ci = 0, timeout = 0;
-    std::string params, path = "auto", check = "sample", trace, baseline_runner, baseline_build;
+    std::string params, path = "auto", check = "sample", trace, baseline_runner, baseline_build,
+                        table;
     bool resume = false;
   };
   auto a = std::make_shared<Args>();
@@ -91,6 +92,10 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
                   "test and which ops the change came from");
   cmd->add_option("--baseline-build", a->baseline_build,
                   "A/B against a build hash the database keeps a runner for");
+  cmd->add_option("--table", a->table,
+                  "A/B: every test with this tuning table and with the built-in defaults, in the "
+                  "same interleaved rounds; what the table is worth to the whole model, by op "
+                  "(a local or qemu target)");
   cmd->add_option("--trace", a->trace,
                   "after the measured tests, one more run of the first test of each kind writes a "
                   "Chrome trace-event file here (ui.perfetto.dev; local and qemu targets)");
@@ -111,6 +116,7 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     r.params = a->params;
     r.published = ctx.root + "/configs/published/k3.toml";
     r.trace = a->trace;
+    r.table = a->table;
     r.bench.baseline_runner = a->baseline_runner;
     r.bench.baseline_build = a->baseline_build;
     k3bench::BenchRequest& b = r.bench;
@@ -131,17 +137,28 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) b.command_line += " " + o->get_name() + " " + v;
     const MeasuringPlace place(ctx, a->place, *cmd);
     const k3bench::ModelOutcome out = run_model(place.target(), ctx.root, r);
-    std::vector<ModelAbRow> ab;
-    if (out.bench.builds.size() == 2)
-      ab = model_ab(ctx.db_path(), out.bench.report.run_uuid, ctx.root + "/configs/regression.toml");
+    // The comparison, if one was asked for: two builds, or the table against the defaults.
+    const std::string rules = ctx.root + "/configs/regression.toml";
+    std::unique_ptr<k3reports::JudgedRun> judged;
+    std::string side_a, side_b;
+    if (out.bench.builds.size() == 2) {
+      judged = k3reports::judge_within_run(ctx.db_path(), out.bench.report.run_uuid, rules);
+      side_a = out.bench.builds[0].build_hash.substr(0, 12);
+      side_b = out.bench.builds[1].build_hash.substr(0, 12);
+    } else if (!a->table.empty()) {
+      judged = k3reports::judge_table_within_run(ctx.db_path(), out.bench.report.run_uuid, rules);
+      side_a = "the built-in defaults";
+      side_b = "table " + a->table;
+    }
+    const std::vector<ModelAbRow> ab =
+        judged ? model_ab(ctx.db_path(), *judged) : std::vector<ModelAbRow>{};
     if (ctx.json) {
       nlohmann::json j = k3bench::model_json(out);
-      if (out.bench.builds.size() == 2) j["comparison"] = model_ab_json(ab);
+      if (judged) j["comparison"] = model_ab_json(ab);
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << k3bench::model_markdown(out, place.target().name());
-      if (out.bench.builds.size() == 2)
-        std::cout << model_ab_markdown(ab, out.bench.builds[0].build_hash, out.bench.builds[1].build_hash);
+      if (judged) std::cout << model_ab_markdown(ab, side_a, side_b);
     }
     if (out.bench.report.failed_cells() > 0) exit_code() = kCellsFailed;
   });

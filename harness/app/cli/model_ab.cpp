@@ -65,10 +65,9 @@ OpContribution summarize(const std::string& op, const std::vector<double>& x, do
 
 }  // namespace
 
-std::vector<ModelAbRow> model_ab(const std::string& db_path, const std::string& run_uuid,
-                                 const std::string& rules_file) {
-  const auto judged = k3reports::judge_within_run(db_path, run_uuid, rules_file);
-  const k3reports::Verdict& v = judged->verdict;
+std::vector<ModelAbRow> model_ab(const std::string& db_path, const k3reports::JudgedRun& judged) {
+  const k3reports::Verdict& v = judged.verdict;
+  const std::string& run_uuid = judged.run.run_uuid;
   auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
   std::vector<ModelAbRow> rows;
   for (const auto& c : v.cells) {
@@ -118,7 +117,7 @@ std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::st
   std::string s = fmt::format(
       "\nbaseline {} vs candidate {}, measured in the same rounds (paired t-test on per-round log "
       "ratios):\n\n| test | verdict | change | p | MDE | rounds |\n|---|---|---:|---:|---:|---:|\n",
-      baseline.substr(0, 12), candidate.substr(0, 12));
+      baseline, candidate);
   for (const auto& r : rows)
     s += fmt::format("| {} | {} | {:+.2f}% | {:.3g} | {:.1f}% | {} |\n", r.test, r.verdict,
                      100 * r.rel_diff, r.p_value, 100 * r.mde, r.rounds);

@@ -1,5 +1,6 @@
 // `k3tune model --baseline-runner OLD` / `--baseline-build HASH`: the whole-model tests of two
-// builds measured in the same interleaved rounds, judged by the one within-run verdict
+// builds measured in the same interleaved rounds (or, with --table T, one build with the table
+// and with its built-in defaults), judged by the one within-run verdict
 // (k3reports::within_run_verdict: the paired t-test on per-round log ratios), and the change
 // attributed to the ops: per round, each op kind's time per call in the candidate minus the
 // baseline's (the same round: paired), from the per-op breakdown every runner process reports;
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "reports/report.h"
 
 namespace k3cli {
 
@@ -30,8 +33,10 @@ struct ModelAbRow {
   std::vector<OpContribution> ops;  // those whose interval excludes 0 first, each by |mean|
 };
 
-std::vector<ModelAbRow> model_ab(const std::string& db_path, const std::string& run_uuid,
-                                 const std::string& rules_file);
+// The rows of a judged A/B run: two builds (k3reports::judge_within_run) or a tuning table
+// against the defaults on one build (k3reports::judge_table_within_run).
+std::vector<ModelAbRow> model_ab(const std::string& db_path, const k3reports::JudgedRun& judged);
+// `baseline` and `candidate` name the two sides in the heading.
 std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::string& baseline,
                               const std::string& candidate);
 nlohmann::json model_ab_json(const std::vector<ModelAbRow>& rows);

@@ -180,6 +180,29 @@ std::vector<CaseBlock> config_blocks(const std::string& file, const std::string&
   return blocks;
 }
 
+// --grid key=v1,v2,... (repeatable): the swept keys of a block, first key slowest.
+std::vector<std::pair<std::string, std::vector<std::string>>> parse_sweep(
+    const std::vector<std::string>& grid) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> sweep;
+  for (const auto& g : grid) {
+    const auto eq = g.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == g.size()) {
+      throw UserError(fmt::format("--grid: '{}' is not key=v1,v2,...", g));
+    }
+    std::vector<std::string> values;
+    std::size_t pos = eq + 1;
+    while (pos <= g.size()) {
+      std::size_t end = g.find(',', pos);
+      if (end == std::string::npos) end = g.size();
+      if (end == pos) throw UserError(fmt::format("--grid: empty value in '{}'", g));
+      values.push_back(g.substr(pos, end - pos));
+      pos = end + 1;
+    }
+    sweep.push_back({g.substr(0, eq), values});
+  }
+  return sweep;
+}
+
 std::vector<CaseBlock> command_line_blocks(const GridRequest& r) {
   if (r.ops.empty())
     throw UserError("bench: give --op (with --shape), --config FILE or --model NAME");
@@ -192,22 +215,7 @@ std::vector<CaseBlock> command_line_blocks(const GridRequest& r) {
     b.where = "--op " + op;
     for (const auto& s : r.shapes) b.shapes.push_back({parse_kv(s, "--shape"), ""});
     b.params = parse_kv(r.params, "--params");
-    for (const auto& g : r.grid) {
-      const auto eq = g.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == g.size()) {
-        throw UserError(fmt::format("--grid: '{}' is not key=v1,v2,...", g));
-      }
-      std::vector<std::string> values;
-      std::size_t pos = eq + 1;
-      while (pos <= g.size()) {
-        std::size_t end = g.find(',', pos);
-        if (end == std::string::npos) end = g.size();
-        if (end == pos) throw UserError(fmt::format("--grid: empty value in '{}'", g));
-        values.push_back(g.substr(pos, end - pos));
-        pos = end + 1;
-      }
-      b.sweep.push_back({g.substr(0, eq), values});
-    }
+    b.sweep = parse_sweep(r.grid);
     blocks.push_back(std::move(b));
   }
   return blocks;
@@ -240,8 +248,12 @@ std::vector<CellSpec> expand_grid(const GridRequest& request, const Catalog& cat
                           request.model_runs.empty() ? nullptr : &request.model_runs);
     // The whole-model cells share one parameter set (k3tune model --params); it used to be
     // dropped here, so every run measured the defaults.
+    // Their --grid as well (k3tune model --table sweeps table=none,T).
     if (!request.model_runs.empty())
-      for (auto& b : blocks) b.params = parse_kv(request.params, "--params");
+      for (auto& b : blocks) {
+        b.params = parse_kv(request.params, "--params");
+        b.sweep = parse_sweep(request.grid);
+      }
   }
   else
     blocks = command_line_blocks(request);

@@ -1,10 +1,12 @@
 #include "harness/host/bench/measure_settings.h"
 
 #include <cctype>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "harness/host/bench/grid.h"
+#include "harness/host/bench/provenance.h"
 #include "harness/host/bench/user_error.h"
 
 namespace k3bench {
@@ -44,7 +46,7 @@ const std::vector<k3params::ParamSpec>& MeasureSettings::keys() {
 }
 
 bool MeasureSettings::is_key(const std::string& name) {
-  if (name == "cpus") return true;
+  if (name == "cpus" || name == "table") return true;
   for (const auto& k : keys())
     if (k.name == name) return true;
   return false;
@@ -57,6 +59,19 @@ void MeasureSettings::set(const std::string& key, const std::string& value,
       throw UserError(
           fmt::format("{}: cpus='{}' is not auto, none or a CPU list like 0-1", where, value));
     cpus = value;
+    return;
+  }
+  if (key == "table") {  // free text: a file path, or none
+    if (value.empty() || value == "none") {
+      table.clear();
+      table_sha256.clear();
+      return;
+    }
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(value, ec))
+      throw UserError(fmt::format("{}: table='{}': no such file", where, value));
+    table = std::filesystem::absolute(value).lexically_normal().string();
+    table_sha256 = sha256_file(table);
     return;
   }
   const k3params::ParamSpec* spec = nullptr;
@@ -92,17 +107,22 @@ void MeasureSettings::set(const std::string& key, const std::string& value,
 }
 
 nlohmann::json MeasureSettings::to_json() const {
-  return {{"repetitions", repetitions},
-          {"warmup", warmup},
-          {"min_time_s", min_time_s},
-          {"iterations", iterations},
-          {"check", check},
-          {"path", path},
-          {"extra_work_ns", extra_work_ns},
-          {"cpus", cpus},
-          {"pool_wait", pool_wait},
-          {"huge_pages", huge_pages},
-          {"weight_load", weight_load}};
+  nlohmann::json j = {{"repetitions", repetitions},
+                      {"warmup", warmup},
+                      {"min_time_s", min_time_s},
+                      {"iterations", iterations},
+                      {"check", check},
+                      {"path", path},
+                      {"extra_work_ns", extra_work_ns},
+                      {"cpus", cpus},
+                      {"pool_wait", pool_wait},
+                      {"huge_pages", huge_pages},
+                      {"weight_load", weight_load}};
+  if (!table.empty()) {
+    j["table"] = table;
+    j["table_sha256"] = table_sha256;
+  }
+  return j;
 }
 
 std::vector<std::string> MeasureSettings::runner_args(const CellSpec& cell,
@@ -126,6 +146,7 @@ std::vector<std::string> MeasureSettings::runner_args(const CellSpec& cell,
   else
     a.insert(a.end(), {"--min-time", fmt::format("{}", min_time_s)});
   if (extra_work_ns > 0) a.insert(a.end(), {"--extra-work-ns", fmt::format("{}", extra_work_ns)});
+  if (!table.empty()) a.insert(a.end(), {"--table", table});
   return a;
 }
 

@@ -32,8 +32,12 @@ struct MeasureSettings {
   std::string pool_wait = "spin";  // k3bench --pool-wait
   std::string huge_pages = "on";   // k3bench --huge-pages
   std::string weight_load = "mmap";  // k3bench --weight-load
+  // k3bench --table: a tuning table the runner loads ("" : none). A path on this machine, so a
+  // local or qemu target only; its SHA-256 is part of the identity, so an edited table is another
+  // cell. Both are left out of the identity when empty, so cells without a table keep their keys.
+  std::string table, table_sha256;
 
-  // The identity (every field; a cell key hashes it).
+  // The identity (every field but an empty table; a cell key hashes it).
   nlohmann::json to_json() const;
   // The runner arguments that measure `cell` with these settings; `iterations` > 0 overrides the
   // automatic call count (k3tune passes the first process's calibration to the others).

@@ -1,5 +1,7 @@
 #include "harness/host/bench/model_session.h"
 
+#include <cstdlib>
+
 #include <cmath>
 #include <filesystem>
 
@@ -121,6 +123,18 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
   br.grid.model = request.model;
   br.grid.model_runs = request.runs;
   br.grid.params = request.params;
+  if (!request.table.empty()) {
+    if (!br.baseline_runner.empty() || !br.baseline_build.empty())
+      throw UserError("--table: one comparison at a time (not with --baseline-runner/-build)");
+    if (request.table.find(',') != std::string::npos)
+      throw UserError(fmt::format("--table {}: a path without commas, please", request.table));
+    // The defaults' side must load nothing: a table from the environment would reach both.
+    if (const char* env = std::getenv("K3_TUNING_TABLE"); env != nullptr && *env != '\0')
+      throw UserError(fmt::format(
+          "--table: K3_TUNING_TABLE={} is set, so the defaults' side would load it too; unset it",
+          env));
+    br.grid.grid = {"table=none," + request.table};
+  }
   out.bench = run_bench(target, root, br);
 
   auto db = k3store::open_database(request.bench.db_path, k3store::OpenMode::kReadOnly);
@@ -138,6 +152,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
                                          : count("pp");
     r.test = model_test_name(c.spec.op, shape);
     if (c.build < out.bench.builds.size()) r.build = out.bench.builds[c.build].label;
+    if (!request.table.empty()) r.build = c.spec.settings.table.empty() ? "defaults" : "table";
     if (!c.skipped.empty()) {
       r.reason = "skipped: " + c.skipped;
     } else if (!c.has_aggregate || !c.aggregate.ok) {

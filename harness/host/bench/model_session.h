@@ -27,6 +27,9 @@ struct ModelRequest {
   // trace-event file of the first of each kind of test (k3bench --model --trace) to this path on
   // this machine ("" : none; local and qemu targets only).
   std::string trace;
+  // A tuning table measured against the runner's built-in defaults: every test twice, with
+  // `--table` and without, in the same interleaved rounds (a local or qemu target; "" : none).
+  std::string table;
 };
 
 // What the traced process wrote (ModelRequest::trace).
@@ -39,7 +42,8 @@ struct ModelTrace {
 
 struct ModelRow {
   std::string test;  // "pp512", "tg128"
-  std::string build;  // "" for one build; "baseline" / "candidate" in an A/B
+  std::string build;  // "" for one build; "baseline" / "candidate" in an A/B; "defaults" /
+                      // "table" with ModelRequest::table
   std::int64_t tokens = 0;
   bool ok = false;
   std::string reason;

@@ -18,6 +18,7 @@
 #include "harness/runner/model/forward.h"
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
+#include "harness/runner/model/model_tuning.h"
 #include "harness/runner/model/model_weights.h"
 #include "harness/runner/ops/op_lists.h"
 
@@ -90,6 +91,10 @@ class ModelCase final : public OpCase {
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
     params_.kv_dtype = in.params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
     params_.gdn_prefill.chunk = static_cast<int>(in.params.integer("gdn_chunk"));
+    // A tuning table the process loaded (--table, K3_TUNING_TABLE) reaches the model's Linears
+    // as it reaches an engine's: decided here, once, before the forward is built.
+    if (const k3k::TuningTable* table = k3k::active_tuning_table())
+      tuned_linears_ = model::apply_table_to_linears(*table, config_, in.path, pp_, params_);
     const auto t0 = Clock::now();
     weights_ = model::make_synthetic_weights(
         config_, {static_cast<std::uint64_t>(in.params.integer("weight_seed")), 0}, in.path, pool_);
@@ -184,6 +189,7 @@ class ModelCase final : public OpCase {
                         {"state_bytes", fwd_->state_bytes()},
                         {"peak_rss_bytes", static_cast<std::int64_t>(ru.ru_maxrss) * 1024},
                         {"logits_checksum", last_logits_checksum()}};
+    if (!tuned_linears_.is_null()) j["tuned_linears"] = tuned_linears_;
     if (calls_ > 0) j["breakdown"] = model::breakdown_json(fwd_->timer(), wall_s_, calls_);
     if (generate_ && calls_ > 0) {
       j["prefill_s_per_call"] = prefill_s_ / double(calls_);
@@ -213,6 +219,7 @@ class ModelCase final : public OpCase {
   model::ModelWeights weights_;
   std::unique_ptr<model::Forward> fwd_;
   std::vector<std::int32_t> prompt_;
+  nlohmann::json tuned_linears_;  // matrix -> table entry (null: no table loaded)
   double weights_s_ = 0, wall_s_ = 0, prefill_s_ = 0;
   std::int64_t calls_ = 0;
 };
