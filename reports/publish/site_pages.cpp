@@ -319,8 +319,15 @@ class SiteRenderer {
                    "(the exact rule of the count verdict)"
                  : "optimal partitioning of the run means, each step kept when Welch's "
                    "test passes and it reaches the op's minimum effect");
-    const std::vector<k3reports::TrendSeries> drawn(
-        h.series.begin(), h.series.begin() + std::min(h.series.size(), kMaxChartSeries));
+    std::vector<k3reports::TrendSeries> drawn;  // the series with the most runs, within the caps
+    std::size_t drawn_points = 0;
+    for (const auto& t : h.series) {
+      if (!drawn.empty() &&
+          (drawn.size() == kMaxChartSeries || drawn_points + t.points.size() > kMaxPagePoints))
+        break;
+      drawn.push_back(t);
+      drawn_points += t.points.size();
+    }
     k3reports::TrendChartLayout layout;
     layout.id = "chart-history";
     layout.section = "history";
@@ -352,7 +359,7 @@ class SiteRenderer {
     b += "</tbody></table></section>\n";
 
     b += "<section id=\"series\"><h2>Every run</h2>\n";
-    for (std::size_t i = 0; i < h.series.size(); ++i) {
+    for (std::size_t i = 0; i < drawn.size(); ++i) {
       const auto& s = h.series[i];
       b += fmt::format("<details{}><summary>{}: {} runs, latest {}</summary>\n",
                        i == 0 ? " open" : "", esc(s.label), s.points.size(),
@@ -370,6 +377,18 @@ class SiteRenderer {
                       : "-",
                   std::to_string(p->processes)});
       b += "</tbody></table></details>\n";
+    }
+    if (drawn.size() < h.series.size()) {  // the page stays small: the rest in one line each
+      b += fmt::format("<h3>{} more configurations</h3>\n<table><thead>",
+                       h.series.size() - drawn.size()) +
+           head({"configuration", "runs", "latest", "change points"}) + "</thead><tbody>\n";
+      for (std::size_t i = drawn.size(); i < h.series.size(); ++i) {
+        const auto& s = h.series[i];
+        b += row({esc(s.label), std::to_string(s.points.size()),
+                  esc(figure_text(s.points.back(), h.counts)),
+                  std::to_string(s.change_points.size())});
+      }
+      b += "</tbody></table>\n";
     }
     b += "</section>\n";
     const json charts =

@@ -28,10 +28,13 @@ struct SiteFile {
   std::string content;
 };
 
-// A history page draws at most this many series (the ones with the most runs); the others are
-// listed with their latest figure. With one point per night a drawn series adds ~150 bytes a
-// night, so a page stays within a few MB even after years.
+// A history page draws and lists run by run the series with the most runs, at most
+// kMaxChartSeries of them and kMaxPagePoints figures in all (the first series always); the others
+// get a line each (runs, latest figure, change points). A drawn figure costs about 400 bytes (chart
+// data and table row), so no page passes about 3.5 MB: 24 series of a nightly figure for a year, or
+// one for twenty years.
 inline constexpr std::size_t kMaxChartSeries = 24;
+inline constexpr std::size_t kMaxPagePoints = 8000;
 
 std::vector<SiteFile> render_site(const SiteData& site, const k3reports::VendoredScripts& js,
                                   const std::string& generator);

@@ -239,6 +239,22 @@ TEST_F(PublishTest, RemovesItsOwnStalePagesOnly) {
   EXPECT_TRUE(fs::exists(site / "README.txt"));
 }
 
+// A configuration measured with many parameter sets: the page draws and lists the first 24 (most
+// runs first), the others one line each.
+TEST_F(PublishTest, AHistoryOfManyConfigurationsStaysSmall) {
+  add_sweeps(db(), 0, 3, 40);
+  add_sweeps(db(), 3, 5, 30);  // tile_n 1..30 measured five times, 31..40 three times
+  const fs::path site = dir_ / "site";
+  ASSERT_FALSE(publish_json(db(), site).empty());
+  const std::string page = page_starting(site, "history/local--rmsnorm--dim1024_rows4--");
+  ASSERT_FALSE(page.empty());
+  const std::string text = read(site / page);
+  EXPECT_EQ(count_of(text, "<details"), 24u);
+  EXPECT_EQ(count_of(text, ": 5 runs, latest"), 24u) << "the series with the most runs drawn";
+  EXPECT_NE(text.find("<h3>16 more configurations</h3>"), std::string::npos);
+  EXPECT_NE(text.find("The 24 configurations with the most runs of 40"), std::string::npos);
+}
+
 TEST_F(PublishTest, RefusesAFolderThatIsNotAnEarlierPublish) {
   add_nights(db(), 0, 3);
   // A folder with someone else's files.

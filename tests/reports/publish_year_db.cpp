@@ -218,6 +218,29 @@ std::string night_id(int night) {
   return s.substr(0, 10) + "T0300Z";
 }
 
+void add_sweeps(const std::string& path, int first, int last, int configurations) {
+  auto db = k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);
+  k3store::Transaction tx(*db);
+  {
+    Writer w{*db};
+    for (int n = first; n < last; ++n) {
+      const std::string build = w.add_build("sweep", n);
+      std::vector<Writer::Figure> figures;
+      for (int c = 1; c <= configurations; ++c)
+        figures.push_back({"local",
+                           "rmsnorm",
+                           {{"rows", 4}, {"dim", 1024}},
+                           {{"tile_n", c}},
+                           {{"repetitions", 3}},
+                           1000.0 + c,
+                           5.0});
+      w.add_run("k3tune bench --op rmsnorm --grid tile_n=...", "local", build,
+                night_time(n, 15 * 3600), {{"processes", {{"min", 5}}}}, figures);
+    }
+  }
+  tx.commit();
+}
+
 void add_nights(const std::string& path, int first, int last) {
   auto db = k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);
   k3store::Transaction tx(*db);

@@ -31,5 +31,8 @@ inline constexpr int kTimedRunAt = 60, kRvvCountAt = 600;  // seconds into the n
 
 // Adds nights [first, last) to the database at `path` (created when missing).
 void add_nights(const std::string& path, int first, int last);
+// Adds, on the afternoon of each night [first, last), a run measuring `configurations` parameter
+// sets (tile_n = 1, 2, ...) of rmsnorm rows=4,dim=1024 on target local, as a tuning sweep does.
+void add_sweeps(const std::string& path, int first, int last, int configurations);
 
 }  // namespace k3test::publish
