@@ -19,6 +19,7 @@
 #include "harness/host/store/database.h"
 #include "publish_test_support.h"
 #include "publish_year_db.h"
+#include "reports/publish/site_pages.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -233,10 +234,14 @@ TEST_F(PublishTest, RemovesItsOwnStalePagesOnly) {
         "'%membw%');"
         "DELETE FROM runs WHERE command LIKE '%membw%'");
   }
+  fs::remove(site / "tables/local.html");  // a page lost by hand is written again
   const json j = publish_json(db(), site);
   EXPECT_EQ(j["removed"], 2) << "the run's page and the membw history";
   EXPECT_FALSE(fs::exists(site / run_page));
   EXPECT_TRUE(fs::exists(site / "README.txt"));
+  EXPECT_TRUE(fs::exists(site / "tables/local.html"));
+  const auto written = j["written_paths"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(written.begin(), written.end(), "tables/local.html"), written.end());
 }
 
 // A configuration measured with many parameter sets: the page draws and lists the first 24 (most
@@ -253,6 +258,32 @@ TEST_F(PublishTest, AHistoryOfManyConfigurationsStaysSmall) {
   EXPECT_EQ(count_of(text, ": 5 runs, latest"), 24u) << "the series with the most runs drawn";
   EXPECT_NE(text.find("<h3>16 more configurations</h3>"), std::string::npos);
   EXPECT_NE(text.find("The 24 configurations with the most runs of 40"), std::string::npos);
+}
+
+// What explains a night (the bisections, once they are stored, attach the commit they found as a
+// NightNote): listed on the night's page with a link into the site.
+TEST(PublishPages, ANightShowsWhatExplainsIt) {
+  k3publish::SiteData site;
+  site.db_path = "results.db";
+  for (int i = 0; i < 2; ++i) {
+    k3publish::SiteNight n;
+    n.nightly_id = night_id(i);
+    n.status = i == 1 ? "regression" : "ok";
+    site.nights.push_back(n);
+  }
+  site.nights[1].notes.push_back(
+      {"bisection", "first bad commit 1234abcd", k3publish::night_page(night_id(0))});
+  const k3reports::VendoredScripts js{"/* vega */", "/* vega-lite */", "6", "6"};
+  std::map<std::string, std::string> pages;
+  for (const auto& f : k3publish::render_site(site, js, "k3tune test")) pages[f.path] = f.content;
+  const std::string& night = pages.at(k3publish::night_page(night_id(1)));
+  EXPECT_NE(night.find("<section id=\"notes\"><h2>Explained by</h2>"), std::string::npos);
+  EXPECT_NE(night.find("<b>bisection</b> <a href=\"../nights/" + night_id(0) +
+                       ".html\">first bad commit 1234abcd</a>"),
+            std::string::npos)
+      << night;
+  EXPECT_EQ(pages.at(k3publish::night_page(night_id(0))).find("Explained by"), std::string::npos);
+  EXPECT_EQ(pages.at("assets/vega-6.min.js"), "/* vega */");
 }
 
 TEST_F(PublishTest, RefusesAFolderThatIsNotAnEarlierPublish) {
