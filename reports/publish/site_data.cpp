@@ -134,6 +134,14 @@ void label_series(History& h) {
           label += (label.empty() ? "" : ",") + k + "=" + k3reports::value_text(v);
     h.series[i].label = label.empty() ? h.op + " " + h.shape : label;
   }
+  // A key some series lack can leave two labels equal; the chart facets by label, so those name
+  // every parameter and setting instead.
+  std::map<std::string, int> uses;
+  for (const auto& s : h.series) ++uses[s.label];
+  for (std::size_t i = 0; i < h.series.size(); ++i) {
+    if (uses[h.series[i].label] < 2) continue;
+    h.series[i].label = keys[i]["params"].dump() + " " + keys[i]["settings"].dump();
+  }
 }
 
 std::vector<k3reports::ChangePoint> count_changes(const k3reports::TrendSeries& s) {
@@ -253,8 +261,11 @@ std::vector<TableHistory> load_tables(k3store::Connection& db,
     v.created_at = s.text(1);
     v.path = s.text(2);
     const std::string name = v.path.empty() ? "unnamed" : fs::path(v.path).stem().string();
+    // A nightly writes its tables under its own folder (<dir>/tables/<name>.json).
+    const std::string table_path = fs::path(v.path).lexically_normal().string();
     for (const auto& [id, dir] : night_dirs)
-      if (!dir.empty() && v.path.rfind(fs::path(dir).lexically_normal().string() + "/", 0) == 0)
+      if (!dir.empty() &&
+          table_path.rfind((fs::path(dir) / "").lexically_normal().string(), 0) == 0)
         v.nightly_id = id;
     const json table = json::parse(s.text(3), nullptr, false);
     if (table.is_object() && table.contains("entries") && table["entries"].is_array())
