@@ -118,6 +118,13 @@ TEST_F(PublishTest, AYearOfNightsFullThenIncremental) {
   std::uintmax_t largest = 0;
   for (const auto& f : files_of(site)) largest = std::max(largest, fs::file_size(site / f));
   EXPECT_LE(largest, 4u << 20);
+  std::printf(
+      "  sizes: index.html %.0f KB, a night %.0f KB, a timed history %.0f KB, the table %.0f KB\n",
+      fs::file_size(site / "index.html") / 1e3,
+      fs::file_size(site / ("nights/" + night_id(kStepNight) + ".html")) / 1e3,
+      fs::file_size(site / page_starting(site, "history/local--linear_decode--k1024_n1024--")) /
+          1e3,
+      fs::file_size(site / "tables/local.html") / 1e3);
   EXPECT_EQ(full["bytes"].get<std::uintmax_t>() + fs::file_size(site / ".k3tune-publish.json"),
             [&] {
               std::uintmax_t n = 0;
