@@ -24,8 +24,8 @@ std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw ReportError(fmt::format(
-        "{}: missing (the HTML report inlines the vendored Vega scripts: run scripts/setup.sh, "
-        "or pass --no-html)",
+        "{}: missing (HTML pages need the vendored Vega scripts: run scripts/setup.sh or give "
+        "--js DIR; report --no-html writes none)",
         path));
   std::ostringstream s;
   s << in.rdbuf();
