@@ -152,83 +152,13 @@ Chart times_chart(const RunData& run) {
           "No baseline: mean time per call with its 95% interval (log scale).", spec};
 }
 
-Chart trends_chart(const Trends& t) {
-  json values = json::array();
-  for (const auto& s : t.series) {
-    for (std::size_t i = 0; i < s.points.size(); ++i) {
-      const auto& p = s.points[i];
-      values.push_back(
-          {{"kind", "point"},
-           {"series", s.label},
-           {"t", p.started_at},
-           {"run", p.run_uuid.substr(0, 12)},
-           {"build", p.build_hash.substr(0, 12)},
-           {"mean_us", p.mean_ns / 1e3},
-           {"low_us", p.ci_low_ns ? json(*p.ci_low_ns / 1e3) : json(p.mean_ns / 1e3)},
-           {"high_us", p.ci_high_ns ? json(*p.ci_high_ns / 1e3) : json(p.mean_ns / 1e3)}});
-    }
-    for (const auto& c : s.change_points) {
-      values.push_back(
-          {{"kind", "change"},
-           {"series", s.label},
-           {"t", s.points[c.index].started_at},
-           {"change", fmt::format("{:+.1f}% (p {:.2g})", 100 * c.rel_change, c.p_value)}});
-    }
-  }
-  const json x = {{"field", "t"}, {"type", "temporal"}, {"title", "run start (UTC)"}};
-  auto only = [](const char* kind) {
-    return json{{"filter", fmt::format("datum.kind === '{}'", kind)}};
-  };
-  json layer = {
-      {{"name", "trend_lines"},
-       {"transform", json::array({only("point")})},
-       {"mark", {{"type", "line"}, {"color", "#2c6fbb"}}},
-       {"encoding",
-        {{"x", x},
-         {"y",
-          {{"field", "mean_us"},
-           {"type", "quantitative"},
-           {"title", "us per call"},
-           {"scale", {{"zero", false}}}}}}}},
-      {{"name", "trend_ci"},
-       {"transform", json::array({only("point")})},
-       {"mark", {{"type", "rule"}, {"color", "#7fa7d9"}}},
-       {"encoding",
-        {{"x", x},
-         {"y", {{"field", "low_us"}, {"type", "quantitative"}}},
-         {"y2", {{"field", "high_us"}}}}}},
-      {{"name", "trend_points"},
-       {"transform", json::array({only("point")})},
-       {"mark", {{"type", "point"}, {"filled", true}, {"color", "#2c6fbb"}}},
-       {"encoding",
-        {{"x", x},
-         {"y", {{"field", "mean_us"}, {"type", "quantitative"}}},
-         {"tooltip",
-          {{{"field", "run"}},
-           {{"field", "build"}},
-           {{"field", "t"}, {"type", "temporal"}, {"format", "%Y-%m-%d %H:%M"}},
-           {{"field", "mean_us"}, {"format", ".3f"}},
-           {{"field", "low_us"}, {"format", ".3f"}},
-           {{"field", "high_us"}, {"format", ".3f"}}}}}}},
-      {{"name", "trend_changes"},
-       {"transform", json::array({only("change")})},
-       {"mark",
-        {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {5, 3}}, {"strokeWidth", 2}}},
-       {"encoding", {{"x", x}, {"tooltip", {{{"field", "change"}}}}}}}};
-  json spec = {{"$schema", kSchema},
-               {"data", {{"values", values}}},
-               {"facet",
-                {{"field", "series"},
-                 {"type", "nominal"},
-                 {"title", nullptr},
-                 {"header", {{"labelLimit", 300}, {"labelFontSize", 11}}}}},
-               {"columns", 3},
-               {"spec", {{"width", 260}, {"height", 110}, {"layer", layer}}},
-               {"resolve", {{"scale", {{"y", "independent"}}}}}};
-  return {"chart-trends", "trends", "Trends over runs",
-          "Mean time per call with its 95% interval in each run of the window (" + t.window +
-              "); red dashed lines mark change points.",
-          spec};
+Chart trends_chart(const Trends& t, const PerCall& per_call) {
+  TrendChartLayout layout;
+  layout.per_call = per_call;
+  layout.caption = std::string(per_call.instructions ? "Instructions" : "Mean time") +
+                   " per call with its 95% interval in each run of the window (" + t.window +
+                   "); red dashed lines mark change points.";
+  return trend_chart(t.series, layout);
 }
 
 Chart roofline_chart(const Roofline& r) {
@@ -460,6 +390,89 @@ Chart table_chart(const TuningTable& t, int index) {
 
 }  // namespace
 
+Chart trend_chart(const std::vector<TrendSeries>& series, const TrendChartLayout& layout) {
+  // Times are drawn in microseconds, counts as they are.
+  const double scale = layout.per_call.instructions ? 1 : 1e3;
+  json values = json::array();
+  for (const auto& s : series) {
+    for (std::size_t i = 0; i < s.points.size(); ++i) {
+      const auto& p = s.points[i];
+      values.push_back(
+          {{"kind", "point"},
+           {"series", s.label},
+           {"t", p.started_at},
+           {"run", p.run_uuid.substr(0, 12)},
+           {"build", p.build_hash.substr(0, 12)},
+           {"mean", p.mean_ns / scale},
+           {"low", p.ci_low_ns ? json(*p.ci_low_ns / scale) : json(p.mean_ns / scale)},
+           {"high", p.ci_high_ns ? json(*p.ci_high_ns / scale) : json(p.mean_ns / scale)}});
+    }
+    for (const auto& c : s.change_points) {
+      values.push_back(
+          {{"kind", "change"},
+           {"series", s.label},
+           {"t", s.points[c.index].started_at},
+           {"change",
+            layout.per_call.instructions
+                ? fmt::format("{:+.2f}% (exact: beyond twice the jitter)", 100 * c.rel_change)
+                : fmt::format("{:+.1f}% (p {:.2g})", 100 * c.rel_change, c.p_value)}});
+    }
+  }
+  const json x = {{"field", "t"}, {"type", "temporal"}, {"title", "run start (UTC)"}};
+  auto only = [](const char* kind) {
+    return json{{"filter", fmt::format("datum.kind === '{}'", kind)}};
+  };
+  const std::string unit = layout.per_call.instructions ? "instructions per call" : "us per call";
+  const char* format = layout.per_call.instructions ? ".0f" : ".3f";
+  json layer = {
+      {{"name", "trend_lines"},
+       {"transform", json::array({only("point")})},
+       {"mark", {{"type", "line"}, {"color", "#2c6fbb"}}},
+       {"encoding",
+        {{"x", x},
+         {"y",
+          {{"field", "mean"},
+           {"type", "quantitative"},
+           {"title", unit},
+           {"scale", {{"zero", false}}}}}}}},
+      {{"name", "trend_ci"},
+       {"transform", json::array({only("point")})},
+       {"mark", {{"type", "rule"}, {"color", "#7fa7d9"}}},
+       {"encoding",
+        {{"x", x},
+         {"y", {{"field", "low"}, {"type", "quantitative"}}},
+         {"y2", {{"field", "high"}}}}}},
+      {{"name", "trend_points"},
+       {"transform", json::array({only("point")})},
+       {"mark", {{"type", "point"}, {"filled", true}, {"color", "#2c6fbb"}}},
+       {"encoding",
+        {{"x", x},
+         {"y", {{"field", "mean"}, {"type", "quantitative"}}},
+         {"tooltip",
+          {{{"field", "run"}},
+           {{"field", "build"}},
+           {{"field", "t"}, {"type", "temporal"}, {"format", "%Y-%m-%d %H:%M"}},
+           {{"field", "mean"}, {"format", format}},
+           {{"field", "low"}, {"format", format}},
+           {{"field", "high"}, {"format", format}}}}}}},
+      {{"name", "trend_changes"},
+       {"transform", json::array({only("change")})},
+       {"mark",
+        {{"type", "rule"}, {"color", "#c0392b"}, {"strokeDash", {5, 3}}, {"strokeWidth", 2}}},
+       {"encoding", {{"x", x}, {"tooltip", {{{"field", "change"}}}}}}}};
+  json spec = {{"$schema", kSchema},
+               {"data", {{"values", values}}},
+               {"facet",
+                {{"field", "series"},
+                 {"type", "nominal"},
+                 {"title", nullptr},
+                 {"header", {{"labelLimit", 300}, {"labelFontSize", 11}}}}},
+               {"columns", layout.columns},
+               {"spec", {{"width", layout.width}, {"height", layout.height}, {"layer", layer}}},
+               {"resolve", {{"scale", {{"y", "independent"}}}}}};
+  return {layout.id, layout.section, layout.title, layout.caption, spec};
+}
+
 std::vector<Chart> report_charts(const Report& r) {
   std::vector<Chart> charts;
   bool compared = false;
@@ -467,7 +480,7 @@ std::vector<Chart> report_charts(const Report& r) {
     for (const auto& c : r.verdict->cells)
       compared = compared || c.timing.outcome != Outcome::kNotCompared;
   charts.push_back(compared ? speedups_chart(*r.verdict) : times_chart(r.run));
-  if (!r.trends.series.empty()) charts.push_back(trends_chart(r.trends));
+  if (!r.trends.series.empty()) charts.push_back(trends_chart(r.trends, r.run.per_call));
   charts.push_back(roofline_chart(r.roofline));
   int i = 0;
   for (const auto& h : r.tuning.heatmaps) charts.push_back(heatmap_chart(h, i++));

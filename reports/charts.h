@@ -26,4 +26,14 @@ struct Chart {
 
 std::vector<Chart> report_charts(const Report& report);
 
+// Trend charts: a facet per series, the mean per call with its 95% interval over time (run start
+// on the x axis), change points as red dashed rules. Layers: trend_lines, trend_ci, trend_points
+// (one mark per point), trend_changes (one per change point).
+struct TrendChartLayout {
+  std::string id = "chart-trends", section = "trends", title = "Trends over runs", caption;
+  int columns = 3, width = 260, height = 110;
+  PerCall per_call;  // microseconds per call, or instructions per call
+};
+Chart trend_chart(const std::vector<TrendSeries>& series, const TrendChartLayout& layout);
+
 }  // namespace k3reports

@@ -9,82 +9,27 @@
 #include <fmt/format.h>
 
 #include "reports/charts.h"
+#include "reports/html_parts.h"
 #include "reports/markdown.h"
 #include "reports/report_error.h"
 #include "reports/value_text.h"
 
 namespace k3reports {
+
+using namespace html;  // the shared page pieces (html_parts.h)
+
 namespace {
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
     throw ReportError(fmt::format(
-        "{}: missing (the HTML report inlines the vendored Vega scripts: run scripts/setup.sh, "
-        "or pass --no-html)",
+        "{}: missing (HTML pages need the vendored Vega scripts: run scripts/setup.sh or give "
+        "--js DIR; report --no-html writes none)",
         path));
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
-}
-
-std::string esc(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
-
-// JSON inside a <script> element: '<', '>' and '&' only occur inside JSON strings, where their
-// \u escapes mean the same, so no "</script>" can end the element early.
-std::string script_json(const nlohmann::json& j) {
-  std::string out;
-  for (char c : j.dump()) {
-    if (c == '<')
-      out += "\\u003c";
-    else if (c == '>')
-      out += "\\u003e";
-    else if (c == '&')
-      out += "\\u0026";
-    else
-      out += c;
-  }
-  return out;
-}
-
-std::string row(std::initializer_list<std::string> cells, const std::string& cls = "") {
-  std::string out = cls.empty() ? "<tr>" : "<tr class=\"" + cls + "\">";
-  for (const auto& c : cells) out += "<td>" + c + "</td>";
-  return out + "</tr>\n";
-}
-
-std::string head(std::initializer_list<std::string> cells) {
-  std::string out = "<tr>";
-  for (const auto& c : cells) out += "<th>" + esc(c) + "</th>";
-  return out + "</tr>\n";
-}
-
-std::string chart_div(const Chart& c) {
-  return fmt::format(
-      "<figure><figcaption><b>{}</b> {}</figcaption><div class=\"chart\" id=\"{}\" "
-      "data-chart=\"{}\"></div></figure>\n",
-      esc(c.title), esc(c.caption), c.id, c.section);
 }
 
 std::string verdict_section(const Report& r) {
@@ -109,16 +54,17 @@ std::string verdict_section(const Report& r) {
     const bool compared = c.timing.outcome != Outcome::kNotCompared;
     std::string confirmation = to_string(c.timing.confirmation);
     if (!c.timing.confirm_note.empty()) confirmation += ": " + c.timing.confirm_note;
-    out += row({esc(c.label), compared ? v.per_call.text(c.timing.cmp.mean_a) : "-",
-                compared ? v.per_call.text(c.timing.cmp.mean_b) : "-",
-                compared ? fmt::format("{:+.2f}%", 100 * c.timing.cmp.rel_diff) : "-",
-                compared && c.timing.exact ? fmt::format("exact (+-{:.0f})", c.timing.exact->tolerance)
-                : compared                 ? fmt::format("{:.2g}", c.timing.cmp.p_value)
-                                           : "-",
-                esc(timing_text(c.timing)), esc(confirmation), acc, output},
-               c.regression()                              ? "bad"
-               : c.timing.outcome == Outcome::kImprovement ? "good"
-                                                           : "");
+    out +=
+        row({esc(c.label), compared ? v.per_call.text(c.timing.cmp.mean_a) : "-",
+             compared ? v.per_call.text(c.timing.cmp.mean_b) : "-",
+             compared ? fmt::format("{:+.2f}%", 100 * c.timing.cmp.rel_diff) : "-",
+             compared && c.timing.exact ? fmt::format("exact (+-{:.0f})", c.timing.exact->tolerance)
+             : compared                 ? fmt::format("{:.2g}", c.timing.cmp.p_value)
+                                        : "-",
+             esc(timing_text(c.timing)), esc(confirmation), acc, output},
+            c.regression()                              ? "bad"
+            : c.timing.outcome == Outcome::kImprovement ? "good"
+                                                        : "");
   }
   out += "</tbody></table>\n";
   if (!v.failed.empty()) {
@@ -132,8 +78,7 @@ std::string verdict_section(const Report& r) {
 
 std::string figures_section(const RunData& run) {
   std::string out = "<section id=\"figures\"><h2>Figures</h2><table><thead>" +
-                    head({"cell", "model", "path", "P",
-                          std::string("mean ") + run.per_call.unit(),
+                    head({"cell", "model", "path", "P", std::string("mean ") + run.per_call.unit(),
                           std::string("95% CI ") + run.per_call.unit(), "CV", "GB/s", "GOPS",
                           "err/bound", "output fnv1a64"}) +
                     "</thead><tbody>\n";
@@ -144,16 +89,16 @@ std::string figures_section(const RunData& run) {
                  "bad");
       continue;
     }
-    out += row(
-        {esc(c.label), esc(c.model), esc(c.path), std::to_string(c.processes),
-         run.per_call.text(c.mean_ns),
-         c.ci_low_ns && c.ci_high_ns
-             ? run.per_call.text(c.ci_low_ns) + " .. " + run.per_call.text(c.ci_high_ns)
-             : "-",
-         c.cv_between ? fmt::format("{:.1f}%", 100 * *c.cv_between) : "-",
-         run.per_call.rate(c.bytes_per_call, c.mean_ns), run.per_call.rate(c.ops_per_call, c.mean_ns),
-         c.error_to_bound ? fmt::format("{:.2g}", *c.error_to_bound) : "-",
-         "<code>" + esc(c.output_checksum) + "</code>"});
+    out += row({esc(c.label), esc(c.model), esc(c.path), std::to_string(c.processes),
+                run.per_call.text(c.mean_ns),
+                c.ci_low_ns && c.ci_high_ns
+                    ? run.per_call.text(c.ci_low_ns) + " .. " + run.per_call.text(c.ci_high_ns)
+                    : "-",
+                c.cv_between ? fmt::format("{:.1f}%", 100 * *c.cv_between) : "-",
+                run.per_call.rate(c.bytes_per_call, c.mean_ns),
+                run.per_call.rate(c.ops_per_call, c.mean_ns),
+                c.error_to_bound ? fmt::format("{:.2g}", *c.error_to_bound) : "-",
+                "<code>" + esc(c.output_checksum) + "</code>"});
   }
   return out + "</tbody></table></section>\n";
 }
@@ -226,13 +171,6 @@ std::string tuning_section(const Report& r, const std::vector<Chart>& charts) {
   return out + "</section>\n";
 }
 
-std::string kv_table(const std::vector<std::pair<std::string, std::string>>& rows) {
-  std::string out = "<table class=\"kv\"><tbody>\n";
-  for (const auto& [k, v] : rows)
-    out += "<tr><th>" + esc(k) + "</th><td>" + esc(v) + "</td></tr>\n";
-  return out + "</tbody></table>\n";
-}
-
 std::string run_provenance(const RunData& run, const char* title) {
   std::string out = fmt::format("<h3>{}</h3>\n", title);
   auto opt_s = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f} s", *v) : "-"; };
@@ -269,42 +207,6 @@ std::string run_provenance(const RunData& run, const char* title) {
   return out;
 }
 
-const char* kStyle = R"css(
-body { font: 14px/1.45 system-ui, "DejaVu Sans", sans-serif; margin: 1.5em 2em; color: #1d232a; max-width: 1400px; }
-h1 { font-size: 1.5em; margin-bottom: .2em; } h2 { border-bottom: 1px solid #d5dbe1; padding-bottom: .2em; margin-top: 1.6em; }
-table { border-collapse: collapse; margin: .5em 0; font-size: 12.5px; }
-th, td { border: 1px solid #d5dbe1; padding: 2px 6px; text-align: left; vertical-align: top; }
-td { font-variant-numeric: tabular-nums; } thead th { background: #eef1f4; }
-tr.bad td { background: #fbe4e1; } tr.good td { background: #e3f4e8; }
-.banner { font-size: 1.15em; font-weight: 600; padding: .45em .8em; border-radius: 4px; display: inline-block; }
-.banner.bad { background: #c0392b; color: white; } .banner.good { background: #27ae60; color: white; }
-.note { color: #6b7580; } figure { margin: 1em 0; } figcaption { margin-bottom: .3em; color: #3b444d; }
-table.kv th { background: #f5f7f9; white-space: nowrap; } code { font-size: 12px; }
-.chart[data-rendered="error"] { border: 2px solid #c0392b; padding: 4px; }
-)css";
-
-// Renders every chart into its container as SVG; the body's data-charts says when all are done
-// ("ok" or "error"); errors go to the console.
-const char* kRenderScript = R"js(
-(function () {
-  const charts = JSON.parse(document.getElementById('k3-charts').textContent);
-  let pending = charts.length, failed = 0;
-  const done = () => { if (--pending <= 0) document.body.dataset.charts = failed ? 'error' : 'ok'; };
-  if (pending === 0) { document.body.dataset.charts = 'ok'; return; }
-  for (const chart of charts) {
-    const el = document.getElementById(chart.id);
-    try {
-      const compiled = vegaLite.compile(chart.spec).spec;
-      const view = new vega.View(vega.parse(compiled), { renderer: 'svg', container: el, hover: true });
-      view.runAsync().then(() => { el.dataset.rendered = 'ok'; done(); })
-        .catch((e) => { failed++; el.dataset.rendered = 'error'; console.error(chart.id + ': ' + e); done(); });
-    } catch (e) {
-      failed++; el.dataset.rendered = 'error'; console.error(chart.id + ': ' + e); done();
-    }
-  }
-})();
-)js";
-
 }  // namespace
 
 VendoredScripts load_vendored_scripts(const std::string& js_dir) {
@@ -331,10 +233,11 @@ VendoredScripts load_vendored_scripts(const std::string& js_dir) {
 bool add_text_section(std::string& page, const std::string& id, const std::string& title,
                       const std::string& text) {
   const auto scripts = page.find("<script type=\"application/json\" id=\"k3-report\">");
-  if (scripts == std::string::npos || page.find("<section id=\"" + esc(id) + "\">") != std::string::npos)
+  if (scripts == std::string::npos ||
+      page.find("<section id=\"" + esc(id) + "\">") != std::string::npos)
     return false;
-  page.insert(scripts, "<section id=\"" + esc(id) + "\"><h2>" + esc(title) + "</h2>\n<pre>" + esc(text) +
-                           "</pre></section>\n");
+  page.insert(scripts, "<section id=\"" + esc(id) + "\"><h2>" + esc(title) + "</h2>\n<pre>" +
+                           esc(text) + "</pre></section>\n");
   return true;
 }
 

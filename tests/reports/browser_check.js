@@ -7,6 +7,7 @@
 //             and are listed apart, in netlog_background)
 //   charts    per chart container: rendered state and the number of drawn SVG elements of each
 //             named mark ("<name>_marks" groups, see reports/charts.h)
+//   links     the absolute URL of every <a href> on the page (the test checks they resolve)
 //   screenshot  the PNG written
 // Usage: node browser_check.js REPORT.html OUTPUT_DIR [SCREENSHOT_NAME]
 // Exit: 0 when the page loaded (whatever it did: the test judges), 2 usage, 3 no browser or no
@@ -53,7 +54,7 @@ async function main() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync', `--log-net-log=${netlogPath}`],
   });
-  const result = { console: [], requests: [], netlog: [], netlog_background: 0, charts: [], screenshot: '' };
+  const result = { console: [], requests: [], netlog: [], netlog_background: 0, charts: [], links: [], screenshot: '' };
   context.on('request', (r) => result.requests.push(r.url()));
   const page = context.pages()[0] || (await context.newPage());
   page.on('console', (m) => result.console.push({ type: m.type(), text: m.text() }));
@@ -78,6 +79,7 @@ async function main() {
     return { id: el.id, section: el.dataset.chart, rendered: el.dataset.rendered || null,
              svg: el.querySelectorAll('svg').length, marks };
   }));
+  result.links = await page.evaluate(() => Array.from(document.querySelectorAll('a[href]')).map((a) => a.href));
   result.screenshot = path.join(outDir, shotName);
   await page.screenshot({ path: result.screenshot, fullPage: true });
   await context.close();  // flushes the net log

@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/targets/process.h"
+#include "browser_support.h"
 #include "report_test_support.h"
 
 namespace fs = std::filesystem;
@@ -64,20 +64,6 @@ void plant_tuning(k3store::Connection& c) {
     }
   add_tuning_table(c, "browser-table", "2000-01-01T01:00:00Z", {"tune-browser"},
                    decode_table_entry(1e5, 1.4));
-}
-
-// Runs browser_check.js on `html`; its JSON result (the process's stdout) or a failure.
-json check_in_browser(const fs::path& html, const fs::path& out_dir,
-                      const std::string& screenshot) {
-  const std::vector<std::string> argv = {"env",         "NODE_PATH=" K3_JS_DIR "/node_modules",
-                                         K3_NODE,       K3_BROWSER_CHECK,
-                                         html.string(), out_dir.string(),
-                                         screenshot};
-  const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(300));
-  EXPECT_EQ(r.exit_code, 0) << "browser_check.js: " << r.err;
-  const json result = json::parse(r.out, nullptr, false);
-  EXPECT_TRUE(result.is_object()) << r.out << r.err;
-  return result.is_object() ? result : json::object();
 }
 
 class ReportBrowser : public ReportTest {};

@@ -50,6 +50,7 @@ void add_tune_command(CLI::App& app, AppContext& ctx);
 void add_table_command(CLI::App& app, AppContext& ctx);
 void add_farm_command(CLI::App& app, AppContext& ctx);
 void add_report_command(CLI::App& app, AppContext& ctx);
+void add_publish_command(CLI::App& app, AppContext& ctx);
 void add_model_command(CLI::App& app, AppContext& ctx);
 void add_nightly_command(CLI::App& app, AppContext& ctx);
 void add_count_command(CLI::App& app, AppContext& ctx);

@@ -84,6 +84,7 @@ int main(int argc, char** argv) {
   add_table_command(app, ctx);
   add_farm_command(app, ctx);
   add_report_command(app, ctx);
+  add_publish_command(app, ctx);
   add_model_command(app, ctx);
   add_nightly_command(app, ctx);
   try {
