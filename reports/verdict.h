@@ -21,10 +21,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/regression_config.h"
-#include "harness/host/store/results.h"
-#include "reports/run_data.h"
 #include "harness/host/stats/stats.h"
+#include "harness/host/store/results.h"
+#include "reports/regression_config.h"
+#include "reports/run_data.h"
 
 namespace k3reports {
 
@@ -34,15 +34,16 @@ enum class Outcome { kRegression, kImprovement, kUnchanged, kNotCompared };
 // verdict already came from an interleaved run (nothing to confirm).
 enum class Confirmation { kNotAsked, kConfirmed, kRefuted, kUnavailable, kInterleaved };
 
-// Baseline time / candidate time (> 1: the candidate is faster) with its 95% interval: from the
-// log ratios of the rounds (paired: exact on the log scale), or from Welch's interval of the
-// difference relative to the baseline mean (across runs). `high` is infinite when the interval
-// of the difference reaches -100%.
+// Baseline time / candidate time (> 1: the candidate is faster) with its 95% interval (at 1 - the
+// rules' alpha): from the paired comparison's interval of the per-round log ratios' shift (the
+// t interval of their mean, or the Hodges-Lehmann shift's Walsh interval), or from Welch's
+// interval of the difference relative to the baseline mean (across runs). `high` is infinite when
+// the interval of the difference reaches -100%.
 struct Speedup {
   double value = 1, low = 1, high = 1;
 };
 Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b);
-Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b, int first_stage);
+Speedup paired_speedup(const k3stats::Comparison& paired);
 
 // Instruction counts (two `k3tune count` runs) are exact up to a measured per-process jitter:
 // they are judged by a static rule, not a significance test. A change is a difference larger than
@@ -59,9 +60,9 @@ struct ExactCount {
 struct TimingVerdict {
   Outcome outcome = Outcome::kNotCompared;
   std::optional<ExactCount> exact;  // set: an instruction-count verdict (cmp holds the two figures)
-  std::string not_compared;  // why, when kNotCompared
-  k3stats::Comparison cmp;   // rel_diff > 0: the candidate is slower
-  double threshold = 0;      // the minimum effect applied (op's, or the noise floor if larger)
+  std::string not_compared;         // why, when kNotCompared
+  k3stats::Comparison cmp;          // rel_diff > 0: the candidate is slower
+  double threshold = 0;  // the minimum effect applied (op's, or the noise floor if larger)
   int processes_a = 0, processes_b = 0;
   Speedup speedup;  // of the deciding test (the re-measurement's once confirmed or refuted)
   Confirmation confirmation = Confirmation::kNotAsked;
@@ -116,8 +117,7 @@ struct Verdict {
 };
 
 // The exact rule for one pair of instruction counts (per call) with their jitters.
-TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
-                                  double cand_jitter);
+TimingVerdict exact_count_verdict(double base, double base_jitter, double cand, double cand_jitter);
 
 // Cells of `base` (its own build) against the cells of `cand` (its own build) with the same
 // configuration: Welch across runs; two instruction-count runs by the exact rule (method

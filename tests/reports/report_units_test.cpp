@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reports/boards.h"
-#include "reports/change_points.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/store/probes.h"
+#include "report_test_support.h"
+#include "reports/boards.h"
+#include "reports/change_points.h"
 #include "reports/regression_config.h"
 #include "reports/report_error.h"
-#include "report_test_support.h"
 #include "reports/text_table.h"
 #include "reports/tuning.h"
 #include "reports/verdict.h"
@@ -191,7 +191,10 @@ TEST(ReportExactCounts, ADifferenceBeyondTwiceTheLargerJitterIsAChangeAnythingWi
 
 TEST(ReportSpeedup, IntervalsOfPairedAndUnpairedData) {
   // Every round exactly twice as fast: the paired interval has no width.
-  const auto paired = k3reports::paired_speedup({100, 110, 120, 130}, {50, 55, 60, 65}, 0);
+  k3stats::CompareOptions mean_t;
+  mean_t.estimator = k3stats::PairedEstimator::kMeanT;
+  const auto paired = k3reports::paired_speedup(
+      k3stats::compare_paired_rounds({100, 110, 120, 130}, {50, 55, 60, 65}, mean_t));
   EXPECT_DOUBLE_EQ(paired.value, 2.0);
   EXPECT_DOUBLE_EQ(paired.low, 2.0);
   EXPECT_DOUBLE_EQ(paired.high, 2.0);
