@@ -6,8 +6,10 @@
 //    the two sets of process means. On a machine that drifts between runs this is a screening
 //    test: what it flags is "suspected" until the confirm step re-measures it;
 //  - within one run (bench --baseline-runner, or the confirm step's re-measurement): both builds
-//    ran in the same rounds, A B A B, and the test is the paired t-test on per-round log ratios
-//    (k3stats::compare_paired_rounds, Stein's first stage when the run chose its process count).
+//    ran in the same rounds, A B A B, and the test is a paired test on per-round log ratios
+//    (k3stats::compare_paired_rounds with the rules' estimator: the Hodges-Lehmann shift and the
+//    Wilcoxon signed-rank test by default, or the mean with the paired t-test on Stein's first
+//    stage when the run chose its process count).
 // Either way a change is called only when significant at alpha AND at least the op's minimum
 // effect (configs/regression.toml), raised to the target's measured noise floor when one is
 // stored; "unchanged" carries the minimum detectable effect ("unchanged within +-x%").
@@ -132,8 +134,8 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
 
 // The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
 // B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
-// compare_within_run, the confirm step, table verify). The paired t-test on per-round log ratios
-// at the rules' alpha; a change only when significant and at least the op's minimum effect raised
+// compare_within_run, the confirm step, table verify). The paired test on per-round log ratios
+// (the rules' estimator) at the rules' alpha; a change only when significant and at least the op's minimum effect raised
 // to the noise floor. `first_stage` > 0: the process count came from Stein's two-stage procedure.
 // B slower than A is kRegression, faster kImprovement; fewer than 2 rounds with both sides is
 // kNotCompared with the reason.
