@@ -100,6 +100,11 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
   const auto defaults = k3reports::load_regression_config(write("empty.toml", ""));
   EXPECT_EQ(defaults.min_effect, 0.02);
   EXPECT_EQ(defaults.alpha, 0.05);
+  EXPECT_EQ(rules.estimator, k3stats::PairedEstimator::kHodgesLehmann);
+  EXPECT_EQ(
+      k3reports::load_regression_config(write("mean.toml", "[timing]\nestimator = \"mean\"\n"))
+          .estimator,
+      k3stats::PairedEstimator::kMeanT);
   struct Case {
     const char* text;
     const char* message;
@@ -107,6 +112,8 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
   for (const Case& c :
        {Case{"[timing]\nalpha = 0.9\n", ":2: timing.alpha: expected a value in"},
         Case{"[timing]\nmin_efect = 0.02\n", ":2: timing.min_efect: unknown key"},
+        Case{"[timing]\nestimator = \"median\"\n",
+             ":2: timing.estimator: unknown estimator 'median' (hodges-lehmann or mean)"},
         Case{"[accuracy]\nidentical_outputs = \"linear\"\n",
              ":2: accuracy.identical_outputs: expected a list"},
         Case{"[accuracy]\nidentical_outputs = [\"Linear Decode\"]\n",
