@@ -4,9 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/bench/sweep.h"
 #include "harness/host/store/database.h"
 #include "reports/runner_store.h"
-#include "harness/host/bench/sweep.h"
 
 namespace k3reports {
 namespace {
@@ -83,7 +83,7 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   const auto target_a = k3targets::make_target(config_a, ctx.root);
   const auto target_b = k3targets::make_target(config_b, ctx.root);
   const std::vector<k3bench::SweepBuild> builds = {{target_a.get(), base.build_hash, "baseline"},
-                                                  {target_b.get(), cand.build_hash, "candidate"}};
+                                                   {target_b.get(), cand.build_hash, "candidate"}};
   std::vector<k3bench::CellSpec> cells;
   for (const auto* c : suspected) cells.push_back(cell_spec(*c->b));
 
@@ -121,19 +121,20 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     o.alpha = v.config.alpha;
     o.power = v.config.power;
     o.min_effect = c.timing.threshold;
+    o.estimator = v.config.estimator;
     const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
     const auto cmp = k3stats::compare_paired_rounds(pa, pb, o, m);
     c.timing.confirm_cmp = cmp;
-    c.timing.speedup = paired_speedup(pa, pb, m);
+    c.timing.speedup = paired_speedup(cmp);
     const bool slower = cmp.verdict == k3stats::Comparison::Verdict::kBSlower;
     c.timing.confirmation = slower ? Confirmation::kConfirmed : Confirmation::kRefuted;
     c.timing.confirm_note =
-        slower
-            ? fmt::format("interleaved: SLOWER {:+.1f}% (p {:.2g}, {} rounds)", 100 * cmp.rel_diff,
-                          cmp.p_value, pa.size())
-            : fmt::format("interleaved: unchanged within +-{:.1f}% ({:+.1f}%, p {:.2g}, {} rounds)",
-                          100 * std::max(cmp.mde, c.timing.threshold), 100 * cmp.rel_diff,
-                          cmp.p_value, pa.size());
+        slower ? fmt::format("interleaved: SLOWER {:+.1f}% (p {:.2g}, {} rounds, {})",
+                             100 * cmp.rel_diff, cmp.p_value, pa.size(), cmp.estimator)
+               : fmt::format(
+                     "interleaved: unchanged within +-{:.1f}% ({:+.1f}%, p {:.2g}, {} rounds, {})",
+                     100 * std::max(cmp.mde, c.timing.threshold), 100 * cmp.rel_diff, cmp.p_value,
+                     pa.size(), cmp.estimator);
     // Not slower is a refutation only when the re-measurement could have seen the slowdown the
     // runs suggested; too noisy to tell, the suspicion stands and counts.
     if (!slower && cmp.mde > std::fabs(c.timing.cmp.rel_diff)) {

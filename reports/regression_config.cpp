@@ -39,6 +39,13 @@ void read_timing(const std::string& path, const toml::table& t, RegressionConfig
       c.power = fraction(path, v, key, 0.5, 0.999);
     } else if (k == "use_noise_floor") {
       c.use_noise_floor = toml_bool(path, v, key);
+    } else if (k == "estimator") {
+      if (!v.is_string()) toml_fail(path, v, key, "expected \"hodges-lehmann\" or \"mean\"");
+      try {
+        c.estimator = k3stats::paired_estimator_from(*v.value<std::string>());
+      } catch (const std::invalid_argument& e) {
+        toml_fail(path, v, key, e.what());
+      }
     } else if (k == "ops") {
       if (!v.is_table()) toml_fail(path, v, key, "expected a table of op = minimum effect");
       for (const auto& [op, x] : *v.as_table()) {
@@ -48,7 +55,7 @@ void read_timing(const std::string& path, const toml::table& t, RegressionConfig
       }
     } else {
       toml_fail(path, v, key,
-                "unknown key (known: min_effect, alpha, power, use_noise_floor, ops)");
+                "unknown key (known: min_effect, alpha, power, use_noise_floor, estimator, ops)");
     }
   }
 }

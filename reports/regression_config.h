@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 
+#include "harness/host/stats/stats.h"
+
 namespace k3reports {
 
 struct RegressionConfig {
@@ -20,6 +22,8 @@ struct RegressionConfig {
   double min_effect = 0.02;                  // relative; every op without its own entry
   std::map<std::string, double> op_min_effect;
   bool use_noise_floor = true;  // raise each threshold to the target's measured noise floor
+  // The estimator and test of within-run (paired) verdicts; across runs it is always Welch's t.
+  k3stats::PairedEstimator estimator = k3stats::CompareOptions{}.estimator;
   // Accuracy: flagged when the candidate's worst error/bound ratio exceeds the baseline's by more
   // than this (in units of the bound: 0.25 = a quarter of the allowed error).
   double max_ratio_increase = 0.25;

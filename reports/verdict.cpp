@@ -25,6 +25,7 @@ k3stats::CompareOptions options(const RegressionConfig& config, double threshold
   o.alpha = config.alpha;
   o.power = config.power;
   o.min_effect = threshold;
+  o.estimator = config.estimator;
   return o;
 }
 
@@ -96,17 +97,9 @@ Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b
   return s;
 }
 
-Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b,
-                       int first_stage) {
-  std::vector<double> d;
-  for (std::size_t i = 0; i < a.size(); ++i) d.push_back(std::log(b[i] / a[i]));
-  const double md = k3stats::mean(d);
-  const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
-  const std::vector<double> stage1 =
-      stein ? std::vector<double>(d.begin(), d.begin() + first_stage) : d;
-  const double se = k3stats::sample_stddev(stage1) / std::sqrt(double(d.size()));
-  const double t = k3stats::t_critical(0.95, double(stage1.size() - 1));
-  return {std::exp(-md), std::exp(-(md + t * se)), std::exp(-(md - t * se))};
+Speedup paired_speedup(const k3stats::Comparison& c) {
+  // The shift is ln(b/a); the speed-up is a/b, so the interval's ends swap.
+  return {1 / (1 + c.rel_diff), std::exp(-c.log_shift_high), std::exp(-c.log_shift_low)};
 }
 
 bool CellVerdict::timing_regression() const {
@@ -173,9 +166,10 @@ TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
   t.outcome = !t.cmp.significant ? Outcome::kUnchanged
               : e.delta > 0      ? Outcome::kRegression
                                  : Outcome::kImprovement;
-  t.cmp.verdict = t.outcome == Outcome::kRegression    ? k3stats::Comparison::Verdict::kBSlower
-                  : t.outcome == Outcome::kImprovement ? k3stats::Comparison::Verdict::kBFaster
-                                                       : k3stats::Comparison::Verdict::kNoDifference;
+  t.cmp.verdict = t.outcome == Outcome::kRegression ? k3stats::Comparison::Verdict::kBSlower
+                  : t.outcome == Outcome::kImprovement
+                      ? k3stats::Comparison::Verdict::kBFaster
+                      : k3stats::Comparison::Verdict::kNoDifference;
   t.confirmation = Confirmation::kInterleaved;  // exact: nothing to confirm
   const double ratio = cand != 0 ? base / cand : 1;
   t.speedup = {ratio, ratio, ratio};
@@ -243,8 +237,9 @@ k3stats::Comparison paired_rounds_comparison(const std::vector<int>& rounds_a,
   const auto [pa, pb] = k3stats::pair_by_round(rounds_a, means_a, rounds_b, means_b);
   if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both sides");
   const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
-  if (speedup != nullptr) *speedup = paired_speedup(pa, pb, m);
-  return k3stats::compare_paired_rounds(pa, pb, options(config, threshold), m);
+  const auto c = k3stats::compare_paired_rounds(pa, pb, options(config, threshold), m);
+  if (speedup != nullptr) *speedup = paired_speedup(c);
+  return c;
 }
 
 }  // namespace
@@ -411,13 +406,17 @@ std::string timing_text(const TimingVerdict& t) {
     return fmt::format("{} {:+.0f} insns ({:+.2f}%)",
                        t.outcome == Outcome::kRegression ? "MORE" : "fewer", t.exact->delta, pct);
   }
+  // Every tested verdict names its estimator and test: the same data can read differently under
+  // the mean and the Hodges-Lehmann shift when a round is far off.
+  const std::string by = t.cmp.estimator.empty() ? "" : " (" + t.cmp.estimator + ")";
   switch (t.outcome) {
     case Outcome::kRegression:
-      return fmt::format("SLOWER {:+.1f}%", pct);
+      return fmt::format("SLOWER {:+.1f}%{}", pct, by);
     case Outcome::kImprovement:
-      return fmt::format("faster {:+.1f}%", pct);
+      return fmt::format("faster {:+.1f}%{}", pct, by);
     case Outcome::kUnchanged:
-      return fmt::format("unchanged within +-{:.1f}%", 100 * std::max(t.cmp.mde, t.threshold));
+      return fmt::format("unchanged within +-{:.1f}%{}", 100 * std::max(t.cmp.mde, t.threshold),
+                         by);
     default:
       return "not compared: " + t.not_compared;
   }
@@ -442,7 +441,9 @@ nlohmann::json comparison_json(const k3stats::Comparison& c) {
           {"p_value", finite(c.p_value)},
           {"significant", c.significant},
           {"meaningful", c.meaningful},
-          {"minimum_detectable_effect", finite(c.mde)}};
+          {"minimum_detectable_effect", finite(c.mde)},
+          {"method", c.method},
+          {"estimator", c.estimator}};
 }
 
 }  // namespace
@@ -456,9 +457,10 @@ nlohmann::json to_json(const Verdict& v) {
          {{"value", finite(c.timing.speedup.value)},
           {"ci95", {finite(c.timing.speedup.low), finite(c.timing.speedup.high)}}}},
         {"text", timing_text(c.timing)},
-        {"exact", c.timing.exact ? nlohmann::json{{"delta_instructions", c.timing.exact->delta},
-                                                  {"tolerance_instructions", c.timing.exact->tolerance}}
-                                 : nlohmann::json(nullptr)},
+        {"exact", c.timing.exact
+                      ? nlohmann::json{{"delta_instructions", c.timing.exact->delta},
+                                       {"tolerance_instructions", c.timing.exact->tolerance}}
+                      : nlohmann::json(nullptr)},
         {"threshold", c.timing.threshold},
         {"processes", {c.timing.processes_a, c.timing.processes_b}},
         {"confirmation", to_string(c.timing.confirmation)},

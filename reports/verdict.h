@@ -6,8 +6,10 @@
 //    the two sets of process means. On a machine that drifts between runs this is a screening
 //    test: what it flags is "suspected" until the confirm step re-measures it;
 //  - within one run (bench --baseline-runner, or the confirm step's re-measurement): both builds
-//    ran in the same rounds, A B A B, and the test is the paired t-test on per-round log ratios
-//    (k3stats::compare_paired_rounds, Stein's first stage when the run chose its process count).
+//    ran in the same rounds, A B A B, and the test is a paired test on per-round log ratios
+//    (k3stats::compare_paired_rounds with the rules' estimator: the Hodges-Lehmann shift and the
+//    Wilcoxon signed-rank test by default, or the mean with the paired t-test on Stein's first
+//    stage when the run chose its process count).
 // Either way a change is called only when significant at alpha AND at least the op's minimum
 // effect (configs/regression.toml), raised to the target's measured noise floor when one is
 // stored; "unchanged" carries the minimum detectable effect ("unchanged within +-x%").
@@ -21,10 +23,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/regression_config.h"
-#include "harness/host/store/results.h"
-#include "reports/run_data.h"
 #include "harness/host/stats/stats.h"
+#include "harness/host/store/results.h"
+#include "reports/regression_config.h"
+#include "reports/run_data.h"
 
 namespace k3reports {
 
@@ -34,15 +36,16 @@ enum class Outcome { kRegression, kImprovement, kUnchanged, kNotCompared };
 // verdict already came from an interleaved run (nothing to confirm).
 enum class Confirmation { kNotAsked, kConfirmed, kRefuted, kUnavailable, kInterleaved };
 
-// Baseline time / candidate time (> 1: the candidate is faster) with its 95% interval: from the
-// log ratios of the rounds (paired: exact on the log scale), or from Welch's interval of the
-// difference relative to the baseline mean (across runs). `high` is infinite when the interval
-// of the difference reaches -100%.
+// Baseline time / candidate time (> 1: the candidate is faster) with its 95% interval (at 1 - the
+// rules' alpha): from the paired comparison's interval of the per-round log ratios' shift (the
+// t interval of their mean, or the Hodges-Lehmann shift's Walsh interval), or from Welch's
+// interval of the difference relative to the baseline mean (across runs). `high` is infinite when
+// the interval of the difference reaches -100%.
 struct Speedup {
   double value = 1, low = 1, high = 1;
 };
 Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b);
-Speedup paired_speedup(const std::vector<double>& a, const std::vector<double>& b, int first_stage);
+Speedup paired_speedup(const k3stats::Comparison& paired);
 
 // Instruction counts (two `k3tune count` runs) are exact up to a measured per-process jitter:
 // they are judged by a static rule, not a significance test. A change is a difference larger than
@@ -59,9 +62,9 @@ struct ExactCount {
 struct TimingVerdict {
   Outcome outcome = Outcome::kNotCompared;
   std::optional<ExactCount> exact;  // set: an instruction-count verdict (cmp holds the two figures)
-  std::string not_compared;  // why, when kNotCompared
-  k3stats::Comparison cmp;   // rel_diff > 0: the candidate is slower
-  double threshold = 0;      // the minimum effect applied (op's, or the noise floor if larger)
+  std::string not_compared;         // why, when kNotCompared
+  k3stats::Comparison cmp;          // rel_diff > 0: the candidate is slower
+  double threshold = 0;  // the minimum effect applied (op's, or the noise floor if larger)
   int processes_a = 0, processes_b = 0;
   Speedup speedup;  // of the deciding test (the re-measurement's once confirmed or refuted)
   Confirmation confirmation = Confirmation::kNotAsked;
@@ -116,8 +119,7 @@ struct Verdict {
 };
 
 // The exact rule for one pair of instruction counts (per call) with their jitters.
-TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
-                                  double cand_jitter);
+TimingVerdict exact_count_verdict(double base, double base_jitter, double cand, double cand_jitter);
 
 // Cells of `base` (its own build) against the cells of `cand` (its own build) with the same
 // configuration: Welch across runs; two instruction-count runs by the exact rule (method
@@ -139,8 +141,8 @@ Verdict compare_table_within_run(const RunData& run, const RegressionConfig& con
 
 // The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
 // B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
-// compare_within_run, the confirm step, table verify). The paired t-test on per-round log ratios
-// at the rules' alpha; a change only when significant and at least the op's minimum effect raised
+// compare_within_run, the confirm step, table verify). The paired test on per-round log ratios
+// (the rules' estimator) at the rules' alpha; a change only when significant and at least the op's minimum effect raised
 // to the noise floor. `first_stage` > 0: the process count came from Stein's two-stage procedure.
 // B slower than A is kRegression, faster kImprovement; fewer than 2 rounds with both sides is
 // kNotCompared with the reason.

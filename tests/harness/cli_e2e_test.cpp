@@ -160,6 +160,38 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
   EXPECT_NE(same.err.find("same binary"), std::string::npos) << same.err;
 }
 
+TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) {
+  const fs::path baseline = dir_ / "k3bench-baseline";
+  fs::copy_file(K3BENCH_PATH, baseline);
+  { std::ofstream(baseline, std::ios::app) << "baseline build"; }
+  fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
+  // A loose target (50%) is reached after the first rounds; a budget of a fraction of a second
+  // with an unreachable target ends the rounds by the clock. Either way the verdict says which.
+  const auto loose = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
+                             "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
+                             "--mde", "0.5"});
+  ASSERT_EQ(loose.code, 0) << loose.err;
+  const auto a = nlohmann::json::parse(loose.out)["comparisons"][0];
+  EXPECT_EQ(a["rounds_ended_by"], "MDE within target") << a;
+  EXPECT_NE(a["verdict_text"].get<std::string>().find("Hodges-Lehmann/Wilcoxon"), std::string::npos) << a;
+  EXPECT_NE(a["verdict_text"].get<std::string>().find("rounds ended by: MDE within target"), std::string::npos);
+  const auto tight = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
+                             "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
+                             "--mde", "0.0001", "--mde-budget", "0.5"});
+  ASSERT_EQ(tight.code, 0) << tight.err;
+  const auto b = nlohmann::json::parse(tight.out)["comparisons"][0];
+  EXPECT_EQ(b["rounds_ended_by"], "wall-time budget (MDE not reached)") << b;
+  // Bad input: no baseline, or not a fraction: one line, exit 2, nothing measured.
+  const auto alone = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--mde", "0.03"});
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_NE(alone.err.find("--mde: needs an A/B comparison"), std::string::npos) << alone.err;
+  const auto bad = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--mde", "3%",
+                           "--baseline-runner", baseline.string()});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("--mde 3%: expected a fraction"), std::string::npos) << bad.err;
+  EXPECT_EQ(count("SELECT count(*) FROM runs"), 2);
+}
+
 TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {
   // The two-stage count: 3 processes first, then as many as their spread asks for (at most 8). A
   // loose target may be met by the first stage on a quiet machine; whatever the machine does, the

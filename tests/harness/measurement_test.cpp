@@ -4,17 +4,19 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 
-#include "harness/host/store/database.h"
-#include "harness/runner/disturbance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/selfcheck.h"
-#include "harness/host/stats/sequential.h"
-#include "harness/host/stats/stats.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/synthetic_runner.h"
+#include "harness/host/stats/sequential.h"
+#include "harness/host/stats/signed_rank.h"
+#include "harness/host/stats/stats.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
+#include "harness/runner/disturbance.h"
 
 namespace fs = std::filesystem;
 
@@ -45,7 +47,8 @@ TEST(HarnessRounds, AdaptiveRoundsStopAtTheRequestedInterval) {
   // the reason saying so.
   k3bench::SyntheticExecutor exec({.base_ns = 1e5, .between = 0.04, .within = 0.005}, 7);
   for (int seed = 0; seed < 50; ++seed) {
-    k3bench::RoundPlanner p({0, 0, 0}, {.min_processes = 3, .max_processes = 40, .target_ci = 0.02});
+    k3bench::RoundPlanner p({0, 0, 0},
+                            {.min_processes = 3, .max_processes = 40, .target_ci = 0.02});
     const auto cell = synthetic_cell();
     for (auto r = p.next_round(); !r.empty(); r = p.next_round())
       for (auto u : r)
@@ -220,3 +223,150 @@ TEST(HarnessDisturbance, RuleOnFixtureReadings) {
 }
 
 }  // namespace
+
+namespace {
+
+// The false positives of the test alone (minimum effect 0) over `trials` A-vs-A trials at bench's
+// default budget, under a noise model, with the given paired estimator.
+k3stats::Proportion synthetic_false_positives(const k3bench::NoiseModel& noise,
+                                              k3stats::PairedEstimator estimator, int trials,
+                                              std::uint64_t seed) {
+  k3bench::SyntheticExecutor exec(noise, seed);
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = trials;
+  opt.slowdowns = {};
+  opt.compare.min_effect = 0;
+  opt.compare.estimator = estimator;
+  opt.rounds = {.min_processes = 5, .max_processes = 16, .target_ci = 0.03};
+  return k3bench::run_selfcheck(exec, {}, opt).false_positives;
+}
+
+}  // namespace
+
+TEST(HarnessSelfcheck, HodgesLehmannHoldsTheNominalRateUnderHeavyTailsAndDrift) {
+  // The default verdict (Hodges-Lehmann shift, Wilcoxon signed-rank) on the VM's noise model with
+  // heavy-tailed process levels (Student t, 2 df: infinite variance), with 5% of processes hit by
+  // a one-sided burst, and with a drift that pairing cancels only in part: its false-positive rate
+  // must be nominal within a tight interval: over 6000 trials its 95% interval (about +-0.55
+  // points) must reach 5% from below, end under 6%, and start above 3% (not crippled). The mean's
+  // t-test under the same contamination is shown to reject too often -- why it is not the default
+  // (docs/measurement.md).
+  const k3bench::NoiseModel vm{
+      .base_ns = 1e5, .between = 0.035, .within = 0.005, .drift = 0.05, .drift_correlation = 0.98};
+  k3bench::NoiseModel t2 = vm, burst = vm, drift = vm;
+  t2.between_df = 2;
+  burst.contamination = 0.05;
+  burst.contamination_scale = 0.3;
+  drift.drift_correlation = 0.6;
+  for (const auto& [name, noise] :
+       {std::pair{"t2", t2}, std::pair{"burst", burst}, std::pair{"drift", drift}}) {
+    const auto fp =
+        synthetic_false_positives(noise, k3stats::PairedEstimator::kHodgesLehmann, 6000, 11);
+    std::printf("  %s: %d/%d false positives (95%% CI %.2f%%..%.2f%%)\n", name, fp.successes,
+                fp.trials, 100 * fp.low, 100 * fp.high);
+    EXPECT_LE(fp.low, 0.05) << name;   // not above the nominal rate beyond chance
+    EXPECT_LT(fp.high, 0.06) << name;  // and shown to be under 6%
+    EXPECT_GT(fp.low, 0.03) << name;   // and not crippled
+  }
+  const auto mean_t = synthetic_false_positives(burst, k3stats::PairedEstimator::kMeanT, 2000, 11);
+  EXPECT_GT(mean_t.low, 0.05) << mean_t.successes << "/" << mean_t.trials;
+}
+
+TEST(HarnessSelfcheck, SequentialRoundsToATargetMdeKeepTheNominalRate) {
+  // bench --mde: rounds are added one at a time until the signed-rank test's minimum detectable
+  // effect, from the magnitudes of the per-round log ratios only, is at most 3% -- a look after
+  // every round. Because the rule never looks at the signs, the test's null distribution stays
+  // exact: over 4000 A-vs-A trials under the VM's noise with heavy tails (Student t, 2 df) the
+  // false-positive rate's 95% interval must reach 5% from below and end under 6.5%. And the MDE it
+  // stops at must mean what it says: a slowdown of exactly the target is detected in about 80% of
+  // trials (power 0.8), and every group that stopped on the MDE has reached it.
+  k3bench::NoiseModel noise{.base_ns = 1e5,
+                            .between = 0.035,
+                            .within = 0.005,
+                            .drift = 0.05,
+                            .drift_correlation = 0.98,
+                            .between_df = 2};
+  k3bench::SyntheticExecutor exec(noise, 5);
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = 4000;
+  opt.slowdowns = {};
+  opt.compare.min_effect = 0;
+  opt.rounds = {.min_processes = 5, .max_processes = 400, .target_mde = 0.03};
+  const auto null = k3bench::run_selfcheck(exec, {}, opt);
+  const auto& fp = null.false_positives;
+  std::printf(
+      "  sequential to MDE 3%%: %d/%d false positives (95%% CI %.2f%%..%.2f%%), %.1f rounds\n",
+      fp.successes, fp.trials, 100 * fp.low, 100 * fp.high, null.cells[0].mean_processes);
+  EXPECT_LE(fp.low, 0.05);
+  EXPECT_LT(fp.high, 0.065);
+  EXPECT_EQ(null.cells[0].processes_at_max, 0);
+
+  k3bench::SyntheticExecutor exec2(noise, 6);
+  opt.trials = 500;
+  opt.slowdowns = {0.03};
+  const auto power = k3bench::run_selfcheck(exec2, {}, opt);
+  const auto& det = power.detections[0].rate;
+  std::printf("  +3%% detected in %d/%d (95%% CI %.1f%%..%.1f%%)\n", det.successes, det.trials,
+              100 * det.low, 100 * det.high);
+  EXPECT_GT(det.rate, 0.7);
+  EXPECT_LT(det.rate, 0.95);
+}
+
+TEST(HarnessRounds, TargetMdeStopsOnTheMagnitudesAfterACompleteRound) {
+  // Two units, per-round ratios alternating +-2% (|d| = 0.0198 every round): the group stops at the
+  // first complete round whose sign-free MDE is within 3%, never mid-round, with that reason.
+  k3bench::RoundPlanner p(
+      {0, 0}, {.min_processes = 5, .max_processes = 100, .paired = true, .target_mde = 0.03});
+  int rounds = 0;
+  for (auto r = p.next_round(); !r.empty(); r = p.next_round(), ++rounds)
+    for (auto u : r)
+      if (!p.unit(u).done) p.record_ok(u, u == 0 ? 100.0 : (rounds % 2 ? 102.0 : 98.0), false);
+  EXPECT_EQ(p.unit(0).stop_reason, "MDE within target");
+  EXPECT_EQ(p.unit(0).processes, p.unit(1).processes);
+  EXPECT_LE(p.group_mde(0), 0.03);
+  std::vector<double> one_fewer;
+  for (int r = 0; r + 1 < rounds; ++r) one_fewer.push_back(std::log(r % 2 ? 1.02 : 0.98));
+  EXPECT_GT(k3stats::signed_rank_mde_from_magnitudes(one_fewer, 0.05, 0.8), 0.03);
+  // A budget ends what is still measuring, with its reason.
+  k3bench::RoundPlanner q(
+      {0, 0}, {.min_processes = 5, .max_processes = 100, .paired = true, .target_mde = 0.001});
+  q.record_ok(0, 100, false);
+  q.record_ok(1, 100, false);
+  q.end_all("wall-time budget (MDE not reached)");
+  EXPECT_TRUE(q.next_round().empty());
+  EXPECT_EQ(q.unit(1).stop_reason, "wall-time budget (MDE not reached)");
+}
+
+TEST(HarnessSelfcheck, ReportedMdePredictsTheDetectionOfEveryInjectedSlowdown) {
+  // A machine whose drift decorrelates within a few processes (8% drift, correlation 0.6 between
+  // neighbours, 1% independent spread). The selfcheck's minimum detectable effect is measured on
+  // the A-vs-A' pair; it must describe the injected pairs too: every slowdown at least the
+  // reported MDE is detected in about 80% of trials or more (power 0.8; the 95% interval must
+  // reach 80%). With the configurations in a fixed order in every round, the +10% pair sat four
+  // processes from A while A' was next to it: the mean's MDE read 6.5% and +10% was found in only
+  // 67% of these 2000 trials (the prefill anomaly of a real VM: +10% found less often than +3%).
+  for (const auto estimator :
+       {k3stats::PairedEstimator::kMeanT, k3stats::PairedEstimator::kHodgesLehmann}) {
+    k3bench::SyntheticExecutor exec(
+        {.base_ns = 1e5, .between = 0.01, .within = 0.005, .drift = 0.08, .drift_correlation = 0.6},
+        3);
+    k3bench::SelfcheckOptions opt;
+    opt.cells = {synthetic_cell()};
+    opt.trials = 2000;
+    opt.compare.estimator = estimator;
+    opt.rounds = {.min_processes = 5, .max_processes = 16, .target_ci = 0.03};
+    const auto r = k3bench::run_selfcheck(exec, {}, opt);
+    for (const auto& d : r.detections) {
+      std::printf("  %s: +%.0f%% detected %.1f%% (MDE %.1f%%)\n", k3stats::to_string(estimator),
+                  100 * d.injected, 100 * d.rate.rate, 100 * r.minimum_detectable_effect);
+      if (d.injected >= r.minimum_detectable_effect) {
+        EXPECT_GE(d.rate.high, 0.8) << k3stats::to_string(estimator) << " +" << d.injected;
+      }
+    }
+    // Larger slowdowns are never found less often.
+    EXPECT_LE(r.detections[0].rate.rate, r.detections[1].rate.rate);
+    EXPECT_LE(r.detections[1].rate.rate, r.detections[2].rate.rate);
+  }
+}

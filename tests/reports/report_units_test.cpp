@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "reports/boards.h"
-#include "reports/change_points.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/store/probes.h"
+#include "report_test_support.h"
+#include "reports/boards.h"
+#include "reports/change_points.h"
 #include "reports/regression_config.h"
 #include "reports/report_error.h"
-#include "report_test_support.h"
 #include "reports/text_table.h"
 #include "reports/tuning.h"
 #include "reports/verdict.h"
@@ -100,6 +100,11 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
   const auto defaults = k3reports::load_regression_config(write("empty.toml", ""));
   EXPECT_EQ(defaults.min_effect, 0.02);
   EXPECT_EQ(defaults.alpha, 0.05);
+  EXPECT_EQ(rules.estimator, k3stats::PairedEstimator::kHodgesLehmann);
+  EXPECT_EQ(
+      k3reports::load_regression_config(write("mean.toml", "[timing]\nestimator = \"mean\"\n"))
+          .estimator,
+      k3stats::PairedEstimator::kMeanT);
   struct Case {
     const char* text;
     const char* message;
@@ -107,6 +112,8 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
   for (const Case& c :
        {Case{"[timing]\nalpha = 0.9\n", ":2: timing.alpha: expected a value in"},
         Case{"[timing]\nmin_efect = 0.02\n", ":2: timing.min_efect: unknown key"},
+        Case{"[timing]\nestimator = \"median\"\n",
+             ":2: timing.estimator: unknown estimator 'median' (hodges-lehmann or mean)"},
         Case{"[accuracy]\nidentical_outputs = \"linear\"\n",
              ":2: accuracy.identical_outputs: expected a list"},
         Case{"[accuracy]\nidentical_outputs = [\"Linear Decode\"]\n",
@@ -191,7 +198,10 @@ TEST(ReportExactCounts, ADifferenceBeyondTwiceTheLargerJitterIsAChangeAnythingWi
 
 TEST(ReportSpeedup, IntervalsOfPairedAndUnpairedData) {
   // Every round exactly twice as fast: the paired interval has no width.
-  const auto paired = k3reports::paired_speedup({100, 110, 120, 130}, {50, 55, 60, 65}, 0);
+  k3stats::CompareOptions mean_t;
+  mean_t.estimator = k3stats::PairedEstimator::kMeanT;
+  const auto paired = k3reports::paired_speedup(
+      k3stats::compare_paired_rounds({100, 110, 120, 130}, {50, 55, 60, 65}, mean_t));
   EXPECT_DOUBLE_EQ(paired.value, 2.0);
   EXPECT_DOUBLE_EQ(paired.low, 2.0);
   EXPECT_DOUBLE_EQ(paired.high, 2.0);

@@ -2,6 +2,7 @@
 // a baseline runner was measured alongside, and where the wall time went.
 #include <cmath>
 #include <iostream>
+#include <map>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -13,7 +14,9 @@
 #include "harness/host/bench/defaults.h"
 #include "harness/host/farmbench/farm_sweep.h"
 #include "harness/host/stats/stats.h"
+#include "reports/regression_config.h"
 #include "reports/report.h"
+#include "reports/report_error.h"
 #include "reports/verdict.h"
 
 namespace k3cli {
@@ -78,32 +81,53 @@ void print_cells(const k3bench::BenchOutcome& b, double wide_ci) {
 // (k3reports::compare_within_run over the stored run: the paired t-test on per-round log ratios,
 // the op's minimum effect from configs/regression.toml raised to the target's noise floor), so
 // bench and report can never disagree.
-nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db_path, const std::string& root, bool print) {
+nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db_path,
+                           const std::string& root, bool print) {
   nlohmann::json rows = nlohmann::json::array();
   if (b.builds.size() != 2) return rows;
-  const k3reports::Verdict v = k3reports::within_run_verdict(db_path, b.report.run_uuid, root + "/configs/regression.toml");
+  // The run stays with the verdict: its cells' keys name the rule that ended each cell's rounds.
+  const auto judged =
+      k3reports::judge_within_run(db_path, b.report.run_uuid, root + "/configs/regression.toml");
+  const k3reports::Verdict& v = judged->verdict;
   if (print) {
-    fmt::print("\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}; minimum effect per op "
-               "from {}{})\n",
-               b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), v.config.alpha,
-               v.config.source,
-               v.noise_floor ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor) : "");
+    fmt::print(
+        "\nbaseline {} vs candidate {} ({} on per-round log ratios, alpha {}; minimum effect per "
+        "op "
+        "from {}{})\n",
+        b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12),
+        v.config.estimator == k3stats::PairedEstimator::kHodgesLehmann
+            ? "Hodges-Lehmann shift, Wilcoxon signed-rank"
+            : "mean, paired t",
+        v.config.alpha, v.config.source,
+        v.noise_floor
+            ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor)
+            : "");
   }
+  // Which rule ended each cell's rounds (--mde: the MDE reached, the wall-time budget, the
+  // ceiling).
+  std::map<std::string, std::string> ended_by;
+  for (const auto& c : b.report.cells)
+    if (c.has_aggregate) ended_by[c.cell_key] = c.aggregate.stop_reason;
   for (const auto& c : v.cells) {
     const auto& t = c.timing;
-    const std::string text = k3reports::timing_text(t);
-    rows.push_back({{"cell", c.label},
-                    {"baseline_mean_ns", t.cmp.mean_a},
-                    {"candidate_mean_ns", t.cmp.mean_b},
-                    {"rel_diff", t.cmp.rel_diff},
-                    {"p_value", t.cmp.p_value},
-                    {"minimum_detectable_effect", t.cmp.mde},
-                    {"threshold", t.threshold},
-                    {"verdict", k3reports::to_string(t.outcome)},
-                    {"verdict_text", text}});
+    std::string text = k3reports::timing_text(t);
+    if (b.rounds.target_mde > 0 && c.b != nullptr && ended_by.count(c.b->cell_key))
+      text += fmt::format("; rounds ended by: {}", ended_by[c.b->cell_key]);
+    rows.push_back(
+        {{"cell", c.label},
+         {"baseline_mean_ns", t.cmp.mean_a},
+         {"candidate_mean_ns", t.cmp.mean_b},
+         {"rel_diff", t.cmp.rel_diff},
+         {"p_value", t.cmp.p_value},
+         {"minimum_detectable_effect", t.cmp.mde},
+         {"threshold", t.threshold},
+         {"verdict", k3reports::to_string(t.outcome)},
+         {"verdict_text", text},
+         {"rounds_ended_by",
+          c.b != nullptr && ended_by.count(c.b->cell_key) ? ended_by[c.b->cell_key] : ""}});
     if (print) {
-      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", c.label, t.cmp.mean_a / 1e3,
-                 t.cmp.mean_b / 1e3, 100 * t.cmp.rel_diff, t.cmp.p_value, text);
+      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", c.label,
+                 t.cmp.mean_a / 1e3, t.cmp.mean_b / 1e3, 100 * t.cmp.rel_diff, t.cmp.p_value, text);
     }
   }
   return rows;
@@ -126,7 +150,8 @@ nlohmann::json overhead_json(const k3bench::BenchOutcome& b) {
           {"k3tune_s", wall - r.child_wall_s}};
 }
 
-nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db_path, const std::string& root) {
+nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db_path,
+                           const std::string& root) {
   const k3bench::SweepReport& r = b.report;
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
@@ -186,6 +211,44 @@ nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db
           {"overhead", overhead_json(b)}};
 }
 
+// --mde X, or --mde alone: the smallest minimum effect of the requested ops in the regression
+// rules (the effect the verdict must be able to see). The sequential rule keeps only the
+// signed-rank test exact: the rules must use it.
+double mde_target(const std::string& text, const k3bench::BenchRequest& r,
+                  const std::string& root) {
+  const std::string rules = root + "/configs/regression.toml";
+  k3reports::RegressionConfig config;
+  try {
+    config = k3reports::load_regression_config(rules);
+  } catch (const k3reports::ReportError& e) {
+    throw k3bench::UserError(e.what());
+  }
+  if (config.estimator != k3stats::PairedEstimator::kHodgesLehmann)
+    throw k3bench::UserError(fmt::format(
+        "--mde: {} sets estimator = \"mean\"; adding rounds until the MDE is reached keeps only "
+        "the signed-rank test exact (estimator = \"hodges-lehmann\")",
+        rules));
+  if (!text.empty()) {
+    std::size_t used = 0;
+    double x = 0;
+    try {
+      x = std::stod(text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != text.size() || !(x > 0 && x < 1))
+      throw k3bench::UserError(
+          fmt::format("--mde {}: expected a fraction in (0, 1), e.g. 0.03", text));
+    return x;
+  }
+  double x = r.grid.ops.empty() ? config.min_effect : 1.0;
+  for (const auto& op : r.grid.ops) x = std::min(x, config.min_effect_for(op));
+  if (!(x > 0))
+    throw k3bench::UserError(
+        fmt::format("--mde: the minimum effect in {} is 0; give the effect (--mde 0.03)", rules));
+  return x;
+}
+
 void print_overhead(const k3bench::BenchOutcome& b, const std::string& db_path) {
   const k3bench::SweepReport& r = b.report;
   const auto o = overhead_json(b);
@@ -212,6 +275,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
     k3bench::BenchRequest request;
     k3farmbench::FarmBenchRequest farm;  // with --farm: everything but the BenchRequest
     std::string shard;
+    std::string mde;  // --mde [X]: "" with the flag alone (the rules' minimum effect)
   };
   auto a = std::make_shared<Args>();
   k3bench::BenchRequest& rq = a->request;
@@ -246,9 +310,9 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--config", rq.grid.config,
                   "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
   cmd->add_option("--model", rq.grid.model, "all shapes of configs/models/NAME.toml");
-  cmd->add_option(
-         "-P,--processes", rq.plan.processes,
-         fmt::format("runner processes per cell at least (default {})", k3bench::defaults::kMinProcesses))
+  cmd->add_option("-P,--processes", rq.plan.processes,
+                  fmt::format("runner processes per cell at least (default {})",
+                              k3bench::defaults::kMinProcesses))
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-processes", rq.plan.max_processes,
                   fmt::format("adaptive ceiling per cell (default {} with --target-ci, else = -P)",
@@ -260,6 +324,16 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
                               "(default {}; 0: exactly -P processes)",
                               k3bench::defaults::kTargetCi))
       ->check(CLI::Range(0.0, 0.99));
+  auto* mde = cmd->add_option("--mde", a->mde,
+                              "A/B: add interleaved rounds until the minimum detectable effect is "
+                              "at most this fraction (alone: the smallest minimum effect of the "
+                              "ops in configs/regression.toml), or --mde-budget ends")
+                  ->expected(0, 1);
+  cmd->add_option("--mde-budget", rq.plan.mde_budget_s,
+                  fmt::format("with --mde: seconds of rounds at most (default {:.0f})",
+                              k3bench::defaults::kMdeBudgetS))
+      ->check(CLI::PositiveNumber)
+      ->needs(mde);
   cmd->add_option(
       "--baseline-runner", rq.baseline_runner,
       "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
@@ -309,12 +383,14 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
     r.db_path = ctx.db_path();
     r.progress = !ctx.quiet;
+    if (cmd->get_option("--mde")->count() > 0) r.plan.mde = mde_target(a->mde, r, ctx.root);
     const bool ab = !r.baseline_runner.empty() || !r.baseline_build.empty();
     std::unique_ptr<MeasuringPlace> place;
     if (!a->farm.farm.empty() && ab) {
       // A paired A/B on a board: one board (the first of --board/--tag that can be taken) runs
       // both runners in the same rounds, the baseline installed next to its own.
-      if (!a->shard.empty()) throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
+      if (!a->shard.empty())
+        throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
       PlaceArgs where;
       where.farm = a->farm.farm;
       where.boards = a->farm.boards;

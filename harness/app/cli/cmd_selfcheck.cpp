@@ -9,13 +9,13 @@
 #include "harness/app/cli/app_context.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
-#include "harness/host/store/database.h"
 #include "harness/host/bench/defaults.h"
 #include "harness/host/bench/progress.h"
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/selfcheck.h"
 #include "harness/host/bench/synthetic_runner.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
 
 namespace k3cli {
 namespace {
@@ -37,19 +37,20 @@ struct Args {
   // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
   // 3.5% independent process spread on a 5% drift correlated 0.98 between neighbours.
   k3bench::NoiseModel noise{.base_ns = 100000,
-                   .between = 0.035,
-                   .within = 0.005,
-                   .drift = 0.05,
-                   .drift_correlation = 0.98};
+                            .between = 0.035,
+                            .within = 0.005,
+                            .drift = 0.05,
+                            .drift_correlation = 0.98};
   std::uint64_t seed = 1;
   bool store = true;
   k3stats::CompareOptions compare;
+  std::string estimator = k3stats::to_string(k3stats::CompareOptions{}.estimator);
 };
 
 // "op shape [params]" -> a cell normalised against the runner's catalog (or taken as given for the
 // synthetic runner, which has no catalog).
 k3bench::CellSpec parse_cell(const std::string& text, const k3bench::Catalog* catalog,
-                    const k3bench::MeasureSettings& settings) {
+                             const k3bench::MeasureSettings& settings) {
   std::vector<std::string> parts;
   std::size_t pos = 0;
   while (pos < text.size()) {
@@ -91,8 +92,15 @@ std::string percent_key(double x) {
   return fmt::format("{:g}%", x * 100);
 }
 
-nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds, const Args& a,
-                           const std::string& target) {
+// The A/B test the selfcheck judged with, as the verdicts name it.
+std::string method_text(k3stats::PairedEstimator e) {
+  return e == k3stats::PairedEstimator::kHodgesLehmann
+             ? "Hodges-Lehmann shift of per-round log ratios, Wilcoxon signed-rank, two-sided"
+             : "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided";
+}
+
+nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                           const Args& a, const std::string& target) {
   nlohmann::json detection = nlohmann::json::object();
   for (const auto& d : r.detections) detection[percent_key(d.injected)] = proportion_json(d.rate);
   nlohmann::json cells = nlohmann::json::array();
@@ -135,13 +143,14 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
           {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
           {"budget",
            {{"min_processes", rounds.min_processes},
+            {"target_mde", rounds.target_mde},
             {"max_processes", rounds.max_processes},
             {"target_ci", rounds.target_ci},
             {"repetitions", a.repetitions},
             {"min_time_s", a.min_time_s}}},
           {"test",
-           {{"method",
-             "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided"},
+           {{"method", method_text(a.compare.estimator)},
+            {"estimator", k3stats::to_string(a.compare.estimator)},
             {"alpha", a.compare.alpha},
             {"min_effect", a.compare.min_effect},
             {"power_for_mde", a.compare.power}}},
@@ -149,17 +158,16 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
           {"cells", cells}};
 }
 
-void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds, const Args& a,
-                  const std::string& target) {
+void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                  const Args& a, const std::string& target) {
   fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
              a.synthetic ? "synthetic runner" : "k3bench", r.trials,
              r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
   fmt::print(
       "  budget per configuration: {}..{} processes (two-stage), target CI {:.1f}%, {} x {} s "
-      "repetitions; paired "
-      "t on per-round log ratios, alpha {}, minimum effect {:.0f}%\n",
+      "repetitions; {}, alpha {}, minimum effect {:.0f}%\n",
       rounds.min_processes, rounds.max_processes, rounds.target_ci * 100, a.repetitions,
-      a.min_time_s, a.compare.alpha, a.compare.min_effect * 100);
+      a.min_time_s, method_text(a.compare.estimator), a.compare.alpha, a.compare.min_effect * 100);
   auto line = [](const char* what, const k3stats::Proportion& p) {
     fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes,
                p.trials, 100 * p.rate, 100 * p.low, 100 * p.high);
@@ -204,6 +212,20 @@ void run(const AppContext& ctx, Args a) {
                          : rounds.target_ci > 0
                              ? std::max(k3bench::defaults::kMaxProcesses, rounds.min_processes)
                              : rounds.min_processes;
+  a.compare.estimator = k3stats::paired_estimator_from(a.estimator);
+  if (a.plan.mde > 0) {  // bench --mde's sequential rule instead of Stein's N
+    if (a.compare.estimator != k3stats::PairedEstimator::kHodgesLehmann)
+      throw k3bench::UserError(
+          "--mde: only with --estimator hodges-lehmann (the rule keeps the "
+          "signed-rank test exact, not the t-test)");
+    rounds.target_mde = a.plan.mde;
+    rounds.target_ci = 0;
+    rounds.max_processes = a.plan.max_processes > 0 ? a.plan.max_processes
+                                                    : std::max(k3bench::defaults::kMdeMaxProcesses,
+                                                               rounds.min_processes);
+  }
+  rounds.alpha = a.compare.alpha;
+  rounds.power = a.compare.power;
   k3bench::MeasureSettings settings;
   settings.min_time_s = a.min_time_s;
   settings.repetitions = a.repetitions;
@@ -283,6 +305,11 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
   stats->add_option("--max-processes", a->plan.max_processes,
                     "adaptive ceiling (default: bench's)");
   stats->add_option("--target-ci", a->plan.target_ci, "adaptive CI target (default: bench's)");
+  stats
+      ->add_option("--mde", a->plan.mde,
+                   "add rounds until the minimum detectable effect is at most this fraction "
+                   "(bench --mde's rule) instead of the two-stage count")
+      ->check(CLI::Range(0.001, 0.99));
   stats->add_option("-R,--reps", a->repetitions, "repetitions per process")->capture_default_str();
   stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
   stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
@@ -290,6 +317,12 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
   stats->add_option("--min-effect", a->compare.min_effect, "minimum relative effect")
       ->capture_default_str();
   stats->add_option("--alpha", a->compare.alpha, "significance level")->capture_default_str();
+  stats
+      ->add_option("--estimator", a->estimator,
+                   "paired estimator and test: hodges-lehmann (Wilcoxon signed-rank) or mean "
+                   "(paired t)")
+      ->check(CLI::IsMember({"hodges-lehmann", "mean"}))
+      ->capture_default_str();
   stats->add_flag("!--no-store", a->store, "do not record the noise floor in the database");
   stats->add_flag("--synthetic", a->synthetic,
                   "a seeded synthetic-noise runner instead of the target (truth known)");
@@ -302,6 +335,22 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
   stats
       ->add_option("--noise-drift-correlation", a->noise.drift_correlation,
                    "synthetic: correlation of the drift between consecutive processes")
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-tail-df", a->noise.between_df,
+                   "synthetic: Student t process levels with this many degrees of freedom (0: "
+                   "normal)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-contamination", a->noise.contamination,
+                   "synthetic: chance that a process is slowed by a disturbance")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-contamination-scale", a->noise.contamination_scale,
+                   "synthetic: sd of a disturbance's log slowdown")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   stats->add_option("--seed", a->seed, "synthetic: seed")->capture_default_str();
   stats->callback([&ctx, a] { run(ctx, *a); });

@@ -1,7 +1,7 @@
 // `k3tune model --baseline-runner OLD` / `--baseline-build HASH`: the whole-model tests of two
 // builds measured in the same interleaved rounds (or, with --table T, one build with the table
 // and with its built-in defaults), judged by the one within-run verdict
-// (k3reports::within_run_verdict: the paired t-test on per-round log ratios), and the change
+// (k3reports::within_run_verdict: the paired test on per-round log ratios), and the change
 // attributed to the ops: per round, each op kind's time per call in the candidate minus the
 // baseline's (the same round: paired), from the per-op breakdown every runner process reports;
 // the mean and 95% t interval of those differences over the rounds, divided by the baseline's

@@ -7,12 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/bench/catalog.h"
-#include "harness/host/store/database.h"
 #include "harness/host/bench/defaults.h"
 #include "harness/host/bench/provenance.h"
+#include "harness/host/bench/user_error.h"
+#include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 #include "harness/host/targets/runner_facts.h"
-#include "harness/host/bench/user_error.h"
 
 namespace k3bench {
 namespace {
@@ -21,7 +21,8 @@ bool build_known(const std::string& db_path, const std::string& hash) {
   // Anything but a non-empty regular file goes to open_database, which refuses it in one line.
   std::error_code ec;
   if (!std::filesystem::exists(db_path, ec)) return false;
-  if (std::filesystem::is_regular_file(db_path, ec) && std::filesystem::file_size(db_path, ec) == 0) return false;
+  if (std::filesystem::is_regular_file(db_path, ec) && std::filesystem::file_size(db_path, ec) == 0)
+    return false;
   auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
   return k3store::find_build(*db, hash).has_value();
 }
@@ -72,9 +73,10 @@ k3store::BuildRecord build_from_runner(const k3targets::Target& target, const st
   b.binary_path = target.runner_path();
   b.compiler = facts.compiler;
   b.flags = facts.build_flags;
-  b.cmake_options_json =
-      nlohmann::json{{"CMAKE_BUILD_TYPE", facts.build_type}, {"target_arch", facts.target_arch}}
-          .dump();
+  b.cmake_options_json = nlohmann::json{
+      {"CMAKE_BUILD_TYPE", facts.build_type},
+      {"target_arch",
+       facts.target_arch}}.dump();
   b.source_revision = facts.source_revision;
   b.source_dirty = facts.source_dirty();
   b.recorded_by = "runner report";
@@ -98,6 +100,13 @@ RoundsOptions rounds_from_plan(const ProcessPlan& plan, bool remeasure_disturbed
                                 r.min_processes));
   }
   r.remeasure_disturbed = remeasure_disturbed;
+  if (plan.mde > 0) {
+    r.target_mde = plan.mde;
+    r.target_ci = 0;  // the MDE, not Stein's N, decides when to stop
+    r.max_processes = plan.max_processes > 0
+                          ? plan.max_processes
+                          : std::max(defaults::kMdeMaxProcesses, r.min_processes);
+  }
   return r;
 }
 
@@ -127,7 +136,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;
   if (!request.baseline_runner.empty() || !request.baseline_build.empty()) {
     // The same place running the baseline's binary (a farm board installs it next to its own).
-    out.baseline_targets.push_back(target.with_runner(std::filesystem::absolute(baseline_path(request)).string()));
+    out.baseline_targets.push_back(
+        target.with_runner(std::filesystem::absolute(baseline_path(request)).string()));
     runners.emplace_back(out.baseline_targets.back().get(), "baseline");
   }
   runners.emplace_back(&target, runners.empty() ? "" : "candidate");
@@ -144,6 +154,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
     out.builds.push_back({t, hash, label});
   }
 
+  if (plan.mde > 0 && out.builds.size() < 2)
+    throw UserError("--mde: needs an A/B comparison (--baseline-runner or --baseline-build)");
   // Everything is validated: from here on the database is written.
   std::filesystem::create_directories(std::filesystem::absolute(request.db_path).parent_path());
   auto db = k3store::open_database(request.db_path, k3store::OpenMode::kCreateOrUpdate);
@@ -151,6 +163,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   SweepOptions opt;
   opt.rounds = out.rounds;
   opt.rounds.paired = out.builds.size() > 1;  // A/B: stop on the interval of the per-round ratios
+  if (plan.mde > 0)
+    opt.wall_budget_s = plan.mde_budget_s > 0 ? plan.mde_budget_s : defaults::kMdeBudgetS;
   opt.timeout_s = request.timeout_s;
   opt.resume = request.resume;
   opt.progress = request.progress;

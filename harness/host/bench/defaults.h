@@ -17,5 +17,9 @@ inline constexpr double kMinTimeS =
     0.2;  // per repetition; the call count is calibrated once per cell
 inline constexpr double kAlpha = 0.05;
 inline constexpr double kPower = 0.8;  // for the minimum detectable effect
+// bench --mde: rounds are added until the minimum detectable effect reaches the target, within a
+// wall-time budget; the ceiling only guards against a target the machine can never reach.
+inline constexpr double kMdeBudgetS = 900;
+inline constexpr int kMdeMaxProcesses = 400;
 
 }  // namespace k3bench::defaults

@@ -30,6 +30,10 @@ struct ProcessPlan {
   int processes = 0;      // 0: the default
   int max_processes = 0;  // 0: the default
   double target_ci = -1;  // < 0: the default; 0: off (fixed process count)
+  // > 0 (A/B only): sequential rounds until the signed-rank test's minimum detectable effect is at
+  // most this (instead of Stein's N), or the wall-time budget ends (RoundsOptions::target_mde).
+  double mde = 0;
+  double mde_budget_s = 0;  // 0: the default
 };
 
 struct GridRequest {

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "harness/host/stats/sequential.h"
+#include "harness/host/stats/signed_rank.h"
 #include "harness/host/stats/stats.h"
 
 namespace k3bench {
@@ -33,7 +35,8 @@ bool RoundPlanner::unit_satisfied(const UnitProgress& u) const {
 std::pair<std::vector<double>, std::vector<double>> RoundPlanner::paired_means(
     std::size_t a, std::size_t b) const {
   const UnitProgress &ua = units_.at(a), &ub = units_.at(b);
-  auto pairs = k3stats::pair_by_round(ua.clean_rounds, ua.clean_means, ub.clean_rounds, ub.clean_means);
+  auto pairs =
+      k3stats::pair_by_round(ua.clean_rounds, ua.clean_means, ub.clean_rounds, ub.clean_means);
   return {std::move(pairs.a), std::move(pairs.b)};
 }
 
@@ -52,6 +55,10 @@ int RoundPlanner::group_total(std::size_t group) const {
     return std::vector<double>(x.begin(), x.begin() + std::min<std::size_t>(x.size(), m));
   };
   if (options_.paired && members.size() >= 2) {
+    // At least as many rounds as the signed-rank test needs to be able to reject at all (6 at
+    // 95%): a constant, so N still depends on the first stage only.
+    total = std::max(total, std::min(options_.max_processes,
+                                     k3stats::signed_rank_min_rounds(1 - options_.confidence)));
     for (std::size_t i = 1; i < members.size(); ++i) {
       const auto [a, b] = paired_means(members[0], members[i]);
       std::vector<double> log_ratio;
@@ -75,7 +82,86 @@ int RoundPlanner::group_total(std::size_t group) const {
   return total;
 }
 
+bool RoundPlanner::mde_mode(std::size_t group) const {
+  if (!(options_.target_mde > 0) || !options_.paired) return false;
+  return std::count(group_of_.begin(), group_of_.end(), group) >= 2;
+}
+
+double RoundPlanner::group_mde(std::size_t group) const {
+  std::vector<std::size_t> members;
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (group_of_[u] == group && units_[u].failure.empty()) members.push_back(u);
+  double worst = 0;
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    const auto [a, b] = paired_means(members[0], members[i]);
+    std::vector<double> log_ratio;
+    for (std::size_t r = 0; r < a.size(); ++r) log_ratio.push_back(std::log(b[r] / a[r]));
+    worst = std::max(
+        worst, k3stats::signed_rank_mde_from_magnitudes(log_ratio, options_.alpha, options_.power));
+  }
+  return members.size() >= 2 ? worst : std::numeric_limits<double>::infinity();
+}
+
+bool RoundPlanner::group_reaches_target(std::size_t group) const {
+  std::vector<std::size_t> members;
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (group_of_[u] == group && units_[u].failure.empty()) members.push_back(u);
+  if (members.size() < 2) return false;
+  for (std::size_t i = 1; i < members.size(); ++i) {
+    const auto [a, b] = paired_means(members[0], members[i]);
+    std::vector<double> log_ratio;
+    for (std::size_t r = 0; r < a.size(); ++r) log_ratio.push_back(std::log(b[r] / a[r]));
+    if (k3stats::signed_rank_power_from_magnitudes(log_ratio, options_.target_mde, options_.alpha) <
+        options_.power)
+      return false;
+  }
+  return true;
+}
+
+void RoundPlanner::end_all(const std::string& reason) {
+  for (auto& u : units_) {
+    if (u.done) continue;
+    u.done = true;
+    u.stop_reason = u.failure.empty() ? reason : "failed: " + u.failure;
+  }
+}
+
 void RoundPlanner::update_group(std::size_t group) {
+  if (mde_mode(group)) {
+    // Sequential: the group stops after a complete round once every pair's sign-free MDE is
+    // within the target (the first stage at least), or at the ceiling.
+    bool all = true, at_max = false;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (group_of_[u] != group || !units_[u].failure.empty() || units_[u].done) continue;
+      const UnitProgress& p = units_[u];
+      if (p.processes >= options_.max_processes + (p.remeasure_granted ? 1 : 0)) at_max = true;
+      if (p.processes < options_.min_processes + (p.remeasure_granted ? 1 : 0)) all = false;
+    }
+    int fewest = std::numeric_limits<int>::max(), most = 0;
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (group_of_[u] != group || !units_[u].failure.empty()) continue;
+      fewest = std::min(fewest, units_[u].processes);
+      most = std::max(most, units_[u].processes);
+    }
+    const bool round_complete = fewest == most;
+    const bool reached = all && round_complete && group_reaches_target(group);
+    for (std::size_t u = 0; u < units_.size(); ++u) {
+      if (group_of_[u] != group) continue;
+      UnitProgress& p = units_[u];
+      if (p.done) continue;
+      if (!p.failure.empty()) {
+        p.done = true;
+        p.stop_reason = "failed: " + p.failure;
+      } else if (reached) {
+        p.done = true;
+        p.stop_reason = "MDE within target";
+      } else if (at_max && round_complete) {
+        p.done = true;
+        p.stop_reason = "max processes (MDE not reached)";
+      }
+    }
+    return;
+  }
   // Two-stage: once the first stage of the group is in, fix N for all its units (once).
   if (options_.target_ci > 0) {
     bool unplanned = false;

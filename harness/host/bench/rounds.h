@@ -4,7 +4,8 @@
 // alike. Without a target CI every unit gets exactly min processes. With one (adaptive mode) the
 // count follows Stein's two-stage procedure (stats/sequential.h): the first min processes are the
 // first stage, their spread fixes the total N that makes the interval +-target wide (at most max),
-// and the group runs to N. N depends on the first stage only, which keeps the verdicts exact.
+// and the group runs to N. N depends on the first stage only, which keeps the verdicts exact. A
+// paired group runs at least the rounds the signed-rank test needs to be able to reject (6 at 95%).
 //
 // Units of one group (the same cell on several builds, or the configurations of one selfcheck
 // trial) start and stop together, one process each per round, so an A/B comparison always has as
@@ -31,6 +32,13 @@ struct RoundsOptions {
   double confidence = 0.95;
   bool remeasure_disturbed = true;  // false: disturbed processes count like the others
   bool paired = false;              // groups size N on the paired (per-round) spread, see above
+  // > 0 (paired groups; bench --mde): instead of Stein's N, add rounds until the minimum detectable
+  // effect of the signed-rank test, from the magnitudes of the per-round log ratios only
+  // (k3stats::signed_rank_mde_from_magnitudes), is at most this for every pair of the group, or
+  // max_processes, or end_all() (the caller's wall-time budget). Looking at magnitudes only keeps
+  // the test's null distribution exact however often it looks.
+  double target_mde = 0;
+  double alpha = 0.05, power = 0.8;  // of that minimum detectable effect
 };
 
 struct UnitProgress {
@@ -42,7 +50,8 @@ struct UnitProgress {
   bool remeasure_granted = false;  // the one extra process for a disturbed one was granted
   std::string failure;             // non-empty: the unit failed and is not measured further
   bool done = false;
-  std::string stop_reason;  // "fixed count", "CI within target", "max processes", failure, ...
+  std::string stop_reason;  // "fixed count", "CI within target", "MDE within target", "max
+                            // processes ...", "wall-time budget ...", failure, ...
 };
 
 class RoundPlanner {
@@ -60,6 +69,14 @@ class RoundPlanner {
   void adopt(std::size_t unit, double mean, bool disturbed) { record_ok(unit, mean, disturbed); }
   // Ends a unit without measuring it (already measured by an earlier run: --resume).
   void skip(std::size_t unit, const std::string& reason);
+  // Ends every unit still measuring with `reason` (a wall-time budget ran out).
+  void end_all(const std::string& reason);
+  // The largest over the group's pairs (each unit against the group's first) of the sign-free
+  // minimum detectable effect (target_mde mode); infinite while a pair has too few rounds.
+  double group_mde(std::size_t group) const;
+  // Whether every pair of the group detects target_mde with the requested power (the same model,
+  // one power evaluation per pair instead of a root search: the rule runs after every round).
+  bool group_reaches_target(std::size_t group) const;
   // Processes still planned at least (for the progress estimate): the minimum left of every unit.
   int processes_left_at_least() const;
 
@@ -74,6 +91,7 @@ class RoundPlanner {
   // Processes the unit still needs before the stopping rule may end it.
   int planned(const UnitProgress& u) const;
   bool unit_satisfied(const UnitProgress& u) const;
+  bool mde_mode(std::size_t group) const;
   // After the first stage of a group: the total N its spread calls for (0 while the stage runs).
   int group_total(std::size_t group) const;
   void update_group(std::size_t group);

@@ -107,7 +107,8 @@ k3store::AggregateRecord aggregate_of(const std::vector<std::vector<double>>& pe
 
 std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutcome& a,
                                                                  const CellOutcome& b) {
-  auto pairs = k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
+  auto pairs =
+      k3stats::pair_by_round(a.process_rounds, a.process_means, b.process_rounds, b.process_means);
   return {std::move(pairs.a), std::move(pairs.b)};
 }
 
@@ -168,6 +169,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
     const nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
                                      {"max_processes", opt.rounds.max_processes},
                                      {"target_ci", opt.rounds.target_ci},
+                                     {"target_mde", opt.rounds.target_mde},
+                                     {"wall_budget_s", opt.wall_budget_s},
                                      {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
                                      {"builds", builds_json}};
     const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
@@ -240,6 +243,12 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
   // committed; the run says it was cut short, as a killed sweep's does.
   try {
     for (auto round = planner.next_round(); !round.empty(); round = planner.next_round()) {
+      if (opt.wall_budget_s > 0 &&
+          std::chrono::duration<double>(Clock::now() - sweep_start).count() > opt.wall_budget_s) {
+        planner.end_all("wall-time budget (MDE not reached)");
+        write_finished();
+        break;
+      }
       for (const std::size_t u : round) {
         if (planner.unit(u).done) continue;
         CellOutcome& c = report.cells[u];
@@ -250,7 +259,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
                                           build.label.empty() ? "" : " [" + build.label + "]",
                                           process_index + 1));
-        const double timeout_s = opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
+        const double timeout_s =
+            opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
         const bool kill_now = kill_after && report.processes_run == *kill_after;
         ProcessOutcome o;
         if (kill_now) {

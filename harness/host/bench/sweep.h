@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "harness/host/bench/grid.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/runner_process.h"
-#include "harness/host/store/sqlite.h"
 #include "harness/host/stats/stats.h"
+#include "harness/host/store/results.h"
+#include "harness/host/store/sqlite.h"
 #include "harness/host/targets/target.h"
 
 namespace k3bench {
@@ -31,6 +31,9 @@ struct SweepOptions {
   std::string command_line;
   std::string run_uuid;                 // "" : a fresh one (farm sweeps name their batch runs)
   ProcessExecutor* executor = nullptr;  // null: the real runner of each build
+  // > 0: start no new round after this many seconds; the units still measuring end with the stop
+  // reason "wall-time budget (MDE not reached)" (bench --mde).
+  double wall_budget_s = 0;
 };
 
 struct CellOutcome {

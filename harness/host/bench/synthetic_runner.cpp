@@ -13,8 +13,16 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
   const double rho = model_.drift_correlation;
   drift_state_ = rho * drift_state_ +
                  std::sqrt(1 - rho * rho) * model_.drift * std::normal_distribution<double>()(rng_);
+  const double deviation =
+      model_.between_df > 0
+          ? model_.between * std::student_t_distribution<double>(model_.between_df)(rng_)
+          : between(rng_);
+  const double burst =
+      model_.contamination > 0 && unit(rng_) < model_.contamination
+          ? std::fabs(std::normal_distribution<double>(0.0, model_.contamination_scale)(rng_))
+          : 0.0;
   const double level =
-      (model_.base_ns + cell.settings.extra_work_ns) * std::exp(between(rng_) + drift_state_);
+      (model_.base_ns + cell.settings.extra_work_ns) * std::exp(deviation + burst + drift_state_);
   const bool disturbed = unit(rng_) < model_.disturbed_probability;
   ProcessOutcome o;
   o.ok = true;

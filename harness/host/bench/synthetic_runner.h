@@ -6,6 +6,12 @@
 // time is `base_ns` plus its settings' extra_work_ns -- exactly the slowdown the selfcheck injects
 // on a real runner -- so the size of every difference is known. Seeded: the same seed gives the
 // same draws.
+//
+// Heavy tails, for the robust verdicts: with `between_df` > 0 a process's log level is `between`
+// times a Student t variate with that many degrees of freedom (2-3: the rare far-off process of a
+// shared machine; sd is infinite at 2), and with `contamination` > 0 a process is, with that
+// probability, slowed by a further log factor |N(0, contamination_scale)| (another tenant's burst:
+// one-sided, as real disturbances are).
 #pragma once
 
 #include <cstdint>
@@ -22,6 +28,9 @@ struct NoiseModel {
   double disturbed_probability = 0;  // chance that a process reports a disturbed repetition
   double drift = 0;                  // sd of the log drift factor (stationary)
   double drift_correlation = 0;      // its correlation between consecutive processes
+  double between_df = 0;             // > 0: Student t process levels with these degrees of freedom
+  double contamination = 0;          // chance that a process is slowed by a disturbance
+  double contamination_scale = 0.2;  // sd of the disturbance's log factor (one-sided)
 };
 
 class SyntheticExecutor final : public ProcessExecutor {

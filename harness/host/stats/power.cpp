@@ -69,6 +69,12 @@ double minimum_detectable_shift(double se, double df, double alpha, double power
   return detectable_at(se, df, alpha, power);
 }
 
+double shift_power(double delta, double se, double df, double alpha) {
+  if (!(df >= 1)) return alpha;
+  if (se == 0) return delta == 0 ? alpha : 1.0;
+  return two_sided_power(df, std::fabs(delta) / se, alpha);
+}
+
 int processes_per_side(double d, double alpha, double power) {
   if (!(d > 0)) throw std::invalid_argument("processes_per_side: d must be positive");
   for (int n = 2; n < 1000000; ++n) {

@@ -25,6 +25,11 @@ double minimum_detectable_difference(double sd_a, int n_a, double sd_b, int n_b,
 // of freedom (n - 1 for n differences; m - 1 after Stein's two-stage procedure).
 double minimum_detectable_shift(double se, double df, double alpha, double power);
 
+// Power of the two-sided one-sample t-test (standard error `se`, `df` degrees of freedom) against
+// a true shift `delta`: one evaluation of the non-central t, where the minimum detectable shift
+// solves for a root (a sequential rule asks "is the target detectable yet?" after every round).
+double shift_power(double delta, double se, double df, double alpha);
+
 // Processes per side a pooled two-sample t-test needs to detect a standardised difference d
 // (delta / sd) with the given power: the smallest n with power(n) >= power, df = 2n - 2.
 int processes_per_side(double d, double alpha, double power);

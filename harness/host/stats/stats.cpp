@@ -6,9 +6,11 @@
 #include <numeric>
 #include <stdexcept>
 
+#include <boost/math/distributions/normal.hpp>
 #include <boost/math/distributions/students_t.hpp>
 
 #include "harness/host/stats/power.h"
+#include "harness/host/stats/signed_rank.h"
 
 namespace k3stats {
 
@@ -99,6 +101,18 @@ CellSummary summarize_cell(const std::vector<std::vector<double>>& per_process,
   return s;
 }
 
+namespace {
+
+void decide(Comparison& c, const CompareOptions& opt) {
+  c.significant = c.p_value < opt.alpha;
+  c.meaningful = std::fabs(c.rel_diff) >= opt.min_effect;
+  if (c.significant && c.meaningful) {
+    c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
+  }
+}
+
+}  // namespace
+
 Comparison compare_processes(const std::vector<double>& a, const std::vector<double>& b,
                              const CompareOptions& opt) {
   if (a.size() < 2 || b.size() < 2) {
@@ -125,11 +139,9 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
     boost::math::students_t dist(c.df);
     c.p_value = 2.0 * boost::math::cdf(boost::math::complement(dist, std::fabs(c.t)));
   }
-  c.significant = c.p_value < opt.alpha;
-  c.meaningful = std::fabs(c.rel_diff) >= opt.min_effect;
-  if (c.significant && c.meaningful) {
-    c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
-  }
+  c.method = "Welch t on process means";
+  c.estimator = "mean/Welch t";
+  decide(c, opt);
   c.mde = c.mean_a != 0 ? minimum_detectable_difference(
                               sample_stddev(a), static_cast<int>(a.size()), sample_stddev(b),
                               static_cast<int>(b.size()), opt.alpha, opt.power) /
@@ -138,21 +150,11 @@ Comparison compare_processes(const std::vector<double>& a, const std::vector<dou
   return c;
 }
 
-Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector<double>& b,
-                                 const CompareOptions& opt, int first_stage) {
-  if (a.size() != b.size() || a.size() < 2) {
-    throw std::invalid_argument(
-        "compare_paired_rounds: A and B need the same number (>= 2) of rounds");
-  }
-  std::vector<double> d;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!(a[i] > 0) || !(b[i] > 0))
-      throw std::invalid_argument("compare_paired_rounds: times must be positive");
-    d.push_back(std::log(b[i] / a[i]));
-  }
-  Comparison c;
-  c.mean_a = mean(a);
-  c.mean_b = mean(b);
+namespace {
+
+// Paired t on the log ratios d (Stein's first stage when first_stage selects one).
+void paired_t(const std::vector<double>& d, const CompareOptions& opt, int first_stage,
+              Comparison& c) {
   const double md = mean(d);
   c.rel_diff = std::exp(md) - 1.0;
   const bool stein = first_stage >= 2 && first_stage < static_cast<int>(d.size());
@@ -169,13 +171,82 @@ Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector
     boost::math::students_t dist(c.df);
     c.p_value = 2.0 * boost::math::cdf(boost::math::complement(dist, std::fabs(c.t)));
   }
-  c.significant = c.p_value < opt.alpha;
-  c.meaningful = std::fabs(c.rel_diff) >= opt.min_effect;
-  if (c.significant && c.meaningful) {
-    c.verdict = c.rel_diff > 0 ? Comparison::Verdict::kBSlower : Comparison::Verdict::kBFaster;
-  }
+  const double half = t_critical(1 - opt.alpha, c.df) * se;
+  c.log_shift_low = md - half;
+  c.log_shift_high = md + half;
   c.mde = std::exp(minimum_detectable_shift(se, c.df, opt.alpha, opt.power)) - 1.0;
+  c.method = stein ? "mean log ratio, paired t (Stein first stage)" : "mean log ratio, paired t";
+  c.estimator = "mean/paired t";
+}
+
+std::string too_few_rounds(int rounds) {
+  return " (" + std::to_string(rounds) + " rounds: too few for the signed-rank test)";
+}
+
+// Hodges-Lehmann shift of the log ratios, Wilcoxon signed-rank test on all rounds.
+void paired_hodges_lehmann(const std::vector<double>& d, const CompareOptions& opt, Comparison& c) {
+  const SignedRankTest w = wilcoxon_signed_rank(d);
+  const ShiftEstimate hl = hodges_lehmann(d, 1 - opt.alpha);
+  c.rel_diff = std::exp(hl.estimate) - 1.0;
+  c.t = w.z;
+  c.df = double(d.size() - 1);
+  c.p_value = w.p_value;
+  c.log_shift_low = hl.low;
+  c.log_shift_high = hl.high;
+  // The standard error the interval implies (its half-width over the normal quantile of its
+  // coverage), put through the t-based power curve: the shift this test detects with `power`.
+  // An unbounded interval (too few rounds for the confidence) detects nothing.
+  const bool bounded = std::isfinite(hl.high - hl.low) && hl.confidence < 1;
+  const double se = bounded ? 0.5 * (hl.high - hl.low) /
+                                  boost::math::quantile(boost::math::complement(
+                                      boost::math::normal(), (1 - hl.confidence) / 2))
+                            : std::numeric_limits<double>::infinity();
+  c.mde = std::isfinite(se) ? std::exp(minimum_detectable_shift(se, c.df, opt.alpha, opt.power)) - 1
+                            : std::numeric_limits<double>::infinity();
+  c.method = w.exact ? "Hodges-Lehmann shift, Wilcoxon signed-rank (exact)"
+                     : "Hodges-Lehmann shift, Wilcoxon signed-rank (normal approximation)";
+  c.estimator = "Hodges-Lehmann/Wilcoxon";
+}
+
+}  // namespace
+
+Comparison compare_paired_rounds(const std::vector<double>& a, const std::vector<double>& b,
+                                 const CompareOptions& opt, int first_stage) {
+  if (a.size() != b.size() || a.size() < 2) {
+    throw std::invalid_argument(
+        "compare_paired_rounds: A and B need the same number (>= 2) of rounds");
+  }
+  std::vector<double> d;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (!(a[i] > 0) || !(b[i] > 0))
+      throw std::invalid_argument("compare_paired_rounds: times must be positive");
+    d.push_back(std::log(b[i] / a[i]));
+  }
+  Comparison c;
+  c.mean_a = mean(a);
+  c.mean_b = mean(b);
+  // Below signed_rank_min_rounds the signed-rank test cannot reject at alpha whatever the data
+  // (5 rounds: p >= 1/16): the verdict falls back to the t-test and its method says so.
+  if (opt.estimator == PairedEstimator::kHodgesLehmann &&
+      static_cast<int>(d.size()) >= signed_rank_min_rounds(opt.alpha)) {
+    paired_hodges_lehmann(d, opt, c);
+  } else {
+    paired_t(d, opt, first_stage, c);
+    if (opt.estimator == PairedEstimator::kHodgesLehmann)
+      c.method += too_few_rounds(static_cast<int>(d.size()));
+  }
+  decide(c, opt);
   return c;
+}
+
+const char* to_string(PairedEstimator e) {
+  return e == PairedEstimator::kHodgesLehmann ? "hodges-lehmann" : "mean";
+}
+
+PairedEstimator paired_estimator_from(const std::string& name) {
+  if (name == "hodges-lehmann") return PairedEstimator::kHodgesLehmann;
+  if (name == "mean") return PairedEstimator::kMeanT;
+  throw std::invalid_argument("unknown estimator '" + name + "' (hodges-lehmann or mean)");
 }
 
 const char* to_string(Comparison::Verdict v) {

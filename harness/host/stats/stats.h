@@ -82,12 +82,28 @@ struct Comparison {
   // The smallest relative difference this comparison detects with the requested power, at the
   // data's own spread and process counts (power.h); "no difference" means "unchanged within +-mde".
   double mde = 0;
+  // The paired estimator's 100(1-alpha)% interval of the shift on the log scale (ln b/a), and the
+  // estimator and test that produced the figures (named in every verdict text).
+  double log_shift_low = 0, log_shift_high = 0;
+  std::string method;     // in full, e.g. "Hodges-Lehmann shift, Wilcoxon signed-rank (exact)"
+  std::string estimator;  // short, for verdict texts: "Hodges-Lehmann/Wilcoxon", "mean/paired t"
   enum class Verdict { kNoDifference, kBFaster, kBSlower } verdict = Verdict::kNoDifference;
 };
+// The estimator and test of a paired comparison (compare_paired_rounds). kMeanT: the mean log
+// ratio and the one-sample t-test (exact with Stein's first stage when the ratios are normal).
+// kHodgesLehmann: the Hodges-Lehmann shift and the Wilcoxon signed-rank test (signed_rank.h),
+// which keeps its level and most of its power when rare rounds are far off; the default, chosen by
+// the false-positive rate and power measured on the synthetic runner (docs/measurement.md).
+enum class PairedEstimator { kMeanT, kHodgesLehmann };
+const char* to_string(PairedEstimator e);
+// "mean" or "hodges-lehmann"; invalid_argument naming the accepted names otherwise.
+PairedEstimator paired_estimator_from(const std::string& name);
+
 struct CompareOptions {
   double alpha = 0.05;
   double min_effect = 0.02;  // smallest relative difference ever called a change
   double power = 0.8;        // for the minimum detectable effect
+  PairedEstimator estimator = PairedEstimator::kHodgesLehmann;  // paired comparisons only
 };
 // Welch's t-test on process means of A and B (each needs >= 2 processes).
 Comparison compare_processes(const std::vector<double>& means_a, const std::vector<double>& means_b,
@@ -98,7 +114,12 @@ Comparison compare_processes(const std::vector<double>& means_a, const std::vect
 // the pooled means cannot. rel_diff = exp(mean log ratio) - 1. Sizes must match (>= 2).
 // With first_stage = m (2 <= m < P: the process count was chosen by Stein's two-stage procedure
 // from the first m rounds, sequential.h), the spread is that of the first m log ratios and the
-// degrees of freedom m - 1, which keeps the false-positive rate at exactly alpha.
+// degrees of freedom m - 1, which keeps the false-positive rate at exactly alpha for normal ratios.
+// With opt.estimator == kHodgesLehmann the same ratios are judged by the Wilcoxon signed-rank test
+// on all rounds instead (first_stage is not used: its null distribution is exact for any fixed
+// count of rounds whose ratios are symmetric about 0), rel_diff = exp(HL shift) - 1, t holds the
+// signed-rank z and df = rounds - 1; the minimum detectable effect is the t-based one at the
+// standard error the Walsh interval implies (an approximation, stated in docs/measurement.md).
 Comparison compare_paired_rounds(const std::vector<double>& means_a,
                                  const std::vector<double>& means_b, const CompareOptions& opt = {},
                                  int first_stage = 0);
