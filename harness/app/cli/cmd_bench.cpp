@@ -78,16 +78,22 @@ void print_cells(const k3bench::BenchOutcome& b, double wide_ci) {
 // (k3reports::compare_within_run over the stored run: the paired t-test on per-round log ratios,
 // the op's minimum effect from configs/regression.toml raised to the target's noise floor), so
 // bench and report can never disagree.
-nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db_path, const std::string& root, bool print) {
+nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db_path,
+                           const std::string& root, bool print) {
   nlohmann::json rows = nlohmann::json::array();
   if (b.builds.size() != 2) return rows;
-  const k3reports::Verdict v = k3reports::within_run_verdict(db_path, b.report.run_uuid, root + "/configs/regression.toml");
+  const k3reports::Verdict v =
+      k3reports::within_run_verdict(db_path, b.report.run_uuid, root + "/configs/regression.toml");
   if (print) {
-    fmt::print("\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}; minimum effect per op "
-               "from {}{})\n",
-               b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), v.config.alpha,
-               v.config.source,
-               v.noise_floor ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor) : "");
+    fmt::print(
+        "\nbaseline {} vs candidate {} (paired t on per-round log ratios, alpha {}; minimum effect "
+        "per op "
+        "from {}{})\n",
+        b.builds[0].build_hash.substr(0, 12), b.builds[1].build_hash.substr(0, 12), v.config.alpha,
+        v.config.source,
+        v.noise_floor
+            ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor)
+            : "");
   }
   for (const auto& c : v.cells) {
     const auto& t = c.timing;
@@ -102,8 +108,8 @@ nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db
                     {"verdict", k3reports::to_string(t.outcome)},
                     {"verdict_text", text}});
     if (print) {
-      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", c.label, t.cmp.mean_a / 1e3,
-                 t.cmp.mean_b / 1e3, 100 * t.cmp.rel_diff, t.cmp.p_value, text);
+      fmt::print("  {:<52} {:>10.3f} {:>10.3f} {:>+7.2f}%  p {:<8.3g} {}\n", c.label,
+                 t.cmp.mean_a / 1e3, t.cmp.mean_b / 1e3, 100 * t.cmp.rel_diff, t.cmp.p_value, text);
     }
   }
   return rows;
@@ -126,7 +132,8 @@ nlohmann::json overhead_json(const k3bench::BenchOutcome& b) {
           {"k3tune_s", wall - r.child_wall_s}};
 }
 
-nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db_path, const std::string& root) {
+nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db_path,
+                           const std::string& root) {
   const k3bench::SweepReport& r = b.report;
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
@@ -230,6 +237,11 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--shard", a->shard,
                   "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
       ->needs(farm);
+  cmd->add_option("--lease-wait", a->farm.lease_wait_s,
+                  "with --farm: seconds to wait for a board another controller holds (0: skip it)")
+      ->needs(farm)
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   cmd->add_option("--cells-per-probe", a->farm.cells_per_probe,
                   "with --farm: cells measured between two health probes of a board")
       ->needs(farm)
@@ -246,9 +258,9 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--config", rq.grid.config,
                   "bench config TOML ([measure], [[case]] op/shapes/params/grid/model)");
   cmd->add_option("--model", rq.grid.model, "all shapes of configs/models/NAME.toml");
-  cmd->add_option(
-         "-P,--processes", rq.plan.processes,
-         fmt::format("runner processes per cell at least (default {})", k3bench::defaults::kMinProcesses))
+  cmd->add_option("-P,--processes", rq.plan.processes,
+                  fmt::format("runner processes per cell at least (default {})",
+                              k3bench::defaults::kMinProcesses))
       ->check(CLI::Range(1, 1000));
   cmd->add_option("--max-processes", rq.plan.max_processes,
                   fmt::format("adaptive ceiling per cell (default {} with --target-ci, else = -P)",
@@ -314,7 +326,8 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
     if (!a->farm.farm.empty() && ab) {
       // A paired A/B on a board: one board (the first of --board/--tag that can be taken) runs
       // both runners in the same rounds, the baseline installed next to its own.
-      if (!a->shard.empty()) throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
+      if (!a->shard.empty())
+        throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
       PlaceArgs where;
       where.farm = a->farm.farm;
       where.boards = a->farm.boards;

@@ -265,6 +265,21 @@ CREATE TABLE exact_measurements(
   measured_at TEXT NOT NULL,
   session_id TEXT);                      -- the tuning session that counted it first
 )sql",
+    // 7 -> 8: board state that outlives a run (harness/host/farm/farm_store.h): every quarantine,
+    // release and recovery of a board, so a quarantined board stays out of later runs (and of
+    // other controllers sharing or merging this database) until it is released or probes healthy.
+    R"sql(
+CREATE TABLE farm_board_events(
+  farm TEXT NOT NULL,                    -- the inventory's farm name
+  board TEXT NOT NULL,
+  at TEXT NOT NULL,                      -- UTC with microseconds: the latest event is the board's state
+  event TEXT NOT NULL CHECK(event IN ('quarantined', 'released', 'recovered')),
+  fault TEXT,                            -- quarantined: unreachable, host-key, rebooted, ...
+  reason TEXT NOT NULL,                  -- one line
+  run_uuid TEXT,                         -- the run that quarantined or re-probed the board
+  actor TEXT NOT NULL,                   -- host:pid of the controller or of `k3tune farm release`
+  PRIMARY KEY(farm, board, at, event));
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {
