@@ -6,7 +6,7 @@
 //   FarmSshState (label farm; the loopback farm of real sshd boards running the riscv64 k3bench
 //   under qemu-user): a quarantine outlives its run until `farm release --board`, or until a
 //   healthy probe when the inventory says so; a second controller waits for a board the first
-//   holds and then measures; two controllers on the same boards both measure every cell; a
+//   holds and then measures; a one-board command waits for its board; two controllers on the same boards both measure every cell; a
 //   controller-side failure (the database locked past its busy timeout) fails the run with one
 //   line and quarantines nothing.
 #include <gtest/gtest.h>
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
+#include "harness/host/farm/background_process.h"
 #include "harness/host/farm/farm_store.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/store/database.h"
@@ -325,6 +326,40 @@ TEST_F(FarmSshState, ASecondControllerWaitsForTheBoardAndThenMeasures) {
   };
   EXPECT_GE(text_of(db_b, "SELECT min(taken_at) FROM farm_probes WHERE board = 'b1'"),
             text_of(db(), "SELECT max(taken_at) FROM farm_probes WHERE board = 'b1'"));
+}
+
+// A one-board command (count --farm) whose only board is leased by `farm lease --hold 4` waits
+// for it, says so once (not quiet: the notes are on stderr), and counts when it is let go.
+TEST_F(FarmSshState, AOneBoardCommandWaitsForItsBoardAndThenCounts) {
+  auto holder = std::make_unique<k3farm::BackgroundProcess>(
+      std::vector<std::string>{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "farm", "--farm",
+                               farm_file_, "lease", "--board", "b1", "--hold", "4"});
+  ASSERT_EQ(holder->read_line(60), std::optional<std::string>("leased b1"))
+      << holder->stderr_text();
+  const auto start = std::chrono::steady_clock::now();
+  const auto r = run_k3tune({"--json", "count", "--farm", farm_file_, "--board", "b1",
+                             "--lease-wait", "120", "--case", "linear_decode n=64,k=256"});
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  std::printf("count --farm waited for b1 and counted in %.1f s\n", took);
+  EXPECT_NE(r.err.find("board b1 not used: board b1: leased by "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("waiting up to 120 s for b1 (held by another controller)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out).at(0)["instructions_per_call"].get<double>(), 0);
+  EXPECT_EQ(count_in("SELECT count(*) FROM farm_leases"), 0);
+  // Without a wait the same command gives up at once, naming the holder.
+  auto again = std::make_unique<k3farm::BackgroundProcess>(
+      std::vector<std::string>{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "farm", "--farm",
+                               farm_file_, "lease", "--board", "b1", "--hold", "30"});
+  ASSERT_EQ(again->read_line(60), std::optional<std::string>("leased b1"));
+  const auto refused = k3tune({"count", "--farm", farm_file_, "--board", "b1", "--lease-wait", "0",
+                               "--case", "linear_decode n=64,k=256"});
+  EXPECT_EQ(refused.code, 2);
+  EXPECT_NE(refused.err.find("--farm loopback: no board could be taken (b1: board b1: leased by "),
+            std::string::npos)
+      << refused.err;
 }
 
 // Two controllers on the same two boards and the same database: the second waits for whichever

@@ -332,6 +332,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       where.farm = a->farm.farm;
       where.boards = a->farm.boards;
       where.tags = a->farm.tags;
+      where.lease_wait_s = a->farm.lease_wait_s;
       place = std::make_unique<MeasuringPlace>(ctx, where, *cmd);
     } else if (!a->farm.farm.empty()) {
       if (cmd->get_option("--target")->count() > 0)
