@@ -2,13 +2,14 @@
 //   FarmState (label harness; local boards running the host k3bench, no sshd): board events merge
 //   from shard databases and the latest is the state; quarantine_until is validated; a farm beyond
 //   the open-file hard limit is refused (prlimit), and one within it runs although the soft limit
-//   given was too low (k3tune raises it to the hard limit).
+//   given was too low (k3tune raises it to the hard limit); two controllers sharing a database
+//   with --shared-queue measure every cell exactly once between them.
 //   FarmSshState (label farm; the loopback farm of real sshd boards running the riscv64 k3bench
 //   under qemu-user): a quarantine outlives its run until `farm release --board`, or until a
 //   healthy probe when the inventory says so; a second controller waits for a board the first
-//   holds and then measures; a one-board command waits for its board; two controllers on the same boards both measure every cell; a
-//   controller-side failure (the database locked past its busy timeout) fails the run with one
-//   line and quarantines nothing.
+//   holds and then measures; a one-board command waits for its board; two controllers on the same
+//   boards both measure every cell; a controller-side failure (the database locked past its busy
+//   timeout) fails the run with one line and quarantines nothing.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -153,6 +154,82 @@ TEST(FarmState, AFarmBeyondTheOpenFileHardLimitIsRefusedOneWithinItRuns) {
   EXPECT_EQ(ran.json()["measured_cells"], 1);
   std::printf("20 local boards: refused under nofile 128:128; measured under 128:4096 in %.1f s\n",
               ran.json()["wall_s"].get<double>());
+}
+
+// Two controllers (real k3tune processes) on one database, each with its own local board, run the
+// same command with --shared-queue: every cell is measured exactly once, by one of them.
+TEST(FarmState, ControllersSharingADatabaseShareOneQueue) {
+  TempDir tmp;
+  write_file(tmp / "farm.toml",
+             std::string("[farm]\nname = \"two-local\"\n[defaults]\nkind = \"local\"\n") +
+                 "runner = \"" + K3BENCH_PATH + "\"\nvariant = \"host\"\ntimeout_s = 120\n" +
+                 "[boards.l1]\nwork_dir = \"" + (tmp / "l1") + "\"\n[boards.l2]\nwork_dir = \"" +
+                 (tmp / "l2") + "\"\n");
+  const std::string db = tmp / "results.db";
+  auto job = [&](const std::string& board, std::vector<std::string> extra = {}) {
+    std::vector<std::string> argv{K3TUNE_PATH,
+                                  "--root",
+                                  K3TUNE_ROOT,
+                                  "--db",
+                                  db,
+                                  "-q",
+                                  "--json",
+                                  "bench",
+                                  "--farm",
+                                  tmp / "farm.toml",
+                                  "--board",
+                                  board,
+                                  "--shared-queue",
+                                  "--op",
+                                  "linear_decode",
+                                  "--shape",
+                                  "n=96,k=256",
+                                  "--shape",
+                                  "n=128,k=256",
+                                  "--shape",
+                                  "n=64,k=128",
+                                  "--grid",
+                                  "workers=1,2",
+                                  "-P",
+                                  "2",
+                                  "--target-ci",
+                                  "0",
+                                  "-R",
+                                  "2",
+                                  "--min-time",
+                                  "0.02",
+                                  "--cells-per-probe",
+                                  "1"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return run(argv);
+  };
+  const auto bad = job("l1", {"--shard", "1/2"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err.rfind("k3tune: --shared-queue and --shard: ", 0), 0u) << bad.err;
+  EXPECT_FALSE(fs::exists(db));
+  auto a = std::async(std::launch::async, [&] { return job("l1"); });
+  auto b = std::async(std::launch::async, [&] { return job("l2"); });
+  const auto ra = a.get(), rb = b.get();
+  ASSERT_EQ(ra.code, 0) << ra.err;
+  ASSERT_EQ(rb.code, 0) << rb.err;
+  const auto ja = ra.json(), jb = rb.json();
+  std::printf("shared queue: controller on l1 measured %d, on l2 %d of 6 cells (%.1f s, %.1f s)\n",
+              ja["measured_cells"].get<int>(), jb["measured_cells"].get<int>(),
+              ja["wall_s"].get<double>(), jb["wall_s"].get<double>());
+  EXPECT_EQ(ja["measured_cells"].get<int>() + jb["measured_cells"].get<int>(), 6);
+  EXPECT_EQ(ja["skipped_cells"].get<int>() + jb["skipped_cells"].get<int>(), 6);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM farm_sweep_cells WHERE outcome = 'measured'"), 6);
+  EXPECT_EQ(count(db,
+                  "SELECT count(DISTINCT cell_index) FROM farm_sweep_cells WHERE outcome = "
+                  "'measured'"),
+            6);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 6);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM farm_queue_claims WHERE state = 'done'"), 6);
+  // The same command again: every cell is done in the shared queue; nothing is measured twice.
+  const auto again = job("l2");
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_EQ(again.json()["skipped_cells"], 6);
+  EXPECT_EQ(count(db, "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 6);
 }
 
 class FarmSshState : public LoopbackFarmTest {

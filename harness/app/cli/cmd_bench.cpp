@@ -237,6 +237,10 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--shard", a->shard,
                   "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
       ->needs(farm);
+  cmd->add_flag("--shared-queue", a->farm.shared_queue,
+                "with --farm: jobs running this same command on this database share one queue of "
+                "cells (each cell measured by one job)")
+      ->needs(farm);
   cmd->add_option("--lease-wait", a->farm.lease_wait_s,
                   "with --farm: seconds to wait for a board another controller holds (0: skip it)")
       ->needs(farm)

@@ -135,6 +135,7 @@ struct SweepContext {
   k3bench::SweepOptions options;
   FarmBenchOutcome& out;
   CellQueue queue;
+  std::string queue_key;           // --shared-queue: the claims' key ("" : not shared)
   std::string controller_failure;  // the first one; set: the run ends, no board is blamed
 
   // A failure of this controller (database, descriptors, k3tune's own code): the run stops.
@@ -219,10 +220,36 @@ class BoardWorker {
                              run, key, outcome, reason, ctx_.rq.shard.text()});
   }
 
+  // With a shared queue: the cells of `taken` this controller may measure (claimed in the
+  // database); the others are another controller's and end here as skipped. Returns the claimed.
+  std::vector<std::size_t> claimed(const std::vector<std::size_t>& taken) {
+    if (ctx_.queue_key.empty()) return taken;
+    std::vector<std::size_t> mine;
+    for (auto p : taken) {
+      auto& c = ctx_.out.cells[p];
+      std::string holder;
+      if (claim_cell(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid,
+                     &holder)) {
+        mine.push_back(p);
+        continue;
+      }
+      std::lock_guard lock(ctx_.queue.mu());
+      c.status = "skipped";
+      c.reason = "shared queue: " + holder;
+      row(p, "", "", "skipped", c.reason);
+    }
+    return mine;
+  }
+
   // One batch on this board. False: the board leaves the run (or the queue is done).
   bool measure_batch() {
-    const auto batch = ctx_.queue.take(ctx_.rq.cells_per_probe);
-    if (batch.empty()) return false;
+    const auto taken = ctx_.queue.take(ctx_.rq.cells_per_probe);
+    if (taken.empty()) return false;
+    const auto batch = claimed(taken);
+    if (batch.empty()) {
+      ctx_.queue.finish({});
+      return true;
+    }
     std::vector<k3bench::CellSpec> specs;
     {
       std::lock_guard lock(ctx_.queue.mu());
@@ -288,6 +315,8 @@ class BoardWorker {
           c.run_uuid = opt.run_uuid;
           c.cell_key = key;
           row(batch[i], opt.run_uuid, key, "measured", "");
+          if (!ctx_.queue_key.empty())
+            finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
           continue;
         }
         row(batch[i], opt.run_uuid, key, "moved", why);
@@ -331,6 +360,8 @@ class BoardWorker {
       c.reason = o.aggregate.reason;
     }
     row(p, run, o.cell_key, c.status, c.reason);
+    if (!ctx_.queue_key.empty())
+      finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
   }
 
   SweepContext& ctx_;
@@ -364,6 +395,10 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
   out.farm_name = cfg.name;
   out.farm_source = cfg.source;
   out.boards = chosen_boards(cfg, rq);
+  if (rq.shared_queue && rq.shard.count > 1)
+    throw k3bench::UserError(
+        "--shared-queue and --shard: a shared queue balances the jobs itself; give every job the "
+        "same command without --shard");
   try {
     k3farm::require_descriptors_for(out.boards.size());
   } catch (const std::invalid_argument& e) {
@@ -399,7 +434,17 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
   out.samples_before = sample_count(*db);
   out.sweep_uuid = k3bench::new_uuid();
   k3farm::Farm farm(cfg, root, db.get(), out.sweep_uuid);
-  SweepContext ctx{root, rq, farm, opt, out, {}, {}};
+  SweepContext ctx{root, rq, farm, opt, out, {}, {}, {}};
+  if (rq.shared_queue) {
+    // What identifies "the same command": the farm, the cells in canonical order and how they are
+    // measured (the boards each job takes may differ).
+    std::string identity = cfg.name;
+    for (const auto& c : all)
+      identity += "\n" + c.label() + " " + c.settings.to_json().dump() + " " + c.params.dump();
+    identity += fmt::format("\nprocesses {}-{} ci {}", opt.rounds.min_processes,
+                            opt.rounds.max_processes, opt.rounds.target_ci);
+    ctx.queue_key = k3bench::sha256_text(identity);
+  }
   for (const auto p : shard_positions(all.size(), rq.shard)) {
     FarmCellResult c;
     c.index = p;
@@ -445,6 +490,8 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
         out.sweep_uuid, ctx.controller_failure));
   for (const auto p : ctx.queue.left()) {
     auto& c = out.cells[p];
+    if (!ctx.queue_key.empty())  // another controller of the shared queue may measure it
+      drop_claim(*db, ctx.queue_key, static_cast<int>(c.index), out.sweep_uuid);
     c.status = "unmeasured";
     c.reason = "no healthy board left in the run";
     insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "", "",

@@ -16,7 +16,8 @@
 //      timeouts) quarantines the board; the batch's cells not finished go back to the queue for
 //      the other boards. A cell is handed out at most `max_attempts` times.
 // With `resume`, a cell already measured on any chosen board (same build and settings) is
-// skipped, and a board adopts its own interrupted processes of a cell (sweep.h).
+// skipped, and a board adopts its own interrupted processes of a cell (sweep.h). With
+// `shared_queue`, cells are claimed in the database before a board measures them (see above).
 // A failure of the controller itself (the database busy past its timeout, descriptors or
 // processes exhausted, an exception from k3tune's code) stops every board thread and throws
 // k3farm::ControllerFailure; no board is quarantined for it and committed samples stay. Before any
@@ -44,6 +45,10 @@ struct FarmBenchRequest {
   int cells_per_probe = 8;
   int max_attempts = 3;
   double lease_wait_s = 600;  // how long a board held by another controller is waited for
+  // Controllers running this same command on this same database share one queue: each takes a
+  // cell only after claiming it there (farm_queue_claims); a cell another live controller claimed
+  // or finished is "skipped" here. A job array's jobs balance themselves this way.
+  bool shared_queue = false;
 };
 
 struct FarmCellResult {
