@@ -6,13 +6,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "farm_test_support.h"
 #include "harness/host/farm/background_process.h"
-#include "harness/host/store/database.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farm/farm_store.h"
-#include "farm_test_support.h"
-#include "harness/host/store/maintenance.h"
 #include "harness/host/farm/shell_quote.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/maintenance.h"
 
 namespace {
 
@@ -134,7 +134,7 @@ TEST_F(FarmInventory, BadInputIsOneLineNamingFileLineAndKey) {
   EXPECT_EQ(error_of(head + "[boards.x]\nhost = \"h\"\ncolour = \"red\"\n"),
             f + ":8: boards.x.colour: unknown key (known: kind, host, port, user, identity, "
                 "known_hosts, exec_prefix, work_dir, cpus, tags, variant, runner, timeout_s, env, "
-                "test_hooks)");
+                "quarantine_until, test_hooks)");
   EXPECT_EQ(
       error_of("[defaults]\nidentity = \"id\"\nwork_dir = \"/w\"\n[boards.x]\nhost = \"h\"\n"),
       f + ":4: boards.x.known_hosts: missing: host keys are always checked (set "

@@ -294,6 +294,15 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--shard", a->shard,
                   "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
       ->needs(farm);
+  cmd->add_flag("--shared-queue", a->farm.shared_queue,
+                "with --farm: jobs running this same command on this database share one queue of "
+                "cells (each cell measured by one job)")
+      ->needs(farm);
+  cmd->add_option("--lease-wait", a->farm.lease_wait_s,
+                  "with --farm: seconds to wait for a board another controller holds (0: skip it)")
+      ->needs(farm)
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
   cmd->add_option("--cells-per-probe", a->farm.cells_per_probe,
                   "with --farm: cells measured between two health probes of a board")
       ->needs(farm)
@@ -395,6 +404,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       where.farm = a->farm.farm;
       where.boards = a->farm.boards;
       where.tags = a->farm.tags;
+      where.lease_wait_s = a->farm.lease_wait_s;
       place = std::make_unique<MeasuringPlace>(ctx, where, *cmd);
     } else if (!a->farm.farm.empty()) {
       if (cmd->get_option("--target")->count() > 0)

@@ -1,6 +1,6 @@
 // `k3tune farm list|probe|lease|release`: the board farm by hand. Thin: parse, call k3::farm,
 // print. Leases are recovered only explicitly: `release --stale` removes leases whose holder is
-// gone.
+// gone. Quarantines outlive their run: `list` shows them, `release --board B` lifts them.
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -10,9 +10,10 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
-#include "harness/host/store/database.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farm/farm_store.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
 
 namespace k3cli {
 namespace {
@@ -22,6 +23,7 @@ struct FarmArgs {
   std::vector<std::string> boards;  // empty: all
   std::vector<std::string> tags;
   double hold_s = 0;
+  double lease_wait_s = 0;
   bool stale = false;
 };
 
@@ -55,13 +57,25 @@ nlohmann::json lease_json(const k3farm::LeaseState& s) {
           {"why", s.why}};
 }
 
+nlohmann::json state_json(const k3farm::BoardEventRow& e) {
+  return {{"event", e.event},
+          {"at", e.at},
+          {"fault", e.fault},
+          {"reason", e.reason},
+          {"run_uuid", e.run_uuid},
+          {"actor", e.actor},
+          {"quarantined", e.quarantined()}};
+}
+
 void list(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
   std::map<std::string, k3farm::LeaseRow> rows;
+  std::map<std::string, k3farm::BoardEventRow> states;
   if (db_exists(ctx.db_path())) {
     auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
     for (auto& r : k3farm::lease_rows(*db)) rows[r.board] = r;
+    states = k3farm::board_states(*db, cfg.name);
   }
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
   nlohmann::json out = nlohmann::json::array();
@@ -75,9 +89,12 @@ void list(const AppContext& ctx, const FarmArgs& a) {
                         {"tags", b.config().tags},
                         {"exec_prefix", b.config().exec_prefix},
                         {"runner", b.local_runner(ctx.root)},
-                        {"lease", nullptr}};
+                        {"lease", nullptr},
+                        {"quarantine_until", b.config().quarantine_until},
+                        {"state", nullptr}};
     if (auto it = rows.find(name); it != rows.end())
       j["lease"] = lease_json(k3farm::judge_lease(it->second, &b));
+    if (auto it = states.find(name); it != states.end()) j["state"] = state_json(it->second);
     out.push_back(j);
   }
   if (ctx.json) {
@@ -101,6 +118,19 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     fmt::print("  {:<16} {:<6} {:<28} tags {:<18} {}\n", j["board"].get<std::string>(),
                j["kind"].get<std::string>(), j["where"].get<std::string>(),
                fmt::format("{}", fmt::join(j["tags"].get<std::vector<std::string>>(), ",")), lease);
+    const auto& st = j["state"];
+    if (!st.is_null() && st["event"] == "quarantined")
+      fmt::print("  {:<16} QUARANTINED since {} ({}, run {}): {}; until {}\n", "",
+                 st["at"].get<std::string>(), st["fault"].get<std::string>(),
+                 st["run_uuid"].get<std::string>(), st["reason"].get<std::string>(),
+                 j["quarantine_until"] == "healthy"
+                     ? "a run probes it healthy, or k3tune farm release --board " +
+                           j["board"].get<std::string>()
+                     : "k3tune farm release --board " + j["board"].get<std::string>());
+    else if (!st.is_null())
+      fmt::print("  {:<16} {} {} by {}: {}\n", "", st["event"].get<std::string>(),
+                 st["at"].get<std::string>(), st["actor"].get<std::string>(),
+                 st["reason"].get<std::string>());
   }
 }
 
@@ -174,7 +204,10 @@ void lease(const AppContext& ctx, const FarmArgs& a) {
   sigprocmask(SIG_BLOCK, &set, nullptr);
   for (const auto& name : names) {
     try {
-      farm.lease(name);
+      k3farm::LeaseWait wait;
+      wait.max_s = a.lease_wait_s;
+      wait.on_waiting = [](const std::string& why) { fmt::print(stderr, "k3tune: {}\n", why); };
+      farm.lease(name, wait);
     } catch (const k3farm::LeaseError& e) {
       throw k3bench::UserError(e.what());  // ~Farm releases what was leased so far
     } catch (const k3farm::BoardError& e) {
@@ -194,11 +227,42 @@ void lease(const AppContext& ctx, const FarmArgs& a) {
   }
 }
 
+// `release --board B`: lifts the standing quarantine of each named board (all of them must be
+// quarantined: otherwise nothing is written).
+void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
+  const auto cfg = load(ctx, a);
+  const auto names = chosen(cfg, a);
+  std::map<std::string, k3farm::BoardEventRow> states;
+  std::unique_ptr<k3store::Connection> db;
+  if (db_exists(ctx.db_path())) {
+    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    states = k3farm::board_states(*db, cfg.name);
+  }
+  for (const auto& name : names)
+    if (!states.count(name) || !states[name].quarantined())
+      throw k3bench::UserError(
+          fmt::format("--board {}: not quarantined in {} (a stale lease is recovered with --stale)",
+                      name, ctx.db_path()));
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& name : names) {
+    const auto& q = states[name];
+    k3farm::insert_board_event(
+        *db, {cfg.name, name, k3store::now_utc_us(), "released", "",
+              fmt::format("quarantine of {} lifted by hand ({}: {})", q.at, q.fault, q.reason), "",
+              k3farm::this_actor()});
+    out.push_back({{"board", name}, {"released", state_json(q)}});
+    if (!ctx.json)
+      fmt::print("board {}: quarantine of {} ({}: {}) lifted\n", name, q.at, q.fault, q.reason);
+  }
+  if (ctx.json) std::cout << out.dump(2) << "\n";
+}
+
 void release(const AppContext& ctx, const FarmArgs& a) {
-  if (!a.stale)
+  if (!a.stale && a.boards.empty())
     throw k3bench::UserError(
-        "release: only --stale (leases whose holder is gone) is recovered here; a live lease is "
-        "released by stopping its holder");
+        "release: --board B lifts that board's quarantine, --stale recovers leases whose holder "
+        "is gone; a live lease is released by stopping its holder");
+  if (!a.stale) return lift_quarantines(ctx, a);
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
   if (!db_exists(ctx.db_path())) {
@@ -240,14 +304,17 @@ void add_farm_command(CLI::App& app, AppContext& ctx) {
   farm->add_option("--farm", a->farm,
                    "farm file, or 'local' (built-in: host + qemu-user boards); default: "
                    "$K3TUNE_FARM, else <root>/configs/farm.toml, else local");
-  auto* ls = farm->add_subcommand("list", "boards, where they are, and who holds each lease");
+  auto* ls = farm->add_subcommand(
+      "list", "boards, where they are, who holds each lease, and standing quarantines");
   auto* pr = farm->add_subcommand("probe",
                                   "deploy the runner and probe health (uptime, load, "
                                   "memory, thermal, cpufreq, marchid, vlenb, TCM)");
   auto* le = farm->add_subcommand("lease",
                                   "take exclusive leases and hold them until a signal "
                                   "(or --hold seconds)");
-  auto* re = farm->add_subcommand("release", "recover stale leases (--stale)");
+  auto* re = farm->add_subcommand(
+      "release",
+      "lift a board's standing quarantine (--board B), or recover stale leases (--stale)");
   farm->fallthrough();  // global options (--json, --db) may follow the subcommands too
   for (auto* cmd : {ls, pr, le, re}) {
     cmd->fallthrough();
@@ -256,7 +323,12 @@ void add_farm_command(CLI::App& app, AppContext& ctx) {
   }
   le->add_option("--hold", a->hold_s, "seconds to hold (0: until SIGINT/SIGTERM)")
       ->check(CLI::Range(0.0, 1e7));
-  re->add_flag("--stale", a->stale, "remove leases whose holder process is gone");
+  le->add_option("--lease-wait", a->lease_wait_s,
+                 "seconds to wait for a board another controller holds (default 0: refuse)")
+      ->check(CLI::Range(0.0, 1e6));
+  re->add_flag("--stale", a->stale,
+               "remove leases whose holder process is gone (without it: lift the quarantine of "
+               "the --board boards)");
   ls->callback([&ctx, a] { list(ctx, *a); });
   pr->callback([&ctx, a] { probe(ctx, *a); });
   le->callback([&ctx, a] { lease(ctx, *a); });

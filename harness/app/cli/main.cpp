@@ -6,9 +6,11 @@
 #include <fmt/format.h>
 
 #include "harness/app/cli/app_context.h"
+#include "harness/host/farm/board.h"
+#include "harness/host/farm/open_files.h"
+#include "harness/host/store/sqlite.h"
 #include "harness/host/targets/build_presets.h"
 #include "harness/host/targets/runner_facts.h"
-#include "harness/host/store/sqlite.h"
 
 namespace k3cli {
 
@@ -53,6 +55,9 @@ std::unique_ptr<k3targets::Target> AppContext::target(const std::string& name) c
 
 int main(int argc, char** argv) {
   using namespace k3cli;
+  // Soft open-file limit up to the hard one, for this process and all it starts: a farm of many
+  // boards holds ~10 descriptors per board (farm commands refuse a farm beyond the hard limit).
+  k3farm::raise_open_file_limit();
   AppContext ctx;
   const char* env_root = std::getenv("K3TUNE_ROOT");
   ctx.root = env_root ? env_root : K3TUNE_SOURCE_DIR;
@@ -110,9 +115,13 @@ int main(int argc, char** argv) {
   } catch (const k3targets::FactsError& e) {  // a runner that cannot describe itself
     std::cerr << "k3tune: " << e.what() << "\n";
     return kUsage;
-  } catch (const k3targets::TargetLost& e) {  // a farm board lost mid-command: measured work is kept
+  } catch (
+      const k3targets::TargetLost& e) {  // a farm board lost mid-command: measured work is kept
     std::cerr << "k3tune: " << e.what() << "\n";
     return kCellsFailed;
+  } catch (const k3farm::ControllerFailure& e) {  // this machine's fault, not a board's
+    std::cerr << "k3tune: " << e.what() << "\n";
+    return kProblems;
   } catch (const std::exception& e) {
     std::cerr << "k3tune: internal error: " << e.what() << "\n";
     return kProblems;

@@ -10,12 +10,22 @@
 namespace k3cli {
 
 void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target) {
-  if (target) cmd->add_option("--target", args.target, "target name (configs/targets.toml)")->capture_default_str();
-  auto* farm = cmd->add_option("--farm", args.farm,
-                               "measure on a board of this farm instead: a farm file, or 'local' (host + qemu boards)");
-  cmd->add_option("--board", args.boards, "with --farm: the board (repeatable: the first that can be leased)")
+  if (target)
+    cmd->add_option("--target", args.target, "target name (configs/targets.toml)")
+        ->capture_default_str();
+  auto* farm = cmd->add_option(
+      "--farm", args.farm,
+      "measure on a board of this farm instead: a farm file, or 'local' (host + qemu boards)");
+  cmd->add_option("--board", args.boards,
+                  "with --farm: the board (repeatable: the first that can be leased)")
       ->needs(farm);
-  cmd->add_option("--tag", args.tags, "with --farm: a board with every tag (repeatable)")->needs(farm);
+  cmd->add_option("--tag", args.tags, "with --farm: a board with every tag (repeatable)")
+      ->needs(farm);
+  cmd->add_option("--lease-wait", args.lease_wait_s,
+                  "with --farm: seconds to wait when every board is held by another controller")
+      ->needs(farm)
+      ->check(CLI::Range(0.0, 1e6))
+      ->capture_default_str();
 }
 
 FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
@@ -41,9 +51,11 @@ MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, con
   const FarmBoards f = farm_boards(ctx, args, cmd);
   farm_name_ = f.farm.name;
   board_ = std::make_unique<k3farmbench::LeasedBoard>(
-      f.farm, ctx.root, ctx.db_path(), f.boards, [&ctx](const std::string& line) {
+      f.farm, ctx.root, ctx.db_path(), f.boards,
+      [&ctx](const std::string& line) {
         if (!ctx.quiet) std::cerr << "k3tune: " << line << "\n";
-      });
+      },
+      args.lease_wait_s);
 }
 
 const k3targets::Target& MeasuringPlace::target() const {

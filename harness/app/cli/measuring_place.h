@@ -20,10 +20,11 @@ struct PlaceArgs {
   std::string target = "local";
   std::string farm;  // "" : measure on the target
   std::vector<std::string> boards, tags;
+  double lease_wait_s = 600;  // with --farm: how long to wait when every board is held by others
 };
 
 // Adds --target (unless `target` is false: a command that runs on a farm board or its own way),
-// --farm, --board, --tag to `cmd` (--board and --tag need --farm).
+// --farm, --board, --tag, --lease-wait to `cmd` (the last three need --farm).
 void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target = true);
 
 // The farm and its boards that --farm/--board/--tag name (in inventory order); UserError for an

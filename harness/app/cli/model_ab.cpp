@@ -115,7 +115,7 @@ std::vector<ModelAbRow> model_ab(const std::string& db_path, const k3reports::Ju
 std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::string& baseline,
                               const std::string& candidate) {
   std::string s = fmt::format(
-      "\nbaseline {} vs candidate {}, measured in the same rounds (paired t-test on per-round log "
+      "\nbaseline {} vs candidate {}, measured in the same rounds (the paired test of the rules on per-round log "
       "ratios):\n\n| test | verdict | change | p | MDE | rounds |\n|---|---|---:|---:|---:|---:|\n",
       baseline, candidate);
   for (const auto& r : rows)

@@ -119,6 +119,14 @@ const char* to_string(Fault f) {
   return "?";
 }
 
+Fault fault_from_string(const std::string& name) {
+  for (Fault f :
+       {Fault::kNone, Fault::kCell, Fault::kRunnerTimeout, Fault::kUnreachable, Fault::kHostKey,
+        Fault::kUnresponsive, Fault::kRebooted, Fault::kProbeFailed, Fault::kRepeatedTimeouts})
+    if (name == to_string(f)) return f;
+  return Fault::kProbeFailed;
+}
+
 bool is_board_fault(Fault f) {
   return f != Fault::kNone && f != Fault::kCell && f != Fault::kRunnerTimeout;
 }
@@ -157,6 +165,9 @@ k3targets::ProcessResult Board::exec(const std::vector<std::string>& argv, doubl
 
 Fault Board::classify(const k3targets::ProcessResult& r, std::string* reason) const {
   if (r.ok()) return Fault::kNone;
+  if (r.spawn_failed)
+    throw ControllerFailure(fmt::format("controller: cannot start a command for board {}: {}",
+                                        name(), last_line(r.err)));
   if (auto why = transport_->connection_failure(r)) {
     *reason = fmt::format("board {}: {}", name(), *why);
     return why->rfind("host key", 0) == 0 ? Fault::kHostKey : Fault::kUnreachable;
@@ -303,7 +314,8 @@ HealthSample Board::probe() const {
     return s;
   }
   if (deployed_) {
-    const auto facts = run_runner(k3targets::runner_facts_args(), std::min(config_.timeout_s, 300.0));
+    const auto facts =
+        run_runner(k3targets::runner_facts_args(), std::min(config_.timeout_s, 300.0));
     if (!facts.ok()) {
       s.error = fmt::format("board {}: runner probe failed: {}", name(), facts.reason);
       return s;

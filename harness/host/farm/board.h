@@ -21,8 +21,8 @@
 
 #include "harness/host/farm/health.h"
 #include "harness/host/farm/inventory.h"
-#include "harness/host/targets/process.h"
 #include "harness/host/farm/transport.h"
+#include "harness/host/targets/process.h"
 
 namespace k3farm {
 
@@ -39,12 +39,21 @@ enum class Fault {
   kRepeatedTimeouts,  // farm.max_timeouts runner timeouts in a row
 };
 const char* to_string(Fault f);
+// The inverse of to_string (kProbeFailed for a name this k3tune does not know).
+Fault fault_from_string(const std::string& name);
 // Board faults quarantine the board; kCell and kRunnerTimeout do not (by themselves).
 bool is_board_fault(Fault f);
 
 struct BoardError : std::runtime_error {
   BoardError(Fault f, const std::string& what) : std::runtime_error(what), fault(f) {}
   Fault fault;
+};
+
+// A failure on the controller's side (no pipe or process could be made: out of descriptors or
+// processes; the database; k3tune's own code): never a board's fault. It ends the run with this
+// one line; no board is quarantined for it; what was committed stays.
+struct ControllerFailure : std::runtime_error {
+  using std::runtime_error::runtime_error;
 };
 
 struct DeployResult {
@@ -101,7 +110,8 @@ class Board {
   // Facts, then (with a deployed runner) vlenb and TCM status. A failed probe returns ok = false
   // with the reason; an unreachable board reads as such.
   HealthSample probe() const;
-  // The fault behind a failed exec/run of this board (kNone when `r` is ok).
+  // The fault behind a failed exec/run of this board (kNone when `r` is ok). Throws
+  // ControllerFailure when this machine could not even start the command (pipe or fork failed).
   Fault classify(const k3targets::ProcessResult& r, std::string* reason) const;
 
  private:

@@ -1,8 +1,11 @@
 #include "harness/host/farm/farm.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -38,6 +41,9 @@ FarmConfig Farm::load(const std::string& spec, const std::string& root) {
 Farm::Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid)
     : config_(std::move(config)), root_(std::move(root)), db_(db), run_uuid_(std::move(run_uuid)) {
   for (const auto& b : config_.boards) states_[b.name].board = std::make_unique<Board>(config_, b);
+  if (db_ != nullptr)
+    for (auto& [name, event] : board_states(*db_, config_.name))
+      if (event.quarantined() && states_.count(name)) states_[name].standing = event;
 }
 
 Farm::~Farm() {
@@ -73,17 +79,51 @@ Board& Farm::board(const std::string& name) {
   return *state(name).board;
 }
 
-void Farm::lease(const std::string& board) {
+bool Farm::keep_out_standing(const std::string& board) {
   std::lock_guard lock(mu_);
   State& s = state(board);
-  if (s.lease) return;
+  if (!s.standing || s.board->config().quarantine_until == "healthy") return false;
+  if (!s.quarantine)
+    s.quarantine = QuarantineEntry{
+        fault_from_string(s.standing->fault),
+        fmt::format("board {}: quarantined since {} (run {}): {}; `k3tune farm release --board {}` "
+                    "lets it back in",
+                    board, s.standing->at, s.standing->run_uuid, s.standing->reason, board)};
+  return true;
+}
+
+void Farm::lease(const std::string& board, const LeaseWait& wait) {
   if (db_ == nullptr) throw LeaseError("leasing needs the results database");
-  release_leases_on_interrupt(db_->path());  // Ctrl-C leaves no stale lease behind
-  try {
-    s.lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
-  } catch (const BoardError& e) {
-    quarantine(board, e.fault, e.what());
-    throw;
+  if (keep_out_standing(board)) throw BoardQuarantined(quarantined_boards().at(board).reason);
+  const auto start = std::chrono::steady_clock::now();
+  bool told = false;
+  for (;;) {
+    try {
+      std::lock_guard lock(mu_);
+      State& s = state(board);
+      if (s.lease) return;
+      release_leases_on_interrupt(db_->path());  // Ctrl-C leaves no stale lease behind
+      s.lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
+      return;
+    } catch (const LeaseBusy& e) {
+      // Another controller measures on the board: wait for it (unlocked, so this run's other
+      // boards go on), unless the wait is over or there is nothing left to measure.
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited >= wait.max_s || (wait.keep_waiting && !wait.keep_waiting())) {
+        if (waited < 1) throw;
+        throw LeaseBusy(
+            fmt::format("{} (waited {:.0f} s; --lease-wait {:g})", e.what(), waited, wait.max_s));
+      }
+      if (!told && wait.on_waiting)
+        wait.on_waiting(fmt::format("{}; waiting for it (up to {:g} s)", e.what(), wait.max_s));
+      told = true;
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(1.0, wait.max_s - waited)));
+    } catch (const BoardError& e) {
+      quarantine(board, e.fault, e.what());
+      throw;
+    }
   }
 }
 
@@ -99,7 +139,7 @@ bool Farm::leased(const std::string& board) const {
 
 bool Farm::prepare(const std::string& board) {
   State& s = state(board);
-  if (quarantined(board)) return false;
+  if (quarantined(board) || keep_out_standing(board)) return false;
   try {
     s.board->deploy(s.board->local_runner(root_));
   } catch (const BoardError& e) {
@@ -107,6 +147,14 @@ bool Farm::prepare(const std::string& board) {
     return false;
   }
   s.prepared = probe(board).ok;
+  std::lock_guard lock(mu_);
+  if (s.prepared && s.standing) {  // quarantine_until = "healthy", and it is
+    insert_board_event(*db_, {config_.name, board, k3store::now_utc_us(), "recovered", "",
+                              fmt::format("probed healthy (quarantined since {}: {})",
+                                          s.standing->at, s.standing->reason),
+                              run_uuid_, this_actor()});
+    s.standing.reset();
+  }
   return s.prepared;
 }
 
@@ -177,8 +225,12 @@ void Farm::quarantine(const std::string& board, Fault fault, const std::string& 
   State& s = state(board);
   if (s.quarantine) return;
   s.quarantine = QuarantineEntry{fault, reason};
-  if (db_ != nullptr)
-    insert_quarantine(*db_, {run_uuid_, board, to_string(fault), reason, k3store::now_utc()});
+  if (db_ == nullptr) return;
+  k3store::Transaction tx(*db_);
+  insert_quarantine(*db_, {run_uuid_, board, to_string(fault), reason, k3store::now_utc()});
+  insert_board_event(*db_, {config_.name, board, k3store::now_utc_us(), "quarantined",
+                            to_string(fault), reason, run_uuid_, this_actor()});
+  tx.commit();
 }
 
 bool Farm::quarantined(const std::string& board) const {
@@ -221,9 +273,9 @@ class BoardTarget final : public k3targets::Target {
 
   std::vector<std::string> command(const std::vector<std::string>& args) const override {
     std::vector<std::string> argv = board_.config().exec_prefix;
-    argv.push_back(!other_remote_.empty()  ? other_remote_
-                   : board_.deployed()     ? board_.deployed()->remote_path
-                                           : runner_path());
+    argv.push_back(!other_remote_.empty() ? other_remote_
+                   : board_.deployed()    ? board_.deployed()->remote_path
+                                          : runner_path());
     argv.insert(argv.end(), args.begin(), args.end());
     return board_.transport().command(argv);
   }
@@ -251,8 +303,8 @@ class BoardTarget final : public k3targets::Target {
 
  private:
   k3targets::ProcessResult run_with(const std::vector<std::string>& args,
-                                      const k3targets::ProcessOptions& opt,
-                                      const RunOverride& o) const {
+                                    const k3targets::ProcessOptions& opt,
+                                    const RunOverride& o) const {
     const RunResult r =
         farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &o);
     k3targets::ProcessResult p = r.process;

@@ -1,7 +1,13 @@
 // The farm as the benchmark sweep and the nightly job see it: load the inventory, lease boards,
 // deploy and probe them, hand out one Target per healthy board, and judge every failure as a board
-// fault (quarantine the board for the rest of the run; move its unfinished cells) or a cell fault
-// (record the failed cell; carry on). Quarantines and probes are stored per run.
+// fault (quarantine the board; move its unfinished cells) or a cell fault (record the failed cell;
+// carry on). Quarantines and probes are stored per run; a quarantine also outlives the run
+// (farm_board_events): later runs leave the board alone until `k3tune farm release --board B`, or
+// -- when the inventory says quarantine_until = "healthy" -- until a later run probes it healthy.
+//
+// Anything that goes wrong on the controller's side (the database busy, no file descriptors left,
+// an exception from k3tune's own code) is never a board's fault: callers end the run with
+// ControllerFailure and quarantine nothing.
 //
 // Typical use (one thread per board, or one board at a time):
 //   k3farm::Farm farm(k3farm::Farm::load(spec, root), root, db.get(), run_uuid);
@@ -13,6 +19,7 @@
 //   }
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "harness/host/farm/board.h"
+#include "harness/host/farm/farm_store.h"
 #include "harness/host/farm/health.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/farm/lease.h"
@@ -41,6 +49,18 @@ struct QuarantineEntry {
   std::string reason;
 };
 
+// How long Farm::lease waits for a board that another controller holds (LeaseBusy), polling it.
+struct LeaseWait {
+  double max_s = 0;                                    // 0: do not wait
+  std::function<bool()> keep_waiting;                  // false: stop waiting early (nothing left)
+  std::function<void(const std::string&)> on_waiting;  // told once, with the holder, when waiting
+};
+
+// The board is out because of a quarantine an earlier run recorded (not lifted yet).
+struct BoardQuarantined : LeaseError {
+  using LeaseError::LeaseError;
+};
+
 class Farm {
  public:
   // `spec`: a farm file, or "local" for the built-in local farm; "" picks $K3TUNE_FARM, else
@@ -58,14 +78,16 @@ class Farm {
   std::vector<std::string> boards(const std::vector<std::string>& tags = {}) const;
   Board& board(const std::string& name);  // throws std::out_of_range naming the board
 
-  // Takes the exclusive lease (lease.h). Throws LeaseError; an unreachable board throws
-  // BoardError and is quarantined.
-  void lease(const std::string& board);
+  // Takes the exclusive lease (lease.h), waiting (`wait`) while another controller holds the
+  // board. Throws BoardQuarantined (an earlier run's quarantine stands), LeaseBusy (still held
+  // when the wait ended), LeaseError; an unreachable board throws BoardError and is quarantined.
+  void lease(const std::string& board, const LeaseWait& wait = {});
   void release(const std::string& board);
   bool leased(const std::string& board) const;
 
   // Deploys the board's runner (once per build hash) and probes it; a failure quarantines the
-  // board. Returns whether the board is healthy.
+  // board. Returns whether the board is healthy. A board under an earlier run's quarantine is not
+  // touched (false) unless its inventory lets a healthy probe lift it: then this probe decides.
   bool prepare(const std::string& board);
   // One probe, stored; a failed probe quarantines the board. Becomes the baseline for recheck.
   HealthSample probe(const std::string& board);
@@ -80,6 +102,7 @@ class Farm {
   // count, and farm.max_timeouts of them in a row quarantine it; a success resets the count.
   Verdict judge(const std::string& board, const RunResult& r);
 
+  // Takes the board out of this run and of later ones (farm_board_events), with the reason.
   void quarantine(const std::string& board, Fault fault, const std::string& reason);
   bool quarantined(const std::string& board) const;
   std::map<std::string, QuarantineEntry> quarantined_boards() const;
@@ -91,7 +114,8 @@ class Farm {
   std::unique_ptr<k3targets::Target> target(const std::string& board);
   // The same board running another runner (e.g. last night's, for a paired A/B on the board),
   // installed there next to the deployed one (Board::install) at `remote_runner`.
-  std::unique_ptr<k3targets::Target> target(const std::string& board, const std::string& local_runner,
+  std::unique_ptr<k3targets::Target> target(const std::string& board,
+                                            const std::string& local_runner,
                                             const std::string& remote_runner);
 
  private:
@@ -102,7 +126,11 @@ class Farm {
     std::optional<HealthSample> baseline;
     int consecutive_timeouts = 0;
     std::optional<QuarantineEntry> quarantine;
+    std::optional<BoardEventRow> standing;  // an earlier run's quarantine, not lifted yet
   };
+  // An earlier run's quarantine that the inventory does not let a probe lift: the board is out of
+  // this run too (in memory only; the run that found the fault has the rows). True when so.
+  bool keep_out_standing(const std::string& board);
   State& state(const std::string& board);
   const State& state(const std::string& board) const;
 

@@ -90,6 +90,29 @@ std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::st
   return out;
 }
 
+void insert_board_event(k3store::Connection& c, const BoardEventRow& r) {
+  auto s = c.prepare(
+      "INSERT OR IGNORE INTO farm_board_events(farm, board, at, event, fault, reason, run_uuid, "
+      "actor) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''), ?8)");
+  s.bind(1, r.farm).bind(2, r.board).bind(3, r.at).bind(4, r.event).bind(5, r.fault);
+  s.bind(6, r.reason).bind(7, r.run_uuid).bind(8, r.actor);
+  s.run();
+}
+
+std::map<std::string, BoardEventRow> board_states(k3store::Connection& c, const std::string& farm) {
+  // Ties in `at` (two controllers in the same microsecond) resolve to the quarantine: the safe
+  // side.
+  auto s = c.prepare(
+      "SELECT farm, board, at, event, coalesce(fault, ''), reason, coalesce(run_uuid, ''), actor "
+      "FROM farm_board_events WHERE farm = ?1 ORDER BY board, at, event = 'quarantined'");
+  s.bind(1, farm);
+  std::map<std::string, BoardEventRow> out;
+  while (s.step())
+    out[s.text(1)] = {s.text(0), s.text(1), s.text(2), s.text(3),
+                      s.text(4), s.text(5), s.text(6), s.text(7)};
+  return out;
+}
+
 void insert_probe(k3store::Connection& c, const std::string& run_uuid, const std::string& board,
                   bool ok, const std::string& probe_json) {
   auto s = c.prepare(
@@ -108,6 +131,10 @@ std::string this_host() {
   char name[256] = {};
   gethostname(name, sizeof(name) - 1);
   return name;
+}
+
+std::string this_actor() {
+  return this_host() + ":" + std::to_string(getpid());
 }
 
 std::string process_start(std::int64_t pid) {

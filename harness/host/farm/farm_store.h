@@ -2,9 +2,12 @@
 //   farm_leases(board)                     who holds each board now (one row per leased board)
 //   farm_quarantine(run_uuid, board)       boards taken out of a run, with the fault and reason
 //   farm_probes(run_uuid, board, seq)      every health probe of a run, as JSON
+//   farm_board_events(farm, board, at)     quarantines, releases and recoveries across runs
+//                                          (migration 8): the latest is the board's state
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -37,12 +40,23 @@ std::vector<LeaseRow> lease_rows(k3store::Connection& c);
 void insert_quarantine(k3store::Connection& c, const QuarantineRow& row);
 std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::string& run_uuid);
 
+// A change of a board's state that outlives the run: quarantined (by a run), released (by `k3tune
+// farm release --board`), recovered (a later run's probe found it healthy).
+struct BoardEventRow {
+  std::string farm, board, at, event, fault, reason, run_uuid, actor;
+  bool quarantined() const { return event == "quarantined"; }
+};
+void insert_board_event(k3store::Connection& c, const BoardEventRow& row);
+// The latest event of every board of `farm` that has one, by board.
+std::map<std::string, BoardEventRow> board_states(k3store::Connection& c, const std::string& farm);
+
 void insert_probe(k3store::Connection& c, const std::string& run_uuid, const std::string& board,
                   bool ok, const std::string& probe_json);
 
 // This process's identity for lease rows.
 std::string this_host();
 std::string process_start(std::int64_t pid);  // "" when the process does not exist
+std::string this_actor();                     // "host:pid", who wrote a board event
 // Whether the lease's holder process still exists (nullopt: it runs on another host).
 std::optional<bool> holder_alive(const LeaseRow& row);
 

@@ -267,6 +267,12 @@ class Parser {
         b.runner = local_path(string(v, key));
       } else if (k == "timeout_s") {
         b.timeout_s = positive(v, key);
+      } else if (k == "quarantine_until") {
+        b.quarantine_until = string(v, key);
+        if (b.quarantine_until != "release" && b.quarantine_until != "healthy")
+          fail(v, key,
+               "must be \"release\" (k3tune farm release --board) or \"healthy\" (a later "
+               "probe)");
       } else if (k == "test_hooks") {
         if (!v.is_boolean()) fail(v, key, "expected true or false");
         b.test_hooks = *v.value<bool>();
@@ -279,9 +285,10 @@ class Parser {
           b.env[name] = string(ev, ekey);
         }
       } else {
-        fail(v, key,
-             "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
-             "work_dir, cpus, tags, variant, runner, timeout_s, env, test_hooks)");
+        fail(
+            v, key,
+            "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
+            "work_dir, cpus, tags, variant, runner, timeout_s, env, quarantine_until, test_hooks)");
       }
     }
   }

@@ -33,7 +33,11 @@ struct BoardConfig {
   double timeout_s = 600;                  // per runner process, enforced on the board
   std::map<std::string, std::string> env;  // extra K3BENCH_* / K3_* settings for this board
   bool test_hooks = false;  // probe honours <work_dir>/test-hooks/ (tests only; never on a farm)
-  std::string defined_in;   // file:line, for messages
+  // What ends a quarantine that a run recorded (it outlives the run): "release" -- only `k3tune
+  // farm release --board B`; "healthy" -- also the first probe of a later run that finds the
+  // board healthy (the board is leased and probed again then). Farm-wide through [defaults].
+  std::string quarantine_until = "release";
+  std::string defined_in;  // file:line, for messages
 
   bool has_tag(const std::string& tag) const;
 };

@@ -59,9 +59,9 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
           "--stale --board {}`",
           board.name(), existing->holder_host, existing->holder_pid, existing->acquired_at, st.why,
           board.name()));
-    throw LeaseError(fmt::format("board {}: leased by {} pid {} since {} (run {})", board.name(),
-                                 existing->holder_host, existing->holder_pid, existing->acquired_at,
-                                 existing->run_uuid));
+    throw LeaseBusy(fmt::format("board {}: leased by {} pid {} since {} (run {})", board.name(),
+                                existing->holder_host, existing->holder_pid, existing->acquired_at,
+                                existing->run_uuid));
   }
   std::vector<std::string> argv;
   for (const auto& w : farm.lock_command) argv.push_back(expand(w, board.config()));
@@ -70,10 +70,10 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
     argv.push_back(w);
   try {
     holder_ = std::make_unique<BackgroundProcess>(argv);
-  } catch (const std::runtime_error& e) {
+  } catch (const std::runtime_error& e) {  // pipe or fork failed here: not the board's doing
     delete_lease(db_, row_);
-    throw LeaseError(
-        fmt::format("board {}: cannot start the lease holder: {}", board.name(), e.what()));
+    throw ControllerFailure(fmt::format("controller: cannot start the lease holder of board {}: {}",
+                                        board.name(), e.what()));
   }
   const auto line = holder_->read_line(farm.lease_wait_s);
   if (!line || line->rfind("k3farm-lease ", 0) != 0) {
@@ -87,7 +87,7 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
     const Fault f = board.classify(r, &why);
     if (f == Fault::kUnreachable || f == Fault::kHostKey) throw BoardError(f, why);
     if (st == 75)
-      throw LeaseError(
+      throw LeaseBusy(
           fmt::format("board {}: {}/lease.lock is held on the board (another controller)",
                       board.name(), board.config().work_dir));
     throw LeaseError(fmt::format("board {}: lease not granted ({}{})", board.name(),

@@ -25,11 +25,17 @@ namespace k3farm {
 struct LeaseError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+// The board is held by a live lease of another controller (its row here, or its lock on the
+// board): worth waiting for, unlike a stale lease or a refused reservation.
+struct LeaseBusy : LeaseError {
+  using LeaseError::LeaseError;
+};
 
 class Lease {
  public:
-  // Takes the lease or throws LeaseError (held / stale / board lock busy) or BoardError (the
-  // board could not be reached). Nothing is left behind on failure.
+  // Takes the lease or throws LeaseBusy (held by a live lease: a row here or the board's lock),
+  // LeaseError (stale, not granted) or BoardError (the board could not be reached). Nothing is
+  // left behind on failure.
   Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db,
         const std::string& run_uuid);
   ~Lease();  // release()

@@ -113,7 +113,10 @@ class SshTransport final : public Transport {
     opt("IdentitiesOnly=yes");
     opt("IdentityFile=" + board_.identity);
     opt("ControlMaster=auto");
-    opt("ControlPath=" + control_dir_ + "/%C");
+    // One master per board and controller process: a master shared between controllers would be
+    // closed by whichever finishes first (close() below), cutting the other's sessions mid-run --
+    // which would read as the board dropping off.
+    opt(fmt::format("ControlPath={}/%C-{}", control_dir_, getpid()));
     opt(fmt::format("ControlPersist={}", static_cast<int>(farm_.control_persist_s)));
     opt(fmt::format("ConnectTimeout={}", static_cast<int>(farm_.connect_timeout_s)));
     opt("ServerAliveInterval=5");  // a board that dies mid-run is noticed within ~15 s

@@ -7,14 +7,16 @@ namespace k3farmbench {
 namespace {
 
 std::unique_ptr<k3targets::Target> board_target(k3farm::Farm& farm, const std::string& board,
-                                                const std::string& other_local, const std::string& other_remote) {
+                                                const std::string& other_local,
+                                                const std::string& other_remote) {
   return other_local.empty() ? farm.target(board) : farm.target(board, other_local, other_remote);
 }
 
 }  // namespace
 
-JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board, const std::string& root,
-                                     const std::string& other_local, const std::string& other_remote)
+JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, const std::string& board,
+                                     const std::string& root, const std::string& other_local,
+                                     const std::string& other_remote)
     : JudgedBoardTarget(farm, board_target(farm, board, other_local, other_remote), root) {
   runner_.runner = other_remote;
 }
@@ -23,7 +25,8 @@ JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targe
                                      const std::string& root)
     : Target(inner->config(), root), farm_(farm), inner_(std::move(inner)) {}
 
-std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(const std::string& local_runner) const {
+std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(
+    const std::string& local_runner) const {
   std::string remote;
   try {
     remote = farm_.board(name()).install(local_runner).remote_path;
@@ -45,7 +48,8 @@ std::string JudgedBoardTarget::describe() const {
 
 k3targets::ProcessResult JudgedBoardTarget::run(const std::vector<std::string>& args,
                                                 const k3targets::ProcessOptions& opt) const {
-  return judged(farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &runner_));
+  return judged(
+      farm_.run(name(), args, opt.timeout_s > 0 ? opt.timeout_s : config_.timeout_s, &runner_));
 }
 
 k3targets::ProcessResult JudgedBoardTarget::run_emulated(
@@ -67,9 +71,12 @@ k3targets::ProcessResult JudgedBoardTarget::judged(const k3farm::RunResult& r) c
   return p;
 }
 
-k3bench::ProcessOutcome FarmExecutor::run(const k3bench::SweepBuild& build, const k3bench::CellSpec& cell, int process_index,
-                                 bool check_accuracy, std::int64_t iterations, double timeout_s) {
-  k3bench::ProcessOutcome o = real_.run(build, cell, process_index, check_accuracy, iterations, timeout_s);
+k3bench::ProcessOutcome FarmExecutor::run(const k3bench::SweepBuild& build,
+                                          const k3bench::CellSpec& cell, int process_index,
+                                          bool check_accuracy, std::int64_t iterations,
+                                          double timeout_s) {
+  k3bench::ProcessOutcome o =
+      real_.run(build, cell, process_index, check_accuracy, iterations, timeout_s);
   if (!target_.lost().empty()) throw BoardLost(target_.lost());
   return o;
 }

@@ -7,8 +7,8 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/host/farm/farm.h"
 #include "harness/host/bench/runner_process.h"
+#include "harness/host/farm/farm.h"
 #include "harness/host/targets/target.h"
 
 namespace k3farmbench {
@@ -39,7 +39,8 @@ class JudgedBoardTarget final : public k3targets::Target {
   std::string lost() const override { return lost_; }
 
  private:
-  JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targets::Target> inner, const std::string& root);
+  JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targets::Target> inner,
+                    const std::string& root);
   // The farm's verdict on a run: a board fault records why the board is lost.
   k3targets::ProcessResult judged(const k3farm::RunResult& r) const;
   k3farm::Farm& farm_;
@@ -52,8 +53,9 @@ class JudgedBoardTarget final : public k3targets::Target {
 class FarmExecutor final : public k3bench::ProcessExecutor {
  public:
   explicit FarmExecutor(const JudgedBoardTarget& target) : target_(target) {}
-  k3bench::ProcessOutcome run(const k3bench::SweepBuild& build, const k3bench::CellSpec& cell, int process_index,
-                     bool check_accuracy, std::int64_t iterations, double timeout_s) override;
+  k3bench::ProcessOutcome run(const k3bench::SweepBuild& build, const k3bench::CellSpec& cell,
+                              int process_index, bool check_accuracy, std::int64_t iterations,
+                              double timeout_s) override;
 
  private:
   const JudgedBoardTarget& target_;

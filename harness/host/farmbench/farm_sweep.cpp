@@ -9,13 +9,14 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/farmbench/board_target.h"
 #include "harness/host/bench/catalog.h"
-#include "harness/host/store/database.h"
-#include "harness/host/farmbench/farm_sweep_store.h"
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/farm/open_files.h"
+#include "harness/host/farmbench/board_target.h"
+#include "harness/host/farmbench/farm_sweep_store.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
 
 namespace k3farmbench {
 namespace {
@@ -30,12 +31,33 @@ std::vector<std::string> chosen_boards(const k3farm::FarmConfig& farm, const Far
   }
 }
 
+// `boards` with those under a standing quarantine (an earlier run's, in the database at `db_path`)
+// last, so the catalog is asked from a board that is expected to answer. Reads only; a database
+// that cannot be read that way (absent, older schema) changes nothing.
+std::vector<std::string> standing_quarantines_last(const std::vector<std::string>& boards,
+                                                   const std::string& farm,
+                                                   const std::string& db_path) {
+  std::map<std::string, k3farm::BoardEventRow> states;
+  try {
+    if (std::filesystem::exists(db_path))
+      states = k3farm::board_states(*k3store::open_database(db_path, k3store::OpenMode::kReadOnly),
+                                    farm);
+  } catch (const k3store::StoreError&) {
+  }
+  std::vector<std::string> out;
+  for (int quarantined = 0; quarantined < 2; ++quarantined)
+    for (const auto& b : boards)
+      if ((states.count(b) && states[b].quarantined()) == (quarantined == 1)) out.push_back(b);
+  return out;
+}
+
 // The cells, validated against the runner's catalog, asked from the first board that answers.
 // Nothing is written anywhere (no database; the deploy is content-addressed and idempotent).
 std::vector<k3bench::CellSpec> expand_on_farm(const k3farm::FarmConfig& cfg,
-                                     const std::vector<std::string>& boards,
-                                     const std::string& root, const FarmBenchRequest& rq,
-                                     k3bench::MeasureSettings& settings, k3bench::ProcessPlan& plan) {
+                                              const std::vector<std::string>& boards,
+                                              const std::string& root, const FarmBenchRequest& rq,
+                                              k3bench::MeasureSettings& settings,
+                                              k3bench::ProcessPlan& plan) {
   k3farm::Farm probe_farm(cfg, root, nullptr, "");
   std::vector<std::string> why;
   for (const auto& name : boards) {
@@ -44,7 +66,7 @@ std::vector<k3bench::CellSpec> expand_on_farm(const k3farm::FarmConfig& cfg,
       board.deploy(board.local_runner(root));
       const k3bench::Catalog catalog = k3bench::Catalog::from_target(*probe_farm.target(name));
       return k3bench::expand_grid(rq.bench.grid, catalog, root + "/configs/models", settings, plan,
-                         rq.bench.settings_given);
+                                  rq.bench.settings_given);
     } catch (const k3farm::BoardError& e) {
       why.push_back(e.what());
     } catch (const k3bench::UserError&) {
@@ -53,8 +75,8 @@ std::vector<k3bench::CellSpec> expand_on_farm(const k3farm::FarmConfig& cfg,
       why.push_back(fmt::format("board {}: {}", name, e.what()));
     }
   }
-  throw k3bench::UserError(fmt::format("no board of farm {} could list its runner's ops: {}", cfg.name,
-                              fmt::join(why, "; ")));
+  throw k3bench::UserError(fmt::format("no board of farm {} could list its runner's ops: {}",
+                                       cfg.name, fmt::join(why, "; ")));
 }
 
 // The queue of cells (positions into the outcome's cells) shared by the board threads. A thread
@@ -64,8 +86,9 @@ class CellQueue {
   void push(std::size_t p) { queue_.push_back(p); }
   std::vector<std::size_t> take(int n) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return !queue_.empty() || in_flight_ == 0; });
+    cv_.wait(lock, [&] { return aborted_ || !queue_.empty() || in_flight_ == 0; });
     std::vector<std::size_t> batch;
+    if (aborted_) return batch;
     while (!queue_.empty() && static_cast<int>(batch.size()) < n) {
       batch.push_back(queue_.front());
       queue_.pop_front();
@@ -83,12 +106,26 @@ class CellQueue {
   }
   std::vector<std::size_t> left() const { return {queue_.begin(), queue_.end()}; }
   std::mutex& mu() { return mu_; }
+  // Nothing left to hand out, now or later (no batch in flight may come back), or aborted.
+  bool done() {
+    std::lock_guard lock(mu_);
+    return aborted_ || (queue_.empty() && in_flight_ == 0);
+  }
+  // The run ends: every take() returns nothing from now on.
+  void abort() {
+    {
+      std::lock_guard lock(mu_);
+      aborted_ = true;
+    }
+    cv_.notify_all();
+  }
 
  private:
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::size_t> queue_;
   int in_flight_ = 0;
+  bool aborted_ = false;
 };
 
 struct SweepContext {
@@ -98,6 +135,17 @@ struct SweepContext {
   k3bench::SweepOptions options;
   FarmBenchOutcome& out;
   CellQueue queue;
+  std::string queue_key;           // --shared-queue: the claims' key ("" : not shared)
+  std::string controller_failure;  // the first one; set: the run ends, no board is blamed
+
+  // A failure of this controller (database, descriptors, k3tune's own code): the run stops.
+  void fail(const std::string& why) {
+    {
+      std::lock_guard lock(queue.mu());
+      if (controller_failure.empty()) controller_failure = why;
+    }
+    queue.abort();
+  }
 };
 
 void note(const std::string& line) {
@@ -116,18 +164,32 @@ class BoardWorker {
       while (measure_batch()) {
       }
     } catch (const std::exception& e) {
-      // Anything unexpected takes this board out; the other boards go on.
-      ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
-                           fmt::format("board {}: {}", board_, e.what()));
-      note(fmt::format("board {}: taken out of the run: {}", board_, e.what()));
+      // Board faults are judged where they happen (lease, prepare, judge, recheck) and quarantine
+      // the board; anything else is the controller's own failure: the run stops, no board blamed.
+      if (board_lost(e))
+        note(fmt::format("board {} taken out of the run: {}", board_, e.what()));
+      else
+        ctx_.fail(fmt::format("while board {} measured: {}", board_, e.what()));
     }
+  }
+
+  // Whether `e` comes from the board having been lost: BoardLost, or an error that followed a run
+  // the farm judged a board fault (e.g. the runner's facts cut off when ssh dropped).
+  bool board_lost(const std::exception& e) const {
+    return dynamic_cast<const k3targets::TargetLost*>(&e) != nullptr ||
+           (target_ && !target_->lost().empty());
   }
 
  private:
   // Lease, deploy + probe, and the board's runner as a build row. False: the board takes no cells.
   bool take_board() {
     try {
-      ctx_.farm.lease(board_);
+      // Held by another controller: wait for it while this run still has cells to hand out.
+      k3farm::LeaseWait wait;
+      wait.max_s = ctx_.rq.lease_wait_s;
+      wait.keep_waiting = [this] { return !ctx_.queue.done(); };
+      wait.on_waiting = [](const std::string& why) { note(why); };
+      ctx_.farm.lease(board_, wait);
     } catch (const k3farm::LeaseError& e) {
       std::lock_guard lock(ctx_.queue.mu());
       ctx_.out.unused[board_] = e.what();
@@ -158,10 +220,36 @@ class BoardWorker {
                              run, key, outcome, reason, ctx_.rq.shard.text()});
   }
 
+  // With a shared queue: the cells of `taken` this controller may measure (claimed in the
+  // database); the others are another controller's and end here as skipped. Returns the claimed.
+  std::vector<std::size_t> claimed(const std::vector<std::size_t>& taken) {
+    if (ctx_.queue_key.empty()) return taken;
+    std::vector<std::size_t> mine;
+    for (auto p : taken) {
+      auto& c = ctx_.out.cells[p];
+      std::string holder;
+      if (claim_cell(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid,
+                     &holder)) {
+        mine.push_back(p);
+        continue;
+      }
+      std::lock_guard lock(ctx_.queue.mu());
+      c.status = "skipped";
+      c.reason = "shared queue: " + holder;
+      row(p, "", "", "skipped", c.reason);
+    }
+    return mine;
+  }
+
   // One batch on this board. False: the board leaves the run (or the queue is done).
   bool measure_batch() {
-    const auto batch = ctx_.queue.take(ctx_.rq.cells_per_probe);
-    if (batch.empty()) return false;
+    const auto taken = ctx_.queue.take(ctx_.rq.cells_per_probe);
+    if (taken.empty()) return false;
+    const auto batch = claimed(taken);
+    if (batch.empty()) {
+      ctx_.queue.finish({});
+      return true;
+    }
     std::vector<k3bench::CellSpec> specs;
     {
       std::lock_guard lock(ctx_.queue.mu());
@@ -202,12 +290,19 @@ class BoardWorker {
         for (std::size_t i = 0; i < batch.size(); ++i) settle(batch[i], rep.run_uuid, rep.cells[i]);
       }
     } catch (const std::exception& e) {
-      // The board was lost mid-batch (BoardLost), or something else broke on this board: the
+      if (!board_lost(e)) {
+        // The controller failed (database busy, no descriptors, a bug), not the board: the run
+        // stops; this batch's run is marked interrupted when the database still takes a write.
+        ctx_.fail(fmt::format("while board {} measured: {}", board_, e.what()));
+        try {
+          k3store::mark_interrupted(*db_, opt.run_uuid);
+        } catch (const std::exception&) {
+        }
+        return false;
+      }
+      // The board was lost mid-batch (the farm judged a board fault and quarantined it): the
       // board leaves the run; cells it finished stay, the others go back to the queue.
       const std::string why = e.what();
-      if (dynamic_cast<const k3targets::TargetLost*>(&e) == nullptr)
-        ctx_.farm.quarantine(board_, k3farm::Fault::kProbeFailed,
-                             fmt::format("board {}: {}", board_, why));
       k3store::mark_interrupted(*db_, opt.run_uuid);
       std::lock_guard lock(ctx_.queue.mu());
       ctx_.out.runs.emplace_back(board_, opt.run_uuid);
@@ -220,6 +315,8 @@ class BoardWorker {
           c.run_uuid = opt.run_uuid;
           c.cell_key = key;
           row(batch[i], opt.run_uuid, key, "measured", "");
+          if (!ctx_.queue_key.empty())
+            finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
           continue;
         }
         row(batch[i], opt.run_uuid, key, "moved", why);
@@ -263,6 +360,8 @@ class BoardWorker {
       c.reason = o.aggregate.reason;
     }
     row(p, run, o.cell_key, c.status, c.reason);
+    if (!ctx_.queue_key.empty())
+      finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
   }
 
   SweepContext& ctx_;
@@ -296,18 +395,30 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
   out.farm_name = cfg.name;
   out.farm_source = cfg.source;
   out.boards = chosen_boards(cfg, rq);
+  if (rq.shared_queue && rq.shard.count > 1)
+    throw k3bench::UserError(
+        "--shared-queue and --shard: a shared queue balances the jobs itself; give every job the "
+        "same command without --shard");
+  try {
+    k3farm::require_descriptors_for(out.boards.size());
+  } catch (const std::invalid_argument& e) {
+    throw k3bench::UserError(e.what());
+  }
   {
     k3farm::Farm names(cfg, root, nullptr, "");
     for (const auto& b : out.boards) {
       const std::string runner = names.board(b).local_runner(root);
       if (!std::filesystem::exists(runner))
-        throw k3bench::UserError(fmt::format("board {}: runner {} missing (k3tune build --variant {})", b,
-                                    runner, names.board(b).config().variant));
+        throw k3bench::UserError(
+            fmt::format("board {}: runner {} missing (k3tune build --variant {})", b, runner,
+                        names.board(b).config().variant));
     }
   }
   k3bench::MeasureSettings settings = rq.bench.settings;
   k3bench::ProcessPlan plan = rq.bench.plan;
-  const auto all = expand_on_farm(cfg, out.boards, root, rq, settings, plan);
+  const auto all =
+      expand_on_farm(cfg, standing_quarantines_last(out.boards, cfg.name, rq.bench.db_path), root,
+                     rq, settings, plan);
   out.total_cells = all.size();
   k3bench::SweepOptions opt;
   opt.rounds = k3bench::rounds_from_plan(plan, rq.bench.remeasure_disturbed);
@@ -323,7 +434,17 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
   out.samples_before = sample_count(*db);
   out.sweep_uuid = k3bench::new_uuid();
   k3farm::Farm farm(cfg, root, db.get(), out.sweep_uuid);
-  SweepContext ctx{root, rq, farm, opt, out, {}};
+  SweepContext ctx{root, rq, farm, opt, out, {}, {}, {}};
+  if (rq.shared_queue) {
+    // What identifies "the same command": the farm, the cells in canonical order and how they are
+    // measured (the boards each job takes may differ).
+    std::string identity = cfg.name;
+    for (const auto& c : all)
+      identity += "\n" + c.label() + " " + c.settings.to_json().dump() + " " + c.params.dump();
+    identity += fmt::format("\nprocesses {}-{} ci {}", opt.rounds.min_processes,
+                            opt.rounds.max_processes, opt.rounds.target_ci);
+    ctx.queue_key = k3bench::sha256_text(identity);
+  }
   for (const auto p : shard_positions(all.size(), rq.shard)) {
     FarmCellResult c;
     c.index = p;
@@ -362,8 +483,15 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     for (const auto& b : out.boards) threads.emplace_back(BoardWorker(ctx, b));
     for (auto& t : threads) t.join();
   }
+  if (!ctx.controller_failure.empty())
+    throw k3farm::ControllerFailure(fmt::format(
+        "farm sweep {} stopped by a controller failure {} (no board quarantined for it; "
+        "committed samples kept; --resume measures the rest)",
+        out.sweep_uuid, ctx.controller_failure));
   for (const auto p : ctx.queue.left()) {
     auto& c = out.cells[p];
+    if (!ctx.queue_key.empty())  // another controller of the shared queue may measure it
+      drop_claim(*db, ctx.queue_key, static_cast<int>(c.index), out.sweep_uuid);
     c.status = "unmeasured";
     c.reason = "no healthy board left in the run";
     insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "", "",

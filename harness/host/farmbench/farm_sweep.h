@@ -3,8 +3,10 @@
 //   1. The grid is expanded and validated first (the catalog of the first board's runner); bad
 //      input changes nothing. --shard i/n keeps its share of the canonical cell list (shard.h).
 //   2. One thread per chosen board: lease (lease.h), prepare (deploy once per build hash + probe),
-//      record the board's runner as a build. A board that cannot be leased or prepared takes no
-//      cells (quarantined, or reported with the lease's reason).
+//      record the board's runner as a build. A board another controller holds is waited for (up
+//      to `lease_wait_s`, and only while this run has cells left); a board under a quarantine an
+//      earlier run recorded is left alone (farm.h). A board that cannot be leased or prepared
+//      takes no cells (quarantined, or reported with the lease's reason).
 //   3. Each thread takes batches of up to `cells_per_probe` cells from a shared queue and measures
 //      them as one interleaved sweep on its board (one run per batch; cell identity = board + op +
 //      shape + params + build + settings). Every process is committed as it finishes.
@@ -14,7 +16,13 @@
 //      timeouts) quarantines the board; the batch's cells not finished go back to the queue for
 //      the other boards. A cell is handed out at most `max_attempts` times.
 // With `resume`, a cell already measured on any chosen board (same build and settings) is
-// skipped, and a board adopts its own interrupted processes of a cell (sweep.h).
+// skipped, and a board adopts its own interrupted processes of a cell (sweep.h). With
+// `shared_queue`, cells are claimed in the database before a board measures them (see above).
+// A failure of the controller itself (the database busy past its timeout, descriptors or
+// processes exhausted, an exception from k3tune's code) stops every board thread and throws
+// k3farm::ControllerFailure; no board is quarantined for it and committed samples stay. Before any
+// board is touched the process's open-file limit is checked against the boards chosen
+// (open_files.h): UserError naming RLIMIT_NOFILE when they do not fit.
 #pragma once
 
 #include <map>
@@ -28,13 +36,19 @@
 namespace k3farmbench {
 
 struct FarmBenchRequest {
-  k3bench::BenchRequest bench;  // grid, settings, process plan, timeout, resume (no baseline runner)
-  std::string farm;    // farm file, "local", or "" (default choice: farm.h)
+  k3bench::BenchRequest
+      bench;         // grid, settings, process plan, timeout, resume (no baseline runner)
+  std::string farm;  // farm file, "local", or "" (default choice: farm.h)
   std::vector<std::string> boards;  // by name (empty: all)
   std::vector<std::string> tags;    // every tag required
   Shard shard;
   int cells_per_probe = 8;
   int max_attempts = 3;
+  double lease_wait_s = 600;  // how long a board held by another controller is waited for
+  // Controllers running this same command on this same database share one queue: each takes a
+  // cell only after claiming it there (farm_queue_claims); a cell another live controller claimed
+  // or finished is "skipped" here. A job array's jobs balance themselves this way.
+  bool shared_queue = false;
 };
 
 struct FarmCellResult {

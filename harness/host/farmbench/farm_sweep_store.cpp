@@ -1,5 +1,10 @@
 #include "harness/host/farmbench/farm_sweep_store.h"
 
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "harness/host/farm/farm_store.h"
 #include "harness/host/store/results.h"
 
 namespace k3farmbench {
@@ -48,6 +53,55 @@ bool run_measured_cell(k3store::Connection& c, const std::string& run_uuid,
 
 std::int64_t sample_count(k3store::Connection& c) {
   return c.scalar_int("SELECT count(*) FROM samples");
+}
+
+bool claim_cell(k3store::Connection& c, const std::string& queue_key, int cell_index,
+                const std::string& sweep_uuid, std::string* holder) {
+  k3store::Transaction tx(c);
+  auto find = c.prepare(
+      "SELECT sweep_uuid, holder_host, holder_pid, holder_start, state FROM farm_queue_claims "
+      "WHERE queue_key = ?1 AND cell_index = ?2");
+  find.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index));
+  if (find.step()) {
+    if (find.text(0) == sweep_uuid) return true;
+    k3farm::LeaseRow who;  // the claim's holder, judged like a lease's
+    who.holder_host = find.text(1);
+    who.holder_pid = find.integer(2);
+    who.holder_start = find.text(3);
+    const bool done = find.text(4) == "done";
+    if (holder != nullptr)
+      *holder = fmt::format("{} by sweep {} ({} pid {})", done ? "measured" : "taken", find.text(0),
+                            who.holder_host, who.holder_pid);
+    if (done || k3farm::holder_alive(who) != std::optional<bool>(false)) return false;
+  }
+  auto put = c.prepare(
+      "INSERT OR REPLACE INTO farm_queue_claims(queue_key, cell_index, sweep_uuid, holder_host, "
+      "holder_pid, holder_start, state, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'taken', ?7)");
+  put.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
+  put.bind(4, k3farm::this_host()).bind(5, static_cast<std::int64_t>(getpid()));
+  put.bind(6, k3farm::process_start(getpid())).bind(7, k3store::now_utc());
+  put.run();
+  tx.commit();
+  return true;
+}
+
+void finish_claim(k3store::Connection& c, const std::string& queue_key, int cell_index,
+                  const std::string& sweep_uuid) {
+  auto s = c.prepare(
+      "UPDATE farm_queue_claims SET state = 'done', at = ?4 WHERE queue_key = ?1 AND "
+      "cell_index = ?2 AND sweep_uuid = ?3");
+  s.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
+  s.bind(4, k3store::now_utc());
+  s.run();
+}
+
+void drop_claim(k3store::Connection& c, const std::string& queue_key, int cell_index,
+                const std::string& sweep_uuid) {
+  auto s = c.prepare(
+      "DELETE FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2 AND sweep_uuid = "
+      "?3 AND state = 'taken'");
+  s.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
+  s.run();
 }
 
 }  // namespace k3farmbench

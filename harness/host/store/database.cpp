@@ -265,6 +265,32 @@ CREATE TABLE exact_measurements(
   measured_at TEXT NOT NULL,
   session_id TEXT);                      -- the tuning session that counted it first
 )sql",
+    // 7 -> 8: board state that outlives a run (harness/host/farm/farm_store.h): every quarantine,
+    // release and recovery of a board, so a quarantined board stays out of later runs (and of
+    // other controllers sharing or merging this database) until it is released or probes healthy;
+    // and the cell claims through which controllers sharing this database share one queue.
+    R"sql(
+CREATE TABLE farm_board_events(
+  farm TEXT NOT NULL,                    -- the inventory's farm name
+  board TEXT NOT NULL,
+  at TEXT NOT NULL,                      -- UTC with microseconds: the latest event is the board's state
+  event TEXT NOT NULL CHECK(event IN ('quarantined', 'released', 'recovered')),
+  fault TEXT,                            -- quarantined: unreachable, host-key, rebooted, ...
+  reason TEXT NOT NULL,                  -- one line
+  run_uuid TEXT,                         -- the run that quarantined or re-probed the board
+  actor TEXT NOT NULL,                   -- host:pid of the controller or of `k3tune farm release`
+  PRIMARY KEY(farm, board, at, event));
+CREATE TABLE farm_queue_claims(          -- bench --farm --shared-queue: live state, never merged
+  queue_key TEXT NOT NULL,               -- SHA-256 of the farm and the command's canonical cell list
+  cell_index INTEGER NOT NULL,
+  sweep_uuid TEXT NOT NULL,              -- the controller's sweep that took the cell
+  holder_host TEXT NOT NULL,
+  holder_pid INTEGER NOT NULL,
+  holder_start TEXT NOT NULL,            -- '<boot_id>:<start ticks>' (pid reuse guard)
+  state TEXT NOT NULL CHECK(state IN ('taken', 'done')),
+  at TEXT NOT NULL,
+  PRIMARY KEY(queue_key, cell_index));
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {
@@ -292,6 +318,10 @@ void validate_existing(Connection& c, const std::string& path) {
   } catch (const StoreError& e) {
     throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
   }
+  // A blank SQLite file: one another k3tune process is creating right now (its first transaction
+  // not yet committed). It is set up below, under the write lock, like a missing one.
+  if (app_id == 0 && version == 0 && c.scalar_int("SELECT count(*) FROM sqlite_master") == 0)
+    return;
   if (app_id != kApplicationId) {
     throw StoreError(fmt::format("{}: not a k3tune database (application_id {:#x}, expected {:#x})",
                                  path, app_id, kApplicationId));
@@ -344,8 +374,10 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
   const std::int64_t version = c->scalar_int("PRAGMA user_version");
   if (version < kSchemaVersion) {
     Transaction tx(*c);
-    if (version == 0) c->exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
-    for (std::int64_t v = version; v < kSchemaVersion; ++v)
+    // Again under the write lock: another process may have created or migrated it meanwhile.
+    const std::int64_t now = c->scalar_int("PRAGMA user_version");
+    if (now == 0) c->exec(fmt::format("PRAGMA application_id = {}", kApplicationId));
+    for (std::int64_t v = now; v < kSchemaVersion; ++v)
       c->exec(kMigrations[static_cast<std::size_t>(v)]);
     c->exec(fmt::format("PRAGMA user_version = {}", kSchemaVersion));
     tx.commit();

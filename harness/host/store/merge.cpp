@@ -9,8 +9,9 @@ namespace k3store {
 namespace {
 
 // Parents before children, so foreign keys hold at every insert.
-// farm_quarantine and farm_probes belong to a run's record; farm_leases is live state of one
-// controller and is never merged.
+// farm_quarantine and farm_probes belong to a run's record; farm_board_events is the boards' state
+// across runs (an event log: the union of two logs is the state both controllers saw);
+// farm_leases is live state of one controller and is never merged.
 const char* const kTablesInOrder[] = {"builds",
                                       "runs",
                                       "cells",
@@ -20,6 +21,7 @@ const char* const kTablesInOrder[] = {"builds",
                                       "noise_floors",
                                       "farm_quarantine",
                                       "farm_probes",
+                                      "farm_board_events",
                                       "tuning_sessions",
                                       "tuning_measurements",
                                       "tuning_points",

@@ -54,8 +54,8 @@ struct ProcessRecord {
   std::string reason, path, runner_json;
   std::int64_t wall_ns = 0;
   double kernel_ns = 0;
-  bool disturbed = false;          // a repetition was disturbed: kept, not counted in the aggregate
-  std::string timing_json;         // the runner's split of its own wall time
+  bool disturbed = false;   // a repetition was disturbed: kept, not counted in the aggregate
+  std::string timing_json;  // the runner's split of its own wall time
   std::vector<SampleRecord> samples;
 };
 // The process row and all its samples in one transaction.
@@ -109,5 +109,8 @@ std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::str
                                                    const std::string& cpu_model);
 
 std::string now_utc();
+// The same with microseconds ("2026-12-02T23:10:04.123456Z"), for rows whose order within one
+// second matters; sorts as text like now_utc().
+std::string now_utc_us();
 
 }  // namespace k3store
