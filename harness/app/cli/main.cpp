@@ -86,6 +86,7 @@ int main(int argc, char** argv) {
   add_report_command(app, ctx);
   add_model_command(app, ctx);
   add_nightly_command(app, ctx);
+  add_bisect_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
