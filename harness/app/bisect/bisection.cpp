@@ -1,5 +1,6 @@
 #include "harness/app/bisect/bisection.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -25,7 +26,9 @@ namespace k3bisect {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 // A probe that cannot be measured: its runner failed (crashed, timed out, refused the case).
 struct ProbeFailed : std::runtime_error {
@@ -43,7 +46,7 @@ k3bench::GridRequest grid_of(const BisectCase& c) {
 CaseEffect from_timing(const std::string& label, const k3reports::TimingVerdict& t) {
   CaseEffect e;
   e.label = label;
-  e.outcome = k3reports::to_string(t.outcome);
+  e.outcome = t.outcome;
   e.effect = t.cmp.rel_diff;
   // The interval of the speedup (baseline / candidate) as one of the relative change.
   e.ci_low = std::isfinite(t.speedup.high) ? 1 / t.speedup.high - 1 : -1;
@@ -60,7 +63,8 @@ class Bisector {
       : place_(place),
         rq_(rq),
         range_(range),
-        runners_({rq.root, rq.cache_dir, rq.variant, rq.db_path, rq.runners_dir, rq.jobs, rq.progress}) {}
+        runners_({rq.root, rq.cache_dir, rq.variant, rq.db_path, rq.runners_dir, rq.jobs,
+                  rq.progress}) {}
 
   BisectResult run(const std::function<void(const Probe&)>& on_probe);
 
@@ -103,13 +107,14 @@ void Bisector::check_cases_at_good() {
       k3bench::ProcessPlan plan;
       k3bench::expand_grid(grid_of(c), catalog, rq_.root + "/configs/models", settings, plan);
     } catch (const k3bench::UserError& e) {
-      throw k3bench::UserError(fmt::format("--case '{}': unknown at the good revision {}: {}", c.label(),
-                                           range_.good.substr(0, 12), e.what()));
+      throw k3bench::UserError(fmt::format("--case '{}': unknown at the good revision {}: {}",
+                                           c.label(), range_.good.substr(0, 12), e.what()));
     }
   }
 }
 
-CaseEffect Bisector::measure_time(const BisectCase& c, const std::string& runner, const CaseEffect* chased) {
+CaseEffect Bisector::measure_time(const BisectCase& c, const std::string& runner,
+                                  const CaseEffect* chased) {
   const auto target = place_.with_runner(runner);
   CaseEffect e;
   for (int attempt = 1; attempt <= rq_.attempts; ++attempt) {
@@ -121,6 +126,7 @@ CaseEffect Bisector::measure_time(const BisectCase& c, const std::string& runner
     }
     b.plan.processes = b.plan.max_processes = rq_.processes << (attempt - 1);
     b.plan.target_ci = 0;
+    b.remeasure_disturbed = rq_.remeasure_disturbed;
     b.baseline_runner = result_.good_runner;
     b.db_path = rq_.db_path;
     b.progress = false;
@@ -128,17 +134,24 @@ CaseEffect Bisector::measure_time(const BisectCase& c, const std::string& runner
     const auto out = k3bench::run_bench(*target, rq_.root, b);
     for (const auto& cell : out.report.cells)
       if (!cell.aggregate.ok || !cell.skipped.empty())
-        throw ProbeFailed(fmt::format("the runner failed: {}", cell.skipped.empty() ? cell.aggregate.reason : cell.skipped));
-    const auto judged = k3reports::judge_within_run(rq_.db_path, out.report.run_uuid, rq_.rules_file);
+        throw ProbeFailed(fmt::format("the runner failed: {}",
+                                      cell.skipped.empty() ? cell.aggregate.reason : cell.skipped));
+    const auto judged =
+        k3reports::judge_within_run(rq_.db_path, out.report.run_uuid, rq_.rules_file);
     if (judged->verdict.cells.empty()) throw ProbeFailed("the A/B run compared no cell");
     e = from_timing(c.label(), judged->verdict.cells.front().timing);
     e.run_uuid = out.report.run_uuid;
     e.attempts = attempt;
-    if (e.outcome == "not compared") throw ProbeFailed(e.verdict);
+    // Too few undisturbed rounds on both sides (a loaded machine): more rounds, or give up on
+    // the commit as on one whose runner fails.
+    if (e.outcome == k3reports::Outcome::kNotCompared) {
+      if (attempt == rq_.attempts) throw ProbeFailed("could not be compared: " + e.verdict);
+      continue;
+    }
     // Decisive: the run can tell the chased effect from no change (its MDE is below it); for
     // the bad revision (nothing chased yet), a regression, or an MDE below the op's threshold.
     const double enough = chased ? chased->effect : judged->verdict.cells.front().timing.threshold;
-    if (e.outcome == "regression" && !chased) break;
+    if (e.outcome == k3reports::Outcome::kRegression && !chased) break;
     if (e.mde <= enough) break;
   }
   return e;
@@ -161,12 +174,12 @@ CaseEffect Bisector::measure_count(const BisectCase& c, const std::string& runne
   const auto good = good_counts_.find(e.label);
   if (good == good_counts_.end()) {  // the good runner itself
     good_counts_[e.label] = r;
-    e.outcome = "unchanged";
+    e.outcome = k3reports::Outcome::kUnchanged;
     return e;
   }
   const auto& g = good->second;
   const auto t = k3reports::exact_count_verdict(g.instructions, g.jitter, r.instructions, r.jitter);
-  e.outcome = k3reports::to_string(t.outcome);
+  e.outcome = t.outcome;
   e.delta = t.exact->delta;
   e.tolerance = t.exact->tolerance;
   e.effect = e.delta / g.instructions;
@@ -196,7 +209,8 @@ Probe Bisector::probe(std::size_t index, int seq) {
       for (const auto& ch : result_.chased)
         if (ch.label == c.label()) chased = &ch;
       if (seq > 0 && chased == nullptr) continue;  // a case the bad revision did not regress
-      p.cases.push_back(rq_.instructions ? measure_count(c, cr.runner) : measure_time(c, cr.runner, chased));
+      p.cases.push_back(rq_.instructions ? measure_count(c, cr.runner)
+                                         : measure_time(c, cr.runner, chased));
     }
   } catch (const ProbeFailed& e) {
     p.reason = e.what();
@@ -215,7 +229,9 @@ Probe Bisector::probe(std::size_t index, int seq) {
 bool Bisector::is_bad(const Probe& p) const {
   for (const auto& e : p.cases) {
     for (const auto& ch : result_.chased)
-      if (ch.label == e.label && e.outcome == "regression" && e.effect >= ch.effect / 2) return true;
+      if (ch.label == e.label && e.outcome == k3reports::Outcome::kRegression &&
+          e.effect >= ch.effect / 2)
+        return true;
   }
   return false;
 }
@@ -255,9 +271,11 @@ void Bisector::store(const Probe& p) {
 BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
   const auto start = Clock::now();
   result_.range = range_;
+  result_.instructions = rq_.instructions;
   const CommitRunner good = runners_.runner_of(range_.good);
   if (good.runner.empty())
-    throw k3bench::UserError(fmt::format("--good {}: no runner: {}", range_.good.substr(0, 12), good.failure));
+    throw k3bench::UserError(
+        fmt::format("--good {}: no runner: {}", range_.good.substr(0, 12), good.failure));
   result_.good_runner = good.runner;
   check_cases_at_good();
   if (rq_.instructions) {
@@ -274,20 +292,19 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
   for (const auto& c : rq_.cases) cases.push_back(c.label());
   {
     auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
-    k3store::begin_bisection(*db, {result_.id, range_.good, range_.bad,
-                                   rq_.instructions ? "instructions" : "time", rq_.variant,
-                                   rq_.instructions ? fmt::format("qemu-vlen{}", rq_.vlen) : place_.name(),
-                                   cases.dump(), static_cast<int>(range_.commits.size()), rq_.nightly_id});
+    k3store::begin_bisection(
+        *db, {result_.id, range_.good, range_.bad, rq_.instructions ? "instructions" : "time",
+              rq_.variant, rq_.instructions ? fmt::format("qemu-vlen{}", rq_.vlen) : place_.name(),
+              cases.dump(), static_cast<int>(range_.commits.size()), rq_.nightly_id});
   }
   auto finish = [&](const std::string& status, const std::string& why) {
     result_.status = status;
     result_.why = why;
     result_.wall_s = since(start);
     auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
-    k3store::finish_bisection(*db, result_.id, status,
-                              status == "found" ? result_.candidates.front() : "",
-                              status == "range" ? result_.candidates : std::vector<std::string>{},
-                              result_.wall_s);
+    k3store::finish_bisection(
+        *db, result_.id, status, status == "found" ? result_.candidates.front() : "",
+        status == "range" ? result_.candidates : std::vector<std::string>{}, result_.wall_s);
     return result_;
   };
   // The bad revision first: the regression to chase, measured in this bisection's own conditions.
@@ -295,16 +312,19 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
   const std::size_t bad_index = range_.commits.size() - 1;
   Probe bad = probe(bad_index, 0);
   for (const auto& e : bad.cases)
-    if (e.outcome == "regression") result_.chased.push_back(e);
-  bad.outcome = bad.reason.empty() ? (result_.chased.empty() ? ProbeOutcome::kGood : ProbeOutcome::kBad)
-                                   : ProbeOutcome::kSkip;
+    if (e.outcome == k3reports::Outcome::kRegression) result_.chased.push_back(e);
+  bad.outcome = bad.reason.empty()
+                    ? (result_.chased.empty() ? ProbeOutcome::kGood : ProbeOutcome::kBad)
+                    : ProbeOutcome::kSkip;
   store(bad);
   result_.probes.push_back(bad);
   if (on_probe) on_probe(bad);
-  if (!bad.reason.empty()) return finish("failed", "the bad revision cannot be measured: " + bad.reason);
+  if (!bad.reason.empty())
+    return finish("failed", "the bad revision cannot be measured: " + bad.reason);
   if (result_.chased.empty())
-    return finish("not-reproduced", fmt::format("no case is slower{} at the bad revision than at the good one",
-                                                rq_.instructions ? " (more instructions)" : ""));
+    return finish("not-reproduced",
+                  fmt::format("no case is slower{} at the bad revision than at the good one",
+                              rq_.instructions ? " (more instructions)" : ""));
   int seq = 1;
   while (const auto next = search.next()) {
     Probe p = probe(*next, seq++);
@@ -320,7 +340,8 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
 }  // namespace
 
 std::string BisectCase::label() const {
-  return params.empty() ? fmt::format("{} {}", op, shape) : fmt::format("{} {} {}", op, shape, params);
+  return params.empty() ? fmt::format("{} {}", op, shape)
+                        : fmt::format("{} {} {}", op, shape, params);
 }
 
 BisectCase parse_case(const std::string& text) {
@@ -329,27 +350,33 @@ BisectCase parse_case(const std::string& text) {
   while (i < text.size()) {
     while (i < text.size() && text[i] == ' ') ++i;
     const std::size_t j = text.find(' ', i);
-    if (i < text.size()) words.push_back(text.substr(i, j == std::string::npos ? std::string::npos : j - i));
+    if (i < text.size())
+      words.push_back(text.substr(i, j == std::string::npos ? std::string::npos : j - i));
     i = j == std::string::npos ? text.size() : j;
   }
   if (words.size() < 2 || words.size() > 3 || words[1].find('=') == std::string::npos)
-    throw k3bench::UserError(
-        fmt::format("--case '{}': not \"<op> <shape> [params]\" (e.g. \"linear_decode n=256,k=256 threads=1\")", text));
+    throw k3bench::UserError(fmt::format(
+        "--case '{}': not \"<op> <shape> [params]\" (e.g. \"linear_decode n=256,k=256 threads=1\")",
+        text));
   return {words[0], words[1], words.size() == 3 ? words[2] : ""};
 }
 
-BisectRange resolve_range(const std::string& repo, const std::string& good, const std::string& bad) {
+BisectRange resolve_range(const std::string& repo, const std::string& good,
+                          const std::string& bad) {
   BisectRange r;
   r.good = resolve_commit(repo, good);
-  if (r.good.empty()) throw k3bench::UserError(fmt::format("--good {}: no such revision in {}", good, repo));
+  if (r.good.empty())
+    throw k3bench::UserError(fmt::format("--good {}: no such revision in {}", good, repo));
   r.bad = resolve_commit(repo, bad);
-  if (r.bad.empty()) throw k3bench::UserError(fmt::format("--bad {}: no such revision in {}", bad, repo));
+  if (r.bad.empty())
+    throw k3bench::UserError(fmt::format("--bad {}: no such revision in {}", bad, repo));
   if (r.good == r.bad)
-    throw k3bench::UserError(fmt::format("--good {} and --bad {} are the same commit {}: nothing to bisect", good,
-                                         bad, r.good.substr(0, 12)));
+    throw k3bench::UserError(
+        fmt::format("--good {} and --bad {} are the same commit {}: nothing to bisect", good, bad,
+                    r.good.substr(0, 12)));
   if (k3nightly::revision_ancestry(repo, r.good, r.bad) != k3nightly::Ancestry::kAncestor)
-    throw k3bench::UserError(fmt::format("--good {} is not an ancestor of --bad {}: bisect needs good before bad",
-                                         good, bad));
+    throw k3bench::UserError(fmt::format(
+        "--good {} is not an ancestor of --bad {}: bisect needs good before bad", good, bad));
   r.commits = commits_between(repo, r.good, r.bad);
   return r;
 }
@@ -361,31 +388,37 @@ int BisectResult::skipped() const {
 }
 
 BisectResult run_bisection(const k3targets::Target& place, const BisectRequest& request,
-                           const BisectRange& range, const std::function<void(const Probe&)>& on_probe) {
+                           const BisectRange& range,
+                           const std::function<void(const Probe&)>& on_probe) {
   return Bisector(place, request, range).run(on_probe);
 }
 
 std::string bisect_table(const BisectResult& r) {
-  const bool counts = !r.probes.empty() && !r.probes.front().cases.empty() &&
-                      r.probes.front().cases.front().mde == 0 && r.probes.front().cases.front().rounds == 0;
-  std::string s = fmt::format("{:>4} {:>5}  {:<12} {:<5}  {:<34} {:>8}  {:<20} {}\n", "#", "pos", "commit",
-                              "", "case", "effect", "95% CI", counts ? "exact verdict" : "MDE, rounds, verdict");
+  const bool counts = r.instructions;
+  std::size_t width = 4;
+  for (const auto& p : r.probes)
+    for (const auto& e : p.cases) width = std::max(width, e.label.size());
+  std::string s = fmt::format("{:>3} {:>6}  {:<12} {:<5}  {:<{}} {:>9}  {:<22} {}\n", "#", "commit",
+                              "", "", "case", width, "effect", "95% CI",
+                              counts ? "exact verdict" : "MDE, rounds, verdict");
   const int n = static_cast<int>(r.range.commits.size());
   for (const auto& p : r.probes) {
     const std::string pos = fmt::format("{}/{}", p.index + 1, n);
     if (p.cases.empty()) {
-      s += fmt::format("{:>4} {:>5}  {:<12} {:<5}  {}\n", p.seq, pos, p.commit.substr(0, 12), to_string(p.outcome),
-                       p.reason);
+      s += fmt::format("{:>3} {:>6}  {:<12} {:<5}  {}\n", p.seq, pos, p.commit.substr(0, 12),
+                       to_string(p.outcome), p.reason);
       continue;
     }
     for (const auto& e : p.cases) {
       const std::string ci = fmt::format("[{:+.1f}%, {:+.1f}%]", 100 * e.ci_low, 100 * e.ci_high);
       const std::string how =
-          counts ? e.verdict
-                 : fmt::format("{:.1f}%, {} rounds{}, {}", 100 * e.mde, e.rounds,
-                               e.attempts > 1 ? fmt::format(" (run {})", e.attempts) : "", e.verdict);
-      s += fmt::format("{:>4} {:>5}  {:<12} {:<5}  {:<34} {:>+7.2f}%  {:<20} {}\n", p.seq, pos,
-                       p.commit.substr(0, 12), to_string(p.outcome), e.label, 100 * e.effect, ci, how);
+          counts
+              ? e.verdict
+              : fmt::format("{:.1f}%, {} rounds{}, {}", 100 * e.mde, e.rounds,
+                            e.attempts > 1 ? fmt::format(" (run {})", e.attempts) : "", e.verdict);
+      s += fmt::format("{:>3} {:>6}  {:<12} {:<5}  {:<{}} {:>+8.2f}%  {:<22} {}\n", p.seq, pos,
+                       p.commit.substr(0, 12), to_string(p.outcome), e.label, width, 100 * e.effect,
+                       ci, how);
     }
   }
   s += "\n";
@@ -394,8 +427,9 @@ std::string bisect_table(const BisectResult& r) {
     s += fmt::format("first bad commit: {} ({} probes over {} commits, {} skipped; {:.0f} s)\n",
                      r.candidates.front(), probes, n, r.skipped(), r.wall_s);
   } else if (r.status == "range") {
-    s += fmt::format("the first bad commit is one of {} (skipped commits hide which; {} probes, {:.0f} s):\n",
-                     r.candidates.size(), probes, r.wall_s);
+    s += fmt::format(
+        "the first bad commit is one of {} (skipped commits hide which; {} probes, {:.0f} s):\n",
+        r.candidates.size(), probes, r.wall_s);
     for (const auto& c : r.candidates) s += "  " + c + "\n";
   } else {
     s += fmt::format("{}: {}\n", r.status, r.why);

@@ -24,6 +24,7 @@
 #include "harness/app/bisect/bisect_search.h"
 #include "harness/host/bench/instruction_count.h"
 #include "harness/host/targets/target.h"
+#include "reports/verdict.h"
 
 namespace k3bisect {
 
@@ -51,6 +52,8 @@ struct BisectRequest {
   // time
   int processes = 6;  // rounds of the first run of a probe (doubled on each re-measurement)
   int attempts = 3;   // runs of a probe at most
+  bool remeasure_disturbed =
+      true;  // false: a disturbed process counts as it is (bench --no-remeasure)
   std::vector<std::pair<std::string, std::string>> settings;  // measurement settings (key, value)
   // instructions
   k3bench::CountTools tools;
@@ -66,11 +69,11 @@ struct BisectRequest {
 
 struct CaseEffect {
   std::string label;
-  std::string outcome;  // regression | improvement | unchanged | not compared
-  double effect = 0;    // relative change against good (> 0: slower / more instructions)
+  k3reports::Outcome outcome = k3reports::Outcome::kNotCompared;
+  double effect = 0;  // relative change against good (> 0: slower / more instructions)
   double ci_low = 0, ci_high = 0;
-  double mde = 0;               // time only
-  double instructions = 0;      // instructions only: per call, and the exact delta
+  double mde = 0;           // time only
+  double instructions = 0;  // instructions only: per call, and the exact delta
   double delta = 0, tolerance = 0;
   int rounds = 0, attempts = 0;  // time only
   std::string verdict, run_uuid;
@@ -90,11 +93,13 @@ struct Probe {
 struct BisectResult {
   std::string id;
   BisectRange range;
-  std::string status;  // found | range | not-reproduced | failed
-  std::string why;     // not-reproduced / failed: one line
-  std::vector<std::string> candidates;  // found: the first bad commit; range: the commits skips hide
-  std::vector<CaseEffect> chased;       // the bad revision's effects of the cases chased
-  std::vector<Probe> probes;            // in probe order (the bad revision first)
+  bool instructions = false;  // the metric: exact instruction counts (else time)
+  std::string status;         // found | range | not-reproduced | failed
+  std::string why;            // not-reproduced / failed: one line
+  std::vector<std::string>
+      candidates;                  // found: the first bad commit; range: the commits skips hide
+  std::vector<CaseEffect> chased;  // the bad revision's effects of the cases chased
+  std::vector<Probe> probes;       // in probe order (the bad revision first)
   std::string good_runner;
   double wall_s = 0;
   int skipped() const;

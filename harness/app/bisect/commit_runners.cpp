@@ -35,9 +35,9 @@ std::string read_first_line(const fs::path& p) {
   return line;
 }
 
-// The last line of a compiler's output that names an error (else the last line): the skip's
-// reason.
-std::string error_line(const std::string& out) {
+// The first line of a build's output that names an error (else the last line), with the
+// worktree's path taken out (file names relative to the commit's tree): the skip's reason.
+std::string error_line(const std::string& out, const std::string& tree) {
   std::istringstream in(out);
   std::string line, last, error;
   while (std::getline(in, line)) {
@@ -45,14 +45,18 @@ std::string error_line(const std::string& out) {
     last = line;
     if (error.empty() && (line.find("error") != std::string::npos)) error = line;
   }
-  return error.empty() ? last : error;
+  std::string s = error.empty() ? last : error;
+  for (auto at = s.find(tree + "/"); at != std::string::npos; at = s.find(tree + "/"))
+    s.erase(at, tree.size() + 1);
+  return s;
 }
 
 }  // namespace
 
 std::string resolve_commit(const std::string& repo, const std::string& revision) {
   if (revision.empty() || revision.starts_with("-")) return "";
-  const auto r = k3nightly::run_git(repo, {"rev-parse", "--verify", "--quiet", revision + "^{commit}"});
+  const auto r =
+      k3nightly::run_git(repo, {"rev-parse", "--verify", "--quiet", revision + "^{commit}"});
   return r.ok() ? trimmed(r.out) : "";
 }
 
@@ -60,7 +64,8 @@ std::vector<std::string> commits_between(const std::string& repo, const std::str
                                          const std::string& bad) {
   const auto r = k3nightly::run_git(
       repo, {"rev-list", "--reverse", "--topo-order", "--ancestry-path", good + ".." + bad});
-  if (!r.ok()) throw std::runtime_error("git rev-list failed in " + repo + ": " + k3targets::last_line(r.err));
+  if (!r.ok())
+    throw std::runtime_error("git rev-list failed in " + repo + ": " + k3targets::last_line(r.err));
   std::vector<std::string> out;
   std::istringstream in(r.out);
   for (std::string line; std::getline(in, line);)
@@ -98,21 +103,27 @@ CommitRunner CommitRunners::runner_of(const std::string& commit) {
 CommitRunner CommitRunners::build(const std::string& commit) {
   const auto start = std::chrono::steady_clock::now();
   fs::create_directories(o_.cache_dir);
-  const fs::path tree = fs::absolute(fs::path(o_.cache_dir) / fmt::format("{}-{}", o_.variant, commit));
+  const fs::path tree =
+      fs::absolute(fs::path(o_.cache_dir) / fmt::format("{}-{}", o_.variant, commit));
   const fs::path log = fs::path(o_.cache_dir) / fmt::format("{}-{}.log", o_.variant, commit);
   std::string out;  // the whole build's output, written to the log
   auto finish = [&](std::string failure, std::string runner, std::string hash) {
     std::ofstream f(log);
-    f << (failure.empty() ? "k3tune bisect: built " + runner : kFailedMark + failure) << "\n" << out;
+    f << (failure.empty() ? "k3tune bisect: built " + runner : kFailedMark + failure) << "\n"
+      << out;
     k3nightly::run_git(o_.repo, {"worktree", "remove", "--force", tree.string()});
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return CommitRunner{commit, std::move(runner), std::move(hash), std::move(failure), s};
   };
   if (o_.progress)
-    std::cerr << fmt::format("k3tune: bisect: building {} ({})\n", commit_title(o_.repo, commit), o_.variant);
-  if (fs::exists(tree)) k3nightly::run_git(o_.repo, {"worktree", "remove", "--force", tree.string()});
+    std::cerr << fmt::format("k3tune: bisect: building {} ({})\n", commit_title(o_.repo, commit),
+                             o_.variant);
+  if (fs::exists(tree))
+    k3nightly::run_git(o_.repo, {"worktree", "remove", "--force", tree.string()});
   k3nightly::run_git(o_.repo, {"worktree", "prune"});
-  const auto add = k3nightly::run_git(o_.repo, {"worktree", "add", "--detach", tree.string(), commit});
+  const auto add =
+      k3nightly::run_git(o_.repo, {"worktree", "add", "--detach", tree.string(), commit});
   if (!add.ok()) return finish("git worktree add failed: " + k3targets::last_line(add.err), "", "");
   // The riscv64 dependencies are built by a script into the checkout, not kept in git.
   if (const fs::path deps = fs::path(o_.repo) / "build" / "third_party"; fs::exists(deps)) {
@@ -131,11 +142,14 @@ CommitRunner CommitRunners::build(const std::string& commit) {
       k3targets::run_process({"cmake", "-S", tree.string(), "--preset", o_.variant}, opt);
   out += configure.out + configure.err;
   if (!configure.ok())
-    return finish("cmake configure failed: " + error_line(configure.out + configure.err), "", "");
+    return finish(
+        "cmake configure failed: " + error_line(configure.out + configure.err, tree.string()), "",
+        "");
   const auto make = k3targets::run_process(
       {"cmake", "--build", binary_dir, "--target", "k3bench", fmt::format("-j{}", o_.jobs)}, opt);
   out += make.out + make.err;
-  if (!make.ok()) return finish("does not build: " + error_line(make.out + make.err), "", "");
+  if (!make.ok())
+    return finish("does not build: " + error_line(make.out + make.err, tree.string()), "", "");
   const std::string binary = k3targets::runner_binary(binary_dir);
   const std::string hash = k3bench::sha256_file(binary);
   const auto kept = k3reports::keep_runner(o_.runners_dir, hash, binary);

@@ -4,10 +4,10 @@
 // (the project's launcher hashes paths relative to the tree, so a worktree at another path reuses
 // the objects of every earlier build), recorded in the builds table with the commit as its source
 // revision, and kept by build hash like the runners `--confirm` keeps (k3reports::keep_runner).
-// The worktree is removed once its runner is kept; the build log stays (<cache>/<variant>-<commit>.log).
-// A commit built before is not built again: its runner is found by (revision, variant) in the
-// builds table; a commit that failed to build is remembered by its log's verdict line, so a second
-// bisection skips it at once.
+// The worktree is removed once its runner is kept; the build log stays
+// (<cache>/<variant>-<commit>.log). A commit built before is not built again: its runner is found
+// by (revision, variant) in the builds table; a commit that failed to build is remembered by its
+// log's verdict line, so a second bisection skips it at once.
 #pragma once
 
 #include <string>

@@ -17,7 +17,8 @@ namespace {
 std::string key_values(const nlohmann::json& j) {
   std::string out;
   if (!j.is_object()) return out;
-  for (const auto& [k, v] : j.items()) out += (out.empty() ? "" : ",") + k + "=" + k3params::value_text(v);
+  for (const auto& [k, v] : j.items())
+    out += (out.empty() ? "" : ",") + k + "=" + k3params::value_text(v);
   return out;
 }
 
@@ -26,14 +27,21 @@ std::string key_values(const nlohmann::json& j) {
 NightlyRegression nightly_regression(const std::string& dir, const std::string& db_path,
                                      const std::string& rules_file) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(dir)) throw k3bench::UserError(fmt::format("--from-nightly {}: no such folder", dir));
+  if (!fs::is_directory(dir))
+    throw k3bench::UserError(fmt::format("--from-nightly {}: no such folder", dir));
   NightlyRegression out;
   out.nightly_id = fs::path(fs::absolute(dir)).lexically_normal().filename().string();
   if (out.nightly_id.empty()) out.nightly_id = fs::absolute(dir).parent_path().filename().string();
   std::string verdict_run;
   {
     auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
-    auto s = db->prepare("SELECT COALESCE(verdict_run_uuid, '') FROM nightlies WHERE nightly_id = ?1");
+    // The verdict run is stored with the nightly when it finishes; while it runs (its own bisect
+    // step), the verdict step's detail has it.
+    auto s = db->prepare(
+        "SELECT COALESCE(n.verdict_run_uuid, json_extract(v.detail_json, '$.run_uuid'), '') FROM "
+        "nightlies n"
+        " LEFT JOIN nightly_steps v ON v.nightly_id = n.nightly_id AND v.step = 'verdict-bench'"
+        " WHERE n.nightly_id = ?1");
     s.bind(1, out.nightly_id);
     if (!s.step())
       throw k3bench::UserError(
@@ -48,8 +56,9 @@ NightlyRegression nightly_regression(const std::string& dir, const std::string& 
   auto revision = [&](const std::string& hash, const char* side) {
     const auto b = k3store::find_build(*db, hash);
     if (!b || b->source_revision.empty() || b->source_revision == "unknown")
-      throw k3bench::UserError(fmt::format("--from-nightly {}: the {} build {} has no recorded source revision",
-                                           dir, side, hash.substr(0, 12)));
+      throw k3bench::UserError(
+          fmt::format("--from-nightly {}: the {} build {} has no recorded source revision", dir,
+                      side, hash.substr(0, 12)));
     return b->source_revision.substr(0, b->source_revision.find("-dirty"));
   };
   out.good_revision = revision(v.baseline_build, "previous nightly's");
@@ -59,8 +68,9 @@ NightlyRegression nightly_regression(const std::string& dir, const std::string& 
     out.cases.push_back({c.op, key_values(c.b->shape), key_values(c.b->params)});
   }
   if (out.cases.empty())
-    throw k3bench::UserError(fmt::format(
-        "--from-nightly {}: its verdict (run {}) has no timing regression to bisect", dir, verdict_run));
+    throw k3bench::UserError(
+        fmt::format("--from-nightly {}: its verdict (run {}) has no timing regression to bisect",
+                    dir, verdict_run));
   return out;
 }
 

@@ -2,7 +2,8 @@
 // nightly (its directory's name is its id in the nightlies table) holds the verdict run: the
 // previous nightly's kept host runner (A) measured interleaved with tonight's (B). The good
 // revision is A's build provenance (builds.source_revision), the bad one B's, and the cases are
-// the cells the verdict calls a timing regression (op, shape and parameters as measured).
+// the cells the verdict calls a timing regression (op, shape and parameters as measured). While
+// the nightly runs (its own bisect step), the verdict run is read from its verdict-bench step.
 #pragma once
 
 #include <string>
