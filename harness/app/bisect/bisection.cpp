@@ -59,7 +59,7 @@ CaseEffect from_timing(const std::string& label, const k3reports::TimingVerdict&
 
 class Bisector {
  public:
-  Bisector(const k3targets::Target& place, const BisectRequest& rq, const BisectRange& range)
+  Bisector(const k3targets::Target* place, const BisectRequest& rq, const BisectRange& range)
       : place_(place),
         rq_(rq),
         range_(range),
@@ -76,10 +76,11 @@ class Bisector {
   bool is_bad(const Probe& p) const;
   void store(const Probe& p);
 
-  const k3targets::Target& place_;
+  const k3targets::Target* place_;  // null: instruction counts (counted here)
   const BisectRequest& rq_;
   const BisectRange& range_;
   CommitRunners runners_;
+  std::string good_hash_;
   BisectResult result_;
   std::map<std::string, k3bench::CountResult> good_counts_;  // label -> the good runner's count
 };
@@ -98,7 +99,7 @@ void Bisector::check_cases_at_good() {
     q.qemu = rq_.tools.qemu;
     at_good = k3targets::make_target(q, rq_.root);
   } else {
-    at_good = place_.with_runner(result_.good_runner);
+    at_good = place_->with_runner(result_.good_runner);
   }
   const auto catalog = k3bench::Catalog::from_target(*at_good);
   for (const auto& c : rq_.cases) {
@@ -115,7 +116,7 @@ void Bisector::check_cases_at_good() {
 
 CaseEffect Bisector::measure_time(const BisectCase& c, const std::string& runner,
                                   const CaseEffect* chased) {
-  const auto target = place_.with_runner(runner);
+  const auto target = place_->with_runner(runner);
   CaseEffect e;
   for (int attempt = 1; attempt <= rq_.attempts; ++attempt) {
     k3bench::BenchRequest b;
@@ -202,6 +203,22 @@ Probe Bisector::probe(std::size_t index, int seq) {
     p.reason = cr.failure;
     return p;
   }
+  // The same binary as the good or the bad revision's (a commit that changed no code the runner
+  // is built from): its outcome is theirs, without measuring.
+  const bool as_good = cr.hash == good_hash_;
+  const Probe* bad = result_.probes.empty() ? nullptr : &result_.probes.front();
+  if (as_good || (bad != nullptr && cr.hash == bad->hash)) {
+    p.outcome = as_good ? ProbeOutcome::kGood : ProbeOutcome::kBad;
+    for (const auto& e : as_good ? result_.chased : bad->cases) {
+      CaseEffect same = as_good ? CaseEffect{} : e;
+      same.label = e.label;
+      if (as_good) same.outcome = k3reports::Outcome::kUnchanged;
+      same.verdict = fmt::format("the {} revision's runner (sha256 {}): not measured again",
+                                 as_good ? "good" : "bad", cr.hash.substr(0, 12));
+      p.cases.push_back(same);
+    }
+    return p;
+  }
   const auto start = Clock::now();
   try {
     for (const auto& c : rq_.cases) {
@@ -277,6 +294,7 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
     throw k3bench::UserError(
         fmt::format("--good {}: no runner: {}", range_.good.substr(0, 12), good.failure));
   result_.good_runner = good.runner;
+  good_hash_ = good.hash;
   check_cases_at_good();
   if (rq_.instructions) {
     for (const auto& c : rq_.cases) {
@@ -294,7 +312,7 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
     auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
     k3store::begin_bisection(
         *db, {result_.id, range_.good, range_.bad, rq_.instructions ? "instructions" : "time",
-              rq_.variant, rq_.instructions ? fmt::format("qemu-vlen{}", rq_.vlen) : place_.name(),
+              rq_.variant, rq_.instructions ? fmt::format("qemu-vlen{}", rq_.vlen) : place_->name(),
               cases.dump(), static_cast<int>(range_.commits.size()), rq_.nightly_id});
   }
   auto finish = [&](const std::string& status, const std::string& why) {
@@ -387,7 +405,7 @@ int BisectResult::skipped() const {
   return n;
 }
 
-BisectResult run_bisection(const k3targets::Target& place, const BisectRequest& request,
+BisectResult run_bisection(const k3targets::Target* place, const BisectRequest& request,
                            const BisectRange& range,
                            const std::function<void(const Probe&)>& on_probe) {
   return Bisector(place, request, range).run(on_probe);
@@ -398,8 +416,8 @@ std::string bisect_table(const BisectResult& r) {
   std::size_t width = 4;
   for (const auto& p : r.probes)
     for (const auto& e : p.cases) width = std::max(width, e.label.size());
-  std::string s = fmt::format("{:>3} {:>6}  {:<12} {:<5}  {:<{}} {:>9}  {:<22} {}\n", "#", "commit",
-                              "", "", "case", width, "effect", "95% CI",
+  std::string s = fmt::format("{:>3} {:>6}  {:<12} {:<5}  {:<{}} {:>9}  {:<22} {}\n", "#", "pos",
+                              "commit", "", "case", width, "effect", "95% CI",
                               counts ? "exact verdict" : "MDE, rounds, verdict");
   const int n = static_cast<int>(r.range.commits.size());
   for (const auto& p : r.probes) {

@@ -107,9 +107,10 @@ struct BisectResult {
 
 // Builds the good revision's runner, checks the cases against its catalog (UserError when a case
 // is unknown there: nothing measured or stored), then bisects. `place`: where time is measured
-// (unused for instructions, which are counted here under qemu-user). `on_probe` is called after
-// each probe (for progress).
-BisectResult run_bisection(const k3targets::Target& place, const BisectRequest& request,
+// (null for instructions, which are counted here under qemu-user). `on_probe` is called after
+// each probe (for progress). A commit whose runner is the good (bad) revision's binary is good
+// (bad) without measuring.
+BisectResult run_bisection(const k3targets::Target* place, const BisectRequest& request,
                            const BisectRange& range,
                            const std::function<void(const Probe&)>& on_probe = {});
 

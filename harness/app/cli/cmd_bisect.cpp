@@ -169,12 +169,10 @@ void add_bisect_command(CLI::App& app, AppContext& ctx) {
         for (const auto& v : o->results()) rq.command_line += " " + o->get_name() + " " + v;
     const auto range = k3bisect::resolve_range(ctx.root, good, bad);
     std::unique_ptr<MeasuringPlace> place;
-    std::unique_ptr<k3targets::Target> here;  // --instructions: only the variant matters
     if (!a->instructions) place = std::make_unique<MeasuringPlace>(ctx, a->place, *cmd);
     rq.variant = !a->variant.empty() ? a->variant
                  : a->instructions   ? "rvv"
                                      : place->target().config().variant;
-    if (a->instructions) here = ctx.target("local");
     if (!ctx.quiet)
       std::cerr << fmt::format(
           "k3tune: bisect: {} commits after {} up to {}, {} on {}\n", range.commits.size(),
@@ -182,7 +180,7 @@ void add_bisect_command(CLI::App& app, AppContext& ctx) {
           a->instructions ? "instruction counts" : "time",
           a->instructions ? fmt::format("qemu-user VLEN {}", a->vlen) : place->describe());
     const auto r = k3bisect::run_bisection(
-        place ? place->target() : *here, rq, range, [&ctx, &range](const k3bisect::Probe& p) {
+        place ? &place->target() : nullptr, rq, range, [&ctx, &range](const k3bisect::Probe& p) {
           if (ctx.quiet) return;
           std::string line =
               fmt::format("k3tune: bisect: probe {} {}/{} {}: {}", p.seq, p.index + 1,

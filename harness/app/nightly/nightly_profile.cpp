@@ -75,21 +75,21 @@ Profile profile(const std::string& name) {
             {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
                        kQuickCounts, "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
   if (name == "full") {
-    Profile full = with_counts({{"host", "rvv", "ime2-emu"},
-            {"--model", "qwen3-0.6b"},
-            {},
-            {},
-            true,
-            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
-            "40",
-            true,
-            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
-            {}},
-                       cat(kQuickCounts, {"--case", "linear_decode n=3072,k=1024", "--case",
-                                          "linear_decode n=1024,k=3072", "--case",
-                                          "linear_decode n=2048,k=1024", "--case",
-                                          "linear_prefill m=128,n=3072,k=1024"}),
-                       "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
+    Profile full = with_counts(
+        {{"host", "rvv", "ime2-emu"},
+         {"--model", "qwen3-0.6b"},
+         {},
+         {},
+         true,
+         {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+         "40",
+         true,
+         {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+         {}},
+        cat(kQuickCounts, {"--case", "linear_decode n=3072,k=1024", "--case",
+                           "linear_decode n=1024,k=3072", "--case", "linear_decode n=2048,k=1024",
+                           "--case", "linear_prefill m=128,n=3072,k=1024"}),
+        "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
     full.bisect = true;
     return full;
   }
@@ -349,13 +349,15 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
   if (p.bisect) {
     NightlyStep bisect{"bisect",
                        [](const NightlyState& s) {
-                         return Args{"--json", "bisect", "--from-nightly", s.dir, "--target", "local"};
+                         return Args{"--json", "bisect",   "--from-nightly",
+                                     s.dir,    "--target", "local"};
                        },
                        {0, 1, 2},
                        true};
     bisect.skip = [](const NightlyState& s) -> std::string {
       const auto it = s.exit_codes.find("report");
-      if (it == s.exit_codes.end() || it->second != 4) return "no regression confirmed tonight: nothing to bisect";
+      if (it == s.exit_codes.end() || it->second != 4)
+        return "no regression confirmed tonight: nothing to bisect";
       return "";
     };
     steps.push_back(bisect);
