@@ -5,7 +5,8 @@
 // raised a little (more instructions, no timing change worth the name) and, later, a lot (a large
 // slowdown); one commit that does not build (#error) and one whose runner aborts at start, each
 // mended by the next commit. The time bisection must name the planted commit in about log2(N)
-// probes plus the skips, report both skips, and store every probe; the instruction-count
+// probes plus the skips, report both skips, and store every probe, and find it again from a
+// nightly whose verdict run is that regression's A/B (--from-nightly); the instruction-count
 // bisection (riscv64 runner per commit, under qemu-user with the counting plugin) must name the
 // count commit on a short history. Bad input (unknown revision, equal revisions, good not an
 // ancestor, a case the good runner does not know) is one line, exit 2, nothing built or stored.
@@ -28,6 +29,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/app/nightly/nightly_store.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -230,6 +232,30 @@ TEST_F(BisectCli, FindsThePlantedSlowdownAroundSkippedCommits) {
   std::cout << fmt::format(
       "time bisection over {} commits: {} probes, {:.0f} s wall (both runs)\n", n, probes,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+
+  // The same regression as a nightly's verdict would hold it: a nightly whose verdict run is the
+  // bad revision's A/B (the good runner against the bad one, interleaved). --from-nightly takes
+  // the revisions from the two builds' provenance and the case from the regressed cell (its
+  // parameters as measured, defaults filled in), and finds the same commit (runners reused).
+  {
+    const fs::path night = dir_ / "nightly" / "n1";
+    fs::create_directories(night);
+    auto c = k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate);
+    k3nightly::begin_nightly(
+        *c, {"n1", "full", night.string(), "", "running", std::nullopt, "", "", ""});
+    k3nightly::finish_nightly(*c, "n1", "regression", 4, "", j["chased"][0]["run_uuid"]);
+  }
+  const auto night_run =
+      k3tune({"--json", "bisect", "--from-nightly", (dir_ / "nightly" / "n1").string(), "-P", "6",
+              "-R", "3", "--min-time", "0.02", "--no-remeasure"});
+  ASSERT_EQ(night_run.exit_code, 0) << night_run.err << night_run.out;
+  const auto nj = nlohmann::json::parse(night_run.out);
+  EXPECT_EQ(nj["good"], good_);
+  EXPECT_EQ(nj["bad"], bad);
+  EXPECT_EQ(nj["candidates"], nlohmann::json::array({slow_commit})) << night_run.err;
+  EXPECT_NE(nj["chased"][0]["case"].get<std::string>().find("linear_decode k=1024,n=1024 "),
+            std::string::npos);
+  EXPECT_EQ(count("SELECT count(*) FROM bisections WHERE nightly_id = 'n1'"), 1);
 
   // Instruction counts over a short history (good .. the notes after the count commit: 2 or 3
   // commits): the riscv64 runner of each probe counted under qemu-user, the exact rule decides.
