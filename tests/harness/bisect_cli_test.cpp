@@ -2,14 +2,15 @@
 // temporary folder, then commits added on top whose source differs where a probe's rebuild touches
 // one file (the runner's main.cpp, the rest ccache hits): the default of k3bench's extra-work hook
 // (--extra-work-spins: a dependent integer chain after every timed call, real work, not a sleep)
-// raised a little (more instructions, no timing change worth the name) and, later, a lot (a large
-// slowdown); one commit that does not build (#error) and one whose runner aborts at start, each
-// mended by the next commit. The time bisection must name the planted commit in about log2(N)
-// probes plus the skips, report both skips, and store every probe, and find it again from a
-// nightly whose verdict run is that regression's A/B (--from-nightly); the instruction-count
-// bisection (riscv64 runner per commit, under qemu-user with the counting plugin) must name the
-// count commit on a short history. Bad input (unknown revision, equal revisions, good not an
-// ancestor, a case the good runner does not know) is one line, exit 2, nothing built or stored.
+// raised a little (thousands more instructions per call, a timing change far below half the
+// slowdown) and, later, a lot (a large slowdown); one commit that does not build (#error) and one
+// whose runner aborts at start, each mended by the next commit. The time bisection must name the
+// planted commit in about log2(N) probes plus the skips, report both skips, store every probe, and
+// find it again from a nightly whose verdict run is that regression's A/B (--from-nightly); the
+// instruction-count bisection (riscv64 runner per commit, under qemu-user with the counting
+// plugin) must name the count commit on a short history. Bad input (unknown revision, equal
+// revisions, good not an ancestor, a case the good runner does not know) is one line, exit 2,
+// nothing built or stored.
 //
 // The timed runs count disturbed processes as they are (--no-remeasure): on a shared 2-CPU
 // machine most short processes are preempted, and the planted slowdown (about +300%) dwarfs that.
