@@ -134,6 +134,7 @@ TEST_F(BisectCli, BadInputIsOneLineExit2NothingBuiltOrStored) {
       {{"--good", c, "--bad", good_, "--case", kCase}, "is not an ancestor of"},
       {{"--good", good_, "--bad", c, "--case", "linear_decode"}, "not \"<op> <shape> [params]\""},
       {{"--from-nightly", (dir_ / "no-such-night").string()}, "no such folder"},
+      {{"--good", good_, "--bad", c, "--case", kCase, "-R", "many"}, "--reps"},
       {{"--from-nightly", repo(), "--good", good_}, "not with --good"},
   };
   for (const auto& k : cases) {

@@ -11,6 +11,7 @@
 #include "harness/app/bisect/nightly_regression.h"
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "harness/host/bench/measure_settings.h"
 #include "reports/runner_store.h"
 
 namespace k3cli {
@@ -145,6 +146,9 @@ void add_bisect_command(CLI::App& app, AppContext& ctx) {
     rq.remeasure_disturbed = a->remeasure;
     if (!a->reps.empty()) rq.settings.emplace_back("repetitions", a->reps);
     if (!a->min_time.empty()) rq.settings.emplace_back("min_time_s", a->min_time);
+    k3bench::MeasureSettings check;  // a bad value is refused now, not after the first build
+    for (const auto& [key, value] : rq.settings)
+      check.set(key, value, key == "repetitions" ? "--reps" : "--min-time");
     rq.count_path = a->path;
     rq.vlen = a->vlen;
     rq.tools.plugin = a->plugin.empty()
