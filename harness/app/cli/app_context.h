@@ -53,6 +53,7 @@ void add_report_command(CLI::App& app, AppContext& ctx);
 void add_publish_command(CLI::App& app, AppContext& ctx);
 void add_model_command(CLI::App& app, AppContext& ctx);
 void add_nightly_command(CLI::App& app, AppContext& ctx);
+void add_bisect_command(CLI::App& app, AppContext& ctx);
 void add_count_command(CLI::App& app, AppContext& ctx);
 
 // The result code a subcommand callback leaves for main() to return.

@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   ctx.root = env_root ? env_root : K3TUNE_SOURCE_DIR;
   CLI::App app{"k3tune: autotuning and benchmarking harness for the SpacemiT K3"};
   app.footer(
-      "Exit codes: 0 ok; 1 problems found (doctor, db check); 2 bad input (nothing written); "
+      "Exit codes: 0 ok; 1 problems found (doctor, db check; bisect: not reproduced); 2 bad input (nothing written); "
       "3 bench finished but some cells failed (report, compare: cells of the run failed); "
       "4 report, compare: regressions in the verdict; 5 report, compare: no report could be "
       "produced.\nEnvironment: K3TUNE_ROOT (source tree), K3TUNE_DB "
@@ -92,6 +92,7 @@ int main(int argc, char** argv) {
   add_publish_command(app, ctx);
   add_model_command(app, ctx);
   add_nightly_command(app, ctx);
+  add_bisect_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

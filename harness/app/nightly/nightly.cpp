@@ -338,6 +338,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       state.details[step.name] = done->detail_json.empty()
                                      ? nlohmann::json::object()
                                      : nlohmann::json::parse(done->detail_json);
+      state.exit_codes[step.name] = done->exit_code;
       line.note = "done by an earlier attempt";
       lines.push_back(line);
       fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, steps.size(), step.name);
@@ -386,6 +387,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       if (detail.contains("build_hash")) k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
     }
     state.details[step.name] = detail;
+    state.exit_codes[step.name] = code;
     finish_step(*db, o.id, step.name, ok, code, line.wall_s, detail.dump());
     if (!ok) {
       failed = true;

@@ -34,6 +34,9 @@ struct Profile {
   std::string count_vlens{};
   std::vector<std::string> count_paths{};     // rvv, ime2 (its emulation build)
   std::vector<std::string> count_variants{};  // the build presets whose runners are counted
+  // Bisect a timing regression the verdict confirms (off in quick: a night's bisection builds
+  // and measures about log2(commits since the previous night) runners).
+  bool bisect = false;
 };
 
 // Instruction counts at Qwen3-0.6B shapes (hidden 1024, intermediate 3072, 16/8 heads of 128).
@@ -71,22 +74,25 @@ Profile profile(const std::string& name) {
             two_decode,
             {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
                        kQuickCounts, "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
-  if (name == "full")
-    return with_counts({{"host", "rvv", "ime2-emu"},
-            {"--model", "qwen3-0.6b"},
-            {},
-            {},
-            true,
-            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
-            "40",
-            true,
-            {"--model", "qwen3-0.6b", "--op", "linear_decode"},
-            {}},
-                       cat(kQuickCounts, {"--case", "linear_decode n=3072,k=1024", "--case",
-                                          "linear_decode n=1024,k=3072", "--case",
-                                          "linear_decode n=2048,k=1024", "--case",
-                                          "linear_prefill m=128,n=3072,k=1024"}),
-                       "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
+  if (name == "full") {
+    Profile full = with_counts(
+        {{"host", "rvv", "ime2-emu"},
+         {"--model", "qwen3-0.6b"},
+         {},
+         {},
+         true,
+         {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+         "40",
+         true,
+         {"--model", "qwen3-0.6b", "--op", "linear_decode"},
+         {}},
+        cat(kQuickCounts, {"--case", "linear_decode n=3072,k=1024", "--case",
+                           "linear_decode n=1024,k=3072", "--case", "linear_decode n=2048,k=1024",
+                           "--case", "linear_prefill m=128,n=3072,k=1024"}),
+        "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
+    full.bisect = true;
+    return full;
+  }
   if (name == "smoke")
     return with_counts({{"host"},
             {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
@@ -336,6 +342,26 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                    {0, 3, 4},
                    false,
                    true});
+  // The commit that made tonight slower: the verdict's regressed cells bisected between the
+  // previous night's revision and tonight's, on the verdict's target. It explains the verdict and
+  // never changes it: whatever it ends with (a commit, a range, not reproduced: exit 1, or a
+  // revision it cannot use: exit 2) is in its log and detail, and the night goes on.
+  if (p.bisect) {
+    NightlyStep bisect{"bisect",
+                       [](const NightlyState& s) {
+                         return Args{"--json", "bisect",   "--from-nightly",
+                                     s.dir,    "--target", "local"};
+                       },
+                       {0, 1, 2},
+                       true};
+    bisect.skip = [](const NightlyState& s) -> std::string {
+      const auto it = s.exit_codes.find("report");
+      if (it == s.exit_codes.end() || it->second != 4)
+        return "no regression confirmed tonight: nothing to bisect";
+      return "";
+    };
+    steps.push_back(bisect);
+  }
   return steps;
 }
 

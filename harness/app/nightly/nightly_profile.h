@@ -14,7 +14,10 @@
 // full: every op and shape of Qwen3-0.6B spread over the farm's boards (one bench step, cells to
 //   whichever board is free) with adaptive process counts (target CI 3%), larger tuning budgets;
 //   same verdict; counts of every Linear shape of the model besides.
-// smoke: the quick profile's host steps only (tuning and verdicts at 256x256, budget 4), and one small count (Linear
+//   A regression the verdict confirms is bisected over the commits since the previous night
+//   (`k3tune bisect --from-nightly`: a runner built and measured per probed commit).
+// smoke: the quick profile's host steps only (tuning and verdicts at 256x256, budget 4), and one
+// small count (Linear
 //   decode 128x64, VLEN 256, the RVV test tree's runner: the one a test run has built), for the
 //   end-to-end test.
 #pragma once
@@ -38,6 +41,7 @@ struct NightlyState {
   std::string baseline_runner;  // kept runner of the previous nightly ("" : none usable)
   std::string baseline_note;    // why there is no A/B, or which nightly is the baseline
   nlohmann::json details = nlohmann::json::object();  // step -> its detail (run ids, ...)
+  std::map<std::string, int> exit_codes;              // step -> its exit code (steps run or done)
   // The previous nightly's instruction counts: its "count" step's detail ("counts": rows with
   // path, case, figure, jitter and run_uuid) and its id; null when no earlier nightly counted.
   nlohmann::json previous_counts;

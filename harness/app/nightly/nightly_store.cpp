@@ -76,12 +76,12 @@ std::string nightly_dir(k3store::Connection& c, const std::string& id) {
 std::optional<StepRow> find_step(k3store::Connection& c, const std::string& id,
                                  const std::string& step) {
   auto s = c.prepare(
-      "SELECT status, COALESCE(detail_json, '') FROM nightly_steps WHERE nightly_id = ?1 AND"
-      " step = ?2");
+      "SELECT status, COALESCE(detail_json, ''), COALESCE(exit_code, -1) FROM nightly_steps"
+      " WHERE nightly_id = ?1 AND step = ?2");
   s.bind(1, id);
   s.bind(2, step);
   if (!s.step()) return std::nullopt;
-  return StepRow{s.text(0), s.text(1)};
+  return StepRow{s.text(0), s.text(1), static_cast<int>(s.integer(2))};
 }
 
 void begin_step(k3store::Connection& c, const std::string& id, const std::string& step, int seq,

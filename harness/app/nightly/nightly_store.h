@@ -21,6 +21,7 @@ struct NightlyRow {
 struct StepRow {
   std::string status;  // running | done | failed
   std::string detail_json;
+  int exit_code = -1;  // -1: not finished
 };
 
 void begin_nightly(k3store::Connection& c, const NightlyRow& row);  // insert, or mark running

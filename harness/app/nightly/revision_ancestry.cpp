@@ -13,16 +13,16 @@ std::string commit_of(std::string revision) {
   return revision == "unknown" ? "" : revision;
 }
 
-k3targets::ProcessResult git(const std::string& repo, std::vector<std::string> args) {
+}  // namespace
+
+k3targets::ProcessResult run_git(const std::string& repo, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {"git", "-C", repo};
   argv.insert(argv.end(), args.begin(), args.end());
   return k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(60));
 }
 
-}  // namespace
-
 std::string head_revision(const std::string& repo) {
-  const auto r = git(repo, {"rev-parse", "HEAD"});
+  const auto r = run_git(repo, {"rev-parse", "HEAD"});
   if (!r.ok()) return "";
   std::string out = r.out;
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
@@ -33,7 +33,7 @@ Ancestry revision_ancestry(const std::string& repo, const std::string& revision,
                            const std::string& head) {
   const std::string a = commit_of(revision), b = commit_of(head);
   if (a.empty() || b.empty()) return Ancestry::kUnknown;
-  const auto r = git(repo, {"merge-base", "--is-ancestor", a, b});
+  const auto r = run_git(repo, {"merge-base", "--is-ancestor", a, b});
   if (r.ok()) return Ancestry::kAncestor;
   return r.exit_code == 1 ? Ancestry::kNotAncestor : Ancestry::kUnknown;
 }

@@ -11,7 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "harness/host/targets/process.h"
+
 namespace k3nightly {
+
+// `git -C repo args...` with a 60 s timeout: how the nightly and `k3tune bisect` ask git.
+k3targets::ProcessResult run_git(const std::string& repo, const std::vector<std::string>& args);
 
 enum class Ancestry { kAncestor, kNotAncestor, kUnknown };
 

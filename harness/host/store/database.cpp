@@ -290,6 +290,44 @@ CREATE TABLE farm_queue_claims(          -- bench --farm --shared-queue: live st
   state TEXT NOT NULL CHECK(state IN ('taken', 'done')),
   at TEXT NOT NULL,
   PRIMARY KEY(queue_key, cell_index));
+    // 8 -> 9: `k3tune bisect`: one row per bisection (its range, cases and result) and one per
+    // probed commit and case (the effect against the good runner with its interval).
+    R"sql(
+CREATE TABLE bisections(
+  bisection_id TEXT PRIMARY KEY,         -- a UUID
+  good_revision TEXT NOT NULL,           -- full commit hashes
+  bad_revision TEXT NOT NULL,
+  metric TEXT NOT NULL CHECK(metric IN ('time', 'instructions')),
+  variant TEXT NOT NULL,                 -- the runner preset built at every probe
+  place TEXT NOT NULL,                   -- target or board measured on
+  cases_json TEXT NOT NULL,              -- the cases chased, with the effect measured at the bad revision
+  commits INTEGER NOT NULL,              -- commits after good up to bad
+  status TEXT NOT NULL CHECK(status IN ('running', 'found', 'range', 'not-reproduced', 'failed')),
+  first_bad TEXT,                        -- status found: the first bad commit
+  range_json TEXT,                       -- status range: the commits skips leave undecided, oldest first
+  started_at TEXT NOT NULL,
+  finished_at TEXT,
+  wall_s REAL,
+  nightly_id TEXT);                      -- the nightly whose regression it chased (--from-nightly)
+CREATE TABLE bisection_probes(
+  bisection_id TEXT NOT NULL REFERENCES bisections(bisection_id),
+  seq INTEGER NOT NULL,                  -- probe order (0: the bad revision)
+  case_label TEXT NOT NULL,              -- "" for a probe skipped before any case was measured
+  revision TEXT NOT NULL,
+  position INTEGER NOT NULL,             -- 1 = first commit after good ... commits = bad
+  outcome TEXT NOT NULL CHECK(outcome IN ('good', 'bad', 'skip')),
+  reason TEXT,                           -- skip: did not build / the runner failed, one line
+  build_hash TEXT,
+  run_uuid TEXT,                         -- the A/B run (time) or the count run (instructions)
+  effect REAL,                           -- time: relative change against good; instructions: per call
+  ci_low REAL,
+  ci_high REAL,
+  mde REAL,                              -- time only: minimum detectable effect of the deciding run
+  rounds INTEGER,                        -- time only: rounds of the deciding run
+  attempts INTEGER,                      -- time only: runs measured (more rounds after an MDE too wide)
+  verdict TEXT,                          -- the verdict text of the deciding comparison
+  at TEXT NOT NULL,
+  PRIMARY KEY(bisection_id, seq, case_label));
 )sql",
 };
 

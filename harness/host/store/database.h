@@ -16,7 +16,7 @@
 namespace k3store {
 
 constexpr int kApplicationId = 0x4B33544E;  // "K3TN" in the SQLite header (offset 68)
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 enum class OpenMode {
   kCreateOrUpdate,  // create the file if missing, migrate an older schema

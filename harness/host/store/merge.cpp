@@ -30,7 +30,9 @@ const char* const kTablesInOrder[] = {"builds",
                                       "farm_sweep_cells",
                                       "nightly_steps",
                                       "nightlies",
-                                      "exact_measurements"};
+                                      "exact_measurements",
+                                      "bisections",
+                                      "bisection_probes"};
 
 bool same_file(const std::string& a, const std::string& b) {
   struct stat sa {

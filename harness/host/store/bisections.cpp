@@ -1,0 +1,108 @@
+#include "harness/host/store/bisections.h"
+
+#include <nlohmann/json.hpp>
+
+#include "harness/host/store/results.h"
+
+namespace k3store {
+
+void begin_bisection(Connection& c, const BisectionRecord& r) {
+  auto s = c.prepare(
+      "INSERT INTO bisections(bisection_id, good_revision, bad_revision, metric, variant, place,"
+      " cases_json, commits, status, started_at, nightly_id)"
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,'running',?9,?10)");
+  s.bind(1, r.bisection_id).bind(2, r.good_revision).bind(3, r.bad_revision).bind(4, r.metric);
+  s.bind(5, r.variant).bind(6, r.place).bind(7, r.cases_json).bind(8, r.commits).bind(9, now_utc());
+  if (r.nightly_id.empty())
+    s.bind_null(10);
+  else
+    s.bind(10, r.nightly_id);
+  s.run();
+}
+
+void insert_bisection_probe(Connection& c, const BisectionProbeRecord& r) {
+  auto s = c.prepare(
+      "INSERT OR REPLACE INTO bisection_probes(bisection_id, seq, case_label, revision, position,"
+      " outcome, reason, build_hash, run_uuid, effect, ci_low, ci_high, mde, rounds, attempts,"
+      " verdict, at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)");
+  s.bind(1, r.bisection_id).bind(2, r.seq).bind(3, r.case_label).bind(4, r.revision);
+  s.bind(5, r.position).bind(6, r.outcome);
+  auto text_or_null = [&](int i, const std::string& v) {
+    if (v.empty())
+      s.bind_null(i);
+    else
+      s.bind(i, v);
+  };
+  auto int_or_null = [&](int i, const std::optional<int>& v) {
+    if (v)
+      s.bind(i, *v);
+    else
+      s.bind_null(i);
+  };
+  text_or_null(7, r.reason);
+  text_or_null(8, r.build_hash);
+  text_or_null(9, r.run_uuid);
+  s.bind(10, r.effect).bind(11, r.ci_low).bind(12, r.ci_high).bind(13, r.mde);
+  int_or_null(14, r.rounds);
+  int_or_null(15, r.attempts);
+  text_or_null(16, r.verdict);
+  s.bind(17, now_utc());
+  s.run();
+}
+
+void finish_bisection(Connection& c, const std::string& bisection_id, const std::string& status,
+                      const std::string& first_bad, const std::vector<std::string>& range,
+                      double wall_s) {
+  auto s = c.prepare(
+      "UPDATE bisections SET status = ?2, first_bad = ?3, range_json = ?4, finished_at = ?5,"
+      " wall_s = ?6 WHERE bisection_id = ?1");
+  s.bind(1, bisection_id).bind(2, status);
+  if (first_bad.empty())
+    s.bind_null(3);
+  else
+    s.bind(3, first_bad);
+  if (range.empty())
+    s.bind_null(4);
+  else
+    s.bind(4, nlohmann::json(range).dump());
+  s.bind(5, now_utc()).bind(6, wall_s);
+  s.run();
+}
+
+std::vector<BisectionProbeRecord> bisection_probes(Connection& c, const std::string& bisection_id) {
+  auto s = c.prepare(
+      "SELECT seq, case_label, revision, position, outcome, reason, build_hash, run_uuid, effect,"
+      " ci_low, ci_high, mde, rounds, attempts, verdict FROM bisection_probes"
+      " WHERE bisection_id = ?1 ORDER BY seq, case_label");
+  s.bind(1, bisection_id);
+  std::vector<BisectionProbeRecord> out;
+  while (s.step()) {
+    BisectionProbeRecord r;
+    r.bisection_id = bisection_id;
+    r.seq = static_cast<int>(s.integer(0));
+    r.case_label = s.text(1);
+    r.revision = s.text(2);
+    r.position = static_cast<int>(s.integer(3));
+    r.outcome = s.text(4);
+    r.reason = s.is_null(5) ? "" : s.text(5);
+    r.build_hash = s.is_null(6) ? "" : s.text(6);
+    r.run_uuid = s.is_null(7) ? "" : s.text(7);
+    auto opt = [&](int col) {
+      return s.is_null(col) ? std::nullopt : std::optional<double>(s.real(col));
+    };
+    auto opt_int = [&](int col) {
+      return s.is_null(col) ? std::nullopt : std::optional<int>(static_cast<int>(s.integer(col)));
+    };
+    r.effect = opt(8);
+    r.ci_low = opt(9);
+    r.ci_high = opt(10);
+    r.mde = opt(11);
+    r.rounds = opt_int(12);
+    r.attempts = opt_int(13);
+    r.verdict = s.is_null(14) ? "" : s.text(14);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace k3store
