@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -319,6 +320,36 @@ std::string SiteNight::verdict() const {
   return judged ? "no regression" : "ok (no verdict step)";
 }
 
+// The bisections that chased a night's regression (k3tune bisect --from-nightly, or the full
+// profile's bisect step): each one a note on that night's page, with what it found.
+void attach_bisections(k3store::Connection& db, std::vector<SiteNight>& nights) {
+  std::map<std::string, SiteNight*> by_id;
+  for (auto& n : nights) by_id[n.nightly_id] = &n;
+  auto s = db.prepare(
+      "SELECT b.nightly_id, b.status, coalesce(b.first_bad, ''), coalesce(b.range_json, '[]'),"
+      " b.good_revision, b.bad_revision, b.metric, b.commits,"
+      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id),"
+      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id"
+      "  AND p.outcome = 'skip')"
+      " FROM bisections b WHERE b.nightly_id IS NOT NULL ORDER BY b.started_at");
+  while (s.step()) {
+    const auto it = by_id.find(s.text(0));
+    if (it == by_id.end()) continue;
+    const std::string status = s.text(1);
+    const auto range = json::parse(s.text(3), nullptr, false);
+    std::string found = status == "found"   ? "first bad commit " + s.text(2).substr(0, 12)
+                        : status == "range" ? fmt::format("hidden by skips in {} commits",
+                                                          range.is_array() ? range.size() : 0)
+                                            : status;
+    it->second->notes.push_back(
+        {"bisection (" + s.text(6) + ")",
+         fmt::format("{}: {}..{}, {} commits, {} probes ({} skipped)", found,
+                     s.text(4).substr(0, 12), s.text(5).substr(0, 12), s.integer(7), s.integer(8),
+                     s.integer(9)),
+         ""});
+  }
+}
+
 SiteData load_site(k3store::Connection& db, const k3reports::RegressionConfig& rules) {
   SiteData site;
   site.db_path = db.path();
@@ -326,6 +357,7 @@ SiteData load_site(k3store::Connection& db, const k3reports::RegressionConfig& r
   site.nights = load_nights(db, night_dirs);
   site.runs = load_runs(db);
   assign_runs_to_nights(site.nights, site.runs);
+  attach_bisections(db, site.nights);
   site.histories = load_histories(db, site.runs, rules);
   site.tables = load_tables(db, night_dirs);
   return site;

@@ -7,11 +7,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
 #include "harness/host/bench/model_session.h"
+#include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
 namespace fs = std::filesystem;
@@ -63,7 +64,8 @@ TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
   EXPECT_LE(processes, 3 * 2 * 2);
   EXPECT_EQ(count("SELECT count(*) FROM samples"), processes * 2);
   EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 3);
-  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"breakdown\"%'"), processes);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%\"breakdown\"%'"),
+            processes);
   EXPECT_EQ(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%float64 forward pass%'"),
             3);
 }
@@ -78,7 +80,8 @@ TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
                          "2", "--params", "workers=2", "--trace", trace});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Trace of pp8@d24, tg4@d24, pp6+tg3@d24 (one untimed-by-the-sweep run, the "
-                       "first repetition of each test): " + trace),
+                       "first repetition of each test): " +
+                       trace),
             std::string::npos)
       << r.out;
   std::ifstream in(trace);
@@ -95,7 +98,8 @@ TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE op = 'model_pg'"), 1);
   EXPECT_EQ(count("SELECT count(*) FROM aggregates WHERE status = 'ok'"), 3);
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE shape_json LIKE '%\"depth\":24%'"), 2);
-  EXPECT_GE(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%prefill_s_per_call%'"), 2);
+  EXPECT_GE(count("SELECT count(*) FROM processes WHERE runner_json LIKE '%prefill_s_per_call%'"),
+            2);
   const auto bad = k3tune({"model", "--model", "qwen3-0.6b", "--pg", "512"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--pg: '512' is not P,G"), std::string::npos) << bad.err;
@@ -113,16 +117,17 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
   fs::permissions(wrapper, fs::perms::owner_all);
   std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" << wrapper
                            << "\"\ntimeout_s = 120\n";
-  const auto r = k3tune({"--json", "model", "--model",
-                         K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml", "--pp", "", "--tg", "4",
-                         "-P", "8", "-R", "3", "--params", "workers=1", "--baseline-runner",
-                         K3BENCH_PATH});
+  const auto r =
+      k3tune({"--json", "model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
+              "--pp", "", "--tg", "4", "-P", "8", "-R", "3", "--params", "workers=1",
+              "--baseline-runner", K3BENCH_PATH});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["comparison"].size(), 1u) << j.dump();
   const auto& c = j["comparison"][0];
   EXPECT_EQ(c["test"], "tg4");
-  EXPECT_GE(c["rounds"].get<int>(), 4);  // of 8: a disturbed process (measured again) leaves its round
+  EXPECT_GE(c["rounds"].get<int>(),
+            4);  // of 8: a disturbed process (measured again) leaves its round
   EXPECT_GT(c["rel_diff"].get<double>(), 0.05) << c.dump();
   EXPECT_NE(c["verdict"].get<std::string>().find("SLOWER"), std::string::npos) << c.dump();
   const auto& top = c["contributions"][0];
@@ -139,6 +144,72 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
     EXPECT_EQ(row["threads"], 1) << "--params workers=1 reached the cells";
   }
   EXPECT_EQ(builds, 1);
+}
+
+// A tuning table against the built-in defaults on one runner: every test twice in the same
+// rounds, judged per test with the per-op attribution; the table's side loaded it and gave the
+// model's Linears its entries, the defaults' side loaded nothing.
+TEST_F(ModelCli, TableAgainstTheDefaultsInTheSameRounds) {
+  const std::string model = K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml";
+  const std::string table = (dir_ / "T.json").string();
+  const auto tune = k3tune({"tune", "--model", model, "--op", "linear_decode", "--strategy",
+                            "random", "--budget", "2", "--processes", "2", "--out", table});
+  ASSERT_EQ(tune.exit_code, 0) << tune.err;
+  const auto r = k3tune({"--json", "model", "--model", model, "--pp", "", "--tg", "4", "-P", "3",
+                         "-R", "2", "--params", "workers=1", "--table", table});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["comparison"].size(), 1u) << j.dump();
+  const auto& c = j["comparison"][0];
+  EXPECT_EQ(c["test"], "tg4");
+  EXPECT_GE(c["rounds"].get<int>(), 2) << c.dump();
+  EXPECT_FALSE(c["verdict"].get<std::string>().empty());
+  double sum = 0;
+  for (const auto& o : c["contributions"]) sum += o["share_of_wall"].get<double>();
+  EXPECT_NEAR(sum, c["wall_change"].get<double>(), 1e-9) << c.dump();
+  std::set<std::string> sides;
+  for (const auto& row : j["results"]) sides.insert(row["build"].get<std::string>());
+  EXPECT_EQ(sides, (std::set<std::string>{"defaults", "table"}));
+  // What each side's runner did: the table's processes ran with --table and applied its entries.
+  auto store = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+  auto s = store->prepare(
+      "SELECT c.measure_json, p.runner_json FROM processes p JOIN cells c USING (cell_key) "
+      "WHERE p.status = 'ok'");
+  int with_table = 0, without = 0;
+  while (s.step()) {
+    const auto measure = nlohmann::json::parse(s.text(0));
+    const auto runner = nlohmann::json::parse(s.text(1));
+    if (measure.contains("table_sha256")) {
+      ++with_table;
+      EXPECT_FALSE(runner["params"].value("tuned_linears", nlohmann::json::object()).empty())
+          << runner["params"].dump();
+    } else {
+      ++without;
+      EXPECT_FALSE(runner["params"].contains("tuned_linears")) << runner["params"].dump();
+    }
+  }
+  EXPECT_GE(with_table, 3);
+  EXPECT_GE(without, 3);
+}
+
+TEST_F(ModelCli, BadTableComparisonsWriteNothing) {
+  const std::string model = K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml";
+  const auto missing = k3tune({"model", "--model", model, "--pp", "", "--tg", "2", "--table",
+                               (dir_ / "none.json").string()});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("none.json': no such file"), std::string::npos) << missing.err;
+  const std::string table = (dir_ / "T.json").string();
+  std::ofstream(table) << "{}";
+  const auto both = k3tune({"model", "--model", model, "--pp", "", "--tg", "2", "--table", table,
+                            "--baseline-runner", K3BENCH_PATH});
+  EXPECT_EQ(both.exit_code, 2);
+  EXPECT_NE(both.err.find("one comparison at a time"), std::string::npos) << both.err;
+  ::setenv("K3_TUNING_TABLE", table.c_str(), 1);
+  const auto env = k3tune({"model", "--model", model, "--pp", "", "--tg", "2", "--table", table});
+  ::unsetenv("K3_TUNING_TABLE");
+  EXPECT_EQ(env.exit_code, 2);
+  EXPECT_NE(env.err.find("K3_TUNING_TABLE"), std::string::npos) << env.err;
+  EXPECT_FALSE(fs::exists(db()));
 }
 
 TEST_F(ModelCli, BadModelWritesNothing) {

@@ -267,6 +267,36 @@ TEST_F(PublishTest, AHistoryOfManyConfigurationsStaysSmall) {
   EXPECT_NE(text.find("The 24 configurations with the most runs of 40"), std::string::npos);
 }
 
+// A bisection stored for a night (k3tune bisect --from-nightly) is on that night's page: what it
+// found, the range and its probes.
+TEST_F(PublishTest, ANightShowsTheBisectionThatChasedIt) {
+  add_nights(db(), 0, 3);
+  {
+    auto c = k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate);
+    auto ins = c->prepare(
+        "INSERT INTO bisections(bisection_id, good_revision, bad_revision, metric, variant, place,"
+        " cases_json, commits, status, first_bad, started_at, nightly_id)"
+        " VALUES('b1', 'aaaaaaaaaaaaaaaa', 'bbbbbbbbbbbbbbbb', 'time', 'host', 'local', '[]', 6,"
+        " 'found', 'cccccccccccccccc', '2026-01-02T00:00:00Z', ?1)");
+    ins.bind(1, night_id(2));
+    ins.step();
+    for (int seq = 0; seq < 4; ++seq)
+      c->exec(fmt::format(
+          "INSERT INTO bisection_probes(bisection_id, seq, case_label, revision, position, "
+          "outcome, at) VALUES('b1', {}, 'x', 'r{}', {}, '{}', '2026-01-02T00:00:00Z')",
+          seq, seq, seq + 1, seq == 1 ? "skip" : "good"));
+  }
+  const fs::path site = dir_ / "site";
+  ASSERT_FALSE(publish_json(db(), site).empty());
+  const std::string night = read(site / k3publish::night_page(night_id(2)));
+  EXPECT_NE(night.find("<b>bisection (time)</b> first bad commit cccccccccccc: "
+                       "aaaaaaaaaaaa..bbbbbbbbbbbb, 6 commits, 4 probes (1 skipped)"),
+            std::string::npos)
+      << night;
+  EXPECT_EQ(read(site / k3publish::night_page(night_id(1))).find("Explained by"),
+            std::string::npos);
+}
+
 // What explains a night (the bisections, once they are stored, attach the commit they found as a
 // NightNote): listed on the night's page with a link into the site.
 TEST(PublishPages, ANightShowsWhatExplainsIt) {

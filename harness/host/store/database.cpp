@@ -290,6 +290,7 @@ CREATE TABLE farm_queue_claims(          -- bench --farm --shared-queue: live st
   state TEXT NOT NULL CHECK(state IN ('taken', 'done')),
   at TEXT NOT NULL,
   PRIMARY KEY(queue_key, cell_index));
+)sql",
     // 8 -> 9: `k3tune bisect`: one row per bisection (its range, cases and result) and one per
     // probed commit and case (the effect against the good runner with its interval).
     R"sql(
