@@ -2,7 +2,12 @@
 # Where does the process-to-process spread come from? Measures the between-process CV of
 # representative cells under each factor that can plausibly cause it, one factor at a time against
 # a baseline configuration, all cells and factors interleaved in ONE k3tune sweep (so the machine's
-# drift hits every configuration alike). Prints factor -> CV per cell, and the ratio to the baseline.
+# drift hits every configuration alike). Prints factor -> CV per cell; then, per cell and factor,
+# the variance split into its per-process and per-repetition components, what the scheduler (run
+# delay) and the hypervisor (steal) took and how much of the spread they explain, and the evidence
+# a paired A/B round of that configuration buys per wall-second. Decode is bound by memory
+# bandwidth and prefill by compute, so a spread that only decode shows points at other tenants'
+# memory traffic.
 #
 # Usage: scripts/noise-study.sh [processes] [target]    (default 20 processes, target local)
 # Environment: K3TUNE (the k3tune binary; default build/k3tune-host or the test tree's),
@@ -30,7 +35,9 @@ db=${STUDY_DB:-$work/study.db}
 # rotation, read() cache loads, rotation among weight copies). Each other row changes one factor.
 base=${BASE:-'huge_pages = "on", cpus = "auto", pool_wait = "spin", warmup = 2, weight_load = "read"'}
 # factor name | TOML pairs added to the baseline ("" = the baseline itself)
-factors=$(cat <<'EOT'
+# Repetition length and process length are factors too: bench's defaults are 5 repetitions of
+# 0.2 s. STUDY_FACTORS overrides the list (same format).
+factors=${STUDY_FACTORS:-$(cat <<'EOT'
 defaults|
 no huge pages (THP)|huge_pages = "off"
 threads pinned in order|cpus = "0-1"
@@ -38,13 +45,13 @@ pool parks at once|pool_wait = "park"
 warm-up 50 calls|warmup = 50
 weight cache mmap|weight_load = "mmap"
 no weight rotation|copies = 1
-4x longer repetitions|min_time_s = 0.2
+1/4 repetition length|min_time_s = 0.05
+3x repetitions per process|repetitions = 15
 EOT
-)
+)}
 cells=${STUDY_CELLS:-$(cat <<'EOT'
 linear_decode|n = 2048, k = 2048|workers = 1
 linear_decode|n = 2048, k = 2048|workers = 2
-linear_decode|n = 6144, k = 2048|workers = 1
 linear_decode|n = 6144, k = 2048|workers = 2
 linear_prefill|m = 128, n = 2048, k = 2048|workers = 2
 EOT
@@ -101,7 +108,8 @@ jq -r '
     elif .measure.warmup == 50 then "warm-up 50 calls"
     elif .measure.weight_load == "mmap" then "weight cache mmap"
     elif (.params.copies // 0) == 1 then "no weight rotation"
-    elif .measure.min_time_s == 0.2 then "4x longer repetitions"
+    elif .measure.min_time_s == 0.05 then "1/4 repetition length"
+    elif .measure.repetitions == 15 then "3x repetitions per process"
     else "defaults" end;
   def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
   def robust_cv: median as $m | (map(. - $m | fabs) | median) * 1.4826 / $m;
@@ -121,7 +129,92 @@ jq -r '"wall \(.overhead.total_wall_s | round) s, kernel \((.overhead.kernel_fra
 # configuration's median, in execution order: correlation with the processes 1, 10, 40 and 100
 # places later (across configurations), and for each cell the spread of a difference between two
 # factor configurations taken within the same round (paired) vs across rounds (unpaired).
-command -v sqlite3 >/dev/null && command -v gawk >/dev/null || { echo "(drift analysis skipped: needs sqlite3 and gawk)"; exit 0; }
+command -v sqlite3 >/dev/null && command -v gawk >/dev/null || { echo "(component and drift analysis skipped: needs sqlite3 and gawk)"; exit 0; }
+
+# Variance components, scheduling and evidence per wall-second. Per configuration, on log times:
+#   s_rep^2  = the mean within-process variance of the repetitions;
+#   s_proc^2 = the variance of the process means less s_rep^2 / r (one-way random effects,
+#              method of moments; floored at 0);
+#   delay, steal: what the scheduler and the hypervisor took, as a share of the measured time
+#              (steal is machine-wide: divided by the CPUs), and R^2, the share of the variance
+#              of the process means that a linear fit on the two shares explains;
+#   evidence/s: 1 / (variance of one paired round's log ratio x its wall time), where the round
+#              is two processes (A and B) of this configuration: Var = 2 (s_proc^2 + s_rep^2 / r),
+#              wall = 2 x the mean process wall time (set-up, warm-up and check included). Shown
+#              relative to the defaults of the same cell: above 1 buys more evidence per second.
+#   r*:       the repetitions per process that maximise evidence/s at this repetition length,
+#              given its components and its fixed per-process cost c = wall - r t:
+#              minimise (s_proc^2 + s_rep^2 / r)(c + r t)  =>  r* = sqrt(c s_rep^2 / (t s_proc^2)).
+jq -r '.cells[] | select(.status == "ok") | [.cell_key,
+  "\(.op | sub("linear_"; "")) \(.shape.n)x\(.shape.k)\(if .shape.m then " m\(.shape.m)" else "" end) w\(.params.workers)",
+  (if .measure.huge_pages == "off" then "no huge pages (THP)"
+   elif .measure.cpus != "auto" then "threads pinned in order"
+   elif .measure.pool_wait == "park" then "pool parks at once"
+   elif .measure.warmup == 50 then "warm-up 50 calls"
+   elif .measure.weight_load == "mmap" then "weight cache mmap"
+   elif (.params.copies // 0) == 1 then "no weight rotation"
+   elif .measure.min_time_s == 0.05 then "1/4 repetition length"
+   elif .measure.repetitions == 15 then "3x repetitions per process"
+   else "defaults" end), .measure.min_time_s] | @tsv' "$work/out.json" >"$work/names.tsv"
+sqlite3 -separator $'\t' "$db" "
+  SELECT p.cell_key, p.process_index, s.ns, p.kernel_ns, p.wall_ns,
+         coalesce((SELECT sum(value) FROM json_each(json_extract(p.runner_json, '$.scheduling.run_delay_ns'))), -1),
+         coalesce((SELECT sum(value) FROM json_each(json_extract(p.runner_json, '$.scheduling.steal_ns'))), -1)
+  FROM processes p JOIN samples s USING (run_uuid, cell_key, process_index)
+  WHERE p.status = 'ok' AND p.disturbed = 0
+  ORDER BY p.cell_key, p.process_index, s.rep_index" >"$work/reps.tsv"
+gawk -F'\t' -v cpus="$(nproc)" '
+  FNR == NR { cellname[$1] = $2; factor[$1] = $3; reptime[$1] = $4; next }
+  !($1 in cellname) { next }
+  {
+    k = $1; p = $2; x = log($3)
+    if (!((k, p) in seen)) { seen[k, p] = 1; np[k]++; procs[k, np[k]] = p
+      kern[k, p] = $4; wall[k, p] = $5; delay[k, p] = $6; steal[k, p] = $7 }
+    nr[k, p]++; sx[k, p] += x; sxx[k, p] += x * x
+  }
+  function fitr2(k,   i, p, n, y, a, b, my, ma, mb, saa, sbb, sab, say, sby, syy, det, ba, bb, ssr) {
+    # least squares of the process mean log time on the delay and steal shares (centred)
+    n = np[k]; if (n < 4) return -1
+    for (i = 1; i <= n; i++) { p = procs[k, i]; y[i] = sx[k, p] / nr[k, p]
+      a[i] = delay[k, p] < 0 ? 0 : delay[k, p] / kern[k, p]; b[i] = steal[k, p] < 0 ? 0 : steal[k, p] / (kern[k, p] * cpus)
+      my += y[i] / n; ma += a[i] / n; mb += b[i] / n }
+    for (i = 1; i <= n; i++) { saa += (a[i] - ma) ^ 2; sbb += (b[i] - mb) ^ 2; sab += (a[i] - ma) * (b[i] - mb)
+      say += (a[i] - ma) * (y[i] - my); sby += (b[i] - mb) * (y[i] - my); syy += (y[i] - my) ^ 2 }
+    if (syy <= 0) return -1
+    det = saa * sbb - sab * sab
+    if (det > 1e-30) { ba = (say * sbb - sby * sab) / det; bb = (sby * saa - say * sab) / det; ssr = ba * say + bb * sby }
+    else if (saa > 0) ssr = say * say / saa
+    else if (sbb > 0) ssr = sby * sby / sbb
+    else ssr = 0
+    return ssr / syy
+  }
+  END {
+    for (k in np) {
+      n = np[k]; if (n < 3) continue
+      w = 0; m = 0; mm = 0; r = 0; wl = 0; dl = 0; st = 0; kt = 0; stk = 0; dk = 0
+      for (i = 1; i <= n; i++) { p = procs[k, i]; q = nr[k, p]; r += q / n
+        w += (sxx[k, p] - sx[k, p] ^ 2 / q) / (q - 1) / n
+        mu = sx[k, p] / q; m += mu / n; mm += mu * mu / n
+        wl += wall[k, p] / n / 1e9; kt += kern[k, p]
+        if (delay[k, p] >= 0) { dl += delay[k, p]; dk += kern[k, p] }
+        if (steal[k, p] >= 0) { st += steal[k, p]; stk += kern[k, p] * cpus } }
+      vb = (mm - m * m) * n / (n - 1)
+      sp2 = vb - w / r; if (sp2 < 0) sp2 = 0
+      round_var = 2 * (sp2 + w / r); round_wall = 2 * wl
+      ev[k] = 1 / (round_var * round_wall)
+      t = reptime[k]; c = wl - r * t; if (c < 0) c = 0
+      rstar = sp2 > 0 ? sqrt(c * w / (t * sp2)) : -1
+      line[k] = sprintf("%s\t%s\t%d\t%.1f%%\t%.1f%%\t%.0f%%\t%.2f%%\t%.2f%%\t%s\t%.1f s\t%s", cellname[k], factor[k], n,
+        100 * sqrt(w), 100 * sqrt(sp2), vb > 0 ? 100 * sp2 / vb : 0, dk > 0 ? 100 * dl / dk : -1, stk > 0 ? 100 * st / stk : -1,
+        (R = fitr2(k)) < 0 ? "-" : sprintf("%.2f", R), wl, rstar < 0 ? "inf" : sprintf("%.0f", rstar))
+      if (factor[k] == "defaults") base[cellname[k]] = ev[k]
+    }
+    print "cell\tfactor\tprocs\tsd rep\tsd proc\tproc share\tdelay\tsteal\tR2\twall/proc\tr*\tevidence/s vs defaults"
+    for (k in line) printf "%s\t%s\n", line[k], (cellname[k] in base) ? sprintf("%.2fx", ev[k] / base[cellname[k]]) : "-" | "sort"
+    close("sort")
+  }' "$work/names.tsv" "$work/reps.tsv" | column -t -s $'\t'
+echo "(sd rep / sd proc: the per-repetition and per-process components of the log-time spread; proc share: of the process means' variance; delay / steal: share of the measured time the scheduler / the hypervisor took; R2: the process-mean variance those two shares explain; r*: the repetitions per process that would buy the most evidence per second at this repetition length)"
+
 sqlite3 -separator ' ' "$db" "
   SELECT p.order_index, p.cell_key, c.op || ' ' || json_extract(c.shape_json, '$.n') || 'x' ||
          json_extract(c.shape_json, '$.k') || ' w' || json_extract(c.params_json, '$.workers'),

@@ -105,6 +105,7 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     rep.cpu_before = current_cpu();
     std::vector<double> before;
     if (count) before = counters->read();
+    const SchedulingSnapshot scheduling0 = scheduling_snapshot();
     const double cpu0 = thread_cpu_seconds();
     const auto wall0 = Clock::now();
     if (with_extra) {
@@ -117,6 +118,7 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     }
     const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
     if (opt.busy_wait && wall > 0) rep.cpu_share = (thread_cpu_seconds() - cpu0) / wall;
+    rep.taken = scheduling_delta(scheduling0, scheduling_snapshot());
     if (count) {
       const std::vector<double> after = counters->read();
       for (std::size_t i = 0; i < after.size(); ++i) {

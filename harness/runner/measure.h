@@ -17,6 +17,7 @@
 #include "harness/runner/extra_work.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/perf_counters.h"
+#include "harness/runner/scheduling.h"
 
 namespace k3runner {
 
@@ -29,6 +30,7 @@ struct Repetition {
   int cpu_before = -1, cpu_after = -1;  // CPU of the calling thread around the repetition
   double migrations = -1;               // CPU migrations of all threads during it (-1: unknown)
   double cpu_share = -1;                // calling thread's CPU time / wall time
+  SchedulingSnapshot taken;             // run delay and steal during it (scheduling.h)
   nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
   std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
 };

@@ -47,17 +47,26 @@ nlohmann::json result_json(const Result& r) {
                   {"ops", r.traffic.ops}};
   j["repetitions"] = nlohmann::json::array();
   for (const auto& rep : r.repetitions) {
-    nlohmann::json jr = {{"ns", rep.real_ns}, {"cpu_ns", rep.cpu_ns}, {"iterations", rep.iterations},
-                         {"cpu", {rep.cpu_before, rep.cpu_after}}, {"flags", rep.flags}};
+    nlohmann::json jr = {{"ns", rep.real_ns},
+                         {"cpu_ns", rep.cpu_ns},
+                         {"iterations", rep.iterations},
+                         {"cpu", {rep.cpu_before, rep.cpu_after}},
+                         {"flags", rep.flags}};
     if (rep.cpu_share >= 0) jr["cpu_share"] = rep.cpu_share;
+    if (rep.taken.run_delay_ns >= 0) jr["run_delay_ns"] = rep.taken.run_delay_ns;
+    if (rep.taken.steal_ns >= 0) jr["steal_ns"] = rep.taken.steal_ns;
     if (!rep.counters.empty()) jr["counters"] = rep.counters;
-    if (!rep.flags.empty()) jr["readings"] = {{"before", rep.readings_before}, {"after", rep.readings_after}};
+    if (!rep.flags.empty())
+      jr["readings"] = {{"before", rep.readings_before}, {"after", rep.readings_after}};
     j["repetitions"].push_back(std::move(jr));
   }
   if (!r.repetitions.empty()) {
     const Summary s = summarize(r.repetitions);
     const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
-    j["summary"] = {{"median_ns", s.median}, {"min_ns", s.min}, {"max_ns", s.max}, {"mean_ns", s.mean},
+    j["summary"] = {{"median_ns", s.median},
+                    {"min_ns", s.min},
+                    {"max_ns", s.max},
+                    {"mean_ns", s.mean},
                     {"cv", s.cv},
                     {"weight_gbps", r.traffic.weight_bytes / s.median},
                     {"total_gbps", bytes / s.median},
@@ -65,10 +74,16 @@ nlohmann::json result_json(const Result& r) {
   }
   if (r.accuracy) {
     const auto& a = *r.accuracy;
-    j["accuracy"] = {{"reference", a.reference}, {"pass", a.pass}, {"checked", a.checked},
-                     {"total", a.total}, {"max_abs_err", a.max_abs_err}, {"max_rel_err", a.max_rel_err},
-                     {"worst_error_to_bound", a.worst_ratio}, {"bound_at_worst", a.worst_bound},
-                     {"extra", a.extra}, {"output_checksum", a.output_checksum}};
+    j["accuracy"] = {{"reference", a.reference},
+                     {"pass", a.pass},
+                     {"checked", a.checked},
+                     {"total", a.total},
+                     {"max_abs_err", a.max_abs_err},
+                     {"max_rel_err", a.max_rel_err},
+                     {"worst_error_to_bound", a.worst_ratio},
+                     {"bound_at_worst", a.worst_bound},
+                     {"extra", a.extra},
+                     {"output_checksum", a.output_checksum}};
   } else {
     j["accuracy"] = nullptr;
   }
@@ -80,9 +95,11 @@ nlohmann::json result_json(const Result& r) {
     j["timing"] = r.timing;
   }
   j["environment"] = r.environment;
-  j["counters"] = r.counters.is_null() ? nlohmann::json{{"available", nlohmann::json::array()},
-                                                         {"unavailable", {{"all", "not measured (accuracy failure)"}}}}
-                                       : r.counters;
+  j["counters"] =
+      r.counters.is_null()
+          ? nlohmann::json{{"available", nlohmann::json::array()},
+                           {"unavailable", {{"all", "not measured (accuracy failure)"}}}}
+          : r.counters;
   j["extra_work"] = r.extra_work;
   return j;
 }
@@ -90,20 +107,25 @@ nlohmann::json result_json(const Result& r) {
 std::string result_table(const Result& r, bool header) {
   std::string out;
   if (header) {
-    out += fmt::format("{:<18} {:<34} {:<10} {:>3} {:>12} {:>17} {:>8} {:>8} {:>9}\n", "op", "shape", "path", "w",
-                       "median us", "min..max us", "GB/s", "GOPS", "err/bound");
+    out +=
+        fmt::format("{:<18} {:<34} {:<10} {:>3} {:>12} {:>17} {:>8} {:>8} {:>9}\n", "op", "shape",
+                    "path", "w", "median us", "min..max us", "GB/s", "GOPS", "err/bound");
   }
   std::string shape;
-  for (const auto& [k, v] : r.shape.items()) shape += (shape.empty() ? "" : ",") + k + "=" + v.dump();
+  for (const auto& [k, v] : r.shape.items())
+    shape += (shape.empty() ? "" : ",") + k + "=" + v.dump();
   std::erase(shape, '"');
   const Summary s = summarize(r.repetitions);
   const int workers = r.params.contains("workers") ? r.params["workers"].get<int>() : 1;
   const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
-  const std::string acc = r.accuracy ? fmt::format("{:.2g}{}", r.accuracy->worst_ratio, r.accuracy->pass ? "" : "!")
-                                     : "-";
-  out += fmt::format("{:<18} {:<34} {:<10} {:>3} {:>12.1f} {:>8.1f}..{:<8.1f} {:>8.2f} {:>8.2f} {:>9}\n", r.op, shape,
-                     r.emulated ? r.path + "(emu)" : r.path, workers, s.median / 1e3, s.min / 1e3, s.max / 1e3,
-                     s.median > 0 ? bytes / s.median : 0.0, s.median > 0 ? r.traffic.ops / s.median : 0.0, acc);
+  const std::string acc =
+      r.accuracy ? fmt::format("{:.2g}{}", r.accuracy->worst_ratio, r.accuracy->pass ? "" : "!")
+                 : "-";
+  out += fmt::format(
+      "{:<18} {:<34} {:<10} {:>3} {:>12.1f} {:>8.1f}..{:<8.1f} {:>8.2f} {:>8.2f} {:>9}\n", r.op,
+      shape, r.emulated ? r.path + "(emu)" : r.path, workers, s.median / 1e3, s.min / 1e3,
+      s.max / 1e3, s.median > 0 ? bytes / s.median : 0.0,
+      s.median > 0 ? r.traffic.ops / s.median : 0.0, acc);
   return out;
 }
 

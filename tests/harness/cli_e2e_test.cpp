@@ -58,7 +58,7 @@ class HarnessCli : public ::testing::Test {
   static std::vector<std::string> tiny_grid() {
     return {"--op",       "linear_decode", "--shape",      "n=64,k=128", "--shape",
             "n=96,k=128", "--grid",        "tile_n=32,64", "--params",   "workers=1,copies=1",
-            "--min-time", "0.002",         "--warmup",     "1",            "--no-remeasure"};
+            "--min-time", "0.002",         "--warmup",     "1",          "--no-remeasure"};
   }
   fs::path dir_;
 };
@@ -83,6 +83,15 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
       count("SELECT count(*) FROM builds WHERE length(build_hash) = 64 AND compiler <> '' AND "
             "source_revision <> '' AND flags <> ''"),
       1);
+  // What the scheduler and the hypervisor took is kept per repetition of every process.
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE "
+                  "json_array_length(runner_json, '$.scheduling.run_delay_ns') = 3 AND "
+                  "json_array_length(runner_json, '$.scheduling.steal_ns') = 3"),
+            8);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM processes, json_each(runner_json, '$.scheduling.run_delay_ns') "
+            "WHERE typeof(value) = 'null' OR value < 0"),
+      0);
   // Interleaving: round 0 covers all four cells before any cell's second process.
   EXPECT_EQ(count("SELECT max(order_index) FROM processes WHERE process_index = 0"), 3);
   EXPECT_EQ(count("SELECT min(order_index) FROM processes WHERE process_index = 1"), 4);
@@ -99,19 +108,23 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
 }
 
 TEST_F(HarnessCli, FirstProcessCalibratesAndTheOthersReuseItsCallCount) {
-  const auto r = k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=128", "--params", "workers=1,copies=1",
-                         "-P", "3", "-R", "2", "--min-time", "0.01", "--no-remeasure"});
+  const auto r =
+      k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=128", "--params",
+              "workers=1,copies=1", "-P", "3", "-R", "2", "--min-time", "0.01", "--no-remeasure"});
   ASSERT_EQ(r.code, 0) << r.err;
   // One call count for the whole cell, chosen by the first process's warm-up.
   EXPECT_EQ(count("SELECT count(DISTINCT iterations) FROM samples"), 1);
   EXPECT_GT(count("SELECT min(iterations) FROM samples"), 1);
-  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = "
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, "
+                  "'$.calibration.source') = "
                   "'calibration pass'"),
             1);
-  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, '$.calibration.source') = 'given'"),
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, "
+                  "'$.calibration.source') = 'given'"),
             2);
   // Where the wall time went is stored with the run.
-  EXPECT_EQ(count("SELECT count(*) FROM runs WHERE warmup_s > 0 AND overhead_s > 0 AND kernel_s > 0"), 1);
+  EXPECT_EQ(
+      count("SELECT count(*) FROM runs WHERE warmup_s > 0 AND overhead_s > 0 AND kernel_s > 0"), 1);
 }
 
 TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
@@ -120,9 +133,9 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
   fs::copy_file(K3BENCH_PATH, baseline);
   { std::ofstream(baseline, std::ios::app) << "baseline build"; }
   fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
-  const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--shape",
-                         "rows=4,dim=256", "-P", "3", "-R", "2", "--min-time", "0.002", "--no-remeasure",
-                         "--baseline-runner", baseline.string()});
+  const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256",
+                         "--shape", "rows=4,dim=256", "-P", "3", "-R", "2", "--min-time", "0.002",
+                         "--no-remeasure", "--baseline-runner", baseline.string()});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   ASSERT_EQ(doc["builds"].size(), 2u);
@@ -130,19 +143,25 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
   EXPECT_EQ(count("SELECT count(*) FROM builds"), 2);
   EXPECT_EQ(count("SELECT count(DISTINCT build_hash) FROM cells"), 2);
   // A B A B: within each round, each cell's baseline process runs right before its candidate's.
-  EXPECT_EQ(count("SELECT count(*) FROM processes p JOIN cells c USING (cell_key) WHERE p.order_index % 2 = 0"
-                  " AND c.build_hash = (SELECT build_hash FROM builds WHERE binary_path LIKE '%baseline')"),
-            6);
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM processes p JOIN cells c USING (cell_key) WHERE p.order_index % 2 "
+          "= 0"
+          " AND c.build_hash = (SELECT build_hash FROM builds WHERE binary_path LIKE '%baseline')"),
+      6);
   ASSERT_EQ(doc["comparisons"].size(), 2u);
   // One verdict: bench prints for each cell exactly what `k3tune report` decides for the same run.
-  const auto rep = k3tune({"--json", "report", doc["run_uuid"].get<std::string>(), "--no-html", "--no-keep", "-o",
-                           (dir_ / "report").string()});
-  ASSERT_TRUE(rep.code == 0 || rep.code == 4) << rep.err;  // 4: a (false) regression on a noisy machine
+  const auto rep = k3tune({"--json", "report", doc["run_uuid"].get<std::string>(), "--no-html",
+                           "--no-keep", "-o", (dir_ / "report").string()});
+  ASSERT_TRUE(rep.code == 0 || rep.code == 4)
+      << rep.err;  // 4: a (false) regression on a noisy machine
   const auto verdict = nlohmann::json::parse(rep.out)["verdict"];
   ASSERT_EQ(verdict["cells"].size(), 2u) << verdict;
   for (const auto& c : doc["comparisons"]) {
     EXPECT_TRUE(c.contains("minimum_detectable_effect"));
-    EXPECT_TRUE(c["verdict"] == "unchanged" || c["verdict"] == "regression" || c["verdict"] == "improvement") << c;
+    EXPECT_TRUE(c["verdict"] == "unchanged" || c["verdict"] == "regression" ||
+                c["verdict"] == "improvement")
+        << c;
     bool found = false;
     for (const auto& r : verdict["cells"]) {
       if (r["label"] != c["cell"]) continue;
@@ -154,8 +173,8 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
     EXPECT_TRUE(found) << c;
   }
   // The same binary as its own baseline is refused before anything is written.
-  const auto same = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--baseline-runner",
-                            K3BENCH_PATH});
+  const auto same = k3tune(
+      {"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--baseline-runner", K3BENCH_PATH});
   EXPECT_EQ(same.code, 2);
   EXPECT_NE(same.err.find("same binary"), std::string::npos) << same.err;
 }
@@ -167,22 +186,26 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
   fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
   // A loose target (50%) is reached after the first rounds; a budget of a fraction of a second
   // with an unreachable target ends the rounds by the clock. Either way the verdict says which.
-  const auto loose = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
-                             "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
-                             "--mde", "0.5"});
+  const auto loose = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256",
+                             "-R", "2", "--min-time", "0.002", "--no-remeasure",
+                             "--baseline-runner", baseline.string(), "--mde", "0.5"});
   ASSERT_EQ(loose.code, 0) << loose.err;
   const auto a = nlohmann::json::parse(loose.out)["comparisons"][0];
   EXPECT_EQ(a["rounds_ended_by"], "MDE within target") << a;
-  EXPECT_NE(a["verdict_text"].get<std::string>().find("Hodges-Lehmann/Wilcoxon"), std::string::npos) << a;
-  EXPECT_NE(a["verdict_text"].get<std::string>().find("rounds ended by: MDE within target"), std::string::npos);
-  const auto tight = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
-                             "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
-                             "--mde", "0.0001", "--mde-budget", "0.5"});
+  EXPECT_NE(a["verdict_text"].get<std::string>().find("Hodges-Lehmann/Wilcoxon"), std::string::npos)
+      << a;
+  EXPECT_NE(a["verdict_text"].get<std::string>().find("rounds ended by: MDE within target"),
+            std::string::npos);
+  const auto tight =
+      k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
+              "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
+              "--mde", "0.0001", "--mde-budget", "0.5"});
   ASSERT_EQ(tight.code, 0) << tight.err;
   const auto b = nlohmann::json::parse(tight.out)["comparisons"][0];
   EXPECT_EQ(b["rounds_ended_by"], "wall-time budget (MDE not reached)") << b;
   // Bad input: no baseline, or not a fraction: one line, exit 2, nothing measured.
-  const auto alone = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--mde", "0.03"});
+  const auto alone =
+      k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--mde", "0.03"});
   EXPECT_EQ(alone.code, 2);
   EXPECT_NE(alone.err.find("--mde: needs an A/B comparison"), std::string::npos) << alone.err;
   const auto bad = k3tune({"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "--mde", "3%",
@@ -196,11 +219,13 @@ TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {
   // The two-stage count: 3 processes first, then as many as their spread asks for (at most 8). A
   // loose target may be met by the first stage on a quiet machine; whatever the machine does, the
   // count and the stop reason must agree.
-  const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-P", "3",
-                         "--max-processes", "8", "--target-ci", "0.5", "-R", "2", "--min-time", "0.002"});
+  const auto r =
+      k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-P", "3",
+              "--max-processes", "8", "--target-ci", "0.5", "-R", "2", "--min-time", "0.002"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto cell = nlohmann::json::parse(r.out)["cells"][0];
-  const int counted = cell["processes"].get<int>(), disturbed = cell["disturbed_processes"].get<int>();
+  const int counted = cell["processes"].get<int>(),
+            disturbed = cell["disturbed_processes"].get<int>();
   EXPECT_GE(counted + disturbed, 3);
   EXPECT_LE(counted + disturbed, 8 + 1);  // + one re-measure of a disturbed process
   if (cell["stop_reason"] == "CI within target") {
@@ -209,8 +234,9 @@ TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {
     EXPECT_EQ(cell["stop_reason"].get<std::string>().rfind("max processes", 0), 0u) << cell.dump();
   }
   // An unreachable target stops at the ceiling and says so.
-  const auto tight = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=2,dim=256", "-P", "2",
-                             "--max-processes", "4", "--target-ci", "0.000001", "-R", "2", "--min-time", "0.002"});
+  const auto tight =
+      k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=2,dim=256", "-P", "2",
+              "--max-processes", "4", "--target-ci", "0.000001", "-R", "2", "--min-time", "0.002"});
   ASSERT_EQ(tight.code, 0) << tight.err;
   const auto t = nlohmann::json::parse(tight.out)["cells"][0];
   EXPECT_GE(t["processes"].get<int>() + t["disturbed_processes"].get<int>(), 4);
@@ -252,10 +278,9 @@ TEST_F(HarnessCli, KilledSweepKeepsSamplesAndResumeMeasuresOnlyWhatIsMissing) {
 
 TEST_F(HarnessCli, CrashedAndHungRunnersAreFailedCellsAndTheSweepContinues) {
   // k = 100 is not a multiple of 64: the runner exits 3 (unsupported) for that cell only.
-  const auto r =
-      k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=100", "--shape", "n=64,k=128",
-              "--params", "workers=1,copies=1", "-P", "2", "-R", "2", "--min-time", "0.001",
-              "--no-remeasure"});
+  const auto r = k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=100", "--shape",
+                         "n=64,k=128", "--params", "workers=1,copies=1", "-P", "2", "-R", "2",
+                         "--min-time", "0.001", "--no-remeasure"});
   EXPECT_EQ(r.code, 3) << r.err;
   EXPECT_EQ(
       count(
@@ -310,10 +335,12 @@ TEST_F(HarnessCli, BadInputIsOneLineAndWritesNothing) {
   // --db naming a directory: one usage line, not an internal error, and nothing created in it.
   const fs::path folder = dir_ / "a-folder";
   fs::create_directories(folder);
-  for (const std::vector<std::string>& args : {std::vector<std::string>{"db", "check"},
-                                              std::vector<std::string>{"bench", "--op", "rmsnorm", "--shape",
-                                                                       "rows=1,dim=64", "-P", "1", "-R", "1"}}) {
-    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", folder.string(), "--targets", targets()};
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"db", "check"},
+        std::vector<std::string>{"bench", "--op", "rmsnorm", "--shape", "rows=1,dim=64", "-P", "1",
+                                 "-R", "1"}}) {
+    std::vector<std::string> argv = {K3TUNE_PATH,     "--root",    K3TUNE_ROOT, "--db",
+                                     folder.string(), "--targets", targets()};
     argv.insert(argv.end(), args.begin(), args.end());
     const auto d = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(120));
     EXPECT_EQ(d.exit_code, 2) << d.err;
@@ -333,8 +360,8 @@ TEST_F(HarnessCli, ModelShapeListsExpandAndValidate) {
   // Every model file's derived cells run through bench (-P 1 -R 1 on the cheapest op keeps it
   // quick; model_config_test validates every derived cell against the catalog).
   for (const char* model : {"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3.5-0.8b", "qwen3.5-2b"}) {
-    const auto r = k3tune({"--json", "bench", "--model", model, "--op", "rmsnorm", "-P", "1",
-                           "-R", "1", "--min-time", "0.001"});
+    const auto r = k3tune({"--json", "bench", "--model", model, "--op", "rmsnorm", "-P", "1", "-R",
+                           "1", "--min-time", "0.001"});
     ASSERT_EQ(r.code, 0) << model << ": " << r.err;
     EXPECT_GE(nlohmann::json::parse(r.out)["cells"].size(), 2u) << model;
   }
@@ -374,13 +401,16 @@ TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
   if (child == 0) {
     ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
     void* h = ::dlopen(K3_FAKE_SPINE_TCM, RTLD_NOW);
-    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(::dlsym(h, "spine_tcm_runtime_mem_try_wait")) : nullptr;
+    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(
+                            ::dlsym(h, "spine_tcm_runtime_mem_try_wait"))
+                      : nullptr;
     ::_exit(try_wait != nullptr && try_wait(2, 0) != nullptr ? 0 : 1);
   }
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const std::vector<std::string> env = {"K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM, "FAKE_SPINE_TCM_STATE=" + state};
+  const std::vector<std::string> env = {"K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM,
+                                        "FAKE_SPINE_TCM_STATE=" + state};
 
   const auto probe = k3tune({"--json", "probe", "--target", "local", "--mib", "8"}, env);
   ASSERT_EQ(probe.code, 0) << probe.err;
@@ -388,9 +418,11 @@ TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
   EXPECT_EQ(p["tcm"]["backend"], "real");
   EXPECT_EQ(p["tcm"]["stale_blocks"], nlohmann::json::array({2}));
   EXPECT_NE(p["tcm_backend"].get<std::string>().find("STALE"), std::string::npos);
-  // TCM bandwidth figures from the tcm_bw op (the stale block 2 is not one the probe's workers use).
+  // TCM bandwidth figures from the tcm_bw op (the stale block 2 is not one the probe's workers
+  // use).
   for (const char* mode : {"copy_in", "read", "dram_read"}) {
-    EXPECT_TRUE(p["tcm_bw_gbps"][mode].is_number()) << mode << ": " << p["tcm_bw_gbps"][mode].dump();
+    EXPECT_TRUE(p["tcm_bw_gbps"][mode].is_number())
+        << mode << ": " << p["tcm_bw_gbps"][mode].dump();
   }
   // probe and status report; neither releases.
   const auto st = k3tune({"--json", "tcm", "status", "--target", "local"}, env);

@@ -17,7 +17,11 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(out);
+    nlohmann::json run_delay = nlohmann::json::array(), steal = nlohmann::json::array();
     for (const auto& rep : j.at("repetitions")) {
+      // What the scheduler and the hypervisor took from each repetition (null: not readable).
+      run_delay.push_back(rep.contains("run_delay_ns") ? rep["run_delay_ns"] : nlohmann::json());
+      steal.push_back(rep.contains("steal_ns") ? rep["steal_ns"] : nlohmann::json());
       k3store::SampleRecord s;
       s.ns = rep.at("ns").get<double>();
       s.cpu_ns = rep.at("cpu_ns").get<double>();
@@ -29,6 +33,7 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
       o.kernel_ns += s.ns * double(s.iterations);
       o.samples.push_back(std::move(s));
     }
+    o.runner["scheduling"] = {{"run_delay_ns", run_delay}, {"steal_ns", steal}};
     o.path = j.value("path", "");
     if (j.contains("timing")) {
       o.timing = j["timing"];
