@@ -370,3 +370,31 @@ TEST(HarnessSelfcheck, ReportedMdePredictsTheDetectionOfEveryInjectedSlowdown) {
     EXPECT_LE(r.detections[1].rate.rate, r.detections[2].rate.rate);
   }
 }
+
+TEST(HarnessSelfcheck, PricedProcessCountReachesTheTargetMde) {
+  // Where the budget cannot reach a 5% MDE the selfcheck prices it: MDE x sqrt(processes) is
+  // about constant, so the processes a 5% MDE needs follow from the measured MDE. Measuring again
+  // with that count (fixed, no two-stage) must give an MDE of about 5% -- at most a little above
+  // (the extrapolation keeps the first stage's wider t quantile, so it errs on the safe side).
+  const k3bench::NoiseModel noise{
+      .base_ns = 1e5, .between = 0.08, .within = 0.005, .drift = 0.05, .drift_correlation = 0.98};
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = 200;
+  opt.target_mde = 0.05;
+  opt.rounds = {.min_processes = 5, .max_processes = 16, .target_ci = 0.03};
+  k3bench::SyntheticExecutor first(noise, 11);
+  const auto at_budget = k3bench::run_selfcheck(first, {}, opt);
+  const auto& cell = at_budget.cells.at(0);
+  ASSERT_GT(cell.minimum_detectable_effect, 0.07) << "the budget should not reach 5% here";
+  const int priced = static_cast<int>(std::ceil(cell.processes_for_target_mde));
+  EXPECT_GT(priced, 16);
+  opt.rounds = {.min_processes = priced, .max_processes = priced, .target_ci = 0};
+  k3bench::SyntheticExecutor second(noise, 12);
+  const auto at_priced = k3bench::run_selfcheck(second, {}, opt);
+  std::printf("  MDE %.2f%% at 5..16 processes -> %d processes priced -> MDE %.2f%%\n",
+              100 * cell.minimum_detectable_effect, priced,
+              100 * at_priced.minimum_detectable_effect);
+  EXPECT_LE(at_priced.minimum_detectable_effect, 0.05 * 1.05);
+  EXPECT_GE(at_priced.minimum_detectable_effect, 0.05 * 0.8);
+}

@@ -122,8 +122,10 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
       if (progress) progress(trial, opt.trials, opt.cells[c].label());
       CellSelfcheck& cs = result.cells[c];
+      const auto trial_start = Clock::now();
       const RoundPlanner trial_data =
           measure_trial(executor, build, configs[c], opt, cs.iterations, trial, cs);
+      cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
       const auto aa = verdict(trial_data, 0, 1, opt.compare);
       fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
       cs.aa_differences.push_back(aa.rel_diff);
@@ -151,7 +153,19 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     cs.noise_floor = k3stats::sample_stddev(cs.aa_differences);
     cs.abs_diff_q95 = quantile_abs(cs.aa_differences, 0.95);
     cs.minimum_detectable_effect = k3stats::median(mdes[c]);
-    if (cs.trials > 0) cs.mean_processes /= double(cs.trials) * double(configs[c].size());
+    if (cs.trials > 0) {
+      const double trial_processes = cs.mean_processes;  // summed by measure_trial so far
+      cs.mean_processes /= double(cs.trials) * double(configs[c].size());
+      cs.process_wall_s /= trial_processes;
+      if (cs.minimum_detectable_effect > 0 && opt.target_mde > 0) {
+        const double scale = cs.minimum_detectable_effect / opt.target_mde;
+        cs.processes_for_target_mde = cs.mean_processes * scale * scale;
+        cs.verdict_wall_s_for_target_mde = 2 * cs.processes_for_target_mde * cs.process_wall_s;
+        result.wall_s_for_target_mde += double(opt.trials) / double(opt.cells.size()) *
+                                        double(configs[c].size()) * cs.processes_for_target_mde *
+                                        cs.process_wall_s;
+      }
+    }
     fp_all += fp[c];
     trials_all += cs.trials;
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);

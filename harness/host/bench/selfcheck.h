@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/host/stats/binomial.h"
 #include "harness/host/bench/grid.h"
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/runner_process.h"
+#include "harness/host/stats/binomial.h"
 #include "harness/host/stats/stats.h"
 
 namespace k3bench {
@@ -28,6 +28,7 @@ struct SelfcheckOptions {
   k3stats::CompareOptions compare;
   double time_budget_s = 0;  // > 0: start no new trial after this long (the report says so)
   double timeout_s = 300;    // per runner process
+  double target_mde = 0.05;  // the effect the report prices in processes and wall time
 };
 
 struct Detection {
@@ -52,6 +53,12 @@ struct CellSelfcheck {
   double mean_processes = 0;             // per configuration and trial
   int processes = 0;                     // runner processes spent on this cell
   int processes_at_max = 0;              // configuration-trials that stopped at the ceiling
+  double process_wall_s = 0;  // trial wall time per counted process (re-measured ones included)
+  // What a minimum detectable effect of `target_mde` would cost here: the MDE shrinks as
+  // 1/sqrt(processes), so mean_processes x (MDE / target)^2 processes per configuration, and an
+  // A/B verdict (two configurations) takes twice that many processes of process_wall_s each.
+  double processes_for_target_mde = 0;
+  double verdict_wall_s_for_target_mde = 0;
 };
 
 struct SelfcheckResult {
@@ -64,6 +71,9 @@ struct SelfcheckResult {
   double minimum_detectable_effect = 0;  // the largest of the cells'
   int processes = 0;
   double wall_s = 0;
+  // The whole selfcheck (its trials, five configurations each) at the processes a minimum
+  // detectable effect of target_mde needs on every cell.
+  double wall_s_for_target_mde = 0;
 };
 
 // progress(done trials, total trials, note)
