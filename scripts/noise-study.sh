@@ -239,6 +239,6 @@ gawk '
       for (r = 1; r <= m; r++) if ((kb, ra[r]) in v) { dd = v[ka, ra[r]] - v[kb, ra[r]]; s += dd; s2 += dd * dd; q++ }
       if (q > 2) { paired[cellof[ka]] += sqrt((s2 - s * s / q) / (q - 1)); pairs[cellof[ka]]++ }
     }
-    for (k in vals) { m = split(vals[k], xs, " "); s = 0; s2 = 0; for (r = 1; r <= m; r++) { s += xs[r]; s2 += xs[r] ^ 2 }; var[cellof[k]] += (s2 - s * s / m) / (m - 1); nv[cellof[k]]++ }
-    for (c in pairs) printf "  %-30s paired difference %.1f%%, unpaired %.1f%%\n", c, 100 * paired[c] / pairs[c], 100 * sqrt(2 * var[c] / nv[c])
+    for (k in vals) { m = split(vals[k], xs, " "); s = 0; s2 = 0; for (r = 1; r <= m; r++) { s += xs[r]; s2 += xs[r] ^ 2 }; if (m > 1) { var[cellof[k]] += (s2 - s * s / m) / (m - 1); nv[cellof[k]]++ } }
+    for (c in pairs) if (nv[c] > 0) printf "  %-30s paired difference %.1f%%, unpaired %.1f%%\n", c, 100 * paired[c] / pairs[c], 100 * sqrt(2 * var[c] / nv[c])
   }' "$work/order.txt"

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -135,6 +136,30 @@ struct RotationLayout {
 std::vector<Part> parts_of(k3k::W4B64Storage& s) {
   return {{s.codes.data(), s.codes.size_bytes()}, {s.alpha.data(), s.alpha.size_bytes()}};
 }
+// Time spent on cache misses, for weight_cache_build_s(). Nested misses (a packed miss builds the
+// storage form too) are counted once: only the outermost build adds its time. Without a cache
+// directory every process generates its weights: that is per-process set-up, not a cold cache,
+// and is not counted here.
+double g_build_s = 0;
+int g_build_depth = 0;
+class BuildTimer {
+ public:
+  explicit BuildTimer(bool filling_the_cache)
+      : counted_(filling_the_cache), start_(std::chrono::steady_clock::now()) {
+    if (counted_) ++g_build_depth;
+  }
+  ~BuildTimer() {
+    if (counted_ && --g_build_depth == 0)
+      g_build_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+  BuildTimer(const BuildTimer&) = delete;
+  BuildTimer& operator=(const BuildTimer&) = delete;
+
+ private:
+  bool counted_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 std::vector<Part> parts_of(k3k::W4B64Packed& p) {
   return {{p.codes.data(), p.codes.size_bytes()},
           {p.scale.data(), p.scale.size_bytes()},
@@ -157,6 +182,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
   const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != file_bytes) {
+    const BuildTimer building(true);
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     const auto tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
@@ -223,6 +249,7 @@ k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t 
   s.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(n * k / 2));
   s.alpha = k3k::AlignedBuffer<float>(static_cast<std::size_t>(n * (k / 64) * 2));
   if (!dir.empty() && load_parts(file, h, parts_of(s))) return s;
+  const BuildTimer building(!dir.empty());
   const auto w = k3k::make_synthetic_weights(n, k, {.seed = seed});
   s = k3k::quantize_w4b64_hqq(w.span(), n, k);
   if (!dir.empty()) store_parts(dir, file, h, parts_of(s));
@@ -251,6 +278,7 @@ k3k::W4B64Packed synthetic_w4b64_packed(
     p.beta = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
     if (load_parts(file, h, parts_of(p))) return p;
   }
+  const BuildTimer building(!dir.empty());
   k3k::W4B64Packed p = repack(k3k::pack_w4b64_generic(synthetic_w4b64(n, k, seed)));
   if (p.layout != layout || p.row_tile != row_tile) {
     throw std::logic_error(
@@ -258,6 +286,10 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   }
   if (!dir.empty()) store_parts(dir, file, h, parts_of(p));
   return p;
+}
+
+double weight_cache_build_s() {
+  return g_build_s;
 }
 
 }  // namespace k3runner

@@ -29,6 +29,11 @@ namespace k3runner {
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed);
 
+// Seconds this process spent filling the cache (generating, quantising, packing and writing what
+// was not there yet): a cold cache's one-time cost, which the harness reports apart from the
+// per-process overhead a warm cache leaves.
+double weight_cache_build_s();
+
 // The packed weights in `layout`; `repack` turns rowtile32 weights into that layout (identity for
 // kRowTile32). Cached per layout and rows per tile.
 k3k::W4B64Packed synthetic_w4b64_packed(

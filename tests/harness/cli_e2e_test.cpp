@@ -107,6 +107,30 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
   EXPECT_GT(doc["overhead"]["kernel_s"].get<double>(), 0.0);
 }
 
+TEST_F(HarnessCli, AColdWeightCacheIsFilledOnceAndShownApartFromTheOverhead) {
+  const std::string cache = "K3BENCH_CACHE_DIR=" + (dir_ / "weights").string();
+  auto bench = [&] {
+    const auto r = k3tune({"--json", "bench", "--op", "linear_decode", "--shape", "n=512,k=1024",
+                           "--params", "workers=1", "-P", "2", "-R", "2", "--min-time", "0.005",
+                           "--no-remeasure", "--target-ci", "0"},
+                          {cache});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out).at("overhead");
+  };
+  const auto cold = bench();
+  const auto warm = bench();
+  // The first run generates, quantises, packs and writes the weights (once, in the first
+  // process); the second finds them all. The overhead excludes the fill either way.
+  EXPECT_GT(cold["cache_build_s"].get<double>(), 0.0);
+  EXPECT_EQ(warm["cache_build_s"].get<double>(), 0.0);
+  for (const auto* o : {&cold, &warm}) {
+    const double parts = (*o)["kernel_s"].get<double>() + (*o)["warmup_s"].get<double>() +
+                         (*o)["cache_build_s"].get<double>() + (*o)["overhead_s"].get<double>();
+    EXPECT_NEAR(parts, (*o)["total_wall_s"].get<double>(), 1e-6);
+  }
+  EXPECT_LE(cold["cache_build_s"].get<double>(), cold["runner_setup_s"].get<double>());
+}
+
 TEST_F(HarnessCli, FirstProcessCalibratesAndTheOthersReuseItsCallCount) {
   const auto r =
       k3tune({"bench", "--op", "linear_decode", "--shape", "n=64,k=128", "--params",

@@ -279,6 +279,7 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         if (o.timing.is_object()) {
           report.check_s += o.timing.value("check_s", 0.0);
           report.runner_setup_s += o.timing.value("setup_s", 0.0);
+          report.cache_build_s += o.timing.value("cache_build_s", 0.0);
         }
         k3store::ProcessRecord record{report.run_uuid,
                                       c.cell_key,

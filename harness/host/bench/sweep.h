@@ -59,6 +59,7 @@ struct SweepReport {
   double warmup_s = 0;        // warm-up and calibration calls
   double check_s = 0;         // accuracy checks (first process of each cell)
   double runner_setup_s = 0;  // runner start-up to the first call: inputs, packing, copies
+  double cache_build_s = 0;   // of which filling a cold weight cache (once per shape and machine)
   int failed_cells() const;
 };
 
