@@ -115,10 +115,8 @@ std::vector<DatabaseWriter::Item> DatabaseWriter::next_batch() {
     queue_.pop_front();
     rows += item.rows;
     queued_rows_ -= item.rows;
-    const bool waiter = item.done != nullptr;
-    if (waiter) --queued_waiters_;
+    if (item.done) --queued_waiters_;
     batch.push_back(std::move(item));
-    if (waiter) break;  // answer it now; what follows goes into the next batch
   }
   lock.unlock();
   space_cv_.notify_all();

@@ -3,9 +3,9 @@
 // SQLite's write lock (each holding its own connection, each commit waiting on the others).
 //
 // Writes are queued and applied in the order they were made, in batches: one transaction per
-// batch, closed when it holds `batch_rows` rows, when a query waits behind it, or when its oldest
-// write has waited `max_delay_s` -- so a write is committed within about max_delay_s (plus the
-// batch's own time) of being made. The queue holds at most `queue_rows` rows: a board thread that
+// batch, holding what is queued (up to `batch_rows` rows) once a query waits in the queue or the
+// oldest write has waited `max_delay_s` -- so a write is committed within about max_delay_s (plus
+// the batch's own time) of being made, and a query is answered when its batch commits. The queue holds at most `queue_rows` rows: a board thread that
 // writes faster than the database takes rows waits (back-pressure) instead of growing memory.
 //
 // What "committed" means: a row is committed once the batch holding it has committed; a query
