@@ -5,8 +5,9 @@
 // Writes are queued and applied in the order they were made, in batches: one transaction per
 // batch, holding what is queued (up to `batch_rows` rows) once a query waits in the queue or the
 // oldest write has waited `max_delay_s` -- so a write is committed within about max_delay_s (plus
-// the batch's own time) of being made, and a query is answered when its batch commits. The queue holds at most `queue_rows` rows: a board thread that
-// writes faster than the database takes rows waits (back-pressure) instead of growing memory.
+// the batch's own time) of being made, and a query is answered when its batch commits. The queue
+// holds at most `queue_rows` rows: a board thread that writes faster than the database takes rows
+// waits (back-pressure) instead of growing memory.
 //
 // What "committed" means: a row is committed once the batch holding it has committed; a query
 // returns only then, and rows are committed in order, so a row written after another is never
