@@ -12,7 +12,8 @@
 // reboots after K cell runs (its next probe reports a new boot id and a small uptime).
 //
 // Boards live in a FakeLab shared by every transport made from it, so two controllers in one
-// process meet at the same boards and the same lease locks.
+// process meet at the same boards and the same lease locks. A farm's lock_command (a process on the
+// controller) is not run for fake boards.
 #pragma once
 
 #include <atomic>
