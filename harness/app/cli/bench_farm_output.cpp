@@ -43,6 +43,13 @@ nlohmann::json farm_bench_json(const k3farmbench::FarmBenchOutcome& o, const std
           {"samples_before", o.samples_before},
           {"samples_after", o.samples_after},
           {"wall_s", o.wall_s},
+          {"database_writes",
+           {{"writes", o.writes.writes},
+            {"rows", o.writes.rows},
+            {"batches", o.writes.batches},
+            {"p50_ms", o.writes.p50_ms},
+            {"p99_ms", o.writes.p99_ms},
+            {"max_ms", o.writes.max_ms}}},
           {"database", db_path}};
 }
 
@@ -74,6 +81,7 @@ void print_farm_bench(const k3farmbench::FarmBenchOutcome& o, const std::string&
       o.count("measured"), o.count("skipped"), o.count("failed"), o.count("unmeasured"),
       o.processes_run, o.processes_failed, o.runs.size(), o.samples_before, o.samples_after,
       o.wall_s, db_path);
+  fmt::print("database writer: {}\n", o.writes.summary());
 }
 
 }  // namespace k3cli

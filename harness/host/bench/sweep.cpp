@@ -114,6 +114,12 @@ std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutco
 
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& opt) {
+  k3store::DirectAccess direct(db);
+  return run_sweep(direct, builds, cells, opt);
+}
+
+SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>& builds,
+                      const std::vector<CellSpec>& cells, const SweepOptions& opt) {
   if (builds.empty()) throw std::invalid_argument("run_sweep: no build to measure");
   const auto sweep_start = Clock::now();
   RunnerExecutor runner;
@@ -141,15 +147,18 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
   for (std::size_t u = 0; u < units.size(); ++u) {
     CellOutcome& c = report.cells[u];
     if (opt.resume) {
-      if (k3store::cell_has_ok_aggregate(db, c.cell_key)) {
+      if (db.query([&](auto& c2) { return k3store::cell_has_ok_aggregate(c2, c.cell_key); })) {
         c.skipped = "already measured (same build, target, parameters)";
         planner.skip(u, c.skipped);
         continue;
       }
-      const auto adopted = k3store::orphan_processes(db, c.cell_key);
-      const auto times = k3store::process_times(db, c.cell_key, adopted);
+      const auto adopted =
+          db.query([&](auto& c2) { return k3store::orphan_processes(c2, c.cell_key); });
+      const auto times =
+          db.query([&](auto& c2) { return k3store::process_times(c2, c.cell_key, adopted); });
       for (std::size_t i = 0; i < adopted.size(); ++i) {
-        const auto state = k3store::process_state(db, c.cell_key, adopted[i]);
+        const auto state =
+            db.query([&](auto& c2) { return k3store::process_state(c2, c.cell_key, adopted[i]); });
         units[u].refs.push_back(adopted[i]);
         units[u].disturbed.push_back(state.disturbed);
         if (units[u].iterations == 0) units[u].iterations = state.iterations;
@@ -174,18 +183,24 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
                                      {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
                                      {"builds", builds_json}};
     const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
-    k3store::Transaction tx(db);
-    k3store::insert_run(
-        db, {report.run_uuid, opt.command_line, builds.back().target->name(),
-             builds.back().build_hash, hostname(), order.dump(), opt.rounds.min_processes,
-             first.repetitions, first.warmup, settings.dump()});
-    for (const auto& c : report.cells) {
-      k3store::insert_cell(
-          db, {c.cell_key, builds[c.build].target->name(), c.spec.op, c.spec.shape.dump(),
-               c.spec.params.dump(), builds[c.build].build_hash, c.spec.settings.to_json().dump()});
-    }
-    for (const auto& r : interrupted) k3store::mark_interrupted(db, r);
-    tx.commit();
+    k3store::RunRecord run{
+        report.run_uuid, opt.command_line, builds.back().target->name(), builds.back().build_hash,
+        hostname(),      order.dump(),     opt.rounds.min_processes,     first.repetitions,
+        first.warmup,    settings.dump()};
+    std::vector<k3store::CellRecord> cell_rows;
+    for (const auto& c : report.cells)
+      cell_rows.push_back({c.cell_key, builds[c.build].target->name(), c.spec.op,
+                           c.spec.shape.dump(), c.spec.params.dump(), builds[c.build].build_hash,
+                           c.spec.settings.to_json().dump()});
+    db.write(
+        [run, cell_rows, interrupted](k3store::Connection& c) {
+          k3store::Transaction tx(c);
+          k3store::insert_run(c, run);
+          for (const auto& cell : cell_rows) k3store::insert_cell(c, cell);
+          for (const auto& r : interrupted) k3store::mark_interrupted(c, r);
+          tx.commit();
+        },
+        1 + cell_rows.size() + interrupted.size());
   }
 
   auto write_aggregate = [&](std::size_t u) {
@@ -208,7 +223,8 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
       c.aggregate.reason = unit.failure;
       c.aggregate.processes = static_cast<int>(unit.refs.size());
     } else {
-      const auto times = k3store::process_times(db, c.cell_key, used);
+      const auto times =
+          db.query([&](auto& c2) { return k3store::process_times(c2, c.cell_key, used); });
       c.aggregate = aggregate_of(times, opt.stats);
       c.aggregate.excluded_processes = static_cast<int>(unit.refs.size() - used.size());
       c.process_means.clear();
@@ -223,9 +239,11 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
     c.aggregate.cell_key = c.cell_key;
     c.aggregate.source_runs_json =
         nlohmann::json(std::vector<std::string>(runs.begin(), runs.end())).dump();
-    k3store::Transaction tx(db);
-    k3store::insert_aggregate(db, c.aggregate);
-    tx.commit();
+    db.write([a = c.aggregate](k3store::Connection& c2) {
+      k3store::Transaction tx(c2);
+      k3store::insert_aggregate(c2, a);
+      tx.commit();
+    });
     c.has_aggregate = true;
     unit.aggregated = true;
   };
@@ -264,7 +282,9 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
         const bool kill_now = kill_after && report.processes_run == *kill_after;
         ProcessOutcome o;
         if (kill_now) {
-          // The hook's kill lands mid-measurement of a real runner process.
+          // The hook's kill lands mid-measurement of a real runner process, after the processes
+          // before it are committed.
+          db.flush();
           auto popt = k3targets::ProcessOptions::with_timeout(timeout_s);
           popt.kill_after_s = 0.05;
           run_cell_process(*build.target, c.spec, popt, unit.refs.empty(), unit.iterations);
@@ -295,7 +315,10 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
                                       o.disturbed,
                                       o.timing.is_null() ? "" : o.timing.dump(),
                                       o.samples};
-        k3store::insert_process(db, record);
+        const std::size_t rows = 1 + record.samples.size();
+        db.write([record = std::move(record)](
+                     k3store::Connection& c2) { k3store::insert_process(c2, record); },
+                 rows);
         if (o.ok) {
           unit.refs.push_back({report.run_uuid, process_index});
           unit.disturbed.push_back(o.disturbed);
@@ -323,12 +346,16 @@ SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& bu
     }
   } catch (const k3targets::TargetLost&) {
     progress.finish();
-    k3store::mark_interrupted(db, report.run_uuid);
+    db.write(
+        [run = report.run_uuid](k3store::Connection& c2) { k3store::mark_interrupted(c2, run); });
     throw;
   }
   progress.finish();
   report.wall_s = std::chrono::duration<double>(Clock::now() - sweep_start).count();
-  k3store::finish_run(db, report.run_uuid, report.wall_s, report.kernel_s, report.warmup_s);
+  db.write([run = report.run_uuid, wall = report.wall_s, kernel = report.kernel_s,
+            warmup = report.warmup_s](k3store::Connection& c2) {
+    k3store::finish_run(c2, run, wall, kernel, warmup);
+  });
   return report;
 }
 

@@ -16,6 +16,7 @@
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/runner_process.h"
 #include "harness/host/stats/stats.h"
+#include "harness/host/store/database_access.h"
 #include "harness/host/store/results.h"
 #include "harness/host/store/sqlite.h"
 #include "harness/host/targets/target.h"
@@ -73,6 +74,10 @@ std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutco
                                                                  const CellOutcome& b);
 
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
+                      const std::vector<CellSpec>& cells, const SweepOptions& options);
+// The same through `db`: a farm board's thread hands its rows to the controller's one writer
+// (database_writer.h); a process counts as committed once the writer says so.
+SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& options);
 
 // Aggregate of one cell from its per-process repetition times (shared with compare and selfcheck).

@@ -148,11 +148,10 @@ std::string sha256_file(const std::string& path) {
   return hex;
 }
 
-Board::Board(const FarmConfig& farm, BoardConfig config)
+Board::Board(const FarmConfig& farm, BoardConfig config, const TransportFactory& transports)
     : farm_(farm),
       config_(std::move(config)),
-      transport_(config_.kind == "ssh" ? make_ssh_transport(farm_, config_)
-                                       : make_local_transport()) {}
+      transport_(transports ? transports(farm_, config_) : make_transport(farm_, config_)) {}
 
 std::string Board::local_runner(const std::string& root) const {
   if (!config_.runner.empty()) return config_.runner;

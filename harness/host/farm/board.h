@@ -81,7 +81,8 @@ struct RunResult {
 
 class Board {
  public:
-  Board(const FarmConfig& farm, BoardConfig config);
+  // `transports` makes the board's transport (empty: the inventory's, make_transport).
+  Board(const FarmConfig& farm, BoardConfig config, const TransportFactory& transports = {});
   const BoardConfig& config() const { return config_; }
   const std::string& name() const { return config_.name; }
   const Transport& transport() const { return *transport_; }

@@ -38,11 +38,27 @@ FarmConfig Farm::load(const std::string& spec, const std::string& root) {
   return load_farm(chosen);
 }
 
-Farm::Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid)
-    : config_(std::move(config)), root_(std::move(root)), db_(db), run_uuid_(std::move(run_uuid)) {
-  for (const auto& b : config_.boards) states_[b.name].board = std::make_unique<Board>(config_, b);
+Farm::Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid,
+           const TransportFactory& transports)
+    : config_(std::move(config)),
+      root_(std::move(root)),
+      own_db_(db != nullptr ? std::make_unique<k3store::DirectAccess>(*db) : nullptr),
+      db_(own_db_.get()),
+      run_uuid_(std::move(run_uuid)) {
+  init(transports);
+}
+
+Farm::Farm(FarmConfig config, std::string root, k3store::DatabaseAccess& db, std::string run_uuid,
+           const TransportFactory& transports)
+    : config_(std::move(config)), root_(std::move(root)), db_(&db), run_uuid_(std::move(run_uuid)) {
+  init(transports);
+}
+
+void Farm::init(const TransportFactory& transports) {
+  for (const auto& b : config_.boards)
+    states_[b.name].board = std::make_unique<Board>(config_, b, transports);
   if (db_ != nullptr)
-    for (auto& [name, event] : board_states(*db_, config_.name))
+    for (auto& [name, event] : db_->query([&](auto& c) { return board_states(c, config_.name); }))
       if (event.quarantined() && states_.count(name)) states_[name].standing = event;
 }
 
@@ -99,11 +115,17 @@ void Farm::lease(const std::string& board, const LeaseWait& wait) {
   bool told = false;
   for (;;) {
     try {
-      std::lock_guard lock(mu_);
       State& s = state(board);
-      if (s.lease) return;
+      {
+        std::lock_guard lock(mu_);
+        if (s.lease) return;
+      }
       release_leases_on_interrupt(db_->path());  // Ctrl-C leaves no stale lease behind
-      s.lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
+      // Unlocked: the boards of a large farm take their leases at the same time, each waiting for
+      // its own board's answer (one thread per board, so nobody else leases this one here).
+      auto lease = std::make_unique<Lease>(config_, *s.board, *db_, run_uuid_);
+      std::lock_guard lock(mu_);
+      s.lease = std::move(lease);
       return;
     } catch (const LeaseBusy& e) {
       // Another controller measures on the board: wait for it (unlocked, so this run's other
@@ -149,10 +171,11 @@ bool Farm::prepare(const std::string& board) {
   s.prepared = probe(board).ok;
   std::lock_guard lock(mu_);
   if (s.prepared && s.standing) {  // quarantine_until = "healthy", and it is
-    insert_board_event(*db_, {config_.name, board, k3store::now_utc_us(), "recovered", "",
-                              fmt::format("probed healthy (quarantined since {}: {})",
-                                          s.standing->at, s.standing->reason),
-                              run_uuid_, this_actor()});
+    db_->write(
+        [row = BoardEventRow{config_.name, board, k3store::now_utc_us(), "recovered", "",
+                             fmt::format("probed healthy (quarantined since {}: {})",
+                                         s.standing->at, s.standing->reason),
+                             run_uuid_, this_actor()}](auto& c) { insert_board_event(c, row); });
     s.standing.reset();
   }
   return s.prepared;
@@ -162,7 +185,10 @@ HealthSample Farm::probe(const std::string& board) {
   State& s = state(board);
   HealthSample h = s.board->probe();
   std::lock_guard lock(mu_);
-  if (db_ != nullptr) insert_probe(*db_, run_uuid_, board, h.ok, h.to_json().dump());
+  if (db_ != nullptr)
+    db_->write([run = run_uuid_, board, ok = h.ok, json = h.to_json().dump()](auto& c) {
+      insert_probe(c, run, board, ok, json);
+    });
   if (!h.ok) {
     const bool unreachable = h.error.find(": unreachable") != std::string::npos ||
                              h.error.find(": host key") != std::string::npos;
@@ -226,11 +252,16 @@ void Farm::quarantine(const std::string& board, Fault fault, const std::string& 
   if (s.quarantine) return;
   s.quarantine = QuarantineEntry{fault, reason};
   if (db_ == nullptr) return;
-  k3store::Transaction tx(*db_);
-  insert_quarantine(*db_, {run_uuid_, board, to_string(fault), reason, k3store::now_utc()});
-  insert_board_event(*db_, {config_.name, board, k3store::now_utc_us(), "quarantined",
-                            to_string(fault), reason, run_uuid_, this_actor()});
-  tx.commit();
+  db_->write(
+      [q = QuarantineRow{run_uuid_, board, to_string(fault), reason, k3store::now_utc()},
+       e = BoardEventRow{config_.name, board, k3store::now_utc_us(), "quarantined",
+                         to_string(fault), reason, run_uuid_, this_actor()}](auto& c) {
+        k3store::Transaction tx(c);
+        insert_quarantine(c, q);
+        insert_board_event(c, e);
+        tx.commit();
+      },
+      2);
 }
 
 bool Farm::quarantined(const std::string& board) const {

@@ -32,6 +32,8 @@
 #include "harness/host/farm/health.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/farm/lease.h"
+#include "harness/host/farm/transport.h"
+#include "harness/host/store/database_access.h"
 #include "harness/host/store/sqlite.h"
 #include "harness/host/targets/target.h"
 
@@ -68,8 +70,13 @@ class Farm {
   static FarmConfig load(const std::string& spec, const std::string& root);
 
   // `db` may be null (nothing persisted; leasing then throws). `run_uuid` tags quarantines,
-  // probes and leases.
-  Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid);
+  // probes and leases. `transports` makes each board's transport (empty: the inventory's).
+  Farm(FarmConfig config, std::string root, k3store::Connection* db, std::string run_uuid,
+       const TransportFactory& transports = {});
+  // The same with the rows going through `db`: a controller's one writer (database_writer.h),
+  // which the board threads share.
+  Farm(FarmConfig config, std::string root, k3store::DatabaseAccess& db, std::string run_uuid,
+       const TransportFactory& transports = {});
   ~Farm();  // releases leases, closes shared ssh connections
 
   const FarmConfig& config() const { return config_; }
@@ -131,15 +138,17 @@ class Farm {
   // An earlier run's quarantine that the inventory does not let a probe lift: the board is out of
   // this run too (in memory only; the run that found the fault has the rows). True when so.
   bool keep_out_standing(const std::string& board);
+  void init(const TransportFactory& transports);
   State& state(const std::string& board);
   const State& state(const std::string& board) const;
 
   FarmConfig config_;
   std::string root_;
-  k3store::Connection* db_;
+  std::unique_ptr<k3store::DatabaseAccess> own_db_;  // a connection given: used in place
+  k3store::DatabaseAccess* db_ = nullptr;            // null: nothing persisted
   std::string run_uuid_;
   std::map<std::string, State> states_;
-  mutable std::recursive_mutex mu_;  // bookkeeping and the database connection
+  mutable std::recursive_mutex mu_;  // the boards' bookkeeping
 };
 
 // A fresh run id (random UUID) for commands that are not part of a sweep.

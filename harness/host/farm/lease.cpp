@@ -41,7 +41,7 @@ std::string expand(std::string word, const BoardConfig& b) {
 
 }  // namespace
 
-Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db,
+Lease::Lease(const FarmConfig& farm, const Board& board, k3store::DatabaseAccess& db,
              const std::string& run_uuid)
     : board_(board), db_(db) {
   row_.board = board.name();
@@ -51,7 +51,8 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
   row_.holder_pid = getpid();
   row_.holder_start = process_start(getpid());
   row_.acquired_at = k3store::now_utc();
-  if (const auto existing = insert_lease(db_, row_)) {
+  // Committed before the board is asked: another controller sees the row from then on.
+  if (const auto existing = db_.query([&](auto& c) { return insert_lease(c, row_); })) {
     const LeaseState st = judge_lease(*existing, &board);
     if (st.stale)
       throw LeaseError(fmt::format(
@@ -63,22 +64,20 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
                                 existing->holder_host, existing->holder_pid, existing->acquired_at,
                                 existing->run_uuid));
   }
-  std::vector<std::string> argv;
-  for (const auto& w : farm.lock_command) argv.push_back(expand(w, board.config()));
-  for (const auto& w : board.transport().command(
-           {"sh", "-c", kHoldScript, "k3farm-lease", board.config().work_dir}, true))
-    argv.push_back(w);
+  std::vector<std::string> lock;
+  for (const auto& w : farm.lock_command) lock.push_back(expand(w, board.config()));
   try {
-    holder_ = std::make_unique<BackgroundProcess>(argv);
+    holder_ = board.transport().hold(
+        lock, {"sh", "-c", kHoldScript, "k3farm-lease", board.config().work_dir});
   } catch (const std::runtime_error& e) {  // pipe or fork failed here: not the board's doing
-    delete_lease(db_, row_);
+    drop_row();
     throw ControllerFailure(fmt::format("controller: cannot start the lease holder of board {}: {}",
                                         board.name(), e.what()));
   }
   const auto line = holder_->read_line(farm.lease_wait_s);
   if (!line || line->rfind("k3farm-lease ", 0) != 0) {
     holder_->stop(2);
-    delete_lease(db_, row_);
+    drop_row();
     const int st = holder_->exit_status();
     k3targets::ProcessResult r;
     r.exit_code = st;
@@ -98,7 +97,13 @@ Lease::Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db
                                                             : last_line(r.err)));
   }
   row_.remote_pid = std::stoll(line->substr(13));
-  set_lease_remote_pid(db_, row_.board, *row_.remote_pid);
+  db_.write([board = row_.board, pid = *row_.remote_pid](auto& c) {
+    set_lease_remote_pid(c, board, pid);
+  });
+}
+
+void Lease::drop_row() {
+  db_.write([row = row_](auto& c) { delete_lease(c, row); });
 }
 
 Lease::~Lease() {
@@ -116,7 +121,7 @@ void Lease::release() {
   if (!holder_) return;
   holder_->stop(10);
   holder_.reset();
-  delete_lease(db_, row_);
+  drop_row();
 }
 
 std::optional<bool> board_lock_held(const Board& board) {

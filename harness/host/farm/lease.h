@@ -15,9 +15,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "harness/host/farm/background_process.h"
 #include "harness/host/farm/board.h"
 #include "harness/host/farm/farm_store.h"
+#include "harness/host/farm/held_command.h"
+#include "harness/host/store/database_access.h"
 
 namespace k3farm {
 
@@ -36,7 +37,7 @@ class Lease {
   // Takes the lease or throws LeaseBusy (held by a live lease: a row here or the board's lock),
   // LeaseError (stale, not granted) or BoardError (the board could not be reached). Nothing is
   // left behind on failure.
-  Lease(const FarmConfig& farm, const Board& board, k3store::Connection& db,
+  Lease(const FarmConfig& farm, const Board& board, k3store::DatabaseAccess& db,
         const std::string& run_uuid);
   ~Lease();  // release()
   Lease(const Lease&) = delete;
@@ -48,10 +49,11 @@ class Lease {
   void release();
 
  private:
+  void drop_row();  // the lease's row goes (only if it is still ours)
   const Board& board_;
-  k3store::Connection& db_;
+  k3store::DatabaseAccess& db_;
   LeaseRow row_;
-  std::unique_ptr<BackgroundProcess> holder_;
+  std::unique_ptr<HeldCommand> holder_;
 };
 
 struct LeaseState {

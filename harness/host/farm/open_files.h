@@ -1,7 +1,7 @@
 // Open files a controller needs for its farm. Each board costs the controller about
-// kDescriptorsPerBoard descriptors at once (the lease holder's pipes, the board thread's database
-// connection with its WAL and shared-memory files, the pipes of the ssh command in flight), so at
-// 100+ boards the usual soft limit of 1024 is the first thing a controller runs out of -- and a
+// kDescriptorsPerBoard descriptors at once (the lease holder's pipes, the pipes of the ssh command
+// in flight, with room to spare; the database connection is the one writer's, not per board), so
+// at 100+ boards the usual soft limit of 1024 is the first thing a controller runs out of -- and a
 // controller out of descriptors must not read as boards that stopped answering.
 #pragma once
 

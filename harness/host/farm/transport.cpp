@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/farm/background_process.h"
 #include "harness/host/farm/shell_quote.h"
 
 namespace k3farm {
@@ -131,6 +132,13 @@ class SshTransport final : public Transport {
 
 }  // namespace
 
+std::unique_ptr<HeldCommand> Transport::hold(const std::vector<std::string>& local_prefix,
+                                             const std::vector<std::string>& argv) const {
+  std::vector<std::string> local = local_prefix;
+  for (auto& w : command(argv, true)) local.push_back(std::move(w));
+  return std::make_unique<BackgroundProcess>(local);
+}
+
 std::string control_dir(const FarmConfig& farm) {
   std::string dir =
       farm.control_dir.empty() ? fmt::format("/tmp/k3tune-ssh-{}", getuid()) : farm.control_dir;
@@ -146,6 +154,10 @@ std::unique_ptr<Transport> make_local_transport() {
 
 std::unique_ptr<Transport> make_ssh_transport(const FarmConfig& farm, const BoardConfig& board) {
   return std::make_unique<SshTransport>(farm, board);
+}
+
+std::unique_ptr<Transport> make_transport(const FarmConfig& farm, const BoardConfig& board) {
+  return board.kind == "ssh" ? make_ssh_transport(farm, board) : make_local_transport();
 }
 
 }  // namespace k3farm

@@ -1,13 +1,17 @@
 // How commands reach a board. Everything sent is an argv vector: a local board executes it
 // directly; an ssh board gets it as one command line in which every word is single-quoted
-// (shell_quote.h), so the board's shell never interprets a word we pass.
+// (shell_quote.h), so the board's shell never interprets a word we pass. A transport is made per
+// board by a TransportFactory: the inventory's kind by default; a test double (an in-process fake
+// board) where a test injects one.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "harness/host/farm/held_command.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/targets/process.h"
 
@@ -20,10 +24,17 @@ class Transport {
   // stdin (the lease holder); otherwise the board side sees an empty stdin.
   virtual std::vector<std::string> command(const std::vector<std::string>& argv,
                                            bool keep_stdin = false) const = 0;
-  k3targets::ProcessResult exec(const std::vector<std::string>& argv, double timeout_s) const {
+  // Runs `argv` on the board and waits for it (at most `timeout_s`).
+  virtual k3targets::ProcessResult exec(const std::vector<std::string>& argv,
+                                        double timeout_s) const {
     return k3targets::run_process(command(argv),
                                   k3targets::ProcessOptions::with_timeout(timeout_s));
   }
+  // Starts `argv` on the board, reading our stdin, and keeps it running (the lease holder);
+  // `local_prefix` (a reservation command) wraps it on this machine. Throws std::runtime_error
+  // when this machine cannot start it.
+  virtual std::unique_ptr<HeldCommand> hold(const std::vector<std::string>& local_prefix,
+                                            const std::vector<std::string>& argv) const;
   // Copies a local file to `remote_path` on the board (its directory exists).
   virtual k3targets::ProcessResult copy_to(const std::string& local_path,
                                            const std::string& remote_path,
@@ -36,6 +47,11 @@ class Transport {
   virtual void close() const {}
   virtual std::string describe() const = 0;
 };
+
+using TransportFactory =
+    std::function<std::unique_ptr<Transport>(const FarmConfig&, const BoardConfig&)>;
+// The inventory's transport for `board`: ssh or local by its kind.
+std::unique_ptr<Transport> make_transport(const FarmConfig& farm, const BoardConfig& board);
 
 // kind = "local": this machine.
 std::unique_ptr<Transport> make_local_transport();

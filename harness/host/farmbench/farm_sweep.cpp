@@ -5,6 +5,8 @@
 #include <deque>
 #include <filesystem>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,6 +18,7 @@
 #include "harness/host/farmbench/board_target.h"
 #include "harness/host/farmbench/farm_sweep_store.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/database_writer.h"
 #include "harness/host/store/results.h"
 
 namespace k3farmbench {
@@ -58,7 +61,7 @@ std::vector<k3bench::CellSpec> expand_on_farm(const k3farm::FarmConfig& cfg,
                                               const std::string& root, const FarmBenchRequest& rq,
                                               k3bench::MeasureSettings& settings,
                                               k3bench::ProcessPlan& plan) {
-  k3farm::Farm probe_farm(cfg, root, nullptr, "");
+  k3farm::Farm probe_farm(cfg, root, nullptr, "", rq.transports);
   std::vector<std::string> why;
   for (const auto& name : boards) {
     auto& board = probe_farm.board(name);
@@ -131,6 +134,7 @@ class CellQueue {
 struct SweepContext {
   const std::string& root;
   const FarmBenchRequest& rq;
+  k3store::DatabaseWriter& db;  // the one writer every board thread hands its rows to
   k3farm::Farm& farm;
   k3bench::SweepOptions options;
   FarmBenchOutcome& out;
@@ -205,10 +209,13 @@ class BoardWorker {
       return false;
     }
     target_ = std::make_unique<JudgedBoardTarget>(ctx_.farm, board_, ctx_.root);
-    db_ = k3store::open_database(ctx_.rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate);
     hash_ = k3bench::sha256_file(target_->runner_path());
-    if (!k3store::find_build(*db_, hash_))
-      k3store::upsert_build(*db_, k3bench::build_from_runner(*target_, hash_));
+    if (!ctx_.db.query([&](auto& c) { return k3store::find_build(c, hash_).has_value(); })) {
+      const auto build = k3bench::build_from_runner(*target_, hash_);
+      ctx_.db.write([build](auto& c) {
+        if (!k3store::find_build(c, build.build_hash)) k3store::upsert_build(c, build);
+      });
+    }
     executor_ = std::make_unique<FarmExecutor>(*target_);
     return true;
   }
@@ -216,8 +223,9 @@ class BoardWorker {
   void row(std::size_t p, const std::string& run, const std::string& key,
            const std::string& outcome, const std::string& reason) {
     const auto& c = ctx_.out.cells[p];
-    insert_sweep_cell(*db_, {ctx_.out.sweep_uuid, static_cast<int>(c.index), c.attempts, board_,
-                             run, key, outcome, reason, ctx_.rq.shard.text()});
+    ctx_.db.write([row = SweepCellRow{ctx_.out.sweep_uuid, static_cast<int>(c.index), c.attempts,
+                                      board_, run, key, outcome, reason, ctx_.rq.shard.text()}](
+                      auto& db) { insert_sweep_cell(db, row); });
   }
 
   // With a shared queue: the cells of `taken` this controller may measure (claimed in the
@@ -228,8 +236,10 @@ class BoardWorker {
     for (auto p : taken) {
       auto& c = ctx_.out.cells[p];
       std::string holder;
-      if (claim_cell(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid,
-                     &holder)) {
+      if (ctx_.db.query([&](auto& db) {
+            return claim_cell(db, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid,
+                              &holder);
+          })) {
         mine.push_back(p);
         continue;
       }
@@ -265,7 +275,7 @@ class BoardWorker {
     std::vector<std::string> back_reason;
     bool leave = false;
     try {
-      const k3bench::SweepReport rep = run_sweep(*db_, {{target_.get(), hash_, ""}}, specs, opt);
+      const k3bench::SweepReport rep = run_sweep(ctx_.db, {{target_.get(), hash_, ""}}, specs, opt);
       const k3farm::HealthChange h = ctx_.farm.recheck(board_);
       std::lock_guard lock(ctx_.queue.mu());
       ctx_.out.runs.emplace_back(board_, rep.run_uuid);
@@ -277,7 +287,8 @@ class BoardWorker {
                                             : h.throttled ? "throttled"
                                                           : "failed its probe",
                                             fmt::join(h.reasons, "; "));
-        const int marked = mark_run_disturbed(*db_, rep.run_uuid, why);
+        const int marked =
+            ctx_.db.query([&](auto& db) { return mark_run_disturbed(db, rep.run_uuid, why); });
         note(fmt::format("{}; {} processes of run {} marked disturbed, {} cells measured again",
                          why, marked, rep.run_uuid, batch.size()));
         for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -295,7 +306,7 @@ class BoardWorker {
         // stops; this batch's run is marked interrupted when the database still takes a write.
         ctx_.fail(fmt::format("while board {} measured: {}", board_, e.what()));
         try {
-          k3store::mark_interrupted(*db_, opt.run_uuid);
+          ctx_.db.write([run = opt.run_uuid](auto& db) { k3store::mark_interrupted(db, run); });
         } catch (const std::exception&) {
         }
         return false;
@@ -303,20 +314,20 @@ class BoardWorker {
       // The board was lost mid-batch (the farm judged a board fault and quarantined it): the
       // board leaves the run; cells it finished stay, the others go back to the queue.
       const std::string why = e.what();
-      k3store::mark_interrupted(*db_, opt.run_uuid);
+      ctx_.db.write([run = opt.run_uuid](auto& db) { k3store::mark_interrupted(db, run); });
       std::lock_guard lock(ctx_.queue.mu());
       ctx_.out.runs.emplace_back(board_, opt.run_uuid);
       for (std::size_t i = 0; i < batch.size(); ++i) {
         const std::string key = k3bench::cell_key(*target_, specs[i], hash_);
-        if (run_measured_cell(*db_, opt.run_uuid, key)) {
+        // Its aggregate is committed (the query waits for that): the cell stays measured here.
+        if (ctx_.db.query([&](auto& db) { return run_measured_cell(db, opt.run_uuid, key); })) {
           auto& c = ctx_.out.cells[batch[i]];
           c.status = "measured";
           c.board = board_;
           c.run_uuid = opt.run_uuid;
           c.cell_key = key;
           row(batch[i], opt.run_uuid, key, "measured", "");
-          if (!ctx_.queue_key.empty())
-            finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
+          if (!ctx_.queue_key.empty()) finish(c.index);
           continue;
         }
         row(batch[i], opt.run_uuid, key, "moved", why);
@@ -359,15 +370,21 @@ class BoardWorker {
       c.status = o.has_aggregate && o.aggregate.ok ? "measured" : "failed";
       c.reason = o.aggregate.reason;
     }
+    // Written after the cell's samples and aggregate, so committed after (or with) them: a cell
+    // the database says is done has its figures committed (database_writer.h).
     row(p, run, o.cell_key, c.status, c.reason);
-    if (!ctx_.queue_key.empty())
-      finish_claim(*db_, ctx_.queue_key, static_cast<int>(c.index), ctx_.out.sweep_uuid);
+    if (!ctx_.queue_key.empty()) finish(c.index);
+  }
+
+  // The shared queue's claim on the cell: done.
+  void finish(std::size_t index) {
+    ctx_.db.write([key = ctx_.queue_key, i = static_cast<int>(index),
+                   sweep = ctx_.out.sweep_uuid](auto& db) { finish_claim(db, key, i, sweep); });
   }
 
   SweepContext& ctx_;
   std::string board_;
   std::unique_ptr<JudgedBoardTarget> target_;
-  std::unique_ptr<k3store::Connection> db_;
   std::unique_ptr<FarmExecutor> executor_;
   std::string hash_;
 };
@@ -405,7 +422,7 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     throw k3bench::UserError(e.what());
   }
   {
-    k3farm::Farm names(cfg, root, nullptr, "");
+    k3farm::Farm names(cfg, root, nullptr, "", rq.transports);
     for (const auto& b : out.boards) {
       const std::string runner = names.board(b).local_runner(root);
       if (!std::filesystem::exists(runner))
@@ -430,11 +447,14 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
 
   // Validated: from here on the database is written.
   std::filesystem::create_directories(std::filesystem::absolute(rq.bench.db_path).parent_path());
-  auto db = k3store::open_database(rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate);
-  out.samples_before = sample_count(*db);
+  // The one writer: every row of every board thread goes through it (database_writer.h).
+  k3store::DatabaseWriter db(
+      k3store::open_database(rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate));
+  out.samples_before = db.query([](auto& c) { return sample_count(c); });
   out.sweep_uuid = k3bench::new_uuid();
-  k3farm::Farm farm(cfg, root, db.get(), out.sweep_uuid);
-  SweepContext ctx{root, rq, farm, opt, out, {}, {}, {}};
+  std::optional<k3farm::Farm> farm;  // destroyed first: its leases are released through `db`
+  farm.emplace(cfg, root, db, out.sweep_uuid, rq.transports);
+  SweepContext ctx{root, rq, db, *farm, opt, out, {}, {}, {}};
   if (rq.shared_queue) {
     // What identifies "the same command": the farm, the cells in canonical order and how they are
     // measured (the boards each job takes may differ).
@@ -452,12 +472,17 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     out.cells.push_back(std::move(c));
   }
   std::vector<std::pair<std::unique_ptr<k3targets::Target>, std::string>> board_keys;
-  if (rq.bench.resume)
+  std::set<std::string> measured;  // cell keys with an ok aggregate (committed)
+  if (rq.bench.resume) {
+    std::map<std::string, std::string> hashes;  // runner file -> sha256 (boards share runners)
     for (const auto& b : out.boards) {
-      auto t = farm.target(b);
-      const std::string hash = k3bench::sha256_file(t->runner_path());
+      auto t = farm->target(b);
+      auto& hash = hashes[t->runner_path()];
+      if (hash.empty()) hash = k3bench::sha256_file(t->runner_path());
       board_keys.emplace_back(std::move(t), hash);
     }
+    measured = db.query([](auto& c) { return ok_aggregate_keys(c); });
+  }
   for (std::size_t i = 0; i < out.cells.size(); ++i) {
     auto& c = out.cells[i];
     if (rq.bench.resume) {
@@ -465,13 +490,15 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
       for (const auto& [t, hash] : board_keys) {
         const std::string& b = t->name();
         const std::string key = k3bench::cell_key(*t, c.spec, hash);
-        if (k3store::cell_has_ok_aggregate(*db, key)) {
+        if (measured.count(key)) {
           c.status = "skipped";
           c.reason = fmt::format("already measured on board {}", b);
           c.board = b;
           c.cell_key = key;
-          insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), 0, b, "", key,
-                                  "skipped", c.reason, rq.shard.text()});
+          db.write([row = SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), 0, b, "", key,
+                                       "skipped", c.reason, rq.shard.text()}](auto& conn) {
+            insert_sweep_cell(conn, row);
+          });
           break;
         }
       }
@@ -483,22 +510,39 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     for (const auto& b : out.boards) threads.emplace_back(BoardWorker(ctx, b));
     for (auto& t : threads) t.join();
   }
-  if (!ctx.controller_failure.empty())
+  if (ctx.controller_failure.empty()) {
+    try {
+      db.flush();
+    } catch (const k3store::StoreError& e) {
+      ctx.controller_failure = fmt::format("storing the last rows: {}", e.what());
+    }
+  }
+  if (!ctx.controller_failure.empty()) {
+    // Every board thread has stopped: nothing that depends on a lost row is written from here on,
+    // and the leases can be released (their rows go through the writer).
+    db.clear_failure();
+    farm.reset();
     throw k3farm::ControllerFailure(fmt::format(
         "farm sweep {} stopped by a controller failure {} (no board quarantined for it; "
         "committed samples kept; --resume measures the rest)",
         out.sweep_uuid, ctx.controller_failure));
+  }
   for (const auto p : ctx.queue.left()) {
     auto& c = out.cells[p];
     if (!ctx.queue_key.empty())  // another controller of the shared queue may measure it
-      drop_claim(*db, ctx.queue_key, static_cast<int>(c.index), out.sweep_uuid);
+      db.write([key = ctx.queue_key, i = static_cast<int>(c.index),
+                sweep = out.sweep_uuid](auto& conn) { drop_claim(conn, key, i, sweep); });
     c.status = "unmeasured";
     c.reason = "no healthy board left in the run";
-    insert_sweep_cell(*db, {out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "", "",
-                            "unmeasured", c.reason, rq.shard.text()});
+    db.write([row = SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "",
+                                 "", "unmeasured", c.reason, rq.shard.text()}](auto& conn) {
+      insert_sweep_cell(conn, row);
+    });
   }
-  out.quarantined = farm.quarantined_boards();
-  out.samples_after = sample_count(*db);
+  out.quarantined = farm->quarantined_boards();
+  farm.reset();  // leases released
+  out.samples_after = db.query([](auto& c) { return sample_count(c); });
+  out.writes = db.latency();
   out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

@@ -9,7 +9,9 @@
 //      takes no cells (quarantined, or reported with the lease's reason).
 //   3. Each thread takes batches of up to `cells_per_probe` cells from a shared queue and measures
 //      them as one interleaved sweep on its board (one run per batch; cell identity = board + op +
-//      shape + params + build + settings). Every process is committed as it finishes.
+//      shape + params + build + settings). Every process is handed to the controller's one
+//      database writer as it finishes (database_writer.h: committed in order, in batches, within
+//      about 50 ms); a cell is marked done only by writes made after its samples and aggregate.
 //   4. After each batch the board is probed again: a reboot quarantines it, throttling marks the
 //      batch's processes disturbed (kept, not counted); either way the batch's cells go back to
 //      the queue and are measured again. A board fault during a batch (ssh gone, repeated
@@ -32,6 +34,7 @@
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farmbench/shard.h"
+#include "harness/host/store/database_writer.h"
 
 namespace k3farmbench {
 
@@ -49,6 +52,7 @@ struct FarmBenchRequest {
   // cell only after claiming it there (farm_queue_claims); a cell another live controller claimed
   // or finished is "skipped" here. A job array's jobs balance themselves this way.
   bool shared_queue = false;
+  k3farm::TransportFactory transports;  // how boards are reached (empty: the inventory's kinds)
 };
 
 struct FarmCellResult {
@@ -74,6 +78,7 @@ struct FarmBenchOutcome {
   std::size_t total_cells = 0;                            // before sharding
   std::int64_t samples_before = 0, samples_after = 0;
   int processes_run = 0, processes_failed = 0;
+  k3store::WriteLatency writes;  // the database writer's figures
   double wall_s = 0;
   int count(const std::string& status) const;
 };

@@ -55,6 +55,13 @@ std::int64_t sample_count(k3store::Connection& c) {
   return c.scalar_int("SELECT count(*) FROM samples");
 }
 
+std::set<std::string> ok_aggregate_keys(k3store::Connection& c) {
+  auto s = c.prepare("SELECT DISTINCT cell_key FROM aggregates WHERE status = 'ok'");
+  std::set<std::string> out;
+  while (s.step()) out.insert(s.text(0));
+  return out;
+}
+
 bool claim_cell(k3store::Connection& c, const std::string& queue_key, int cell_index,
                 const std::string& sweep_uuid, std::string* holder) {
   k3store::Transaction tx(c);

@@ -5,6 +5,7 @@
 // batch measured while its board throttled or rebooted.
 #pragma once
 
+#include <set>
 #include <string>
 
 #include "harness/host/store/sqlite.h"
@@ -32,6 +33,9 @@ bool run_measured_cell(k3store::Connection& c, const std::string& run_uuid,
                        const std::string& cell_key);
 
 std::int64_t sample_count(k3store::Connection& c);
+
+// Every cell key with an ok aggregate (what --resume leaves alone).
+std::set<std::string> ok_aggregate_keys(k3store::Connection& c);
 
 // The queue shared by controllers running one command on one database (--shared-queue): a cell
 // is measured by the controller whose claim on it stands. claim_cell takes the cell unless another

@@ -94,14 +94,16 @@ std::int64_t Connection::scalar_int(const std::string& sql) {
   return s.integer(0);
 }
 
-Transaction::Transaction(Connection& c) : c_(c) {
-  c_.exec("BEGIN IMMEDIATE");
+Transaction::Transaction(Connection& c) : c_(c), nested_(sqlite3_get_autocommit(c.handle()) == 0) {
+  c_.exec(nested_ ? "SAVEPOINT k3tx" : "BEGIN IMMEDIATE");
 }
 Transaction::~Transaction() {
-  if (!done_) sqlite3_exec(c_.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  if (done_) return;
+  sqlite3_exec(c_.handle(), nested_ ? "ROLLBACK TO k3tx; RELEASE k3tx" : "ROLLBACK", nullptr,
+               nullptr, nullptr);
 }
 void Transaction::commit() {
-  c_.exec("COMMIT");
+  c_.exec(nested_ ? "RELEASE k3tx" : "COMMIT");
   done_ = true;
 }
 

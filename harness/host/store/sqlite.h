@@ -68,7 +68,9 @@ class Connection {
 };
 
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so busy_timeout applies),
-// ROLLBACK in the destructor unless commit() was called.
+// ROLLBACK in the destructor unless commit() was called. Inside a transaction already open on the
+// connection (a database writer's batch, database_writer.h) it is a SAVEPOINT instead: commit()
+// releases it into the outer transaction, and the destructor undoes only its own writes.
 class Transaction {
  public:
   explicit Transaction(Connection& c);
@@ -77,6 +79,7 @@ class Transaction {
 
  private:
   Connection& c_;
+  bool nested_ = false;
   bool done_ = false;
 };
 
