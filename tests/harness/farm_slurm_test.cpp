@@ -9,9 +9,14 @@
 //   - a board's sshd killed mid-job: k3tune drains the node with its reason, the cells left finish
 //     on the other board; the drain keeps the board out of the next run too, `farm list` shows
 //     Slurm's view and k3tune's, and `farm release --board` resumes the node;
-//   - a reservation keeps a second bench's jobs off the reserved board.
+//   - a reservation keeps a second bench's jobs off the reserved board;
+//   - slurmctld stops answering mid-run (SIGSTOP): the run stops after slurm_timeout_s with the
+//     jobs it left named and what they committed merged; once Slurm answers again, --resume waits
+//     for them, merges them and every cell is measured.
 // Each case prints what sinfo showed and its timings.
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <cstdlib>
 #include <future>
@@ -162,6 +167,18 @@ TEST_F(SlurmFarm, BadInputIsRefusedBeforeAnythingIsSubmitted) {
     EXPECT_NE(r.err.find(c.slurm_says), std::string::npos) << c.name << ": " << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+  // The inventory's own checks of the scheduler keys.
+  for (const auto& [farm_extra, says] : std::vector<std::pair<std::string, std::string>>{
+           {"scheduler = \"pbs\"\n", "farm.scheduler: must be builtin or slurm"},
+           {"scheduler = \"slurm\"\n", "farm.partition: required with scheduler = \"slurm\""},
+           {"scheduler = \"slurm\"\npartition = \"-x\"\n",
+            "farm.partition: expected a Slurm name"}}) {
+    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, "", farm_extra);
+    const auto r = bench({"--shape", "n=64,k=256"});
+    std::printf("farm file %s: exit %d: %s", says.c_str(), r.code, r.err.c_str());
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(says), std::string::npos) << r.err;
+  }
   // No Slurm client on PATH.
   farm_file_ = slurm_farm();
   const std::string path = std::getenv("PATH");
@@ -305,6 +322,50 @@ TEST_F(SlurmFarm, AReservationKeepsASecondBenchOffTheReservedBoard) {
   EXPECT_EQ(measured_on(jn, "b1"), 2);
   EXPECT_EQ(measured_on(jc, "b2"), 2);
   EXPECT_EQ(measured_on(jc, "b1"), 0);
+}
+
+TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
+  farm_file_ = slurm_farm("slurm_timeout_s = 3\n");
+  std::vector<std::string> extra = kFourShapes;
+  extra.insert(extra.end(), {"-R", "3", "--min-time", "0.4"});
+  const auto started = Clock::now();
+  auto running = bench_async(extra);
+  for (int i = 0; i < 3000 && squeue().find("RUNNING") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string queue = squeue();
+  const pid_t ctld = std::stoi(read_file(slurm_dir_ + "/run/slurmctld.pid"));
+  kill(ctld, SIGSTOP);
+  const auto stopped = Clock::now();
+  const auto r = running.get();
+  const double gave_up_after = seconds_since(stopped);
+  const auto committed = count(db(), "SELECT count(*) FROM samples");
+  kill(ctld, SIGCONT);
+  std::printf(
+      "squeue when slurmctld was stopped:\n%sbench: exit %d %.1f s after the stop: %s"
+      "samples in the run database then: %lld\n",
+      queue.c_str(), r.code, gave_up_after, r.err.c_str(), static_cast<long long>(committed));
+  ASSERT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("Slurm did not answer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("jobs left: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_LT(j["measured_cells"].get<int>(), 4) << r.out;
+
+  const auto resumed_at = Clock::now();
+  auto resumed_args = extra;
+  resumed_args.push_back("--resume");
+  const auto again = bench(resumed_args);
+  ASSERT_EQ(again.code, 0) << again.err << again.out;
+  const auto ja = nlohmann::json::parse(again.out);
+  std::printf("--resume: %.1f s (%.1f s in all), jobs %s, samples %lld -> %lld\n",
+              seconds_since(resumed_at), seconds_since(started), ja["jobs"].dump().c_str(),
+              static_cast<long long>(ja["samples_before"].get<std::int64_t>()),
+              static_cast<long long>(ja["samples_after"].get<std::int64_t>()));
+  EXPECT_EQ(ja["measured_cells"], 4) << again.out;
+  EXPECT_GE(ja["samples_after"].get<std::int64_t>(), committed);
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 4);
+  // The jobs of the first run were picked up, not submitted again.
+  EXPECT_EQ(ja["jobs"][0]["job"], j["jobs"][0]["job"]) << again.out;
 }
 
 }  // namespace

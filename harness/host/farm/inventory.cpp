@@ -208,7 +208,8 @@ class Parser {
         fail(v, key,
              "unknown key (known: name, ssh, scp, ssh_config, control_dir, known_hosts, "
              "connect_timeout_s, control_persist_s, lease_wait_s, max_temp_c, lock_command, "
-             "max_timeouts, scheduler, partition, gres, constraint, reservation, account, qos)");
+             "max_timeouts, scheduler, partition, gres, constraint, reservation, account, qos, "
+             "slurm_timeout_s)");
       }
     }
     if (farm.scheduler.slurm() && farm.scheduler.partition.empty())
@@ -227,7 +228,9 @@ class Parser {
         {"reservation", &SchedulerConfig::reservation},
         {"account", &SchedulerConfig::account},
         {"qos", &SchedulerConfig::qos}};
-    if (name == "scheduler") {
+    if (name == "slurm_timeout_s") {
+      s.timeout_s = positive(v, key);
+    } else if (name == "scheduler") {
       s.kind = string(v, key);
       if (s.kind != "builtin" && s.kind != "slurm") fail(v, key, "must be builtin or slurm");
     } else if (const auto it = kSlurmKeys.find(name); it != kSlurmKeys.end()) {

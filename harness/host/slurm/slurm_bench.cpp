@@ -107,8 +107,9 @@ std::string batch_script(const SlurmBenchRequest& rq, const fs::path& dir,
 
 class Controller {
  public:
-  Controller(const SlurmBenchRequest& rq, const SlurmClient& slurm, SlurmBenchOutcome& out)
-      : rq_(rq), slurm_(slurm), out_(out), dir_(out.job_dir) {}
+  Controller(const SlurmBenchRequest& rq, const SlurmClient& slurm, double silence_s,
+             SlurmBenchOutcome& out)
+      : rq_(rq), slurm_(slurm), silence_s_(silence_s), out_(out), dir_(out.job_dir) {}
 
   // Submits one array with a task per entry of `cells`; returns its tasks.
   void submit(const std::vector<std::string>& cells, int round) {
@@ -143,7 +144,7 @@ class Controller {
         if (queued.empty()) return true;
       } catch (const SlurmUnreachable& e) {
         const double silent = std::chrono::duration<double>(Clock::now() - last_answer).count();
-        if (silent >= rq_.unreachable_s) {
+        if (silent >= silence_s_) {
           out_.fault = fmt::format("Slurm did not answer for {:.0f} s ({})", silent, e.what());
           return false;
         }
@@ -216,6 +217,7 @@ class Controller {
  private:
   const SlurmBenchRequest& rq_;
   const SlurmClient& slurm_;
+  double silence_s_;
   SlurmBenchOutcome& out_;
   fs::path dir_;
 };
@@ -276,7 +278,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
   fs::create_directories(fs::absolute(rq.farm.bench.db_path).parent_path());
   out.samples_before = sample_count(rq.farm.bench.db_path);
   out.job_dir = job_directory(rq).string();
-  Controller ctl(rq, slurm, out);
+  Controller ctl(rq, slurm, cfg.scheduler.timeout_s, out);
   if (rq.farm.bench.resume) {
     out.tasks = load_journal(out.job_dir);
     if (!out.tasks.empty() && ctl.wait()) ctl.collect(true);

@@ -11,7 +11,8 @@
 //      database into the run's (`db merge`), and reads which cells each measured. Cells left
 //      unmeasured (the task's board was drained for a fault, the task died) are submitted again as
 //      a new array (`--cells`), up to `max_attempts` rounds; Slurm keeps drained boards out.
-//   4. A Slurm controller that stops answering for `unreachable_s` ends the run as a fault: what
+//   4. A Slurm controller that stops answering for [farm] slurm_timeout_s ends the run as a fault:
+//   what
 //      the tasks committed is merged, the tasks still queued are named, and `--resume` (same
 //      command, same database) waits for them, merges them and submits what is left.
 // The job directory is <db>.slurm/<command hash>/<run>; --resume continues the latest run of the
@@ -35,9 +36,8 @@ struct SlurmBenchRequest {
   // The `bench` subcommand's own arguments as given, without --resume, --reservation, --shard and
   // --cells: every job runs them (with its cells and --resume added).
   std::vector<std::string> bench_args;
-  std::string reservation;    // --reservation: overrides the farm file's
-  double poll_s = 1;          // squeue polling interval
-  double unreachable_s = 60;  // Slurm silent this long: the run stops (a fault)
+  std::string reservation;  // --reservation: overrides the farm file's
+  double poll_s = 1;        // squeue polling interval
 };
 
 struct SlurmTask {
