@@ -9,6 +9,9 @@
 //   - a board's sshd killed mid-job: k3tune drains the node with its reason, the cells left finish
 //     on the other board; the drain keeps the board out of the next run too, `farm list` shows
 //     Slurm's view and k3tune's, and `farm release --board` resumes the node;
+//   - a board that dies wholly (its slurmd, the job's processes and its sshd killed): Slurm sets
+//   the
+//     node DOWN and requeues the job, which runs again on the other board;
 //   - a reservation keeps a second bench's jobs off the reserved board;
 //   - slurmctld stops answering mid-run (SIGSTOP): the run stops after slurm_timeout_s with the
 //     jobs it left named and what they committed merged; once Slurm answers again, --resume waits
@@ -366,6 +369,54 @@ TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
   EXPECT_EQ(count(db(), "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 4);
   // The jobs of the first run were picked up, not submitted again.
   EXPECT_EQ(ja["jobs"][0]["job"], j["jobs"][0]["job"]) << again.out;
+}
+
+TEST_F(SlurmFarm, ABoardThatDiesWhollyIsSetDownBySlurmAndItsJobRequeuedOnTheOther) {
+  std::vector<std::string> extra = kFourShapes;
+  extra.insert(extra.end(), {"-R", "3", "--min-time", "0.4"});
+  const auto started = Clock::now();
+  auto running = bench_async(extra);
+  // The task on b1: its array id ("3_0") and its job id (slurmstepd's "[4.batch]").
+  std::string task, job;
+  for (int i = 0; i < 3000 && task.empty(); ++i) {
+    std::istringstream q(slurm({"squeue", "-h", "-t", "RUNNING", "-o", "%i %A %N"}));
+    for (std::string t, j, n; q >> t >> j >> n;)
+      if (n == "b1") task = t, job = j;
+    if (task.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ASSERT_FALSE(task.empty());
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // the task is measuring
+  // The board host dies: b1's slurmd, the job's step daemon and processes, the board's sshd.
+  kill(std::stoi(read_file(slurm_dir_ + "/run/slurmd-b1.pid")), SIGKILL);
+  for (pid_t p : processes_mentioning("[" + job + ".batch]")) kill(p, SIGKILL);
+  for (pid_t p : processes_mentioning("job-" + task + ".db")) kill(p, SIGKILL);
+  lab_->sshd(1).kill_all();
+  const auto killed = Clock::now();
+  double down_after = -1, again_after = -1;
+  std::string down_view;
+  while (running.wait_for(std::chrono::milliseconds(250)) != std::future_status::ready) {
+    if (down_after < 0 && sinfo().find("b1 down") != std::string::npos) {
+      down_after = seconds_since(killed);
+      down_view = sinfo();
+    }
+    if (again_after < 0 && squeue().find(task + " RUNNING b2") != std::string::npos)
+      again_after = seconds_since(killed);
+  }
+  const auto r = running.get();
+  std::printf(
+      "task %s (job %d) on b1 killed with its board; sinfo %.1f s later:\n%s"
+      "task running again on b2 %.1f s after the kill; bench: exit %d, %.1f s in all\n",
+      task.c_str(), std::stoi(job), down_after, down_view.c_str(), again_after, r.code,
+      seconds_since(started));
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  std::printf("jobs: %s\n", j["jobs"].dump().c_str());
+  EXPECT_EQ(j["measured_cells"], 4) << r.out;
+  EXPECT_EQ(measured_on(j, "b2"), 4) << r.out;  // b1's share too, after the requeue
+  EXPECT_GE(down_after, 0);
+  EXPECT_GE(again_after, 0);
+  for (const auto& t : j["jobs"]) EXPECT_EQ(t["round"], 1) << t.dump();  // Slurm moved it
+  EXPECT_NE(slurm({"scontrol", "show", "job", job}).find("Restarts=1"), std::string::npos);
 }
 
 }  // namespace

@@ -54,6 +54,10 @@ nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::
                      {"state", t.state},
                      {"error", t.error},
                      {"measured", t.measured}});
+  nlohmann::json runs = nlohmann::json::array(), quarantined = nlohmann::json::object();
+  for (const auto& [board, run] : o.runs) runs.push_back({{"board", board}, {"run_uuid", run}});
+  for (const auto& [board, q] : o.quarantined)
+    quarantined[board] = {{"fault", q.first}, {"reason", q.second}};
   for (const auto& [i, c] : o.cells)
     cells.push_back({{"index", i},
                      {"label", c.label},
@@ -69,6 +73,8 @@ nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::
           {"job_options", o.job_options},
           {"jobs", tasks},
           {"drained", o.drained},
+          {"quarantined", quarantined},
+          {"runs", runs},
           {"cells", cells},
           {"total_cells", o.total_cells},
           {"measured_cells", o.count("measured")},

@@ -155,6 +155,7 @@ class Controller {
 
   // Reads what every task left (its outcome JSON, or its last stderr line).
   void collect(bool finished) {
+    out_.runs.clear();
     for (auto& t : out_.tasks) {
       const fs::path json = dir_ / ("job-" + t.id + ".json");
       nlohmann::json j;
@@ -172,8 +173,11 @@ class Controller {
       t.measured = 0;
       if (!j["boards"].empty()) t.board = j["boards"][0];
       out_.total_cells = j.value("total_cells", out_.total_cells);
-      for (const auto& [board, q] : j["quarantined"].items())
+      for (const auto& [board, q] : j["quarantined"].items()) {
         out_.drained[board] = drain_reason(q["fault"], q["reason"]);
+        out_.quarantined[board] = {q["fault"], q["reason"]};
+      }
+      for (const auto& r : j["runs"]) out_.runs.emplace_back(r["board"], r["run_uuid"]);
       for (const auto& c : j["cells"]) {
         const std::size_t index = c["index"];
         SlurmCell cell;

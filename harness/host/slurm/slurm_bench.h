@@ -61,7 +61,11 @@ struct SlurmBenchOutcome {
   std::vector<std::string> job_options;  // what every sbatch got
   std::vector<SlurmTask> tasks;
   std::map<std::string, std::string> drained;  // board -> reason k3tune gave Slurm
-  std::map<std::size_t, SlurmCell> cells;      // by canonical index
+  // What the tasks reported as the built-in farm does (bench --farm --json): board -> (fault,
+  // reason) of each quarantine, and (board, run uuid) of each batch.
+  std::map<std::string, std::pair<std::string, std::string>> quarantined;
+  std::vector<std::pair<std::string, std::string>> runs;
+  std::map<std::size_t, SlurmCell> cells;  // by canonical index
   std::size_t total_cells = 0;
   std::int64_t samples_before = 0, samples_after = 0;
   double wall_s = 0;
