@@ -192,6 +192,19 @@ TEST_F(SlurmFarm, BadInputIsRefusedBeforeAnythingIsSubmitted) {
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("farm.scheduler"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("not found on PATH"), std::string::npos) << r.err;
+  // A reservation is Slurm's: refused for a built-in farm, by bench and by the nightly.
+  const std::string builtin = lab_->write_farm(K3_FARM_RISCV_RUNNER);
+  const auto on_builtin = run_k3tune({"-q", "bench", "--farm", builtin, "--op", "linear_decode",
+                                      "--shape", "n=64,k=256", "--reservation", "nightly"});
+  const auto nightly = run_k3tune({"nightly", "--profile", "smoke", "--farm", builtin, "--dir",
+                                   lab_->dir() / "night", "--reservation", "nightly"});
+  std::printf("--reservation on a built-in farm: bench exit %d: %snightly exit %d: %s",
+              on_builtin.code, on_builtin.err.c_str(), nightly.code, nightly.err.c_str());
+  for (const auto& c : {on_builtin, nightly}) {
+    EXPECT_EQ(c.code, 2) << c.err;
+    EXPECT_NE(c.err.find("--reservation: farm"), std::string::npos) << c.err;
+  }
+  EXPECT_FALSE(fs::exists(lab_->dir() / "night"));
   // Nothing was submitted, stored or created.
   EXPECT_EQ(jobs_known(), "");
   EXPECT_FALSE(fs::exists(db()));
