@@ -142,7 +142,14 @@ bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& 
   rq.targets_file = ctx.targets_file;
   rq.bench_args = bench_arguments(ctx.argv);
   rq.reservation = reservation;
-  const auto o = k3slurm::run_slurm_bench(rq, slurm);
+  k3slurm::SlurmBenchOutcome o;
+  try {
+    o = k3slurm::run_slurm_bench(rq, slurm);
+  } catch (const k3slurm::SlurmUnreachable& e) {  // before any job: nothing to merge or resume
+    std::cerr << "k3tune: Slurm did not answer (" << e.what() << "); nothing submitted\n";
+    exit_code() = kProblems;
+    return true;
+  }
   if (ctx.json)
     std::cout << slurm_bench_json(o, db_path).dump(2) << "\n";
   else

@@ -295,6 +295,14 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
       for (std::size_t i = 1; i <= n; ++i) cells.push_back(fmt::format("--shard {}/{}", i, n));
     } else {
       if (out.total_cells == 0 && out.cells.empty()) {
+        // Every job refused the command with k3tune's one line (e.g. an op the runner lacks: the
+        // grid is expanded on the board a job holds): bad input, said once.
+        std::set<std::string> refusals;
+        for (const auto& t : out.tasks)
+          refusals.insert(t.error.rfind("k3tune: ", 0) == 0 ? t.error.substr(8) : "");
+        if (refusals.size() == 1 && !refusals.begin()->empty())
+          throw k3bench::UserError(
+              fmt::format("{} (in Slurm job {})", *refusals.begin(), out.tasks.front().id));
         std::vector<std::string> why;
         for (const auto& t : out.tasks) why.push_back(t.id + ": " + t.error);
         out.fault = fmt::format("no job left an outcome ({})", fmt::join(why, "; "));

@@ -107,13 +107,22 @@ std::string SlurmClient::submit(const std::vector<std::string>& options,
 std::map<std::string, std::string> SlurmClient::queued(
     const std::vector<std::string>& job_ids) const {
   std::map<std::string, std::string> out;
-  if (job_ids.empty()) return out;
-  std::string list;
-  for (const auto& j : job_ids) list += (list.empty() ? "" : ",") + j;
-  // -r: one line per array task ("<job>_<task>"); jobs that ended are no longer listed.
-  for (const auto& l : lines(run("squeue", {"-h", "-r", "-j", list, "-o", "%i|%T"}))) {
-    const auto f = split(l, '|');
-    if (f.size() == 2) out[f[0]] = f[1];
+  // One job at a time: squeue refuses a list whose every job Slurm has forgotten (MinJobAge after
+  // it ended; e.g. when --resume comes back to a run much later) -- such a job is simply not
+  // queued.
+  for (const auto& id : job_ids) {
+    std::string text;
+    try {
+      // -r: one line per array task ("<job>_<task>"); jobs that ended are no longer listed.
+      text = run("squeue", {"-h", "-r", "-j", id, "-o", "%i|%T"});
+    } catch (const SlurmRefused& e) {
+      if (std::string(e.what()).find("Invalid job id") != std::string::npos) continue;
+      throw;
+    }
+    for (const auto& l : lines(text)) {
+      const auto f = split(l, '|');
+      if (f.size() == 2) out[f[0]] = f[1];
+    }
   }
   return out;
 }
