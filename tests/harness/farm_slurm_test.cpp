@@ -13,9 +13,9 @@
 //   the
 //     node DOWN and requeues the job, which runs again on the other board;
 //   - a reservation keeps a second bench's jobs off the reserved board;
-//   - slurmctld stops answering mid-run (SIGSTOP): the run stops after slurm_timeout_s with the
-//     jobs it left named and what they committed merged; once Slurm answers again, --resume waits
-//     for them, merges them and every cell is measured.
+//   - slurmctld stops answering mid-run (SIGSTOP, the jobs paused meanwhile): the run stops after
+//     slurm_timeout_s with the jobs it left named and what they committed merged; once Slurm
+//     answers again, --resume waits for them, merges them and every cell is measured.
 // Each case prints what sinfo showed and its timings.
 #include <gtest/gtest.h>
 
@@ -363,11 +363,16 @@ TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
   const std::string queue = squeue();
   const pid_t ctld = std::stoi(read_file(slurm_dir_ + "/run/slurmctld.pid"));
   kill(ctld, SIGSTOP);
+  // The jobs' k3tune processes pause too, so that they are surely still running when the
+  // controller gives up (the jobs themselves do not need slurmctld).
+  const auto workers = processes_mentioning(db() + ".slurm/");
+  for (pid_t p : workers) kill(p, SIGSTOP);
   const auto stopped = Clock::now();
   const auto r = running.get();
   const double gave_up_after = seconds_since(stopped);
   const auto committed = count(db(), "SELECT count(*) FROM samples");
   kill(ctld, SIGCONT);
+  for (pid_t p : workers) kill(p, SIGCONT);
   std::printf(
       "squeue when slurmctld was stopped:\n%sbench: exit %d %.1f s after the stop: %s"
       "samples in the run database then: %lld\n",
