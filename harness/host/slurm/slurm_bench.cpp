@@ -334,9 +334,11 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
     std::vector<std::string> left;
     for (const auto& t : out.tasks)
       if (t.state == "left") left.push_back(t.id);
-    if (!left.empty())
-      out.fault += fmt::format("; jobs left: {} (--resume waits for them and measures the rest)",
-                               fmt::join(left, ", "));
+    out.fault +=
+        left.empty()
+            ? std::string("; no job left running (--resume measures what is left)")
+            : fmt::format("; jobs left: {} (--resume waits for them and measures the rest)",
+                          fmt::join(left, ", "));
   }
   out.samples_after = sample_count(rq.farm.bench.db_path);
   out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
