@@ -311,13 +311,13 @@ TEST_F(SlurmFarm, SshdKilledMidJobDrainsTheNodeItsCellsFinishOnTheOtherAndTheDra
   lab_->write_known_hosts();
   farm_file_ = slurm_farm();
   const auto next_started = Clock::now();
-  const auto next = bench({"--shape", "n=192,k=256", "--shape", "n=224,k=256"});
+  const auto next = bench({"--shape", "n=192,k=256"});
   ASSERT_EQ(next.code, 0) << next.err << next.out;
   const auto jn = nlohmann::json::parse(next.out);
   std::printf("next run: %.1f s, jobs %s\nsinfo:\n%s", seconds_since(next_started),
               jn["jobs"].dump().c_str(), sinfo().c_str());
-  EXPECT_EQ(jn["measured_cells"], 2);
-  EXPECT_EQ(measured_on(jn, "b2"), 2);
+  EXPECT_EQ(jn["measured_cells"], 1);
+  EXPECT_EQ(measured_on(jn, "b2"), 1);
   EXPECT_NE(sinfo().find("b1 drained k3tune: unreachable"), std::string::npos);
 
   // `farm release --board b1` lifts k3tune's quarantine and resumes the node in Slurm.
@@ -354,11 +354,13 @@ TEST_F(SlurmFarm, AReservationKeepsASecondBenchOffTheReservedBoard) {
 
 TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
   farm_file_ = slurm_farm("slurm_timeout_s = 3\n");
-  std::vector<std::string> extra = kFourShapes;
-  extra.insert(extra.end(), {"-R", "3", "--min-time", "0.4"});
+  const std::vector<std::string> extra = {"--shape", "n=64,k=256", "--shape",    "n=96,k=256",
+                                          "-R",      "3",          "--min-time", "0.4"};
   const auto started = Clock::now();
   auto running = bench_async(extra);
-  for (int i = 0; i < 3000 && squeue().find("RUNNING") == std::string::npos; ++i)
+  // A job has committed a process.
+  for (int i = 0;
+       i < 3000 && count_in_jobs("SELECT count(*) FROM processes WHERE status = 'ok'") < 1; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::string queue = squeue();
   const pid_t ctld = std::stoi(read_file(slurm_dir_ + "/run/slurmctld.pid"));
@@ -381,8 +383,9 @@ TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
   EXPECT_NE(r.err.find("Slurm did not answer"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("jobs left: "), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--resume"), std::string::npos) << r.err;
+  EXPECT_GT(committed, 0);  // what the jobs committed before the silence was merged
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_LT(j["measured_cells"].get<int>(), 4) << r.out;
+  EXPECT_LT(j["measured_cells"].get<int>(), 2) << r.out;
 
   const auto resumed_at = Clock::now();
   auto resumed_args = extra;
@@ -394,9 +397,9 @@ TEST_F(SlurmFarm, ASilentSlurmStopsTheRunAndResumePicksUpTheJobsItLeft) {
               seconds_since(resumed_at), seconds_since(started), ja["jobs"].dump().c_str(),
               static_cast<long long>(ja["samples_before"].get<std::int64_t>()),
               static_cast<long long>(ja["samples_after"].get<std::int64_t>()));
-  EXPECT_EQ(ja["measured_cells"], 4) << again.out;
-  EXPECT_GE(ja["samples_after"].get<std::int64_t>(), committed);
-  EXPECT_EQ(count(db(), "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 4);
+  EXPECT_EQ(ja["measured_cells"], 2) << again.out;
+  EXPECT_GT(ja["samples_after"].get<std::int64_t>(), committed);
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM aggregates WHERE status = 'ok'"), 2);
   // The jobs of the first run were picked up, not submitted again.
   EXPECT_EQ(ja["jobs"][0]["job"], j["jobs"][0]["job"]) << again.out;
 }
