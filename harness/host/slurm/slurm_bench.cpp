@@ -285,7 +285,10 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
   Controller ctl(rq, slurm, cfg.scheduler.timeout_s, out);
   if (rq.farm.bench.resume) {
     out.tasks = load_journal(out.job_dir);
-    if (!out.tasks.empty() && ctl.wait()) ctl.collect(true);
+    if (!out.tasks.empty()) {
+      const bool answered = ctl.wait();  // for the jobs an earlier run left
+      ctl.collect(answered);
+    }
   }
   int round = out.tasks.empty() ? 0 : out.tasks.back().round;
   while (out.fault.empty()) {
