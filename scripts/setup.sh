@@ -20,6 +20,10 @@ packages=(
   libfuzzer-16-dev libclang-rt-16-dev
   # The board farm: the OpenSSH client drives boards; the farm tests start their own sshd.
   openssh-client openssh-server
+  # A farm scheduled by Slurm ([farm] scheduler = "slurm"): the clients (sbatch, squeue, sinfo,
+  # scontrol); the Slurm tests start their own munged, slurmctld and slurmd (tests/support/
+  # slurm-cluster.sh), so the packages' services are not needed running.
+  slurm-client slurmctld slurmd munge
   # Reports: the browser test opens report.html in headless chromium (fonts for its screenshot).
   chromium fonts-dejavu-core
 )

@@ -8,7 +8,8 @@
 # and last fuzzes the tuning-table parser for 60 s (scripts/fuzz-table.sh: libFuzzer, ASan + UBSan).
 # The board-farm tests (label farm, in the Release tree) start one sshd per board on 127.0.0.1 and
 # run the dynamically linked riscv64 runner (build/rvv-dynamic) under qemu-user, so every tree is
-# built before any test runs. K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512,
+# built before any test runs. The Slurm farm tests (label slurm) start their own munged, slurmctld
+# and two slurmd on loopback as the current user (tests/support/slurm-cluster.sh) and stop them. K3_TEST_EXTRA_VLENS=1 also runs the riscv64 tests at VLEN 128 and 512,
 # and the model-shape Linear cases at full size under qemu (CI runs them reduced: K3_TEST_SIZE).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

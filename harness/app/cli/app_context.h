@@ -5,11 +5,12 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
-#include "harness/host/targets/target.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/targets/target.h"
 
 namespace k3cli {
 
@@ -24,11 +25,12 @@ enum Exit : int {
 };
 
 struct AppContext {
-  std::string root;          // source tree: configs/, build trees, scripts/
-  std::string db;            // results database
-  std::string targets_file;  // default <root>/configs/targets.toml
-  bool json = false;         // machine output on stdout
-  bool quiet = false;        // no progress line even on a terminal
+  std::string root;               // source tree: configs/, build trees, scripts/
+  std::string db;                 // results database
+  std::string targets_file;       // default <root>/configs/targets.toml
+  bool json = false;              // machine output on stdout
+  bool quiet = false;             // no progress line even on a terminal
+  std::vector<std::string> argv;  // the command line as given (a Slurm job re-runs its bench part)
 
   std::string models_dir() const { return root + "/configs/models"; }
   std::string db_path() const;       // --db, else $K3TUNE_DB, else <root>/results/k3tune.db

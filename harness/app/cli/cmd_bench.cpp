@@ -9,6 +9,7 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/bench_farm_output.h"
+#include "harness/app/cli/bench_slurm.h"
 #include "harness/app/cli/measuring_place.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/defaults.h"
@@ -283,7 +284,9 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
     k3bench::BenchRequest request;
     k3farmbench::FarmBenchRequest farm;  // with --farm: everything but the BenchRequest
     std::string shard;
-    std::string mde;  // --mde [X]: "" with the flag alone (the rules' minimum effect)
+    std::string cells;        // --cells (hidden): what a Slurm job of this bench measures
+    std::string reservation;  // --reservation: a Slurm farm's jobs run in this reservation
+    std::string mde;          // --mde [X]: "" with the flag alone (the rules' minimum effect)
   };
   auto a = std::make_shared<Args>();
   k3bench::BenchRequest& rq = a->request;
@@ -301,6 +304,14 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       ->needs(farm);
   cmd->add_option("--shard", a->shard,
                   "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
+      ->needs(farm);
+  cmd->add_option("--cells", a->cells,
+                  "with --farm: only these positions of the canonical cell list (0,3,5)")
+      ->needs(farm)
+      ->group("");  // set by a Slurm farm's controller for its jobs
+  cmd->add_option("--reservation", a->reservation,
+                  "with --farm on a Slurm farm: submit the jobs into this Slurm reservation "
+                  "(overrides the farm file's)")
       ->needs(farm);
   cmd->add_flag("--shared-queue", a->farm.shared_queue,
                 "with --farm: jobs running this same command on this database share one queue of "
@@ -420,6 +431,8 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       k3farmbench::FarmBenchRequest f = a->farm;
       f.bench = r;
       if (!a->shard.empty()) f.shard = k3farmbench::parse_shard(a->shard);
+      if (!a->cells.empty()) f.shard.positions = k3farmbench::parse_cell_positions(a->cells);
+      if (bench_on_slurm(ctx, f, a->reservation)) return;
       const k3farmbench::FarmBenchOutcome o = run_farm_bench(ctx.root, f);
       if (ctx.json)
         std::cout << farm_bench_json(o, r.db_path).dump(2) << "\n";

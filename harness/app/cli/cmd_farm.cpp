@@ -7,11 +7,13 @@
 #include <iostream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farm/farm_store.h"
+#include "harness/host/slurm/slurm_view.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 
@@ -67,6 +69,21 @@ nlohmann::json state_json(const k3farm::BoardEventRow& e) {
           {"quarantined", e.quarantined()}};
 }
 
+// "slurm drained since ... by root: k3tune: unreachable: ...; jobs 12_0 (alice)".
+void print_slurm_view(const nlohmann::json& v) {
+  if (v.contains("error")) {
+    fmt::print("  {:<16} slurm: {}\n", "", v["error"].get<std::string>());
+    return;
+  }
+  std::string line = "slurm " + v["state"].get<std::string>();
+  if (!v["reason"].get<std::string>().empty())
+    line += fmt::format(" since {} by {}: {}", v["reason_at"].get<std::string>(),
+                        v["reason_user"].get<std::string>(), v["reason"].get<std::string>());
+  const auto jobs = v["jobs"].get<std::vector<std::string>>();
+  line += jobs.empty() ? "; no job" : fmt::format("; jobs {}", fmt::join(jobs, ", "));
+  fmt::print("  {:<16} {}\n", "", line);
+}
+
 void list(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
@@ -78,6 +95,8 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     states = k3farm::board_states(*db, cfg.name);
   }
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
+  std::map<std::string, nlohmann::json> slurm;  // Slurm's view next to k3tune's own state
+  if (cfg.scheduler.slurm()) slurm = k3slurm::board_views(names, k3slurm::SlurmClient());
   nlohmann::json out = nlohmann::json::array();
   for (const auto& name : names) {
     const auto& b = farm.board(name);
@@ -95,6 +114,7 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     if (auto it = rows.find(name); it != rows.end())
       j["lease"] = lease_json(k3farm::judge_lease(it->second, &b));
     if (auto it = states.find(name); it != states.end()) j["state"] = state_json(it->second);
+    if (slurm.count(name)) j["slurm"] = slurm[name];
     out.push_back(j);
   }
   if (ctx.json) {
@@ -118,6 +138,7 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     fmt::print("  {:<16} {:<6} {:<28} tags {:<18} {}\n", j["board"].get<std::string>(),
                j["kind"].get<std::string>(), j["where"].get<std::string>(),
                fmt::format("{}", fmt::join(j["tags"].get<std::vector<std::string>>(), ",")), lease);
+    if (j.contains("slurm")) print_slurm_view(j["slurm"]);
     const auto& st = j["state"];
     if (!st.is_null() && st["event"] == "quarantined")
       fmt::print("  {:<16} QUARANTINED since {} ({}, run {}): {}; until {}\n", "",
@@ -238,13 +259,34 @@ void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
     db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
     states = k3farm::board_states(*db, cfg.name);
   }
+  // A Slurm farm's board may also (or only) be drained in Slurm by k3tune: resumed here.
+  std::map<std::string, nlohmann::json> slurm;
+  if (cfg.scheduler.slurm()) slurm = k3slurm::board_views(names, k3slurm::SlurmClient());
+  const auto drained = [&](const std::string& name) {
+    return slurm.count(name) && k3slurm::drained_by_k3tune(slurm[name]);
+  };
   for (const auto& name : names)
-    if (!states.count(name) || !states[name].quarantined())
+    if ((!states.count(name) || !states[name].quarantined()) && !drained(name))
       throw k3bench::UserError(
           fmt::format("--board {}: not quarantined in {} (a stale lease is recovered with --stale)",
                       name, ctx.db_path()));
   nlohmann::json out = nlohmann::json::array();
   for (const auto& name : names) {
+    if (drained(name)) {
+      try {
+        k3slurm::resume_board(name, k3slurm::SlurmClient());
+      } catch (const std::runtime_error& e) {
+        throw k3bench::UserError(
+            fmt::format("--board {}: Slurm would not resume it: {}", name, e.what()));
+      }
+      if (!ctx.json)
+        fmt::print("board {}: Slurm node resumed (was drained: {})\n", name,
+                   slurm[name]["reason"].get<std::string>());
+    }
+    if (!states.count(name) || !states[name].quarantined()) {
+      out.push_back({{"board", name}, {"resumed", slurm[name]}});
+      continue;
+    }
     const auto& q = states[name];
     k3farm::insert_board_event(
         *db, {cfg.name, name, k3store::now_utc_us(), "released", "",

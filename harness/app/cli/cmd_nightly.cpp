@@ -27,6 +27,8 @@ void add_nightly_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--resume", rq->resume,
                   "continue the nightly of this directory: steps done are skipped, measured "
                   "cells are kept");
+  cmd->add_option("--reservation", rq->reservation,
+                  "a farm scheduled by Slurm: run the bench steps' jobs in this Slurm reservation");
   cmd->add_flag("--no-build", *no_build, "use the runners already built (no build steps)");
   cmd->callback([&ctx, rq, no_build] {
     k3nightly::NightlyRequest r = *rq;

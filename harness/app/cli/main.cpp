@@ -61,9 +61,11 @@ int main(int argc, char** argv) {
   AppContext ctx;
   const char* env_root = std::getenv("K3TUNE_ROOT");
   ctx.root = env_root ? env_root : K3TUNE_SOURCE_DIR;
+  ctx.argv.assign(argv, argv + argc);
   CLI::App app{"k3tune: autotuning and benchmarking harness for the SpacemiT K3"};
   app.footer(
-      "Exit codes: 0 ok; 1 problems found (doctor, db check; bisect: not reproduced); 2 bad input (nothing written); "
+      "Exit codes: 0 ok; 1 problems found (doctor, db check; bisect: not reproduced); 2 bad input "
+      "(nothing written); "
       "3 bench finished but some cells failed (report, compare: cells of the run failed); "
       "4 report, compare: regressions in the verdict; 5 report, compare: no report could be "
       "produced.\nEnvironment: K3TUNE_ROOT (source tree), K3TUNE_DB "

@@ -247,6 +247,7 @@ NightlyFarm nightly_farm(const NightlyRequest& rq) {
   const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
   NightlyFarm f;
   f.builtin = config.source == "built-in";
+  f.slurm = config.scheduler.slurm();
   for (const auto& b : config.boards) {
     f.boards.push_back(b.name);
     try {
@@ -275,6 +276,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     rq.profile = j.value("profile", rq.profile);
     rq.farm = j.value("farm", rq.farm);
     rq.build = j.value("build", rq.build);
+    rq.reservation = j.value("reservation", rq.reservation);
     o.dir = fs::absolute(rq.resume).lexically_normal().string();
   } else {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
@@ -286,6 +288,9 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
   o.id = fs::path(o.dir).filename().string();
   const NightlyFarm farm = nightly_farm(rq);
+  if (!rq.reservation.empty() && !farm.slurm)
+    throw k3bench::UserError(fmt::format(
+        "--reservation: farm {} has no Slurm scheduler (its [farm] scheduler is builtin)", rq.farm));
   const auto steps = nightly_steps(rq.profile, rq.build, farm);
 
   fs::create_directories(o.dir + "/tables");
@@ -294,6 +299,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"profile", rq.profile},
                                                            {"farm", rq.farm},
                                                            {"build", rq.build},
+                                                           {"reservation", rq.reservation},
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
@@ -307,6 +313,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   NightlyState state;
   state.dir = o.dir;
   state.farm = rq.farm;
+  state.reservation = rq.reservation;
   state.runners_dir = k3reports::default_runners_dir(rq.db_path);
   state.board_runner = farm.board_runner;
   for (const auto& step : steps) {

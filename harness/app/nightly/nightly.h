@@ -33,6 +33,8 @@ struct NightlyRequest {
   bool build = true;
   std::string root, db_path, targets_file;
   std::string self_exe;  // the k3tune binary the steps run
+  // A farm scheduled by Slurm: the bench steps' jobs run in this reservation (bench --reservation).
+  std::string reservation;
 };
 
 struct NightlyOutcome {

@@ -145,6 +145,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                      [p, board](const NightlyState& s) {
                        Args a{"--json", "bench", "--farm", s.farm, "--resume"};
                        if (!board.empty()) a = cat(a, {"--board", board});
+                       if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
                        return cat(cat(a, p.bench_cells), p.bench_plan);
                      },
                      {0, 3},

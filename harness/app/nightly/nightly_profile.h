@@ -51,6 +51,7 @@ struct NightlyState {
   std::map<std::string, nlohmann::json> previous_steps;
   std::string runners_dir;                               // kept runners (k3reports::keep_runner)
   std::map<std::string, std::string> board_runner;       // board -> its runner on this machine
+  std::string reservation;  // Slurm reservation of the bench steps ("" : the farm file's, if any)
   // The previous nightly whose tables tonight's are diffed against (its id and directory).
   std::string previous_tables_nightly, previous_tables_dir;
 };
@@ -87,6 +88,7 @@ struct NightlyFarm {
   std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
   std::vector<std::string> boards;    // its boards, in inventory order
   std::map<std::string, std::string> board_runner;  // board -> its runner on this machine
+  bool slurm = false;  // scheduled by Slurm ([farm] scheduler = "slurm")
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm

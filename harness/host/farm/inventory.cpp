@@ -204,15 +204,47 @@ class Parser {
         if (!v.is_integer() || !n || *n < 1 || *n > 100)
           fail(v, key, "expected an integer in [1, 100]");
         farm.max_timeouts = static_cast<int>(*n);
-      } else {
+      } else if (!parse_scheduler_key(k.str(), v, key, farm.scheduler)) {
         fail(v, key,
              "unknown key (known: name, ssh, scp, ssh_config, control_dir, known_hosts, "
              "connect_timeout_s, control_persist_s, lease_wait_s, max_temp_c, lock_command, "
-             "max_timeouts)");
+             "max_timeouts, scheduler, partition, gres, constraint, reservation, account, qos, "
+             "slurm_timeout_s)");
       }
     }
+    if (farm.scheduler.slurm() && farm.scheduler.partition.empty())
+      fail(t, "farm.partition", "required with scheduler = \"slurm\"");
     if (farm.ssh.empty()) fail(t, "farm.ssh", "must not be empty");
     if (farm.scp.empty()) fail(t, "farm.scp", "must not be empty");
+  }
+
+  // The scheduler's keys (scheduler_config.h); false when `name` is not one of them.
+  bool parse_scheduler_key(std::string_view name, const toml::node& v, const std::string& key,
+                           SchedulerConfig& s) const {
+    static const std::map<std::string_view, std::string SchedulerConfig::*> kSlurmKeys = {
+        {"partition", &SchedulerConfig::partition},
+        {"gres", &SchedulerConfig::gres},
+        {"constraint", &SchedulerConfig::constraint},
+        {"reservation", &SchedulerConfig::reservation},
+        {"account", &SchedulerConfig::account},
+        {"qos", &SchedulerConfig::qos}};
+    if (name == "slurm_timeout_s") {
+      s.timeout_s = positive(v, key);
+    } else if (name == "scheduler") {
+      s.kind = string(v, key);
+      if (s.kind != "builtin" && s.kind != "slurm") fail(v, key, "must be builtin or slurm");
+    } else if (const auto it = kSlurmKeys.find(name); it != kSlurmKeys.end()) {
+      // Handed to Slurm's clients as one argument each: no spaces, no leading '-'.
+      s.*(it->second) = string(v, key);
+      if (!std::regex_match(s.*(it->second), std::regex(R"([A-Za-z0-9_.:,|&*\[\]()-]+)")) ||
+          (s.*(it->second))[0] == '-')
+        fail(v, key,
+             "expected a Slurm name (letters, digits, '_.:,|&*[]()-'; not starting with '-')");
+    } else {
+      return false;
+    }
+    s.defined_in[key] = fmt::format("{}:{}", path_, v.source().begin.line);
+    return true;
   }
 
   void parse_board_keys(const toml::table& t, const std::string& prefix, BoardConfig& b,

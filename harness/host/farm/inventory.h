@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/host/farm/scheduler_config.h"
+
 namespace k3farm {
 
 struct BoardConfig {
@@ -59,6 +61,7 @@ struct FarmConfig {
   double max_temp_c = 95;           // a thermal zone at or above this reads as throttling
   double lease_wait_s = 20;         // how long taking a lease may wait for the board's answer
   std::vector<BoardConfig> boards;  // in file order
+  SchedulerConfig scheduler;        // builtin leases, or Slurm (scheduler_config.h)
 
   const BoardConfig* find(const std::string& board) const;
   std::vector<std::string> names() const;

@@ -16,11 +16,17 @@ namespace k3farmbench {
 struct Shard {
   int index = 1;  // 1-based
   int count = 1;
-  std::string text() const;  // "i/n"
+  // Explicit positions instead of i/n (`--cells`, what a Slurm job is handed when cells of an
+  // earlier job are measured again): kept when not empty.
+  std::vector<std::size_t> positions;
+  std::string text() const;  // "i/n", or "cells 0,3,5"
 };
 
 // "i/n" with 1 <= i <= n <= 10000. Throws UserError naming --shard.
 Shard parse_shard(const std::string& text);
+
+// "0,3,5" (positions in the canonical cell list). Throws UserError naming --cells.
+std::vector<std::size_t> parse_cell_positions(const std::string& text);
 
 // Positions (into `cells`) of the cells of `shard`, in order.
 std::vector<std::size_t> shard_positions(std::size_t cells, const Shard& shard);

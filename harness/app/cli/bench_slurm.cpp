@@ -1,0 +1,166 @@
+#include "harness/app/cli/bench_slurm.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/app/cli/bench_farm_output.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/slurm/slurm_bench.h"
+#include "harness/host/slurm/slurm_worker.h"
+
+namespace k3cli {
+namespace {
+
+// The `bench` subcommand's arguments as typed (after "bench"), without the ones the controller
+// sets per job: --resume, --reservation V, --shard V, --cells V (also in their --opt=V form).
+std::vector<std::string> bench_arguments(const std::vector<std::string>& argv) {
+  std::size_t i = 1;
+  for (; i < argv.size() && argv[i] != "bench"; ++i)
+    if (argv[i] == "--root" || argv[i] == "--db" || argv[i] == "--targets") ++i;  // their values
+  std::vector<std::string> out;
+  for (++i; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a == "--resume") continue;
+    bool dropped = false;
+    for (const char* opt : {"--reservation", "--shard", "--cells"}) {
+      if (a == opt)
+        ++i, dropped = true;
+      else if (a.rfind(std::string(opt) + "=", 0) == 0)
+        dropped = true;
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+std::string this_executable() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? "k3tune" : p.string();
+}
+
+nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
+  nlohmann::json tasks = nlohmann::json::array(), cells = nlohmann::json::array();
+  for (const auto& t : o.tasks)
+    tasks.push_back({{"job", t.id},
+                     {"cells", t.cells},
+                     {"round", t.round},
+                     {"board", t.board},
+                     {"state", t.state},
+                     {"error", t.error},
+                     {"measured", t.measured}});
+  nlohmann::json runs = nlohmann::json::array(), quarantined = nlohmann::json::object();
+  for (const auto& [board, run] : o.runs) runs.push_back({{"board", board}, {"run_uuid", run}});
+  for (const auto& [board, q] : o.quarantined)
+    quarantined[board] = {{"fault", q.first}, {"reason", q.second}};
+  for (const auto& [i, c] : o.cells)
+    cells.push_back({{"index", i},
+                     {"label", c.label},
+                     {"status", c.status},
+                     {"board", c.board},
+                     {"reason", c.reason},
+                     {"job", c.task},
+                     {"mean_ns", c.mean_ns}});
+  return {{"scheduler", "slurm"},
+          {"farm", o.farm_name},
+          {"farm_source", o.farm_source},
+          {"job_dir", o.job_dir},
+          {"job_options", o.job_options},
+          {"jobs", tasks},
+          {"drained", o.drained},
+          {"quarantined", quarantined},
+          {"runs", runs},
+          {"cells", cells},
+          {"total_cells", o.total_cells},
+          {"measured_cells", o.count("measured")},
+          {"failed_cells", o.count("failed")},
+          {"unmeasured_cells", o.count("unmeasured")},
+          {"samples_before", o.samples_before},
+          {"samples_after", o.samples_after},
+          {"wall_s", o.wall_s},
+          {"fault", o.fault},
+          {"database", db_path}};
+}
+
+void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
+  fmt::print("{:<46} {:<10} {:<12} {:>11}  {}\n", "cell", "board", "job", "mean us", "notes");
+  for (const auto& [i, c] : o.cells)
+    fmt::print("{:<46} {:<10} {:<12} {:>11}  {}{}\n", c.label, c.board.empty() ? "-" : c.board,
+               c.task, c.status == "measured" ? fmt::format("{:.3f}", c.mean_ns / 1e3) : "-",
+               c.status, c.reason.empty() ? "" : ": " + c.reason);
+  for (const auto& t : o.tasks)
+    fmt::print("job {} ({}, round {}) on {}: {}{}\n", t.id, t.cells, t.round,
+               t.board.empty() ? "-" : t.board, t.state, t.error.empty() ? "" : ": " + t.error);
+  for (const auto& [b, why] : o.drained) fmt::print("drained {}: {}\n", b, why);
+  fmt::print(
+      "farm {} (Slurm): {} cells: {} measured, {} failed, {} unmeasured; samples {} -> {} in {}; "
+      "{:.1f} s; jobs in {}\n",
+      o.farm_name, o.total_cells, o.count("measured"), o.count("failed"), o.count("unmeasured"),
+      o.samples_before, o.samples_after, db_path, o.wall_s, o.job_dir);
+}
+
+}  // namespace
+
+bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
+                    const std::string& reservation) {
+  k3farm::FarmConfig cfg;
+  try {
+    cfg = k3farm::Farm::load(request.farm, ctx.root);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  }
+  if (!cfg.scheduler.slurm()) {
+    if (!reservation.empty())
+      throw k3bench::UserError(fmt::format(
+          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
+          cfg.name, cfg.source));
+    return false;
+  }
+  const k3slurm::SlurmClient slurm;
+  const std::string& db_path = request.bench.db_path;
+  if (k3slurm::inside_slurm_job()) {
+    const auto o = k3slurm::run_slurm_worker(ctx.root, request, cfg, slurm);
+    if (ctx.json)
+      std::cout << farm_bench_json(o, db_path).dump(2) << "\n";
+    else
+      print_farm_bench(o, db_path);
+    if (o.count("failed") + o.count("unmeasured") > 0) exit_code() = kCellsFailed;
+    return true;
+  }
+  if (request.shard.count > 1 || !request.shard.positions.empty())
+    throw k3bench::UserError(
+        "--shard: a Slurm farm splits the cells itself (a job array, one task per board)");
+  k3slurm::SlurmBenchRequest rq;
+  rq.farm = request;
+  rq.root = ctx.root;
+  rq.k3tune = this_executable();
+  rq.targets_file = ctx.targets_file;
+  rq.bench_args = bench_arguments(ctx.argv);
+  rq.reservation = reservation;
+  k3slurm::SlurmBenchOutcome o;
+  try {
+    o = k3slurm::run_slurm_bench(rq, slurm);
+  } catch (const k3slurm::SlurmUnreachable& e) {  // before any job: nothing to merge or resume
+    std::cerr << "k3tune: Slurm did not answer (" << e.what() << "); nothing submitted\n";
+    exit_code() = kProblems;
+    return true;
+  }
+  if (ctx.json)
+    std::cout << slurm_bench_json(o, db_path).dump(2) << "\n";
+  else
+    print_slurm_bench(o, db_path);
+  if (!o.fault.empty()) {
+    std::cerr << "k3tune: " << o.fault << "; committed samples kept\n";
+    exit_code() = kProblems;
+  } else if (o.count("failed") + o.count("unmeasured") > 0) {
+    exit_code() = kCellsFailed;
+  }
+  return true;
+}
+
+}  // namespace k3cli

@@ -1,0 +1,18 @@
+// `k3tune bench --farm F` when F's boards are scheduled by Slurm ([farm] scheduler = "slurm"):
+// the controller side (submit, wait, merge: slurm_bench.h) or, inside one of its jobs, the worker
+// side (measure on the allocated board: slurm_worker.h), with their output.
+#pragma once
+
+#include <string>
+
+#include "harness/app/cli/app_context.h"
+#include "harness/host/farmbench/farm_sweep.h"
+
+namespace k3cli {
+
+// Runs the bench on Slurm when the farm asks for it and returns true; false for a built-in farm
+// (then `reservation` must be empty: UserError naming --reservation).
+bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
+                    const std::string& reservation);
+
+}  // namespace k3cli
