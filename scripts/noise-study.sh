@@ -96,10 +96,8 @@ config="$work/study.toml"
 echo "noise study: $(grep -c '^\[\[case\]\]' "$config") configurations x $processes processes, interleaved, on $target" >&2
 "$k3tune" --db "$db" "${targets[@]}" --json -q bench --target "$target" --config "$config" >"$work/out.json"
 
-# One row per factor and cell: the CV between the counted process means (standard deviation /
-# mean), the robust CV (1.4826 MAD / median: the typical spread, insensitive to a rare slow
-# process), and the processes left out as disturbed.
-jq -r '
+# A cell's and a factor's names, from a result cell (shared by the jq programs below).
+naming='
   def cellname: "\(.op | sub("linear_"; "")) \(.shape.n)x\(.shape.k)\(if .shape.m then " m\(.shape.m)" else "" end) w\(.params.workers)";
   def factor:
     if .measure.huge_pages == "off" then "no huge pages (THP)"
@@ -111,6 +109,11 @@ jq -r '
     elif .measure.min_time_s == 0.05 then "1/4 repetition length"
     elif .measure.repetitions == 15 then "3x repetitions per process"
     else "defaults" end;
+'
+# One row per factor and cell: the CV between the counted process means (standard deviation /
+# mean), the robust CV (1.4826 MAD / median: the typical spread, insensitive to a rare slow
+# process), and the processes left out as disturbed.
+jq -r "$naming"'
   def median: sort | if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end;
   def robust_cv: median as $m | (map(. - $m | fabs) | median) * 1.4826 / $m;
   def pct: (. * 1000 | round) / 10;
@@ -145,17 +148,7 @@ command -v sqlite3 >/dev/null && command -v gawk >/dev/null || { echo "(componen
 #   r*:       the repetitions per process that maximise evidence/s at this repetition length,
 #              given its components and its fixed per-process cost c = wall - r t:
 #              minimise (s_proc^2 + s_rep^2 / r)(c + r t)  =>  r* = sqrt(c s_rep^2 / (t s_proc^2)).
-jq -r '.cells[] | select(.status == "ok") | [.cell_key,
-  "\(.op | sub("linear_"; "")) \(.shape.n)x\(.shape.k)\(if .shape.m then " m\(.shape.m)" else "" end) w\(.params.workers)",
-  (if .measure.huge_pages == "off" then "no huge pages (THP)"
-   elif .measure.cpus != "auto" then "threads pinned in order"
-   elif .measure.pool_wait == "park" then "pool parks at once"
-   elif .measure.warmup == 50 then "warm-up 50 calls"
-   elif .measure.weight_load == "mmap" then "weight cache mmap"
-   elif (.params.copies // 0) == 1 then "no weight rotation"
-   elif .measure.min_time_s == 0.05 then "1/4 repetition length"
-   elif .measure.repetitions == 15 then "3x repetitions per process"
-   else "defaults" end), .measure.min_time_s] | @tsv' "$work/out.json" >"$work/names.tsv"
+jq -r "$naming"'.cells[] | select(.status == "ok") | [.cell_key, cellname, factor, .measure.min_time_s] | @tsv' "$work/out.json" >"$work/names.tsv"
 sqlite3 -separator $'\t' "$db" "
   SELECT p.cell_key, p.process_index, s.ns, p.kernel_ns, p.wall_ns,
          coalesce((SELECT sum(value) FROM json_each(json_extract(p.runner_json, '$.scheduling.run_delay_ns'))), -1),

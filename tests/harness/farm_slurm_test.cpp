@@ -82,24 +82,8 @@ class SlurmFarm : public LoopbackFarmTest {
   }
 
   Cmd bench(const std::vector<std::string>& extra, const std::string& db_path = "") const {
-    std::vector<std::string> args{"-q",
-                                  "--json",
-                                  "bench",
-                                  "--farm",
-                                  farm_file_,
-                                  "--op",
-                                  "linear_decode",
-                                  "--params",
-                                  "workers=1,copies=1",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "--warmup",
-                                  "0",
-                                  "--cells-per-probe",
-                                  "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
+    auto args = tiny_farm_sweep_args(farm_file_, extra);
+    args.insert(args.begin(), "-q");
     return run_k3tune(args, db_path);
   }
   std::future<Cmd> bench_async(const std::vector<std::string>& extra,

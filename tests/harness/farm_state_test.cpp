@@ -241,24 +241,7 @@ class FarmSshState : public LoopbackFarmTest {
   }
   // Tiny decode cells under qemu, one cell per probe.
   std::vector<std::string> sweep_args(const std::vector<std::string>& extra) const {
-    std::vector<std::string> args{"--json",
-                                  "bench",
-                                  "--farm",
-                                  farm_file_,
-                                  "--op",
-                                  "linear_decode",
-                                  "--params",
-                                  "workers=1,copies=1",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "--warmup",
-                                  "0",
-                                  "--cells-per-probe",
-                                  "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return args;
+    return tiny_farm_sweep_args(farm_file_, extra);
   }
   Result sweep(const std::vector<std::string>& extra, const std::string& db_path = "") const {
     return k3tune(sweep_args(extra), db_path);

@@ -18,9 +18,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "farm_test_support.h"
 #include "harness/host/farm/background_process.h"
 #include "harness/host/store/database.h"
-#include "farm_test_support.h"
 
 namespace {
 
@@ -34,23 +34,7 @@ class FarmSshSweep : public LoopbackFarmTest {
   }
   // Tiny decode cells under qemu, one cell per probe; `extra` adds shapes, grids, timeouts.
   std::future<Cmd> sweep(std::vector<std::string> extra) const {
-    std::vector<std::string> args{"--json",
-                                  "bench",
-                                  "--farm",
-                                  farm_file_,
-                                  "--op",
-                                  "linear_decode",
-                                  "--params",
-                                  "workers=1,copies=1",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "--warmup",
-                                  "0",
-                                  "--cells-per-probe",
-                                  "1"};
-    args.insert(args.end(), extra.begin(), extra.end());
+    const auto args = tiny_farm_sweep_args(farm_file_, extra);
     return std::async(std::launch::async, [this, args] { return k3tune(args); });
   }
   std::int64_t count(const std::string& sql) const {
@@ -197,9 +181,10 @@ TEST_F(FarmSshSweep, ThrottlingBetweenBatchesMarksTheBatchAndMeasuresItAgain) {
   const auto disturbed = count(
       "SELECT count(*) FROM processes p JOIN cells c USING(cell_key) WHERE c.target = 'b1' AND "
       "p.disturbed = 1");
-  std::printf("throttling of b1: samples %lld at the hook, %lld after; %lld b1 processes disturbed\n",
-              static_cast<long long>(before), static_cast<long long>(samples()),
-              static_cast<long long>(disturbed));
+  std::printf(
+      "throttling of b1: samples %lld at the hook, %lld after; %lld b1 processes disturbed\n",
+      static_cast<long long>(before), static_cast<long long>(samples()),
+      static_cast<long long>(disturbed));
   EXPECT_TRUE(j["quarantined"].empty()) << j.dump();  // throttling is not a board fault
   EXPECT_GE(disturbed, 1);
   EXPECT_GE(count("SELECT count(*) FROM farm_sweep_cells WHERE board = 'b1' AND outcome = "
@@ -308,11 +293,16 @@ TEST_F(FarmSshSweep, NightlyOnTheSshFarmBenchesOnItsBoards) {
   EXPECT_TRUE(maker == "b1" || maker == "b2") << table["board"].dump();
   EXPECT_EQ(table["board"]["fingerprint"]["vlen"], 1024);
   EXPECT_EQ(table["source"]["objective"], "instructions");
-  EXPECT_NE(r.out.find("verify-farm: skipped: no timed table to verify"), std::string::npos) << r.out;
-  // One verdict per fingerprint: b1 measures (the first night: no baseline yet), b2 is the same.
-  EXPECT_NE(r.out.find("board-verdict-b2: skipped: judged on b1 (the same fingerprint)"), std::string::npos)
+  EXPECT_NE(r.out.find("verify-farm: skipped: no timed table to verify"), std::string::npos)
       << r.out;
-  EXPECT_EQ(count("SELECT count(*) FROM nightly_steps WHERE step = 'board-verdict-b1' AND status = 'done'"), 1);
+  // One verdict per fingerprint: b1 measures (the first night: no baseline yet), b2 is the same.
+  EXPECT_NE(r.out.find("board-verdict-b2: skipped: judged on b1 (the same fingerprint)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(
+      count(
+          "SELECT count(*) FROM nightly_steps WHERE step = 'board-verdict-b1' AND status = 'done'"),
+      1);
 }
 
 }  // namespace

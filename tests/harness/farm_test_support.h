@@ -143,6 +143,30 @@ inline std::vector<pid_t> processes_mentioning(const std::string& needle) {
 }
 
 // "b1", "b2", ... (appended rather than "b" + to_string(): GCC 12 warns falsely on that form).
+// `k3tune bench --farm FARM` over tiny decode cells under qemu, one cell per probe: the sweep the
+// farm tests run; `extra` adds shapes, grids, timeouts, flags.
+inline std::vector<std::string> tiny_farm_sweep_args(const std::string& farm_file,
+                                                     const std::vector<std::string>& extra) {
+  std::vector<std::string> args{"--json",
+                                "bench",
+                                "--farm",
+                                farm_file,
+                                "--op",
+                                "linear_decode",
+                                "--params",
+                                "workers=1,copies=1",
+                                "-P",
+                                "2",
+                                "--target-ci",
+                                "0",
+                                "--warmup",
+                                "0",
+                                "--cells-per-probe",
+                                "1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
 inline std::string fmt_board(std::size_t i) {
   std::string name = std::to_string(i);
   name.insert(name.begin(), 'b');
@@ -311,7 +335,8 @@ class LoopbackFarmTest : public ::testing::Test {
     std::string out, err;
   };
   Cmd run_k3tune(const std::vector<std::string>& args, const std::string& db_path = "") const {
-    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db_path.empty() ? db() : db_path};
+    std::vector<std::string> argv{K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db",
+                                  db_path.empty() ? db() : db_path};
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
     return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
