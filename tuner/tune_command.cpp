@@ -341,6 +341,15 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
                        o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
     out.jobs.push_back(std::move(o));
   }
+  if (c.heldout && !c.explain) {
+    std::size_t e = 0;
+    for (auto& job : out.jobs)
+      if (!job.session.empty()) entries[e++].result = &job.result;
+    for (const auto& g : rule_groups(entries))
+      if (g.shapes.size() >= kMinRuleShapes)
+        out.heldout.push_back({g.op, g.path, held_out(g.shapes)});
+    return out;
+  }
   if (c.explain || c.replay || db == nullptr) return out;
   if (time) k3store::finish_run(*db, run_uuid, 0, 0, 0);
   if (!c.write_table) return out;
@@ -405,6 +414,26 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     if (!j.session.empty()) sessions.push_back(j.session);
   store->add_table(k3bench::sha256_text(text), sessions, out.table_path, text);
   return out;
+}
+
+nlohmann::json HeldOutGroup::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  double sum[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
+  for (const auto& s : shapes) {
+    const double v[3] = {s.rule, s.nearest, s.defaults};
+    for (int i = 0; i < 3; ++i) {
+      sum[i] += v[i];
+      worst[i] = std::max(worst[i], v[i]);
+    }
+    rows.push_back(
+        {{"shape", s.label}, {"rule", s.rule}, {"nearest", s.nearest}, {"defaults", s.defaults}});
+  }
+  const double n = shapes.empty() ? 1.0 : double(shapes.size());
+  return {{"op", op},
+          {"path", path},
+          {"shapes", rows},
+          {"mean", {{"rule", sum[0] / n}, {"nearest", sum[1] / n}, {"defaults", sum[2] / n}}},
+          {"worst", {{"rule", worst[0]}, {"nearest", worst[1]}, {"defaults", worst[2]}}}};
 }
 
 }  // namespace k3tuner
