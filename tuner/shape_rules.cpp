@@ -153,4 +153,82 @@ std::vector<HeldOutShape> held_out(const std::vector<ShapeLandscape>& shapes,
   return out;
 }
 
+namespace {
+
+double log_distance(const std::map<std::string, std::int64_t>& a,
+                    const std::map<std::string, std::int64_t>& b) {
+  double d = 0;
+  for (const auto& [k, v] : a)
+    if (const auto it = b.find(k); it != b.end() && v > 0 && it->second > 0)
+      d += std::abs(std::log2(double(v) / double(it->second)));
+  return d;
+}
+
+}  // namespace
+
+std::vector<Suggestion> suggest_shapes(const std::vector<ShapeLandscape>& measured,
+                                       const std::vector<CandidateShape>& candidates,
+                                       std::size_t count, const RuleOptions& options) {
+  std::vector<Suggestion> out;
+  if (measured.empty()) return out;
+  const auto loo = held_out(measured, options);
+  const ShapeRule rule = fit_shape_rule(measured, options);
+  std::vector<const std::map<std::string, std::int64_t>*> classes;
+  for (const auto& s : measured) classes.push_back(&s.cls);
+  std::set<std::map<std::string, std::int64_t>> seen;
+  for (const auto& s : measured) seen.insert(s.cls);
+  for (const auto& c : candidates) {
+    if (!seen.insert(c.cls).second) continue;  // measured, or already a candidate
+    std::vector<std::pair<double, std::size_t>> by_distance;
+    for (std::size_t i = 0; i < measured.size(); ++i)
+      by_distance.push_back({log_distance(c.cls, measured[i].cls), i});
+    std::sort(by_distance.begin(), by_distance.end());
+    Suggestion s{c, 0, by_distance.front().first, measured[by_distance.front().second].label};
+    if (!loo.empty()) {
+      const std::size_t near = std::min<std::size_t>(2, by_distance.size());
+      for (std::size_t j = 0; j < near; ++j)
+        s.predicted_loss += loo[by_distance[j].second].rule / double(near);
+    }
+    const ShapeLandscape& closest = measured[by_distance.front().second];
+    const auto fallback = k3k::rules::nearest_class(c.cls, classes);
+    const std::string& by_rule = rule.predict(c.cls);
+    if (fallback && measured[*fallback].best != by_rule) {
+      const double a = closest.loss(by_rule), b = closest.loss(measured[*fallback].best);
+      if (std::isfinite(a) && std::isfinite(b)) s.predicted_loss += std::abs(a - b);
+    }
+    out.push_back(std::move(s));
+  }
+  std::sort(out.begin(), out.end(), [](const Suggestion& a, const Suggestion& b) {
+    if (a.predicted_loss != b.predicted_loss) return a.predicted_loss > b.predicted_loss;
+    if (a.distance != b.distance) return a.distance > b.distance;
+    return a.shape.label < b.shape.label;
+  });
+  if (out.size() > count) out.resize(count);
+  return out;
+}
+
+std::vector<std::map<std::string, std::int64_t>> offgrid_candidates(
+    const std::vector<std::map<std::string, std::int64_t>>& measured) {
+  std::vector<std::map<std::string, std::int64_t>> out;
+  std::set<std::map<std::string, std::int64_t>> seen(measured.begin(), measured.end());
+  for (const char* key : {"k", "n", "m", "seq", "ctx"}) {
+    std::set<std::int64_t> values;
+    for (const auto& s : measured)
+      if (const auto it = s.find(key); it != s.end()) values.insert(it->second);
+    for (const auto& s : measured) {
+      const auto it = s.find(key);
+      if (it == s.end()) continue;
+      const auto next = values.upper_bound(it->second);
+      if (next == values.end()) continue;
+      std::int64_t mid = midpoint(it->second, *next);
+      if (std::string_view(key) == "k") mid = std::max<std::int64_t>(64, (mid + 32) / 64 * 64);
+      if (mid <= it->second || mid >= *next) continue;
+      auto c = s;
+      c[key] = mid;
+      if (seen.insert(c).second) out.push_back(c);
+    }
+  }
+  return out;
+}
+
 }  // namespace k3tuner

@@ -68,4 +68,31 @@ struct HeldOutShape {
 std::vector<HeldOutShape> held_out(const std::vector<ShapeLandscape>& shapes,
                                    const RuleOptions& options = {});
 
+// `tune --suggest N`: which shapes to measure next. A candidate is a shape of the models not yet
+// measured, or an off-grid shape (offgrid_candidates). Its predicted loss is what the table would
+// lose there today, which measuring it removes (it gets its own entry) and which the refitted rule
+// then loses less of nearby: the mean held-out loss of the rule at the (up to) two measured shapes
+// nearest to it (sum of |log2| ratios over the class keys), plus, where the rule and the nearest
+// class choose differently for it, how far apart those two choices are at the nearest measured
+// shape (the fallbacks disagree there, so one of them is wrong). Ties: the candidate farther from
+// everything measured first.
+struct CandidateShape {
+  std::string label;                        // k=v,... as tune --shape takes it
+  std::map<std::string, std::int64_t> cls;  // its class
+  std::string origin;                       // "model NAME" or "off-grid"
+};
+struct Suggestion {
+  CandidateShape shape;
+  double predicted_loss = 0, distance = 0;  // distance: to the nearest measured class
+  std::string nearest;                      // that measured shape's label
+};
+std::vector<Suggestion> suggest_shapes(const std::vector<ShapeLandscape>& measured,
+                                       const std::vector<CandidateShape>& candidates,
+                                       std::size_t count, const RuleOptions& options = {});
+// Off-grid candidates around measured shapes (as k=v maps): for each shape and each of its sizes
+// k, n, m, seq and ctx, the geometric midpoint to the next larger measured value of that size
+// (k rounded to a multiple of 64), the other sizes kept.
+std::vector<std::map<std::string, std::int64_t>> offgrid_candidates(
+    const std::vector<std::map<std::string, std::int64_t>>& measured);
+
 }  // namespace k3tuner

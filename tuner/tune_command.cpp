@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/common/params/param_spec.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/provenance.h"
@@ -95,6 +96,39 @@ nlohmann::json options_json(const StrategyOptions& o) {
           {"random_samples", o.random_samples},
           {"max_sweeps", o.max_sweeps},
           {"finalists", o.finalists}};
+}
+
+// --suggest's candidates for `op`: every model's shapes (configs/models) and off-grid shapes around
+// the measured ones.
+std::vector<CandidateShape> candidate_shapes(const TuneCommand& c, const k3bench::Catalog& catalog,
+                                             const std::string& op,
+                                             const std::vector<TuneJobOutcome>& jobs) {
+  std::vector<CandidateShape> out;
+  auto integers = [](const nlohmann::json& shape) {
+    std::map<std::string, std::int64_t> m;
+    for (const auto& [k, v] : shape.items())
+      if (v.is_number_integer()) m[k] = v.get<std::int64_t>();
+    return m;
+  };
+  auto add = [&](const std::map<std::string, std::int64_t>& shape, const std::string& origin) {
+    out.push_back(
+        {k3params::to_kv(nlohmann::json(shape)), k3k::rules::shape_class(op, shape), origin});
+  };
+  std::vector<std::filesystem::path> models;
+  for (const auto& f : std::filesystem::directory_iterator(c.root + "/configs/models"))
+    if (f.path().extension() == ".toml") models.push_back(f.path());
+  std::sort(models.begin(), models.end());
+  for (const auto& m : models) {
+    TuneCommand one = c;
+    one.model = m.stem().string();
+    one.ops = {op};
+    for (const auto& job : jobs_of(one, catalog)) add(integers(job.shape), "model " + one.model);
+  }
+  std::vector<std::map<std::string, std::int64_t>> measured;
+  for (const auto& j : jobs)
+    if (j.op == op && !j.session.empty()) measured.push_back(integers(j.shape));
+  for (const auto& shape : offgrid_candidates(measured)) add(shape, "off-grid");
+  return out;
 }
 
 }  // namespace
@@ -323,6 +357,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
     if (c.replay) {
       o.result = run_tuning(r, *objective, nullptr, o.session);
+      // No table is written from a replay; --heldout and --suggest read the entries.
+      entries.push_back({job.op, job.shape, o.session, nullptr, &space, objective->unit(),
+                         o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
       out.jobs.push_back(std::move(o));
       continue;
     }
@@ -341,13 +378,19 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
                        o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
     out.jobs.push_back(std::move(o));
   }
-  if (c.heldout && !c.explain) {
+  if ((c.heldout || c.suggest > 0) && !c.explain) {
     std::size_t e = 0;
     for (auto& job : out.jobs)
       if (!job.session.empty()) entries[e++].result = &job.result;
-    for (const auto& g : rule_groups(entries))
-      if (g.shapes.size() >= kMinRuleShapes)
+    for (const auto& g : rule_groups(entries)) {
+      if (c.heldout && g.shapes.size() >= kMinRuleShapes)
         out.heldout.push_back({g.op, g.path, held_out(g.shapes)});
+      if (c.suggest > 0)
+        out.suggestions.push_back(
+            {g.op, g.path,
+             suggest_shapes(g.shapes, candidate_shapes(c, catalog, g.op, out.jobs),
+                            std::size_t(c.suggest))});
+    }
     return out;
   }
   if (c.explain || c.replay || db == nullptr) return out;
@@ -414,6 +457,17 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     if (!j.session.empty()) sessions.push_back(j.session);
   store->add_table(k3bench::sha256_text(text), sessions, out.table_path, text);
   return out;
+}
+
+nlohmann::json SuggestGroup::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : shapes)
+    rows.push_back({{"shape", s.shape.label},
+                    {"origin", s.shape.origin},
+                    {"predicted_loss", s.predicted_loss},
+                    {"nearest_measured", s.nearest},
+                    {"distance_log2", s.distance}});
+  return {{"op", op}, {"path", path}, {"shapes", rows}};
 }
 
 nlohmann::json HeldOutGroup::to_json() const {

@@ -136,5 +136,30 @@ TEST(ShapeRules, HeldOutChargesEachShapeTheRuleFittedWithoutIt) {
   EXPECT_NEAR(h[3].nearest, 0.2, 1e-12);
 }
 
+// Suggestions go where the held-out rule loses (between the shapes where the best changes), not
+// where everything agrees; measured classes and repeated candidates are never suggested.
+TEST(ShapeRules, SuggestionsGoWhereTheHeldOutRuleLoses) {
+  std::vector<ShapeLandscape> shapes;
+  for (std::int64_t n : {512, 1024, 2048, 4096, 8192, 16384})
+    shapes.push_back(decode_shape(
+        2048, n, {{"a", n < 3000 ? 1.0 : 1.2}, {"b", n < 3000 ? 1.3 : 1.0}, {"c", 1.1}}));
+  auto candidate = [](std::int64_t n) {
+    return CandidateShape{"k=2048,n=" + std::to_string(n), {{"k", 2048}, {"n", n}}, "off-grid"};
+  };
+  const auto s = suggest_shapes(
+      shapes, {candidate(700), candidate(2900), candidate(12000), candidate(4096), candidate(2900)},
+      2);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0].shape.label, "k=2048,n=2900");  // next to 2048, where the held-out rule lost 30%
+  EXPECT_GT(s[0].predicted_loss, 0.1);
+  EXPECT_NE(s[1].shape.label, "k=2048,n=4096");  // measured
+  EXPECT_NE(s[1].shape.label, s[0].shape.label);
+  // Off-grid candidates: midpoints to the next measured value of each size, k in whole blocks.
+  const auto off = offgrid_candidates({{{"k", 1024}, {"n", 1024}}, {{"k", 4096}, {"n", 4096}}});
+  ASSERT_EQ(off.size(), 2u);
+  EXPECT_EQ(off[0], (std::map<std::string, std::int64_t>{{"k", 2048}, {"n", 1024}}));
+  EXPECT_EQ(off[1], (std::map<std::string, std::int64_t>{{"k", 1024}, {"n", 2048}}));
+}
+
 }  // namespace
 }  // namespace k3tuner
