@@ -4,7 +4,9 @@
 // for every shape; and leave-one-shape-out charges each shape the rule fitted without it.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <random>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -159,6 +161,40 @@ TEST(ShapeRules, SuggestionsGoWhereTheHeldOutRuleLoses) {
   ASSERT_EQ(off.size(), 2u);
   EXPECT_EQ(off[0], (std::map<std::string, std::int64_t>{{"k", 2048}, {"n", 1024}}));
   EXPECT_EQ(off[1], (std::map<std::string, std::int64_t>{{"k", 1024}, {"n", 2048}}));
+}
+
+// The table fuzzer's rule seeds (tests/fuzz/corpus/tuning_table) mean what their names say, for
+// the board the corpus is written for: the valid one loads and its rule answers, each bad one is
+// refused with its one line.
+TEST(ShapeRules, TheFuzzersRuleSeedsAreAcceptedOrRefusedAsNamed) {
+  k3k::BoardFingerprint board;
+  board.cpus = 2;
+  board.tcm_backend = "emulated";
+  board.tcm_blocks = 8;
+  board.tcm_block_bytes = 393216;
+  auto load = [&](const std::string& name, std::string& problem) {
+    std::ifstream f(std::string(K3TUNE_ROOT "/tests/fuzz/corpus/tuning_table/") + name + ".json");
+    std::stringstream text;
+    text << f.rdbuf();
+    EXPECT_FALSE(text.str().empty()) << name;
+    return k3k::TuningTable::parse(text.str(), board, problem);
+  };
+  std::string problem;
+  const auto valid = load("valid_rules", problem);
+  ASSERT_TRUE(valid) << problem;
+  EXPECT_EQ(valid->rules().size(), 2u);
+  EXPECT_EQ(valid->find("linear_decode", k3k::KernelPath::kGeneric, {{"k", 4096}, {"n", 8192}})->id,
+            "linear_decode/generic/rule/4");
+  const std::map<std::string, std::string> bad = {
+      {"bad_rules_cycle", "/rules/0/nodes/2/then: 0 is not a later node (after 2, before 5)"},
+      {"bad_rules_in_v1", "/rules: a k3tune.tuning-table/1 table has no rules"},
+      {"bad_rules_leaf_slab", "/rules/0/nodes/4/params/slab_rows: 100 is not a multiple of 16"},
+      {"bad_rules_split_key",
+       "/rules/0/nodes/0/key: 'm_bucket' is not a shape-class key of linear_decode"}};
+  for (const auto& [name, why] : bad) {
+    EXPECT_FALSE(load(name, problem)) << name;
+    EXPECT_EQ(problem, why) << name;
+  }
 }
 
 }  // namespace
