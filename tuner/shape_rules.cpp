@@ -75,7 +75,7 @@ void grow(const std::vector<ShapeLandscape>& all, const std::vector<std::size_t>
       if (loss < best.loss - 1e-12) best = {key, t, loss};
     }
   }
-  if (best.key.empty() || best.loss > here.loss - o.min_gain) return;
+  if (best.key.empty() || best.loss >= here.loss - o.min_gain) return;
   std::vector<std::size_t> lo, hi;
   for (std::size_t i : idx) (all[i].cls.at(best.key) < best.below ? lo : hi).push_back(i);
   nodes[at] = {best.key, best.below, nodes.size(), 0, ""};

@@ -32,8 +32,9 @@ struct ShapeLandscape {
 
 struct RuleOptions {
   int max_depth = 3;
-  std::size_t min_leaf = 2;  // shapes a leaf must hold
-  double min_gain = 0.002;   // a split must lower the summed loss by this much
+  std::size_t min_leaf = 1;  // shapes a leaf must hold
+  // A split must lower the summed loss by more than this (exact counts: any gain is real).
+  double min_gain = 1e-6;
 };
 
 struct ShapeRule {

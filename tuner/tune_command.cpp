@@ -358,8 +358,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     if (c.replay) {
       o.result = run_tuning(r, *objective, nullptr, o.session);
       // No table is written from a replay; --heldout and --suggest read the entries.
-      entries.push_back({job.op, job.shape, o.session, nullptr, &space, objective->unit(),
-                         o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
+      entries.push_back(
+          {job.op, job.shape, o.session, nullptr, &space, objective->unit(),
+           o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
       out.jobs.push_back(std::move(o));
       continue;
     }
@@ -382,6 +383,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     std::size_t e = 0;
     for (auto& job : out.jobs)
       if (!job.session.empty()) entries[e++].result = &job.result;
+    // "auto" is the target's best layer (what the table would name, without asking the store).
+    for (auto& entry : entries)
+      if (entry.path == "auto" && !out.facts.best_path.empty()) entry.path = out.facts.best_path;
     for (const auto& g : rule_groups(entries)) {
       if (c.heldout && g.shapes.size() >= kMinRuleShapes)
         out.heldout.push_back({g.op, g.path, held_out(g.shapes)});

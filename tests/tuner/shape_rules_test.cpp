@@ -43,14 +43,15 @@ TEST(ShapeRules, SplitsWhereTheBestConfigurationChangesAtTheGeometricMidpoint) {
   EXPECT_DOUBLE_EQ(rule.loss, 0);
 }
 
-// Three shapes (no split leaves two on each side): x wins two of them by 1% and loses the third by
-// 100%; c is 1% behind everywhere. Counting winners would take x; the landscape takes c.
+// Three shapes, leaves of two shapes at least (so no split): x wins two of them by 1% and loses
+// the third by 100%; c is 1% behind everywhere. Counting winners would take x; the landscape takes
+// c.
 TEST(ShapeRules, LeavesMinimiseTheLossNotTheWins) {
   const std::vector<ShapeLandscape> shapes = {
       decode_shape(1024, 1024, {{"x", 1.0}, {"c", 1.01}, {"y", 1.5}}),
       decode_shape(1024, 2048, {{"x", 1.0}, {"c", 1.01}, {"y", 1.5}}),
       decode_shape(1024, 4096, {{"x", 2.0}, {"c", 1.01}, {"y", 1.0}})};
-  const ShapeRule rule = fit_shape_rule(shapes);
+  const ShapeRule rule = fit_shape_rule(shapes, {3, 2, 1e-6});
   ASSERT_EQ(rule.nodes.size(), 1u);
   EXPECT_EQ(rule.nodes[0].config, "c");
   EXPECT_NEAR(rule.loss, 0.01 + 0.01 + 0.01, 1e-12);
