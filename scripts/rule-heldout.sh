@@ -51,8 +51,9 @@ offgrid() {
       for m in 48 96 200; do for kn in "k=1536,n=768" "k=1024,n=1280" "k=2816,n=2304" "k=640,n=5120"; do
         echo "m=$m,$kn"; done; done ;;
     attn_prefill)
-      for seq in 24 48 96 200; do for h in "head_dim=64,q_heads=4,kv_heads=2" "head_dim=128,q_heads=6,kv_heads=2" \
-        "head_dim=96,q_heads=8,kv_heads=4"; do echo "seq=$seq,$h"; done; done ;;
+      for seq in 24 48 96 200 12 40 72; do for h in "head_dim=64,q_heads=4,kv_heads=2" \
+        "head_dim=128,q_heads=6,kv_heads=2" "head_dim=96,q_heads=8,kv_heads=4" "head_dim=128,q_heads=4,kv_heads=4"; do
+        echo "seq=$seq,$h"; done; done ;;
   esac
 }
 
