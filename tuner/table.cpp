@@ -233,6 +233,21 @@ std::string show_table(const nlohmann::json& t) {
     for (const auto& [name, g] : t["gates"].items())
       o << fmt::format("gate {}: {}\n", name, g.dump());
   }
+  // A rule in one line per node: "n < 3072 ? 1 : 2" for a split, the parameters for a leaf.
+  for (const auto& r : t.value("rules", nlohmann::json::array())) {
+    const auto fit = r.value("fit", nlohmann::json::object());
+    o << fmt::format("rule {}/{} (for shapes without an entry; fitted on {} shapes):\n",
+                     r["op"].get<std::string>(), r["path"].get<std::string>(),
+                     fit.value("shapes", 0));
+    for (std::size_t i = 0; i < r["nodes"].size(); ++i) {
+      const auto& n = r["nodes"][i];
+      o << (n.contains("key")
+                ? fmt::format("  {}: {} < {} ? {} : {}\n", i, n["key"].get<std::string>(),
+                              n["below"].get<std::int64_t>(), n["then"].get<std::int64_t>(),
+                              n["else"].get<std::int64_t>())
+                : fmt::format("  {}: {}\n", i, k3params::to_kv(n["params"])));
+    }
+  }
   o << fmt::format("{:<44} {:<44} {:>10} {:>22}\n", "entry", "parameters", "speed-up", "95% CI");
   for (const auto& e : t.at("entries")) {
     const auto& ev = e["evidence"];
