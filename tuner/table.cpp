@@ -38,6 +38,59 @@ std::string entry_id(const std::string& op, const nlohmann::json& cls) {
   return k3k::rules::entry_id(op, cls.at("path").get<std::string>(), keys);
 }
 
+namespace {
+
+// An entry's parameters as the table writes them (op-parameter knobs only; the layer is the
+// class's), and the layer its chosen configuration ran on.
+nlohmann::json table_params(const SearchSpace& space, const Config& config) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& knob : space.knobs())
+    if (knob.name != "path" && !knob.measurement) params[knob.name] = config.at(knob.name);
+  return params;
+}
+
+std::string entry_path(const TableEntry& e) {
+  const Candidate& chosen = e.result->candidates[e.result->chosen];
+  // "auto" names no layer: the class keeps the layer the runner resolved it to.
+  if (chosen.config.contains("path") && chosen.config.at("path") != "auto")
+    return chosen.config.at("path").get<std::string>();
+  return e.path;
+}
+
+}  // namespace
+
+std::vector<RuleGroup> rule_groups(const std::vector<TableEntry>& entries) {
+  std::map<std::pair<std::string, std::string>, RuleGroup> groups;
+  for (const auto& e : entries) {
+    if (e.result == nullptr || e.result->chosen == SIZE_MAX) continue;
+    const TuneResult& r = *e.result;
+    const std::string path = entry_path(e);
+    RuleGroup& g = groups[{e.op, path}];
+    g.op = e.op;
+    g.path = path;
+    ShapeLandscape s;
+    std::map<std::string, std::int64_t> integers;
+    for (const auto& [k, v] : e.shape.items())
+      if (v.is_number_integer()) integers[k] = v.get<std::int64_t>();
+    s.label = k3params::to_kv(e.shape);
+    s.cls = k3k::rules::shape_class(e.op, integers);
+    const Config& chosen = r.candidates[r.chosen].config;
+    for (const auto& c : r.candidates) {
+      // Only the chosen configuration's layer: a leaf applies to the rule's path alone.
+      if (c.rejected || c.values.empty()) continue;
+      if (c.config.contains("path") && c.config.at("path") != chosen.at("path")) continue;
+      s.cost[c.key] = c.mean();
+      g.params_of[c.key] = table_params(*e.space, c.config);
+    }
+    s.best = r.candidates[r.chosen].key;
+    s.defaults = r.defaults != SIZE_MAX ? r.candidates[r.defaults].key : s.best;
+    g.shapes.push_back(std::move(s));
+  }
+  std::vector<RuleGroup> out;
+  for (auto& [key, g] : groups) out.push_back(std::move(g));
+  return out;
+}
+
 nlohmann::json make_table(const TargetFacts& target, const TableSource& src,
                           const std::vector<TableEntry>& entries, const nlohmann::json& gates) {
   std::set<std::string> sessions;
@@ -97,6 +150,14 @@ nlohmann::json make_table(const TargetFacts& target, const TableSource& src,
                           {"entries", out}};
   table["model"] = src.model.empty() ? nlohmann::json(nullptr) : nlohmann::json(src.model);
   if (!gates.empty()) table["gates"] = gates;
+  nlohmann::json rules = nlohmann::json::array();
+  for (const auto& g : rule_groups(entries)) {
+    std::set<std::map<std::string, std::int64_t>> classes;
+    for (const auto& s : g.shapes) classes.insert(s.cls);
+    if (g.shapes.size() < kMinRuleShapes || classes.size() < 2) continue;
+    rules.push_back(fit_shape_rule(g.shapes).to_json(g.op, g.path, g.params_of));
+  }
+  if (!rules.empty()) table["rules"] = rules;
   return table;
 }
 
@@ -172,6 +233,21 @@ std::string show_table(const nlohmann::json& t) {
     for (const auto& [name, g] : t["gates"].items())
       o << fmt::format("gate {}: {}\n", name, g.dump());
   }
+  // A rule in one line per node: "n < 3072 ? 1 : 2" for a split, the parameters for a leaf.
+  for (const auto& r : t.value("rules", nlohmann::json::array())) {
+    const auto fit = r.value("fit", nlohmann::json::object());
+    o << fmt::format("rule {}/{} (for shapes without an entry; fitted on {} shapes):\n",
+                     r["op"].get<std::string>(), r["path"].get<std::string>(),
+                     fit.value("shapes", 0));
+    for (std::size_t i = 0; i < r["nodes"].size(); ++i) {
+      const auto& n = r["nodes"][i];
+      o << (n.contains("key")
+                ? fmt::format("  {}: {} < {} ? {} : {}\n", i, n["key"].get<std::string>(),
+                              n["below"].get<std::int64_t>(), n["then"].get<std::int64_t>(),
+                              n["else"].get<std::int64_t>())
+                : fmt::format("  {}: {}\n", i, k3params::to_kv(n["params"])));
+    }
+  }
   o << fmt::format("{:<44} {:<44} {:>10} {:>22}\n", "entry", "parameters", "speed-up", "95% CI");
   for (const auto& e : t.at("entries")) {
     const auto& ev = e["evidence"];
@@ -234,6 +310,7 @@ nlohmann::json ShapeExplanation::to_json() const {
   nlohmann::json j = {{"path", path}, {"class", shape_class}, {"how", how}, {"params", params}};
   j["entry"] = entry_id.empty() ? nlohmann::json(nullptr) : nlohmann::json(entry_id);
   if (how == "nearest") j["distance_log2"] = distance;
+  if (how == "rule") j["decisions"] = decisions;
   return j;
 }
 
@@ -264,6 +341,8 @@ std::vector<ShapeExplanation> explain_shape(const nlohmann::json& table, const s
   } else {
     for (const auto& e : loaded->entries())
       if (e.op == op) paths.insert(k3k::to_string(e.path));
+    for (const auto& r : loaded->rules())
+      if (r.op == op) paths.insert(k3k::to_string(r.path));
     if (paths.empty()) paths.insert("generic");
   }
   std::vector<ShapeExplanation> out;
@@ -281,7 +360,14 @@ std::vector<ShapeExplanation> explain_shape(const nlohmann::json& table, const s
         x.params[k] = std::holds_alternative<std::int64_t>(v)
                           ? nlohmann::json(std::get<std::int64_t>(v))
                           : nlohmann::json(std::get<std::string>(v));
-      x.how = e->shape_class == cls ? "entry" : "nearest";
+      x.how = e->from_rule ? "rule" : e->shape_class == cls ? "entry" : "nearest";
+      if (e->from_rule) {
+        std::vector<k3k::RuleStep> steps;
+        loaded->apply_rule(op, *k3k::parse_kernel_path(p), shape, &steps);
+        for (const auto& s : steps)
+          x.decisions.push_back(
+              fmt::format("{} {} {} {}", s.key, s.value, s.took_below ? "<" : ">=", s.below));
+      }
       for (const auto& [k, v] : cls)
         if (auto it = e->shape_class.find(k); it != e->shape_class.end() && v > 0 && it->second > 0)
           x.distance += std::abs(std::log2(double(it->second) / double(v)));

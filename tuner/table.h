@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tuner/shape_rules.h"
 #include "tuner/target_facts.h"
 #include "tuner/tuning.h"
 
@@ -41,6 +42,19 @@ struct TableSource {
   std::string command, target, build_hash, board_name, model;
 };
 
+// The entries' measured landscapes per (op, path), what a rule is fitted on: every measured,
+// unrejected configuration of each entry's session (on the entry's layer) with its mean.
+struct RuleGroup {
+  std::string op, path;
+  std::vector<ShapeLandscape> shapes;
+  std::map<std::string, nlohmann::json> params_of;  // configuration key -> its table parameters
+};
+std::vector<RuleGroup> rule_groups(const std::vector<TableEntry>& entries);
+// A rule is fitted for a group of at least this many shapes in at least two classes.
+inline constexpr std::size_t kMinRuleShapes = 3;
+
+// The table; "rules" holds a fitted rule (shape_rules.h) for every group rule_groups finds big
+// enough.
 nlohmann::json make_table(const TargetFacts& target, const TableSource& source,
                           const std::vector<TableEntry>& entries,
                           const nlohmann::json& gates = nlohmann::json::object());
@@ -67,16 +81,18 @@ std::string diff_tables(const nlohmann::json& a, const nlohmann::json& b);
 
 // `table explain`: what the kernel library's loader gives `op` at `shape` on layer `path` (every
 // path the table has for the op when empty), and why: the entry of the shape's own class, the
-// nearest class by the missing-shape rule (with its distance), or the kernel defaults. The loader
+// leaf of the op's fitted rule (with the decisions that led there), the nearest class by the
+// missing-shape rule (with its distance), or the kernel defaults. The loader
 // itself decides (k3k::TuningTable::find); this only says which rule it applied. Throws UserError
 // on a table the loader refuses, an unknown op or path, or a shape key the op does not have.
 struct ShapeExplanation {
-  std::string path;            // the layer asked about
-  nlohmann::json shape_class;  // the shape's own class
-  std::string how;             // "entry" | "nearest" | "defaults"
-  std::string entry_id;        // the entry used ("" for the defaults)
-  nlohmann::json params;       // its parameters (empty for the defaults)
-  double distance = 0;         // nearest: sum of |log2 ratio| over the class keys
+  std::string path;                    // the layer asked about
+  nlohmann::json shape_class;          // the shape's own class
+  std::string how;                     // "entry" | "rule" | "nearest" | "defaults"
+  std::string entry_id;                // the entry used ("" for the defaults)
+  nlohmann::json params;               // its parameters (empty for the defaults)
+  double distance = 0;                 // nearest: sum of |log2 ratio| over the class keys
+  std::vector<std::string> decisions;  // rule: each split taken, e.g. "n 5000 >= 3072"
   nlohmann::json to_json() const;
 };
 std::vector<ShapeExplanation> explain_shape(const nlohmann::json& table, const std::string& op,

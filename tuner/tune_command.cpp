@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/common/params/param_spec.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/provenance.h"
@@ -95,6 +96,39 @@ nlohmann::json options_json(const StrategyOptions& o) {
           {"random_samples", o.random_samples},
           {"max_sweeps", o.max_sweeps},
           {"finalists", o.finalists}};
+}
+
+// --suggest's candidates for `op`: every model's shapes (configs/models) and off-grid shapes around
+// the measured ones.
+std::vector<CandidateShape> candidate_shapes(const TuneCommand& c, const k3bench::Catalog& catalog,
+                                             const std::string& op,
+                                             const std::vector<TuneJobOutcome>& jobs) {
+  std::vector<CandidateShape> out;
+  auto integers = [](const nlohmann::json& shape) {
+    std::map<std::string, std::int64_t> m;
+    for (const auto& [k, v] : shape.items())
+      if (v.is_number_integer()) m[k] = v.get<std::int64_t>();
+    return m;
+  };
+  auto add = [&](const std::map<std::string, std::int64_t>& shape, const std::string& origin) {
+    out.push_back(
+        {k3params::to_kv(nlohmann::json(shape)), k3k::rules::shape_class(op, shape), origin});
+  };
+  std::vector<std::filesystem::path> models;
+  for (const auto& f : std::filesystem::directory_iterator(c.root + "/configs/models"))
+    if (f.path().extension() == ".toml") models.push_back(f.path());
+  std::sort(models.begin(), models.end());
+  for (const auto& m : models) {
+    TuneCommand one = c;
+    one.model = m.stem().string();
+    one.ops = {op};
+    for (const auto& job : jobs_of(one, catalog)) add(integers(job.shape), "model " + one.model);
+  }
+  std::vector<std::map<std::string, std::int64_t>> measured;
+  for (const auto& j : jobs)
+    if (j.op == op && !j.session.empty()) measured.push_back(integers(j.shape));
+  for (const auto& shape : offgrid_candidates(measured)) add(shape, "off-grid");
+  return out;
 }
 
 }  // namespace
@@ -323,6 +357,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     o.session = k3bench::sha256_text(identity.dump()).substr(0, 32);
     if (c.replay) {
       o.result = run_tuning(r, *objective, nullptr, o.session);
+      // No table is written from a replay; --heldout and --suggest read the entries.
+      entries.push_back(
+          {job.op, job.shape, o.session, nullptr, &space, objective->unit(),
+           o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
       out.jobs.push_back(std::move(o));
       continue;
     }
@@ -340,6 +378,24 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     entries.push_back({job.op, job.shape, o.session, nullptr, &space, objective->unit(),
                        o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
     out.jobs.push_back(std::move(o));
+  }
+  if ((c.heldout || c.suggest > 0) && !c.explain) {
+    std::size_t e = 0;
+    for (auto& job : out.jobs)
+      if (!job.session.empty()) entries[e++].result = &job.result;
+    // "auto" is the target's best layer (what the table would name, without asking the store).
+    for (auto& entry : entries)
+      if (entry.path == "auto" && !out.facts.best_path.empty()) entry.path = out.facts.best_path;
+    for (const auto& g : rule_groups(entries)) {
+      if (c.heldout && g.shapes.size() >= kMinRuleShapes)
+        out.heldout.push_back({g.op, g.path, held_out(g.shapes)});
+      if (c.suggest > 0)
+        out.suggestions.push_back(
+            {g.op, g.path,
+             suggest_shapes(g.shapes, candidate_shapes(c, catalog, g.op, out.jobs),
+                            std::size_t(c.suggest))});
+    }
+    return out;
   }
   if (c.explain || c.replay || db == nullptr) return out;
   if (time) k3store::finish_run(*db, run_uuid, 0, 0, 0);
@@ -405,6 +461,37 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     if (!j.session.empty()) sessions.push_back(j.session);
   store->add_table(k3bench::sha256_text(text), sessions, out.table_path, text);
   return out;
+}
+
+nlohmann::json SuggestGroup::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& s : shapes)
+    rows.push_back({{"shape", s.shape.label},
+                    {"origin", s.shape.origin},
+                    {"predicted_loss", s.predicted_loss},
+                    {"nearest_measured", s.nearest},
+                    {"distance_log2", s.distance}});
+  return {{"op", op}, {"path", path}, {"shapes", rows}};
+}
+
+nlohmann::json HeldOutGroup::to_json() const {
+  nlohmann::json rows = nlohmann::json::array();
+  double sum[3] = {0, 0, 0}, worst[3] = {0, 0, 0};
+  for (const auto& s : shapes) {
+    const double v[3] = {s.rule, s.nearest, s.defaults};
+    for (int i = 0; i < 3; ++i) {
+      sum[i] += v[i];
+      worst[i] = std::max(worst[i], v[i]);
+    }
+    rows.push_back(
+        {{"shape", s.label}, {"rule", s.rule}, {"nearest", s.nearest}, {"defaults", s.defaults}});
+  }
+  const double n = shapes.empty() ? 1.0 : double(shapes.size());
+  return {{"op", op},
+          {"path", path},
+          {"shapes", rows},
+          {"mean", {{"rule", sum[0] / n}, {"nearest", sum[1] / n}, {"defaults", sum[2] / n}}},
+          {"worst", {{"rule", worst[0]}, {"nearest", worst[1]}, {"defaults", worst[2]}}}};
 }
 
 }  // namespace k3tuner

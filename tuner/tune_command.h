@@ -44,6 +44,12 @@ struct TuneCommand {
   // Start from another board's table: knobs its differing facts do not touch are held at its
   // values.
   std::string seed_table;
+  // Leave-one-shape-out over the tuned shapes: each shape's loss under the rule fitted on the
+  // others, the nearest other class and the defaults (TuneOutcome::heldout); no table is written.
+  bool heldout = false;
+  // Name this many shapes whose measurement would most reduce the predicted loss
+  // (TuneOutcome::suggestions; shape_rules.h, suggest_shapes); no table is written.
+  int suggest = 0;
   std::string out;          // table path (default results/tables/...)
   bool write_table = true;  // false: tune the sessions only (a campaign's sessions on a board)
   std::string plugin;       // instructions: the qemu counting plugin
@@ -62,10 +68,24 @@ struct TuneJobOutcome {
   SeedPlan seed;                               // --seed-table: the knobs held at the seed's values
 };
 
+struct HeldOutGroup {
+  std::string op, path;
+  std::vector<HeldOutShape> shapes;
+  nlohmann::json to_json() const;  // per shape and the mean and worst of each column
+};
+
+struct SuggestGroup {
+  std::string op, path;
+  std::vector<Suggestion> shapes;
+  nlohmann::json to_json() const;
+};
+
 struct TuneOutcome {
   TargetFacts facts;
   std::vector<TuneJobOutcome> jobs;
-  nlohmann::json table;  // null when nothing was tuned (or --explain)
+  std::vector<HeldOutGroup> heldout;      // --heldout
+  std::vector<SuggestGroup> suggestions;  // --suggest
+  nlohmann::json table;                   // null when nothing was tuned (or --explain)
   std::string table_path;
   std::vector<std::string>
       table_problems;  // table validate's lines: schema and loader (must be empty)

@@ -43,7 +43,8 @@ nlohmann::json apply_tuning_table(const std::string& table_path, const OpInfo& o
       given[p.name] = std::holds_alternative<std::int64_t>(it->second)
                           ? std::to_string(std::get<std::int64_t>(it->second))
                           : std::get<std::string>(it->second);
-      sources[p.name] = "table " + entry->id;
+      // A rule's leaf is said apart from a measured entry: its values were predicted, not measured.
+      sources[p.name] = (entry->from_rule ? "rule " : "table ") + entry->id;
     } else {
       sources[p.name] = "default";
     }

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "k3k/linear.h"
-#include "k3k/tuning.h"
 #include "k3k/table_rules.h"
+#include "k3k/tuning.h"
 
 namespace k3k {
 namespace {
@@ -26,7 +26,9 @@ struct Refused {
   std::string what;
 };
 
-[[noreturn]] void refuse(std::string what) { throw Refused{std::move(what)}; }
+[[noreturn]] void refuse(std::string what) {
+  throw Refused{std::move(what)};
+}
 
 // Text from the table as it appears in a problem: at most 40 characters, control and non-ASCII
 // bytes as \xNN, so a hostile table cannot add lines (or terminal escapes) to a log.
@@ -52,7 +54,8 @@ const json& member(const json& o, const char* key, const std::string& where) {
 
 std::int64_t integer(const json& v, const std::string& where) {
   if (v.is_number_unsigned()) {
-    if (v.get<std::uint64_t>() > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
+    if (v.get<std::uint64_t>() >
+        static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))
       refuse(fmt::format("{}: {} is out of range", where, printable(v.dump())));
     return static_cast<std::int64_t>(v.get<std::uint64_t>());
   }
@@ -70,8 +73,12 @@ std::optional<std::string> optional_text(const json& v, const std::string& where
   return text(v, where);
 }
 
-std::string shown(const std::optional<std::string>& s) { return s ? printable(*s) : "none"; }
-std::string shown(const std::optional<int>& v) { return v ? std::to_string(*v) : "none"; }
+std::string shown(const std::optional<std::string>& s) {
+  return s ? printable(*s) : "none";
+}
+std::string shown(const std::optional<int>& v) {
+  return v ? std::to_string(*v) : "none";
+}
 
 void check_board(const json& fp, const BoardFingerprint* running) {
   const std::string w = "/board/fingerprint";
@@ -87,22 +94,27 @@ void check_board(const json& fp, const BoardFingerprint* running) {
   const json& tcm = member(fp, "tcm", w);
   const std::string backend = text(member(tcm, "backend", w + "/tcm"), w + "/tcm/backend");
   const std::int64_t blocks = integer(member(tcm, "blocks", w + "/tcm"), w + "/tcm/blocks");
-  const std::int64_t bytes = integer(member(tcm, "block_bytes", w + "/tcm"), w + "/tcm/block_bytes");
+  const std::int64_t bytes =
+      integer(member(tcm, "block_bytes", w + "/tcm"), w + "/tcm/block_bytes");
   if (running == nullptr) return;  // form only
   const BoardFingerprint& board = *running;
   if (marchid != board.marchid)
-    refuse(fmt::format("{}/marchid: made for {}, this machine has {}", w, shown(marchid), shown(board.marchid)));
-  if (table_vlen.has_value() != board.vlen_bits.has_value() || (table_vlen && *table_vlen != *board.vlen_bits))
-    refuse(fmt::format("{}/vlen: made for VLEN {}, this machine has {}", w, shown(table_vlen), shown(board.vlen_bits)));
+    refuse(fmt::format("{}/marchid: made for {}, this machine has {}", w, shown(marchid),
+                       shown(board.marchid)));
+  if (table_vlen.has_value() != board.vlen_bits.has_value() ||
+      (table_vlen && *table_vlen != *board.vlen_bits))
+    refuse(fmt::format("{}/vlen: made for VLEN {}, this machine has {}", w, shown(table_vlen),
+                       shown(board.vlen_bits)));
   if (cpus != board.cpus)
     refuse(fmt::format("{}/cpus: made for {} CPUs, this process may use {}", w, cpus, board.cpus));
   if (backend != board.tcm_backend || blocks != board.tcm_blocks || bytes != board.tcm_block_bytes)
-    refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w, printable(backend),
-                       blocks, bytes, printable(board.tcm_backend), board.tcm_blocks, board.tcm_block_bytes));
+    refuse(fmt::format("{}/tcm: made for {} TCM ({} x {} B), this machine has {} ({} x {} B)", w,
+                       printable(backend), blocks, bytes, printable(board.tcm_backend),
+                       board.tcm_blocks, board.tcm_block_bytes));
 }
 
-TuningValue checked_param(std::string_view op, KernelPath path, const rules::ParamRule& rule, const json& v,
-                          const std::string& where) {
+TuningValue checked_param(std::string_view op, KernelPath path, const rules::ParamRule& rule,
+                          const json& v, const std::string& where) {
   if (rule.microkernel) {
     const std::string s = text(v, where);
     if (auto why = rules::microkernel_name_problem(op, to_string(path), s); !why.empty())
@@ -111,11 +123,13 @@ TuningValue checked_param(std::string_view op, KernelPath path, const rules::Par
   }
   if (!rule.words.empty()) {
     const std::string s = text(v, where);
-    if (auto why = rules::word_problem(rule, s); !why.empty()) refuse(fmt::format("{}: '{}' {}", where, printable(s), why));
+    if (auto why = rules::word_problem(rule, s); !why.empty())
+      refuse(fmt::format("{}: '{}' {}", where, printable(s), why));
     return s;
   }
   const std::int64_t x = integer(v, where);
-  if (auto why = rules::int_problem(rule, x); !why.empty()) refuse(fmt::format("{}: {} {}", where, x, why));
+  if (auto why = rules::int_problem(rule, x); !why.empty())
+    refuse(fmt::format("{}: {} {}", where, x, why));
   return x;
 }
 
@@ -127,13 +141,41 @@ void check_variant_name(const TuningEntry& e, const std::string& w) {
   const std::string& name = std::get<std::string>(it->second);
   if (name == "auto") return;
   const LinearVariantNames variants = linear_variants(e.path);
-  const std::vector<std::string>& known = e.op == "linear_decode" ? variants.decode : variants.prefill;
+  const std::vector<std::string>& known =
+      e.op == "linear_decode" ? variants.decode : variants.prefill;
   if (known.empty() || std::find(known.begin(), known.end(), name) != known.end()) return;
-  refuse(fmt::format("{}/params/ukernel: '{}' is not a {} {} microkernel", w, printable(name), to_string(e.path), e.op));
+  refuse(fmt::format("{}/params/ukernel: '{}' is not a {} {} microkernel", w, printable(name),
+                     to_string(e.path), e.op));
 }
 
-std::string class_key(std::string_view op, KernelPath path, const std::map<std::string, std::int64_t>& cls) {
+std::string class_key(std::string_view op, KernelPath path,
+                      const std::map<std::string, std::int64_t>& cls) {
   return rules::entry_id(op, to_string(path), cls);
+}
+
+// An entry's (or a rule leaf's) parameters: each known to the op, of its type and in range, the
+// rules that tie them together, the layer's microkernel names, and `hp` exactly where
+// accumulate is fp16. `holder` is the object that may carry "hp".
+void parse_params(const rules::OpRules& op, const json& params, const json& holder,
+                  const std::string& w, TuningEntry& out) {
+  if (!params.is_object()) refuse(fmt::format("{}/params: not an object", w));
+  for (const auto& [k, v] : params.items()) {
+    const std::string where = fmt::format("{}/params/{}", w, printable(k));
+    const rules::ParamRule* rule = op.param(k);
+    if (rule == nullptr) refuse(fmt::format("{}: not a parameter of {}", where, out.op));
+    // The path is known before the parameters: a microkernel name is checked for that layer.
+    out.params[k] = checked_param(out.op, out.path, *rule, v, where);
+  }
+  if (const auto p = rules::together_problem(op, to_string(out.path), out.params))
+    refuse(fmt::format("{}/params/{}: {}", w, p.param, p.why));
+  check_variant_name(out, w);
+  if (const auto it = holder.find("hp"); it != holder.end()) {
+    if (!it->is_boolean()) refuse(fmt::format("{}/hp: expected a boolean", w));
+    out.hp = it->get<bool>();
+  }
+  const auto acc = out.params.find("accumulate");
+  const bool fp16 = acc != out.params.end() && std::get<std::string>(acc->second) == "fp16";
+  if (fp16 != out.hp) refuse(fmt::format("{}/hp: must be true exactly when accumulate is fp16", w));
 }
 
 TuningEntry parse_entry(const json& e, const std::string& w) {
@@ -149,7 +191,8 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
     const std::string where = fmt::format("{}/class/{}", w, printable(k));
     if (k == "path") {
       const auto path = parse_kernel_path(v.is_string() ? v.get<std::string>() : std::string());
-      if (!path) refuse(fmt::format("{}: '{}' is not generic, rvv or ime2", where, printable(v.dump())));
+      if (!path)
+        refuse(fmt::format("{}: '{}' is not generic, rvv or ime2", where, printable(v.dump())));
       out.path = *path;
       continue;
     }
@@ -157,31 +200,15 @@ TuningEntry parse_entry(const json& e, const std::string& w) {
     for (const auto& key : op->class_keys) known = known || key == k;
     if (!known) refuse(fmt::format("{}: not a shape-class key of {}", where, out.op));
     const std::int64_t x = integer(v, where);
-    if (auto why = rules::class_value_problem(k, x); !why.empty()) refuse(fmt::format("{}: {} {}", where, x, why));
+    if (auto why = rules::class_value_problem(k, x); !why.empty())
+      refuse(fmt::format("{}: {} {}", where, x, why));
     out.shape_class[k] = x;
   }
   if (!cls.contains("path")) refuse(fmt::format("{}/class/path: missing", w));
   for (const auto& k : op->class_keys)
-    if (!out.shape_class.contains(std::string(k))) refuse(fmt::format("{}/class/{}: missing", w, k));
-  const json& params = member(e, "params", w);
-  if (!params.is_object()) refuse(fmt::format("{}/params: not an object", w));
-  for (const auto& [k, v] : params.items()) {
-    const std::string where = fmt::format("{}/params/{}", w, printable(k));
-    const rules::ParamRule* rule = op->param(k);
-    if (rule == nullptr) refuse(fmt::format("{}: not a parameter of {}", where, out.op));
-    // The class (and its path) is parsed above: a microkernel name is checked for that layer.
-    out.params[k] = checked_param(out.op, out.path, *rule, v, where);
-  }
-  if (const auto p = rules::together_problem(*op, to_string(out.path), out.params))
-    refuse(fmt::format("{}/params/{}: {}", w, p.param, p.why));
-  check_variant_name(out, w);
-  if (const auto it = e.find("hp"); it != e.end()) {
-    if (!it->is_boolean()) refuse(fmt::format("{}/hp: expected a boolean", w));
-    out.hp = it->get<bool>();
-  }
-  const auto acc = out.params.find("accumulate");
-  const bool fp16 = acc != out.params.end() && std::get<std::string>(acc->second) == "fp16";
-  if (fp16 != out.hp) refuse(fmt::format("{}/hp: must be true exactly when accumulate is fp16", w));
+    if (!out.shape_class.contains(std::string(k)))
+      refuse(fmt::format("{}/class/{}: missing", w, k));
+  parse_params(*op, member(e, "params", w), e, w, out);
   return out;
 }
 
@@ -241,13 +268,84 @@ DecodePathGate parse_decode_path_gate(const json& g) {
   return gate;
 }
 
+// A rule node: a split ({key, below, then, else}) or a leaf ({params[, hp]}), nothing else.
+// Children come after their parent, which bounds every walk by the node count.
+TuningRule::Node parse_rule_node(const rules::OpRules& op, const json& n, std::size_t i,
+                                 std::size_t count, const std::string& w, TuningRule& rule) {
+  if (!n.is_object()) refuse(fmt::format("{}: not an object", w));
+  TuningRule::Node node;
+  if (n.contains("params")) {
+    for (const auto& [k, v] : n.items())
+      if (k != "params" && k != "hp")
+        refuse(fmt::format("{}/{}: not a field of a rule leaf", w, printable(k)));
+    TuningEntry leaf;
+    leaf.op = rule.op;
+    leaf.path = rule.path;
+    leaf.from_rule = true;
+    leaf.id = fmt::format("{}/{}/rule/{}", rule.op, to_string(rule.path), i);
+    parse_params(op, n["params"], n, w, leaf);
+    node.leaf = rule.leaves.size();
+    rule.leaves.push_back(std::move(leaf));
+    return node;
+  }
+  for (const auto& [k, v] : n.items())
+    if (k != "key" && k != "below" && k != "then" && k != "else")
+      refuse(fmt::format("{}/{}: not a field of a rule split", w, printable(k)));
+  node.key = text(member(n, "key", w), w + "/key");
+  bool known = false;
+  for (const auto& key : op.class_keys) known = known || key == node.key;
+  if (!known)
+    refuse(fmt::format("{}/key: '{}' is not a shape-class key of {}", w, printable(node.key),
+                       rule.op));
+  node.below = integer(member(n, "below", w), w + "/below");
+  if (node.below < 1 || node.below > rules::kRuleThresholdMax)
+    refuse(fmt::format("{}/below: {} is outside [1, {}]", w, node.below, rules::kRuleThresholdMax));
+  for (const char* side : {"then", "else"}) {
+    const std::int64_t c = integer(member(n, side, w), fmt::format("{}/{}", w, side));
+    if (c <= static_cast<std::int64_t>(i) || c >= static_cast<std::int64_t>(count))
+      refuse(
+          fmt::format("{}/{}: {} is not a later node (after {}, before {})", w, side, c, i, count));
+    (side[0] == 't' ? node.then_node : node.else_node) = static_cast<std::size_t>(c);
+  }
+  return node;
+}
+
+TuningRule parse_rule(const json& r, const std::string& w) {
+  if (!r.is_object()) refuse(fmt::format("{}: not an object", w));
+  for (const auto& [k, v] : r.items())
+    if (k != "op" && k != "path" && k != "nodes" && k != "fit")
+      refuse(fmt::format("{}/{}: not a field of a rule", w, printable(k)));
+  TuningRule rule;
+  rule.op = text(member(r, "op", w), w + "/op");
+  const rules::OpRules* op = rules::find_op(rule.op);
+  if (op == nullptr)
+    refuse(fmt::format("{}/op: '{}' is not an op a table may tune", w, printable(rule.op)));
+  const json& path = member(r, "path", w);
+  const auto p = parse_kernel_path(path.is_string() ? path.get<std::string>() : std::string());
+  if (!p)
+    refuse(fmt::format("{}/path: '{}' is not generic, rvv or ime2", w, printable(path.dump())));
+  rule.path = *p;
+  if (const auto it = r.find("fit"); it != r.end() && !it->is_object())
+    refuse(fmt::format("{}/fit: not an object", w));
+  const json& nodes = member(r, "nodes", w);
+  if (!nodes.is_array() || nodes.empty()) refuse(fmt::format("{}/nodes: not a non-empty array", w));
+  if (nodes.size() > rules::kRuleNodesMax)
+    refuse(fmt::format("{}/nodes: {} nodes, more than {}", w, nodes.size(), rules::kRuleNodesMax));
+  for (std::size_t i = 0; i < nodes.size(); ++i)
+    rule.nodes.push_back(
+        parse_rule_node(*op, nodes[i], i, nodes.size(), fmt::format("{}/nodes/{}", w, i), rule));
+  return rule;
+}
+
 }  // namespace
 
-std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const BoardFingerprint* board,
+std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in,
+                                                const BoardFingerprint* board,
                                                 std::string& problem) {
   problem.clear();
   if (text_in.size() > kMaxTableBytes) {
-    problem = fmt::format("{} bytes: larger than any table ({} MiB at most)", text_in.size(), kMaxTableBytes >> 20);
+    problem = fmt::format("{} bytes: larger than any table ({} MiB at most)", text_in.size(),
+                          kMaxTableBytes >> 20);
     return nullptr;
   }
   try {
@@ -256,11 +354,13 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     if (t.is_discarded()) refuse("not valid JSON");
     if (!t.is_object()) refuse(fmt::format("/: expected an object, found {}", t.type_name()));
     const std::string schema = text(member(t, "schema", ""), "/schema");
-    if (schema != rules::kTuningTableSchema)
-      refuse(fmt::format("/schema: '{}' is not {}", printable(schema), rules::kTuningTableSchema));
+    if (schema != rules::kTuningTableSchema && schema != rules::kTuningTableSchemaWithoutRules)
+      refuse(fmt::format("/schema: '{}' is not {} (or {})", printable(schema),
+                         rules::kTuningTableSchema, rules::kTuningTableSchemaWithoutRules));
     const std::int64_t abi = integer(member(t, "kernel_abi", ""), "/kernel_abi");
     if (abi != rules::kKernelAbiVersion)
-      refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi, rules::kKernelAbiVersion));
+      refuse(fmt::format("/kernel_abi: table for kernel ABI {}, this library is ABI {}", abi,
+                         rules::kKernelAbiVersion));
     check_board(member(member(t, "board", ""), "fingerprint", "/board"), board);
 
     auto table = std::unique_ptr<TuningTable>(new TuningTable());
@@ -273,15 +373,31 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
     }
     const json& entries = member(t, "entries", "");
     if (!entries.is_array()) refuse("/entries: not an array");
-    if (entries.size() > kMaxEntries) refuse(fmt::format("/entries: {} entries, more than {}", entries.size(), kMaxEntries));
+    if (entries.size() > kMaxEntries)
+      refuse(fmt::format("/entries: {} entries, more than {}", entries.size(), kMaxEntries));
     for (std::size_t i = 0; i < entries.size(); ++i) {
       TuningEntry e = parse_entry(entries[i], fmt::format("/entries/{}", i));
       const std::string key = class_key(e.op, e.path, e.shape_class);
       if (e.id != key)
-        refuse(fmt::format("/entries/{}/id: '{}' does not match its op and class ('{}')", i, printable(e.id), key));
+        refuse(fmt::format("/entries/{}/id: '{}' does not match its op and class ('{}')", i,
+                           printable(e.id), key));
       if (!table->by_class_.emplace(key, table->entries_.size()).second)
         refuse(fmt::format("/entries/{}: a second entry for {}", i, key));
       table->entries_.push_back(std::move(e));
+    }
+    if (const auto r = t.find("rules"); r != t.end()) {
+      if (schema != rules::kTuningTableSchema)
+        refuse(
+            fmt::format("/rules: a {} table has no rules", rules::kTuningTableSchemaWithoutRules));
+      if (!r->is_array()) refuse("/rules: not an array");
+      std::set<std::string> seen;
+      for (std::size_t i = 0; i < r->size(); ++i) {
+        TuningRule rule = parse_rule((*r)[i], fmt::format("/rules/{}", i));
+        if (!seen.insert(rule.op + "/" + std::string(to_string(rule.path))).second)
+          refuse(fmt::format("/rules/{}: a second rule for {} on {}", i, rule.op,
+                             to_string(rule.path)));
+        table->rules_.push_back(std::move(rule));
+      }
     }
     return table;
   } catch (const Refused& r) {
@@ -295,7 +411,9 @@ std::unique_ptr<TuningTable> TuningTable::parse(std::string_view text_in, const 
 const TuningEntry* TuningTable::find(std::string_view op, KernelPath path,
                                      const std::map<std::string, std::int64_t>& shape) const {
   const auto cls = rules::shape_class(op, shape);
-  if (const auto it = by_class_.find(class_key(op, path, cls)); it != by_class_.end()) return &entries_[it->second];
+  if (const auto it = by_class_.find(class_key(op, path, cls)); it != by_class_.end())
+    return &entries_[it->second];
+  if (const TuningEntry* leaf = apply_rule(op, path, shape)) return leaf;
   std::vector<const TuningEntry*> same;
   std::vector<const std::map<std::string, std::int64_t>*> classes;
   for (const auto& e : entries_) {
@@ -305,6 +423,29 @@ const TuningEntry* TuningTable::find(std::string_view op, KernelPath path,
   }
   const auto nearest = rules::nearest_class(cls, classes);
   return nearest ? same[*nearest] : nullptr;
+}
+
+}  // namespace k3k
+
+namespace k3k {
+
+const TuningEntry* TuningTable::apply_rule(std::string_view op, KernelPath path,
+                                           const std::map<std::string, std::int64_t>& shape,
+                                           std::vector<RuleStep>* steps) const {
+  const auto rule = std::find_if(rules_.begin(), rules_.end(),
+                                 [&](const TuningRule& r) { return r.op == op && r.path == path; });
+  if (rule == rules_.end()) return nullptr;
+  const auto cls = rules::shape_class(op, shape);
+  std::size_t at = 0;
+  while (rule->nodes[at].key.size() > 0) {
+    const TuningRule::Node& n = rule->nodes[at];
+    const auto it = cls.find(n.key);
+    if (it == cls.end()) return nullptr;  // a class without the key: the rule says nothing
+    const bool below = it->second < n.below;
+    if (steps != nullptr) steps->push_back({n.key, it->second, n.below, below});
+    at = below ? n.then_node : n.else_node;
+  }
+  return &rule->leaves[rule->nodes[at].leaf];
 }
 
 }  // namespace k3k

@@ -25,8 +25,8 @@
 #include <string_view>
 #include <variant>
 
-#include "k3k/tuning.h"
 #include "k3k/table_rules.h"
+#include "k3k/tuning.h"
 
 namespace {
 
@@ -123,8 +123,10 @@ Shape shape_of(const k3k::TuningEntry& e) {
 void check_entry(const k3k::TuningEntry& e) {
   const k3k::rules::OpRules* op = k3k::rules::find_op(e.op);
   expect(op != nullptr, "entry op may be tuned", e.op);
-  for (const auto& k : op->class_keys)
-    expect(e.shape_class.contains(std::string(k)), "class has the op's keys", k);
+  // A rule's leaf has no class: its parameters are held to an entry's rules.
+  if (!e.from_rule)
+    for (const auto& k : op->class_keys)
+      expect(e.shape_class.contains(std::string(k)), "class has the op's keys", k);
   for (const auto& [k, v] : e.shape_class) {
     expect(v >= 1 && v <= kMaxBucket, "class value in [1, 2^40]", k);
     if (k == "k") expect(v % 64 == 0, "class k is a multiple of 64", e.id);
@@ -133,7 +135,8 @@ void check_entry(const k3k::TuningEntry& e) {
     const k3k::rules::ParamRule* range = op->param(name);
     expect(range != nullptr, "parameter declared for the op", name);
     if (range->microkernel) {
-      expect(std::get_if<std::string>(&value) != nullptr, "microkernel parameter holds a name", name);
+      expect(std::get_if<std::string>(&value) != nullptr, "microkernel parameter holds a name",
+             name);
     } else if (!range->words.empty()) {
       const auto* word = std::get_if<std::string>(&value);
       expect(word != nullptr, "word parameter holds a word", name);
@@ -185,8 +188,43 @@ void check_lookup(const k3k::TuningTable& table, std::string_view op, k3k::Kerne
   expect(found->op == op && found->path == path, "find returns an entry of the same op and path",
          found->id);
   const auto& all = table.entries();
+  if (found->from_rule) {
+    // A leaf of the op and path's rule, and only for a class without an entry of its own.
+    const k3k::TuningEntry* leaf = table.apply_rule(op, path, shape);
+    expect(leaf == found, "a rule's leaf is what the op and path's rule gives", found->id);
+    return;
+  }
   expect(found >= all.data() && found < all.data() + all.size(),
          "find returns one of the table's entries");
+}
+
+// Every split names a class key of its op and sends to later nodes (so every walk ends); every
+// leaf is a valid configuration of the op on the rule's path.
+void check_rule(const k3k::TuningRule& rule) {
+  const k3k::rules::OpRules* op = k3k::rules::find_op(rule.op);
+  expect(op != nullptr, "rule op may be tuned", rule.op);
+  expect(!rule.nodes.empty() && rule.nodes.size() <= k3k::rules::kRuleNodesMax,
+         "a rule has 1..4096 nodes", rule.op);
+  for (std::size_t i = 0; i < rule.nodes.size(); ++i) {
+    const auto& n = rule.nodes[i];
+    if (n.key.empty()) {
+      expect(n.leaf < rule.leaves.size(), "a leaf node names a leaf", rule.op);
+      continue;
+    }
+    bool known = false;
+    for (const auto& k : op->class_keys) known = known || k == n.key;
+    expect(known, "a split's key is a class key", n.key);
+    expect(n.then_node > i && n.then_node < rule.nodes.size() && n.else_node > i &&
+               n.else_node < rule.nodes.size(),
+           "a split's children are later nodes", rule.op);
+    expect(n.below >= 1 && n.below <= k3k::rules::kRuleThresholdMax, "a split's threshold in range",
+           n.key);
+  }
+  for (const auto& leaf : rule.leaves) {
+    expect(leaf.from_rule && leaf.op == rule.op && leaf.path == rule.path,
+           "a leaf belongs to its rule", leaf.id);
+    check_entry(leaf);
+  }
 }
 
 void check_perturbed(const k3k::TuningTable& table, const k3k::TuningEntry& e) {
@@ -216,6 +254,7 @@ void check_table(const k3k::TuningTable& table) {
   if (table.tcm_decode_gate()) check_gate(*table.tcm_decode_gate());
   if (table.decode_path_gate()) check_gate(*table.decode_path_gate());
   const auto& entries = table.entries();
+  for (const auto& r : table.rules()) check_rule(r);
   for (const auto& e : entries) {
     check_entry(e);
     const k3k::TuningEntry* found = table.find(e.op, e.path, shape_of(e));

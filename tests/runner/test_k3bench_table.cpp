@@ -40,8 +40,9 @@ TEST(Fnv1a64Spec, MatchesThePublishedTestVectors) {
 class K3benchTable : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3bench_table_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::temp_directory_path() /
+           ("k3bench_table_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -49,8 +50,9 @@ class K3benchTable : public ::testing::Test {
 
   // This machine as k3bench sees it: the fingerprint a table made here records.
   static json fingerprint() {
-    const auto probe = k3test::run_k3bench("--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 "
-                                           "--iterations 1 --check none --json");
+    const auto probe = k3test::run_k3bench(
+        "--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 "
+        "--iterations 1 --check none --json");
     const auto tcm = k3test::run_k3bench("--tcm-status --json");
     const auto env = json::parse(probe.out)["environment"];
     const auto t = json::parse(tcm.out);
@@ -72,24 +74,25 @@ class K3benchTable : public ::testing::Test {
   }
   // The layer k3bench takes by default here.
   static std::string best_path() {
-    const auto r = k3test::run_k3bench("--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 --iterations 1 "
-                                       "--check none --json");
+    const auto r = k3test::run_k3bench(
+        "--op residual_add --shape rows=1,dim=64 --reps 1 --warmup 0 --iterations 1 "
+        "--check none --json");
     return json::parse(r.out)["path"].get<std::string>();
   }
-  std::string table(const json& fp, const std::string& path) const {
+  std::string table(const json& fp, const std::string& path, const json& rules = nullptr) const {
     const std::string id = "linear_decode/" + path + "/k256/n96";
-    const json t = {
-        {"schema", "k3tune.tuning-table/1"},
-        {"kernel_abi", k3k::rules::kKernelAbiVersion},
-        {"created_at", "2026-11-30T23:45:43Z"},
-        {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
-        {"board", {{"fingerprint", fp}}},
-        {"entries",
-         {{{"id", id},
-           {"op", "linear_decode"},
-           {"class", {{"path", path}, {"k", 256}, {"n", 96}}},
-           {"params", {{"tile_n", 32}, {"workers", 1}, {"tcm", "off"}}},
-           {"evidence", {{"mean", 1.0}, {"processes", 8}}}}}}};
+    json t = {{"schema", std::string(k3k::rules::kTuningTableSchema)},
+              {"kernel_abi", k3k::rules::kKernelAbiVersion},
+              {"created_at", "2026-11-30T23:45:43Z"},
+              {"source", {{"objective", "time"}, {"proxy", false}, {"sessions", json::array()}}},
+              {"board", {{"fingerprint", fp}}},
+              {"entries",
+               {{{"id", id},
+                 {"op", "linear_decode"},
+                 {"class", {{"path", path}, {"k", 256}, {"n", 96}}},
+                 {"params", {{"tile_n", 32}, {"workers", 1}, {"tcm", "off"}}},
+                 {"evidence", {{"mean", 1.0}, {"processes", 8}}}}}}};
+    if (!rules.is_null()) t["rules"] = rules;
     const auto file = (dir_ / "table.json").string();
     std::ofstream(file) << t.dump(2);
     return file;
@@ -108,7 +111,36 @@ class K3benchTable : public ::testing::Test {
   fs::path dir_;
 };
 
-constexpr const char* kCase = "--op linear_decode --shape k=256,n=96 --reps 1 --min-time 0.001 --json";
+constexpr const char* kCase =
+    "--op linear_decode --shape k=256,n=96 --reps 1 --min-time 0.001 --json";
+
+// A shape without an entry takes the leaf of the op's rule (before the nearest class), and
+// tuning.sources says each of its parameters came from the rule.
+TEST_F(K3benchTable, AShapeWithoutAnEntryTakesTheRulesLeafAndSaysSo) {
+  const std::string path = best_path();
+  const json rules = {{{"op", "linear_decode"},
+                       {"path", path},
+                       {"nodes",
+                        {{{"key", "n"}, {"below", 128}, {"then", 1}, {"else", 2}},
+                         {{"params", {{"tile_n", 16}}}},
+                         {{"params", {{"tile_n", 48}, {"workers", 1}}}}}}}};
+  const std::string file = table(fingerprint(), path, rules);
+  const auto r = k3test::run_k3bench(
+      "--op linear_decode --shape k=256,n=192 --reps 1 --min-time 0.001 --json --table " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = json::parse(r.out);
+  const std::string leaf = "linear_decode/" + path + "/rule/2";
+  EXPECT_EQ(j["tuning"]["entry"], leaf) << j["tuning"];
+  EXPECT_EQ(j["tuning"]["sources"]["tile_n"], "rule " + leaf);
+  EXPECT_EQ(j["tuning"]["sources"]["workers"], "rule " + leaf);
+  EXPECT_EQ(j["tuning"]["sources"]["slab_rows"], "default");
+  EXPECT_EQ(j["params"]["tile_n"], 48);
+  // The entry's own class still wins over the rule.
+  const auto own = k3test::run_k3bench(std::string(kCase) + " --table " + file);
+  ASSERT_EQ(own.exit_code, 0) << own.err;
+  EXPECT_EQ(json::parse(own.out)["tuning"]["sources"]["tile_n"],
+            "table linear_decode/" + path + "/k256/n96");
+}
 
 TEST_F(K3benchTable, ParametersComeFromTheTableWithTheirSourceAndOutputsMatchTheCommandLine) {
   const std::string path = best_path();
@@ -129,7 +161,8 @@ TEST_F(K3benchTable, ParametersComeFromTheTableWithTheirSourceAndOutputsMatchThe
   EXPECT_EQ(j["params"]["tcm"]["use"], "off");
 
   // The same parameters on the command line: the same bits out.
-  const auto given = k3test::run_k3bench(std::string(kCase) + " --params copies=1,tile_n=32,workers=1,tcm=off --dump " +
+  const auto given = k3test::run_k3bench(std::string(kCase) +
+                                         " --params copies=1,tile_n=32,workers=1,tcm=off --dump " +
                                          (dir_ / "given").string());
   ASSERT_EQ(given.exit_code, 0) << given.err;
   EXPECT_FALSE(json::parse(given.out).contains("tuning"));
@@ -138,7 +171,8 @@ TEST_F(K3benchTable, ParametersComeFromTheTableWithTheirSourceAndOutputsMatchThe
   EXPECT_EQ(a, b);
 
   // The environment variable does what --table does; the command line still wins.
-  const auto env = k3test::run_k3bench(std::string(kCase) + " --params copies=1,tile_n=64", "K3_TUNING_TABLE=" + file);
+  const auto env = k3test::run_k3bench(std::string(kCase) + " --params copies=1,tile_n=64",
+                                       "K3_TUNING_TABLE=" + file);
   ASSERT_EQ(env.exit_code, 0) << env.err;
   const auto e = json::parse(env.out);
   EXPECT_EQ(e["tuning"]["sources"]["tile_n"], "command line");
@@ -155,10 +189,13 @@ TEST_F(K3benchTable, ATableForAnotherBoardIsRefusedWithOneLineAndTheDefaultsRun)
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = json::parse(r.out);
   EXPECT_EQ(j["tuning"]["loaded"], false);
-  EXPECT_NE(j["tuning"]["refused"].get<std::string>().find("/board/fingerprint/cpus: made for"), std::string::npos);
+  EXPECT_NE(j["tuning"]["refused"].get<std::string>().find("/board/fingerprint/cpus: made for"),
+            std::string::npos);
   EXPECT_EQ(j["tuning"]["sources"]["tile_n"], "default");
   EXPECT_EQ(j["params"]["tile_n"], 64);
-  EXPECT_NE(r.err.find("k3k: tuning table " + file + ": /board/fingerprint/cpus"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("k3k: tuning table " + file + ": /board/fingerprint/cpus"),
+            std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("; using the built-in defaults\n"), std::string::npos) << r.err;
 }
 
@@ -169,8 +206,12 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
   const std::string file = table(fingerprint(), path);
   auto run = [](const std::string& env) {
     static int calls = 0;
-    const std::string out = (fs::temp_directory_path() / ("k3_engine_" + std::to_string(::getpid()) + "_" + std::to_string(++calls))).string();
-    const int rc = std::system((env + " " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 > " + out + " 2>&1").c_str());
+    const std::string out =
+        (fs::temp_directory_path() /
+         ("k3_engine_" + std::to_string(::getpid()) + "_" + std::to_string(++calls)))
+            .string();
+    const int rc = std::system(
+        (env + " " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 > " + out + " 2>&1").c_str());
     std::ifstream f(out);
     std::string text((std::istreambuf_iterator<char>(f)), {});
     fs::remove(out);
@@ -180,12 +221,18 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
   const std::string plain = run("env -u K3_TUNING_TABLE");
   const std::string tuned = run("K3_TUNING_TABLE=" + file);
   EXPECT_NE(plain.find("table: none\n"), std::string::npos) << plain;
-  EXPECT_NE(plain.find("decode: tile_n 64 (default), workers all (default)"), std::string::npos) << plain;
+  EXPECT_NE(plain.find("decode: tile_n 64 (default), workers all (default)"), std::string::npos)
+      << plain;
   EXPECT_NE(tuned.find("table: " + file + "\n"), std::string::npos) << tuned;
-  EXPECT_NE(tuned.find("layer: " + path + " (table entry linear_decode/" + path + "/k256/n96)"), std::string::npos) << tuned;
-  EXPECT_NE(tuned.find("decode: tile_n 32 (table linear_decode/" + path + "/k256/n96), workers 1 (table"), std::string::npos)
+  EXPECT_NE(tuned.find("layer: " + path + " (table entry linear_decode/" + path + "/k256/n96)"),
+            std::string::npos)
       << tuned;
-  EXPECT_NE(tuned.find("prefill: tile_n 64 (default)"), std::string::npos) << tuned;  // no prefill entry
+  EXPECT_NE(
+      tuned.find("decode: tile_n 32 (table linear_decode/" + path + "/k256/n96), workers 1 (table"),
+      std::string::npos)
+      << tuned;
+  EXPECT_NE(tuned.find("prefill: tile_n 64 (default)"), std::string::npos)
+      << tuned;  // no prefill entry
   auto checksum = [](const std::string& text) { return text.substr(text.find("checksum:")); };
   ASSERT_NE(plain.find("checksum:"), std::string::npos);
   ASSERT_NE(tuned.find("checksum:"), std::string::npos);
@@ -193,9 +240,11 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
 
   // The printed checksums are FNV-1a of the outputs: hash the dumped floats here and compare.
   const std::string dump = (dir_ / "outputs.f32").string();
-  ASSERT_EQ(std::system(("env -u K3_TUNING_TABLE " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 --dump " + dump +
-                         " >/dev/null").c_str()),
-            0);
+  ASSERT_EQ(
+      std::system(("env -u K3_TUNING_TABLE " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 --dump " +
+                   dump + " >/dev/null")
+                      .c_str()),
+      0);
   std::ifstream f(dump, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(f)), {});
   ASSERT_EQ(bytes.size(), (96 + 5 * 96) * sizeof(float));
@@ -212,8 +261,10 @@ TEST_F(K3benchTable, AModelRunUsesTheTableAndItsLogitsDoNotChange) {
   const std::string path = best_path();
   const std::string file = table(fingerprint(), path);
   auto run = [](const std::string& extra) {
-    const auto r = k3test::run_k3bench("--model " K3_TEST_MODELS_DIR "/tiny-qwen3.toml --pp 8 --tg 4 --reps 1 "
-                                       "--warmup 0 --json --params workers=2 " + extra);
+    const auto r = k3test::run_k3bench("--model " K3_TEST_MODELS_DIR
+                                       "/tiny-qwen3.toml --pp 8 --tg 4 --reps 1 "
+                                       "--warmup 0 --json --params workers=2 " +
+                                       extra);
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return json::parse(r.out);
   };

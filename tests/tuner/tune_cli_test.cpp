@@ -455,6 +455,86 @@ TEST_F(TuneCli, TheMeasurementCacheCountsEachConfigurationOnceAndReplaysStrategi
   EXPECT_EQ(count("SELECT count(*) FROM exact_measurements"), 3);
 }
 
+// The held-out evaluation at CI size, on exact counts (deterministic): five small decode shapes
+// under qemu, rows per packed tile searched; leave-one-shape-out, the rule fitted on the others is
+// never worse than the nearest class on average. The table the same shapes give (every count now
+// from the cache) carries the rule, and `table explain` says a shape between them gets its leaf.
+TEST_F(TuneCli, HeldOutRuleIsNeverWorseThanTheNearestClassOnAverageOnExactCounts) {
+  ASSERT_TRUE(fs::exists(rvv_runner()))
+      << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
+  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+      << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
+  write_space(
+      "[space]\nop = \"linear_decode\"\nmeaningful_on = [\"qemu\"]\n[knobs.weight_rows]\n"
+      "values = [0, 64, 128]\ndefault = 0\n[constraints]\nrules = [\"weight_rows <= n\"]\n");
+  const std::string table = (dir_ / "t.json").string();
+  auto tune = [&](bool heldout) {
+    std::vector<std::string> args = {"--json",     "tune",       "--target",    "qemu",
+                                     "--spaces",   spaces(),     "--op",        "linear_decode",
+                                     "--params",   "workers=1",  "--objective", "instructions",
+                                     "--strategy", "exhaustive", "--out",       table};
+    for (const char* s :
+         {"k=256,n=128", "k=512,n=128", "k=256,n=384", "k=512,n=384", "k=1024,n=256"})
+      args.insert(args.end(), {"--shape", s});
+    if (heldout) args.push_back("--heldout");
+    const auto r = k3tune(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto h = tune(true);
+  ASSERT_EQ(h["heldout"].size(), 1u) << h.dump();
+  const auto& g = h["heldout"][0];
+  ASSERT_EQ(g["shapes"].size(), 5u);
+  std::cout << g.dump() << "\n";
+  EXPECT_LE(g["mean"]["rule"].get<double>(), g["mean"]["nearest"].get<double>() + 1e-12)
+      << g.dump();
+  // The landscape is not flat: the defaults lose somewhere, or the test could not fail.
+  EXPECT_GT(g["worst"]["defaults"].get<double>(), 0.0) << g.dump();
+  EXPECT_FALSE(fs::exists(table)) << "--heldout wrote a table";
+
+  const auto t = tune(false);
+  int counted = 0;
+  for (const auto& j : t["jobs"])
+    counted += j["measurements_new"].get<int>() - j["cache_hits"].get<int>();
+  EXPECT_EQ(counted, 0) << "the second run counted again";
+  const auto written = read_json(table);
+  ASSERT_EQ(written["rules"].size(), 1u) << written.dump();
+  EXPECT_EQ(written["schema"], "k3tune.tuning-table/2");
+  EXPECT_EQ(k3tune({"table", "validate", table}).code, 0);
+  const auto x = k3tune(
+      {"--json", "table", "explain", table, "--op", "linear_decode", "--shape", "k=384,n=320"});
+  ASSERT_EQ(x.code, 0) << x.err;
+  const auto answer = nlohmann::json::parse(x.out).at(0);
+  EXPECT_EQ(answer["how"], "rule") << answer;
+  EXPECT_EQ(answer["entry"].get<std::string>().find("linear_decode/rvv/rule/"), 0u) << answer;
+  const auto own = nlohmann::json::parse(k3tune({"--json", "table", "explain", table, "--op",
+                                                 "linear_decode", "--shape", "k=512,n=384"})
+                                             .out);
+  EXPECT_EQ(own.at(0)["how"], "entry");
+
+  // --suggest on the stored counts: the shapes to measure next, none of them measured already.
+  auto args = std::vector<std::string>{"--json",     "tune",       "--target",    "qemu",
+                                       "--spaces",   spaces(),     "--op",        "linear_decode",
+                                       "--params",   "workers=1",  "--objective", "instructions",
+                                       "--strategy", "exhaustive", "--replay",    "--suggest",
+                                       "3"};
+  for (const char* s : {"k=256,n=128", "k=512,n=128", "k=256,n=384", "k=512,n=384", "k=1024,n=256"})
+    args.insert(args.end(), {"--shape", s});
+  const auto sg = k3tune(args);
+  ASSERT_EQ(sg.code, 0) << sg.err;
+  const auto suggested = nlohmann::json::parse(sg.out)["suggestions"].at(0)["shapes"];
+  ASSERT_EQ(suggested.size(), 3u) << sg.out;
+  for (const auto& s : suggested) {
+    EXPECT_EQ(s["shape"].get<std::string>().find("k=256,n=128"), std::string::npos);
+    EXPECT_GT(s["distance_log2"].get<double>(), 0) << s;
+  }
+  EXPECT_GE(suggested[0]["predicted_loss"].get<double>(),
+            suggested[2]["predicted_loss"].get<double>());
+  EXPECT_EQ(
+      k3tune({"tune", "--op", "linear_decode", "--shape", "k=256,n=128", "--suggest", "-1"}).code,
+      2);
+}
+
 // A time replay serves the processes earlier sessions of this build and target stored, in order:
 // exhaustive search replayed chooses what the live one chose, racing runs on the same evidence,
 // and no process is started.

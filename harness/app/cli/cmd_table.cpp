@@ -4,6 +4,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/app_context.h"
@@ -101,6 +102,12 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
       if (a.how == "entry")
         fmt::print("{} {} on {}: class {}: its own entry {}: {}\n", x->op, x->shape, a.path, cls,
                    a.entry_id, k3params::to_kv(a.params));
+      else if (a.how == "rule")
+        fmt::print(
+            "{} {} on {}: class {} has no entry; the table's rule for {} on {} ({}) gives "
+            "{}: {}\n",
+            x->op, x->shape, a.path, cls, x->op, a.path, fmt::join(a.decisions, ", "), a.entry_id,
+            k3params::to_kv(a.params));
       else if (a.how == "nearest")
         fmt::print(
             "{} {} on {}: class {} has no entry; the nearest class ({:.2f} in summed |log2| "

@@ -40,6 +40,20 @@ nlohmann::json job_json(const k3tuner::TuneJobOutcome& j) {
   return o;
 }
 
+// --heldout: one line per shape (losses in percent of its own best), then the mean and worst.
+void print_heldout(const nlohmann::json& g) {
+  fmt::print("held out, {} on {} ({} shapes): loss over each shape's best, %\n",
+             g["op"].get<std::string>(), g["path"].get<std::string>(), g["shapes"].size());
+  fmt::print("  {:<36} {:>8} {:>8} {:>8}\n", "shape", "rule", "nearest", "defaults");
+  auto pct = [](const nlohmann::json& v) { return 100 * v.get<double>(); };
+  for (const auto& s : g["shapes"])
+    fmt::print("  {:<36} {:>8.2f} {:>8.2f} {:>8.2f}\n", s["shape"].get<std::string>(),
+               pct(s["rule"]), pct(s["nearest"]), pct(s["defaults"]));
+  for (const char* row : {"mean", "worst"})
+    fmt::print("  {:<36} {:>8.2f} {:>8.2f} {:>8.2f}\n", row, pct(g[row]["rule"]),
+               pct(g[row]["nearest"]), pct(g[row]["defaults"]));
+}
+
 void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
   const std::string label = fmt::format("{} {}{}", j.op, k3bench::to_kv(j.shape),
                                         j.role.empty() ? "" : " (" + j.role + ")");
@@ -246,6 +260,14 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
   cmd->add_flag("--replay", c.replay,
                 "run the strategy on measurements already stored (counts in the cache, times of "
                 "earlier sessions of this build and target); run nothing, write nothing");
+  cmd->add_flag("--heldout", c.heldout,
+                "leave-one-shape-out over the shapes tuned: each one's loss (objective over its "
+                "best, minus one) under the rule fitted on the others, the nearest other class "
+                "and the defaults; writes no table");
+  cmd->add_option("--suggest", c.suggest,
+                  "name the N shapes (the models' shapes not tuned, and off-grid ones) whose "
+                  "measurement would most reduce the rule's predicted loss; writes no table")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option(
       "--seed-table", c.seed_table,
       "start from another board's table: knobs that no differing board fact (CPUs, VLEN, TCM, "
@@ -280,8 +302,13 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     if (ctx.json) {
       nlohmann::json jobs = nlohmann::json::array();
       for (const auto& j : out.jobs) jobs.push_back(job_json(j));
+      nlohmann::json heldout = nlohmann::json::array(), suggestions = nlohmann::json::array();
+      for (const auto& g : out.heldout) heldout.push_back(g.to_json());
+      for (const auto& g : out.suggestions) suggestions.push_back(g.to_json());
       std::cout << nlohmann::json{{"target", out.facts.describe},
                                   {"jobs", jobs},
+                                  {"heldout", heldout},
+                                  {"suggestions", suggestions},
                                   {"table", out.table_path},
                                   {"table_problems", out.table_problems}}
                        .dump(2)
@@ -291,6 +318,14 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                  c.objective,
                  c.replay ? " (replay of stored measurements: nothing run, nothing written)" : "");
       for (const auto& j : out.jobs) print_job(j, c.explain);
+      for (const auto& g : out.heldout) print_heldout(g.to_json());
+      for (const auto& g : out.suggestions) {
+        fmt::print("measure next, {} on {} (predicted loss there, nearest measured shape):\n", g.op,
+                   g.path);
+        for (const auto& s : g.shapes)
+          fmt::print("  --shape {:<28} {:>6.2f}%  {} ({}; {:.2f} log2 away)\n", s.shape.label,
+                     100 * s.predicted_loss, s.shape.origin, s.nearest, s.distance);
+      }
       if (!out.table_path.empty())
         fmt::print("table {} ({} entries)\n", out.table_path, out.table["entries"].size());
     }

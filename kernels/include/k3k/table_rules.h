@@ -25,7 +25,10 @@ namespace k3k::rules {
 // 2: K in the KV cache is stored in transposed key blocks (k3k/kv_cache.h), which changes what the
 //    attention parameters were tuned against.
 inline constexpr int kKernelAbiVersion = 2;
-inline constexpr std::string_view kTuningTableSchema = "k3tune.tuning-table/1";
+// 2: tables may carry "rules" (a decision tree per op and path for shapes without an entry).
+// A /1 table (no rules) is still read.
+inline constexpr std::string_view kTuningTableSchema = "k3tune.tuning-table/2";
+inline constexpr std::string_view kTuningTableSchemaWithoutRules = "k3tune.tuning-table/1";
 
 // Every layer's packed row tile is a multiple of this many rows (generic and ime2: 32; rvv: a
 // multiple of 16), so a TCM slab of such a multiple can hold whole tiles of any layer.
@@ -62,11 +65,13 @@ const OpRules* find_op(std::string_view op);
 // Problems are one line without the location or the value, so the caller words both its own way
 // ("…/params/tile_n: 5000 is outside [1, 4096]"; a table's text is escaped by the loader before it
 // is printed). Empty: the value is accepted.
-std::string int_problem(const ParamRule& rule, std::int64_t value);    // "is outside [1, 4096]"
-std::string word_problem(const ParamRule& rule, std::string_view value);  // "is not one of off, on, auto"
+std::string int_problem(const ParamRule& rule, std::int64_t value);  // "is outside [1, 4096]"
+std::string word_problem(const ParamRule& rule,
+                         std::string_view value);  // "is not one of off, on, auto"
 // `name` for `op` on `layer` ("generic", "rvv", "ime2"): "auto", or a contract name of that op and
 // layer (prefix "<op>-", suffix "-<layer>", characters [a-z0-9_.-], at most 64).
-std::string microkernel_name_problem(std::string_view op, std::string_view layer, std::string_view name);
+std::string microkernel_name_problem(std::string_view op, std::string_view layer,
+                                     std::string_view name);
 // The rules that tie parameters of one configuration together (multiple_of_param; for
 // linear_decode, accumulate=fp16 only on ime2). `params` holds the configuration's values.
 struct TogetherProblem {
@@ -74,27 +79,36 @@ struct TogetherProblem {
   std::string why;    // the whole message, value included (values here are integers or words)
   explicit operator bool() const { return !why.empty(); }
 };
-TogetherProblem together_problem(const OpRules& op, std::string_view layer, const std::map<std::string, Value>& params);
+TogetherProblem together_problem(const OpRules& op, std::string_view layer,
+                                 const std::map<std::string, Value>& params);
 
 // Shape classes: the key an entry is stored and looked up by. Integer shape keys exactly; prefill
 // M as m_bucket and attention seq/ctx as ctx_bucket, each the next power of two (at most 2^40).
 std::int64_t power_of_two_at_least(std::int64_t x);
-std::map<std::string, std::int64_t> shape_class(std::string_view op, const std::map<std::string, std::int64_t>& shape);
+std::map<std::string, std::int64_t> shape_class(std::string_view op,
+                                                const std::map<std::string, std::int64_t>& shape);
 // A class value the key cannot take (values in [1, 2^40]; k a multiple of 64, the W4B64 block;
 // buckets powers of two). Empty: accepted.
 std::string class_value_problem(std::string_view key, std::int64_t value);
 // "op/path/k2048/n2048": an entry's id, and the key the loader indexes classes by.
-std::string entry_id(std::string_view op, std::string_view layer, const std::map<std::string, std::int64_t>& cls);
+std::string entry_id(std::string_view op, std::string_view layer,
+                     const std::map<std::string, std::int64_t>& cls);
 
 // The rule for a shape without its own entry: the entry of the same op and path whose class has
 // the same keys and the smallest sum of |log2 ratio| over them (ties: the smaller sum of values);
 // none such: the kernel defaults. Parameters are never interpolated. Returns the index into
 // `classes` of the entry to use, or nullopt.
 inline constexpr std::string_view kMissingShapeRule =
-    "the nearest class of the same op and path (smallest sum of |log2| ratios over the same keys, ties to the "
+    "the nearest class of the same op and path (smallest sum of |log2| ratios over the same keys, "
+    "ties to the "
     "smaller shape), else the kernel defaults; never interpolated";
-std::optional<std::size_t> nearest_class(const std::map<std::string, std::int64_t>& wanted,
-                                         const std::vector<const std::map<std::string, std::int64_t>*>& classes);
+std::optional<std::size_t> nearest_class(
+    const std::map<std::string, std::int64_t>& wanted,
+    const std::vector<const std::map<std::string, std::int64_t>*>& classes);
+
+// Rules (a table's "rules"): a split's threshold is a class value, and a rule is small.
+inline constexpr std::int64_t kRuleThresholdMax = std::int64_t{1} << 40;
+inline constexpr std::size_t kRuleNodesMax = 4096;
 
 // Gates (a table's "gates" object): the ranges their thresholds may take, and the decode_path
 // rule itself, so the tuner fits exactly the rule the loader applies.

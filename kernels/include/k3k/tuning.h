@@ -1,10 +1,12 @@
 // Tuning tables at run time: what `k3tune tune` measured on a board, loaded by the kernel library.
 //
-// A table (JSON, schema "k3tune.tuning-table/1", published as configs/schema/tuning-table.schema.json)
-// names a board fingerprint, a kernel ABI version and, per (op, shape class), the parameters that
-// were fastest there. Loading validates it strictly against this build and the running machine; on
-// any problem one warning line says what and where, and the built-in defaults stay in force: a bad
-// table never crashes and never applies an out-of-range value or a table made for another board.
+// A table (JSON, schema "k3tune.tuning-table/2", published as
+// configs/schema/tuning-table.schema.json) names a board fingerprint, a kernel ABI version and, per
+// (op, shape class), the parameters that were fastest there; optionally, per (op, path), a rule
+// fitted on those entries for other shapes. Loading validates it strictly against this build and
+// the running machine; on any problem one warning line says what and where, and the built-in
+// defaults stay in force: a bad table never crashes and never applies an out-of-range value or a
+// table made for another board.
 //
 // Loading is done once (k3k::load_tuning_table, or K3_TUNING_TABLE at the first lookup) and is
 // forbidden while kernels that consult the table run on other threads: load_tuning_table refuses
@@ -54,6 +56,33 @@ struct TuningEntry {
   std::map<std::string, std::int64_t> shape_class;  // k, n, m_bucket, head_dim, ..., ctx_bucket
   std::map<std::string, TuningValue> params;        // each within the range the kernel accepts
   bool hp = false;                                  // fp16 accumulation (.hp kernels)
+  // A leaf of the op's rule (the table's "rules"), not a measured class: shape_class is empty and
+  // id is "<op>/<path>/rule/<node>".
+  bool from_rule = false;
+};
+
+// A table's rule for an (op, path): a decision tree over the shape class (rules::shape_class),
+// fitted by the tuner on the measured entries, for shapes no entry has. A split node sends a
+// class whose `key` is below `below` to `then_node`, else to `else_node` (children always come
+// after their parent, so every walk ends); a leaf holds a whole configuration. Integer compares
+// only: the tuner's prediction and the loader's are the same by construction.
+struct TuningRule {
+  struct Node {
+    std::string key;  // split: a class key of the op; empty for a leaf
+    std::int64_t below = 0;
+    std::size_t then_node = 0, else_node = 0;
+    std::size_t leaf = 0;  // leaf: index into leaves
+  };
+  std::string op;
+  KernelPath path = KernelPath::kGeneric;
+  std::vector<Node> nodes;
+  std::vector<TuningEntry> leaves;
+};
+// One decision of a rule's walk, for `k3tune table explain`.
+struct RuleStep {
+  std::string key;
+  std::int64_t value = 0, below = 0;
+  bool took_below = false;
 };
 
 struct TcmDecodeGate {
@@ -86,24 +115,33 @@ class TuningTable {
   }
 
   // The entry for op and path at this shape (keys as k3bench's shape keys: m, k, n, seq, ctx,
-  // head_dim, q_heads, kv_heads): the entry of its shape class, else rules::nearest_class (the
-  // missing-shape rule), else null (the kernel defaults apply). Decided once per shape, not per call.
+  // head_dim, q_heads, kv_heads): the entry of its shape class, else the leaf the op's rule gives
+  // the class (when the table has a rule for the op and path), else rules::nearest_class (the
+  // missing-shape rule), else null (the kernel defaults apply). Decided once per shape, not per
+  // call.
   const TuningEntry* find(std::string_view op, KernelPath path,
                           const std::map<std::string, std::int64_t>& shape) const;
+  // The leaf the (op, path) rule gives `shape`'s class, or null (no rule, or a class without the
+  // keys it splits on). `steps`, when given, receives the decisions taken.
+  const TuningEntry* apply_rule(std::string_view op, KernelPath path,
+                                const std::map<std::string, std::int64_t>& shape,
+                                std::vector<RuleStep>* steps = nullptr) const;
   const std::vector<TuningEntry>& entries() const { return entries_; }
+  const std::vector<TuningRule>& rules() const { return rules_; }
   const std::optional<TcmDecodeGate>& tcm_decode_gate() const { return tcm_gate_; }
   const std::optional<DecodePathGate>& decode_path_gate() const { return decode_path_gate_; }
 
  private:
   std::vector<TuningEntry> entries_;
+  std::vector<TuningRule> rules_;                          // at most one per (op, path)
   std::unordered_map<std::string, std::size_t> by_class_;  // op/path/class key -> entry
   std::optional<TcmDecodeGate> tcm_gate_;
   std::optional<DecodePathGate> decode_path_gate_;
 };
 
 // The shape class of `shape` for `op` (rules::shape_class).
-inline std::map<std::string, std::int64_t> tuning_shape_class(std::string_view op,
-                                                              const std::map<std::string, std::int64_t>& shape) {
+inline std::map<std::string, std::int64_t> tuning_shape_class(
+    std::string_view op, const std::map<std::string, std::int64_t>& shape) {
   return rules::shape_class(op, shape);
 }
 
