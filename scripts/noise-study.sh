@@ -32,8 +32,8 @@ db=${STUDY_DB:-$work/study.db}
 
 # The baseline: today's defaults (huge pages, threads as the runner places them by default -- the
 # A100 CPUs on a K3, unpinned elsewhere -- spinning pool, a warm-up of at least one full weight
-# rotation, read() cache loads, rotation among weight copies). Each other row changes one factor.
-base=${BASE:-'huge_pages = "on", cpus = "auto", pool_wait = "spin", warmup = 2, weight_load = "read"'}
+# rotation, the weight rotation mapped from the weight cache, rotation among weight copies). Each other row changes one factor.
+base=${BASE:-'huge_pages = "on", cpus = "auto", pool_wait = "spin", warmup = 2, weight_load = "mmap"'}
 # factor name | TOML pairs added to the baseline ("" = the baseline itself)
 # Repetition length and process length are factors too: bench's defaults are 5 repetitions of
 # 0.2 s. STUDY_FACTORS overrides the list (same format).
@@ -43,7 +43,7 @@ no huge pages (THP)|huge_pages = "off"
 threads pinned in order|cpus = "0-1"
 pool parks at once|pool_wait = "park"
 warm-up 50 calls|warmup = 50
-weight cache mmap|weight_load = "mmap"
+weight copies per process|weight_load = "read"
 no weight rotation|copies = 1
 1/4 repetition length|min_time_s = 0.05
 3x repetitions per process|repetitions = 15
@@ -104,7 +104,7 @@ naming='
     elif .measure.cpus != "auto" then "threads pinned in order"
     elif .measure.pool_wait == "park" then "pool parks at once"
     elif .measure.warmup == 50 then "warm-up 50 calls"
-    elif .measure.weight_load == "mmap" then "weight cache mmap"
+    elif .measure.weight_load == "read" then "weight copies per process"
     elif (.params.copies // 0) == 1 then "no weight rotation"
     elif .measure.min_time_s == 0.05 then "1/4 repetition length"
     elif .measure.repetitions == 15 then "3x repetitions per process"

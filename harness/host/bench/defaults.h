@@ -13,8 +13,12 @@ inline constexpr int kMinProcesses = 5;
 inline constexpr int kMaxProcesses = 16;
 inline constexpr double kTargetCi = 0.03;  // relative 95% CI half-width the adaptive rounds aim for
 inline constexpr int kRepetitions = 5;
-inline constexpr double kMinTimeS =
-    0.2;  // per repetition; the call count is calibrated once per cell
+// 0.05 s per repetition (the call count is calibrated once per cell). The noise study
+// (docs/measurement.md, "More evidence per wall-second") found the spread almost all per process
+// (85-98% of the variance of the process means), so a process's repetitions buy little: a quarter
+// of the repetition length kept the per-process spread and cut a process from about 1.0 to 0.3 s,
+// 1.4-5.8x the evidence per wall-second on every cell measured (0.2 s before).
+inline constexpr double kMinTimeS = 0.05;
 inline constexpr double kAlpha = 0.05;
 inline constexpr double kPower = 0.8;  // for the minimum detectable effect
 // bench --mde: rounds are added until the minimum detectable effect reaches the target, within a
