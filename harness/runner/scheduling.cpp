@@ -2,10 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 namespace k3runner {
 namespace {
@@ -51,6 +53,13 @@ double difference(double before, double after) {
 }  // namespace
 
 SchedulingSnapshot scheduling_snapshot() {
+  // K3BENCH_SCHEDULING=off: instruction counts (which count the whole process) turn the readings
+  // off; parsing /proc text whose length varies would add jitter to every counted process.
+  static const bool enabled = [] {
+    const char* v = std::getenv("K3BENCH_SCHEDULING");
+    return v == nullptr || std::string_view(v) != "off";
+  }();
+  if (!enabled) return {};
   return {process_run_delay_ns(), machine_steal_ns()};
 }
 

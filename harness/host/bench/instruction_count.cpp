@@ -12,18 +12,18 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <thread>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
 #include "harness/host/bench/catalog.h"
-#include "harness/host/targets/process.h"
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/store/results.h"
+#include "harness/host/targets/process.h"
 
 namespace k3bench {
 
@@ -81,16 +81,17 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
     const std::vector<std::string> list = {"--list-ops", "--json"};
     const auto r = c.target != nullptr
                        ? c.target->run(list, k3targets::ProcessOptions::with_timeout(120))
-                       : k3targets::run_process({tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, list[0], list[1]},
-                                                k3targets::ProcessOptions::with_timeout(120));
+                       : k3targets::run_process(
+                             {tools.qemu, "-cpu", qemu_cpu(c.vlen), c.runner, list[0], list[1]},
+                             k3targets::ProcessOptions::with_timeout(120));
     if (!r.ok()) {
-      throw UserError(
-          fmt::format("count: {} --list-ops: {}", c.runner, r.failure_reason(120)));
+      throw UserError(fmt::format("count: {} --list-ops: {}", c.runner, r.failure_reason(120)));
     }
     try {
       it = catalogs.emplace(c.runner, Catalog(nlohmann::json::parse(r.out))).first;
     } catch (const nlohmann::json::exception& e) {
-      throw UserError(fmt::format("count: {} --list-ops: unreadable JSON ({})", c.runner, e.what()));
+      throw UserError(
+          fmt::format("count: {} --list-ops: unreadable JSON ({})", c.runner, e.what()));
     }
   }
   const OpSpec& op = it->second.op(c.op, "count --case");
@@ -108,13 +109,13 @@ CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) 
                            "0", "--iterations", std::to_string(calls), "--check", "none",
                            "--pool-wait", "park", "--json"});
   const std::map<std::string, std::string> env = {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}};
-  CountedProcess p = c.target != nullptr ? count_process(tools, *c.target, args, env)
-                                         : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env);
+  CountedProcess p = c.target != nullptr
+                         ? count_process(tools, *c.target, args, env)
+                         : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env);
   const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
                                        c.shape, c.path, c.vlen);
   if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));
-  if (!p.json.is_object())
-    throw UserError(fmt::format("count: {}: unreadable k3bench JSON", what));
+  if (!p.json.is_object()) throw UserError(fmt::format("count: {}: unreadable k3bench JSON", what));
   return p;
 }
 
@@ -210,20 +211,23 @@ CountedProcess count_process(const CountTools& tools, const std::vector<std::str
                              const std::string& runner, const std::vector<std::string>& args,
                              const std::map<std::string, std::string>& env) {
   static std::atomic<int> serial{0};
-  const std::string out = fmt::format("{}/k3tune-count-{}-{}.txt",
-                                      std::filesystem::temp_directory_path().string(), getpid(),
-                                      serial++);
+  const std::string out =
+      fmt::format("{}/k3tune-count-{}-{}.txt", std::filesystem::temp_directory_path().string(),
+                  getpid(), serial++);
   const std::string plugin = plugin_arg(tools, runner) + ",outfile=" + out;
   std::vector<std::string> argv = {"env"};
   for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
   // Same set-up in every process, so that differences of counts cancel it: no weight cache (a
   // cold cache packs and writes, a warm one reads).
   argv.push_back("K3BENCH_CACHE_DIR=off");
+  // Nor the scheduling readings around each repetition (/proc text of varying length).
+  argv.push_back("K3BENCH_SCHEDULING=off");
   argv.insert(argv.end(), emulator.begin(), emulator.end());
   argv.insert(argv.end(), {"-plugin", plugin, runner});
   argv.insert(argv.end(), args.begin(), args.end());
   CountedProcess p;
-  p.process = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
+  p.process =
+      k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(tools.timeout_s));
   std::ifstream f(out);
   const std::string text((std::istreambuf_iterator<char>(f)), {});
   std::filesystem::remove(out);
@@ -240,7 +244,8 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
                              const std::map<std::string, std::string>& env) {
   CountedProcess p;
   if (!target.emulated()) {
-    p.reason = fmt::format("{} runs natively: instructions are counted under qemu-user", target.name());
+    p.reason =
+        fmt::format("{} runs natively: instructions are counted under qemu-user", target.name());
     return p;
   }
   // The plugin writes to stderr (no file to fetch from a board); the runner binary of the target
@@ -249,6 +254,7 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
   emulator.insert(emulator.end(), {"-plugin", plugin_arg(tools, target.runner_path())});
   std::map<std::string, std::string> all = env;
   all["K3BENCH_CACHE_DIR"] = "off";
+  all["K3BENCH_SCHEDULING"] = "off";
   p.process = target.run_emulated(emulator, all, args,
                                   k3targets::ProcessOptions::with_timeout(tools.timeout_s));
   if (const std::string why = target.lost(); !why.empty()) throw k3targets::TargetLost(why);
@@ -316,8 +322,9 @@ std::exception_ptr for_each_in_parallel(std::size_t n, int jobs,
   return failure;
 }
 
-std::vector<CountResult> count_cases(const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
-                                     const std::function<void(std::size_t, const CountResult&)>& done) {
+std::vector<CountResult> count_cases(
+    const CountTools& tools, const std::vector<CountCase>& cases, int jobs,
+    const std::function<void(std::size_t, const CountResult&)>& done) {
   std::vector<std::optional<CountResult>> results(cases.size());
   std::mutex mu;
   std::size_t reported = 0;
@@ -382,8 +389,8 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
         {"params", params},
         {"build", build_hash},
         {"measure", measure}}.dump());
-    cells.push_back({cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash,
-                     measure.dump()});
+    cells.push_back(
+        {cell_key, target, r.c.op, shape.dump(), params.dump(), build_hash, measure.dump()});
     order.push_back(cell_key);
   }
   k3store::insert_run(
