@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/selfcheck.h"
@@ -83,6 +84,32 @@ TEST(HarnessRounds, DisturbedProcessIsKeptNotCountedAndMeasuredOnceMore) {
   EXPECT_TRUE(p.unit(0).done);
   EXPECT_EQ(p.unit(0).clean_means.size(), 2u);
   EXPECT_EQ(p.unit(0).disturbed, 2);
+}
+
+// An A/B group replaces every round with a disturbed process by a round of the whole group, up to
+// the first stage's count: a busy machine's A/B (A disturbed in rounds 0 and 1, B in round 2)
+// still gets its three pairs; one replacement process per unit left it one pair, no verdict.
+TEST(HarnessRounds, DisturbedRoundsOfAPairAreReplacedUntilThePairsAreComplete) {
+  k3bench::RoundPlanner p({0, 0}, {.min_processes = 3, .max_processes = 3, .paired = true});
+  const std::set<std::pair<std::size_t, int>> disturbed = {{0, 0}, {0, 1}, {1, 2}};
+  int rounds = 0;
+  for (; !p.next_round().empty(); ++rounds) {
+    ASSERT_LT(rounds, 6) << "at most min_processes replacement rounds";
+    for (std::size_t u : p.next_round())
+      p.record_ok(u, 100.0 + u, disturbed.contains({u, rounds}));
+  }
+  EXPECT_EQ(rounds, 6);
+  EXPECT_EQ(p.unit(0).processes, 6);
+  EXPECT_EQ(p.unit(1).processes, 6);
+  EXPECT_EQ(p.paired_means(0, 1).first.size(), 3u);
+  // Bounded: a machine that disturbs every process ends after 3 + 3 rounds, with no pair.
+  k3bench::RoundPlanner busy({0, 0}, {.min_processes = 3, .max_processes = 3, .paired = true});
+  for (rounds = 0; !busy.next_round().empty(); ++rounds) {
+    ASSERT_LT(rounds, 6);
+    for (std::size_t u : busy.next_round()) busy.record_ok(u, 100.0, true);
+  }
+  EXPECT_EQ(rounds, 6);
+  EXPECT_TRUE(busy.paired_means(0, 1).first.empty());
 }
 
 TEST(HarnessRounds, FailedUnitStopsAloneAndItsGroupGoesOn) {

@@ -22,12 +22,12 @@ RoundPlanner::RoundPlanner(std::vector<std::size_t> group_of, RoundsOptions opti
 int RoundPlanner::planned(const UnitProgress& u) const {
   // The first stage (or the fixed count), then the two-stage total once known, plus one
   // replacement when a disturbed process was granted a re-measure.
-  return std::max(options_.min_processes, u.planned_total) + (u.remeasure_granted ? 1 : 0);
+  return std::max(options_.min_processes, u.planned_total) + u.replacement_rounds;
 }
 
 bool RoundPlanner::unit_satisfied(const UnitProgress& u) const {
   if (u.done || !u.failure.empty()) return true;
-  if (u.processes >= options_.max_processes + (u.remeasure_granted ? 1 : 0)) return true;
+  if (u.processes >= options_.max_processes + u.replacement_rounds) return true;
   if (u.processes < planned(u)) return false;
   return options_.target_ci <= 0 || u.planned_total > 0;
 }
@@ -48,7 +48,7 @@ int RoundPlanner::group_total(std::size_t group) const {
   if (members.empty()) return 0;
   for (std::size_t u : members)
     if (static_cast<int>(units_[u].clean_means.size()) < m &&
-        units_[u].processes < options_.max_processes + (units_[u].remeasure_granted ? 1 : 0))
+        units_[u].processes < options_.max_processes + units_[u].replacement_rounds)
       return 0;  // the first stage is still running
   int total = m;
   auto stage_one = [m](const std::vector<double>& x) {
@@ -134,8 +134,8 @@ void RoundPlanner::update_group(std::size_t group) {
     for (std::size_t u = 0; u < units_.size(); ++u) {
       if (group_of_[u] != group || !units_[u].failure.empty() || units_[u].done) continue;
       const UnitProgress& p = units_[u];
-      if (p.processes >= options_.max_processes + (p.remeasure_granted ? 1 : 0)) at_max = true;
-      if (p.processes < options_.min_processes + (p.remeasure_granted ? 1 : 0)) all = false;
+      if (p.processes >= options_.max_processes + p.replacement_rounds) at_max = true;
+      if (p.processes < options_.min_processes + p.replacement_rounds) all = false;
     }
     int fewest = std::numeric_limits<int>::max(), most = 0;
     for (std::size_t u = 0; u < units_.size(); ++u) {
@@ -213,12 +213,31 @@ void RoundPlanner::record_ok(std::size_t unit, double mean, bool disturbed) {
   if (!options_.remeasure_disturbed) disturbed = false;
   if (disturbed) {
     ++u.disturbed;
-    u.remeasure_granted = true;  // once per unit: a second disturbance gets no further process
+    grant_replacement(unit);
   } else {
     u.clean_rounds.push_back(u.processes - 1);
     u.clean_means.push_back(mean);
   }
   update_group(group_of_[unit]);
+}
+
+void RoundPlanner::grant_replacement(std::size_t unit) {
+  const std::size_t group = group_of_[unit];
+  std::vector<std::size_t> members;
+  for (std::size_t v = 0; v < units_.size(); ++v)
+    if (group_of_[v] == group) members.push_back(v);
+  if (!options_.paired || members.size() < 2) {
+    units_[unit].replacement_rounds = 1;  // once per unit: a second disturbance gets no more
+    return;
+  }
+  // A paired group counts rounds, not processes: a round with a disturbed process on either side
+  // is no pair, so every such round (however many of its processes were disturbed) buys the group
+  // one more round, up to the first stage's count. One replacement per unit (the unpaired rule)
+  // left a busy machine's A/B with one pair of three: A disturbed in rounds 0 and 1, B in round 2.
+  auto& rounds = disturbed_rounds_[group];
+  rounds.insert(units_[unit].processes - 1);
+  const int granted = std::min<int>(static_cast<int>(rounds.size()), options_.min_processes);
+  for (std::size_t v : members) units_[v].replacement_rounds = granted;
 }
 
 void RoundPlanner::skip(std::size_t unit, const std::string& reason) {

@@ -16,10 +16,14 @@
 // ratio against the group's first unit will be narrow enough, the interval an A/B verdict uses;
 // otherwise each unit's own relative spread sets N. A process whose repetitions were
 // disturbed (a frequency change, a temperature rise, a migration of pinned threads) is kept but
-// not counted: the unit is measured once more in its place, once per unit.
+// not counted: the unit is measured once more in its place, once per unit. A paired group (A/B)
+// replaces rounds instead: each round with a disturbed process on any side is run again by the
+// whole group (its processes are no pair), up to min_processes replacement rounds.
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,7 +51,7 @@ struct UnitProgress {
   int disturbed = 0;                // successful but disturbed processes (kept, not counted)
   int processes = 0;                // processes run or adopted, all outcomes
   int planned_total = 0;  // N of the two-stage procedure once the first stage is in (0: not yet)
-  bool remeasure_granted = false;  // the one extra process for a disturbed one was granted
+  int replacement_rounds = 0;  // extra processes granted in place of disturbed ones
   std::string failure;             // non-empty: the unit failed and is not measured further
   bool done = false;
   std::string stop_reason;  // "fixed count", "CI within target", "MDE within target", "max
@@ -95,10 +99,13 @@ class RoundPlanner {
   // After the first stage of a group: the total N its spread calls for (0 while the stage runs).
   int group_total(std::size_t group) const;
   void update_group(std::size_t group);
+  // A disturbed process of `unit` (its latest): grant the replacement the rules above give.
+  void grant_replacement(std::size_t unit);
 
   std::vector<std::size_t> group_of_;
   RoundsOptions options_;
   std::vector<UnitProgress> units_;
+  std::map<std::size_t, std::set<int>> disturbed_rounds_;  // paired group -> its disturbed rounds
 };
 
 }  // namespace k3bench
