@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <deque>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -122,6 +123,7 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
   struct GroupWork {
     TuneOutcome plan;
     std::deque<std::size_t> queue;  // jobs not yet taken
+    std::map<std::size_t, std::size_t> position;  // job index -> session position
     std::size_t done = 0, running = 0;
   };
   std::vector<GroupWork> work(groups.size());
@@ -136,9 +138,16 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
     work[gi].plan = run_tune(*groups[gi].front()->target, plan_cmd);
     std::set<std::string> seen;  // jobs of one model that share a shape share their session
     const auto& jobs = work[gi].plan.jobs;
+    std::vector<std::size_t> sessions;  // job index of each session, in session order
     for (std::size_t j = 0; j < jobs.size(); ++j)
       if (jobs[j].note.empty() && seen.insert(jobs[j].op + " " + jobs[j].shape.dump()).second)
-        work[gi].queue.push_back(j);
+        sessions.push_back(j);
+    for (std::size_t i = 0; i < sessions.size(); ++i) {
+      group.session_labels.push_back(session_label(jobs[sessions[i]]));
+      work[gi].position[sessions[i]] = i;
+    }
+    for (const std::size_t i : k3farmbench::shard_positions(sessions.size(), rq.sessions))
+      work[gi].queue.push_back(sessions[i]);
     if (rq.command.explain) group.outcome = work[gi].plan;
     else
       note(fmt::format("fingerprint group {} of {}: boards {}; {} sessions", gi + 1, groups.size(),
@@ -176,6 +185,7 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
             --w.running;
             ++w.done;
             ++group.sessions_by[b->name];
+            group.done_by[w.position.at(j)] = b->name;
             const auto& r = one.jobs.front().result;
             note(fmt::format("{}: {} done ({} measurements, {} new{}); group {}: sessions done {}, running {}, left {}",
                              b->name, session_label(job), r.measurements, r.new_measurements,
@@ -202,6 +212,8 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
     }
   }
   for (auto& t : threads) t.join();
+  for (const auto& [board, q] : farm.quarantined_boards())
+    out.quarantined[board] = {k3farm::to_string(q.fault), q.reason};
 
   // Every session of a group finished: one pass over all of them (measuring nothing) writes its table.
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
@@ -209,7 +221,7 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
     for (const std::size_t j : work[gi].queue)
       group.unfinished.push_back(
           fmt::format("{}: every board of its fingerprint was lost", session_label(work[gi].plan.jobs[j])));
-    if (!group.unfinished.empty()) continue;
+    if (!group.unfinished.empty() || !rq.write_tables) continue;
     const TakenBoard* writer = nullptr;
     for (const auto* b : groups[gi])
       if (!group.lost.count(b->name) && writer == nullptr) writer = b;

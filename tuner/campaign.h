@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness/host/farm/inventory.h"
+#include "harness/host/farmbench/shard.h"
 #include "tuner/tune_command.h"
 
 namespace k3tuner {
@@ -23,22 +24,31 @@ namespace k3tuner {
 struct CampaignRequest {
   k3farm::FarmConfig farm;
   std::vector<std::string> boards;  // candidates (k3farm::select_boards), in inventory order
-  TuneCommand command;              // command.out: the table (a group past the first: -<board> added)
+  TuneCommand command;  // command.out: the table (a group past the first: -<board> added)
   std::function<void(const std::string& line)> note;  // progress lines (thread-safe calls)
+  // A share of the sessions (positions in the campaign's session order, the plan's jobs one per op
+  // and shape): what a Slurm task of a campaign tunes (slurm_tune.h). The default is all of them.
+  k3farmbench::Shard sessions;
+  // false: tune the sessions only; the tables are a later pass's (a Slurm campaign's last job).
+  bool write_tables = true;
 };
 
 struct CampaignGroup {
-  std::string fingerprint;                 // the boards' fingerprint, as JSON text
-  std::vector<std::string> boards;         // boards of this fingerprint that took part
-  std::map<std::string, int> sessions_by;  // board -> sessions it finished
-  std::map<std::string, std::string> lost;  // board -> why it left the campaign
-  std::vector<std::string> unfinished;     // sessions (op shape) no board could finish
-  TuneOutcome outcome;                     // the final pass: every job, the table
+  std::string fingerprint;                     // the boards' fingerprint, as JSON text
+  std::vector<std::string> boards;             // boards of this fingerprint that took part
+  std::map<std::string, int> sessions_by;      // board -> sessions it finished
+  std::map<std::string, std::string> lost;     // board -> why it left the campaign
+  std::vector<std::string> unfinished;         // sessions (op shape) no board could finish
+  std::vector<std::string> session_labels;     // every session of the campaign, in session order
+  std::map<std::size_t, std::string> done_by;  // session position -> the board that finished it
+  TuneOutcome outcome;                         // the final pass: every job, the table
 };
 
 struct CampaignOutcome {
   std::vector<CampaignGroup> groups;
   std::map<std::string, std::string> not_used;  // board -> why it took no part (lease, probe)
+  // board -> (fault, reason) of every board the campaign quarantined (a Slurm task drains it)
+  std::map<std::string, std::pair<std::string, std::string>> quarantined;
   double wall_s = 0;
   bool complete() const;  // every group tuned every session and wrote its table
 };

@@ -23,6 +23,7 @@
 
 #include <cstdlib>
 #include <future>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -434,6 +435,126 @@ TEST_F(SlurmFarm, ABoardThatDiesWhollyIsSetDownBySlurmAndItsJobRequeuedOnTheOthe
   EXPECT_GE(again_after, 0);
   for (const auto& t : j["jobs"]) EXPECT_EQ(t["round"], 1) << t.dump();  // Slurm moved it
   EXPECT_NE(slurm({"scontrol", "show", "job", job}).find("Restarts=1"), std::string::npos);
+}
+
+// The tuning campaign as Slurm jobs: a job per board, each tuning its share of the sessions on the
+// board Slurm allocated, then one more job, the table pass, writes the table from the merged
+// database and measures nothing. The same command again is answered from the database: every
+// job resumes finished sessions and counts nothing (they start from a snapshot of it).
+TEST_F(SlurmFarm, ATuningCampaignRunsAsJobsAndItsLastJobWritesTheTable) {
+  const std::string t1 = lab_->dir() / "t1.json", t2 = lab_->dir() / "t2.json";
+  auto tune = [&](const std::string& out) {
+    return run_k3tune({"-q", "--json", "tune", "--farm", farm_file_, "--objective", "instructions",
+                       "--op", "linear_decode", "--shape", "n=256,k=256", "--shape", "n=128,k=256",
+                       "--strategy", "exhaustive", "--out", out});
+  };
+  const auto started = Clock::now();
+  const auto first = tune(t1);
+  std::printf("tune campaign (2 sessions) on Slurm: %.1f s\n", seconds_since(started));
+  ASSERT_EQ(first.code, 0) << first.err << first.out;
+  const auto j = nlohmann::json::parse(first.out);
+  std::printf("jobs %s\nsessions %s\n", j["jobs"].dump().c_str(), j["sessions"].dump().c_str());
+  EXPECT_EQ(j["total_sessions"], 2);
+  EXPECT_EQ(j["tuned_sessions"], 2);
+  std::set<std::string> boards;
+  for (const auto& s : j["sessions"]) boards.insert(s["board"].get<std::string>());
+  EXPECT_EQ(boards, (std::set<std::string>{"b1", "b2"})) << j["sessions"].dump();
+  ASSERT_EQ(j["jobs"].size(), 3u) << j["jobs"].dump();  // two session jobs, the table pass
+  EXPECT_EQ(j["jobs"][2]["sessions"], "table pass");
+  EXPECT_EQ(j["table_pass_measured"], 0) << j["table_pass"].dump();
+  const std::int64_t counted = count(db(), "SELECT count(*) FROM tuning_measurements");
+  EXPECT_EQ(counted, 6 + 4);  // the valid configurations of the two shapes, counted once
+  const auto table = nlohmann::json::parse(read_file(t1));
+  EXPECT_EQ(table["entries"].size(), 2u);
+  EXPECT_EQ(table["board"]["fingerprint"]["vlen"], 1024) << table["board"].dump();
+  EXPECT_EQ(j["groups"][0]["boards"], nlohmann::json::array({"b1", "b2"}));
+  EXPECT_EQ(squeue(), "");
+
+  const auto again = tune(t2);
+  ASSERT_EQ(again.code, 0) << again.err << again.out;
+  const auto j2 = nlohmann::json::parse(again.out);
+  EXPECT_EQ(j2["tuned_sessions"], 2);
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM tuning_measurements"), counted);
+  EXPECT_EQ(nlohmann::json::parse(read_file(t2))["entries"], table["entries"]);
+  std::printf("the same campaign again: %.1f s in all, nothing counted again\n",
+              j2["wall_s"].get<double>());
+
+  // The table verified as one Slurm job on the board that made it (timing under qemu: --force);
+  // what it measured is merged into this database.
+  const std::int64_t processes = count(db(), "SELECT count(*) FROM processes");
+  const auto verify =
+      run_k3tune({"-q", "--json", "table", "verify", "--table", t1, "--farm", farm_file_, "--force",
+                  "--processes", "2", "-R", "1", "--min-time", "0.01"});
+  ASSERT_TRUE(verify.code == 0 || verify.code == 1) << verify.err << verify.out;
+  const auto v = nlohmann::json::parse(verify.out);
+  const std::string made_by = table["board"]["name"];
+  EXPECT_NE(v["target"].get<std::string>().find(made_by), std::string::npos) << v["target"];
+  EXPECT_EQ(v["entries"].size(), 2u) << verify.out;
+  EXPECT_GT(count(db(), "SELECT count(*) FROM processes"), processes);
+  EXPECT_NE(jobs_known().find("JobName=k3tune-verify"), std::string::npos);
+  std::printf("table verify as a Slurm job on %s: %s\n", made_by.c_str(),
+              v["verdict"].dump().c_str());
+
+  // Slurm-only options are refused where they mean nothing, before anything runs.
+  const std::string builtin = lab_->write_farm(K3_FARM_RISCV_RUNNER);
+  const auto resv = run_k3tune({"-q", "tune", "--farm", builtin, "--op", "linear_decode", "--shape",
+                                "n=256,k=256", "--reservation", "nightly"});
+  const auto share = run_k3tune({"-q", "tune", "--farm", farm_file_, "--op", "linear_decode",
+                                 "--shape", "n=256,k=256", "--shard", "1/2"});
+  for (const auto& r : {resv, share}) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
+  EXPECT_NE(resv.err.find("--reservation: farm"), std::string::npos) << resv.err;
+  EXPECT_NE(share.err.find("--shard/--sessions"), std::string::npos) << share.err;
+}
+
+// A board lost mid-session: its job drains the node with k3tune's reason, the next round gives
+// the session to the other board, which resumes it from the points the lost job committed
+// (merged into the snapshot it starts from): every configuration counted once, and the table
+// pass runs on the board left.
+TEST_F(SlurmFarm, ABoardLostMidSessionIsDrainedAndItsSessionResumesOnTheOther) {
+  const std::string t1 = lab_->dir() / "t1.json";
+  const auto started = Clock::now();
+  auto running = std::async(std::launch::async, [&] {
+    return run_k3tune({"-q", "--json", "tune", "--farm", farm_file_, "--objective", "instructions",
+                       "--op", "linear_decode", "--shape", "n=256,k=256", "--shape", "n=128,k=256",
+                       "--strategy", "exhaustive", "--out", t1});
+  });
+  // b1's job has stored two points of its session: kill the board.
+  bool killed = false;
+  for (int i = 0; i < 3000 && !killed; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (count_in_jobs("SELECT count(*) FROM tuning_measurements m JOIN tuning_sessions s "
+                      "USING (session_id) WHERE s.target = 'b1'") >= 2) {
+      lab_->sshd(1).kill_all();
+      killed = true;
+    }
+  }
+  const auto killed_at = Clock::now();
+  double drained_after = -1;
+  while (running.wait_for(std::chrono::milliseconds(200)) != std::future_status::ready)
+    if (drained_after < 0 && sinfo().find("b1 drain") != std::string::npos)
+      drained_after = seconds_since(killed_at);
+  const auto r = running.get();
+  std::printf(
+      "tune campaign, b1 killed after two points: %.1f s in all, drained %.1f s after "
+      "the kill\nsinfo: %s",
+      seconds_since(started), drained_after, sinfo().c_str());
+  ASSERT_TRUE(killed) << r.out << r.err;
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  std::printf("jobs %s\n", j["jobs"].dump().c_str());
+  EXPECT_GE(drained_after, 0);
+  EXPECT_NE(j["drained"].value("b1", "").find("k3tune: "), std::string::npos) << j["drained"];
+  EXPECT_EQ(j["tuned_sessions"], 2);
+  for (const auto& job : j["jobs"])
+    if (job["round"] > 1) {
+      EXPECT_EQ(job["board"], "b2") << job.dump();
+    }
+  EXPECT_EQ(j["table_pass_measured"], 0);
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM tuning_measurements"), 6 + 4);
+  EXPECT_EQ(nlohmann::json::parse(read_file(t1))["entries"].size(), 2u);
 }
 
 }  // namespace

@@ -16,39 +16,11 @@
 namespace k3cli {
 namespace {
 
-// The `bench` subcommand's arguments as typed (after "bench"), without the ones the controller
-// sets per job: --resume, --reservation V, --shard V, --cells V (also in their --opt=V form).
-std::vector<std::string> bench_arguments(const std::vector<std::string>& argv) {
-  std::size_t i = 1;
-  for (; i < argv.size() && argv[i] != "bench"; ++i)
-    if (argv[i] == "--root" || argv[i] == "--db" || argv[i] == "--targets") ++i;  // their values
-  std::vector<std::string> out;
-  for (++i; i < argv.size(); ++i) {
-    const std::string& a = argv[i];
-    if (a == "--resume") continue;
-    bool dropped = false;
-    for (const char* opt : {"--reservation", "--shard", "--cells"}) {
-      if (a == opt)
-        ++i, dropped = true;
-      else if (a.rfind(std::string(opt) + "=", 0) == 0)
-        dropped = true;
-    }
-    if (!dropped) out.push_back(a);
-  }
-  return out;
-}
-
-std::string this_executable() {
-  std::error_code ec;
-  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? "k3tune" : p.string();
-}
-
 nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
   nlohmann::json tasks = nlohmann::json::array(), cells = nlohmann::json::array();
   for (const auto& t : o.tasks)
     tasks.push_back({{"job", t.id},
-                     {"cells", t.cells},
+                     {"cells", t.share},
                      {"round", t.round},
                      {"board", t.board},
                      {"state", t.state},
@@ -94,7 +66,7 @@ void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& d
                c.task, c.status == "measured" ? fmt::format("{:.3f}", c.mean_ns / 1e3) : "-",
                c.status, c.reason.empty() ? "" : ": " + c.reason);
   for (const auto& t : o.tasks)
-    fmt::print("job {} ({}, round {}) on {}: {}{}\n", t.id, t.cells, t.round,
+    fmt::print("job {} ({}, round {}) on {}: {}{}\n", t.id, t.share, t.round,
                t.board.empty() ? "-" : t.board, t.state, t.error.empty() ? "" : ": " + t.error);
   for (const auto& [b, why] : o.drained) fmt::print("drained {}: {}\n", b, why);
   fmt::print(
@@ -138,9 +110,10 @@ bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& 
   k3slurm::SlurmBenchRequest rq;
   rq.farm = request;
   rq.root = ctx.root;
-  rq.k3tune = this_executable();
+  rq.k3tune = k3slurm::running_executable();
   rq.targets_file = ctx.targets_file;
-  rq.bench_args = bench_arguments(ctx.argv);
+  rq.bench_args = k3slurm::subcommand_arguments(ctx.argv, "bench", {"--resume"},
+                                                {"--reservation", "--shard", "--cells"});
   rq.reservation = reservation;
   k3slurm::SlurmBenchOutcome o;
   try {

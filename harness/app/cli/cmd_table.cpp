@@ -9,6 +9,7 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "harness/app/cli/verify_slurm.h"
 #include "harness/common/params/param_spec.h"
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/user_error.h"
@@ -127,6 +128,7 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
     PlaceArgs place;
     k3tuner::VerifyCommand c;
     std::vector<std::string> tables;
+    std::string reservation;
   };
   auto v = std::make_shared<VerifyArgs>();
   auto* verify = table->add_subcommand("verify",
@@ -150,9 +152,12 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
       "regression rules: each entry's minimum effect (default: <root>/configs/regression.toml)");
   verify->add_flag("--force", v->c.force,
                    "measure a table made for another board, or on an emulated target");
+  verify->add_option("--reservation", v->reservation,
+                     "a farm scheduled by Slurm: run the verification's jobs in this reservation");
   verify->callback([&ctx, v, verify] {
     v->c.root = ctx.root;
     v->c.db_path = ctx.db_path();
+    if (verify_on_slurm(ctx, v->place, v->tables, v->reservation)) return;
     nlohmann::json all = nlohmann::json::array();
     for (const auto& file : v->tables) {
       k3tuner::VerifyCommand c = v->c;

@@ -11,7 +11,10 @@
 
 #include "harness/app/cli/app_context.h"
 #include "harness/app/cli/measuring_place.h"
+#include "harness/app/cli/tune_slurm.h"
 #include "harness/host/bench/progress.h"
+#include "harness/host/farmbench/shard.h"
+#include "harness/host/slurm/slurm_worker.h"
 #include "tuner/campaign.h"
 #include "tuner/gate_command.h"
 #include "tuner/table.h"
@@ -118,11 +121,51 @@ void print_job(const k3tuner::TuneJobOutcome& j, bool explain) {
   if (rejected > 3) fmt::print("  ... {} rejected in all\n", rejected);
 }
 
-// `tune --farm`: the campaign (tuner/campaign.h), printed per fingerprint group.
+// Every session of a campaign group: position, label, tuned (and where) or left.
+nlohmann::json sessions_json(const k3tuner::CampaignGroup& g) {
+  nlohmann::json out = nlohmann::json::array();
+  for (std::size_t i = 0; i < g.session_labels.size(); ++i) {
+    const auto it = g.done_by.find(i);
+    out.push_back({{"index", i},
+                   {"label", g.session_labels[i]},
+                   {"status", it == g.done_by.end() ? "left" : "tuned"},
+                   {"board", it == g.done_by.end() ? "" : it->second}});
+  }
+  return out;
+}
+
+// `tune --farm`: the campaign (tuner/campaign.h), printed per fingerprint group. On a farm that
+// Slurm schedules the controller submits it as jobs (tune_slurm.h); inside such a job it is the
+// campaign on the one board Slurm allocated, over the job's share of the sessions.
 void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const CLI::App& cmd,
-                          const k3tuner::TuneCommand& c) {
-  const FarmBoards f = farm_boards(ctx, place, cmd);
-  k3tuner::CampaignRequest rq{f.farm, f.boards, c, nullptr};
+                          const k3tuner::TuneCommand& c, const SlurmShareArgs& share) {
+  FarmBoards f = farm_boards(ctx, place, cmd);
+  const bool slurm_farm = f.farm.scheduler.slurm();
+  if (!share.reservation.empty() && !slurm_farm)
+    throw k3bench::UserError(fmt::format(
+        "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
+        f.farm.name, f.farm.source));
+  const bool worker = slurm_farm && k3slurm::inside_slurm_job();
+  if ((!share.shard.empty() || !share.sessions.empty()) && !worker)
+    throw k3bench::UserError(
+        "--shard/--sessions: the share of a Slurm tuning campaign's job, set by its controller");
+  if (slurm_farm && !worker) {
+    if (c.explain)
+      throw k3bench::UserError("--explain: give --target (a Slurm farm plans on the boards)");
+    tune_on_slurm(ctx, place, share.reservation);
+    return;
+  }
+  k3tuner::CampaignRequest rq;
+  rq.farm = f.farm;
+  rq.boards = f.boards;
+  rq.command = c;
+  if (worker) {
+    rq.boards = {k3slurm::allocated_board(f.farm)};
+    if (!share.shard.empty()) rq.sessions = k3farmbench::parse_shard(share.shard);
+    if (!share.sessions.empty())
+      rq.sessions.positions = k3farmbench::parse_cell_positions(share.sessions);
+    rq.write_tables = share.shard.empty() && share.sessions.empty();  // else: a session job
+  }
   std::mutex mu;
   rq.note = [&](const std::string& line) {
     std::lock_guard lock(mu);
@@ -130,6 +173,9 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
   };
   rq.command.progress = nullptr;
   const k3tuner::CampaignOutcome out = k3tuner::run_campaign(ctx.root, rq);
+  if (worker)
+    for (const auto& [board, q] : out.quarantined)
+      k3slurm::drain_faulty_board(k3slurm::SlurmClient(), board, q.first, q.second);
   if (ctx.json) {
     nlohmann::json groups = nlohmann::json::array();
     for (const auto& g : out.groups) {
@@ -145,11 +191,18 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
                         {"objective", g.outcome.table.is_object()
                                           ? g.outcome.table["source"].value("objective", "")
                                           : std::string()},
-                        {"table_problems", g.outcome.table_problems}});
+                        {"table_problems", g.outcome.table_problems},
+                        {"sessions", sessions_json(g)}});
     }
+    nlohmann::json quarantined = nlohmann::json::object();
+    for (const auto& [board, q] : out.quarantined)
+      quarantined[board] = {{"fault", q.first}, {"reason", q.second}};
     std::cout << nlohmann::json{{"farm", f.farm.name},
                                 {"groups", groups},
                                 {"not_used", out.not_used},
+                                {"quarantined", quarantined},
+                                {"total_sessions",
+                                 out.groups.empty() ? 0 : out.groups.front().session_labels.size()},
                                 {"wall_s", out.wall_s}}
                      .dump(2)
               << "\n";
@@ -208,6 +261,7 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
     PlaceArgs place;
     k3tuner::TuneCommand c;
     bool allow_hp = false;
+    SlurmShareArgs share;
   };
   auto a = std::make_shared<Args>();
   auto& c = a->c;
@@ -276,6 +330,11 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                   "table file (default results/tables/<target>-<model or op>-<time>.json)");
   cmd->add_option("--plugin", c.plugin,
                   "instructions: the qemu counting plugin (default build/third_party/...)");
+  cmd->add_option("--reservation", a->share.reservation,
+                  "a farm scheduled by Slurm: run the campaign's jobs in this Slurm reservation");
+  // A Slurm job's share of the campaign's sessions, set by the controller (hidden).
+  cmd->add_option("--shard", a->share.shard)->group("");
+  cmd->add_option("--sessions", a->share.sessions)->group("");
   cmd->callback([&ctx, a, cmd] {
     auto& c = a->c;
     if (a->allow_hp) c.flags.insert("allow-hp");
@@ -293,9 +352,12 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
       progress.finish();
       if (c.replay)
         throw k3bench::UserError("--replay reads this database only: give --target, not --farm");
-      run_campaign_command(ctx, a->place, *cmd, c);
+      run_campaign_command(ctx, a->place, *cmd, c, a->share);
       return;
     }
+    if (!a->share.reservation.empty() || !a->share.shard.empty() || !a->share.sessions.empty())
+      throw k3bench::UserError(
+          "--reservation/--shard/--sessions: a Slurm farm's options; give --farm");
     const MeasuringPlace place(ctx, a->place, *cmd);
     const auto out = k3tuner::run_tune(place.target(), c);
     progress.finish();

@@ -1,5 +1,7 @@
 #include "harness/app/cli/measuring_place.h"
 
+#include "harness/host/slurm/slurm_worker.h"
+
 #include <iostream>
 
 #include <fmt/format.h>
@@ -35,6 +37,9 @@ FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::
   try {
     out.farm = k3farm::Farm::load(args.farm, ctx.root);
     out.boards = k3farm::select_boards(out.farm, args.boards, args.tags);
+    // Inside a Slurm job of this farm the board is the one Slurm allocated, whatever was chosen.
+    if (out.farm.scheduler.slurm() && k3slurm::inside_slurm_job())
+      out.boards = {k3slurm::allocated_board(out.farm)};
   } catch (const std::runtime_error& e) {
     throw k3bench::UserError(e.what());
   } catch (const std::invalid_argument& e) {  // an unknown board or tag

@@ -130,13 +130,20 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                          return Args{"build", "--variant", v};
                        }});
   // Deploy + probe every board; a board that fails is quarantined and the bench goes on without it.
-  steps.push_back({"deploy-probe",
-                   [p](const NightlyState& s) {
-                     Args a{"farm", "probe", "--farm", s.farm};
-                     for (const auto& b : p.farm_boards) a = cat(a, {"--board", b});
-                     return a;
-                   },
-                   {0, 1}});
+  // On a Slurm farm nothing touches a board outside a job: each job deploys and probes the board
+  // it was given, and drains it when it is faulty.
+  NightlyStep deploy{"deploy-probe",
+                     [p](const NightlyState& s) {
+                       Args a{"farm", "probe", "--farm", s.farm};
+                       for (const auto& b : p.farm_boards) a = cat(a, {"--board", b});
+                       return a;
+                     },
+                     {0, 1}};
+  if (farm.slurm)
+    deploy.skip = [](const NightlyState&) -> std::string {
+      return "Slurm farm: each job deploys and probes the board Slurm gives it";
+    };
+  steps.push_back(deploy);
   // One bench step per named board (each measures every cell), else one over the whole farm.
   std::vector<std::string> bench_boards = p.farm_boards;
   if (bench_boards.empty()) bench_boards.push_back("");
@@ -187,9 +194,11 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
     // table verified on the board that made it.
     steps.push_back({"tune-farm",
                      [p](const NightlyState& s) {
-                       return cat(cat(Args{"--json", "tune", "--farm", s.farm, "--objective", "auto"}, p.tune_shape),
-                                  {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2", "-R",
-                                   "3", "--min-time", "0.02", "--out", s.dir + "/tables/farm.json"});
+                       Args a = cat(cat(Args{"--json", "tune", "--farm", s.farm, "--objective", "auto"}, p.tune_shape),
+                                    {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2", "-R",
+                                     "3", "--min-time", "0.02", "--out", s.dir + "/tables/farm.json"});
+                       if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
+                       return a;
                      },
                      {0, 3},
                      true,
@@ -200,6 +209,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                          Args a{"table", "verify", "--farm", s.farm, "--processes", "3", "-R", "3", "--min-time", "0.02"};
                          for (const auto& t : timed_tables(s.details.value("tune-farm", nlohmann::json())))
                            a = cat(a, {"--table", t});
+                         if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
                          return a;
                        },
                        {0, 1},
@@ -253,6 +263,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                                        p.verdict_plan);
                           const BoardBaseline base = board_baseline(s, board);
                           if (!base.runner.empty()) a = cat(a, {"--baseline-runner", base.runner});
+                          if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
                           return a;
                         },
                         {0, 3},

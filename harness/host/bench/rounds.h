@@ -52,7 +52,7 @@ struct UnitProgress {
   int processes = 0;                // processes run or adopted, all outcomes
   int planned_total = 0;  // N of the two-stage procedure once the first stage is in (0: not yet)
   int replacement_rounds = 0;  // extra processes granted in place of disturbed ones
-  std::string failure;             // non-empty: the unit failed and is not measured further
+  std::string failure;         // non-empty: the unit failed and is not measured further
   bool done = false;
   std::string stop_reason;  // "fixed count", "CI within target", "MDE within target", "max
                             // processes ...", "wall-time budget ...", failure, ...

@@ -12,11 +12,10 @@
 //      unmeasured (the task's board was drained for a fault, the task died) are submitted again as
 //      a new array (`--cells`), up to `max_attempts` rounds; Slurm keeps drained boards out.
 //   4. A Slurm controller that stops answering for [farm] slurm_timeout_s ends the run as a fault:
-//   what
-//      the tasks committed is merged, the tasks still queued are named, and `--resume` (same
+//      what the tasks committed is merged, the tasks still queued are named, and `--resume` (same
 //      command, same database) waits for them, merges them and submits what is left.
-// The job directory is <db>.slurm/<command hash>/<run>; --resume continues the latest run of the
-// same command.
+// The job directory, the array script and the merge are slurm_jobs.h's, shared with the tuning
+// campaign (slurm_tune.h).
 #pragma once
 
 #include <cstdint>
@@ -26,6 +25,7 @@
 
 #include "harness/host/farmbench/farm_sweep.h"
 #include "harness/host/slurm/slurm_client.h"
+#include "harness/host/slurm/slurm_jobs.h"
 
 namespace k3slurm {
 
@@ -38,16 +38,6 @@ struct SlurmBenchRequest {
   std::vector<std::string> bench_args;
   std::string reservation;  // --reservation: overrides the farm file's
   double poll_s = 1;        // squeue polling interval
-};
-
-struct SlurmTask {
-  std::string id;     // "<array job id>_<task>"
-  std::string cells;  // "--shard 1/2" or "--cells 0,3"
-  int round = 1;
-  std::string board;  // where it ran (from its outcome; "" when unknown)
-  std::string state;  // finished | failed (no outcome: see error) | left (still queued)
-  std::string error;  // the job's last stderr line when it left no outcome
-  int measured = 0;
 };
 
 struct SlurmCell {

@@ -30,6 +30,16 @@ std::string drain_reason(const std::string& fault, const std::string& reason) {
   return reason_text(fmt::format("k3tune: {}: {}", fault, reason));
 }
 
+void drain_faulty_board(const SlurmClient& slurm, const std::string& board,
+                        const std::string& fault, const std::string& reason) {
+  try {
+    slurm.drain(board, drain_reason(fault, reason));
+  } catch (const std::runtime_error& e) {
+    fmt::print(stderr, "k3tune: board {} is faulty but could not be drained: {}\n", board,
+               e.what());
+  }
+}
+
 k3farmbench::FarmBenchOutcome run_slurm_worker(const std::string& root,
                                                k3farmbench::FarmBenchRequest rq,
                                                const k3farm::FarmConfig& farm,
@@ -38,15 +48,8 @@ k3farmbench::FarmBenchOutcome run_slurm_worker(const std::string& root,
   rq.boards = {board};
   rq.tags.clear();
   auto out = k3farmbench::run_farm_bench(root, rq);
-  if (const auto it = out.quarantined.find(board); it != out.quarantined.end()) {
-    try {
-      slurm.drain(board, drain_reason(k3farm::to_string(it->second.fault), it->second.reason));
-    } catch (const std::runtime_error& e) {
-      // Draining needs Slurm operator rights; the cells still go back to the controller.
-      fmt::print(stderr, "k3tune: board {} is faulty but could not be drained: {}\n", board,
-                 e.what());
-    }
-  }
+  if (const auto it = out.quarantined.find(board); it != out.quarantined.end())
+    drain_faulty_board(slurm, board, k3farm::to_string(it->second.fault), it->second.reason);
   return out;
 }
 

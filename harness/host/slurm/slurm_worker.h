@@ -28,6 +28,11 @@ k3farmbench::FarmBenchOutcome run_slurm_worker(const std::string& root,
                                                const k3farm::FarmConfig& farm,
                                                const SlurmClient& slurm);
 
+// Drains `board` with drain_reason(fault, reason). Draining needs Slurm operator rights: without
+// them a line on stderr says so and the work still goes back to the controller.
+void drain_faulty_board(const SlurmClient& slurm, const std::string& board,
+                        const std::string& fault, const std::string& reason);
+
 // "k3tune: <fault>: <reason>": the drain reason sinfo shows for a board k3tune took out.
 std::string drain_reason(const std::string& fault, const std::string& reason);
 

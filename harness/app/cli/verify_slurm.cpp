@@ -1,0 +1,88 @@
+#include "harness/app/cli/verify_slurm.h"
+
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/host/farm/farm.h"
+#include "harness/host/slurm/slurm_command.h"
+#include "harness/host/slurm/slurm_worker.h"
+#include "tuner/table.h"
+
+namespace k3cli {
+
+bool verify_on_slurm(const AppContext& ctx, const PlaceArgs& place,
+                     const std::vector<std::string>& tables, const std::string& reservation) {
+  if (place.farm.empty()) {
+    if (!reservation.empty())
+      throw k3bench::UserError("--reservation: a Slurm farm's option; give --farm");
+    return false;
+  }
+  k3farm::FarmConfig cfg;
+  try {
+    cfg = k3farm::Farm::load(place.farm, ctx.root);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  }
+  if (!cfg.scheduler.slurm()) {
+    if (!reservation.empty())
+      throw k3bench::UserError(fmt::format(
+          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
+          cfg.name, cfg.source));
+    return false;
+  }
+  if (k3slurm::inside_slurm_job()) return false;
+  const auto common =
+      k3slurm::subcommand_arguments(ctx.argv, "verify", {}, {"--table", "--reservation"});
+  const k3slurm::SlurmClient slurm;
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& file : tables) {
+    k3slurm::SlurmCommandRequest rq;
+    rq.farm_file = place.farm;
+    rq.root = ctx.root;
+    rq.k3tune = k3slurm::running_executable();
+    rq.targets_file = ctx.targets_file;
+    rq.db_path = ctx.db_path();
+    rq.reservation = reservation;
+    rq.subcommand = "table verify";
+    // The board that made the table, unless --board/--tag say otherwise (as on a built-in farm).
+    if (!place.boards.empty() || !place.tags.empty()) {
+      try {
+        rq.boards = k3farm::select_boards(cfg, place.boards, place.tags);
+      } catch (const std::invalid_argument& e) {
+        throw k3bench::UserError(e.what());
+      }
+    } else {
+      const auto t = k3tuner::read_table(file);
+      if (!t.contains("board") || !t["board"].contains("name"))
+        throw k3bench::UserError(
+            fmt::format("{}: the table names no board; give --board or --tag", file));
+      rq.boards = {t["board"]["name"].get<std::string>()};
+    }
+    rq.args = common;
+    rq.args.insert(rq.args.end(), {"--table", std::filesystem::absolute(file).string()});
+    if (ctx.json) rq.global_flags.push_back("--json");
+    if (ctx.quiet) rq.global_flags.push_back("-q");
+    const auto o = k3slurm::run_as_slurm_job(rq, slurm);
+    if (!o.fault.empty()) {
+      std::cerr << "k3tune: " << file << ": " << o.fault << "\n";
+      exit_code() = kProblems;
+      continue;
+    }
+    if (ctx.json) {
+      const auto j = nlohmann::json::parse(o.output, nullptr, false);
+      all.push_back(j.is_discarded() ? nlohmann::json{{"table", file}, {"output", o.output}} : j);
+    } else {
+      if (tables.size() > 1) fmt::print("{}{}\n", &file == &tables.front() ? "" : "\n", file);
+      fmt::print("Slurm job {} on {}\n{}", o.task.id, rq.boards.front(), o.output);
+    }
+    if (o.exit_code != 0 && exit_code() == 0) exit_code() = o.exit_code;
+  }
+  if (ctx.json)
+    std::cout << (all.size() == 1 ? all[0] : nlohmann::json{{"tables", all}}).dump(2) << "\n";
+  return true;
+}
+
+}  // namespace k3cli

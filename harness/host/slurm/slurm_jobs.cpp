@@ -1,0 +1,241 @@
+#include "harness/host/slurm/slurm_jobs.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "harness/host/bench/provenance.h"
+#include "harness/host/farm/shell_quote.h"
+#include "harness/host/store/maintenance.h"
+#include "harness/host/targets/process.h"
+
+namespace k3slurm {
+namespace fs = std::filesystem;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream f(p, std::ios::trunc);
+  f << text;
+  if (!f) throw std::runtime_error("cannot write " + p.string());
+}
+
+std::string array_of(const std::string& task_id) {
+  return task_id.substr(0, task_id.find('_'));
+}
+
+}  // namespace
+
+fs::path job_directory(const std::string& db_path, const std::vector<std::string>& identity,
+                       bool resume) {
+  std::string text;
+  for (const auto& a : identity) text += a + "\n";
+  const fs::path base =
+      fs::absolute(db_path).string() + ".slurm/" + k3bench::sha256_text(text).substr(0, 12);
+  fs::create_directories(base);
+  if (resume && fs::exists(base / "latest")) {
+    const fs::path last = base / read_text(base / "latest");
+    if (fs::is_directory(last)) return last;
+  }
+  const std::string run = k3bench::new_uuid().substr(0, 8);
+  fs::create_directories(base / run);
+  write_text(base / "latest", run);
+  return base / run;
+}
+
+std::vector<std::string> subcommand_arguments(const std::vector<std::string>& argv,
+                                              const std::string& subcommand,
+                                              const std::vector<std::string>& drop_flags,
+                                              const std::vector<std::string>& drop_options) {
+  std::size_t i = 1;
+  for (; i < argv.size() && argv[i] != subcommand; ++i)
+    if (argv[i] == "--root" || argv[i] == "--db" || argv[i] == "--targets") ++i;  // their values
+  std::vector<std::string> out;
+  for (++i; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (std::find(drop_flags.begin(), drop_flags.end(), a) != drop_flags.end()) continue;
+    bool dropped = false;
+    for (const auto& opt : drop_options) {
+      if (a == opt)
+        ++i, dropped = true;
+      else if (a.rfind(opt + "=", 0) == 0)
+        dropped = true;
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
+SlurmJobs::SlurmJobs(SlurmJobsConfig config, const SlurmClient& slurm, fs::path dir)
+    : config_(std::move(config)), slurm_(slurm), dir_(std::move(dir)) {}
+
+// The batch script of one array: task i runs this k3tune with the worker arguments `shares[i]`.
+std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
+                                    const std::string& seed_db) const {
+  std::ostringstream s;
+  s << "#!/bin/sh\n"
+    << "# k3tune " << config_.subcommand
+    << " on a Slurm farm: array task i does its share on the board Slurm allocated\n"
+    << "# (SLURM_JOB_NODELIST), into its own database; a requeued task continues it.\n"
+    << "export K3TUNE_SLURM_WORKER=1\n"
+    << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
+  for (std::size_t i = 0; i < shares.size(); ++i) s << i << ") set -- " << shares[i] << " ;;\n";
+  s << "*) echo \"k3tune: array task $SLURM_ARRAY_TASK_ID has no share\" >&2; exit 2 ;;\nesac\n";
+  const std::string db = k3farm::shell_quote((dir_ / "job-").string()) +
+                         "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.db\"";
+  if (!seed_db.empty())
+    s << "[ -s " << db << " ] || cp " << k3farm::shell_quote(seed_db) << " " << db
+      << " || exit 1\n";
+  std::vector<std::string> argv{config_.k3tune, "--root", config_.root};
+  if (!config_.targets_file.empty()) argv.insert(argv.end(), {"--targets", config_.targets_file});
+  const std::string rc = k3farm::shell_quote((dir_ / "job-").string()) +
+                         "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.rc\"";
+  s << k3farm::shell_join(argv) << " --db " << db << " " << k3farm::shell_join(config_.global_flags)
+    << " " << config_.subcommand << " " << k3farm::shell_join(config_.args) << " \"$@\""
+    << (config_.tail.empty() ? "" : " " + k3farm::shell_join(config_.tail)) << "\n"
+    << "status=$?\necho $status > " << rc << "\nexit $status\n";
+  return s.str();
+}
+
+void SlurmJobs::save_journal() const {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& t : tasks_) j.push_back({{"id", t.id}, {"share", t.share}, {"round", t.round}});
+  write_text(dir_ / "jobs.json.tmp", j.dump(2));
+  fs::rename(dir_ / "jobs.json.tmp", dir_ / "jobs.json");
+}
+
+void SlurmJobs::adopt_journal() {
+  tasks_.clear();
+  if (!fs::exists(dir_ / "jobs.json")) return;
+  for (const auto& j : nlohmann::json::parse(read_text(dir_ / "jobs.json"))) {
+    SlurmTask t;
+    t.id = j.at("id");
+    t.share = j.at("share");
+    t.round = j.at("round");
+    tasks_.push_back(t);
+  }
+}
+
+void SlurmJobs::submit(const std::vector<std::string>& shares, int round,
+                       const std::string& seed_db) {
+  const std::string script_name =
+      fmt::format("round-{}-{}.sh", round, k3bench::new_uuid().substr(0, 8));
+  write_text(dir_ / script_name, batch_script(shares, seed_db));
+  std::vector<std::string> options = config_.job_options;
+  options.insert(options.end(), {fmt::format("--array=0-{}", shares.size() - 1), "--requeue",
+                                 "--nodes=1", "--ntasks=1", "--job-name=" + config_.job_name,
+                                 "--output=" + (dir_ / "job-%A_%a.json").string(),
+                                 "--error=" + (dir_ / "job-%A_%a.err").string()});
+  const std::string array = slurm_.submit(options, (dir_ / script_name).string());
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    SlurmTask t;
+    t.id = fmt::format("{}_{}", array, i);
+    t.share = shares[i];
+    t.round = round;
+    tasks_.push_back(t);
+  }
+  save_journal();
+}
+
+bool SlurmJobs::wait() {
+  std::set<std::string> arrays;
+  for (const auto& t : tasks_) arrays.insert(array_of(t.id));
+  auto last_answer = Clock::now();
+  for (;;) {
+    try {
+      const auto queued = slurm_.queued({arrays.begin(), arrays.end()});
+      last_answer = Clock::now();
+      if (queued.empty()) return true;
+    } catch (const SlurmUnreachable& e) {
+      const double silent = std::chrono::duration<double>(Clock::now() - last_answer).count();
+      if (silent >= config_.silence_s) {
+        fault_ = fmt::format("Slurm did not answer for {:.0f} s ({})", silent, e.what());
+        return false;
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::duration<double>(config_.poll_s));
+  }
+}
+
+std::optional<nlohmann::json> SlurmJobs::outcome(SlurmTask& t, bool finished) const {
+  try {
+    auto j = nlohmann::json::parse(read_text(dir_ / ("job-" + t.id + ".json")));
+    t.state = "finished";
+    return j;
+  } catch (const std::exception&) {
+    t.state = finished ? "failed" : "left";
+    const fs::path err = dir_ / ("job-" + t.id + ".err");
+    t.error = fs::exists(err) ? k3targets::last_line(read_text(err)) : "";
+    if (t.error.empty()) t.error = "the job left no outcome";
+    return std::nullopt;
+  }
+}
+
+std::string SlurmJobs::output(const SlurmTask& t) const {
+  return read_text(dir_ / ("job-" + t.id + ".json"));
+}
+
+std::optional<int> SlurmJobs::exit_status(const SlurmTask& t) const {
+  const fs::path rc = dir_ / ("job-" + t.id + ".rc");
+  if (!fs::exists(rc)) return std::nullopt;
+  try {
+    return std::stoi(read_text(rc));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+void SlurmJobs::merge() const {
+  std::vector<std::string> dbs;
+  for (const auto& t : tasks_) {
+    const fs::path db = dir_ / ("job-" + t.id + ".db");
+    if (fs::exists(db) && fs::file_size(db) > 0) dbs.push_back(db.string());
+  }
+  if (!dbs.empty()) k3store::merge_databases(config_.db_path, dbs);
+}
+
+std::string SlurmJobs::left_text() const {
+  std::vector<std::string> left;
+  for (const auto& t : tasks_)
+    if (t.state == "left") left.push_back(t.id);
+  return left.empty() ? std::string("; no job left running (--resume does what is left)")
+                      : fmt::format("; jobs left: {} (--resume waits for them and does the rest)",
+                                    fmt::join(left, ", "));
+}
+
+std::string running_executable() {
+  std::error_code ec;
+  const auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? "k3tune" : p.string();
+}
+
+std::vector<std::string> open_boards(const std::vector<std::string>& boards,
+                                     const std::string& reservation, const SlurmClient& slurm) {
+  const auto reserved = reservation.empty() ? boards : slurm.reservation_nodes(reservation);
+  const auto nodes = slurm.nodes(boards);
+  std::vector<std::string> out;
+  for (const auto& b : boards) {
+    const auto it = nodes.find(b);
+    const std::string state = it == nodes.end() ? "" : it->second.state;
+    if (std::find(reserved.begin(), reserved.end(), b) != reserved.end() &&
+        state.rfind("drain", 0) != 0 && state.rfind("down", 0) != 0)
+      out.push_back(b);
+  }
+  return out;
+}
+
+}  // namespace k3slurm

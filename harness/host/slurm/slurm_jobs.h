@@ -1,0 +1,116 @@
+// The Slurm side every farm command shares ([farm] scheduler = "slurm"): a job array of k3tune
+// workers, each running one k3tune subcommand (bench, tune) on the board Slurm allocated into its
+// own database, and the controller that submits the arrays, waits for them and merges what they
+// wrote. The command decides what a task's share is (bench: cells, tune: sessions) and what its
+// outcome JSON means; this file knows neither.
+//
+//   - The job directory is <db>.slurm/<hash of the command>/<run>; `--resume` continues the latest
+//     run of the same command (named in <db>.slurm/<hash>/latest), whose jobs.json lists every
+//     task submitted.
+//   - Task i of an array runs `k3tune --db <dir>/job-<array>_<i>.db --json -q <subcommand> <args>
+//     <share i> <tail>` with K3TUNE_SLURM_WORKER=1; its stdout (the outcome) goes to
+//     job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit status to
+//     job-<array>_<i>.rc. A requeued task finds its own database and continues it.
+//   - A Slurm controller that stops answering for `silence_s` is a fault: wait() says so and the
+//     caller names the tasks still queued.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/host/slurm/slurm_client.h"
+
+namespace k3slurm {
+
+struct SlurmTask {
+  std::string id;     // "<array job id>_<task>"
+  std::string share;  // its part of the work as worker arguments: "--shard 1/2", "--cells 0,3"
+  int round = 1;
+  std::string board;  // where it ran (from its outcome; "" when unknown)
+  std::string state;  // finished | failed (no outcome: see error) | left (still queued)
+  std::string error;  // the job's last stderr line when it left no outcome
+  int measured = 0;   // cells or sessions it finished
+};
+
+struct SlurmJobsConfig {
+  std::string root, k3tune;       // the source root and the k3tune the jobs run
+  std::string targets_file;       // --targets given to this k3tune ("" : none)
+  std::string db_path;            // the run's database, where the tasks' databases are merged
+  std::string subcommand;         // "bench", "tune"
+  std::vector<std::string> args;  // the subcommand's arguments every task gets
+  std::vector<std::string> tail;  // after the share (bench: --resume)
+  std::vector<std::string> job_options;  // the farm's sbatch options (slurm_validate.h)
+  std::string job_name;                  // sbatch --job-name
+  // k3tune's global flags in every task: the outcome is JSON for the controller to read; a
+  // command run as one job for its own output (slurm_command.h) keeps the caller's choice.
+  std::vector<std::string> global_flags = {"--json", "-q"};
+  double poll_s = 1;      // squeue polling interval
+  double silence_s = 60;  // [farm] slurm_timeout_s
+};
+
+// The job directory of a command (identity: the farm file and the subcommand's arguments); with
+// `resume`, the latest run of the same command when there is one.
+std::filesystem::path job_directory(const std::string& db_path,
+                                    const std::vector<std::string>& identity, bool resume);
+
+// The subcommand's arguments as typed (after `subcommand` in this process's argv), without the
+// ones the controller sets per job: the flags `drop_flags` and the options `drop_options` with
+// their values (also in their --opt=V form).
+std::vector<std::string> subcommand_arguments(const std::vector<std::string>& argv,
+                                              const std::string& subcommand,
+                                              const std::vector<std::string>& drop_flags,
+                                              const std::vector<std::string>& drop_options);
+
+class SlurmJobs {
+ public:
+  SlurmJobs(SlurmJobsConfig config, const SlurmClient& slurm, std::filesystem::path dir);
+
+  // Submits one array, a task per entry of `shares`. `seed_db` (optional): a database each task
+  // starts from when it has none yet (a later pass that reads what earlier ones measured).
+  // Throws SlurmUnreachable when Slurm did not take it.
+  void submit(const std::vector<std::string>& shares, int round, const std::string& seed_db = "");
+  // Waits until no task is queued. False when Slurm stopped answering (fault() says how long).
+  bool wait();
+  // A task's outcome JSON, or nullopt with its state and error set (failed when `finished`,
+  // else left).
+  std::optional<nlohmann::json> outcome(SlurmTask& task, bool finished) const;
+  // A task's stdout as it wrote it, and its exit status (nullopt: it did not end on its own).
+  std::string output(const SlurmTask& task) const;
+  std::optional<int> exit_status(const SlurmTask& task) const;
+  // Merges every task's database into the run's (natural keys: merging twice adds nothing).
+  void merge() const;
+  // The tasks an earlier run of this command submitted (--resume), now this object's.
+  void adopt_journal();
+
+  std::vector<SlurmTask>& tasks() { return tasks_; }
+  const std::vector<SlurmTask>& tasks() const { return tasks_; }
+  const std::string& fault() const { return fault_; }
+  const std::filesystem::path& dir() const { return dir_; }
+  // "; jobs left: a, b (--resume waits for them ...)" or "; no job left running ...".
+  std::string left_text() const;
+
+ private:
+  std::string batch_script(const std::vector<std::string>& shares,
+                           const std::string& seed_db) const;
+  void save_journal() const;
+
+  SlurmJobsConfig config_;
+  const SlurmClient& slurm_;
+  std::filesystem::path dir_;
+  std::vector<SlurmTask> tasks_;
+  std::string fault_;
+};
+
+// This k3tune's own executable (/proc/self/exe), for the jobs to run ("k3tune" when unknown).
+std::string running_executable();
+
+// The chosen boards a job can get now: in the reservation (when there is one), and neither
+// drained nor down.
+std::vector<std::string> open_boards(const std::vector<std::string>& boards,
+                                     const std::string& reservation, const SlurmClient& slurm);
+
+}  // namespace k3slurm
