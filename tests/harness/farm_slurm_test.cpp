@@ -15,7 +15,13 @@
 //   - a reservation keeps a second bench's jobs off the reserved board;
 //   - slurmctld stops answering mid-run (SIGSTOP, the jobs paused meanwhile): the run stops after
 //     slurm_timeout_s with the jobs it left named and what they committed merged; once Slurm
-//     answers again, --resume waits for them, merges them and every cell is measured.
+//     answers again, --resume waits for them, merges them and every cell is measured;
+//   - a tuning campaign as jobs (a job per board, then the table pass, which measures nothing),
+//     the same campaign again counting nothing, and its table verified as one job on its board;
+//   - a board lost mid-session: drained, its session resumed on the other board, nothing counted
+//     twice;
+//   - the nightly inside a reservation of both boards: its bench, tune and board-verdict steps are
+//     jobs in the reservation, its deploy step the jobs' own.
 // Each case prints what sinfo showed and its timings.
 #include <gtest/gtest.h>
 
@@ -23,6 +29,7 @@
 
 #include <cstdlib>
 #include <future>
+#include <map>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -555,6 +562,61 @@ TEST_F(SlurmFarm, ABoardLostMidSessionIsDrainedAndItsSessionResumesOnTheOther) {
   EXPECT_EQ(j["table_pass_measured"], 0);
   EXPECT_EQ(count(db(), "SELECT count(*) FROM tuning_measurements"), 6 + 4);
   EXPECT_EQ(nlohmann::json::parse(read_file(t1))["entries"].size(), 2u);
+}
+
+// The nightly on a Slurm farm, inside a reservation of both boards: its farm steps (bench, the
+// tuning campaign, the per-board verdict) are Slurm jobs in the reservation, its deploy step is
+// the jobs' own, and the table is the campaign's table pass's.
+TEST_F(SlurmFarm, TheNightlysFarmStepsAreSlurmJobsInItsReservation) {
+  ASSERT_NE(slurm({"scontrol", "create", "reservation", "ReservationName=nightly", "Nodes=b1,b2",
+                   "StartTime=now", "Duration=60", "Users=" + user_name()})
+                .find("Reservation created"),
+            std::string::npos);
+  const std::string targets = lab_->dir() / "targets.toml";
+  write_file(targets, std::string("[targets.local]\nkind = \"local\"\nvariant = \"host\"\n") +
+                          "runner = \"" + K3BENCH_PATH + "\"\ntimeout_s = 300\n");
+  const std::string dir = lab_->dir() / "nightly/slurm1";
+  const auto started = Clock::now();
+  const auto r =
+      k3targets::run_process({K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets",
+                              targets, "nightly", "--profile", "smoke", "--farm", farm_file_,
+                              "--no-build", "--dir", dir, "--reservation", "nightly"},
+                             k3targets::ProcessOptions::with_timeout(900));
+  std::printf("nightly on the Slurm farm in reservation nightly: %.1f s\n", seconds_since(started));
+  std::string logs;
+  if (r.exit_code != 0 && fs::exists(dir + "/logs"))
+    for (const auto& e : fs::directory_iterator(dir + "/logs"))
+      logs += e.path().filename().string() + ":\n" + read_file(e.path().string()) + "\n";
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err << logs;
+  std::printf("%s", r.out.c_str());
+  EXPECT_NE(r.out.find("deploy-probe: skipped: Slurm farm"), std::string::npos) << r.out;
+  // Every farm step's jobs ran in the reservation: bench, tune (sessions and table pass) and the
+  // board verdict; nothing else was submitted.
+  const std::string jobs = jobs_known();
+  std::map<std::string, int> by_name;
+  for (const char* name : {"k3tune-bench", "k3tune-tune"}) {
+    for (auto at = jobs.find(std::string("JobName=") + name); at != std::string::npos;
+         at = jobs.find(std::string("JobName=") + name, at + 1))
+      ++by_name[name];
+  }
+  std::printf("jobs: %d bench, %d tune\n", by_name["k3tune-bench"], by_name["k3tune-tune"]);
+  EXPECT_GE(by_name["k3tune-bench"], 2);  // the bench step's array, the board verdict's
+  EXPECT_GE(by_name["k3tune-tune"], 2);   // the sessions, the table pass
+  std::size_t lines = 0, in_reservation = 0;
+  for (std::size_t at = 0; (at = jobs.find("JobId=", at)) != std::string::npos; ++at) {
+    ++lines;
+    const std::size_t end = jobs.find('\n', at);
+    in_reservation += jobs.substr(at, end - at).find("Reservation=nightly") != std::string::npos;
+  }
+  EXPECT_EQ(in_reservation, lines) << jobs;
+  const auto table = nlohmann::json::parse(read_file(dir + "/tables/farm.json"));
+  EXPECT_EQ(table["source"]["objective"], "instructions");
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM nightly_steps WHERE status <> 'done'"), 0);
+  EXPECT_EQ(count(db(),
+                  "SELECT count(*) FROM nightly_steps WHERE step LIKE 'board-verdict-%' AND "
+                  "status = 'done'"),
+            1);
+  EXPECT_EQ(squeue(), "");
 }
 
 }  // namespace

@@ -72,11 +72,21 @@ std::vector<std::string> validate_slurm_farm(const k3farm::FarmConfig& farm,
       throw refuse(key, fmt::format("Slurm: {}", e.what()));
     }
   };
-  test(s.key("partition"), "");
+  // With every chosen board inside the reservation, no job outside it can run at all, and Slurm
+  // refuses the bare partition ("Requested node configuration is not available"): then every key
+  // is tested inside the reservation (which exists: checked above).
+  std::string inside;
+  try {
+    test(s.key("partition"), "");
+  } catch (const k3bench::UserError&) {
+    if (resv.empty()) throw;
+    inside = resv;
+    test(s.key("partition"), inside);
+  }
   for (const auto& [name, member] : steps) {
     if ((s.*member).empty()) continue;
     partial.*member = s.*member;
-    test(s.key(name), "");
+    test(s.key(name), inside);
   }
   if (!resv.empty()) test(resv_key, resv);
   return job_options(s, reservation, nodes, boards);
