@@ -223,6 +223,55 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
   EXPECT_EQ(db->scalar_int("SELECT count(*) FROM samples WHERE flags IS NOT NULL"), disturbed);
 }
 
+// A table against the defaults (pair_tables): the two cells that differ only in their table are
+// one group, so they run in the same rounds and every disturbed round is replaced on both sides,
+// up to three replacement rounds: each comparison keeps its three pairs unless the cap is reached.
+// As two groups (one replacement process per side), the same machine left comparisons with fewer.
+TEST_F(HarnessSweepSynthetic, ATableAndTheDefaultsArePairedRoundByRound) {
+  k3targets::TargetConfig tc;
+  tc.name = "local";
+  tc.kind = "local";
+  tc.runner = "/bin/true";
+  auto target = k3targets::make_target(tc, "/");
+  std::vector<k3bench::CellSpec> cells;
+  for (int i = 0; i < 8; ++i) {
+    for (const char* table : {"", "/t.json"}) {
+      auto c = synthetic_cell(0);
+      c.shape = {{"n", i}};
+      c.settings.table = table;
+      cells.push_back(c);
+    }
+  }
+  auto sweep = [&](bool pair_tables, const char* db_name) {
+    auto db = k3store::open_database((dir_ / db_name).string(), k3store::OpenMode::kCreateOrUpdate);
+    k3store::upsert_build(*db, {"b", "host", "/x", "c", "", "{}", "r", std::nullopt, "test"});
+    k3bench::SyntheticExecutor exec(
+        {.base_ns = 1e5, .between = 0.03, .within = 0.01, .disturbed_probability = 0.25}, 7);
+    k3bench::SweepOptions opt;
+    opt.rounds = {.min_processes = 3, .max_processes = 3, .paired = pair_tables};
+    opt.pair_tables = pair_tables;
+    opt.progress = false;
+    opt.executor = &exec;
+    return k3bench::run_sweep(*db, {{target.get(), "b", ""}}, cells, opt);
+  };
+  const auto paired = sweep(true, "paired.db"), apart = sweep(false, "apart.db");
+  ASSERT_EQ(paired.cells.size(), 16u);
+  int disturbed = 0, short_apart = 0;
+  for (std::size_t i = 0; i < paired.cells.size(); i += 2) {
+    const auto &defaults = paired.cells[i], &table = paired.cells[i + 1];
+    disturbed += defaults.disturbed + table.disturbed;
+    const std::size_t rounds = defaults.process_rounds.size() + defaults.disturbed;
+    EXPECT_EQ(rounds, table.process_rounds.size() + table.disturbed);  // the same rounds
+    const std::size_t pairs = k3bench::paired_means(defaults, table).first.size();
+    EXPECT_TRUE(pairs == 3 || rounds == 6) << "n=" << i / 2 << ": " << pairs << " pairs in "
+                                           << rounds << " rounds";
+    short_apart +=
+        k3bench::paired_means(apart.cells[i], apart.cells[i + 1]).first.size() < pairs;
+  }
+  EXPECT_GT(disturbed, 4);
+  EXPECT_GT(short_apart, 0) << "the grouping made no difference on this machine model";
+}
+
 TEST(HarnessDisturbance, RuleOnFixtureReadings) {
   const nlohmann::json steady = {{"cpufreq_khz", {{"8", 1800000}, {"9", 1800000}}},
                                  {"thermal_c", {{"3", 55.0}}}};

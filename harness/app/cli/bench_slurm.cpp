@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/app/cli/bench_farm_output.h"
+#include "harness/app/cli/slurm_job_request.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/slurm/slurm_bench.h"
 #include "harness/host/slurm/slurm_worker.h"
@@ -77,6 +78,33 @@ void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& d
 }
 
 }  // namespace
+
+bool ab_bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
+                       const std::string& reservation) {
+  k3farm::FarmConfig cfg;
+  std::vector<std::string> boards;
+  try {
+    cfg = k3farm::Farm::load(request.farm, ctx.root);
+    boards = k3farm::select_boards(cfg, request.boards, request.tags);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  } catch (const std::invalid_argument& e) {
+    throw k3bench::UserError(e.what());
+  }
+  if (!cfg.scheduler.slurm()) {
+    if (!reservation.empty())
+      throw k3bench::UserError(fmt::format(
+          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
+          cfg.name, cfg.source));
+    return false;
+  }
+  if (k3slurm::inside_slurm_job()) return false;
+  run_and_relay(
+      slurm_job_request(ctx, request.farm, "bench",
+                        k3slurm::subcommand_arguments(ctx.argv, "bench", {}, {"--reservation"}),
+                        boards, reservation));
+  return true;
+}
 
 bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
                     const std::string& reservation) {

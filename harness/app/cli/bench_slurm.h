@@ -15,4 +15,11 @@ namespace k3cli {
 bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
                     const std::string& reservation);
 
+// An A/B bench on a board (--baseline-runner/--baseline-build with --farm): on a Slurm farm, and
+// not inside one of its jobs, the whole command runs as one Slurm job on a board of --board/--tag
+// (both runners in the same rounds there), its output and exit code the command's; returns true.
+// False for a built-in farm (UserError for --reservation there) or inside the job.
+bool ab_bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
+                       const std::string& reservation);
+
 }  // namespace k3cli

@@ -419,6 +419,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       // both runners in the same rounds, the baseline installed next to its own.
       if (!a->shard.empty())
         throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
+      if (ab_bench_on_slurm(ctx, a->farm, a->reservation)) return;
       PlaceArgs where;
       where.farm = a->farm.farm;
       where.boards = a->farm.boards;

@@ -6,8 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/app/cli/slurm_job_request.h"
 #include "harness/host/farm/farm.h"
-#include "harness/host/slurm/slurm_command.h"
 #include "harness/host/slurm/slurm_worker.h"
 #include "tuner/table.h"
 
@@ -39,18 +39,11 @@ bool verify_on_slurm(const AppContext& ctx, const PlaceArgs& place,
   const k3slurm::SlurmClient slurm;
   nlohmann::json all = nlohmann::json::array();
   for (const auto& file : tables) {
-    k3slurm::SlurmCommandRequest rq;
-    rq.farm_file = place.farm;
-    rq.root = ctx.root;
-    rq.k3tune = k3slurm::running_executable();
-    rq.targets_file = ctx.targets_file;
-    rq.db_path = ctx.db_path();
-    rq.reservation = reservation;
-    rq.subcommand = "table verify";
+    std::vector<std::string> boards;
     // The board that made the table, unless --board/--tag say otherwise (as on a built-in farm).
     if (!place.boards.empty() || !place.tags.empty()) {
       try {
-        rq.boards = k3farm::select_boards(cfg, place.boards, place.tags);
+        boards = k3farm::select_boards(cfg, place.boards, place.tags);
       } catch (const std::invalid_argument& e) {
         throw k3bench::UserError(e.what());
       }
@@ -59,13 +52,13 @@ bool verify_on_slurm(const AppContext& ctx, const PlaceArgs& place,
       if (!t.contains("board") || !t["board"].contains("name"))
         throw k3bench::UserError(
             fmt::format("{}: the table names no board; give --board or --tag", file));
-      rq.boards = {t["board"]["name"].get<std::string>()};
+      boards = {t["board"]["name"].get<std::string>()};
     }
-    rq.args = common;
-    rq.args.insert(rq.args.end(), {"--table", std::filesystem::absolute(file).string()});
-    if (ctx.json) rq.global_flags.push_back("--json");
-    if (ctx.quiet) rq.global_flags.push_back("-q");
+    auto args = common;
+    args.insert(args.end(), {"--table", std::filesystem::absolute(file).string()});
+    const auto rq = slurm_job_request(ctx, place.farm, "table verify", args, boards, reservation);
     const auto o = k3slurm::run_as_slurm_job(rq, slurm);
+    std::cerr << o.errors << std::flush;
     if (!o.fault.empty()) {
       std::cerr << "k3tune: " << file << ": " << o.fault << "\n";
       exit_code() = kProblems;

@@ -162,7 +162,9 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   for (const auto& b : new_builds) k3store::upsert_build(*db, b);
   SweepOptions opt;
   opt.rounds = out.rounds;
-  opt.rounds.paired = out.builds.size() > 1;  // A/B: stop on the interval of the per-round ratios
+  // A/B: stop on the interval of the per-round ratios.
+  opt.rounds.paired = out.builds.size() > 1 || request.pair_tables;
+  opt.pair_tables = request.pair_tables;
   if (plan.mde > 0)
     opt.wall_budget_s = plan.mde_budget_s > 0 ? plan.mde_budget_s : defaults::kMdeBudgetS;
   opt.timeout_s = request.timeout_s;

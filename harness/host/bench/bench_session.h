@@ -20,6 +20,9 @@ struct BenchRequest {
   ProcessPlan plan;                         // process counts from the command line
   std::string baseline_runner;              // a second runner binary measured A B A B
   std::string baseline_build;               // ... or a build hash from the database
+  // A tuning table against the defaults (model --table): the cells that differ only in their
+  // table setting are one paired group, measured in the same rounds like two builds.
+  bool pair_tables = false;
   double timeout_s = 0;
   bool resume = false;
   bool remeasure_disturbed = true;

@@ -134,6 +134,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
           "--table: K3_TUNING_TABLE={} is set, so the defaults' side would load it too; unset it",
           env));
     br.grid.grid = {"table=none," + request.table};
+    br.pair_tables = true;
   }
   out.bench = run_bench(target, root, br);
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <random>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -130,14 +131,24 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
   // Units: cell-major, build-minor, so a round alternates the builds of each cell (A B A B ...).
   const std::size_t nb = builds.size();
   std::vector<std::size_t> group_of;
+  std::map<std::string, std::size_t> group_of_tableless;  // pair_tables: key without the table
   for (std::size_t ci = 0; ci < cells.size(); ++ci) {
+    std::size_t group = ci;
+    if (opt.pair_tables) {
+      CellSpec tableless = cells[ci];
+      tableless.settings.table.clear();
+      tableless.settings.table_sha256.clear();
+      group = group_of_tableless
+                  .emplace(cell_key(*builds[0].target, tableless, builds[0].build_hash), ci)
+                  .first->second;
+    }
     for (std::size_t bi = 0; bi < nb; ++bi) {
       CellOutcome c;
       c.spec = cells[ci];
       c.build = bi;
       c.cell_key = cell_key(*builds[bi].target, cells[ci], builds[bi].build_hash);
       report.cells.push_back(std::move(c));
-      group_of.push_back(ci);
+      group_of.push_back(group);
     }
   }
   RoundPlanner planner(group_of, opt.rounds);

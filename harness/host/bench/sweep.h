@@ -35,6 +35,9 @@ struct SweepOptions {
   // > 0: start no new round after this many seconds; the units still measuring end with the stop
   // reason "wall-time budget (MDE not reached)" (bench --mde).
   double wall_budget_s = 0;
+  // Cells that differ only in their table setting form one group (a table against the defaults:
+  // their processes alternate in the same rounds and a disturbed round is replaced on both).
+  bool pair_tables = false;
 };
 
 struct CellOutcome {

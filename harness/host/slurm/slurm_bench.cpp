@@ -27,6 +27,7 @@ using Clock = std::chrono::steady_clock;
 void collect(SlurmJobs& jobs, bool finished, SlurmBenchOutcome& out) {
   out.runs.clear();
   for (auto& t : jobs.tasks()) {
+    if (t.state == "empty") continue;
     const auto j = jobs.outcome(t, finished);
     if (!j) continue;
     t.measured = 0;
@@ -113,6 +114,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
                   .tail = {"--resume"},
                   .job_options = out.job_options,
                   .job_name = "k3tune-bench",
+                  .total_key = "total_cells",
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
                  slurm, job_directory(rq.farm.bench.db_path, identity, rq.farm.bench.resume));
@@ -127,21 +129,12 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
     std::vector<std::string> cells;
     if (round == 0) {
       const std::string resv = rq.reservation.empty() ? cfg.scheduler.reservation : rq.reservation;
-      const std::size_t n = std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
+      const std::size_t n =
+          kTasksPerBoard * std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
       for (std::size_t i = 1; i <= n; ++i) cells.push_back(fmt::format("--shard {}/{}", i, n));
     } else {
       if (out.total_cells == 0 && out.cells.empty()) {
-        // Every job refused the command with k3tune's one line (e.g. an op the runner lacks: the
-        // grid is expanded on the board a job holds): bad input, said once.
-        std::set<std::string> refusals;
-        for (const auto& t : jobs.tasks())
-          refusals.insert(t.error.rfind("k3tune: ", 0) == 0 ? t.error.substr(8) : "");
-        if (refusals.size() == 1 && !refusals.begin()->empty())
-          throw k3bench::UserError(
-              fmt::format("{} (in Slurm job {})", *refusals.begin(), jobs.tasks().front().id));
-        std::vector<std::string> why;
-        for (const auto& t : jobs.tasks()) why.push_back(t.id + ": " + t.error);
-        fault = fmt::format("no job left an outcome ({})", fmt::join(why, "; "));
+        fault = jobs.no_outcome_fault();  // or bad input, said once
         break;
       }
       const auto left = remaining(out);

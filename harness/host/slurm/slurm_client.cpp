@@ -131,6 +131,10 @@ void SlurmClient::drain(const std::string& node, const std::string& reason) cons
   run("scontrol", {"update", "NodeName=" + node, "State=DRAIN", "Reason=" + reason_text(reason)});
 }
 
+void SlurmClient::cancel(const std::vector<std::string>& ids) const {
+  if (!ids.empty()) run("scancel", ids);
+}
+
 void SlurmClient::resume(const std::string& node) const {
   run("scontrol", {"update", "NodeName=" + node, "State=RESUME"});
 }

@@ -49,6 +49,8 @@ class SlurmClient {
   // squeue; a job that has left the queue is absent.
   std::map<std::string, std::string> queued(const std::vector<std::string>& job_ids) const;
   void drain(const std::string& node, const std::string& reason) const;
+  // scancel of these jobs or array tasks ("<job>_<task>").
+  void cancel(const std::vector<std::string>& ids) const;
   void resume(const std::string& node) const;
   // sinfo + squeue for these nodes (all known nodes when empty).
   std::map<std::string, NodeView> nodes(const std::vector<std::string>& names) const;

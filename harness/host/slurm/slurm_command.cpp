@@ -33,6 +33,7 @@ SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmC
                   .tail = {},
                   .job_options = options,
                   .job_name = "k3tune-" + rq.subcommand.substr(rq.subcommand.rfind(' ') + 1),
+                  .total_key = "",
                   .global_flags = rq.global_flags,
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
@@ -48,6 +49,7 @@ SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmC
   const bool answered = jobs.wait();
   out.task = jobs.tasks().front();
   out.output = jobs.output(out.task);
+  out.errors = jobs.errors(out.task);
   jobs.merge();
   if (!answered) {
     out.task.state = "left";

@@ -27,6 +27,7 @@ struct SlurmCommandRequest {
 struct SlurmCommandOutcome {
   SlurmTask task;
   std::string output;  // the command's stdout
+  std::string errors;  // and its stderr
   int exit_code = 1;   // the command's (1 when it did not end on its own)
   std::string fault;   // Slurm stopped answering
   std::string job_dir;

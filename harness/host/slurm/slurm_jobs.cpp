@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/host/bench/provenance.h"
+#include "harness/host/bench/user_error.h"
 #include "harness/host/farm/shell_quote.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/targets/process.h"
@@ -113,7 +115,9 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
 
 void SlurmJobs::save_journal() const {
   nlohmann::json j = nlohmann::json::array();
-  for (const auto& t : tasks_) j.push_back({{"id", t.id}, {"share", t.share}, {"round", t.round}});
+  for (const auto& t : tasks_)
+    j.push_back(
+        {{"id", t.id}, {"share", t.share}, {"round", t.round}, {"empty", t.state == "empty"}});
   write_text(dir_ / "jobs.json.tmp", j.dump(2));
   fs::rename(dir_ / "jobs.json.tmp", dir_ / "jobs.json");
 }
@@ -126,6 +130,7 @@ void SlurmJobs::adopt_journal() {
     t.id = j.at("id");
     t.share = j.at("share");
     t.round = j.at("round");
+    if (j.value("empty", false)) t.state = "empty";
     tasks_.push_back(t);
   }
 }
@@ -160,6 +165,7 @@ bool SlurmJobs::wait() {
       const auto queued = slurm_.queued({arrays.begin(), arrays.end()});
       last_answer = Clock::now();
       if (queued.empty()) return true;
+      if (!config_.total_key.empty()) cancel_empty_shares(queued);
     } catch (const SlurmUnreachable& e) {
       const double silent = std::chrono::duration<double>(Clock::now() - last_answer).count();
       if (silent >= config_.silence_s) {
@@ -169,6 +175,38 @@ bool SlurmJobs::wait() {
     }
     std::this_thread::sleep_for(std::chrono::duration<double>(config_.poll_s));
   }
+}
+
+void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& queued) {
+  std::optional<std::size_t> total;
+  for (const auto& t : tasks_) {
+    if (queued.count(t.id) || t.state == "empty") continue;  // still queued, or cancelled
+    const fs::path out = dir_ / ("job-" + t.id + ".json");
+    if (!fs::exists(out)) continue;
+    const auto j = nlohmann::json::parse(read_text(out), nullptr, false);
+    if (j.is_object() && j.contains(config_.total_key)) {
+      total = j[config_.total_key].get<std::size_t>();
+      break;
+    }
+  }
+  if (!total) return;
+  std::vector<std::string> empty;
+  for (auto& t : tasks_) {
+    int i = 0, n = 0;
+    if (t.state == "empty" || std::sscanf(t.share.c_str(), "--shard %d/%d", &i, &n) != 2) continue;
+    const auto it = queued.find(t.id);
+    if (static_cast<std::size_t>(i) > *total && it != queued.end() && it->second == "PENDING") {
+      empty.push_back(t.id);
+      t.state = "empty";
+    }
+  }
+  if (empty.empty()) return;
+  try {
+    slurm_.cancel(empty);
+  } catch (const std::runtime_error&) {
+    // One may have started meanwhile: it finds its share empty and ends on its own.
+  }
+  save_journal();
 }
 
 std::optional<nlohmann::json> SlurmJobs::outcome(SlurmTask& t, bool finished) const {
@@ -189,6 +227,10 @@ std::string SlurmJobs::output(const SlurmTask& t) const {
   return read_text(dir_ / ("job-" + t.id + ".json"));
 }
 
+std::string SlurmJobs::errors(const SlurmTask& t) const {
+  return read_text(dir_ / ("job-" + t.id + ".err"));
+}
+
 std::optional<int> SlurmJobs::exit_status(const SlurmTask& t) const {
   const fs::path rc = dir_ / ("job-" + t.id + ".rc");
   if (!fs::exists(rc)) return std::nullopt;
@@ -206,6 +248,20 @@ void SlurmJobs::merge() const {
     if (fs::exists(db) && fs::file_size(db) > 0) dbs.push_back(db.string());
   }
   if (!dbs.empty()) k3store::merge_databases(config_.db_path, dbs);
+}
+
+std::string SlurmJobs::no_outcome_fault() const {
+  std::set<std::string> refusals;
+  std::vector<std::string> why;
+  for (const auto& t : tasks_) {
+    if (t.state == "empty") continue;
+    refusals.insert(t.error.rfind("k3tune: ", 0) == 0 ? t.error.substr(8) : "");
+    why.push_back(t.id + ": " + t.error);
+  }
+  if (refusals.size() == 1 && !refusals.begin()->empty())
+    throw k3bench::UserError(
+        fmt::format("{} (in Slurm job {})", *refusals.begin(), tasks_.front().id));
+  return fmt::format("no job left an outcome ({})", fmt::join(why, "; "));
 }
 
 std::string SlurmJobs::left_text() const {

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,12 +27,20 @@
 
 namespace k3slurm {
 
+// A first round splits the work into this many `--shard i/n` tasks per board that can take work,
+// so the array balances itself: Slurm starts the next task on whichever board is free, and a slow
+// board takes fewer shares. The size of the work is known only to the tasks (the grid is expanded,
+// the sessions planned, on the board a job holds); shares found empty are cancelled unstarted.
+constexpr std::size_t kTasksPerBoard = 4;
+
 struct SlurmTask {
   std::string id;     // "<array job id>_<task>"
   std::string share;  // its part of the work as worker arguments: "--shard 1/2", "--cells 0,3"
   int round = 1;
   std::string board;  // where it ran (from its outcome; "" when unknown)
-  std::string state;  // finished | failed (no outcome: see error) | left (still queued)
+  // finished | failed (no outcome: see error) | left (still queued) | empty (cancelled unstarted:
+  // its share held nothing)
+  std::string state;
   std::string error;  // the job's last stderr line when it left no outcome
   int measured = 0;   // cells or sessions it finished
 };
@@ -45,6 +54,10 @@ struct SlurmJobsConfig {
   std::vector<std::string> tail;  // after the share (bench: --resume)
   std::vector<std::string> job_options;  // the farm's sbatch options (slurm_validate.h)
   std::string job_name;                  // sbatch --job-name
+  // The key of a task's outcome that gives the size of the whole work ("total_cells",
+  // "total_sessions"; "" : none). Once a task reports it, the pending tasks of a `--shard i/n`
+  // array whose share is empty (i above it) are cancelled (state "empty").
+  std::string total_key;
   // k3tune's global flags in every task: the outcome is JSON for the controller to read; a
   // command run as one job for its own output (slurm_command.h) keeps the caller's choice.
   std::vector<std::string> global_flags = {"--json", "-q"};
@@ -73,13 +86,15 @@ class SlurmJobs {
   // starts from when it has none yet (a later pass that reads what earlier ones measured).
   // Throws SlurmUnreachable when Slurm did not take it.
   void submit(const std::vector<std::string>& shares, int round, const std::string& seed_db = "");
-  // Waits until no task is queued. False when Slurm stopped answering (fault() says how long).
+  // Waits until no task is queued, cancelling empty shares on the way (total_key). False when
+  // Slurm stopped answering (fault() says how long).
   bool wait();
   // A task's outcome JSON, or nullopt with its state and error set (failed when `finished`,
   // else left).
   std::optional<nlohmann::json> outcome(SlurmTask& task, bool finished) const;
   // A task's stdout as it wrote it, and its exit status (nullopt: it did not end on its own).
   std::string output(const SlurmTask& task) const;
+  std::string errors(const SlurmTask& task) const;  // its stderr
   std::optional<int> exit_status(const SlurmTask& task) const;
   // Merges every task's database into the run's (natural keys: merging twice adds nothing).
   void merge() const;
@@ -92,11 +107,17 @@ class SlurmJobs {
   const std::filesystem::path& dir() const { return dir_; }
   // "; jobs left: a, b (--resume waits for them ...)" or "; no job left running ...".
   std::string left_text() const;
+  // When no task left an outcome: if they all refused the command with the same k3tune line (bad
+  // input found on the board a job holds, e.g. an op the runner lacks), throws it once as
+  // k3bench::UserError naming the job; else the fault, each task's last stderr line.
+  std::string no_outcome_fault() const;
 
  private:
   std::string batch_script(const std::vector<std::string>& shares,
                            const std::string& seed_db) const;
   void save_journal() const;
+  // With the work's size reported by a finished task: cancel the pending empty shares.
+  void cancel_empty_shares(const std::map<std::string, std::string>& queued);
 
   SlurmJobsConfig config_;
   const SlurmClient& slurm_;

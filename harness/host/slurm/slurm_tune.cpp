@@ -35,7 +35,7 @@ std::string snapshot(const std::string& db_path, const fs::path& dir, int round)
 void collect_sessions(SlurmJobs& jobs, bool finished, const std::string& table_task,
                       SlurmTuneOutcome& out) {
   for (auto& t : jobs.tasks()) {
-    if (t.id == table_task) continue;
+    if (t.id == table_task || t.state == "empty") continue;
     const auto j = jobs.outcome(t, finished);
     if (!j) continue;
     t.measured = 0;
@@ -107,6 +107,7 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
                   .tail = {},
                   .job_options = out.job_options,
                   .job_name = "k3tune-tune",
+                  .total_key = "total_sessions",
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
                  slurm, job_directory(rq.db_path, identity, false));
@@ -120,21 +121,11 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
     std::vector<std::string> shares;
     const std::size_t open = std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
     if (round == 0) {
-      for (std::size_t i = 1; i <= open; ++i)
-        shares.push_back(fmt::format("--shard {}/{}", i, open));
+      const std::size_t n = kTasksPerBoard * open;
+      for (std::size_t i = 1; i <= n; ++i) shares.push_back(fmt::format("--shard {}/{}", i, n));
     } else {
       if (out.total_sessions == 0 && out.sessions.empty()) {
-        // Every job refused the command with k3tune's one line (a bad space, an unknown op: the
-        // sessions are planned on the board a job holds): bad input, said once.
-        std::set<std::string> refusals;
-        for (const auto& t : jobs.tasks())
-          refusals.insert(t.error.rfind("k3tune: ", 0) == 0 ? t.error.substr(8) : "");
-        if (refusals.size() == 1 && !refusals.begin()->empty())
-          throw k3bench::UserError(
-              fmt::format("{} (in Slurm job {})", *refusals.begin(), jobs.tasks().front().id));
-        std::vector<std::string> why;
-        for (const auto& t : jobs.tasks()) why.push_back(t.id + ": " + t.error);
-        fault = fmt::format("no job left an outcome ({})", fmt::join(why, "; "));
+        fault = jobs.no_outcome_fault();  // or bad input, said once
         break;
       }
       const auto left = sessions_left(out);
