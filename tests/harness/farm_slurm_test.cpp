@@ -578,6 +578,61 @@ TEST_F(SlurmFarm, ABoardLostMidSessionIsDrainedAndItsSessionResumesOnTheOther) {
   EXPECT_EQ(nlohmann::json::parse(read_file(t1))["entries"].size(), 2u);
 }
 
+// A Slurm controller that goes silent mid-campaign: the campaign stops (a fault) with what its
+// jobs committed merged and the jobs it left named; `tune --resume` waits for those jobs, merges
+// them and finishes: every configuration counted once, the first run's jobs picked up.
+TEST_F(SlurmFarm, ASilentSlurmStopsTheCampaignAndResumePicksUpItsJobs) {
+  farm_file_ = slurm_farm("slurm_timeout_s = 3\n");
+  const std::string t1 = lab_->dir() / "t1.json";
+  const std::vector<std::string> args = {"-q",
+                                         "--json",
+                                         "tune",
+                                         "--farm",
+                                         farm_file_,
+                                         "--objective",
+                                         "instructions",
+                                         "--op",
+                                         "linear_decode",
+                                         "--shape",
+                                         "n=256,k=256",
+                                         "--shape",
+                                         "n=128,k=256",
+                                         "--strategy",
+                                         "exhaustive",
+                                         "--out",
+                                         t1};
+  auto running = std::async(std::launch::async, [&] { return run_k3tune(args); });
+  for (int i = 0; i < 3000 && count_in_jobs("SELECT count(*) FROM tuning_measurements") < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const pid_t ctld = std::stoi(read_file(slurm_dir_ + "/run/slurmctld.pid"));
+  kill(ctld, SIGSTOP);
+  const auto workers = processes_mentioning(db() + ".slurm/");
+  for (pid_t p : workers) kill(p, SIGSTOP);
+  const auto r = running.get();
+  const auto committed = count(db(), "SELECT count(*) FROM tuning_measurements");
+  kill(ctld, SIGCONT);
+  for (pid_t p : workers) kill(p, SIGCONT);
+  std::printf("tune: exit %d: %scounted configurations merged then: %lld\n", r.code, r.err.c_str(),
+              static_cast<long long>(committed));
+  ASSERT_EQ(r.code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("Slurm did not answer"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("jobs left: "), std::string::npos) << r.err;
+  EXPECT_GT(committed, 0);
+  EXPECT_FALSE(fs::exists(t1));
+  const auto j = nlohmann::json::parse(r.out);
+
+  auto resumed_args = args;
+  resumed_args.push_back("--resume");
+  const auto again = run_k3tune(resumed_args);
+  ASSERT_EQ(again.code, 0) << again.err << again.out;
+  const auto ja = nlohmann::json::parse(again.out);
+  std::printf("--resume: jobs %s\n", ja["jobs"].dump().c_str());
+  EXPECT_EQ(ja["jobs"][0]["job"], j["jobs"][0]["job"]) << again.out;  // picked up, not resubmitted
+  EXPECT_EQ(ja["tuned_sessions"], 2);
+  EXPECT_EQ(count(db(), "SELECT count(*) FROM tuning_measurements"), 6 + 4);
+  EXPECT_TRUE(fs::exists(t1));
+}
+
 // The nightly on a Slurm farm, inside a reservation of both boards: its farm steps (bench, the
 // tuning campaign, the per-board verdict) are Slurm jobs in the reservation, its deploy step is
 // the jobs' own, and the table is the campaign's table pass's.
@@ -640,10 +695,29 @@ TEST_F(SlurmFarm, TheNightlysFarmStepsAreSlurmJobsInItsReservation) {
   fs::copy_file(K3_FARM_RISCV_RUNNER, previous);
   std::ofstream(previous, std::ios::app) << '\n';
   fs::permissions(previous, fs::perms::owner_exec, fs::perm_options::add);
-  const auto ab = run_k3tune({"-q", "--json", "bench", "--farm", farm_file_, "--board", "b2",
-                              "--baseline-runner", previous, "--op", "linear_decode",
-                              "--shape", "n=256,k=256", "-P", "2", "--target-ci", "0", "-R", "1",
-                              "--min-time", "0.01", "--reservation", "nightly"});
+  const auto ab = run_k3tune({"-q",
+                              "--json",
+                              "bench",
+                              "--farm",
+                              farm_file_,
+                              "--board",
+                              "b2",
+                              "--baseline-runner",
+                              previous,
+                              "--op",
+                              "linear_decode",
+                              "--shape",
+                              "n=256,k=256",
+                              "-P",
+                              "2",
+                              "--target-ci",
+                              "0",
+                              "-R",
+                              "1",
+                              "--min-time",
+                              "0.01",
+                              "--reservation",
+                              "nightly"});
   ASSERT_EQ(ab.code, 0) << ab.err << ab.out;
   const auto j = nlohmann::json::parse(ab.out);
   EXPECT_EQ(j["builds"].size(), 2u) << ab.out;

@@ -152,7 +152,7 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
   if (slurm_farm && !worker) {
     if (c.explain)
       throw k3bench::UserError("--explain: give --target (a Slurm farm plans on the boards)");
-    tune_on_slurm(ctx, place, share.reservation);
+    tune_on_slurm(ctx, place, share);
     return;
   }
   k3tuner::CampaignRequest rq;
@@ -332,6 +332,9 @@ void add_tune_command(CLI::App& app, AppContext& ctx) {
                   "instructions: the qemu counting plugin (default build/third_party/...)");
   cmd->add_option("--reservation", a->share.reservation,
                   "a farm scheduled by Slurm: run the campaign's jobs in this Slurm reservation");
+  cmd->add_flag("--resume", a->share.resume,
+                "a Slurm farm's campaign: wait for the jobs an interrupted run of the same command "
+                "left, merge them, go on (sessions always resume from the database by themselves)");
   // A Slurm job's share of the campaign's sessions, set by the controller (hidden).
   cmd->add_option("--shard", a->share.shard)->group("");
   cmd->add_option("--sessions", a->share.sessions)->group("");

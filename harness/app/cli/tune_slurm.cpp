@@ -82,7 +82,7 @@ void print_slurm_tune(const k3slurm::SlurmTuneOutcome& o, const std::string& db_
 
 }  // namespace
 
-void tune_on_slurm(const AppContext& ctx, const PlaceArgs& place, const std::string& reservation) {
+void tune_on_slurm(const AppContext& ctx, const PlaceArgs& place, const SlurmShareArgs& share) {
   k3slurm::SlurmTuneRequest rq;
   rq.farm_file = place.farm;
   rq.root = ctx.root;
@@ -91,9 +91,10 @@ void tune_on_slurm(const AppContext& ctx, const PlaceArgs& place, const std::str
   rq.db_path = ctx.db_path();
   rq.boards = place.boards;
   rq.tags = place.tags;
-  rq.tune_args = k3slurm::subcommand_arguments(ctx.argv, "tune", {},
+  rq.tune_args = k3slurm::subcommand_arguments(ctx.argv, "tune", {"--resume"},
                                                {"--reservation", "--shard", "--sessions"});
-  rq.reservation = reservation;
+  rq.reservation = share.reservation;
+  rq.resume = share.resume;
   const k3slurm::SlurmClient slurm;
   k3slurm::SlurmTuneOutcome o;
   try {

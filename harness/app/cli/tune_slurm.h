@@ -14,10 +14,11 @@ struct SlurmShareArgs {
   std::string reservation;  // --reservation: the jobs run in this Slurm reservation
   std::string shard;        // --shard i/n (a job's share, set by the controller)
   std::string sessions;     // --sessions a,b (a later round's share, set by the controller)
+  bool resume = false;      // --resume: wait for the jobs an interrupted Slurm campaign left
 };
 
 // Submits the campaign as Slurm jobs, waits, merges, writes the table through its last job;
 // prints the outcome and sets the exit code (1: Slurm stopped answering, 3: no table).
-void tune_on_slurm(const AppContext& ctx, const PlaceArgs& place, const std::string& reservation);
+void tune_on_slurm(const AppContext& ctx, const PlaceArgs& place, const SlurmShareArgs& share);
 
 }  // namespace k3cli

@@ -110,11 +110,19 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
                   .total_key = "total_sessions",
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
-                 slurm, job_directory(rq.db_path, identity, false));
+                 slurm, job_directory(rq.db_path, identity, rq.resume));
   out.job_dir = jobs.dir().string();
+  int round = 0;
+  if (rq.resume) {
+    jobs.adopt_journal();
+    if (!jobs.tasks().empty()) {  // the jobs an interrupted run left: wait, read, merge
+      collect_sessions(jobs, jobs.wait(), "", out);
+      jobs.merge();
+      round = jobs.tasks().back().round;
+    }
+  }
   const std::string resv = rq.reservation.empty() ? cfg.scheduler.reservation : rq.reservation;
   std::string fault;
-  int round = 0;
   // Session rounds: the first splits the sessions over the boards open now, the next ones take
   // what was left.
   while (jobs.fault().empty() && fault.empty()) {

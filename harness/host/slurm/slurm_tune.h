@@ -15,7 +15,8 @@
 //      the built-in campaign's last pass does. Boards of two fingerprints in one run are refused
 //      after the sessions (a table is per fingerprint; a `constraint` selects one kind).
 //   5. A Slurm controller that stops answering for [farm] slurm_timeout_s is a fault: what the
-//      jobs committed is merged and the jobs left are named.
+//      jobs committed is merged and the jobs left are named; the same command with --resume waits
+//      for them, merges them and goes on from there.
 #pragma once
 
 #include <map>
@@ -38,7 +39,10 @@ struct SlurmTuneRequest {
   // `tune`'s own arguments as given, without --reservation, --shard and --sessions.
   std::vector<std::string> tune_args;
   std::string reservation;  // --reservation: overrides the farm file's
-  int max_attempts = 3;     // rounds of session jobs at most
+  // --resume: continue the latest run of the same command, waiting for the jobs it left (a Slurm
+  // controller went silent) and merging them before anything new is submitted.
+  bool resume = false;
+  int max_attempts = 3;  // rounds of session jobs at most
   double poll_s = 1;
 };
 
@@ -55,12 +59,12 @@ struct SlurmTuneOutcome {
   std::map<std::string, std::string> drained;    // board -> reason k3tune gave Slurm
   std::map<std::size_t, SlurmSession> sessions;  // by position in the session order
   std::size_t total_sessions = 0;
-  std::set<std::string> fingerprints;  // of the boards that tuned, as JSON text
-  std::string table_task;              // the table pass's job ("" : not run)
-  nlohmann::json table_pass;           // its outcome (`tune --farm --json` of one board)
-  int table_pass_measured = 0;         // what the table pass measured (0 when all was stored)
-  std::string problem;                 // why no table was written, when none was
-  std::string fault;                   // Slurm stopped answering: what and which jobs were left
+  std::set<std::string> fingerprints;                    // of the boards that tuned, as JSON text
+  std::string table_task;                                // the table pass's job ("" : not run)
+  nlohmann::json table_pass = nlohmann::json::object();  // its outcome (`tune --farm --json`)
+  int table_pass_measured = 0;  // what the table pass measured (0 when all was stored)
+  std::string problem;          // why no table was written, when none was
+  std::string fault;            // Slurm stopped answering: what and which jobs were left
   double wall_s = 0;
   int tuned() const;
   bool complete() const { return problem.empty() && fault.empty() && !table_task.empty(); }
