@@ -12,6 +12,7 @@
 #include "harness/app/cli/slurm_job_request.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/slurm/slurm_bench.h"
+#include "harness/host/slurm/slurm_validate.h"
 #include "harness/host/slurm/slurm_worker.h"
 
 namespace k3cli {
@@ -81,24 +82,10 @@ void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& d
 
 bool ab_bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
                        const std::string& reservation) {
-  k3farm::FarmConfig cfg;
-  std::vector<std::string> boards;
-  try {
-    cfg = k3farm::Farm::load(request.farm, ctx.root);
-    boards = k3farm::select_boards(cfg, request.boards, request.tags);
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  } catch (const std::invalid_argument& e) {
-    throw k3bench::UserError(e.what());
-  }
-  if (!cfg.scheduler.slurm()) {
-    if (!reservation.empty())
-      throw k3bench::UserError(fmt::format(
-          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
-          cfg.name, cfg.source));
-    return false;
-  }
-  if (k3slurm::inside_slurm_job()) return false;
+  const auto [cfg, boards] =
+      k3slurm::load_farm(request.farm, ctx.root, request.boards, request.tags);
+  k3slurm::refuse_reservation_unless_slurm(cfg, reservation);
+  if (!cfg.scheduler.slurm() || k3slurm::inside_slurm_job()) return false;
   run_and_relay(
       slurm_job_request(ctx, request.farm, "bench",
                         k3slurm::subcommand_arguments(ctx.argv, "bench", {}, {"--reservation"}),
@@ -108,19 +95,9 @@ bool ab_bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchReques
 
 bool bench_on_slurm(const AppContext& ctx, const k3farmbench::FarmBenchRequest& request,
                     const std::string& reservation) {
-  k3farm::FarmConfig cfg;
-  try {
-    cfg = k3farm::Farm::load(request.farm, ctx.root);
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  }
-  if (!cfg.scheduler.slurm()) {
-    if (!reservation.empty())
-      throw k3bench::UserError(fmt::format(
-          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
-          cfg.name, cfg.source));
-    return false;
-  }
+  const auto cfg = k3slurm::load_farm(request.farm, ctx.root, {}, {}).farm;
+  k3slurm::refuse_reservation_unless_slurm(cfg, reservation);
+  if (!cfg.scheduler.slurm()) return false;
   const k3slurm::SlurmClient slurm;
   const std::string& db_path = request.bench.db_path;
   if (k3slurm::inside_slurm_job()) {

@@ -14,6 +14,7 @@
 #include "harness/app/cli/tune_slurm.h"
 #include "harness/host/bench/progress.h"
 #include "harness/host/farmbench/shard.h"
+#include "harness/host/slurm/slurm_validate.h"
 #include "harness/host/slurm/slurm_worker.h"
 #include "tuner/campaign.h"
 #include "tuner/gate_command.h"
@@ -141,10 +142,7 @@ void run_campaign_command(const AppContext& ctx, const PlaceArgs& place, const C
                           const k3tuner::TuneCommand& c, const SlurmShareArgs& share) {
   FarmBoards f = farm_boards(ctx, place, cmd);
   const bool slurm_farm = f.farm.scheduler.slurm();
-  if (!share.reservation.empty() && !slurm_farm)
-    throw k3bench::UserError(fmt::format(
-        "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
-        f.farm.name, f.farm.source));
+  k3slurm::refuse_reservation_unless_slurm(f.farm, share.reservation);
   const bool worker = slurm_farm && k3slurm::inside_slurm_job();
   if ((!share.shard.empty() || !share.sessions.empty()) && !worker)
     throw k3bench::UserError(

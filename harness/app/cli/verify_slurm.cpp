@@ -8,6 +8,7 @@
 
 #include "harness/app/cli/slurm_job_request.h"
 #include "harness/host/farm/farm.h"
+#include "harness/host/slurm/slurm_validate.h"
 #include "harness/host/slurm/slurm_worker.h"
 #include "tuner/table.h"
 
@@ -20,20 +21,9 @@ bool verify_on_slurm(const AppContext& ctx, const PlaceArgs& place,
       throw k3bench::UserError("--reservation: a Slurm farm's option; give --farm");
     return false;
   }
-  k3farm::FarmConfig cfg;
-  try {
-    cfg = k3farm::Farm::load(place.farm, ctx.root);
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  }
-  if (!cfg.scheduler.slurm()) {
-    if (!reservation.empty())
-      throw k3bench::UserError(fmt::format(
-          "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
-          cfg.name, cfg.source));
-    return false;
-  }
-  if (k3slurm::inside_slurm_job()) return false;
+  const auto cfg = k3slurm::load_farm(place.farm, ctx.root, {}, {}).farm;
+  k3slurm::refuse_reservation_unless_slurm(cfg, reservation);
+  if (!cfg.scheduler.slurm() || k3slurm::inside_slurm_job()) return false;
   const auto common =
       k3slurm::subcommand_arguments(ctx.argv, "verify", {}, {"--table", "--reservation"});
   const k3slurm::SlurmClient slurm;
@@ -42,11 +32,7 @@ bool verify_on_slurm(const AppContext& ctx, const PlaceArgs& place,
     std::vector<std::string> boards;
     // The board that made the table, unless --board/--tag say otherwise (as on a built-in farm).
     if (!place.boards.empty() || !place.tags.empty()) {
-      try {
-        boards = k3farm::select_boards(cfg, place.boards, place.tags);
-      } catch (const std::invalid_argument& e) {
-        throw k3bench::UserError(e.what());
-      }
+      boards = k3slurm::load_farm(place.farm, ctx.root, place.boards, place.tags).boards;
     } else {
       const auto t = k3tuner::read_table(file);
       if (!t.contains("board") || !t["board"].contains("name"))

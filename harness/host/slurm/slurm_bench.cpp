@@ -83,18 +83,7 @@ int SlurmBenchOutcome::count(const std::string& status) const {
 
 SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient& slurm) {
   const auto start = Clock::now();
-  k3farm::FarmConfig cfg;
-  try {
-    cfg = k3farm::Farm::load(rq.farm.farm, rq.root);
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  }
-  std::vector<std::string> boards;
-  try {
-    boards = k3farm::select_boards(cfg, rq.farm.boards, rq.farm.tags);
-  } catch (const std::invalid_argument& e) {
-    throw k3bench::UserError(e.what());
-  }
+  const auto [cfg, boards] = load_farm(rq.farm.farm, rq.root, rq.farm.boards, rq.farm.tags);
   SlurmBenchOutcome out;
   out.farm_name = cfg.name;
   out.farm_source = cfg.source;

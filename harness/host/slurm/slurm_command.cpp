@@ -11,15 +11,7 @@
 namespace k3slurm {
 
 SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmClient& slurm) {
-  k3farm::FarmConfig cfg;
-  try {
-    cfg = k3farm::Farm::load(rq.farm_file, rq.root);
-    k3farm::select_boards(cfg, rq.boards, {});  // names the unknown board
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  } catch (const std::invalid_argument& e) {
-    throw k3bench::UserError(e.what());
-  }
+  const auto cfg = load_farm(rq.farm_file, rq.root, rq.boards, {}).farm;  // names an unknown board
   const auto options = validate_slurm_farm(cfg, rq.boards, rq.reservation, slurm);
   std::filesystem::create_directories(std::filesystem::absolute(rq.db_path).parent_path());
   std::vector<std::string> identity{rq.farm_file, rq.subcommand};

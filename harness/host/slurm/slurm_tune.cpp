@@ -79,16 +79,7 @@ int SlurmTuneOutcome::tuned() const {
 
 SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& slurm) {
   const auto start = Clock::now();
-  k3farm::FarmConfig cfg;
-  std::vector<std::string> boards;
-  try {
-    cfg = k3farm::Farm::load(rq.farm_file, rq.root);
-    boards = k3farm::select_boards(cfg, rq.boards, rq.tags);
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  } catch (const std::invalid_argument& e) {
-    throw k3bench::UserError(e.what());
-  }
+  const auto [cfg, boards] = load_farm(rq.farm_file, rq.root, rq.boards, rq.tags);
   SlurmTuneOutcome out;
   out.farm_name = cfg.name;
   out.farm_source = cfg.source;

@@ -6,8 +6,31 @@
 #include <fmt/ranges.h>
 
 #include "harness/host/bench/user_error.h"
+#include "harness/host/farm/farm.h"
 
 namespace k3slurm {
+
+ChosenFarm load_farm(const std::string& file, const std::string& root,
+                     const std::vector<std::string>& boards, const std::vector<std::string>& tags) {
+  ChosenFarm out;
+  try {
+    out.farm = k3farm::Farm::load(file, root);
+    out.boards = k3farm::select_boards(out.farm, boards, tags);
+  } catch (const std::runtime_error& e) {
+    throw k3bench::UserError(e.what());
+  } catch (const std::invalid_argument& e) {  // an unknown board or tag
+    throw k3bench::UserError(e.what());
+  }
+  return out;
+}
+
+void refuse_reservation_unless_slurm(const k3farm::FarmConfig& farm,
+                                     const std::string& reservation) {
+  if (!reservation.empty() && !farm.scheduler.slurm())
+    throw k3bench::UserError(fmt::format(
+        "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
+        farm.name, farm.source));
+}
 
 std::vector<std::string> job_options(const k3farm::SchedulerConfig& s,
                                      const std::string& reservation,

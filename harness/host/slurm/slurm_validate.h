@@ -12,6 +12,21 @@
 
 namespace k3slurm {
 
+// A farm file and the boards --board/--tag choose (all when neither), in inventory order.
+struct ChosenFarm {
+  k3farm::FarmConfig farm;
+  std::vector<std::string> boards;
+};
+
+// Throws k3bench::UserError (one line) for a bad farm file, an unknown board or tag.
+ChosenFarm load_farm(const std::string& file, const std::string& root,
+                     const std::vector<std::string>& boards, const std::vector<std::string>& tags);
+
+// A reservation is Slurm's: k3bench::UserError naming --reservation when one is given for a farm
+// that Slurm does not schedule.
+void refuse_reservation_unless_slurm(const k3farm::FarmConfig& farm,
+                                     const std::string& reservation);
+
 // The sbatch options every job of this farm gets: partition, gres, constraint, reservation
 // (`reservation` when not empty, else the farm file's), account, qos; and --exclude for the
 // partition's nodes that are not among `boards`.
