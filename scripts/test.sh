@@ -65,7 +65,8 @@ build_preset test-ime2
 status=0
 phase "tests: release"
 # The full-size bisection (label bisect-full) is left out: CI runs its reduced history (label bisect).
-in_tree test ctest --output-on-failure -j"$jobs" -LE '^bisect-full$' || status=1
+# So are the Slurm scenarios of label slurm-full (their paths are covered by label slurm).
+in_tree test ctest --output-on-failure -j"$jobs" -LE '^(bisect-full|slurm-full)$' || status=1
 phase "tests: asan+ubsan (kernel unit tests)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   in_tree test-asan ctest --output-on-failure -j"$jobs" -L kernels || status=1
