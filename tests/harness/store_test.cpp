@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +78,27 @@ TEST_F(HarnessStore, NewDatabaseHasSchemaAndPragmas) {
   c.reset();
   auto again = k3store::open_database(path("a.db"), k3store::OpenMode::kCreateOrUpdate);
   EXPECT_EQ(again->scalar_int("SELECT count(*) FROM samples"), 6);
+}
+
+// Controllers that start on one new database in the same instant all open it: switching it to WAL
+// answers SQLITE_BUSY at once (no busy handler) while another holds it, which once failed a
+// two-controller run in CI with "database is locked".
+TEST_F(HarnessStore, ConcurrentOpensOfANewDatabaseAllSucceed) {
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    const std::string path = (dir_ / ("race-" + std::to_string(attempt) + ".db")).string();
+    std::vector<std::string> errors(4);
+    std::vector<std::thread> openers;
+    for (std::size_t i = 0; i < errors.size(); ++i)
+      openers.emplace_back([&, i] {
+        try {
+          k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    for (auto& t : openers) t.join();
+    for (const auto& e : errors) ASSERT_EQ(e, "") << "attempt " << attempt;
+  }
 }
 
 TEST_F(HarnessStore, ForeignKeysAreEnforced) {

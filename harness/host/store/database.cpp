@@ -2,8 +2,10 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstring>
 #include <fstream>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -407,7 +409,19 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
     }
     return c;
   }
-  c->exec("PRAGMA journal_mode = WAL");  // readers (reports) never block the sweep's commits
+  // WAL: readers (reports) never block the sweep's commits. Switching a database to WAL needs it
+  // alone, and SQLite answers SQLITE_BUSY at once, without the busy handler, while another process
+  // holds it (two controllers starting on one new database in the same instant: seen in CI).
+  // Waited for here as busy_timeout would.
+  for (int waited_ms = 0;; waited_ms += 20) {
+    try {
+      c->exec("PRAGMA journal_mode = WAL");
+      break;
+    } catch (const StoreError&) {
+      if (c->last_error() != SQLITE_BUSY || waited_ms >= 30000) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
   c->exec(
       "PRAGMA synchronous = NORMAL");  // WAL + NORMAL: a power cut loses at most the last commit
   const std::int64_t version = c->scalar_int("PRAGMA user_version");

@@ -58,6 +58,8 @@ class Connection {
   sqlite3* handle() const { return db_; }
   const std::string& path() const { return path_; }
   void exec(const std::string& sql);
+  // The primary result code of the last call that failed (SQLITE_BUSY, ...).
+  int last_error() const { return sqlite3_errcode(db_) & 0xff; }
   Statement prepare(const std::string& sql) { return Statement(db_, sql); }
   std::int64_t scalar_int(const std::string& sql);
   std::int64_t changes() const { return sqlite3_changes64(db_); }
