@@ -118,9 +118,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
     std::vector<std::string> cells;
     if (round == 0) {
       const std::string resv = rq.reservation.empty() ? cfg.scheduler.reservation : rq.reservation;
-      const std::size_t n =
-          kTasksPerBoard * std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
-      for (std::size_t i = 1; i <= n; ++i) cells.push_back(fmt::format("--shard {}/{}", i, n));
+      cells = first_round_shares(open_boards(boards, resv, slurm).size());
     } else {
       if (out.total_cells == 0 && out.cells.empty()) {
         fault = jobs.no_outcome_fault();  // or bad input, said once
@@ -129,12 +127,10 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
       const auto left = remaining(out);
       if (left.empty() || round >= rq.farm.max_attempts) break;
       // One task per board that can still take work (Slurm keeps drained boards out anyway).
+      // One task per board that can still take work (Slurm keeps drained boards out anyway).
       std::size_t open = 0;
       for (const auto& b : boards) open += out.drained.count(b) == 0;
-      const std::size_t n = std::max<std::size_t>(1, std::min(left.size(), open));
-      std::vector<std::vector<std::size_t>> split(n);
-      for (std::size_t i = 0; i < left.size(); ++i) split[i % n].push_back(left[i]);
-      for (const auto& s : split) cells.push_back(fmt::format("--cells {}", fmt::join(s, ",")));
+      cells = split_shares("--cells", left, open);
     }
     ++round;
     try {

@@ -178,8 +178,10 @@ bool SlurmJobs::wait() {
 }
 
 void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& queued) {
-  std::optional<std::size_t> total;
+  // The size of the work is read once, from the first finished task that reports it.
+  std::optional<std::size_t>& total = total_;
   for (const auto& t : tasks_) {
+    if (total) break;
     if (queued.count(t.id) || t.state == "empty") continue;  // still queued, or cancelled
     const fs::path out = dir_ / ("job-" + t.id + ".json");
     if (!fs::exists(out)) continue;
@@ -248,6 +250,23 @@ void SlurmJobs::merge() const {
     if (fs::exists(db) && fs::file_size(db) > 0) dbs.push_back(db.string());
   }
   if (!dbs.empty()) k3store::merge_databases(config_.db_path, dbs);
+}
+
+std::vector<std::string> first_round_shares(std::size_t open_boards) {
+  const std::size_t n = kTasksPerBoard * std::max<std::size_t>(1, open_boards);
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i <= n; ++i) out.push_back(fmt::format("--shard {}/{}", i, n));
+  return out;
+}
+
+std::vector<std::string> split_shares(const std::string& option,
+                                      const std::vector<std::size_t>& left, std::size_t tasks) {
+  const std::size_t n = std::max<std::size_t>(1, std::min(left.size(), tasks));
+  std::vector<std::vector<std::size_t>> split(n);
+  for (std::size_t i = 0; i < left.size(); ++i) split[i % n].push_back(left[i]);
+  std::vector<std::string> out;
+  for (const auto& s : split) out.push_back(fmt::format("{} {}", option, fmt::join(s, ",")));
+  return out;
 }
 
 std::string SlurmJobs::no_outcome_fault() const {

@@ -124,7 +124,15 @@ class SlurmJobs {
   std::filesystem::path dir_;
   std::vector<SlurmTask> tasks_;
   std::string fault_;
+  std::optional<std::size_t> total_;  // the work's size, once a task reported it (total_key)
 };
+
+// The first round's shares: kTasksPerBoard `--shard i/n` per open board (at least one board).
+std::vector<std::string> first_round_shares(std::size_t open_boards);
+// A later round's: the positions `left` dealt round-robin over at most `tasks` tasks, each share
+// "<option> a,b,..." (`--cells`, `--sessions`).
+std::vector<std::string> split_shares(const std::string& option,
+                                      const std::vector<std::size_t>& left, std::size_t tasks);
 
 // This k3tune's own executable (/proc/self/exe), for the jobs to run ("k3tune" when unknown).
 std::string running_executable();

@@ -120,8 +120,7 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
     std::vector<std::string> shares;
     const std::size_t open = std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
     if (round == 0) {
-      const std::size_t n = kTasksPerBoard * open;
-      for (std::size_t i = 1; i <= n; ++i) shares.push_back(fmt::format("--shard {}/{}", i, n));
+      shares = first_round_shares(open);
     } else {
       if (out.total_sessions == 0 && out.sessions.empty()) {
         fault = jobs.no_outcome_fault();  // or bad input, said once
@@ -129,10 +128,7 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
       }
       const auto left = sessions_left(out);
       if (left.empty() || round >= rq.max_attempts) break;
-      const std::size_t n = std::min(left.size(), open);
-      std::vector<std::vector<std::size_t>> split(n);
-      for (std::size_t i = 0; i < left.size(); ++i) split[i % n].push_back(left[i]);
-      for (const auto& s : split) shares.push_back(fmt::format("--sessions {}", fmt::join(s, ",")));
+      shares = split_shares("--sessions", left, open);
     }
     ++round;
     try {
