@@ -105,10 +105,10 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
       return m;
     }
   }
-  // One and nine timed calls, one worker each time: the difference is eight calls, free of
+  // One and two (or nine) timed calls, one worker each time: the difference is calls free of
   // set-up, the accuracy check and process start (both processes must run the same check for it
-  // to cancel). k3bench::count_process counts as `k3tune count` does (no weight cache, the IME2
-  // model left out of an emulation build's count).
+  // to cancel). k3bench::count_process counts as `k3tune count` does (a warm weight cache in every
+  // counted process, the IME2 model left out of an emulation build's count).
   auto count = [&](int calls, std::string& reason) -> double {
     const k3bench::CountedProcess p =
         k3bench::count_process(tools_, target_, count_args(cell, calls), env_);
@@ -120,22 +120,27 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
     return p.total();
   };
   std::string reason;
-  // Nine calls against one: the untimed part varies by a few hundred instructions per process
-  // (timer reads), which eight calls' difference dilutes eightfold.
+  // Two calls against one first. The untimed part varies by a few hundred instructions per
+  // process (timer reads): against a call of a million instructions or more that is below 0.1%,
+  // and a large call under qemu takes seconds (prefill 128 x 2048 x 6144: 8 s per call at VLEN
+  // 256). Below that, nine calls against one dilute the variation eightfold.
   const double one = count(1, reason);
-  const double nine = one < 0 ? -1 : count(9, reason);
-  if (one < 0 || nine < 0) {
+  const double two = one < 0 ? -1 : count(2, reason);
+  const bool large = two - one >= kLargeCall;
+  const double many = one < 0 || two < 0 || large ? two : count(9, reason);
+  const int extra_calls = large ? 1 : 8;
+  if (one < 0 || two < 0 || many < 0) {
     m.rejected = true;
     m.reason = reason;
     return m;
   }
-  if (nine <= one) {
+  if (many <= one) {
     m.rejected = true;
-    m.reason =
-        fmt::format("9 calls counted {} instructions, 1 call {}: the set-up differed", nine, one);
+    m.reason = fmt::format("{} calls counted {} instructions, 1 call {}: the set-up differed",
+                           extra_calls + 1, many, one);
     return m;
   }
-  m.value = (nine - one) / 8;
+  m.value = (many - one) / extra_calls;
   if (id) cache_->put(*id, m.value, session);
   return m;
 }

@@ -82,8 +82,10 @@ class InstructionObjective final : public Objective {
   void use_cache(MeasurementCache* cache, std::string build_hash, bool cache_only = false);
   std::string session;  // recorded with the counts it stores
 
-  // How a count is taken: nine calls minus one, divided by eight (part of the cache's key).
-  static constexpr const char* kMethod = "insns-9-minus-1-over-8";
+  // How a count is taken: two calls minus one when that difference is kLargeCall instructions or
+  // more, else nine calls minus one, divided by eight (part of the cache's key).
+  static constexpr const char* kMethod = "insns-2-or-9-minus-1-per-call";
+  static constexpr double kLargeCall = 1e6;
   static std::vector<std::string> count_args(const k3bench::CellSpec& cell, int calls);
 
  private:

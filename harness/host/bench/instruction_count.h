@@ -3,8 +3,9 @@
 //
 // Method: the riscv64 k3bench runs an op twice with the counting TCG plugin
 // (scripts/qemu-insn-count), with 1 and 3 timed calls (one worker, one weight copy, no accuracy
-// check, weight cache off so both processes do the same set-up); per call = (count(3) - count(1)) /
-// 2, which cancels start-up and set-up up to a few hundred instructions of per-process jitter
+// check, the weight cache warm in both so they do the same set-up: a process that filled it is run
+// again); per call = (count(3) - count(1)) / 2, which cancels start-up and set-up up to a few
+// hundred instructions of per-process jitter
 // (timer and /proc reads): about 1e-4 per weight at N = K = 2048. In IME2 emulation builds the
 // plugin skips the software model (address range of the section k3_ime2_model, read with nm),
 // k3bench reports the emulated IME2 instructions and the calls that reach the model; per call:
