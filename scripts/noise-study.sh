@@ -36,7 +36,8 @@ db=${STUDY_DB:-$work/study.db}
 base=${BASE:-'huge_pages = "on", cpus = "auto", pool_wait = "spin", warmup = 2, weight_load = "mmap"'}
 # factor name | TOML pairs added to the baseline ("" = the baseline itself)
 # Repetition length and process length are factors too: bench's defaults are 5 repetitions of
-# 0.2 s. STUDY_FACTORS overrides the list (same format).
+# 0.05 s (0.2 s until the first study of this kind showed that the spread is per process);
+# the selfcheck's own are 0.02 s. STUDY_FACTORS overrides the list (same format).
 factors=${STUDY_FACTORS:-$(cat <<'EOT'
 defaults|
 no huge pages (THP)|huge_pages = "off"
@@ -45,7 +46,8 @@ pool parks at once|pool_wait = "park"
 warm-up 50 calls|warmup = 50
 weight copies per process|weight_load = "read"
 no weight rotation|copies = 1
-1/4 repetition length|min_time_s = 0.05
+4x repetition length|min_time_s = 0.2
+0.4x repetition length|min_time_s = 0.02
 3x repetitions per process|repetitions = 15
 EOT
 )}
@@ -106,7 +108,8 @@ naming='
     elif .measure.warmup == 50 then "warm-up 50 calls"
     elif .measure.weight_load == "read" then "weight copies per process"
     elif (.params.copies // 0) == 1 then "no weight rotation"
-    elif .measure.min_time_s == 0.05 then "1/4 repetition length"
+    elif .measure.min_time_s == 0.2 then "4x repetition length"
+    elif .measure.min_time_s == 0.02 then "0.4x repetition length"
     elif .measure.repetitions == 15 then "3x repetitions per process"
     else "defaults" end;
 '
@@ -148,6 +151,15 @@ command -v sqlite3 >/dev/null && command -v gawk >/dev/null || { echo "(componen
 #   r*:       the repetitions per process that maximise evidence/s at this repetition length,
 #              given its components and its fixed per-process cost c = wall - r t:
 #              minimise (s_proc^2 + s_rep^2 / r)(c + r t)  =>  r* = sqrt(c s_rep^2 / (t s_proc^2)).
+#   within:   the same evidence for pairing inside one process: its repetitions taken in pairs
+#              as A B, B A, A B, ... (the order alternates so a drift within the process cancels),
+#              the process's estimate is the mean of log B - log A over its pairs, and one process
+#              (its whole wall time) is one "round". Both sides here are the same configuration,
+#              so this is the A/A null: Var = the variance of those estimates across processes.
+#              Relative to the defaults' per-process rounds of the same cell; "bias" is the mean
+#              estimate over its standard error (about N(0, 1) when the alternation is fair).
+#              It holds where A and B can share a process: two parameter sets or an injected
+#              slowdown of one runner, not two builds.
 jq -r "$naming"'.cells[] | select(.status == "ok") | [.cell_key, cellname, factor, .measure.min_time_s] | @tsv' "$work/out.json" >"$work/names.tsv"
 sqlite3 -separator $'\t' "$db" "
   SELECT p.cell_key, p.process_index, s.ns, p.kernel_ns, p.wall_ns,
@@ -164,6 +176,9 @@ gawk -F'\t' -v cpus="$(nproc)" '
     if (!((k, p) in seen)) { seen[k, p] = 1; np[k]++; procs[k, np[k]] = p
       kern[k, p] = $4; wall[k, p] = $5; delay[k, p] = $6; steal[k, p] = $7 }
     nr[k, p]++; sx[k, p] += x; sxx[k, p] += x * x
+    # within-process pairs: repetitions 1 2 | 3 4 | ... as A B | B A | A B ...
+    if (nr[k, p] % 2 == 1) held[k, p] = x
+    else { pr = nr[k, p] / 2; d = x - held[k, p]; if (pr % 2 == 0) d = -d; wd[k, p] += d; wn[k, p]++ }
   }
   function fitr2(k,   i, p, n, y, a, b, my, ma, mb, saa, sbb, sab, say, sby, syy, det, ba, bb, ssr) {
     # least squares of the process mean log time on the delay and steal shares (centred)
@@ -195,6 +210,12 @@ gawk -F'\t' -v cpus="$(nproc)" '
       sp2 = vb - w / r; if (sp2 < 0) sp2 = 0
       round_var = 2 * (sp2 + w / r); round_wall = 2 * wl
       ev[k] = 1 / (round_var * round_wall)
+      we = 0; wee = 0; wm = 0
+      for (i = 1; i <= n; i++) { p = procs[k, i]; if (wn[k, p] < 1) continue
+        e = wd[k, p] / wn[k, p]; we += e; wee += e * e; wm++ }
+      if (wm > 2) { wv = (wee - we * we / wm) / (wm - 1)
+        wev[k] = wv > 0 ? 1 / (wv * wl) : -1; wbias[k] = wv > 0 ? (we / wm) / sqrt(wv / wm) : 0 }
+      else wev[k] = -1
       t = reptime[k]; c = wl - r * t; if (c < 0) c = 0
       rstar = sp2 > 0 ? sqrt(c * w / (t * sp2)) : -1
       line[k] = sprintf("%s\t%s\t%d\t%.1f%%\t%.1f%%\t%.0f%%\t%.2f%%\t%.2f%%\t%s\t%.1f s\t%s", cellname[k], factor[k], n,
@@ -202,11 +223,12 @@ gawk -F'\t' -v cpus="$(nproc)" '
         (R = fitr2(k)) < 0 ? "-" : sprintf("%.2f", R), wl, rstar < 0 ? "inf" : sprintf("%.0f", rstar))
       if (factor[k] == "defaults") base[cellname[k]] = ev[k]
     }
-    print "cell\tfactor\tprocs\tsd rep\tsd proc\tproc share\tdelay\tsteal\tR2\twall/proc\tr*\tevidence/s vs defaults"
-    for (k in line) printf "%s\t%s\n", line[k], (cellname[k] in base) ? sprintf("%.2fx", ev[k] / base[cellname[k]]) : "-" | "sort"
+    print "cell\tfactor\tprocs\tsd rep\tsd proc\tproc share\tdelay\tsteal\tR2\twall/proc\tr*\tevidence/s vs defaults\twithin (bias)"
+    for (k in line) printf "%s\t%s\t%s\n", line[k], (cellname[k] in base) ? sprintf("%.2fx", ev[k] / base[cellname[k]]) : "-",
+      (cellname[k] in base && wev[k] > 0) ? sprintf("%.2fx (%+.1f)", wev[k] / base[cellname[k]], wbias[k]) : "-" | "sort"
     close("sort")
   }' "$work/names.tsv" "$work/reps.tsv" | column -t -s $'\t'
-echo "(sd rep / sd proc: the per-repetition and per-process components of the log-time spread; proc share: of the process means' variance; delay / steal: share of the measured time the scheduler / the hypervisor took; R2: the process-mean variance those two shares explain; r*: the repetitions per process that would buy the most evidence per second at this repetition length)"
+echo "(sd rep / sd proc: the per-repetition and per-process components of the log-time spread; proc share: of the process means' variance; delay / steal: share of the measured time the scheduler / the hypervisor took; R2: the process-mean variance those two shares explain; r*: the repetitions per process that would buy the most evidence per second at this repetition length; within: pairing repetitions A B / B A inside one process instead, relative to the defaults, and its bias in standard errors)"
 
 sqlite3 -separator ' ' "$db" "
   SELECT p.order_index, p.cell_key, c.op || ' ' || json_extract(c.shape_json, '$.n') || 'x' ||

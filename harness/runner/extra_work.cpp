@@ -33,7 +33,8 @@ double calibrate_ns_per_spin() {
 
 }  // namespace
 
-ExtraWork::ExtraWork(double ns, std::uint64_t spins) : requested_ns_(std::max(0.0, ns)) {
+ExtraWork::ExtraWork(double ns, std::uint64_t spins, bool alternate)
+    : requested_ns_(std::max(0.0, ns)), alternate_(alternate) {
   if (spins > 0) {
     spins_ = spins;
     return;
@@ -43,14 +44,23 @@ ExtraWork::ExtraWork(double ns, std::uint64_t spins) : requested_ns_(std::max(0.
   spins_ = static_cast<std::uint64_t>(std::llround(requested_ns_ / ns_per_spin_));
 }
 
+char ExtraWork::side(int rep) const {
+  if (!alternate_) return 0;
+  const bool second_of_pair = rep % 2 == 1, reversed_pair = (rep / 2) % 2 == 1;
+  return second_of_pair != reversed_pair ? 'B' : 'A';
+}
+
 void ExtraWork::run() const {
   volatile std::uint64_t sink = spin(spins_);
   (void)sink;
 }
 
 nlohmann::json ExtraWork::to_json() const {
-  if (!enabled()) return nullptr;
-  return {{"requested_ns", requested_ns_}, {"ns_per_spin", ns_per_spin_}, {"spins", spins_}};
+  if (!enabled() && !alternate_) return nullptr;
+  return {{"requested_ns", requested_ns_},
+          {"ns_per_spin", ns_per_spin_},
+          {"spins", spins_},
+          {"sides", alternate_ ? "abba" : "all"}};
 }
 
 }  // namespace k3runner

@@ -59,6 +59,7 @@ struct Options {
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
   std::uint64_t extra_work_spins = 0;
+  std::string extra_work_sides = "all";
   bool tcm_status = false;
   bool facts = false;
   std::string tcm_force_release, tcm_backend = "auto";
@@ -170,7 +171,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
   }
   const bool accurate = !r.accuracy || r.accuracy->pass;
   if (accurate) {
-    const ExtraWork extra(o.extra_work_ns, o.extra_work_spins);
+    const ExtraWork extra(o.extra_work_ns, o.extra_work_spins, o.extra_work_sides == "abba");
     const PerfCounters counters;  // after make(): the worker threads exist and are counted too
     r.counters = counters.status_json();
     r.extra_work = extra.to_json();
@@ -339,6 +340,12 @@ int main(int argc, char** argv) {
                  "of instructions for instruction-count tests (K3BENCH_EXTRA_WORK_SPINS)")
       ->envname("K3BENCH_EXTRA_WORK_SPINS")
       ->check(CLI::Range(std::uint64_t{0}, std::uint64_t{1} << 40));
+  app.add_option("--extra-work-sides", o.extra_work_sides,
+                 "all: the extra work after every timed call; abba: repetitions alternate A "
+                 "(without) and B (with) in pairs A B, B A, ... and report their side, the "
+                 "within-process comparison of the statistics self-check")
+      ->check(CLI::IsMember({"all", "abba"}))
+      ->capture_default_str();
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {

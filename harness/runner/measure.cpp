@@ -49,9 +49,11 @@ Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra
   Calibration cal;
   const int cycle = std::max(1, c.rotation());
   const auto start = Clock::now();
+  // Alternating sides calibrate on side A (no work): both sides then run the same calls.
+  const bool every_call = extra != nullptr && extra->enabled() && !extra->alternating();
   auto one_call = [&] {
     c.run_once();
-    if (extra != nullptr && extra->enabled()) extra->run();
+    if (every_call) extra->run();
   };
   int calls = 0;
   for (; calls < std::max(opt.warmup, cycle); ++calls) one_call();
@@ -94,12 +96,14 @@ double thread_cpu_seconds() {
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters,
                     const ExtraWork* extra) {
   Measurement m;
-  const bool with_extra = extra != nullptr && extra->enabled();
   m.calibration = warm_up(c, opt, extra);
   m.repetitions.reserve(static_cast<std::size_t>(opt.repetitions));
   auto* b = benchmark::RegisterBenchmark("case", [&](benchmark::State& state) {
     // Everything here but the state loop is outside Google Benchmark's timer.
     Repetition rep;
+    const int index = static_cast<int>(m.repetitions.size());
+    const bool with_extra = extra != nullptr && extra->in_repetition(index);
+    if (extra != nullptr) rep.side = extra->side(index);
     const bool count = counters != nullptr && !counters->available().empty();
     rep.readings_before = environment_readings();
     rep.cpu_before = current_cpu();

@@ -33,6 +33,7 @@ struct Repetition {
   SchedulingSnapshot taken;             // run delay and steal during it (scheduling.h)
   nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
   std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
+  char side = 0;                   // 'A' / 'B' with alternating extra work (extra_work.h), else 0
 };
 
 struct MeasureOptions {

@@ -53,6 +53,7 @@ nlohmann::json result_json(const Result& r) {
                          {"cpu", {rep.cpu_before, rep.cpu_after}},
                          {"flags", rep.flags}};
     if (rep.cpu_share >= 0) jr["cpu_share"] = rep.cpu_share;
+    if (rep.side != 0) jr["side"] = std::string(1, rep.side);
     if (rep.taken.run_delay_ns >= 0) jr["run_delay_ns"] = rep.taken.run_delay_ns;
     if (rep.taken.steal_ns >= 0) jr["steal_ns"] = rep.taken.steal_ns;
     if (!rep.counters.empty()) jr["counters"] = rep.counters;

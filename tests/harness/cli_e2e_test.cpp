@@ -239,6 +239,37 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
   EXPECT_EQ(count("SELECT count(*) FROM runs"), 2);
 }
 
+// selfcheck stats --within-processes on the real runner: both designs judged in the same trials,
+// the within-process one from processes whose repetitions carry their sides. A +50% slowdown of a
+// tiny rmsnorm (the extra work dwarfs a repetition's noise) is found by both designs in every
+// trial; the within-process design spends exactly its processes (none is disturbed often enough
+// here to be replaced more than twice per verdict).
+TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
+  const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
+                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6",
+                         "--min-time", "0.002", "--no-store"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("within_process")) << r.out;
+  const auto& w = j["within_process"];
+  EXPECT_EQ(w["processes_per_verdict"], 6);
+  EXPECT_EQ(w["repetitions_per_side"], 5);
+  EXPECT_EQ(w["false_positive_rate"]["trials"], 2);
+  EXPECT_EQ(w["detection_rate"]["50%"]["count"], 2) << w;
+  EXPECT_NEAR(w["detection_rate"]["50%"]["measured_mean"].get<double>(), 0.5, 0.25) << w;
+  EXPECT_EQ(j["detection_rate"]["50%"]["count"], 2) << j["detection_rate"];
+  EXPECT_GE(w["processes"].get<int>(), 2 * 2 * 6);
+  EXPECT_LE(w["processes"].get<int>(), 2 * 2 * 6 * 3);
+  EXPECT_GT(w["verdict_wall_s"].get<double>(), 0);
+  EXPECT_TRUE(j["cells"][0].contains("within_process"));
+  // Without the option the design is absent, not reported as zeros.
+  const auto plain =
+      k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256", "--trials",
+              "1", "--slowdown", "0.5", "--min-time", "0.002", "--no-store"});
+  ASSERT_EQ(plain.code, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("within_process"));
+}
+
 TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {
   // The two-stage count: 3 processes first, then as many as their spread asks for (at most 8). A
   // loose target may be met by the first stage on a quiet machine; whatever the machine does, the

@@ -13,7 +13,9 @@ using nlohmann::json;
 
 namespace {
 
-const char* kSmallDecode = "--op linear_decode --shape n=96,k=256 --params workers=2,copies=2 --reps 3 --warmup 1 --min-time 0.001";
+const char* kSmallDecode =
+    "--op linear_decode --shape n=96,k=256 --params workers=2,copies=2 --reps 3 --warmup 1 "
+    "--min-time 0.001";
 
 TEST(K3benchCli, ListOpsJsonDeclaresShapeKeysAndParams) {
   auto r = run_k3bench("--list-ops --json");
@@ -52,7 +54,8 @@ TEST(K3benchCli, DecodeResultDocument) {
   EXPECT_EQ(j["op"], "linear_decode");
   EXPECT_EQ(j["path"], "generic");  // the host build has no RVV layer
   EXPECT_EQ(j["dispatch"]["requested"], "auto");
-  EXPECT_NE(j["dispatch"]["reason"].get<std::string>().find("rvv layer not compiled"), std::string::npos);
+  EXPECT_NE(j["dispatch"]["reason"].get<std::string>().find("rvv layer not compiled"),
+            std::string::npos);
   // Only IME2 emulation builds run a path as software models; the generic layer is real code.
   ASSERT_TRUE(j["dispatch"]["emulated"].is_boolean());
   EXPECT_FALSE(j["dispatch"]["emulated"].get<bool>());
@@ -71,16 +74,50 @@ TEST(K3benchCli, DecodeResultDocument) {
   EXPECT_EQ(j["accuracy"]["checked"], 96);
   EXPECT_LE(j["accuracy"]["worst_error_to_bound"].get<double>(), 1.0);
   const auto& env = j["environment"];
-  for (const char* key : {"cpu_model", "cpus_allowed", "vlenb", "runner", "build", "readings_before", "readings_after"}) {
+  for (const char* key : {"cpu_model", "cpus_allowed", "vlenb", "runner", "build",
+                          "readings_before", "readings_after"}) {
     EXPECT_TRUE(env.contains(key)) << key;
   }
   EXPECT_FALSE(env["build"]["compiler"].get<std::string>().empty());
   EXPECT_GT(j["summary"]["weight_gbps"].get<double>(), 0.0);
 }
 
+// The within-process comparison of the statistics self-check: with --extra-work-sides abba the
+// repetitions alternate A B, B A, ... and only side B runs the extra work. 200,000 spins of the
+// dependent chain (tens of microseconds) dwarf the small decode call, so every B repetition is
+// far slower than the A repetitions; without the option no repetition carries a side.
+TEST(K3benchCli, AlternatingExtraWorkRunsOnlyOnSideBInPairsABThenBA) {
+  const std::string args =
+      "--op linear_decode --shape n=96,k=256 --params workers=1 --reps 8 --warmup 1 "
+      "--iterations 20 --check none --extra-work-spins 200000 --json";
+  auto r = run_k3bench(args + " --extra-work-sides abba");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["extra_work"]["sides"], "abba");
+  std::string sides;
+  std::vector<double> a, b;
+  for (const auto& rep : j["repetitions"]) {
+    sides += rep.at("side").get<std::string>();
+    (rep["side"] == "B" ? b : a).push_back(rep["ns"].get<double>());
+  }
+  EXPECT_EQ(sides, "ABBAABBA");
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_GT(b[1], 5 * a[1]) << "the medians of B and A";
+
+  auto plain = run_k3bench(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const json p = json::parse(plain.out);
+  EXPECT_EQ(p["extra_work"]["sides"], "all");
+  for (const auto& rep : p["repetitions"]) EXPECT_FALSE(rep.contains("side"));
+}
+
 TEST(K3benchCli, PrefillC4WithResidualAndClampPassesFullCheck) {
   auto r = run_k3bench(
-      "--op linear_prefill --shape m=5,n=37,k=192 --params workers=3,layout=c4,residual=1,clamp=1,tile_n=7 "
+      "--op linear_prefill --shape m=5,n=37,k=192 --params "
+      "workers=3,layout=c4,residual=1,clamp=1,tile_n=7 "
       "--check full --reps 1 --min-time 0.001 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
@@ -98,7 +135,8 @@ struct BadInput {
 // Readable test names: the expected exit code and message, alphanumerics only.
 std::string bad_input_name(const ::testing::TestParamInfo<BadInput>& info) {
   std::string name = "exit" + std::to_string(info.param.exit_code) + "_";
-  for (const char* p = info.param.message_part; *p; ++p) name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
+  for (const char* p = info.param.message_part; *p; ++p)
+    name += std::isalnum(static_cast<unsigned char>(*p)) ? *p : '_';
   return name + "_" + std::to_string(info.index);
 }
 
@@ -120,8 +158,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--op linear_decode --shape n=64", 2, "missing required key 'k'"},
         BadInput{"--op linear_decode --shape n=64,k=64,x=1", 2, "unknown key 'x'"},
         BadInput{"--op linear_decode --shape n=64,k=abc", 2, "k='abc' is not an integer"},
-        BadInput{"--op linear_decode --shape n=64,k=64 --params workers=0", 2, "workers=0 is outside"},
-        BadInput{"--op linear_decode --shape n=64,k=64 --params layout=zigzag", 2, "layout='zigzag'"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params workers=0", 2,
+                 "workers=0 is outside"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params layout=zigzag", 2,
+                 "layout='zigzag'"},
         BadInput{"--op linear_decode --shape n=64,k=64 --reps 0", 2, "--reps"},
         BadInput{"--bogus-flag", 2, "bogus"},
         BadInput{"--op linear_decode --shape n=64,k=100", 3, "k=100 is not a multiple of 64"},

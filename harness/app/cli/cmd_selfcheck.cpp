@@ -35,6 +35,7 @@ struct Args {
   double min_time_s = 0.02;
   int repetitions = k3bench::defaults::kRepetitions;
   double time_budget_s = 900;
+  int within_processes = 0;  // opt-in: it doubles a trial's time
   bool synthetic = false;
   // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
   // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
@@ -102,6 +103,23 @@ std::string method_text(k3stats::PairedEstimator e) {
              : "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided";
 }
 
+// The within-process design's figures (a cell's or the pooled ones).
+nlohmann::json within_json(const k3bench::WithinProcessSelfcheck& w) {
+  nlohmann::json det = nlohmann::json::object();
+  for (const auto& d : w.detections) {
+    det[percent_key(d.injected)] = proportion_json(d.rate);
+    det[percent_key(d.injected)]["measured_mean"] = d.measured_mean;
+  }
+  return {{"false_positive_rate", proportion_json(w.false_positives)},
+          {"detection_rate", det},
+          {"noise_floor", w.noise_floor},
+          {"minimum_detectable_effect", w.minimum_detectable_effect},
+          {"processes_per_verdict", w.processes_per_verdict},
+          {"repetitions_per_side", w.repetitions_per_side},
+          {"processes", w.processes},
+          {"verdict_wall_s", w.verdict_wall_s}};
+}
+
 nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
                            const Args& a, const std::string& target) {
   nlohmann::json detection = nlohmann::json::object();
@@ -129,10 +147,12 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                      {"configurations_at_max_processes", c.processes_at_max},
                      {"processes", c.processes},
                      {"process_wall_s", c.process_wall_s},
+                     {"verdict_wall_s", c.verdict_wall_s},
                      {"for_target_mde",
                       {{"mde", kTargetMde},
                        {"processes_per_configuration", c.processes_for_target_mde},
                        {"verdict_wall_s", c.verdict_wall_s_for_target_mde}}}});
+    if (a.within_processes > 0) cells.back()["within_process"] = within_json(c.within);
   }
   const double fp_high = r.false_positives.rate;
   double det5 = -1;
@@ -140,31 +160,34 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
     if (std::fabs(d.injected - 0.05) < 1e-9) det5 = d.rate.rate;
   nlohmann::json targets = {{"false_positive_rate_at_most_5pct", fp_high <= 0.05},
                             {"detects_5pct_in_at_least_80pct", det5 >= 0.8}};
-  return {{"target", target},
-          {"runner", a.synthetic ? "synthetic" : "k3bench"},
-          {"trials", r.trials},
-          {"cut_by_time_budget", r.cut_by_time_budget},
-          {"false_positive_rate", proportion_json(r.false_positives)},
-          {"detection_rate", detection},
-          {"noise_floor", r.noise_floor},
-          {"minimum_detectable_effect", r.minimum_detectable_effect},
-          {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
-          {"wall_s_for_target_mde", r.wall_s_for_target_mde},
-          {"budget",
-           {{"min_processes", rounds.min_processes},
-            {"target_mde", rounds.target_mde},
-            {"max_processes", rounds.max_processes},
-            {"target_ci", rounds.target_ci},
-            {"repetitions", a.repetitions},
-            {"min_time_s", a.min_time_s}}},
-          {"test",
-           {{"method", method_text(a.compare.estimator)},
-            {"estimator", k3stats::to_string(a.compare.estimator)},
-            {"alpha", a.compare.alpha},
-            {"min_effect", a.compare.min_effect},
-            {"power_for_mde", a.compare.power}}},
-          {"targets_met", targets},
-          {"cells", cells}};
+  nlohmann::json out = {{"target", target},
+                        {"runner", a.synthetic ? "synthetic" : "k3bench"},
+                        {"trials", r.trials},
+                        {"cut_by_time_budget", r.cut_by_time_budget},
+                        {"false_positive_rate", proportion_json(r.false_positives)},
+                        {"detection_rate", detection},
+                        {"noise_floor", r.noise_floor},
+                        {"minimum_detectable_effect", r.minimum_detectable_effect},
+                        {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
+                        {"wall_s_for_target_mde", r.wall_s_for_target_mde},
+                        {"budget",
+                         {{"min_processes", rounds.min_processes},
+                          {"target_mde", rounds.target_mde},
+                          {"max_processes", rounds.max_processes},
+                          {"target_ci", rounds.target_ci},
+                          {"repetitions", a.repetitions},
+                          {"min_time_s", a.min_time_s}}},
+                        {"test",
+                         {{"method", method_text(a.compare.estimator)},
+                          {"estimator", k3stats::to_string(a.compare.estimator)},
+                          {"alpha", a.compare.alpha},
+                          {"min_effect", a.compare.min_effect},
+                          {"power_for_mde", a.compare.power}}},
+                        {"targets_met", targets},
+                        {"cells", cells}};
+  // Absent with --within-processes 0, as "not measured".
+  if (a.within_processes > 0) out["within_process"] = within_json(r.within);
+  return out;
 }
 
 void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
@@ -219,6 +242,22 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
     fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n",
                100 * r.false_positives.rate);
   }
+  if (a.within_processes <= 0) return;
+  const auto& w = r.within;
+  fmt::print(
+      "within one process (A and B alternate repetitions A B, B A, ...; {} processes of {} + {} "
+      "repetitions per verdict; for two parameter sets of one runner, never two builds):\n",
+      w.processes_per_verdict, w.repetitions_per_side, w.repetitions_per_side);
+  for (const auto& c : r.cells)
+    fmt::print(
+        "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
+        "{:.2f}%, {:.1f} s)\n",
+        c.cell.label(), k3bench::to_kv(c.cell.params), 100 * c.within.noise_floor,
+        100 * c.within.minimum_detectable_effect, c.within.verdict_wall_s,
+        100 * c.minimum_detectable_effect, c.verdict_wall_s);
+  line("A vs A false positives", w.false_positives);
+  for (const auto& d : w.detections)
+    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
 }
 
 void run(const AppContext& ctx, Args a) {
@@ -253,6 +292,7 @@ void run(const AppContext& ctx, Args a) {
   opt.time_budget_s = a.synthetic ? 0 : a.time_budget_s;
   opt.target_mde = kTargetMde;
   opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
+  opt.within_processes = a.within_processes;
 
   std::unique_ptr<k3targets::Target> target;
   std::unique_ptr<k3bench::ProcessExecutor> executor;
@@ -329,6 +369,13 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
                    "(bench --mde's rule) instead of the two-stage count")
       ->check(CLI::Range(0.001, 0.99));
   stats->add_option("-R,--reps", a->repetitions, "repetitions per process")->capture_default_str();
+  stats
+      ->add_option("--within-processes", a->within_processes,
+                   "processes per verdict of the within-process design (A and B alternating "
+                   "repetitions in one process), measured in the same trials (8 is a good choice; "
+                   "a trial takes about twice as long); 0: not measured")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
   stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
   stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
       ->capture_default_str();

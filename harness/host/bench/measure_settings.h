@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/bench/defaults.h"
 #include "harness/common/params/param_spec.h"
+#include "harness/host/bench/defaults.h"
 
 namespace k3bench {
 
@@ -23,14 +23,17 @@ struct MeasureSettings {
   int repetitions = defaults::kRepetitions;
   int warmup = 2;  // untimed calls before measuring (they also calibrate)
   double min_time_s =
-      defaults::kMinTimeS;         // per repetition (the call count is calibrated once per cell)
-  std::int64_t iterations = 0;     // fixed calls per repetition instead of min_time (0: automatic)
-  std::string check = "sample";    // the runner's accuracy check before timing
-  std::string path = "auto";       // kernel layer requested from the runner
-  double extra_work_ns = 0;        // calibrated extra work per call (selfcheck only)
-  std::string cpus = "auto";       // k3bench --cpus: auto | none | a CPU list
-  std::string pool_wait = "spin";  // k3bench --pool-wait
-  std::string huge_pages = "on";   // k3bench --huge-pages
+      defaults::kMinTimeS;       // per repetition (the call count is calibrated once per cell)
+  std::int64_t iterations = 0;   // fixed calls per repetition instead of min_time (0: automatic)
+  std::string check = "sample";  // the runner's accuracy check before timing
+  std::string path = "auto";     // kernel layer requested from the runner
+  double extra_work_ns = 0;      // calibrated extra work per call (selfcheck only)
+  // The repetitions alternate A (no extra work) and B (with it) in pairs A B, B A, ... inside each
+  // process (k3bench --extra-work-sides abba; selfcheck only): the within-process comparison.
+  bool alternate_extra_work = false;
+  std::string cpus = "auto";         // k3bench --cpus: auto | none | a CPU list
+  std::string pool_wait = "spin";    // k3bench --pool-wait
+  std::string huge_pages = "on";     // k3bench --huge-pages
   std::string weight_load = "mmap";  // k3bench --weight-load
   // k3bench --table: a tuning table the runner loads ("" : none). A path on this machine, so a
   // local or qemu target only; its SHA-256 is part of the identity, so an edited table is another

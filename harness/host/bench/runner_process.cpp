@@ -1,5 +1,7 @@
 #include "harness/host/bench/runner_process.h"
 
+#include <cmath>
+
 #include <fmt/format.h>
 
 #include "harness/host/stats/stats.h"
@@ -10,6 +12,20 @@ double ProcessOutcome::mean_ns() const {
   std::vector<double> t;
   for (const auto& s : samples) t.push_back(s.ns);
   return k3stats::mean(t);
+}
+
+bool ProcessOutcome::side_means(double& a_ns, double& b_ns) const {
+  if (sides.size() != samples.size()) return false;
+  double log_a = 0, log_b = 0;
+  int na = 0, nb = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    if (sides[i] == 'A') log_a += std::log(samples[i].ns), ++na;
+    if (sides[i] == 'B') log_b += std::log(samples[i].ns), ++nb;
+  }
+  if (na == 0 || nb == 0) return false;
+  a_ns = std::exp(log_a / na);
+  b_ns = std::exp(log_b / nb);
+  return true;
 }
 
 ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_repetitions) {
@@ -29,6 +45,7 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
       if (rep.contains("counters"))
         s.counters = rep["counters"].get<std::map<std::string, double>>();
       if (rep.contains("flags")) s.flags = rep["flags"].get<std::vector<std::string>>();
+      if (rep.contains("side")) o.sides += rep["side"].get<std::string>().substr(0, 1);
       o.disturbed = o.disturbed || !s.flags.empty();
       o.kernel_ns += s.ns * double(s.iterations);
       o.samples.push_back(std::move(s));

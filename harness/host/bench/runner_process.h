@@ -31,7 +31,13 @@ struct ProcessOutcome {
   std::string path;       // kernel layer the runner took
   nlohmann::json timing;  // the runner's split: setup_s, check_s, warmup_s, measured_s, total_s
   nlohmann::json runner;  // dispatch, accuracy, params used, traffic, counters, environment
+  // Each sample's side with alternating extra work ('A' / 'B', MeasureSettings::
+  // alternate_extra_work), else empty.
+  std::string sides;
   double mean_ns() const;
+  // The within-process comparison: the geometric means of the A and of the B repetitions. False
+  // when the samples carry no sides or a side has none.
+  bool side_means(double& a_ns, double& b_ns) const;
 };
 
 // A build of the runner to measure on: its target (which says where and how it runs) and the

@@ -65,6 +65,56 @@ k3stats::Comparison verdict(const RoundPlanner& p, std::size_t a, std::size_t b,
   return k3stats::compare_paired_rounds(x, y, opt, first_stage);
 }
 
+// Per configuration of the within-process design: each process's geometric means of its A and of
+// its B repetitions (the paired test's two sides), and the trial's wall time spent on them.
+struct WithinTrial {
+  std::vector<std::vector<double>> a, b;
+  double wall_s = 0;
+};
+
+// One trial of the within-process design: `processes` undisturbed processes of every
+// configuration, interleaved in a shuffled order per round like the rounds design. A disturbed
+// process is replaced (at most as many replacements as processes), as the planner replaces one.
+WithinTrial measure_within(ProcessExecutor& executor, const SweepBuild& build,
+                           const std::vector<CellSpec>& configs, const SelfcheckOptions& opt,
+                           std::int64_t iterations, int trial, WithinProcessSelfcheck& stats) {
+  WithinTrial t;
+  t.a.resize(configs.size());
+  t.b.resize(configs.size());
+  const auto start = Clock::now();
+  std::mt19937_64 order_rng(0xAB0A11CEull + static_cast<std::uint64_t>(trial));
+  std::vector<std::size_t> order(configs.size());
+  for (std::size_t u = 0; u < order.size(); ++u) order[u] = u;
+  for (int attempt = 0, round = 0; round < opt.within_processes; ++attempt) {
+    bool complete = true;
+    std::shuffle(order.begin(), order.end(), order_rng);
+    for (std::size_t u : order) {
+      if (t.a[u].size() > static_cast<std::size_t>(round)) continue;
+      const ProcessOutcome o =
+          executor.run(build, configs[u], round, false, iterations, opt.timeout_s);
+      ++stats.processes;
+      if (!o.ok)
+        throw UserError(fmt::format("selfcheck: {} (within one process): runner failed: {}",
+                                    configs[u].label(), o.reason));
+      double a = 0, b = 0;
+      if (!o.side_means(a, b))
+        throw UserError(fmt::format(
+            "selfcheck: {}: the runner reported no sides for alternating extra work (a k3bench "
+            "without --extra-work-sides?)",
+            configs[u].label()));
+      if (o.disturbed && attempt < 2 * opt.within_processes) {
+        complete = false;
+        continue;
+      }
+      t.a[u].push_back(a);
+      t.b[u].push_back(b);
+    }
+    if (complete) ++round;
+  }
+  t.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
+  return t;
+}
+
 double quantile_abs(std::vector<double> x, double q) {
   for (auto& v : x) v = std::fabs(v);
   return k3stats::quantile(std::move(x), q);
@@ -87,6 +137,16 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   std::vector<std::vector<double>> mdes(opt.cells.size());
   std::vector<std::vector<std::vector<double>>> measured(
       opt.cells.size(), std::vector<std::vector<double>>(opt.slowdowns.size()));
+  // The within-process design: its configurations (A vs A, then each slowdown on side B) and
+  // tallies, per cell.
+  std::vector<std::vector<CellSpec>> within_configs(opt.cells.size());
+  std::vector<int> within_fp(opt.cells.size(), 0);
+  std::vector<std::vector<int>> within_detected(opt.cells.size(),
+                                                std::vector<int>(opt.slowdowns.size(), 0));
+  std::vector<std::vector<double>> within_mdes(opt.cells.size());
+  std::vector<std::vector<std::vector<double>>> within_measured(
+      opt.cells.size(), std::vector<std::vector<double>>(opt.slowdowns.size()));
+  std::vector<double> within_wall(opt.cells.size(), 0);
   for (std::size_t c = 0; c < opt.cells.size(); ++c) {
     CellSelfcheck cs;
     cs.cell = opt.cells[c];
@@ -107,6 +167,21 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       slow.settings.extra_work_ns = s * cs.base_ns;
       configs[c].push_back(slow);
       cs.detections.push_back({s, slow.settings.extra_work_ns, {}, 0});
+    }
+    if (opt.within_processes > 0) {
+      // Both sides in one process: twice the repetitions, half of them each side's.
+      CellSpec both = cs.cell;
+      both.settings.alternate_extra_work = true;
+      both.settings.repetitions = 2 * cs.cell.settings.repetitions;
+      within_configs[c] = {both};
+      for (const auto& d : cs.detections) {
+        CellSpec slow = both;
+        slow.settings.extra_work_ns = d.extra_work_ns;
+        within_configs[c].push_back(slow);
+        cs.within.detections.push_back({d.injected, d.extra_work_ns, {}, 0});
+      }
+      cs.within.processes_per_verdict = opt.within_processes;
+      cs.within.repetitions_per_side = cs.cell.settings.repetitions;
     }
     result.cells.push_back(std::move(cs));
   }
@@ -135,13 +210,27 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
         detected[c][k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
         measured[c][k].push_back(ab.rel_diff);
       }
+      if (opt.within_processes > 0) {
+        const WithinTrial w = measure_within(executor, build, within_configs[c], opt, cs.iterations,
+                                             trial, cs.within);
+        within_wall[c] += w.wall_s;
+        const auto aa = k3stats::compare_paired_rounds(w.a[0], w.b[0], opt.compare);
+        within_fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
+        cs.within.aa_differences.push_back(aa.rel_diff);
+        within_mdes[c].push_back(aa.mde);
+        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
+          const auto ab = k3stats::compare_paired_rounds(w.a[1 + k], w.b[1 + k], opt.compare);
+          within_detected[c][k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
+          within_measured[c][k].push_back(ab.rel_diff);
+        }
+      }
       ++cs.trials;
     }
     result.trials = trial + 1;
   }
 
-  int fp_all = 0, trials_all = 0;
-  std::vector<int> det_all(opt.slowdowns.size(), 0);
+  int fp_all = 0, trials_all = 0, within_fp_all = 0;
+  std::vector<int> det_all(opt.slowdowns.size(), 0), within_det_all(opt.slowdowns.size(), 0);
   for (std::size_t c = 0; c < result.cells.size(); ++c) {
     CellSelfcheck& cs = result.cells[c];
     cs.false_positives = k3stats::clopper_pearson(fp[c], cs.trials);
@@ -157,6 +246,7 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       const double trial_processes = cs.mean_processes;  // summed by measure_trial so far
       cs.mean_processes /= double(cs.trials) * double(configs[c].size());
       cs.process_wall_s /= trial_processes;
+      cs.verdict_wall_s = 2 * cs.mean_processes * cs.process_wall_s;
       if (cs.minimum_detectable_effect > 0 && opt.target_mde > 0) {
         const double scale = cs.minimum_detectable_effect / opt.target_mde;
         cs.processes_for_target_mde = cs.mean_processes * scale * scale;
@@ -166,6 +256,28 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
                                         cs.process_wall_s;
       }
     }
+    if (opt.within_processes > 0) {
+      WithinProcessSelfcheck& w = cs.within;
+      w.false_positives = k3stats::clopper_pearson(within_fp[c], cs.trials);
+      for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
+        w.detections[k].rate = k3stats::clopper_pearson(within_detected[c][k], cs.trials);
+        w.detections[k].measured_mean = k3stats::mean(within_measured[c][k]);
+        within_det_all[k] += within_detected[c][k];
+      }
+      w.noise_floor = k3stats::sample_stddev(w.aa_differences);
+      w.minimum_detectable_effect = k3stats::median(within_mdes[c]);
+      if (cs.trials > 0)
+        w.verdict_wall_s = within_wall[c] / (double(cs.trials) * double(within_configs[c].size()));
+      within_fp_all += within_fp[c];
+      result.within.noise_floor = std::max(result.within.noise_floor, w.noise_floor);
+      result.within.minimum_detectable_effect =
+          std::max(result.within.minimum_detectable_effect, w.minimum_detectable_effect);
+      result.within.verdict_wall_s = std::max(result.within.verdict_wall_s, w.verdict_wall_s);
+      result.within.processes += w.processes;
+      result.within.processes_per_verdict = w.processes_per_verdict;
+      result.within.repetitions_per_side = w.repetitions_per_side;
+      result.processes += w.processes;
+    }
     fp_all += fp[c];
     trials_all += cs.trials;
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
@@ -174,6 +286,18 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     result.processes += cs.processes;
   }
   result.false_positives = k3stats::clopper_pearson(fp_all, trials_all);
+  if (opt.within_processes > 0) {
+    result.within.false_positives = k3stats::clopper_pearson(within_fp_all, trials_all);
+    for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
+      Detection d;
+      d.injected = opt.slowdowns[k];
+      d.rate = k3stats::clopper_pearson(within_det_all[k], trials_all);
+      double sum = 0;
+      for (const auto& cs : result.cells) sum += cs.within.detections[k].measured_mean * cs.trials;
+      d.measured_mean = trials_all > 0 ? sum / trials_all : 0;
+      result.within.detections.push_back(d);
+    }
+  }
   for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
     Detection d;
     d.injected = opt.slowdowns[k];

@@ -6,6 +6,13 @@
 // intervals; the noise floor is the spread of the relative A-vs-A difference at that budget, and
 // the minimum detectable effect is the median over trials of the A-vs-A comparison's MDE at power
 // 0.8.
+//
+// The within-process design is measured in the same trials, next to it: A and B are the two sides
+// of every process (repetitions alternate A B, B A, ... with the extra work on side B; k3bench
+// --extra-work-sides abba), each process gives one paired ratio of its B and A repetitions, and
+// the same paired test judges a fixed number of processes. The spread between processes, most of
+// the spread on a shared machine, is then common to both sides. It applies where both sides can
+// share a process (two parameter sets, an injected slowdown), never to two builds.
 #pragma once
 
 #include <functional>
@@ -29,6 +36,9 @@ struct SelfcheckOptions {
   double time_budget_s = 0;  // > 0: start no new trial after this long (the report says so)
   double timeout_s = 300;    // per runner process
   double target_mde = 0.05;  // the effect the report prices in processes and wall time
+  // Processes per within-process verdict; 0: that design is not measured (no verdict of bench or
+  // tune uses it yet). The signed-rank test needs 6 for p < 0.05 at all; 8 is the CLI's choice.
+  int within_processes = 0;
 };
 
 struct Detection {
@@ -36,6 +46,19 @@ struct Detection {
   double extra_work_ns = 0;  // per call, on this cell
   k3stats::Proportion rate;  // trials whose verdict was "B slower"
   double measured_mean = 0;  // mean measured relative difference
+};
+
+// The within-process design's figures (of one cell, or pooled).
+struct WithinProcessSelfcheck {
+  k3stats::Proportion false_positives;
+  std::vector<Detection> detections;
+  std::vector<double> aa_differences;    // relative B - A of the A-vs-A comparison per trial
+  double noise_floor = 0;                // sd of aa_differences
+  double minimum_detectable_effect = 0;  // median per-trial MDE (A vs A)
+  int processes_per_verdict = 0;
+  int repetitions_per_side = 0;
+  int processes = 0;          // runner processes spent on this design
+  double verdict_wall_s = 0;  // mean wall time of one verdict's processes
 };
 
 struct CellSelfcheck {
@@ -59,6 +82,8 @@ struct CellSelfcheck {
   // A/B verdict (two configurations) takes twice that many processes of process_wall_s each.
   double processes_for_target_mde = 0;
   double verdict_wall_s_for_target_mde = 0;
+  double verdict_wall_s = 0;  // mean wall time of one A/B verdict's processes (both sides)
+  WithinProcessSelfcheck within;
 };
 
 struct SelfcheckResult {
@@ -74,6 +99,7 @@ struct SelfcheckResult {
   // The whole selfcheck (its trials, five configurations each) at the processes a minimum
   // detectable effect of target_mde needs on every cell.
   double wall_s_for_target_mde = 0;
+  WithinProcessSelfcheck within;  // pooled; MDE and noise floor the largest of the cells'
 };
 
 // progress(done trials, total trials, note)

@@ -21,8 +21,8 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
       model_.contamination > 0 && unit(rng_) < model_.contamination
           ? std::fabs(std::normal_distribution<double>(0.0, model_.contamination_scale)(rng_))
           : 0.0;
-  const double level =
-      (model_.base_ns + cell.settings.extra_work_ns) * std::exp(deviation + burst + drift_state_);
+  const double factor = std::exp(deviation + burst + drift_state_);
+  const double level = (model_.base_ns + cell.settings.extra_work_ns) * factor;
   const bool disturbed = unit(rng_) < model_.disturbed_probability;
   ProcessOutcome o;
   o.ok = true;
@@ -30,7 +30,13 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
   o.iterations = iterations > 0 ? iterations : 10;
   for (int r = 0; r < cell.settings.repetitions; ++r) {
     k3store::SampleRecord s;
-    s.ns = level * std::exp(within(rng_));
+    double per_call = level;
+    if (cell.settings.alternate_extra_work) {  // as k3bench --extra-work-sides abba
+      const bool b = (r % 2 == 1) != ((r / 2) % 2 == 1);
+      o.sides += b ? 'B' : 'A';
+      per_call = (model_.base_ns + (b ? cell.settings.extra_work_ns : 0)) * factor;
+    }
+    s.ns = per_call * std::exp(within(rng_));
     s.cpu_ns = s.ns;
     s.iterations = o.iterations;
     if (disturbed && r == 0) s.flags.push_back("frequency-change");
