@@ -115,6 +115,66 @@ WithinTrial measure_within(ProcessExecutor& executor, const SweepBuild& build,
   return t;
 }
 
+// One design's verdicts on one cell over its trials: A vs A (a false positive when it calls a
+// change) and A vs each injected slowdown (a detection when it calls B slower).
+struct Tally {
+  int false_positives = 0;
+  std::vector<int> detected;                  // per slowdown
+  std::vector<double> mdes;                   // the A-vs-A comparison's, per trial
+  std::vector<std::vector<double>> measured;  // relative B - A, per slowdown and trial
+  explicit Tally(std::size_t slowdowns) : detected(slowdowns, 0), measured(slowdowns) {}
+
+  // aa: the trial's A-vs-A verdict; ab[k]: A vs slowdown k. aa's difference goes to aa_differences.
+  void add(const k3stats::Comparison& aa, const std::vector<k3stats::Comparison>& ab,
+           std::vector<double>& aa_differences) {
+    false_positives += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
+    aa_differences.push_back(aa.rel_diff);
+    mdes.push_back(aa.mde);
+    for (std::size_t k = 0; k < ab.size(); ++k) {
+      detected[k] += ab[k].verdict == k3stats::Comparison::Verdict::kBSlower;
+      measured[k].push_back(ab[k].rel_diff);
+    }
+  }
+  // Rates over `trials` (the detections' injected sizes are already set) and the median MDE.
+  void finish(int trials, k3stats::Proportion& fp, std::vector<Detection>& detections,
+              double& mde) const {
+    fp = k3stats::clopper_pearson(false_positives, trials);
+    for (std::size_t k = 0; k < detections.size(); ++k) {
+      detections[k].rate = k3stats::clopper_pearson(detected[k], trials);
+      detections[k].measured_mean = k3stats::mean(measured[k]);
+    }
+    mde = k3stats::median(mdes);
+  }
+};
+
+// Cells' tallies pooled: counts summed, measured means weighted by each cell's trials.
+struct PooledTally {
+  int false_positives = 0, trials = 0;
+  std::vector<int> detected;
+  std::vector<double> measured_sum;
+  explicit PooledTally(std::size_t slowdowns) : detected(slowdowns, 0), measured_sum(slowdowns) {}
+  void add(const Tally& t, const std::vector<Detection>& cell, int cell_trials) {
+    false_positives += t.false_positives;
+    trials += cell_trials;
+    for (std::size_t k = 0; k < detected.size(); ++k) {
+      detected[k] += t.detected[k];
+      measured_sum[k] += cell[k].measured_mean * cell_trials;
+    }
+  }
+  void finish(const std::vector<double>& slowdowns, k3stats::Proportion& fp,
+              std::vector<Detection>& detections) const {
+    fp = k3stats::clopper_pearson(false_positives, trials);
+    detections.clear();
+    for (std::size_t k = 0; k < slowdowns.size(); ++k) {
+      Detection d;
+      d.injected = slowdowns[k];
+      d.rate = k3stats::clopper_pearson(detected[k], trials);
+      d.measured_mean = trials > 0 ? measured_sum[k] / trials : 0;
+      detections.push_back(d);
+    }
+  }
+};
+
 double quantile_abs(std::vector<double> x, double q) {
   for (auto& v : x) v = std::fabs(v);
   return k3stats::quantile(std::move(x), q);
@@ -131,21 +191,11 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   // Calibration: one process per cell gives the per-call time the slowdowns are fractions of, and
   // the calls per repetition every trial then uses.
   std::vector<std::vector<CellSpec>> configs(opt.cells.size());
-  std::vector<int> fp(opt.cells.size(), 0);
-  std::vector<std::vector<int>> detected(opt.cells.size(),
-                                         std::vector<int>(opt.slowdowns.size(), 0));
-  std::vector<std::vector<double>> mdes(opt.cells.size());
-  std::vector<std::vector<std::vector<double>>> measured(
-      opt.cells.size(), std::vector<std::vector<double>>(opt.slowdowns.size()));
-  // The within-process design: its configurations (A vs A, then each slowdown on side B) and
-  // tallies, per cell.
+  std::vector<Tally> tally(opt.cells.size(), Tally(opt.slowdowns.size()));
+  // The within-process design: its configurations (A vs A, then each slowdown on side B), tallies
+  // and wall time, per cell.
   std::vector<std::vector<CellSpec>> within_configs(opt.cells.size());
-  std::vector<int> within_fp(opt.cells.size(), 0);
-  std::vector<std::vector<int>> within_detected(opt.cells.size(),
-                                                std::vector<int>(opt.slowdowns.size(), 0));
-  std::vector<std::vector<double>> within_mdes(opt.cells.size());
-  std::vector<std::vector<std::vector<double>>> within_measured(
-      opt.cells.size(), std::vector<std::vector<double>>(opt.slowdowns.size()));
+  std::vector<Tally> within_tally(opt.cells.size(), Tally(opt.slowdowns.size()));
   std::vector<double> within_wall(opt.cells.size(), 0);
   for (std::size_t c = 0; c < opt.cells.size(); ++c) {
     CellSelfcheck cs;
@@ -201,47 +251,32 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       const RoundPlanner trial_data =
           measure_trial(executor, build, configs[c], opt, cs.iterations, trial, cs);
       cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
-      const auto aa = verdict(trial_data, 0, 1, opt.compare);
-      fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
-      cs.aa_differences.push_back(aa.rel_diff);
-      mdes[c].push_back(aa.mde);
-      for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-        const auto ab = verdict(trial_data, 0, 2 + k, opt.compare);
-        detected[c][k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
-        measured[c][k].push_back(ab.rel_diff);
-      }
+      std::vector<k3stats::Comparison> ab;
+      for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
+        ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
+      tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
       if (opt.within_processes > 0) {
         const WithinTrial w = measure_within(executor, build, within_configs[c], opt, cs.iterations,
                                              trial, cs.within);
         within_wall[c] += w.wall_s;
-        const auto aa = k3stats::compare_paired_rounds(w.a[0], w.b[0], opt.compare);
-        within_fp[c] += aa.verdict != k3stats::Comparison::Verdict::kNoDifference;
-        cs.within.aa_differences.push_back(aa.rel_diff);
-        within_mdes[c].push_back(aa.mde);
-        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-          const auto ab = k3stats::compare_paired_rounds(w.a[1 + k], w.b[1 + k], opt.compare);
-          within_detected[c][k] += ab.verdict == k3stats::Comparison::Verdict::kBSlower;
-          within_measured[c][k].push_back(ab.rel_diff);
-        }
+        std::vector<k3stats::Comparison> within_ab;
+        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
+          within_ab.push_back(k3stats::compare_paired_rounds(w.a[1 + k], w.b[1 + k], opt.compare));
+        within_tally[c].add(k3stats::compare_paired_rounds(w.a[0], w.b[0], opt.compare), within_ab,
+                            cs.within.aa_differences);
       }
       ++cs.trials;
     }
     result.trials = trial + 1;
   }
 
-  int fp_all = 0, trials_all = 0, within_fp_all = 0;
-  std::vector<int> det_all(opt.slowdowns.size(), 0), within_det_all(opt.slowdowns.size(), 0);
+  PooledTally pooled(opt.slowdowns.size()), within_pooled(opt.slowdowns.size());
   for (std::size_t c = 0; c < result.cells.size(); ++c) {
     CellSelfcheck& cs = result.cells[c];
-    cs.false_positives = k3stats::clopper_pearson(fp[c], cs.trials);
-    for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-      cs.detections[k].rate = k3stats::clopper_pearson(detected[c][k], cs.trials);
-      cs.detections[k].measured_mean = k3stats::mean(measured[c][k]);
-      det_all[k] += detected[c][k];
-    }
+    tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
+    pooled.add(tally[c], cs.detections, cs.trials);
     cs.noise_floor = k3stats::sample_stddev(cs.aa_differences);
     cs.abs_diff_q95 = quantile_abs(cs.aa_differences, 0.95);
-    cs.minimum_detectable_effect = k3stats::median(mdes[c]);
     if (cs.trials > 0) {
       const double trial_processes = cs.mean_processes;  // summed by measure_trial so far
       cs.mean_processes /= double(cs.trials) * double(configs[c].size());
@@ -258,17 +293,12 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     }
     if (opt.within_processes > 0) {
       WithinProcessSelfcheck& w = cs.within;
-      w.false_positives = k3stats::clopper_pearson(within_fp[c], cs.trials);
-      for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-        w.detections[k].rate = k3stats::clopper_pearson(within_detected[c][k], cs.trials);
-        w.detections[k].measured_mean = k3stats::mean(within_measured[c][k]);
-        within_det_all[k] += within_detected[c][k];
-      }
+      within_tally[c].finish(cs.trials, w.false_positives, w.detections,
+                             w.minimum_detectable_effect);
+      within_pooled.add(within_tally[c], w.detections, cs.trials);
       w.noise_floor = k3stats::sample_stddev(w.aa_differences);
-      w.minimum_detectable_effect = k3stats::median(within_mdes[c]);
       if (cs.trials > 0)
         w.verdict_wall_s = within_wall[c] / (double(cs.trials) * double(within_configs[c].size()));
-      within_fp_all += within_fp[c];
       result.within.noise_floor = std::max(result.within.noise_floor, w.noise_floor);
       result.within.minimum_detectable_effect =
           std::max(result.within.minimum_detectable_effect, w.minimum_detectable_effect);
@@ -278,35 +308,14 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       result.within.repetitions_per_side = w.repetitions_per_side;
       result.processes += w.processes;
     }
-    fp_all += fp[c];
-    trials_all += cs.trials;
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
     result.minimum_detectable_effect =
         std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
     result.processes += cs.processes;
   }
-  result.false_positives = k3stats::clopper_pearson(fp_all, trials_all);
-  if (opt.within_processes > 0) {
-    result.within.false_positives = k3stats::clopper_pearson(within_fp_all, trials_all);
-    for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-      Detection d;
-      d.injected = opt.slowdowns[k];
-      d.rate = k3stats::clopper_pearson(within_det_all[k], trials_all);
-      double sum = 0;
-      for (const auto& cs : result.cells) sum += cs.within.detections[k].measured_mean * cs.trials;
-      d.measured_mean = trials_all > 0 ? sum / trials_all : 0;
-      result.within.detections.push_back(d);
-    }
-  }
-  for (std::size_t k = 0; k < opt.slowdowns.size(); ++k) {
-    Detection d;
-    d.injected = opt.slowdowns[k];
-    d.rate = k3stats::clopper_pearson(det_all[k], trials_all);
-    double sum = 0;
-    for (const auto& cs : result.cells) sum += cs.detections[k].measured_mean * cs.trials;
-    d.measured_mean = trials_all > 0 ? sum / trials_all : 0;
-    result.detections.push_back(d);
-  }
+  pooled.finish(opt.slowdowns, result.false_positives, result.detections);
+  if (opt.within_processes > 0)
+    within_pooled.finish(opt.slowdowns, result.within.false_positives, result.within.detections);
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
