@@ -56,6 +56,10 @@ Measurement TimeObjective::measure(const k3bench::CellSpec& cell, int index, int
   if (iterations == 0) iterations = o.iterations;
   m.value = o.mean_ns();
   m.disturbed = o.disturbed;
+  if (!cell.settings.params_b.is_null() && !o.side_means(m.value, m.value_b)) {
+    m.rejected = true;
+    m.reason = "the runner reported no sides for --params-b (a k3bench older than the option?)";
+  }
   return m;
 }
 

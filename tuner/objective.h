@@ -29,6 +29,9 @@ struct Measurement {
   bool rejected = false;  // accuracy failure, unsupported configuration, runner failure
   std::string reason;
   double value = 0;          // ns per call, or instructions per call
+  // A process alternating two parameter sets (MeasureSettings::params_b): value is side A's and
+  // value_b side B's geometric mean over the process's repetitions of that side (time only).
+  double value_b = 0;
   bool disturbed = false;    // the process saw a disturbance: measure again, do not count it
   std::string cell_key;      // where its process and samples are stored (time objective)
   bool cached = false;       // served by the measurement cache, not measured now

@@ -7,6 +7,7 @@
 
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
+#include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
 #include "tuner/objective.h"
 #include "harness/common/params/param_spec.h"
@@ -38,6 +39,90 @@ std::map<std::string, std::string> shape_of(const std::string& op, const nlohman
   return shape;
 }
 
+struct Pair {
+  VerifiedEntry entry;
+  k3bench::CellSpec tuned, defaults;
+};
+
+// Both sides' values, aligned round by round (a process is a round in the within design), or why
+// the entry could not be measured.
+struct SidesMeasured {
+  Candidate tuned, defaults;
+  std::string failure;
+};
+
+// One process per side and round, the side that goes first alternating between rounds, so a drift
+// within a round favours neither. A round counts when both sides have an undisturbed process in
+// it. A disturbed process is kept in the database, not counted, and measured again (twice at
+// most); a round that still lacks a side is made up by one more round at the end (at most as many
+// extra rounds as asked for), so a busy machine costs time, not the verdict.
+SidesMeasured measure_in_rounds(TimeObjective& objective, const Pair& p, int processes) {
+  SidesMeasured out;
+  int started[2] = {0, 0};  // processes per side, disturbed ones included (the database's index)
+  // A table that chose the defaults measures one cell on both sides: one process index sequence,
+  // or the second side's process 0 would collide with the first's in the database.
+  const bool one_cell = p.tuned.params == p.defaults.params;
+  int counted = 0;
+  for (int round = 0; counted < processes && round < 2 * processes && out.failure.empty();
+       ++round) {
+    double value[2] = {0, 0};  // [tuned, defaults]
+    bool clean[2] = {false, false};
+    for (int side = 0; side < 2 && out.failure.empty(); ++side) {
+      const bool tuned_side = (side == 0) == (round % 2 == 0);
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        const Measurement m = objective.measure(tuned_side ? p.tuned : p.defaults,
+                                                started[tuned_side || one_cell ? 0 : 1]++, round);
+        if (m.rejected) {
+          out.failure = fmt::format(
+              "{}: {}", tuned_side ? "the table's parameters" : "the defaults", m.reason);
+          break;
+        }
+        if (m.disturbed) continue;
+        value[tuned_side ? 0 : 1] = m.value;
+        clean[tuned_side ? 0 : 1] = true;
+        break;
+      }
+    }
+    if (!out.failure.empty() || !clean[0] || !clean[1]) continue;
+    out.tuned.values.push_back(value[0]);
+    out.tuned.rounds.push_back(round);
+    out.defaults.values.push_back(value[1]);
+    out.defaults.rounds.push_back(round);
+    ++counted;
+  }
+  return out;
+}
+
+// Both sides in every process (k3bench --params-b): the repetitions alternate the defaults (A) and
+// the table's parameters (B) in pairs A B, B A, ..., each side getting the asked-for repetitions,
+// and a process gives one pair of side means. The machine's process-to-process spread, most of
+// the noise on a shared VM, is common to both sides of a pair and cancels in its ratio. A
+// disturbed process is kept, not counted, and replaced (at most three per counted process, about
+// what the rounds allow a side: a process holds twice the repetitions, so twice the chance of a
+// disturbance on a busy machine).
+SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
+                                       const VerifyCommand& c) {
+  SidesMeasured out;
+  k3bench::CellSpec both = p.defaults;
+  both.settings.params_b = p.tuned.params;
+  both.settings.repetitions = 2 * p.defaults.settings.repetitions;
+  int counted = 0;
+  for (int index = 0; counted < c.processes && index < 4 * c.processes; ++index) {
+    const Measurement m = objective.measure(both, index, index);
+    if (m.rejected) {
+      out.failure = "the defaults and the table's parameters in one process: " + m.reason;
+      break;
+    }
+    if (m.disturbed) continue;
+    out.defaults.values.push_back(m.value);
+    out.defaults.rounds.push_back(index);
+    out.tuned.values.push_back(m.value_b);
+    out.tuned.rounds.push_back(index);
+    ++counted;
+  }
+  return out;
+}
+
 }  // namespace
 
 VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
@@ -47,6 +132,8 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   if (!problems.empty()) throw k3bench::UserError(fmt::format("{}: {}", c.table, problems.front()));
   if (c.processes < 2)
     throw k3bench::UserError("--processes: at least 2 per side (a CI needs two pairs)");
+  if (c.design != "within" && c.design != "rounds")
+    throw k3bench::UserError(fmt::format("--design: '{}' is not within or rounds", c.design));
   out.facts = probe_target(target);
   const nlohmann::json& fp = table["board"]["fingerprint"];
   auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
@@ -71,10 +158,6 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   const std::string build_hash = k3bench::sha256_file(target.runner_path());
 
   // Every cell is built (and so every op, shape and parameter checked) before anything is written.
-  struct Pair {
-    VerifiedEntry entry;
-    k3bench::CellSpec tuned, defaults;
-  };
   std::vector<Pair> pairs;
   for (const auto& e : table["entries"]) {
     Pair p;
@@ -114,45 +197,11 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   double log_sum = 0;
   int logs = 0;
   for (auto& p : pairs) {
-    Candidate tuned, defaults;
-    int started[2] = {0, 0};  // processes per side, disturbed ones included (the database's index)
-    // A table that chose the defaults measures one cell on both sides: one process index sequence,
-    // or the second side's process 0 would collide with the first's in the database.
-    const bool one_cell = p.tuned.params == p.defaults.params;
-    std::string failure;
-    // A round counts when both sides have an undisturbed process in it. A disturbed process is
-    // kept in the database, not counted, and measured again (twice at most); a round that still
-    // lacks a side is made up by one more round at the end (at most as many extra rounds as asked
-    // for), so a busy machine costs time, not the verdict.
-    int counted = 0;
-    for (int round = 0; counted < c.processes && round < 2 * c.processes && failure.empty();
-         ++round) {
-      double value[2] = {0, 0};  // [tuned, defaults]
-      bool clean[2] = {false, false};
-      // Alternate which side goes first, so a drift within a round favours neither.
-      for (int side = 0; side < 2 && failure.empty(); ++side) {
-        const bool tuned_side = (side == 0) == (round % 2 == 0);
-        for (int attempt = 0; attempt < 3; ++attempt) {
-          const Measurement m = objective.measure(tuned_side ? p.tuned : p.defaults,
-                                                  started[tuned_side || one_cell ? 0 : 1]++, round);
-          if (m.rejected) {
-            failure = fmt::format("{}: {}", tuned_side ? "the table's parameters" : "the defaults",
-                                  m.reason);
-            break;
-          }
-          if (m.disturbed) continue;
-          value[tuned_side ? 0 : 1] = m.value;
-          clean[tuned_side ? 0 : 1] = true;
-          break;
-        }
-      }
-      if (!failure.empty() || !clean[0] || !clean[1]) continue;
-      tuned.values.push_back(value[0]);
-      tuned.rounds.push_back(round);
-      defaults.values.push_back(value[1]);
-      defaults.rounds.push_back(round);
-      ++counted;
-    }
+    const SidesMeasured m = c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
+                                                 : measure_within_processes(objective, p, c);
+    const Candidate& tuned = m.tuned;
+    const Candidate& defaults = m.defaults;
+    const std::string& failure = m.failure;
     VerifiedEntry& v = p.entry;
     // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
     const k3reports::TimingVerdict t =
@@ -166,13 +215,17 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
                                                 : failure);
       ++out.failed;
     } else {
-      v.evidence.mean = tuned.mean();
+      const auto ci = k3stats::t_interval(tuned.values);
+      v.evidence.mean = ci.mean;
+      v.evidence.ci_low = std::isfinite(ci.half_width) ? ci.low : ci.mean;
+      v.evidence.ci_high = std::isfinite(ci.half_width) ? ci.high : ci.mean;
       v.evidence.default_mean = defaults.mean();
       v.evidence.processes = tuned.measurements();
       v.evidence.speedup = t.speedup.value;
       v.evidence.speedup_low = t.speedup.low;
       v.evidence.speedup_high = t.speedup.high;
       v.evidence.paired = true;
+      v.evidence.paired_rounds = tuned.measurements();
       v.threshold = t.threshold;
       v.mde = t.cmp.mde;
       if (t.outcome == k3reports::Outcome::kImprovement) {

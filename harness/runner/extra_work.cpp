@@ -1,5 +1,7 @@
 #include "harness/runner/extra_work.h"
 
+#include "harness/runner/alternation.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -45,9 +47,7 @@ ExtraWork::ExtraWork(double ns, std::uint64_t spins, bool alternate)
 }
 
 char ExtraWork::side(int rep) const {
-  if (!alternate_) return 0;
-  const bool second_of_pair = rep % 2 == 1, reversed_pair = (rep / 2) % 2 == 1;
-  return second_of_pair != reversed_pair ? 'B' : 'A';
+  return alternate_ ? abba_side(rep) : 0;
 }
 
 void ExtraWork::run() const {

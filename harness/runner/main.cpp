@@ -55,6 +55,7 @@ struct Options {
   bool json = false;
   bool no_header = false;
   std::string op, shape, params, check = "sample", dump_dir, path = "auto", selftest, table;
+  std::string params_b;  // a second parameter set: repetitions alternate the two (measure.h)
   MeasureOptions measure;
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
@@ -120,21 +121,32 @@ int run_case(const Options& o, Clock::time_point process_start) {
       apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
   CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
                 KeyValues(op->params, given, "--params", false), o.seed, decision.path};
-  const long long need = op->footprint(in.shape, in.params);
+  // The second case: the same op, shape, seed and path; parameters not in --params-b are the
+  // op's defaults (the table is not consulted: B is what the comparison names explicitly).
+  std::optional<CaseInputs> in_b;
+  if (!o.params_b.empty()) {
+    if (o.extra_work_sides == "abba")
+      throw UsageError("--params-b: alternates the repetitions already; not with --extra-work-sides abba");
+    in_b = CaseInputs{in.shape, KeyValues(op->params, parse_kv_list(o.params_b, "--params-b"), "--params-b", false),
+                      o.seed, decision.path};
+  }
+  const long long need = op->footprint(in.shape, in.params) + (in_b ? op->footprint(in_b->shape, in_b->params) : 0);
   const long long avail = available_memory_bytes();
   if (avail > 0 && need > avail * 8 / 10) {
     throw UnsupportedShape(
         fmt::format("--shape: the case needs about {:.1f} GiB but only {:.1f} GiB is available",
                     need / 1073741824.0, avail / 1073741824.0));
   }
-  std::unique_ptr<OpCase> c;
+  std::unique_ptr<OpCase> c, c_b;
   try {
     c = op->make(in);
+    if (in_b) c_b = op->make(*in_b);
   } catch (const std::invalid_argument& e) {
     throw UnsupportedShape(e.what());  // kernel-side validation of the shape
   }
 
   c->set_path(decision.path);
+  if (c_b) c_b->set_path(decision.path);
   Result r;
   r.op = op->name;
   // "emulated": the path's instructions ran as software models (IME2 emulation build): the
@@ -150,6 +162,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
   r.path = c->path();
   r.seed = o.seed;
   r.traffic = c->traffic();
+  if (c_b) {
+    r.params_b = c_b->params_used();
+    r.traffic_b = c_b->traffic();
+  }
   r.environment = environment_static();
   r.environment["measurement"] = run_settings_json();
   r.environment["readings_before"] = environment_readings();
@@ -158,6 +174,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
   if (o.check != "none") {
     r.accuracy = c->check(o.check == "full");
     r.accuracy->output_checksum = output_checksum(*c);  // the outputs the check just computed
+    if (c_b) {
+      r.accuracy_b = c_b->check(o.check == "full");
+      r.accuracy_b->output_checksum = output_checksum(*c_b);
+    }
   }
   const double check_s = seconds_since(check_start);
   if (!o.dump_dir.empty()) {
@@ -169,7 +189,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
                 {"path", r.path}},
                c->dump_arrays());
   }
-  const bool accurate = !r.accuracy || r.accuracy->pass;
+  const bool accurate = (!r.accuracy || r.accuracy->pass) && (!r.accuracy_b || r.accuracy_b->pass);
   if (accurate) {
     const ExtraWork extra(o.extra_work_ns, o.extra_work_spins, o.extra_work_sides == "abba");
     const PerfCounters counters;  // after make(): the worker threads exist and are counted too
@@ -179,7 +199,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
     std::string policy;
     mo.pinned = !pool_options(1, &policy).cpus.empty();
     mo.busy_wait = run_settings().pool_wait == "spin";
-    const Measurement m = measure(*c, mo, &counters, &extra);
+    const Measurement m = measure(*c, mo, &counters, &extra, c_b.get());
     r.repetitions = m.repetitions;
     r.calibration = m.calibration;
     r.timing = {{"setup_s", setup_s},
@@ -189,6 +209,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
                 {"measured_s", m.measured_s}};
     r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM
                                   // copy vs compute time)
+    if (c_b) r.params_b = c_b->params_used();
   }
   r.environment["readings_after"] = environment_readings();
   r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
@@ -199,9 +220,11 @@ int run_case(const Options& o, Clock::time_point process_start) {
   else
     std::cout << result_table(r, !o.no_header);
   if (!accurate) {
+    const bool a_failed = !r.accuracy->pass;
+    const Accuracy& bad = a_failed ? *r.accuracy : *r.accuracy_b;
     std::cerr << fmt::format(
-        "k3bench: accuracy failure: {} error/bound ratio {:.3g} (max abs err {:.3g})\n", r.op,
-        r.accuracy->worst_ratio, r.accuracy->max_abs_err);
+        "k3bench: accuracy failure: {}{} error/bound ratio {:.3g} (max abs err {:.3g})\n", r.op,
+        a_failed ? "" : " (--params-b)", bad.worst_ratio, bad.max_abs_err);
     return kExitAccuracy;
   }
   return kExitOk;
@@ -224,6 +247,11 @@ int main(int argc, char** argv) {
   app.add_option("--op", o.op, "op name (see --list-ops)");
   app.add_option("--shape", o.shape, "shape keys, k=v,k=v");
   app.add_option("--params", o.params, "tunable parameters, k=v,k=v (defaults from --list-ops)");
+  app.add_option("--params-b", o.params_b,
+                 "a second parameter set B, k=v,k=v (the op's defaults for keys not given): the "
+                 "repetitions alternate --params (A) and B in pairs A B, B A, ... within this "
+                 "process and report their side; summary is A's, summary_b B's (a within-process "
+                 "A/B comparison; --reps counts both sides)");
   app.add_option("--table", o.table,
                  "tuning table (k3tune tune): parameters not given in --params come from its entry "
                  "for this op, "
@@ -371,6 +399,7 @@ int main(int argc, char** argv) {
     if (!o.tcm_force_release.empty())
       return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (model_opt->count() > 0) {
+      if (!o.params_b.empty()) throw UsageError("--params-b: one op's cases only, not with --model");
       ModelCommandOptions m = o.model;
       if (m.models_dir.empty()) {
         const char* env = std::getenv("K3BENCH_MODELS_DIR");

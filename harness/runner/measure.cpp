@@ -10,6 +10,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "harness/runner/alternation.h"
 #include "harness/runner/environment.h"
 
 namespace k3runner {
@@ -45,18 +46,22 @@ class CollectingReporter final : public benchmark::BenchmarkReporter {
 // repetition (20 ms at least, and a whole cycle) has passed, timed as one block -- per-call timings
 // right after start-up run slow (cold caches, a CPU still raising its clock) and under-fill the
 // repetitions. The count makes a repetition last about min_time. Both count as warm-up time.
-Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra) {
+Calibration warm_up(OpCase& c, const MeasureOptions& opt, const ExtraWork* extra, OpCase* side_b) {
   Calibration cal;
   const int cycle = std::max(1, c.rotation());
   const auto start = Clock::now();
+  int calls = 0;
+  if (side_b != nullptr) {  // side B warms first, so side A's calibration follows its own calls
+    for (int i = 0; i < std::max(opt.warmup, std::max(1, side_b->rotation())); ++i, ++calls)
+      side_b->run_once();
+  }
   // Alternating sides calibrate on side A (no work): both sides then run the same calls.
   const bool every_call = extra != nullptr && extra->enabled() && !extra->alternating();
   auto one_call = [&] {
     c.run_once();
     if (every_call) extra->run();
   };
-  int calls = 0;
-  for (; calls < std::max(opt.warmup, cycle); ++calls) one_call();
+  for (int i = 0; i < std::max(opt.warmup, cycle); ++i, ++calls) one_call();
   if (opt.iterations > 0) {
     cal.iterations = opt.iterations;
     cal.source = "given";
@@ -94,9 +99,9 @@ double thread_cpu_seconds() {
 }  // namespace
 
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters,
-                    const ExtraWork* extra) {
+                    const ExtraWork* extra, OpCase* side_b) {
   Measurement m;
-  m.calibration = warm_up(c, opt, extra);
+  m.calibration = warm_up(c, opt, extra, side_b);
   m.repetitions.reserve(static_cast<std::size_t>(opt.repetitions));
   auto* b = benchmark::RegisterBenchmark("case", [&](benchmark::State& state) {
     // Everything here but the state loop is outside Google Benchmark's timer.
@@ -104,6 +109,12 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     const int index = static_cast<int>(m.repetitions.size());
     const bool with_extra = extra != nullptr && extra->in_repetition(index);
     if (extra != nullptr) rep.side = extra->side(index);
+    OpCase* timed = &c;
+    if (side_b != nullptr) {
+      rep.side = abba_side(index);
+      if (rep.side == 'B') timed = side_b;
+      timed->run_once();  // untimed: the other case ran last
+    }
     const bool count = counters != nullptr && !counters->available().empty();
     rep.readings_before = environment_readings();
     rep.cpu_before = current_cpu();
@@ -114,11 +125,11 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
     const auto wall0 = Clock::now();
     if (with_extra) {
       for (auto _ : state) {
-        c.run_once();
+        timed->run_once();
         extra->run();
       }
     } else {
-      for (auto _ : state) c.run_once();
+      for (auto _ : state) timed->run_once();
     }
     const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
     if (opt.busy_wait && wall > 0) rep.cpu_share = (thread_cpu_seconds() - cpu0) / wall;

@@ -33,7 +33,7 @@ struct Repetition {
   SchedulingSnapshot taken;             // run delay and steal during it (scheduling.h)
   nlohmann::json readings_before, readings_after;  // cpufreq / thermal (environment_readings)
   std::vector<std::string> flags;  // disturbances seen: "cpu-migration", "frequency-change", ...
-  char side = 0;                   // 'A' / 'B' with alternating extra work (extra_work.h), else 0
+  char side = 0;  // 'A' / 'B' with alternating extra work or a second case (alternation.h), else 0
 };
 
 struct MeasureOptions {
@@ -60,7 +60,11 @@ struct Measurement {
 };
 
 // counters may be null; extra work (if enabled) runs after every timed call, inside the timing.
+// side_b (k3bench --params-b): a second case of the same op and shape; the repetitions alternate
+// `c` (side A) and side_b in the order of alternation.h, each preceded by one untimed call of its
+// case (which brings that case's code and state back after the other side ran), with the call
+// count calibrated on side A. Both cases are warmed up first.
 Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* counters = nullptr,
-                    const ExtraWork* extra = nullptr);
+                    const ExtraWork* extra = nullptr, OpCase* side_b = nullptr);
 
 }  // namespace k3runner

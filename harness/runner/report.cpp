@@ -12,21 +12,56 @@ struct Summary {
   double median = 0, min = 0, max = 0, mean = 0, cv = 0;
 };
 
-Summary summarize(const std::vector<Repetition>& reps) {
+// side != 0: only the repetitions of that side (a process alternating two parameter sets).
+Summary summarize(const std::vector<Repetition>& reps, char side = 0) {
   Summary s;
-  if (reps.empty()) return s;
   std::vector<double> t;
-  for (const auto& r : reps) t.push_back(r.real_ns);
+  for (const auto& r : reps)
+    if (side == 0 || r.side == side) t.push_back(r.real_ns);
+  if (t.empty()) return s;
   std::sort(t.begin(), t.end());
   const std::size_t n = t.size();
   s.median = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
   s.min = t.front();
   s.max = t.back();
-  for (double x : t) s.mean += x / n;
+  for (double x : t) s.mean += x / double(n);
   double var = 0;
   for (double x : t) var += (x - s.mean) * (x - s.mean);
   s.cv = n > 1 ? std::sqrt(var / (n - 1)) / s.mean : 0.0;
   return s;
+}
+
+nlohmann::json summary_json(const Summary& s, const Traffic& traffic) {
+  const double bytes = double(traffic.weight_bytes + traffic.activation_bytes);
+  return {{"median_ns", s.median},
+          {"min_ns", s.min},
+          {"max_ns", s.max},
+          {"mean_ns", s.mean},
+          {"cv", s.cv},
+          {"weight_gbps", traffic.weight_bytes / s.median},
+          {"total_gbps", bytes / s.median},
+          {"gops", traffic.ops / s.median}};
+}
+
+nlohmann::json traffic_json(const Traffic& t) {
+  return {{"weight_bytes", t.weight_bytes},
+          {"activation_bytes", t.activation_bytes},
+          {"ops", t.ops}};
+}
+
+nlohmann::json accuracy_json(const std::optional<Accuracy>& accuracy) {
+  if (!accuracy) return nullptr;
+  const Accuracy& a = *accuracy;
+  return {{"reference", a.reference},
+          {"pass", a.pass},
+          {"checked", a.checked},
+          {"total", a.total},
+          {"max_abs_err", a.max_abs_err},
+          {"max_rel_err", a.max_rel_err},
+          {"worst_error_to_bound", a.worst_ratio},
+          {"bound_at_worst", a.worst_bound},
+          {"extra", a.extra},
+          {"output_checksum", a.output_checksum}};
 }
 
 }  // namespace
@@ -42,9 +77,7 @@ nlohmann::json result_json(const Result& r) {
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   if (!r.ime2_instructions.is_null()) j["ime2_instructions"] = r.ime2_instructions;
   j["seed"] = r.seed;
-  j["traffic"] = {{"weight_bytes", r.traffic.weight_bytes},
-                  {"activation_bytes", r.traffic.activation_bytes},
-                  {"ops", r.traffic.ops}};
+  j["traffic"] = traffic_json(r.traffic);
   j["repetitions"] = nlohmann::json::array();
   for (const auto& rep : r.repetitions) {
     nlohmann::json jr = {{"ns", rep.real_ns},
@@ -61,32 +94,17 @@ nlohmann::json result_json(const Result& r) {
       jr["readings"] = {{"before", rep.readings_before}, {"after", rep.readings_after}};
     j["repetitions"].push_back(std::move(jr));
   }
+  // With a second parameter set the summary is side A's (the --params case) and summary_b side B's.
+  const bool two_cases = !r.params_b.is_null();
   if (!r.repetitions.empty()) {
-    const Summary s = summarize(r.repetitions);
-    const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
-    j["summary"] = {{"median_ns", s.median},
-                    {"min_ns", s.min},
-                    {"max_ns", s.max},
-                    {"mean_ns", s.mean},
-                    {"cv", s.cv},
-                    {"weight_gbps", r.traffic.weight_bytes / s.median},
-                    {"total_gbps", bytes / s.median},
-                    {"gops", r.traffic.ops / s.median}};
+    j["summary"] = summary_json(summarize(r.repetitions, two_cases ? 'A' : 0), r.traffic);
+    if (two_cases) j["summary_b"] = summary_json(summarize(r.repetitions, 'B'), r.traffic_b);
   }
-  if (r.accuracy) {
-    const auto& a = *r.accuracy;
-    j["accuracy"] = {{"reference", a.reference},
-                     {"pass", a.pass},
-                     {"checked", a.checked},
-                     {"total", a.total},
-                     {"max_abs_err", a.max_abs_err},
-                     {"max_rel_err", a.max_rel_err},
-                     {"worst_error_to_bound", a.worst_ratio},
-                     {"bound_at_worst", a.worst_bound},
-                     {"extra", a.extra},
-                     {"output_checksum", a.output_checksum}};
-  } else {
-    j["accuracy"] = nullptr;
+  j["accuracy"] = accuracy_json(r.accuracy);
+  if (two_cases) {
+    j["params_b"] = r.params_b;
+    j["traffic_b"] = traffic_json(r.traffic_b);
+    j["accuracy_b"] = accuracy_json(r.accuracy_b);
   }
   if (!r.timing.is_null()) {
     j["calibration"] = {{"iterations", r.calibration.iterations},
@@ -116,7 +134,7 @@ std::string result_table(const Result& r, bool header) {
   for (const auto& [k, v] : r.shape.items())
     shape += (shape.empty() ? "" : ",") + k + "=" + v.dump();
   std::erase(shape, '"');
-  const Summary s = summarize(r.repetitions);
+  const Summary s = summarize(r.repetitions, r.params_b.is_null() ? 0 : 'A');
   const int workers = r.params.contains("workers") ? r.params["workers"].get<int>() : 1;
   const double bytes = double(r.traffic.weight_bytes + r.traffic.activation_bytes);
   const std::string acc =

@@ -114,6 +114,47 @@ TEST(K3benchCli, AlternatingExtraWorkRunsOnlyOnSideBInPairsABThenBA) {
   for (const auto& rep : p["repetitions"]) EXPECT_FALSE(rep.contains("side"));
 }
 
+// A second parameter set (--params-b): one process alternates two cases of one op and shape,
+// A B, B A, ... A triad over the same arrays moves three times the bytes of a read (two streams
+// read, one written), so every B repetition is well over 1.5 times the A ones; the summary is
+// side A's alone and summary_b side B's, and both cases were checked.
+TEST(K3benchCli, ASecondParameterSetAlternatesWithTheFirstInsideTheProcess) {
+  auto r = run_k3bench(
+      "--op membw --shape mib=16 --params workers=1,mode=read --params-b workers=1,mode=triad "
+      "--reps 8 --warmup 1 --iterations 3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["params"]["mode"], "read");
+  EXPECT_EQ(j["params_b"]["mode"], "triad");
+  EXPECT_EQ(j["params_b"]["workers"], 1);
+  EXPECT_TRUE(j["accuracy"]["pass"]);
+  EXPECT_TRUE(j["accuracy_b"]["pass"]);
+  EXPECT_GT(j["traffic_b"]["weight_bytes"].get<double>() + j["traffic_b"]["activation_bytes"].get<double>(),
+            2 * (j["traffic"]["weight_bytes"].get<double>() + j["traffic"]["activation_bytes"].get<double>()));
+  std::string sides;
+  std::vector<double> a, b;
+  for (const auto& rep : j["repetitions"]) {
+    sides += rep.at("side").get<std::string>();
+    (rep["side"] == "B" ? b : a).push_back(rep["ns"].get<double>());
+  }
+  EXPECT_EQ(sides, "ABBAABBA");
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_GT(b[1], 1.5 * a[2]) << "B's second-fastest against A's second-slowest";
+  EXPECT_DOUBLE_EQ(j["summary"]["median_ns"].get<double>(), 0.5 * (a[1] + a[2]));
+  EXPECT_DOUBLE_EQ(j["summary_b"]["median_ns"].get<double>(), 0.5 * (b[1] + b[2]));
+  EXPECT_DOUBLE_EQ(j["summary"]["max_ns"].get<double>(), a[3]);
+
+  // Keys not given in --params-b are the op's defaults (workers=2), not --params'.
+  auto defaults = run_k3bench(
+      "--op membw --shape mib=1 --params workers=1 --params-b mode=read --reps 2 --iterations 1 "
+      "--check none --json");
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.err;
+  EXPECT_EQ(json::parse(defaults.out)["params_b"]["workers"], 2);
+}
+
 TEST(K3benchCli, PrefillC4WithResidualAndClampPassesFullCheck) {
   auto r = run_k3bench(
       "--op linear_prefill --shape m=5,n=37,k=192 --params "
@@ -163,6 +204,10 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--op linear_decode --shape n=64,k=64 --params layout=zigzag", 2,
                  "layout='zigzag'"},
         BadInput{"--op linear_decode --shape n=64,k=64 --reps 0", 2, "--reps"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params-b tile=3", 2,
+                 "--params-b: unknown key 'tile'"},
+        BadInput{"--op linear_decode --shape n=64,k=64 --params-b workers=1 --extra-work-sides abba",
+                 2, "--params-b: alternates the repetitions already"},
         BadInput{"--bogus-flag", 2, "bogus"},
         BadInput{"--op linear_decode --shape n=64,k=100", 3, "k=100 is not a multiple of 64"},
         BadInput{"--op linear_decode --shape n=0,k=64", 3, "n=0 is outside"},

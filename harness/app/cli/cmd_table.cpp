@@ -141,9 +141,18 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
           "board that made it)")
       ->required();
   add_place_options(verify, v->place);
-  verify->add_option("--processes", v->c.processes, "processes per side and entry")
+  verify->add_option("--processes", v->c.processes,
+                     "processes per entry (within: each holds both sides; rounds: per side)")
       ->capture_default_str();
-  verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per process")
+  verify
+      ->add_option("--design", v->c.design,
+                   "within: the defaults and the table's parameters alternate repetitions A B, B "
+                   "A, ... inside every process (the process-to-process spread cancels); rounds: "
+                   "one process per side and round")
+      ->check(CLI::IsMember({"within", "rounds"}))
+      ->capture_default_str();
+  verify->add_option("-R,--reps", v->c.settings.repetitions,
+                     "repetitions per side and process")
       ->capture_default_str();
   verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")
       ->capture_default_str();
@@ -194,11 +203,14 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
                        {"failed", out.failed},
                        {"geomean_speedup", out.geomean_speedup},
                        {"verdict", out.verdict},
+                       {"design", c.design},
                        {"rules", out.rules}});
         continue;
       }
       if (v->tables.size() > 1) fmt::print("{}{}\n", &file == &v->tables.front() ? "" : "\n", file);
-      fmt::print("target {}; run {}\n", out.facts.describe, out.run_uuid);
+      fmt::print("target {}; run {}; {}\n", out.facts.describe, out.run_uuid,
+                 c.design == "within" ? "both sides alternating inside every process"
+                                      : "one process per side and round");
       fmt::print("{:<44} {:>12} {:>12} {:>9} {:>17} {:>8}  {}\n", "entry", "table ns",
                  "defaults ns", "speed-up", "95% CI", "claimed", "verdict");
       for (const auto& e : out.entries) {

@@ -119,6 +119,7 @@ nlohmann::json MeasureSettings::to_json() const {
                       {"huge_pages", huge_pages},
                       {"weight_load", weight_load}};
   if (alternate_extra_work) j["extra_work_sides"] = "abba";  // absent otherwise: keys unchanged
+  if (!params_b.is_null()) j["params_b"] = params_b;          // likewise
   if (!table.empty()) {
     j["table"] = table;
     j["table_sha256"] = table_sha256;
@@ -148,6 +149,7 @@ std::vector<std::string> MeasureSettings::runner_args(const CellSpec& cell,
     a.insert(a.end(), {"--min-time", fmt::format("{}", min_time_s)});
   if (extra_work_ns > 0) a.insert(a.end(), {"--extra-work-ns", fmt::format("{}", extra_work_ns)});
   if (alternate_extra_work) a.insert(a.end(), {"--extra-work-sides", "abba"});
+  if (!params_b.is_null()) a.insert(a.end(), {"--params-b", to_kv(params_b)});
   if (!table.empty()) a.insert(a.end(), {"--table", table});
   return a;
 }

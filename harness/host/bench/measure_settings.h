@@ -31,6 +31,11 @@ struct MeasureSettings {
   // The repetitions alternate A (no extra work) and B (with it) in pairs A B, B A, ... inside each
   // process (k3bench --extra-work-sides abba; selfcheck only): the within-process comparison.
   bool alternate_extra_work = false;
+  // A second parameter set (canonical typed object, null: none): every process alternates the
+  // cell's parameters (side A) and these (side B) repetition by repetition, A B, B A, ...
+  // (k3bench --params-b): the within-process comparison of two configurations of one runner
+  // (table verify). `repetitions` counts both sides.
+  nlohmann::json params_b;
   std::string cpus = "auto";         // k3bench --cpus: auto | none | a CPU list
   std::string pool_wait = "spin";    // k3bench --pool-wait
   std::string huge_pages = "on";     // k3bench --huge-pages

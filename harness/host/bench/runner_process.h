@@ -31,8 +31,8 @@ struct ProcessOutcome {
   std::string path;       // kernel layer the runner took
   nlohmann::json timing;  // the runner's split: setup_s, check_s, warmup_s, measured_s, total_s
   nlohmann::json runner;  // dispatch, accuracy, params used, traffic, counters, environment
-  // Each sample's side with alternating extra work ('A' / 'B', MeasureSettings::
-  // alternate_extra_work), else empty.
+  // Each sample's side when the process alternates two sides ('A' / 'B': alternating extra work
+  // or a second parameter set, MeasureSettings::alternate_extra_work / params_b), else empty.
   std::string sides;
   double mean_ns() const;
   // The within-process comparison: the geometric means of the A and of the B repetitions. False
