@@ -5,19 +5,19 @@
 
 #include <fmt/format.h>
 
+#include "harness/common/params/param_spec.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/bench/user_error.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
-#include "tuner/objective.h"
-#include "harness/common/params/param_spec.h"
-#include "harness/host/bench/provenance.h"
 #include "harness/host/store/results.h"
-#include "tuner/table.h"
-#include "harness/host/bench/user_error.h"
 #include "reports/regression_config.h"
 #include "reports/report_error.h"
 #include "reports/verdict.h"
+#include "tuner/objective.h"
+#include "tuner/table.h"
 
 namespace k3tuner {
 namespace {

@@ -27,7 +27,7 @@ namespace k3tuner {
 struct VerifyCommand {
   std::string root, db_path, table, command_line;
   std::string rules_file;  // regression rules; empty: <root>/configs/regression.toml
-  int processes = 8;  // per side and entry ("within": processes, each holding both sides)
+  int processes = 8;       // per side and entry ("within": processes, each holding both sides)
   std::string design = "within";  // "within" | "rounds" (above)
   k3bench::MeasureSettings settings;
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target

@@ -126,11 +126,15 @@ int run_case(const Options& o, Clock::time_point process_start) {
   std::optional<CaseInputs> in_b;
   if (!o.params_b.empty()) {
     if (o.extra_work_sides == "abba")
-      throw UsageError("--params-b: alternates the repetitions already; not with --extra-work-sides abba");
-    in_b = CaseInputs{in.shape, KeyValues(op->params, parse_kv_list(o.params_b, "--params-b"), "--params-b", false),
-                      o.seed, decision.path};
+      throw UsageError(
+          "--params-b: alternates the repetitions already; not with --extra-work-sides abba");
+    in_b = CaseInputs{
+        in.shape,
+        KeyValues(op->params, parse_kv_list(o.params_b, "--params-b"), "--params-b", false), o.seed,
+        decision.path};
   }
-  const long long need = op->footprint(in.shape, in.params) + (in_b ? op->footprint(in_b->shape, in_b->params) : 0);
+  const long long need =
+      op->footprint(in.shape, in.params) + (in_b ? op->footprint(in_b->shape, in_b->params) : 0);
   const long long avail = available_memory_bytes();
   if (avail > 0 && need > avail * 8 / 10) {
     throw UnsupportedShape(
@@ -399,7 +403,8 @@ int main(int argc, char** argv) {
     if (!o.tcm_force_release.empty())
       return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);
     if (model_opt->count() > 0) {
-      if (!o.params_b.empty()) throw UsageError("--params-b: one op's cases only, not with --model");
+      if (!o.params_b.empty())
+        throw UsageError("--params-b: one op's cases only, not with --model");
       ModelCommandOptions m = o.model;
       if (m.models_dir.empty()) {
         const char* env = std::getenv("K3BENCH_MODELS_DIR");

@@ -44,9 +44,8 @@ nlohmann::json summary_json(const Summary& s, const Traffic& traffic) {
 }
 
 nlohmann::json traffic_json(const Traffic& t) {
-  return {{"weight_bytes", t.weight_bytes},
-          {"activation_bytes", t.activation_bytes},
-          {"ops", t.ops}};
+  return {
+      {"weight_bytes", t.weight_bytes}, {"activation_bytes", t.activation_bytes}, {"ops", t.ops}};
 }
 
 nlohmann::json accuracy_json(const std::optional<Accuracy>& accuracy) {

@@ -33,7 +33,8 @@ struct Result {
   // repetitions then alternate the two cases (Repetition::side) and summary is side A's.
   nlohmann::json params_b;
   Traffic traffic_b;
-  std::optional<Accuracy> accuracy_b;  // emulation builds: executed IME2 instructions (ime2_counts.h)
+  std::optional<Accuracy>
+      accuracy_b;  // emulation builds: executed IME2 instructions (ime2_counts.h)
 };
 
 nlohmann::json result_json(const Result& r);

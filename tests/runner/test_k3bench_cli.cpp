@@ -129,8 +129,10 @@ TEST(K3benchCli, ASecondParameterSetAlternatesWithTheFirstInsideTheProcess) {
   EXPECT_EQ(j["params_b"]["workers"], 1);
   EXPECT_TRUE(j["accuracy"]["pass"]);
   EXPECT_TRUE(j["accuracy_b"]["pass"]);
-  EXPECT_GT(j["traffic_b"]["weight_bytes"].get<double>() + j["traffic_b"]["activation_bytes"].get<double>(),
-            2 * (j["traffic"]["weight_bytes"].get<double>() + j["traffic"]["activation_bytes"].get<double>()));
+  EXPECT_GT(j["traffic_b"]["weight_bytes"].get<double>() +
+                j["traffic_b"]["activation_bytes"].get<double>(),
+            2 * (j["traffic"]["weight_bytes"].get<double>() +
+                 j["traffic"]["activation_bytes"].get<double>()));
   std::string sides;
   std::vector<double> a, b;
   for (const auto& rep : j["repetitions"]) {
@@ -206,8 +208,9 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"--op linear_decode --shape n=64,k=64 --reps 0", 2, "--reps"},
         BadInput{"--op linear_decode --shape n=64,k=64 --params-b tile=3", 2,
                  "--params-b: unknown key 'tile'"},
-        BadInput{"--op linear_decode --shape n=64,k=64 --params-b workers=1 --extra-work-sides abba",
-                 2, "--params-b: alternates the repetitions already"},
+        BadInput{
+            "--op linear_decode --shape n=64,k=64 --params-b workers=1 --extra-work-sides abba", 2,
+            "--params-b: alternates the repetitions already"},
         BadInput{"--bogus-flag", 2, "bogus"},
         BadInput{"--op linear_decode --shape n=64,k=100", 3, "k=100 is not a multiple of 64"},
         BadInput{"--op linear_decode --shape n=0,k=64", 3, "n=0 is outside"},

@@ -141,8 +141,9 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
           "board that made it)")
       ->required();
   add_place_options(verify, v->place);
-  verify->add_option("--processes", v->c.processes,
-                     "processes per entry (within: each holds both sides; rounds: per side)")
+  verify
+      ->add_option("--processes", v->c.processes,
+                   "processes per entry (within: each holds both sides; rounds: per side)")
       ->capture_default_str();
   verify
       ->add_option("--design", v->c.design,
@@ -151,8 +152,7 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
                    "one process per side and round")
       ->check(CLI::IsMember({"within", "rounds"}))
       ->capture_default_str();
-  verify->add_option("-R,--reps", v->c.settings.repetitions,
-                     "repetitions per side and process")
+  verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per side and process")
       ->capture_default_str();
   verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")
       ->capture_default_str();

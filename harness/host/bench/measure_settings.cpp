@@ -119,7 +119,7 @@ nlohmann::json MeasureSettings::to_json() const {
                       {"huge_pages", huge_pages},
                       {"weight_load", weight_load}};
   if (alternate_extra_work) j["extra_work_sides"] = "abba";  // absent otherwise: keys unchanged
-  if (!params_b.is_null()) j["params_b"] = params_b;          // likewise
+  if (!params_b.is_null()) j["params_b"] = params_b;         // likewise
   if (!table.empty()) {
     j["table"] = table;
     j["table_sha256"] = table_sha256;

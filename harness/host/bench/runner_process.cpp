@@ -71,9 +71,9 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
   std::vector<double> t;
   for (const auto& s : o.samples) t.push_back(s.ns);
   for (std::size_t i : k3stats::tukey_outliers(t)) o.samples[i].outlier = true;
-  for (const char* key : {"dispatch", "accuracy", "params", "traffic", "counters", "extra_work",
-                          "environment", "summary", "calibration", "params_b", "accuracy_b",
-                          "traffic_b", "summary_b"}) {
+  for (const char* key :
+       {"dispatch", "accuracy", "params", "traffic", "counters", "extra_work", "environment",
+        "summary", "calibration", "params_b", "accuracy_b", "traffic_b", "summary_b"}) {
     if (j.contains(key)) o.runner[key] = j[key];
   }
   o.ok = true;
