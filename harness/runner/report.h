@@ -28,13 +28,12 @@ struct Result {
   nlohmann::json counters;    // perf counter status: available names, unavailable with reasons
   nlohmann::json extra_work;  // null unless --extra-work-ns was given
   nlohmann::json tuning;      // null unless a table was asked for: the table, and each parameter's source
-  nlohmann::json ime2_instructions;
+  nlohmann::json ime2_instructions;  // emulation builds: executed IME2 instructions (ime2_counts.h)
   // --params-b: the second case's parameters, work and accuracy (null / unset without one); the
   // repetitions then alternate the two cases (Repetition::side) and summary is side A's.
   nlohmann::json params_b;
   Traffic traffic_b;
-  std::optional<Accuracy>
-      accuracy_b;  // emulation builds: executed IME2 instructions (ime2_counts.h)
+  std::optional<Accuracy> accuracy_b;
 };
 
 nlohmann::json result_json(const Result& r);
