@@ -17,6 +17,22 @@ const char* kSmallDecode =
     "--op linear_decode --shape n=96,k=256 --params workers=2,copies=2 --reps 3 --warmup 1 "
     "--min-time 0.001";
 
+// A two-sided result's repetitions: their sides in order, and each side's times, sorted.
+struct Sides {
+  std::string order;
+  std::vector<double> a, b;
+};
+Sides split_sides(const json& result) {
+  Sides s;
+  for (const auto& rep : result["repetitions"]) {
+    s.order += rep.at("side").get<std::string>();
+    (rep["side"] == "B" ? s.b : s.a).push_back(rep["ns"].get<double>());
+  }
+  std::sort(s.a.begin(), s.a.end());
+  std::sort(s.b.begin(), s.b.end());
+  return s;
+}
+
 TEST(K3benchCli, ListOpsJsonDeclaresShapeKeysAndParams) {
   auto r = run_k3bench("--list-ops --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -94,15 +110,9 @@ TEST(K3benchCli, AlternatingExtraWorkRunsOnlyOnSideBInPairsABThenBA) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["extra_work"]["sides"], "abba");
-  std::string sides;
-  std::vector<double> a, b;
-  for (const auto& rep : j["repetitions"]) {
-    sides += rep.at("side").get<std::string>();
-    (rep["side"] == "B" ? b : a).push_back(rep["ns"].get<double>());
-  }
-  EXPECT_EQ(sides, "ABBAABBA");
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
+  const Sides sides = split_sides(j);
+  EXPECT_EQ(sides.order, "ABBAABBA");
+  const std::vector<double>&a = sides.a, &b = sides.b;
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   EXPECT_GT(b[1], 5 * a[1]) << "the medians of B and A";
@@ -133,15 +143,9 @@ TEST(K3benchCli, ASecondParameterSetAlternatesWithTheFirstInsideTheProcess) {
                 j["traffic_b"]["activation_bytes"].get<double>(),
             2 * (j["traffic"]["weight_bytes"].get<double>() +
                  j["traffic"]["activation_bytes"].get<double>()));
-  std::string sides;
-  std::vector<double> a, b;
-  for (const auto& rep : j["repetitions"]) {
-    sides += rep.at("side").get<std::string>();
-    (rep["side"] == "B" ? b : a).push_back(rep["ns"].get<double>());
-  }
-  EXPECT_EQ(sides, "ABBAABBA");
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
+  const Sides sides = split_sides(j);
+  EXPECT_EQ(sides.order, "ABBAABBA");
+  const std::vector<double>&a = sides.a, &b = sides.b;
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
   EXPECT_GT(b[1], 1.5 * a[2]) << "B's second-fastest against A's second-slowest";
