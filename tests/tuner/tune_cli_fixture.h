@@ -1,0 +1,89 @@
+// The fixture of the `k3tune tune` end-to-end tests: each test gets its own directory with a
+// targets file (the host runner, and build/rvv's runner under qemu-user) and a results database,
+// and runs the real k3tune binary in it.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/host/store/database.h"
+#include "harness/host/targets/process.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+
+struct Cmd {
+  int code;
+  std::string out, err;
+};
+
+class TuneCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("k3tune_tune_" + std::to_string(::getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_ / "spaces");
+    std::ofstream(dir_ / "targets.toml")
+        << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH "\"\ntimeout_s = 120\n"
+        << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
+        << "\"\ntimeout_s = 600\n";
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string rvv_runner() { return K3TUNE_ROOT "/build/rvv/harness/runner/k3bench"; }
+  std::string db() const { return (dir_ / "results.db").string(); }
+  std::string spaces() const { return (dir_ / "spaces").string(); }
+  void write_space(const std::string& text, const std::string& op = "linear_decode") const {
+    std::ofstream(dir_ / "spaces" / (op + ".toml")) << text;
+  }
+
+  Cmd k3tune(std::vector<std::string> args) const {
+    std::vector<std::string> argv = {K3TUNE_PATH,
+                                     "--root",
+                                     K3TUNE_ROOT,
+                                     "--db",
+                                     db(),
+                                     "--targets",
+                                     (dir_ / "targets.toml").string(),
+                                     "-q"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(1800));
+    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
+  }
+  std::int64_t count(const std::string& sql) const {
+    return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
+  }
+  static nlohmann::json read_json(const fs::path& p) {
+    std::ifstream f(p);
+    return nlohmann::json::parse(f);
+  }
+  fs::path dir_;
+};
+
+// Two tile widths x two worker counts on the host.
+inline constexpr const char* kSmallSpace = R"(
+[space]
+op = "linear_decode"
+description = "test: tile width and workers"
+meaningful_on = ["local"]
+[knobs.workers]
+range = [1, "cpus"]
+default = "cpus"
+[knobs.tile_n]
+values = [32, 64]
+default = 64
+[constraints]
+rules = ["tile_n <= n"]
+)";
+
+}  // namespace
