@@ -18,7 +18,9 @@
 
 namespace fs = std::filesystem;
 
-namespace {
+// A named namespace: the two test files must share one fixture class (googletest refuses a suite
+// whose tests use two classes of one name).
+namespace k3test {
 
 
 struct Cmd {
@@ -86,4 +88,7 @@ default = 64
 rules = ["tile_n <= n"]
 )";
 
-}  // namespace
+}  // namespace k3test
+
+using k3test::kSmallSpace;
+using k3test::TuneCli;
