@@ -103,15 +103,23 @@ std::string method_text(k3stats::PairedEstimator e) {
              : "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided";
 }
 
+// Detection rates by injected slowdown ("5%": the rate with its interval, the mean measured size
+// and, per cell, the extra work that made it).
+nlohmann::json detections_json(const std::vector<k3bench::Detection>& detections,
+                               bool with_extra_work) {
+  nlohmann::json det = nlohmann::json::object();
+  for (const auto& d : detections) {
+    nlohmann::json& one = det[percent_key(d.injected)] = proportion_json(d.rate);
+    one["measured_mean"] = d.measured_mean;
+    if (with_extra_work) one["extra_work_ns"] = d.extra_work_ns;
+  }
+  return det;
+}
+
 // The within-process design's figures (a cell's or the pooled ones).
 nlohmann::json within_json(const k3bench::WithinProcessSelfcheck& w) {
-  nlohmann::json det = nlohmann::json::object();
-  for (const auto& d : w.detections) {
-    det[percent_key(d.injected)] = proportion_json(d.rate);
-    det[percent_key(d.injected)]["measured_mean"] = d.measured_mean;
-  }
   return {{"false_positive_rate", proportion_json(w.false_positives)},
-          {"detection_rate", det},
+          {"detection_rate", detections_json(w.detections, false)},
           {"noise_floor", w.noise_floor},
           {"minimum_detectable_effect", w.minimum_detectable_effect},
           {"processes_per_verdict", w.processes_per_verdict},
@@ -126,12 +134,6 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
   for (const auto& d : r.detections) detection[percent_key(d.injected)] = proportion_json(d.rate);
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : r.cells) {
-    nlohmann::json det = nlohmann::json::object();
-    for (const auto& d : c.detections) {
-      det[percent_key(d.injected)] = proportion_json(d.rate);
-      det[percent_key(d.injected)]["measured_mean"] = d.measured_mean;
-      det[percent_key(d.injected)]["extra_work_ns"] = d.extra_work_ns;
-    }
     cells.push_back({{"op", c.cell.op},
                      {"shape", c.cell.shape},
                      {"params", c.cell.params},
@@ -139,7 +141,7 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                      {"iterations", c.iterations},
                      {"trials", c.trials},
                      {"false_positive_rate", proportion_json(c.false_positives)},
-                     {"detection_rate", det},
+                     {"detection_rate", detections_json(c.detections, true)},
                      {"noise_floor", c.noise_floor},
                      {"abs_diff_q95", c.abs_diff_q95},
                      {"minimum_detectable_effect", c.minimum_detectable_effect},
