@@ -13,13 +13,6 @@
 namespace k3reports {
 namespace {
 
-double threshold_for(const std::string& op, const RegressionConfig& config,
-                     const std::optional<k3store::NoiseFloorRecord>& floor) {
-  double t = config.min_effect_for(op);
-  if (config.use_noise_floor && floor) t = std::max(t, floor->noise_floor);
-  return t;
-}
-
 k3stats::CompareOptions options(const RegressionConfig& config, double threshold) {
   k3stats::CompareOptions o;
   o.alpha = config.alpha;
@@ -79,6 +72,13 @@ void add_failures(const RunData& run, const std::string& build, const std::strin
 }
 
 }  // namespace
+
+double verdict_threshold(const std::string& op, const RegressionConfig& config,
+                         const std::optional<k3store::NoiseFloorRecord>& floor) {
+  double t = config.min_effect_for(op);
+  if (config.use_noise_floor && floor) t = std::max(t, floor->noise_floor);
+  return t;
+}
 
 Speedup welch_speedup(const std::vector<double>& a, const std::vector<double>& b) {
   const double ma = k3stats::mean(a), mb = k3stats::mean(b);
@@ -202,7 +202,7 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
     matched[b.config_key] = true;
     const CellFigures& a = *it->second;
     CellVerdict cv = cell_verdict(a, b);
-    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+    cv.timing.threshold = verdict_threshold(b.op, config, noise_floor);
     cv.timing.processes_a = static_cast<int>(a.process_means.size());
     cv.timing.processes_b = static_cast<int>(b.process_means.size());
     if (!a.ok || !b.ok) {
@@ -259,7 +259,7 @@ TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int
                                     const std::optional<k3store::NoiseFloorRecord>& noise_floor,
                                     int first_stage) {
   TimingVerdict t;
-  t.threshold = threshold_for(op, config, noise_floor);
+  t.threshold = verdict_threshold(op, config, noise_floor);
   t.confirmation = Confirmation::kInterleaved;
   t.processes_a = static_cast<int>(means_a.size());
   t.processes_b = static_cast<int>(means_b.size());
@@ -282,7 +282,7 @@ CellVerdict paired_cell_verdict(const CellFigures& a, const CellFigures& b,
                                 int first_stage, const char* a_side, const char* b_side) {
   CellVerdict cv = cell_verdict(a, b);
   if (!a.ok || !b.ok) {
-    cv.timing.threshold = threshold_for(b.op, config, noise_floor);
+    cv.timing.threshold = verdict_threshold(b.op, config, noise_floor);
     cv.timing.confirmation = Confirmation::kInterleaved;
     cv.timing.processes_a = static_cast<int>(a.process_means.size());
     cv.timing.processes_b = static_cast<int>(b.process_means.size());

@@ -139,6 +139,11 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
 Verdict compare_table_within_run(const RunData& run, const RegressionConfig& config,
                                  const std::optional<k3store::NoiseFloorRecord>& noise_floor);
 
+// The smallest relative change a timing verdict of `op` calls: the op's minimum effect of the rules,
+// raised to the target's noise floor when the rules use it (and one is stored).
+double verdict_threshold(const std::string& op, const RegressionConfig& config,
+                         const std::optional<k3store::NoiseFloorRecord>& noise_floor);
+
 // The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
 // B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
 // compare_within_run, the confirm step, table verify). The paired test on per-round log ratios

@@ -10,6 +10,7 @@
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/stats/signed_rank.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
@@ -49,6 +50,7 @@ struct Pair {
 struct SidesMeasured {
   Candidate tuned, defaults;
   std::string failure;
+  std::string stop_reason;
 };
 
 // One process per side and round, the side that goes first alternating between rounds, so a drift
@@ -58,6 +60,7 @@ struct SidesMeasured {
 // extra rounds as asked for), so a busy machine costs time, not the verdict.
 SidesMeasured measure_in_rounds(TimeObjective& objective, const Pair& p, int processes) {
   SidesMeasured out;
+  out.stop_reason = "fixed count";
   int started[2] = {0, 0};  // processes per side, disturbed ones included (the database's index)
   // A table that chose the defaults measures one cell on both sides: one process index sequence,
   // or the second side's process 0 would collide with the first's in the database.
@@ -96,30 +99,53 @@ SidesMeasured measure_in_rounds(TimeObjective& objective, const Pair& p, int pro
 // Both sides in every process (k3bench --params-b): the repetitions alternate the defaults (A) and
 // the table's parameters (B) in pairs A B, B A, ..., each side getting the asked-for repetitions,
 // and a process gives one pair of side means. The machine's process-to-process spread, most of
-// the noise on a shared VM, is common to both sides of a pair and cancels in its ratio. A
-// disturbed process is kept, not counted, and replaced (at most three per counted process, about
-// what the rounds allow a side: a process holds twice the repetitions, so twice the chance of a
-// disturbance on a busy machine).
+// the noise on a shared VM, is common to both sides of a pair and cancels in its ratio. After the
+// first `processes`, processes are added until the MDE reaches `mde_target` (VerifyCommand::mde)
+// or `max_processes` are counted. A disturbed process is kept, not counted, and replaced (at most
+// three per counted process, about what the rounds allow a side: a process holds twice the
+// repetitions, so twice the chance of a disturbance on a busy machine).
 SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
-                                       const VerifyCommand& c) {
+                                       const VerifyCommand& c, double mde_target,
+                                       const k3reports::RegressionConfig& rules) {
   SidesMeasured out;
   k3bench::CellSpec both = p.defaults;
   both.settings.params_b = p.tuned.params;
   both.settings.repetitions = 2 * p.defaults.settings.repetitions;
+  const int most = mde_target > 0 ? std::max(c.processes, c.max_processes) : c.processes;
+  std::vector<double> log_ratios;
   int counted = 0;
-  for (int index = 0; counted < c.processes && index < 4 * c.processes; ++index) {
+  for (int index = 0; index < 4 * most; ++index) {
     const Measurement m = objective.measure(both, index, index);
     if (m.rejected) {
       out.failure = "the defaults and the table's parameters in one process: " + m.reason;
-      break;
+      return out;
     }
     if (m.disturbed) continue;
     out.defaults.values.push_back(m.value);
     out.defaults.rounds.push_back(index);
     out.tuned.values.push_back(m.value_b);
     out.tuned.rounds.push_back(index);
-    ++counted;
+    log_ratios.push_back(std::log(m.value_b / m.value));
+    if (++counted < c.processes) continue;
+    if (mde_target <= 0) {
+      out.stop_reason = "fixed count";
+      return out;
+    }
+    const double mde = k3stats::signed_rank_mde_from_magnitudes(log_ratios, rules.alpha, rules.power);
+    if (mde <= mde_target) {
+      out.stop_reason =
+          fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%", 100 * mde, 100 * mde_target);
+      return out;
+    }
+    if (counted >= most) {
+      // A real difference keeps the magnitudes, and so this MDE, large: such an entry runs to
+      // the ceiling (its verdict is decided long before; the sign-free rule cannot see that).
+      out.stop_reason = fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)",
+                                    most, 100 * mde, 100 * mde_target);
+      return out;
+    }
   }
+  out.stop_reason = "too many disturbed processes";
   return out;
 }
 
@@ -134,6 +160,8 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     throw k3bench::UserError("--processes: at least 2 per side (a CI needs two pairs)");
   if (c.design != "within" && c.design != "rounds")
     throw k3bench::UserError(fmt::format("--design: '{}' is not within or rounds", c.design));
+  if (c.design == "rounds" && c.mde > 0)
+    throw k3bench::UserError("--mde: adds processes of the within design only (--design within)");
   out.facts = probe_target(target);
   const nlohmann::json& fp = table["board"]["fingerprint"];
   auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
@@ -154,6 +182,14 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     throw k3bench::UserError(e.what());
   }
   out.rules = rules.source;
+  // Adding processes until the MDE is reached keeps only the signed-rank test exact (its null
+  // distribution does not depend on the magnitudes the rule looks at; a t statistic's would).
+  const bool sequential = rules.estimator == k3stats::PairedEstimator::kHodgesLehmann;
+  if (c.mde > 0 && !sequential)
+    throw k3bench::UserError(fmt::format(
+        "--mde: {} sets estimator = \"mean\"; adding processes until the MDE is reached keeps "
+        "only the signed-rank test exact (estimator = \"hodges-lehmann\")",
+        rules.source));
   const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
   const std::string build_hash = k3bench::sha256_file(target.runner_path());
 
@@ -197,8 +233,15 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   double log_sum = 0;
   int logs = 0;
   for (auto& p : pairs) {
-    const SidesMeasured m = c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
-                                                 : measure_within_processes(objective, p, c);
+    const double mde_target =
+        c.design == "rounds" || c.mde == 0 || !sequential
+            ? 0
+            : (c.mde > 0 ? c.mde : k3reports::verdict_threshold(p.entry.op, rules, noise_floor));
+    const SidesMeasured m =
+        c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
+                             : measure_within_processes(objective, p, c, mde_target, rules);
+    p.entry.mde_target = mde_target;
+    p.entry.stop_reason = m.stop_reason;
     const Candidate& tuned = m.tuned;
     const Candidate& defaults = m.defaults;
     const std::string& failure = m.failure;

@@ -29,6 +29,13 @@ struct VerifyCommand {
   std::string rules_file;  // regression rules; empty: <root>/configs/regression.toml
   int processes = 8;       // per side and entry ("within": processes, each holding both sides)
   std::string design = "within";  // "within" | "rounds" (above)
+  // The within design's budget, set by the effect to be seen: after the first --processes, one
+  // more process at a time until the signed-rank test's minimum detectable effect (from the
+  // magnitudes of the per-process log ratios only, which keeps its null distribution exact) is at
+  // most `mde` -- < 0: the entry's verdict threshold (its op's minimum effect of the rules, raised
+  // to the noise floor); 0: exactly --processes -- or max_processes are counted.
+  double mde = -1;
+  int max_processes = 16;  // bench's ceiling (defaults::kMaxProcesses)
   k3bench::MeasureSettings settings;
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
 };
@@ -37,6 +44,8 @@ struct VerifiedEntry {
   std::string id, op, verdict;  // faster | slower | no difference | failed: <reason>
   double threshold = 0;  // the minimum effect the verdict applied (op's, or the noise floor)
   double mde = 0;        // "no difference" means within +-mde
+  double mde_target = 0;    // the MDE the processes were added for (0: a fixed count)
+  std::string stop_reason;  // which rule ended the entry's processes
   nlohmann::json shape, params;
   Evidence evidence;  // mean = with the table's parameters; default_mean; speedup with its CI
   double claimed = 0;  // the speed-up the table's evidence claims

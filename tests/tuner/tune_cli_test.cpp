@@ -125,15 +125,16 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_EQ(count("SELECT count(*) FROM processes"), measured);
 
   // table verify: the table's choice against the defaults. By default both sides alternate
-  // repetitions inside each of two processes: one cell (the defaults, with the table's parameters
-  // as side B), each process reporting both parameter sets and sides A B B A.
+  // repetitions inside each process: one cell (the defaults, with the table's parameters as side
+  // B), each process reporting both parameter sets and sides A B B A; --mde 0 counts exactly two.
   const auto before = count("SELECT count(*) FROM processes");
   const auto verify = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2",
-                              "-R", "2", "--min-time", "0.002"});
+                              "-R", "2", "--min-time", "0.002", "--mde", "0"});
   ASSERT_TRUE(verify.code == 0 || verify.code == 1) << verify.err;
   const auto v = nlohmann::json::parse(verify.out);
   ASSERT_EQ(v["entries"].size(), 1u) << verify.err;
   EXPECT_EQ(v["design"], "within");
+  EXPECT_EQ(v["entries"][0]["stop_reason"], "fixed count");
   auto expect_verdict = [&](const nlohmann::json& entry, int code) {
     const std::string verdict = entry["verdict"];
     EXPECT_TRUE(verdict == "faster" || verdict == "no difference" || verdict == "slower")
@@ -181,8 +182,32 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_EQ(count("SELECT count(DISTINCT cell_key) FROM processes WHERE run_uuid = '" +
                   r["run"].get<std::string>() + "'"),
             table_chose_defaults ? 1 : 2);
+  // The budget set by the effect to be seen: after the first 2 processes, one more at a time until
+  // the sign-free MDE is at most --mde. The signed-rank test cannot reject below 6 pairs at 5%, so
+  // a loose target is reached at the sixth process exactly; one no process can reach stops at the
+  // ceiling. Either way the verdict says which rule ended it.
+  auto adaptive = [&](const char* mde, const char* most) {
+    const auto r = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2",
+                           "-R", "2", "--min-time", "0.002", "--mde", mde, "--max-processes", most});
+    EXPECT_TRUE(r.code == 0 || r.code == 1) << r.err;
+    return nlohmann::json::parse(r.out)["entries"].at(0);
+  };
+  const auto loose = adaptive("0.95", "12");
+  EXPECT_EQ(loose["evidence"]["processes"], 6) << loose;
+  EXPECT_EQ(loose["stop_reason"].get<std::string>().rfind("sign-free MDE", 0), 0u) << loose;
+  EXPECT_DOUBLE_EQ(loose["mde_target"].get<double>(), 0.95);
+  const auto unreachable = adaptive("0.0001", "7");
+  EXPECT_EQ(unreachable["evidence"]["processes"], 7) << unreachable;
+  EXPECT_EQ(unreachable["stop_reason"].get<std::string>().rfind("max processes (7;", 0), 0u)
+      << unreachable;
+  const auto rounds_mde = k3tune({"table", "verify", "--table", table, "--design", "rounds",
+                                  "--mde", "0.05"});
+  EXPECT_EQ(rounds_mde.code, 2);
+  EXPECT_NE(rounds_mde.err.find("--mde: adds processes of the within design only"),
+            std::string::npos)
+      << rounds_mde.err;
   const auto verified = count("SELECT count(*) FROM processes") - before;
-  EXPECT_GE(verified, 6);  // 2 within, 2 a side in rounds (disturbed ones are not counted)
+  EXPECT_GE(verified, 6 + 6 + 7);  // 2 within, 2 a side in rounds, then 6 and 7 within
   // Made for another board: refused before anything runs.
   auto elsewhere = t;
   elsewhere["board"]["fingerprint"]["cpus"] = 64;
@@ -201,7 +226,7 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   const auto same_before = count("SELECT count(*) FROM processes");
   const auto same =
       k3tune({"--json", "table", "verify", "--table", (dir_ / "defaults.json").string(),
-              "--processes", "2", "-R", "2", "--min-time", "0.002"});
+              "--processes", "2", "-R", "2", "--min-time", "0.002", "--mde", "0"});
   ASSERT_TRUE(same.code == 0 || same.code == 1) << same.err;
   const auto same_out = nlohmann::json::parse(same.out);
   EXPECT_EQ(same_out["entries"].at(0)["evidence"]["processes"], 2) << same.out;

@@ -152,6 +152,17 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
                    "one process per side and round")
       ->check(CLI::IsMember({"within", "rounds"}))
       ->capture_default_str();
+  verify
+      ->add_option("--mde", v->c.mde,
+                   "within: after --processes, add processes until the minimum detectable effect "
+                   "is at most this fraction (default: each entry's verdict threshold, its op's "
+                   "minimum effect in the rules raised to the noise floor; 0: exactly --processes)")
+      ->check(CLI::Range(0.0, 0.99));
+  verify
+      ->add_option("--max-processes", v->c.max_processes,
+                   "within: the most processes an entry gets while its MDE is above the target")
+      ->check(CLI::Range(2, 10000))
+      ->capture_default_str();
   verify->add_option("-R,--reps", v->c.settings.repetitions, "repetitions per side and process")
       ->capture_default_str();
   verify->add_option("--min-time", v->c.settings.min_time_s, "seconds per repetition at least")
@@ -192,7 +203,9 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
                              {"claimed_speedup", e.claimed},
                              {"evidence", e.evidence.to_json()},
                              {"min_effect", e.threshold},
-                             {"mde", e.mde}});
+                             {"mde", e.mde},
+                             {"mde_target", e.mde_target},
+                             {"stop_reason", e.stop_reason}});
         all.push_back({{"table", file},
                        {"target", out.facts.describe},
                        {"run", out.run_uuid},
@@ -222,9 +235,11 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
             e.verdict == "no difference"
                 ? fmt::format("no difference (within +-{:.1f}%)", 100 * e.mde)
                 : fmt::format("{} (at least {:.1f}%)", e.verdict, 100 * e.threshold);
-        fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>8.3f}x {:>8.3f}..{:<7.3f} {:>7.3f}x  {}\n", e.id,
-                   e.evidence.mean, e.evidence.default_mean, e.evidence.speedup,
-                   e.evidence.speedup_low, e.evidence.speedup_high, e.claimed, verdict);
+        fmt::print("{:<44} {:>12.4g} {:>12.4g} {:>8.3f}x {:>8.3f}..{:<7.3f} {:>7.3f}x  {}; {} {}: {}\n",
+                   e.id, e.evidence.mean, e.evidence.default_mean, e.evidence.speedup,
+                   e.evidence.speedup_low, e.evidence.speedup_high, e.claimed, verdict,
+                   e.evidence.processes, c.design == "within" ? "processes" : "rounds",
+                   e.stop_reason);
       }
       fmt::print("{} (rules: {})\n", out.verdict, out.rules);
     }
