@@ -27,7 +27,8 @@ namespace k3tuner {
 struct VerifyCommand {
   std::string root, db_path, table, command_line;
   std::string rules_file;  // regression rules; empty: <root>/configs/regression.toml
-  int processes = 8;       // per side and entry ("within": processes, each holding both sides)
+  // Per side and entry ("within": processes, each holding both sides; the first look of --mde).
+  int processes = 8;
   std::string design = "within";  // "within" | "rounds" (above)
   // The within design's budget, set by the effect to be seen: after the first --processes, one
   // more process at a time until the signed-rank test's minimum detectable effect (from the

@@ -143,7 +143,8 @@ void add_table_command(CLI::App& app, AppContext& ctx) {
   add_place_options(verify, v->place);
   verify
       ->add_option("--processes", v->c.processes,
-                   "processes per entry (within: each holds both sides; rounds: per side)")
+                   "processes per entry (within: each holds both sides, and more follow until "
+                   "--mde; rounds: per side)")
       ->capture_default_str();
   verify
       ->add_option("--design", v->c.design,
