@@ -131,19 +131,20 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
       out.stop_reason = "fixed count";
       return out;
     }
-    const double mde = k3stats::signed_rank_mde_from_magnitudes(log_ratios, rules.alpha, rules.power);
-    if (mde <= mde_target) {
-      out.stop_reason =
-          fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%", 100 * mde, 100 * mde_target);
-      return out;
-    }
-    if (counted >= most) {
-      // A real difference keeps the magnitudes, and so this MDE, large: such an entry runs to
-      // the ceiling (its verdict is decided long before; the sign-free rule cannot see that).
-      out.stop_reason = fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)",
-                                    most, 100 * mde, 100 * mde_target);
-      return out;
-    }
+    // MDE <= target, as one power evaluation; the MDE itself only for the stop reason.
+    const bool reached = k3stats::signed_rank_power_from_magnitudes(log_ratios, mde_target,
+                                                                    rules.alpha) >= rules.power;
+    if (!reached && counted < most) continue;
+    const double mde =
+        k3stats::signed_rank_mde_from_magnitudes(log_ratios, rules.alpha, rules.power);
+    // A real difference keeps the magnitudes, and so this MDE, large: such an entry runs to the
+    // ceiling (its verdict is decided long before; the sign-free rule cannot see that).
+    out.stop_reason =
+        reached ? fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%", 100 * mde,
+                              100 * mde_target)
+                : fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)", most,
+                              100 * mde, 100 * mde_target);
+    return out;
   }
   out.stop_reason = "too many disturbed processes";
   return out;

@@ -246,13 +246,15 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
 // here to be replaced more than twice per verdict).
 TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
   const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
-                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6",
+                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6", "--within-mde", "0",
                          "--min-time", "0.002", "--no-store"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("within_process")) << r.out;
   const auto& w = j["within_process"];
   EXPECT_EQ(w["processes_per_verdict"], 6);
+  EXPECT_EQ(w["mean_processes_per_verdict"], 6.0);  // --within-mde 0: a fixed count
+  EXPECT_EQ(w["max_processes"], 0);
   EXPECT_EQ(w["repetitions_per_side"], 5);
   EXPECT_EQ(w["false_positive_rate"]["trials"], 2);
   EXPECT_EQ(w["detection_rate"]["50%"]["count"], 2) << w;

@@ -480,6 +480,45 @@ TEST(HarnessSelfcheck, WithinProcessPairsCancelTheProcessSpreadAndHoldTheNominal
   EXPECT_EQ(w.processes, 3000 * 2 * 8);  // A vs A and +3%, 8 processes each
 }
 
+TEST(HarnessSelfcheck, WithinProcessBudgetSetByTheMdeKeepsTheTestExact) {
+  // table verify's rule: after 6 processes, one more until the signed-rank test's MDE from the
+  // magnitudes of the per-process log ratios is at most 1%, or 24. The rule never looks at the
+  // signs, so under A = B the signs stay fair coins at whatever count it stops and the level stays
+  // the test's own (at most 5%; 3.1% at 6 pairs, 3.9% at 8, a little under 5% above). A rule that
+  // stopped on a significant result would inflate it well beyond. The A-vs-A verdicts stop at
+  // varying counts between the first look and the ceiling; a 3% slowdown keeps the magnitudes
+  // near 3%, runs to the ceiling and is found.
+  k3bench::SyntheticExecutor exec(
+      {.base_ns = 1e5, .between = 0.08, .within = 0.02, .drift = 0.05, .drift_correlation = 0.98},
+      17);
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = 3000;
+  opt.slowdowns = {0.03};
+  opt.compare.min_effect = 0;
+  opt.within_processes = 6;
+  opt.within_mde = 0.01;
+  opt.within_max_processes = 24;
+  opt.rounds = {.min_processes = 3, .max_processes = 3};
+  const auto r = k3bench::run_selfcheck(exec, {}, opt);
+  const auto& w = r.within;
+  std::printf("  within, MDE budget: false positives %.2f%%, +3%% detected %.1f%%, %.1f processes "
+              "per verdict, MDE %.2f%%\n",
+              100 * w.false_positives.rate, 100 * w.detections[0].rate.rate,
+              w.mean_processes_per_verdict, 100 * w.minimum_detectable_effect);
+  const auto rate =
+      k3stats::clopper_pearson(w.false_positives.successes, w.false_positives.trials, 0.99);
+  EXPECT_LE(rate.low, 0.05);
+  EXPECT_GE(rate.high, 0.031);
+  EXPECT_GT(w.detections[0].rate.rate, 0.99);
+  EXPECT_EQ(w.mde_target, 0.01);
+  EXPECT_EQ(w.max_processes, 24);
+  // A vs A stops between the first look and the ceiling; the slowdown always runs to 24.
+  EXPECT_GT(w.mean_processes_per_verdict, (6.0 + 24.0) / 2 + 1);
+  EXPECT_LT(w.mean_processes_per_verdict, 24.0);
+  EXPECT_LT(w.minimum_detectable_effect, 0.0125);
+}
+
 TEST(HarnessSelfcheck, PricedProcessCountReachesTheTargetMde) {
   // Where the budget cannot reach a 5% MDE the selfcheck prices it: MDE x sqrt(processes) is
   // about constant, so the processes a 5% MDE needs follow from the measured MDE. Measuring again

@@ -36,6 +36,8 @@ struct Args {
   int repetitions = k3bench::defaults::kRepetitions;
   double time_budget_s = 900;
   int within_processes = 0;  // opt-in: it doubles a trial's time
+  double within_mde = -1;    // < 0: the minimum effect (table verify's default rule); 0: fixed
+  int within_max_processes = 16;
   bool synthetic = false;
   // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
   // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
@@ -123,6 +125,9 @@ nlohmann::json within_json(const k3bench::WithinProcessSelfcheck& w) {
           {"noise_floor", w.noise_floor},
           {"minimum_detectable_effect", w.minimum_detectable_effect},
           {"processes_per_verdict", w.processes_per_verdict},
+          {"mde_target", w.mde_target},
+          {"max_processes", w.max_processes},
+          {"mean_processes_per_verdict", w.mean_processes_per_verdict},
           {"repetitions_per_side", w.repetitions_per_side},
           {"processes", w.processes},
           {"verdict_wall_s", w.verdict_wall_s}};
@@ -246,10 +251,17 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
   }
   if (a.within_processes <= 0) return;
   const auto& w = r.within;
+  const std::string budget =
+      w.mde_target > 0
+          ? fmt::format("{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
+                        "{:.1f} per verdict on average",
+                        w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
+                        w.mean_processes_per_verdict)
+          : fmt::format("{} processes per verdict", w.processes_per_verdict);
   fmt::print(
-      "within one process (A and B alternate repetitions A B, B A, ...; {} processes of {} + {} "
-      "repetitions per verdict; for two parameter sets of one runner, never two builds):\n",
-      w.processes_per_verdict, w.repetitions_per_side, w.repetitions_per_side);
+      "within one process (A and B alternate repetitions A B, B A, ...; {} + {} repetitions per "
+      "process; {}; for two parameter sets of one runner, never two builds):\n",
+      w.repetitions_per_side, w.repetitions_per_side, budget);
   for (const auto& c : r.cells)
     fmt::print(
         "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
@@ -295,6 +307,8 @@ void run(const AppContext& ctx, Args a) {
   opt.target_mde = kTargetMde;
   opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
   opt.within_processes = a.within_processes;
+  opt.within_mde = a.within_mde >= 0 ? a.within_mde : a.compare.min_effect;
+  opt.within_max_processes = a.within_max_processes;
 
   std::unique_ptr<k3targets::Target> target;
   std::unique_ptr<k3bench::ProcessExecutor> executor;
@@ -377,6 +391,17 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
                    "repetitions in one process), measured in the same trials (8 is a good choice; "
                    "a trial takes about twice as long); 0: not measured")
       ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  stats
+      ->add_option("--within-mde", a->within_mde,
+                   "the within design's budget, as table verify's: after --within-processes, add "
+                   "processes of a configuration until the sign-free MDE is at most this "
+                   "(default: --min-effect; 0: exactly --within-processes)")
+      ->check(CLI::Range(0.0, 0.99));
+  stats
+      ->add_option("--within-max-processes", a->within_max_processes,
+                   "the within design's ceiling while its MDE is above --within-mde")
+      ->check(CLI::Range(2, 10000))
       ->capture_default_str();
   stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
   stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/bench/user_error.h"
+#include "harness/host/stats/signed_rank.h"
 
 namespace k3bench {
 namespace {
@@ -73,8 +74,10 @@ struct WithinTrial {
 };
 
 // One trial of the within-process design: `processes` undisturbed processes of every
-// configuration, interleaved in a shuffled order per round like the rounds design. A disturbed
-// process is replaced (at most as many replacements as processes), as the planner replaces one.
+// configuration, interleaved in a shuffled order per round like the rounds design, and with
+// within_mde more of a configuration until its sign-free MDE reaches the target (as table verify).
+// A disturbed process is replaced (at most twice as many replacements as processes asked for), as
+// the planner replaces one.
 WithinTrial measure_within(ProcessExecutor& executor, const SweepBuild& build,
                            const std::vector<CellSpec>& configs, const SelfcheckOptions& opt,
                            std::int64_t iterations, int trial, WithinProcessSelfcheck& stats) {
@@ -85,32 +88,52 @@ WithinTrial measure_within(ProcessExecutor& executor, const SweepBuild& build,
   std::mt19937_64 order_rng(0xAB0A11CEull + static_cast<std::uint64_t>(trial));
   std::vector<std::size_t> order(configs.size());
   for (std::size_t u = 0; u < order.size(); ++u) order[u] = u;
-  for (int attempt = 0, round = 0; round < opt.within_processes; ++attempt) {
-    bool complete = true;
-    std::shuffle(order.begin(), order.end(), order_rng);
-    for (std::size_t u : order) {
-      if (t.a[u].size() > static_cast<std::size_t>(round)) continue;
-      const ProcessOutcome o =
-          executor.run(build, configs[u], round, false, iterations, opt.timeout_s);
-      ++stats.processes;
-      if (!o.ok)
-        throw UserError(fmt::format("selfcheck: {} (within one process): runner failed: {}",
-                                    configs[u].label(), o.reason));
-      double a = 0, b = 0;
-      if (!o.side_means(a, b))
-        throw UserError(fmt::format(
-            "selfcheck: {}: the runner reported no sides for alternating extra work (a k3bench "
-            "without --extra-work-sides?)",
-            configs[u].label()));
-      if (o.disturbed && attempt < 2 * opt.within_processes) {
-        complete = false;
-        continue;
+  const int most = opt.within_mde > 0 ? std::max(opt.within_processes, opt.within_max_processes)
+                                      : opt.within_processes;
+  // Done: the first look is in, and the count is fixed, or the sign-free MDE is within the target,
+  // or the ceiling is reached. The rule sees magnitudes only, so the test stays exact.
+  auto done = [&](std::size_t u) {
+    const int n = static_cast<int>(t.a[u].size());
+    if (n < opt.within_processes) return false;
+    if (opt.within_mde <= 0 || n >= most) return true;
+    std::vector<double> d;
+    for (int i = 0; i < n; ++i) d.push_back(std::log(t.b[u][i] / t.a[u][i]));
+    // MDE <= target, as one power evaluation instead of the MDE's root search.
+    return k3stats::signed_rank_power_from_magnitudes(d, opt.within_mde, opt.compare.alpha) >=
+           opt.compare.power;
+  };
+  int replacements = 0;
+  for (int round = 0;; ++round) {
+    std::vector<std::size_t> due;
+    for (std::size_t u : order)
+      if (!done(u)) due.push_back(u);
+    if (due.empty()) break;
+    std::shuffle(due.begin(), due.end(), order_rng);
+    for (std::size_t u : due) {
+      for (;;) {
+        const ProcessOutcome o =
+            executor.run(build, configs[u], round, false, iterations, opt.timeout_s);
+        ++stats.processes;
+        if (!o.ok)
+          throw UserError(fmt::format("selfcheck: {} (within one process): runner failed: {}",
+                                      configs[u].label(), o.reason));
+        double a = 0, b = 0;
+        if (!o.side_means(a, b))
+          throw UserError(fmt::format(
+              "selfcheck: {}: the runner reported no sides for alternating extra work (a "
+              "k3bench without --extra-work-sides?)",
+              configs[u].label()));
+        if (o.disturbed && replacements < 2 * opt.within_processes) {
+          ++replacements;
+          continue;
+        }
+        t.a[u].push_back(a);
+        t.b[u].push_back(b);
+        break;
       }
-      t.a[u].push_back(a);
-      t.b[u].push_back(b);
     }
-    if (complete) ++round;
   }
+  for (const auto& a : t.a) stats.mean_processes_per_verdict += double(a.size());  // a sum here
   t.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return t;
 }
@@ -231,6 +254,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
         cs.within.detections.push_back({d.injected, d.extra_work_ns, {}, 0});
       }
       cs.within.processes_per_verdict = opt.within_processes;
+      cs.within.mde_target = opt.within_mde;
+      cs.within.max_processes = opt.within_mde > 0 ? opt.within_max_processes : 0;
       cs.within.repetitions_per_side = cs.cell.settings.repetitions;
     }
     result.cells.push_back(std::move(cs));
@@ -271,6 +296,7 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   }
 
   PooledTally pooled(opt.slowdowns.size()), within_pooled(opt.slowdowns.size());
+  double within_verdicts = 0, within_counted = 0;  // pooled counted processes per verdict
   for (std::size_t c = 0; c < result.cells.size(); ++c) {
     CellSelfcheck& cs = result.cells[c];
     tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
@@ -297,14 +323,21 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
                              w.minimum_detectable_effect);
       within_pooled.add(within_tally[c], w.detections, cs.trials);
       w.noise_floor = k3stats::sample_stddev(w.aa_differences);
-      if (cs.trials > 0)
-        w.verdict_wall_s = within_wall[c] / (double(cs.trials) * double(within_configs[c].size()));
+      const double verdicts = double(cs.trials) * double(within_configs[c].size());
+      within_verdicts += verdicts;
+      within_counted += w.mean_processes_per_verdict;
+      if (cs.trials > 0) {
+        w.verdict_wall_s = within_wall[c] / verdicts;
+        w.mean_processes_per_verdict /= verdicts;
+      }
       result.within.noise_floor = std::max(result.within.noise_floor, w.noise_floor);
       result.within.minimum_detectable_effect =
           std::max(result.within.minimum_detectable_effect, w.minimum_detectable_effect);
       result.within.verdict_wall_s = std::max(result.within.verdict_wall_s, w.verdict_wall_s);
       result.within.processes += w.processes;
       result.within.processes_per_verdict = w.processes_per_verdict;
+      result.within.mde_target = w.mde_target;
+      result.within.max_processes = w.max_processes;
       result.within.repetitions_per_side = w.repetitions_per_side;
       result.processes += w.processes;
     }
@@ -314,6 +347,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     result.processes += cs.processes;
   }
   pooled.finish(opt.slowdowns, result.false_positives, result.detections);
+  if (within_verdicts > 0)
+    result.within.mean_processes_per_verdict = within_counted / within_verdicts;
   if (opt.within_processes > 0)
     within_pooled.finish(opt.slowdowns, result.within.false_positives, result.within.detections);
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();

@@ -39,6 +39,12 @@ struct SelfcheckOptions {
   // Processes per within-process verdict; 0: that design is not measured (no verdict of bench or
   // tune uses it yet). The signed-rank test needs 6 for p < 0.05 at all; 8 is the CLI's choice.
   int within_processes = 0;
+  // The within design's budget as table verify sets it: after within_processes, one more process
+  // of a configuration at a time until the signed-rank test's sign-free MDE (from the magnitudes
+  // of its per-process log ratios) is at most within_mde, or within_max_processes. 0: exactly
+  // within_processes.
+  double within_mde = 0;
+  int within_max_processes = 16;
 };
 
 struct Detection {
@@ -55,7 +61,10 @@ struct WithinProcessSelfcheck {
   std::vector<double> aa_differences;    // relative B - A of the A-vs-A comparison per trial
   double noise_floor = 0;                // sd of aa_differences
   double minimum_detectable_effect = 0;  // median per-trial MDE (A vs A)
-  int processes_per_verdict = 0;
+  int processes_per_verdict = 0;       // the first look (all of them with a fixed count)
+  double mde_target = 0;               // SelfcheckOptions::within_mde
+  int max_processes = 0;               // SelfcheckOptions::within_max_processes, when adaptive
+  double mean_processes_per_verdict = 0;  // counted processes per verdict, over all verdicts
   int repetitions_per_side = 0;
   int processes = 0;          // runner processes spent on this design
   double verdict_wall_s = 0;  // mean wall time of one verdict's processes
