@@ -6,7 +6,8 @@ namespace k3runner {
 
 void CallMarks::begin_call(bool timed) {
   if (!enabled_ || open_ || static_cast<int>(calls_.size()) == kMaxCalls) return;
-  const model::Ime2Totals t = model::ime2_emulation_totals();  // read in region 0: not part of the call
+  const model::Ime2Totals t =
+      model::ime2_emulation_totals();  // read in region 0: not part of the call
   ime2_at_begin_ = t.instructions;
   ime2_calls_at_begin_ = t.calls;
   calls_.push_back({static_cast<int>(calls_.size()) + 1, timed, 0, 0});

@@ -113,58 +113,58 @@ double thread_cpu_seconds() {
 // its timer.
 void repetition(benchmark::State& state, Measurement& m, OpCase& c, const MeasureOptions& opt,
                 const PerfCounters* counters, const ExtraWork* extra, OpCase* side_b) {
-    Repetition rep;
-    const int index = static_cast<int>(m.repetitions.size());
-    const bool with_extra = extra != nullptr && extra->in_repetition(index);
-    if (extra != nullptr) rep.side = extra->side(index);
-    OpCase* timed = &c;
-    if (side_b != nullptr) {
-      rep.side = abba_side(index);
-      if (rep.side == 'B') timed = side_b;
-      if (opt.marks != nullptr) opt.marks->begin_call(false);
-      timed->run_once();  // untimed: the other case ran last
-      if (opt.marks != nullptr) opt.marks->end_call();
+  Repetition rep;
+  const int index = static_cast<int>(m.repetitions.size());
+  const bool with_extra = extra != nullptr && extra->in_repetition(index);
+  if (extra != nullptr) rep.side = extra->side(index);
+  OpCase* timed = &c;
+  if (side_b != nullptr) {
+    rep.side = abba_side(index);
+    if (rep.side == 'B') timed = side_b;
+    if (opt.marks != nullptr) opt.marks->begin_call(false);
+    timed->run_once();  // untimed: the other case ran last
+    if (opt.marks != nullptr) opt.marks->end_call();
+  }
+  const bool count = counters != nullptr && !counters->available().empty();
+  rep.readings_before = environment_readings();
+  rep.cpu_before = current_cpu();
+  std::vector<double> before;
+  if (count) before = counters->read();
+  const SchedulingSnapshot scheduling0 = scheduling_snapshot();
+  const double cpu0 = thread_cpu_seconds();
+  const auto wall0 = Clock::now();
+  if (opt.marks != nullptr) {  // instruction counting: each call its own region (call_marks.h)
+    for (auto _ : state) {
+      opt.marks->begin_call(true);
+      timed->run_once();
+      if (with_extra) extra->run();
+      opt.marks->end_call();
     }
-    const bool count = counters != nullptr && !counters->available().empty();
-    rep.readings_before = environment_readings();
-    rep.cpu_before = current_cpu();
-    std::vector<double> before;
-    if (count) before = counters->read();
-    const SchedulingSnapshot scheduling0 = scheduling_snapshot();
-    const double cpu0 = thread_cpu_seconds();
-    const auto wall0 = Clock::now();
-    if (opt.marks != nullptr) {  // instruction counting: each call its own region (call_marks.h)
-      for (auto _ : state) {
-        opt.marks->begin_call(true);
-        timed->run_once();
-        if (with_extra) extra->run();
-        opt.marks->end_call();
-      }
-    } else if (with_extra) {
-      for (auto _ : state) {
-        timed->run_once();
-        extra->run();
-      }
-    } else {
-      for (auto _ : state) timed->run_once();
+  } else if (with_extra) {
+    for (auto _ : state) {
+      timed->run_once();
+      extra->run();
     }
-    const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
-    if (opt.busy_wait && wall > 0) rep.cpu_share = (thread_cpu_seconds() - cpu0) / wall;
-    rep.taken = scheduling_delta(scheduling0, scheduling_snapshot());
-    if (count) {
-      const std::vector<double> after = counters->read();
-      for (std::size_t i = 0; i < after.size(); ++i) {
-        const std::string& name = counters->available()[i];
-        const double delta = after[i] - before[i];
-        if (name == "cpu_migrations") rep.migrations = delta;
-        state.counters[name] = benchmark::Counter(delta, benchmark::Counter::kAvgIterations);
-      }
+  } else {
+    for (auto _ : state) timed->run_once();
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - wall0).count();
+  if (opt.busy_wait && wall > 0) rep.cpu_share = (thread_cpu_seconds() - cpu0) / wall;
+  rep.taken = scheduling_delta(scheduling0, scheduling_snapshot());
+  if (count) {
+    const std::vector<double> after = counters->read();
+    for (std::size_t i = 0; i < after.size(); ++i) {
+      const std::string& name = counters->available()[i];
+      const double delta = after[i] - before[i];
+      if (name == "cpu_migrations") rep.migrations = delta;
+      state.counters[name] = benchmark::Counter(delta, benchmark::Counter::kAvgIterations);
     }
-    rep.cpu_after = current_cpu();
-    rep.readings_after = environment_readings();
-    rep.flags = disturbances(rep.readings_before, rep.readings_after, rep.cpu_before, rep.cpu_after,
-                             rep.migrations, opt.pinned, rep.cpu_share);
-    m.repetitions.push_back(std::move(rep));
+  }
+  rep.cpu_after = current_cpu();
+  rep.readings_after = environment_readings();
+  rep.flags = disturbances(rep.readings_before, rep.readings_after, rep.cpu_before, rep.cpu_after,
+                           rep.migrations, opt.pinned, rep.cpu_share);
+  m.repetitions.push_back(std::move(rep));
 }
 
 }  // namespace
@@ -201,8 +201,7 @@ Measurement measure(OpCase& c, const MeasureOptions& opt, const PerfCounters* co
   m.measured_s = std::chrono::duration<double>(Clock::now() - t0).count();
   benchmark::ClearRegisteredBenchmarks();
   if (failure) std::rethrow_exception(failure);
-  if (!reporter.error().empty())
-    throw std::runtime_error("benchmark error: " + reporter.error());
+  if (!reporter.error().empty()) throw std::runtime_error("benchmark error: " + reporter.error());
   if (m.repetitions.size() != static_cast<std::size_t>(opt.repetitions)) {
     throw std::runtime_error("measure: Google Benchmark ran " +
                              std::to_string(m.repetitions.size()) + " repetitions, expected " +

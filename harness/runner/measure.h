@@ -44,7 +44,7 @@ struct MeasureOptions {
   std::int64_t iterations = 0;  // fixed calls per repetition (0: calibrated from the warm-up)
   bool pinned = false;          // the threads are pinned: any migration is a disturbance
   bool busy_wait = true;        // idle workers spin: the calling thread is busy throughout
-  CallMarks* marks = nullptr;   // instruction counting: every call of the case marked (call_marks.h)
+  CallMarks* marks = nullptr;  // instruction counting: every call of the case marked (call_marks.h)
 };
 
 struct Calibration {

@@ -15,8 +15,8 @@ ModelRunSize model_run_size(const ModelCommandOptions& o) {
   const std::int64_t depth = o.depth;
   const std::int64_t tg_prompt = o.depth > 0 ? o.depth : o.tg_prompt;
   ModelRunSize s;
-  s.batch = std::max<std::int64_t>({o.pp, o.pg_pp, std::min<std::int64_t>(depth, 512),
-                                    o.depth > 0 ? 1 : o.tg_prompt});
+  s.batch = std::max<std::int64_t>(
+      {o.pp, o.pg_pp, std::min<std::int64_t>(depth, 512), o.depth > 0 ? 1 : o.tg_prompt});
   struct Need {
     std::int64_t tokens;
     std::string option;
@@ -33,10 +33,10 @@ ModelRunSize model_run_size(const ModelCommandOptions& o) {
   needs.push_back(
       {tg_prompt + o.tg, o.tg > 0 ? fmt::format("{} and --tg {}", prompt, o.tg) : prompt});
   if (o.pg_pp > 0 || o.pg_tg > 0)
-    needs.push_back({depth + o.pg_pp + o.pg_tg, with_depth(fmt::format("--pg {},{}", o.pg_pp, o.pg_tg))});
-  const Need& most = *std::max_element(needs.begin(), needs.end(), [](const Need& a, const Need& b) {
-    return a.tokens < b.tokens;
-  });
+    needs.push_back(
+        {depth + o.pg_pp + o.pg_tg, with_depth(fmt::format("--pg {},{}", o.pg_pp, o.pg_tg))});
+  const Need& most = *std::max_element(
+      needs.begin(), needs.end(), [](const Need& a, const Need& b) { return a.tokens < b.tokens; });
   s.capacity = most.tokens;
   s.option = most.option;
   return s;
@@ -44,12 +44,12 @@ ModelRunSize model_run_size(const ModelCommandOptions& o) {
 
 std::int64_t forward_bytes(const k3model::ModelConfig& c, std::int64_t kv_element_bytes,
                            const ModelRunSize& size) {
-  const std::int64_t kv = std::int64_t(c.full_layers()) * 2 * c.kv_dim() * size.capacity *
-                          kv_element_bytes;
-  const std::int64_t states =
-      std::int64_t(c.linear_layers()) *
-      (std::int64_t(c.lin_v_heads) * c.lin_k_dim * c.lin_v_dim + (c.conv_kernel - 1) * c.conv_dim()) *
-      4 * 2;  // and their snapshot
+  const std::int64_t kv =
+      std::int64_t(c.full_layers()) * 2 * c.kv_dim() * size.capacity * kv_element_bytes;
+  const std::int64_t states = std::int64_t(c.linear_layers()) *
+                              (std::int64_t(c.lin_v_heads) * c.lin_k_dim * c.lin_v_dim +
+                               (c.conv_kernel - 1) * c.conv_dim()) *
+                              4 * 2;  // and their snapshot
   std::int64_t row = 3 * std::int64_t(c.hidden) + 2 * std::int64_t(c.intermediate);
   if (c.full_layers() > 0) row += c.q_proj_n() + 2 * c.kv_dim() + 3 * c.attn_dim();
   if (c.linear_layers() > 0) row += 2 * c.conv_dim() + 2 * c.lin_value_dim() + 4 * c.lin_v_heads;

@@ -150,10 +150,10 @@ std::optional<PerCall> marked_per_call(const CountedProcess& p, const std::strin
     const int region = timed[i].value("region", -1);
     const auto it = p.regions.find(region);
     if (it == p.regions.end())
-      throw UserError(fmt::format(
-          "count: {}: the counting plugin reported no region {} (rebuild it: bash "
-          "scripts/build-qemu-plugin.sh)",
-          what, region));
+      throw UserError(
+          fmt::format("count: {}: the counting plugin reported no region {} (rebuild it: bash "
+                      "scripts/build-qemu-plugin.sh)",
+                      what, region));
     sum.ime2 += timed[i].value("ime2_instructions", 0.0);
     sum.other += it->second.insns - timed[i].value("ime2_calls", 0.0);
     sum.vector += it->second.vector;
@@ -347,10 +347,11 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c) {
   if (const auto first = marked_per_call(more, what)) {
     // The same process again with a larger environment: the stack (and what the runner reads)
     // moves as it does between runs; an exact figure does not move with it.
-    const CountedProcess again =
-        run_once(tools, c, kMoreCalls, {{"K3BENCH_COUNT_PADDING", std::string(kPaddingBytes, 'x')}});
+    const CountedProcess again = run_once(
+        tools, c, kMoreCalls, {{"K3BENCH_COUNT_PADDING", std::string(kPaddingBytes, 'x')}});
     const auto second = marked_per_call(again, what);
-    if (!second) throw UserError(fmt::format("count: {}: the second process marked no calls", what));
+    if (!second)
+      throw UserError(fmt::format("count: {}: the second process marked no calls", what));
     CountResult r;
     r.c = c;
     r.jitter = std::abs(first->total() - second->total());

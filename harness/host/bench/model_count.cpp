@@ -76,9 +76,10 @@ void check_model_count_size(const k3model::ModelConfig& model, int prefill_token
   if (model.max_context <= 0) return;
   auto beyond = [&](const std::string& option, std::int64_t tokens) {
     if (tokens > model.max_context)
-      throw UserError(fmt::format("{}: {} tokens of context, beyond {}'s context of {} tokens "
-                                  "(max_context in {})",
-                                  option, tokens, model.name, model.max_context, model.file));
+      throw UserError(
+          fmt::format("{}: {} tokens of context, beyond {}'s context of {} tokens "
+                      "(max_context in {})",
+                      option, tokens, model.name, model.max_context, model.file));
   };
   beyond(fmt::format("--prefill {}", prefill_tokens), prefill_tokens);
   beyond(fmt::format("--depth {}", depth), std::int64_t{depth} + 1);  // the step's own token too

@@ -24,7 +24,8 @@ std::string PublishedFigure::text() const {
 }
 
 std::string PublishedFigure::citation() const {
-  return earlier_revision.empty() ? source : source + " [earlier revision: " + earlier_revision + "]";
+  return earlier_revision.empty() ? source
+                                  : source + " [earlier revision: " + earlier_revision + "]";
 }
 
 std::vector<PublishedFigure> load_published(const std::string& path) {
@@ -39,9 +40,9 @@ std::vector<PublishedFigure> load_published(const std::string& path) {
   const toml::node* list = doc.get("figure");
   if (list == nullptr) return out;
   if (!list->is_array_of_tables()) fail(path, *list, "figure", "expected [[figure]] tables");
-  static const std::set<std::string> kKeys = {"model", "test",  "engine",       "weights",
-                                              "source", "note", "range",        "tokens_per_s",
-                                              "earlier_revision"};
+  static const std::set<std::string> kKeys = {"model",   "test",         "engine",
+                                              "weights", "source",       "note",
+                                              "range",   "tokens_per_s", "earlier_revision"};
   for (const auto& node : *list->as_array()) {
     const toml::table& t = *node.as_table();
     PublishedFigure f;

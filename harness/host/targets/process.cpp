@@ -72,7 +72,8 @@ void end_children_on_signals() {
       sa.sa_handler = on_ending_signal;
       sigemptyset(&sa.sa_mask);
       sigaction(kEndingSignals[i], &sa, &g_previous[i]);
-      if (g_previous[i].sa_handler == SIG_IGN) sigaction(kEndingSignals[i], &g_previous[i], nullptr);
+      if (g_previous[i].sa_handler == SIG_IGN)
+        sigaction(kEndingSignals[i], &g_previous[i], nullptr);
     }
   });
 }

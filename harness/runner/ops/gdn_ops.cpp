@@ -200,8 +200,8 @@ class GdnRowsCase final : public OpCase {
   void run_once() override {
     const int d = static_cast<int>(dim_);
     if (op_ == "gdn_gates")
-      k3k::gdn_gates(path_, x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_),
-                     dt_bias_, out_, out2_, rows_, d, pool_);
+      k3k::gdn_gates(path_, x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_), dt_bias_,
+                     out_, out2_, rows_, d, pool_);
     else if (op_ == "l2norm")
       k3k::l2norm(path_, x_.data(), d, out_.data(), d, rows_, 1, d, kEps, 1.0f, pool_);
     else if (op_ == "causal_conv1d")
@@ -227,9 +227,8 @@ class GdnRowsCase final : public OpCase {
     const std::string what = "float64 " + op_;
     Accuracy a;
     if (op_ == "gdn_gates") {
-      const auto r =
-          k3k::reference::gdn_gates(x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_),
-                                    dt_bias_, rows_, d);
+      const auto r = k3k::reference::gdn_gates(x_.data(), dim_, y_.data(), dim_,
+                                               std::span(w_).first(dim_), dt_bias_, rows_, d);
       a = compare_outputs(out_, r.g, r.g_bound, what + " (g; beta in extra)", rows_ * dim_);
       const auto b = k3k::reference::compare_to_reference(out2_, r.beta, r.beta_bound);
       a.extra["beta_worst_error_to_bound"] = b.worst_ratio;

@@ -60,7 +60,8 @@ class ElementwiseCase final : public OpCase {
 
   nlohmann::json params_used() const override {
     nlohmann::json j = {{"workers", pool_.size()}};
-    if (op_ == "rmsnorm") j["eps"] = kEps;  // what the call is given (a dump's recomputation needs it)
+    if (op_ == "rmsnorm")
+      j["eps"] = kEps;  // what the call is given (a dump's recomputation needs it)
     return j;
   }
 
