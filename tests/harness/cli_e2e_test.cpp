@@ -4,9 +4,9 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>

@@ -242,15 +242,36 @@ TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
 // per repetition).
 TEST_F(CountCli, AlternatingExtraWorkIsSideBsAloneToTheInstruction) {
   const std::string out = (dir / "plugin.txt").string();
-  const auto r = k3targets::run_process(
-      {"env", "K3BENCH_COUNT_MARKS=1", "K3BENCH_SCHEDULING=off",
-       "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096", "qemu-riscv64", "-cpu",
-       "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0", "-plugin",
-       std::string(K3_COUNT_PLUGIN) + ",outfile=" + out, K3_COUNT_RVV_RUNNER, "--op",
-       "linear_decode", "--shape", "n=64,k=128", "--params", "workers=1,copies=1", "--reps", "4",
-       "--warmup", "0", "--iterations", "1", "--check", "none", "--extra-work-spins", "1000",
-       "--extra-work-sides", "abba", "--json"},
-      k3targets::ProcessOptions::with_timeout(600));
+  const auto r = k3targets::run_process({"env",
+                                         "K3BENCH_COUNT_MARKS=1",
+                                         "K3BENCH_SCHEDULING=off",
+                                         "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096",
+                                         "qemu-riscv64",
+                                         "-cpu",
+                                         "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0",
+                                         "-plugin",
+                                         std::string(K3_COUNT_PLUGIN) + ",outfile=" + out,
+                                         K3_COUNT_RVV_RUNNER,
+                                         "--op",
+                                         "linear_decode",
+                                         "--shape",
+                                         "n=64,k=128",
+                                         "--params",
+                                         "workers=1,copies=1",
+                                         "--reps",
+                                         "4",
+                                         "--warmup",
+                                         "0",
+                                         "--iterations",
+                                         "1",
+                                         "--check",
+                                         "none",
+                                         "--extra-work-spins",
+                                         "1000",
+                                         "--extra-work-sides",
+                                         "abba",
+                                         "--json"},
+                                        k3targets::ProcessOptions::with_timeout(600));
   ASSERT_TRUE(r.ok()) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   std::map<int, double> insns;  // region -> instructions
@@ -307,7 +328,8 @@ bool running(pid_t pid) {
 TEST_F(CountCli, ATerminatedCountEndsItsQemuProcesses) {
   // k3tune inherits what this process does with SIGINT: a test started in the background by a
   // shell ignores it, and an ignored signal stays ignored by design.
-  struct sigaction default_action {}, before {};
+  struct sigaction default_action {
+  }, before{};
   default_action.sa_handler = SIG_DFL;
   sigaction(SIGINT, &default_action, &before);
   for (const int sig : {SIGTERM, SIGINT}) {
@@ -338,7 +360,8 @@ TEST_F(CountCli, ATerminatedCountEndsItsQemuProcesses) {
     ASSERT_EQ(::waitpid(k3, &status, 0), k3);
     EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == sig) << status;
     std::this_thread::sleep_for(std::chrono::seconds(1));
-    for (pid_t c : started) EXPECT_FALSE(running(c)) << "child " << c << " left after signal " << sig;
+    for (pid_t c : started)
+      EXPECT_FALSE(running(c)) << "child " << c << " left after signal " << sig;
   }
   sigaction(SIGINT, &before, nullptr);
 }

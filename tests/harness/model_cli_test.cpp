@@ -115,7 +115,8 @@ TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
 TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
   auto synthetic = [&](const std::string& name, const std::string& plant) {
     const std::string path = (dir_ / name).string();
-    std::ofstream(path) << "#!/bin/sh\n" << (plant.empty() ? "" : "K3BENCH_SYNTHETIC_PLANT=" + plant + " ")
+    std::ofstream(path) << "#!/bin/sh\n"
+                        << (plant.empty() ? "" : "K3BENCH_SYNTHETIC_PLANT=" + plant + " ")
                         << "exec bash '" K3TUNE_ROOT "/tests/support/synthetic-k3bench.sh' '"
                         << K3BENCH_PATH << "' 100000 \"$@\"\n";
     fs::permissions(path, fs::perms::owner_all);
@@ -125,10 +126,9 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
   const std::string baseline = synthetic("plain-k3bench", "");
   std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" << candidate
                            << "\"\ntimeout_s = 120\n";
-  const auto r =
-      k3tune({"--json", "model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
-              "--pp", "", "--tg", "4", "-P", "8", "-R", "3", "--params", "workers=1",
-              "--baseline-runner", baseline});
+  const auto r = k3tune(
+      {"--json", "model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml", "--pp", "",
+       "--tg", "4", "-P", "8", "-R", "3", "--params", "workers=1", "--baseline-runner", baseline});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["comparison"].size(), 1u) << j.dump();

@@ -212,8 +212,8 @@ TEST(PublishedFigures, MnnFiguresAreTheMergedReportsAndEarlierOnesAreMarked) {
   std::set<std::pair<std::string, std::string>> seen;
   int earlier = 0;
   for (const auto& f : k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml")) {
-    const bool mnn_report = f.source.find("docs/perf/riscv_k3_ime2_asymmetric_w4b64.md") !=
-                            std::string::npos;
+    const bool mnn_report =
+        f.source.find("docs/perf/riscv_k3_ime2_asymmetric_w4b64.md") != std::string::npos;
     if (!mnn_report) {
       EXPECT_TRUE(f.earlier_revision.empty()) << f.source;
       continue;
@@ -239,7 +239,8 @@ TEST(PublishedFigures, MnnFiguresAreTheMergedReportsAndEarlierOnesAreMarked) {
 }
 
 TEST(PublishedFigures, AnEmptyEarlierRevisionIsOneLineNamingItsKey) {
-  const fs::path file = fs::temp_directory_path() / ("k3_published_" + std::to_string(getpid()) + ".toml");
+  const fs::path file =
+      fs::temp_directory_path() / ("k3_published_" + std::to_string(getpid()) + ".toml");
   std::ofstream(file) << "[[figure]]\nmodel = \"m\"\ntest = \"pp512\"\nengine = \"e\"\n"
                          "tokens_per_s = 1.0\nsource = \"s\"\nearlier_revision = \"\"\n";
   std::string error;
@@ -249,7 +250,8 @@ TEST(PublishedFigures, AnEmptyEarlierRevisionIsOneLineNamingItsKey) {
     error = e.what();
   }
   fs::remove(file);
-  EXPECT_NE(error.find(":6: figure.earlier_revision: expected a non-empty string"), std::string::npos)
+  EXPECT_NE(error.find(":6: figure.earlier_revision: expected a non-empty string"),
+            std::string::npos)
       << error;
 }
 

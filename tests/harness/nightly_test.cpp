@@ -223,9 +223,10 @@ TEST_F(Nightly, ABoardsRunnerSlowerThanLastNightsIsFlaggedOnThatBoard) {
                                   k3targets::ProcessOptions::with_timeout(900));
   };
   auto synthetic = [&](const std::string& name, double ns) {
-    write_file(tmp_ / name, fmt::format("#!/bin/sh\nexec bash '{}/tests/support/synthetic-k3bench.sh' "
-                                        "'{}' {} \"$@\"\n",
-                                        K3TUNE_ROOT, K3BENCH_PATH, ns));
+    write_file(tmp_ / name,
+               fmt::format("#!/bin/sh\nexec bash '{}/tests/support/synthetic-k3bench.sh' "
+                           "'{}' {} \"$@\"\n",
+                           K3TUNE_ROOT, K3BENCH_PATH, ns));
     fs::permissions(tmp_ / name, fs::perms::owner_all);
     return tmp_ / name;
   };

@@ -81,9 +81,8 @@ TEST(K3benchDumpFields, RmsnormRecomputesWithTheManifestsEps) {
   EXPECT_LT(worst, 1e-5);
   fs::remove_all(d.dir);
   for (const char* op : {"gated_rmsnorm", "l2norm"}) {
-    const Dump g = run_dump(op, std::string(op) == "l2norm" ? "tokens=2,heads=2,dim=64"
-                                                            : "rows=2,dim=64",
-                            "workers=1");
+    const Dump g = run_dump(
+        op, std::string(op) == "l2norm" ? "tokens=2,heads=2,dim=64" : "rows=2,dim=64", "workers=1");
     EXPECT_EQ(static_cast<float>(g.manifest["params"].value("eps", 0.0)), 1e-6f) << op;
     fs::remove_all(g.dir);
   }
@@ -110,8 +109,8 @@ TEST(K3benchDumpFields, GdnGatesRecomputeAndASwapOfALogAndDtBiasShows) {
       const double scale = std::max(1e-6, std::abs(ref));
       worst = std::max(worst, std::abs(ref - g[t * 16 + h]) / scale);
       worst_swapped = std::max(worst_swapped, std::abs(swapped - g[t * 16 + h]) / scale);
-      worst_beta = std::max(worst_beta,
-                            std::abs(1 / (1 + std::exp(-double(b[t * 16 + h]))) - beta[t * 16 + h]));
+      worst_beta = std::max(
+          worst_beta, std::abs(1 / (1 + std::exp(-double(b[t * 16 + h]))) - beta[t * 16 + h]));
     }
   }
   EXPECT_LT(worst, 1e-4);
@@ -199,8 +198,8 @@ TEST(K3benchDumpFields, C4InputsKeepTheirPadLanesAtZeroAsTheirLayoutSays) {
 // The TCM gate decides at the first call; the manifest's params are those the checked call ran
 // with, so they hold the gate's decision and reason, as the result document does.
 TEST(K3benchDumpFields, TheTcmGatesDecisionIsInTheManifestsParams) {
-  const Dump d = run_dump("linear_decode", "n=256,k=2048",
-                          "workers=2,copies=1,tcm=auto,tcm_backend=emulated");
+  const Dump d =
+      run_dump("linear_decode", "n=256,k=2048", "workers=2,copies=1,tcm=auto,tcm_backend=emulated");
   const auto& tcm = d.manifest["params"]["tcm"];
   ASSERT_TRUE(tcm.contains("gate")) << d.manifest["params"].dump();
   EXPECT_TRUE(tcm["gate"]["use_tcm"].is_boolean());
