@@ -250,7 +250,7 @@ TEST(PublishedFigures, AnEmptyEarlierRevisionIsOneLineNamingItsKey) {
     error = e.what();
   }
   fs::remove(file);
-  EXPECT_NE(error.find(":6: figure.earlier_revision: expected a non-empty string"),
+  EXPECT_NE(error.find(":7: figure.earlier_revision: expected a non-empty string"),
             std::string::npos)
       << error;
 }

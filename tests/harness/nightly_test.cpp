@@ -134,7 +134,8 @@ TEST_F(Nightly, BadInputIsOneLineAndRunsNothing) {
 }  // namespace
 
 // Instruction counts every night, judged by the exact rule: the first nightly has nothing to
-// compare with (the count verdict is skipped, said so); a second, same code, is "identical"; a
+// compare with (the count verdict is skipped, said so); a second, same code, counts exactly the
+// same (no jitter) and is "identical", and the nightly exits 0; a
 // third whose runner does planted extra work per call (K3BENCH_EXTRA_WORK_SPINS, a fixed number of
 // busy-loop steps after every call) counts more instructions: a regression with its exact delta,
 // and the nightly exits 4.
@@ -167,6 +168,14 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   EXPECT_NE(second.out.find("instruction counts: no increase against nightly n1"),
             std::string::npos)
       << second.out;
+  // The same build counts the same on both nights, to the instruction, with no jitter.
+  const auto n1_rows = nlohmann::json::parse(read_file(tmp_ / "nightly/n1/logs/count.json"));
+  const auto n2_rows = nlohmann::json::parse(read_file(tmp_ / "nightly/n2/logs/count.json"));
+  ASSERT_EQ(n1_rows.size(), n2_rows.size());
+  for (std::size_t i = 0; i < n1_rows.size(); ++i) {
+    EXPECT_EQ(n1_rows[i]["instructions_per_call"], n2_rows[i]["instructions_per_call"]) << i;
+    EXPECT_EQ(n2_rows[i]["jitter"].get<double>(), 0) << n2_rows[i].dump();
+  }
   // Tonight's table against last night's of the same name (table diff).
   EXPECT_NE(same.find("## Tables against nightly n1"), std::string::npos) << same;
   EXPECT_NE(same.find("farm.json:\n```\n"), std::string::npos) << same;
