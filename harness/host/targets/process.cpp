@@ -64,18 +64,22 @@ void on_ending_signal(int sig) {
   }
 }
 
+// Before every child: a handler installed since (a farm command's lease release, which ends the
+// process from a thread of its own) becomes the one ours passes the signal on to, so that ours
+// still runs first. An ignored signal stays ignored.
 void end_children_on_signals() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    for (int i = 0; i < 3; ++i) {
-      struct sigaction sa {};
-      sa.sa_handler = on_ending_signal;
-      sigemptyset(&sa.sa_mask);
-      sigaction(kEndingSignals[i], &sa, &g_previous[i]);
-      if (g_previous[i].sa_handler == SIG_IGN)
-        sigaction(kEndingSignals[i], &g_previous[i], nullptr);
-    }
-  });
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction current {};
+    sigaction(kEndingSignals[i], nullptr, &current);
+    if (current.sa_handler == on_ending_signal || current.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_ending_signal;
+    sigemptyset(&sa.sa_mask);
+    g_previous[i] = current;
+    sigaction(kEndingSignals[i], &sa, nullptr);
+  }
 }
 
 // Holds a running child's group in the table for the duration of its run.
