@@ -86,8 +86,10 @@ class InstructionObjective final : public Objective {
   std::string session;  // recorded with the counts it stores
 
   // How a count is taken: two calls minus one when that difference is kLargeCall instructions or
-  // more, else nine calls minus one, divided by eight (part of the cache's key).
-  static constexpr const char* kMethod = "insns-2-or-9-minus-1-per-call";
+  // more, else nine calls minus one, divided by eight, in processes with the environment of
+  // k3bench::count_process (calls marked, malloc's mmap threshold fixed: counts taken before it
+  // differ by some instructions per call); part of the cache's key.
+  static constexpr const char* kMethod = "insns-2-or-9-minus-1-per-call,marked,mmap-threshold-4096";
   static constexpr double kLargeCall = 1e6;
   static std::vector<std::string> count_args(const k3bench::CellSpec& cell, int calls);
 

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "harness/runner/call_marks.h"
 #include "harness/runner/dump.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/errors.h"
@@ -184,16 +185,23 @@ int run_case(const Options& o, Clock::time_point process_start) {
     }
   }
   const double check_s = seconds_since(check_start);
-  if (!o.dump_dir.empty()) {
+  // What the calls decided (a TCM gate, per-call statistics) is in the parameters from here on.
+  r.params = c->params_used();
+  if (c_b) r.params_b = c_b->params_used();
+  // The dump holds the arrays of the checked call with the parameters it ran with; with
+  // --check none, those of the last timed call (written after the measurement below).
+  auto dump = [&] {
     write_dump(o.dump_dir,
                {{"op", r.op},
                 {"shape", r.shape},
-                {"params", r.params},
+                {"params", c->params_used()},
                 {"seed", r.seed},
                 {"path", r.path}},
                c->dump_arrays());
-  }
+  };
+  if (!o.dump_dir.empty() && o.check != "none") dump();
   const bool accurate = (!r.accuracy || r.accuracy->pass) && (!r.accuracy_b || r.accuracy_b->pass);
+  CallMarks marks(o.model.count_marks);
   if (accurate) {
     const ExtraWork extra(o.extra_work_ns, o.extra_work_spins, o.extra_work_sides == "abba");
     const PerfCounters counters;  // after make(): the worker threads exist and are counted too
@@ -203,6 +211,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
     std::string policy;
     mo.pinned = !pool_options(1, &policy).cpus.empty();
     mo.busy_wait = run_settings().pool_wait == "spin";
+    mo.marks = &marks;
     const Measurement m = measure(*c, mo, &counters, &extra, c_b.get());
     r.repetitions = m.repetitions;
     r.calibration = m.calibration;
@@ -214,11 +223,13 @@ int run_case(const Options& o, Clock::time_point process_start) {
     r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM
                                   // copy vs compute time)
     if (c_b) r.params_b = c_b->params_used();
+    if (!o.dump_dir.empty() && o.check == "none") dump();
   }
   r.environment["readings_after"] = environment_readings();
   r.environment["tcm"] = tcm_contexts_json();  // which TCM backend this case used (empty: none)
   if (!r.timing.is_null()) r.timing["total_s"] = seconds_since(process_start);
   r.ime2_instructions = ime2_instruction_counts_json();
+  r.count_marks = marks.json();
   if (o.json)
     std::cout << result_json(r).dump(2) << "\n";
   else
@@ -338,8 +349,11 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   app.add_flag("--count-marks", o.model.count_marks,
-               "--model: mark every kernel call of the timed forwards for the instruction "
-               "counter (k3tune count --model; needs --reps 1 --warmup 0)");
+               "mark calls for the instruction counter: --op: every call of the case (warm-up "
+               "and timed) is its own region; --model: every kernel call of the timed forwards "
+               "(k3tune count --model; needs --reps 1 --warmup 0). K3BENCH_COUNT_MARKS=1 does the "
+               "same (k3tune count sets it)")
+      ->envname("K3BENCH_COUNT_MARKS");
   app.add_flag("--check-forward", o.model.check_forward,
                "--model: first compare the forward pass with the float64 reference (small models)");
   RunSettings& rs = run_settings();

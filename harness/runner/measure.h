@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/runner/call_marks.h"
 #include "harness/runner/disturbance.h"
 #include "harness/runner/extra_work.h"
 #include "harness/runner/op_case.h"
@@ -43,6 +44,7 @@ struct MeasureOptions {
   std::int64_t iterations = 0;  // fixed calls per repetition (0: calibrated from the warm-up)
   bool pinned = false;          // the threads are pinned: any migration is a disturbance
   bool busy_wait = true;        // idle workers spin: the calling thread is busy throughout
+  CallMarks* marks = nullptr;  // instruction counting: every call of the case marked (call_marks.h)
 };
 
 struct Calibration {

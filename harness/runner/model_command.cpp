@@ -12,13 +12,14 @@
 #include "harness/common/model/model_config.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/errors.h"
+#include "harness/runner/model/count_marks.h"
 #include "harness/runner/model/forward.h"
 #include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_report.h"
 #include "harness/runner/model/model_tuning.h"
 #include "harness/runner/model/model_weights.h"
-#include "harness/runner/model/count_marks.h"
 #include "harness/runner/model/trace_recorder.h"
+#include "harness/runner/model_sizes.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/path_option.h"
 #include "harness/runner/tcm_context.h"
@@ -234,9 +235,12 @@ int run_model_command(const ModelCommandOptions& o) {
   if (o.check_forward && decision.path == k3k::KernelPath::kIme2)
     throw UnsupportedShape(
         "--check-forward: the reference reads kRowTile32 weights (use --path rvv)");
+  const ModelRunSize size = model_run_size(o);
+  const bool f32_cache = params.text("kv_dtype") == "f32";
+  check_model_run_size(config, size, f32_cache ? 4 : 2, weights_est, avail);
   k3k::WorkerPool& pool = pool_of_size(static_cast<int>(params.integer("workers")));
   model::ModelParams mp;
-  mp.kv_dtype = params.text("kv_dtype") == "f32" ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
+  mp.kv_dtype = f32_cache ? k3k::KvDtype::f32 : k3k::KvDtype::f16;
   mp.gdn_prefill.chunk = static_cast<int>(params.integer("gdn_chunk"));
   const nlohmann::json tuning = apply_model_tuning(o, config, decision.path, mp);
   // The decode Linears' TCM pipeline: a workspace on the backend asked for (each matrix's gate
@@ -291,15 +295,8 @@ int run_model_command(const ModelCommandOptions& o) {
                             {"argmax_mismatches", c.argmax_mismatches},
                             {"summary", c.summary()}};
   }
-  // The depth is prefilled in batches no longer than the tests' own (the activation buffers are
-  // sized by the longest batch), at least 512 tokens at a time.
   const int tg_prompt = o.depth > 0 ? o.depth : o.tg_prompt;
-  const std::int64_t batch =
-      std::max({o.pp, o.pg_pp, std::min(o.depth, 512), o.depth > 0 ? 1 : o.tg_prompt});
-  const std::int64_t capacity =
-      std::max({std::int64_t{o.depth} + o.pp, std::int64_t{tg_prompt} + o.tg,
-                std::int64_t{o.depth} + o.pg_pp + o.pg_tg});
-  model::Forward fwd(config, weights, mp, decision.path, pool, batch, capacity);
+  model::Forward fwd(config, weights, mp, decision.path, pool, size.batch, size.capacity);
   doc["state_bytes"] = fwd.state_bytes();
   const auto [tcm_on, linears] = fwd.tcm_linears();
   tcm_doc["decode_linears_on_tcm"] = tcm_on;

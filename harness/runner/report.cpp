@@ -75,6 +75,7 @@ nlohmann::json result_json(const Result& r) {
   j["dispatch"] = r.dispatch;
   if (!r.tuning.is_null()) j["tuning"] = r.tuning;
   if (!r.ime2_instructions.is_null()) j["ime2_instructions"] = r.ime2_instructions;
+  if (!r.count_marks.is_null()) j["count_marks"] = r.count_marks;
   j["seed"] = r.seed;
   j["traffic"] = traffic_json(r.traffic);
   j["repetitions"] = nlohmann::json::array();

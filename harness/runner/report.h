@@ -29,6 +29,7 @@ struct Result {
   nlohmann::json extra_work;  // null unless --extra-work-ns was given
   nlohmann::json tuning;      // null unless a table was asked for: the table, and each parameter's source
   nlohmann::json ime2_instructions;  // emulation builds: executed IME2 instructions (ime2_counts.h)
+  nlohmann::json count_marks;  // --count-marks: the calls marked for the counter (call_marks.h)
   // --params-b: the second case's parameters, work and accuracy (null / unset without one); the
   // repetitions then alternate the two cases (Repetition::side) and summary is side A's.
   nlohmann::json params_b;

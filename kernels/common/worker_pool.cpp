@@ -80,7 +80,22 @@ void WorkerPool::work_observed(int worker) {
   observer_->region(worker, begin, steady_ns(), ran);
 }
 
+void WorkerPool::record_failure(std::exception_ptr failure) {
+  std::lock_guard lock(failure_mutex_);
+  if (!failure_) failure_ = std::move(failure);
+  next_task_.store(job_tasks_, std::memory_order_relaxed);  // no further task starts
+}
+
+// A worker's share of the region; an exception ends the share and is kept for run().
 void WorkerPool::work(int worker) {
+  try {
+    work_tasks(worker);
+  } catch (...) {
+    record_failure(std::current_exception());
+  }
+}
+
+void WorkerPool::work_tasks(int worker) {
   if (observer_ != nullptr) {
     work_observed(worker);
     return;
@@ -129,6 +144,11 @@ void WorkerPool::run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx) {
       int busy = busy_workers_.load(std::memory_order_acquire);
       if (busy != 0) busy_workers_.wait(busy, std::memory_order_acquire);
     }
+  }
+  if (failure_) {  // every worker has stopped: the region's first exception, on this thread
+    std::exception_ptr failure;
+    std::swap(failure, failure_);
+    std::rethrow_exception(failure);
   }
 }
 

@@ -3,8 +3,10 @@
 // bad input (nothing written), the IME2 build message, and the qemu-user target.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
 #include <sys/wait.h>
 #include <unistd.h>
+#include <cmath>
 
 #include <filesystem>
 #include <fstream>
@@ -208,18 +210,25 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
   fs::copy_file(K3BENCH_PATH, baseline);
   { std::ofstream(baseline, std::ios::app) << "baseline build"; }
   fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
-  // A loose target (50%) is reached after the first rounds; a budget of a fraction of a second
-  // with an unreachable target ends the rounds by the clock. Either way the verdict says which.
+  // A loose target (50%) is normally reached after the first rounds -- on a loaded machine it
+  // may not be, before the budget or the ceiling: whichever rule ended the rounds, the
+  // comparison says which (when the rounds end is the rule's, tested exactly on the synthetic
+  // runner: HarnessRounds.TargetMdeStopsOnTheMagnitudesAfterACompleteRound). A budget of a
+  // fraction of a second with an unreachable target always ends the rounds by the clock.
   const auto loose = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256",
                              "-R", "2", "--min-time", "0.002", "--no-remeasure",
                              "--baseline-runner", baseline.string(), "--mde", "0.5"});
   ASSERT_EQ(loose.code, 0) << loose.err;
   const auto a = nlohmann::json::parse(loose.out)["comparisons"][0];
-  EXPECT_EQ(a["rounds_ended_by"], "MDE within target") << a;
+  const std::string ended = a["rounds_ended_by"];
+  EXPECT_TRUE(ended == "MDE within target" || ended == "wall-time budget (MDE not reached)" ||
+              ended == "max processes (MDE not reached)")
+      << a;
   EXPECT_NE(a["verdict_text"].get<std::string>().find("Hodges-Lehmann/Wilcoxon"), std::string::npos)
       << a;
-  EXPECT_NE(a["verdict_text"].get<std::string>().find("rounds ended by: MDE within target"),
-            std::string::npos);
+  EXPECT_NE(a["verdict_text"].get<std::string>().find("rounds ended by: " + ended),
+            std::string::npos)
+      << a;
   const auto tight =
       k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256", "-R", "2",
               "--min-time", "0.002", "--no-remeasure", "--baseline-runner", baseline.string(),
@@ -240,10 +249,13 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
 }
 
 // selfcheck stats --within-processes on the real runner: both designs judged in the same trials,
-// the within-process one from processes whose repetitions carry their sides. A +50% slowdown of a
-// tiny rmsnorm (the extra work dwarfs a repetition's noise) is found by both designs in every
-// trial; the within-process design spends exactly its processes (none is disturbed often enough
-// here to be replaced more than twice per verdict).
+// the within-process one from processes whose repetitions carry their sides, each spending
+// exactly its processes (a disturbed one replaced at most twice per process asked for). What the
+// trials detect on this machine depends on what else it runs (a two-worker kernel under a
+// parallel ctest slows with the load more than the one-thread extra work): measuring it is the
+// selfcheck's job, so here only the plumbing is checked -- every figure reported, in range, for
+// the trials asked. The detection of an injected slowdown is checked on the synthetic runner,
+// where its size is exact (below, and the in-process tests of measurement_test.cpp).
 TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
   const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
                          "--trials", "2", "--slowdown", "0.5", "--within-processes", "6", "--within-mde", "0",
@@ -257,13 +269,14 @@ TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
   EXPECT_EQ(w["max_processes"], 0);
   EXPECT_EQ(w["repetitions_per_side"], 5);
   EXPECT_EQ(w["false_positive_rate"]["trials"], 2);
-  EXPECT_EQ(w["detection_rate"]["50%"]["count"], 2) << w;
-  // The measured size follows the injection, not exactly: the extra work is sized from the first
-  // process's time, and under a parallel ctest the two-worker kernel slows with the load more than
-  // the one-thread extra work does (a CI run measured 25% for the 50% injected).
-  EXPECT_GT(w["detection_rate"]["50%"]["measured_mean"].get<double>(), 0.15) << w;
-  EXPECT_LT(w["detection_rate"]["50%"]["measured_mean"].get<double>(), 1.0) << w;
-  EXPECT_EQ(j["detection_rate"]["50%"]["count"], 2) << j["detection_rate"];
+  for (const auto* design : {&w, &j}) {
+    const auto& d = (*design)["detection_rate"]["50%"];
+    EXPECT_EQ(d["trials"], 2) << d;
+    EXPECT_GE(d["count"].get<int>(), 0) << d;
+    EXPECT_LE(d["count"].get<int>(), 2) << d;
+    if (d.contains("measured_mean"))  // a design that detected nothing has no measured size
+      EXPECT_TRUE(std::isfinite(d["measured_mean"].get<double>())) << d;
+  }
   EXPECT_GE(w["processes"].get<int>(), 2 * 2 * 6);
   EXPECT_LE(w["processes"].get<int>(), 2 * 2 * 6 * 3);
   EXPECT_GT(w["verdict_wall_s"].get<double>(), 0);
@@ -274,6 +287,21 @@ TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
               "1", "--slowdown", "0.5", "--min-time", "0.002", "--no-store"});
   ASSERT_EQ(plain.code, 0) << plain.err;
   EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("within_process"));
+}
+
+// The same command on the synthetic runner (the noise the factor study measured on the shared
+// VM; seeded), where the injected 50% is exact: both designs detect it in every trial, and the
+// within design measures it within its noise.
+TEST_F(HarnessCli, SelfcheckOnTheSyntheticRunnerDetectsAnExactInjectionInEveryTrial) {
+  const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--synthetic", "--cell",
+                         "rmsnorm rows=1,dim=256", "--trials", "50", "--slowdown", "0.5",
+                         "--within-processes", "6", "--within-mde", "0", "--no-store"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["detection_rate"]["50%"]["count"], 50) << j["detection_rate"];
+  const auto& w = j["within_process"]["detection_rate"]["50%"];
+  EXPECT_EQ(w["count"], 50) << w;
+  EXPECT_NEAR(w["measured_mean"].get<double>(), 0.5, 0.05) << w;
 }
 
 TEST_F(HarnessCli, TargetCiAddsRoundsOnlyUntilTheIntervalIsNarrow) {

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "harness/host/bench/catalog.h"
@@ -196,11 +197,62 @@ TEST(PublishedFigures, LoadWithSources) {
   }
   EXPECT_EQ(models, (std::set<std::string>{"qwen3-0.6b", "qwen3-1.7b", "qwen3-4b", "qwen3.5-0.8b",
                                            "qwen3.5-2b"}));
-  for (const auto& f : figures) {
-    if (f.model == "qwen3-1.7b" && f.test == "tg128" && f.engine == "MNN") {
-      EXPECT_DOUBLE_EQ(f.low, 22.06);
+}
+
+// MNN's figures are those of its report as merged (alibaba/MNN 01a9ee8c5,
+// docs/perf/riscv_k3_ime2_asymmetric_w4b64.md, section 1: pp512 / tg128 tok/s, written out here
+// from the report), cited by that commit; figures only an earlier revision of the report carried
+// (llama.cpp's, the prompt-length points) are marked, and the mark is printed with the source.
+TEST(PublishedFigures, MnnFiguresAreTheMergedReportsAndEarlierOnesAreMarked) {
+  const std::map<std::pair<std::string, std::string>, double> merged = {
+      {{"qwen3-0.6b", "pp512"}, 381.24},   {{"qwen3-0.6b", "tg128"}, 54.49},
+      {{"qwen3-1.7b", "pp512"}, 169.29},   {{"qwen3-1.7b", "tg128"}, 24.90},
+      {{"qwen3.5-0.8b", "pp512"}, 127.57}, {{"qwen3.5-0.8b", "tg128"}, 33.85},
+      {{"qwen3.5-2b", "pp512"}, 85.60},    {{"qwen3.5-2b", "tg128"}, 17.68}};
+  std::set<std::pair<std::string, std::string>> seen;
+  int earlier = 0;
+  for (const auto& f : k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml")) {
+    const bool mnn_report =
+        f.source.find("docs/perf/riscv_k3_ime2_asymmetric_w4b64.md") != std::string::npos;
+    if (!mnn_report) {
+      EXPECT_TRUE(f.earlier_revision.empty()) << f.source;
+      continue;
+    }
+    const auto it = merged.find({f.model, f.test});
+    if (f.engine == "MNN" && it != merged.end()) {
+      seen.insert(it->first);
+      EXPECT_DOUBLE_EQ(f.low, it->second) << f.model << " " << f.test;
+      EXPECT_DOUBLE_EQ(f.high, it->second);
+      EXPECT_EQ(f.source, "alibaba/MNN 01a9ee8c5, docs/perf/riscv_k3_ime2_asymmetric_w4b64.md");
+      EXPECT_TRUE(f.earlier_revision.empty()) << f.model << " " << f.test;
+      EXPECT_EQ(f.citation(), f.source);
+      if (f.test == "tg128") EXPECT_NE(f.note.find("TCM decode pipeline on"), std::string::npos);
+    } else {
+      ++earlier;  // llama.cpp's figures and the prompt-length points: not in the merged report
+      EXPECT_NE(f.earlier_revision.find("PR 4702 before its merge"), std::string::npos)
+          << f.engine << " " << f.model << " " << f.test;
+      EXPECT_NE(f.citation().find("[earlier revision: PR 4702"), std::string::npos) << f.citation();
     }
   }
+  EXPECT_EQ(seen.size(), merged.size());
+  EXPECT_EQ(earlier, 8 + 3);
+}
+
+TEST(PublishedFigures, AnEmptyEarlierRevisionIsOneLineNamingItsKey) {
+  const fs::path file =
+      fs::temp_directory_path() / ("k3_published_" + std::to_string(getpid()) + ".toml");
+  std::ofstream(file) << "[[figure]]\nmodel = \"m\"\ntest = \"pp512\"\nengine = \"e\"\n"
+                         "tokens_per_s = 1.0\nsource = \"s\"\nearlier_revision = \"\"\n";
+  std::string error;
+  try {
+    k3bench::load_published(file.string());
+  } catch (const k3bench::UserError& e) {
+    error = e.what();
+  }
+  fs::remove(file);
+  EXPECT_NE(error.find(":7: figure.earlier_revision: expected a non-empty string"),
+            std::string::npos)
+      << error;
 }
 
 }  // namespace

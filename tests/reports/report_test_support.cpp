@@ -20,7 +20,7 @@ void ReportTest::SetUp() {
                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
   fs::remove_all(dir_);
   fs::create_directories(dir_);
-  use_runner(K3BENCH_PATH);
+  use_runner(synthetic_runner("k3bench-base", kCallNs));
 }
 
 void ReportTest::TearDown() {
@@ -40,21 +40,21 @@ Cmd ReportTest::k3tune(const std::vector<std::string>& args) const {
   return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
 }
 
-std::string ReportTest::copy_of_runner(const std::string& name) const {
+std::string ReportTest::synthetic_runner(const std::string& name, double ns) const {
   const fs::path p = dir_ / name;
-  fs::copy_file(K3BENCH_PATH, p, fs::copy_options::overwrite_existing);
-  { std::ofstream(p, std::ios::app) << "another build: " << name; }
-  fs::permissions(p, fs::perms::owner_exec, fs::perm_options::add);
+  std::ofstream(p) << "#!/bin/sh\n# " << name << "\nexec bash '" << K3TUNE_ROOT
+                   << "/tests/support/synthetic-k3bench.sh' '" << K3BENCH_PATH << "' " << ns
+                   << " \"$@\"\n";
+  fs::permissions(p, fs::perms::owner_all);
   return p.string();
 }
 
-std::string ReportTest::slower_runner(const std::string& name, double extra_ns) const {
-  const fs::path p = dir_ / name;
-  std::ofstream(p)
-      << "#!/bin/sh\n# the real runner with calibrated extra work after every call\nexec '"
-      << K3BENCH_PATH << "' \"$@\" --extra-work-ns " << extra_ns << "\n";
-  fs::permissions(p, fs::perms::owner_all);
-  return p.string();
+std::string ReportTest::copy_of_runner(const std::string& name) const {
+  return synthetic_runner(name, kCallNs);
+}
+
+std::string ReportTest::slower_runner(const std::string& name, double factor) const {
+  return synthetic_runner(name, kCallNs * factor);
 }
 
 std::string ReportTest::bench(const std::string& config_text) const {

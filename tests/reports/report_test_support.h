@@ -34,10 +34,15 @@ class ReportTest : public ::testing::Test {
   Cmd k3tune(const std::vector<std::string>& args) const;
   // Writes targets.toml with one local target using `runner`.
   void use_runner(const std::string& runner) const;
-  // A copy of the real k3bench with bytes appended: a different build, the same code.
+  // A runner whose repetitions report `ns` per call (+-0.5%) and nothing disturbed: the real
+  // k3bench behind tests/support/synthetic-k3bench.sh, named `name` (its own build hash). Timed
+  // verdicts between such runners are exact whatever the machine does.
+  std::string synthetic_runner(const std::string& name, double ns) const;
+  // Another build of the same code: a synthetic runner with the fixture's time per call.
   std::string copy_of_runner(const std::string& name) const;
-  // A wrapper script that runs the real k3bench with --extra-work-ns N: a slower build.
-  std::string slower_runner(const std::string& name, double extra_ns) const;
+  // A slower build: a synthetic runner `factor` times the fixture's time per call.
+  std::string slower_runner(const std::string& name, double factor) const;
+  static constexpr double kCallNs = 100000;  // the fixture's runners: 100 us per call
   // `k3tune --json bench --config FILE` with `config_text`; returns the run id.
   std::string bench(const std::string& config_text) const;
   std::unique_ptr<k3store::Connection> open() const;

@@ -99,9 +99,10 @@ TEST(K3benchCli, DecodeResultDocument) {
 }
 
 // The within-process comparison of the statistics self-check: with --extra-work-sides abba the
-// repetitions alternate A B, B A, ... and only side B runs the extra work. 200,000 spins of the
-// dependent chain (tens of microseconds) dwarf the small decode call, so every B repetition is
-// far slower than the A repetitions; without the option no repetition carries a side.
+// repetitions alternate A B, B A, ... and say so, and the extra work is B's; without the option
+// no repetition carries a side. (That only B's calls run the work is checked exactly, in
+// instructions, under qemu: CountCli.AlternatingExtraWorkIsSideBsAloneToTheInstruction; a timing
+// comparison here would fail whenever the machine slows A's repetitions.)
 TEST(K3benchCli, AlternatingExtraWorkRunsOnlyOnSideBInPairsABThenBA) {
   const std::string args =
       "--op linear_decode --shape n=96,k=256 --params workers=1 --reps 8 --warmup 1 "
@@ -115,7 +116,7 @@ TEST(K3benchCli, AlternatingExtraWorkRunsOnlyOnSideBInPairsABThenBA) {
   const std::vector<double>&a = sides.a, &b = sides.b;
   ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), 4u);
-  EXPECT_GT(b[1], 5 * a[1]) << "the medians of B and A";
+  EXPECT_EQ(j["extra_work"]["spins"], 200000);
 
   auto plain = run_k3bench(args);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;

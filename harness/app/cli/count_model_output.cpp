@@ -102,6 +102,7 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
   } catch (const k3model::ModelConfigError& e) {
     throw k3bench::UserError(fmt::format("--model: {}", e.what()));
   }
+  k3bench::check_model_count_size(model, o.prefill_tokens, o.depth);
   // Facts and published figures are read before hours of counting, so a bad file stops at once.
   const std::string board_file = ctx.root + "/configs/boards/k3.toml";
   const k3bench::ThroughputFacts facts = k3bench::load_throughput_facts(board_file);
@@ -240,7 +241,7 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
                   {"engine", f.engine},
                   {"weights", f.weights},
                   {"tokens_per_s", f.text()},
-                  {"source", f.source}});
+                  {"source", f.citation()}});
   }
   out["published"] = pj;
   if (!ctx.json && !pj.empty()) {

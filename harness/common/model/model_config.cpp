@@ -224,6 +224,7 @@ ModelConfig load_model_config(const std::string& path) {
     c.qk_norm = r.boolean("qk_norm");
     c.attn_output_gate = r.boolean("attn_output_gate");
     c.rms_eps = r.number("rms_eps", 0.0);
+    if (r.has("max_context")) c.max_context = r.integer("max_context", 1, 1 << 30);
     r.finish();
     r.record_lines(lines);
   }

@@ -6,7 +6,9 @@
 // File format (every key required unless marked; unknown keys are errors):
 //   [model]  name, source (where the numbers come from), hidden, intermediate, layers, q_heads,
 //            kv_heads, head_dim, rotary_dim, rope_theta, vocab, tied_embeddings, qk_norm,
-//            attn_output_gate (q_proj also produces a per-head sigmoid gate: N doubled), rms_eps
+//            attn_output_gate (q_proj also produces a per-head sigmoid gate: N doubled), rms_eps;
+//            optional: max_context (max_position_embeddings: the longest context the model
+//            takes; runs and counts beyond it are refused)
 //   [linear_attention]  (optional; Qwen3.5's Gated DeltaNet layers) full_attention_interval
 //            (layer i is full attention iff (i + 1) % interval == 0, the others linear), k_heads,
 //            v_heads, k_dim, v_dim, conv_kernel
@@ -39,6 +41,7 @@ struct ModelConfig {
   int vocab = 0;
   bool tied_embeddings = true, qk_norm = false, attn_output_gate = false;
   double rms_eps = 1e-6;
+  std::int64_t max_context = 0;  // tokens; 0: the file does not say (not part of the shape keys)
 
   // Gated DeltaNet layers; full_attention_interval 1 (and zero dims) when there are none.
   int full_attention_interval = 1;

@@ -35,6 +35,13 @@ constexpr int kFewCalls = 1, kMoreCalls = 3;
 // changed 0.58% of the time with three, 0.02% with five (a nightly counts 16 cases).
 constexpr int kJitterProcesses = 5;
 constexpr const char* kMetric = "instructions per call";
+// The environment variable that makes the second marked process's environment larger.
+constexpr std::size_t kPaddingBytes = 200;
+constexpr const char* kMarkedMethod =
+    "instruction count: the timed calls after the first of one qemu-user process (3 timed calls "
+    "after a warm-up call), each marked by the runner and counted apart from start-up, set-up and "
+    "output; malloc's mmap threshold fixed; interval: +- the difference from a second process "
+    "with a larger environment (0: the figure is exact)";
 
 // [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
 std::string model_range(const CountTools& tools, const std::string& runner) {
@@ -101,14 +108,16 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   return params;
 }
 
-CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) {
+CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls,
+                        const std::map<std::string, std::string>& extra_env = {}) {
   std::vector<std::string> args = {"--op", c.op, "--shape", c.shape};
   if (const std::string params = count_params(tools, c); !params.empty())
     args.insert(args.end(), {"--params", params});
   args.insert(args.end(), {"--path", c.path == "ime2" ? "auto" : c.path, "--reps", "1", "--warmup",
                            "0", "--iterations", std::to_string(calls), "--check", "none",
                            "--pool-wait", "park", "--json"});
-  const std::map<std::string, std::string> env = {{"K3_IME2_ASSUME_MARCHID", "0x8000000041000002"}};
+  std::map<std::string, std::string> env = extra_env;
+  env["K3_IME2_ASSUME_MARCHID"] = "0x8000000041000002";
   CountedProcess p = c.target != nullptr
                          ? count_process(tools, *c.target, args, env)
                          : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env);
@@ -117,6 +126,40 @@ CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls) 
   if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));
   if (!p.json.is_object()) throw UserError(fmt::format("count: {}: unreadable k3bench JSON", what));
   return p;
+}
+
+// A marked process's figure per call (its runner marked every call: K3BENCH_COUNT_MARKS): the
+// mean of the timed calls after the first, i.e. calls 3 and 4 of a 3-call process after its
+// warm-up call -- exactly the calls (count(3) - count(1)) / 2 measures, without the untimed part.
+// nullopt when the runner marked nothing (a runner older than op count marks).
+struct PerCall {
+  double ime2 = 0, other = 0, vector = 0;
+  double total() const { return ime2 + other; }
+};
+std::optional<PerCall> marked_per_call(const CountedProcess& p, const std::string& what) {
+  if (!p.json.is_object() || !p.json.contains("count_marks") || !p.json["count_marks"].is_object())
+    return std::nullopt;
+  std::vector<nlohmann::json> timed;
+  for (const auto& call : p.json["count_marks"].value("calls", nlohmann::json::array()))
+    if (call.value("timed", false)) timed.push_back(call);
+  if (static_cast<int>(timed.size()) != kMoreCalls)
+    throw UserError(fmt::format("count: {}: the runner marked {} timed calls, {} expected", what,
+                                timed.size(), kMoreCalls));
+  PerCall sum;
+  for (std::size_t i = 1; i < timed.size(); ++i) {
+    const int region = timed[i].value("region", -1);
+    const auto it = p.regions.find(region);
+    if (it == p.regions.end())
+      throw UserError(
+          fmt::format("count: {}: the counting plugin reported no region {} (rebuild it: bash "
+                      "scripts/build-qemu-plugin.sh)",
+                      what, region));
+    sum.ime2 += timed[i].value("ime2_instructions", 0.0);
+    sum.other += it->second.insns - timed[i].value("ime2_calls", 0.0);
+    sum.vector += it->second.vector;
+  }
+  const double calls = static_cast<double>(timed.size() - 1);
+  return PerCall{sum.ime2 / calls, sum.other / calls, sum.vector / calls};
 }
 
 }  // namespace
@@ -210,6 +253,24 @@ CountedProcess counted_with_a_warm_weight_cache(const std::function<CountedProce
   return filled ? run() : p;
 }
 
+// What every counted runner process gets in its environment:
+// - no scheduling readings around each repetition (/proc text of varying length);
+// - every call of an op case marked as its own region (harness/runner/call_marks.h), so that a
+//   count of the calls leaves out the untimed part, where processes differ; runners without the
+//   feature ignore it;
+// - allocations of 4 KiB and more mapped (a fixed mmap threshold): malloc's cost otherwise
+//   depends on where earlier, data-dependent allocations left the heap (the runner's path, the
+//   /proc text it read), and glibc moves its threshold as blocks are freed, so calls that
+//   allocate counted differently from one run to the next (a few hundred instructions per
+//   attention call).
+const std::map<std::string, std::string>& counting_env() {
+  static const std::map<std::string, std::string> env = {
+      {"K3BENCH_SCHEDULING", "off"},
+      {"K3BENCH_COUNT_MARKS", "1"},
+      {"GLIBC_TUNABLES", "glibc.malloc.mmap_threshold=4096"}};
+  return env;
+}
+
 // The plugin argument: the model's code left out of the count when the runner has it.
 std::string plugin_arg(const CountTools& tools, const std::string& runner) {
   std::string plugin = tools.plugin;
@@ -230,8 +291,7 @@ CountedProcess count_process(const CountTools& tools, const std::vector<std::str
   const std::string plugin = plugin_arg(tools, runner) + ",outfile=" + out;
   std::vector<std::string> argv = {"env"};
   for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
-  // No scheduling readings around each repetition (/proc text of varying length).
-  argv.push_back("K3BENCH_SCHEDULING=off");
+  for (const auto& [k, v] : counting_env()) argv.push_back(k + "=" + v);
   argv.insert(argv.end(), emulator.begin(), emulator.end());
   argv.insert(argv.end(), {"-plugin", plugin, runner});
   argv.insert(argv.end(), args.begin(), args.end());
@@ -265,7 +325,7 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
   std::vector<std::string> emulator = target.emulator_prefix();
   emulator.insert(emulator.end(), {"-plugin", plugin_arg(tools, target.runner_path())});
   std::map<std::string, std::string> all = env;
-  all["K3BENCH_SCHEDULING"] = "off";
+  for (const auto& [k, v] : counting_env()) all[k] = v;
   return counted_with_a_warm_weight_cache([&] {
     CountedProcess q;
     q.process = target.run_emulated(emulator, all, args,
@@ -281,8 +341,35 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
 }
 
 CountResult count_instructions(const CountTools& tools, const CountCase& c) {
-  const CountedProcess few = run_once(tools, c, kFewCalls);
+  const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
+                                       c.shape, c.path, c.vlen);
   const CountedProcess more = run_once(tools, c, kMoreCalls);
+  if (const auto first = marked_per_call(more, what)) {
+    // The same process again with a larger environment: the stack (and what the runner reads)
+    // moves as it does between runs; an exact figure does not move with it.
+    const CountedProcess again = run_once(
+        tools, c, kMoreCalls, {{"K3BENCH_COUNT_PADDING", std::string(kPaddingBytes, 'x')}});
+    const auto second = marked_per_call(again, what);
+    if (!second)
+      throw UserError(fmt::format("count: {}: the second process marked no calls", what));
+    CountResult r;
+    r.c = c;
+    r.jitter = std::abs(first->total() - second->total());
+    r.path_taken = more.json.at("dispatch").value("path", "");
+    r.emulated = more.json.at("dispatch").value("emulated", false);
+    r.ime2 = first->ime2;
+    r.other = first->other;
+    r.vector = first->vector;
+    r.instructions = r.ime2 + r.other;
+    r.units = units_per_call(c.op, c.shape);
+    r.runner_json = more.json;
+    r.wall_ns = more.process.wall_ns + again.process.wall_ns;
+    r.calls = kMoreCalls - kFewCalls;
+    r.method = kMarkedMethod;
+    return r;
+  }
+  // A runner that does not mark its calls: the difference of processes, and their jitter.
+  const CountedProcess few = run_once(tools, c, kFewCalls);
   // The 1-call process kJitterProcesses times in all: their range is this case's jitter.
   double low = few.total(), high = few.total();
   std::int64_t wall_ns = few.process.wall_ns + more.process.wall_ns;
@@ -416,7 +503,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
     const std::string& cell_key = cells[i].cell_key;
     k3store::insert_cell(db, cells[i]);
     k3store::SampleRecord s;
-    s.iterations = r.method.empty() ? kMoreCalls - kFewCalls : 1;
+    s.iterations = r.calls > 0 ? r.calls : r.method.empty() ? kMoreCalls - kFewCalls : 1;
     s.counters = {{"instructions", r.instructions},
                   {"ime2_instructions", r.ime2},
                   {"other_instructions", r.other},

@@ -1,21 +1,26 @@
 // Deterministic instruction counts per call of the kernel ops under qemu-user: a proxy for speed
 // until a board is available, tracked in the results database like any measurement.
 //
-// Method: the riscv64 k3bench runs an op twice with the counting TCG plugin
-// (scripts/qemu-insn-count), with 1 and 3 timed calls (one worker, one weight copy, no accuracy
-// check, the weight cache warm in both so they do the same set-up: a process that filled it is run
-// again); per call = (count(3) - count(1)) / 2, which cancels start-up and set-up up to a few
-// hundred instructions of per-process jitter
-// (timer and /proc reads): about 1e-4 per weight at N = K = 2048. In IME2 emulation builds the
-// plugin skips the software model (address range of the section k3_ime2_model, read with nm),
-// k3bench reports the emulated IME2 instructions and the calls that reach the model; per call:
+// Method: the riscv64 k3bench runs an op with the counting TCG plugin (scripts/qemu-insn-count),
+// one worker, one weight copy, no accuracy check, one warm-up call and 3 timed calls, with every
+// call marked as its own region (K3BENCH_COUNT_MARKS, harness/runner/call_marks.h): the figure
+// per call is the mean of the timed calls after the first (calls 3 and 4), counted apart from
+// start-up, set-up and output, where processes differ by hundreds of instructions (timer and
+// /proc readings, number formatting). malloc's mmap threshold is fixed in every counted process
+// (counting_env in the .cpp: a call that allocates otherwise counts differently as the heap's
+// layout moves with the runner's path). The process runs a second time with a larger
+// environment; the two figures' difference is the case's jitter (0 when exact, which is what
+// every case measured so far gives). A runner that does not mark its calls (older builds) is
+// counted as before: per call = (count(3) - count(1)) / 2, from two processes whose untimed parts
+// cancel up to a few hundred instructions, with the 1-call process run five times in all and
+// their range as the jitter.
+// In IME2 emulation builds the plugin skips the software model (address range of the section
+// k3_ime2_model, read with nm), k3bench reports the emulated IME2 instructions and the calls that
+// reach the model (per marked call, or for the whole process); per call:
 //   ime2  = emulated IME2 instructions (exactly what a real build issues)
 //   other = counted instructions - calls of the model (what a real build runs besides IME2)
 // For other builds ime2 = 0 and other = the count.
 //
-// Jitter: the 1-call process runs five times; they differ only by the untimed part's
-// per-process variation (a few hundred instructions). Their range is the case's jitter, stored
-// with the figure (sample counter jitter_instructions; the aggregate's interval is +- jitter).
 // Two counts of a case are "identical" unless they differ by more than twice the larger jitter
 // (k3reports::exact_count_verdict says why twice).
 //
@@ -70,13 +75,15 @@ struct CountResult {
   double instructions = 0;  // per call: ime2 + other
   double ime2 = 0, other = 0, vector = 0;
   double units = 0;  // work per call (unit_of_work); 0: an op without one
-  double jitter = 0;  // range of five identical 1-call processes, instructions
+  double jitter = 0;  // instructions: the two marked processes' difference (unmarked runners: the
+                      // range of five identical 1-call processes)
   std::optional<double> per_unit() const {
     return units > 0 ? std::optional(instructions / units) : std::nullopt;
   }
   nlohmann::json runner_json;  // the 3-call process's k3bench JSON
   std::int64_t wall_ns = 0;
   std::string method;  // how the figure was taken (empty: the op counts' difference of processes)
+  int calls = 0;       // calls the figure is the mean of (0: as the method implies)
 };
 
 // qemu-user's -cpu for an RVV 1.0 CPU of this VLEN.
@@ -123,7 +130,8 @@ CountedProcess count_process(const CountTools& tools, const k3targets::Target& t
 std::string unit_of_work(const std::string& op);
 double units_per_call(const std::string& op, const std::string& shape);
 
-// Counts one case (six qemu processes: 1 call, 3 calls, 1 call four more times for the jitter). Throws UserError with the failing step's reason.
+// Counts one case (two qemu processes of 3 timed calls; a runner without call marks: six, 1 call,
+// 3 calls, 1 call four more times for the jitter). Throws UserError with the failing step's reason.
 CountResult count_instructions(const CountTools& tools, const CountCase& c);
 
 // Counts `cases` with up to `jobs` qemu processes at a time (each process is one thread of qemu:

@@ -72,7 +72,26 @@ ModelCountResult read_model_count(const ModelCountCase& c, const CountedProcess&
   return r;
 }
 
+void check_model_count_size(const k3model::ModelConfig& model, int prefill_tokens, int depth) {
+  if (model.max_context <= 0) return;
+  auto beyond = [&](const std::string& option, std::int64_t tokens) {
+    if (tokens > model.max_context)
+      throw UserError(
+          fmt::format("{}: {} tokens of context, beyond {}'s context of {} tokens "
+                      "(max_context in {})",
+                      option, tokens, model.name, model.max_context, model.file));
+  };
+  beyond(fmt::format("--prefill {}", prefill_tokens), prefill_tokens);
+  beyond(fmt::format("--depth {}", depth), std::int64_t{depth} + 1);  // the step's own token too
+}
+
 ModelCountResult count_model(const CountTools& tools, const ModelCountCase& c) {
+  // Again here, for callers that did not check: no qemu process for a run the model cannot have.
+  try {
+    check_model_count_size(k3model::load_model_config(c.model_file), c.prefill_tokens, c.depth);
+  } catch (const k3model::ModelConfigError& e) {
+    throw UserError(fmt::format("--model: {}", e.what()));
+  }
   const std::vector<std::string> args = {"--model",
                                          c.model_file,
                                          "--pp",

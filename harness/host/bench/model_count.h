@@ -17,9 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/common/model/model_config.h"
 #include "harness/host/bench/instruction_count.h"
 
 namespace k3bench {
+
+// UserError (bad input, exit 2) naming --prefill or --depth when the prefill or the decode
+// step's context is beyond the model's context (max_context of its file; not checked when the
+// file does not give it). Checked before any process starts.
+void check_model_count_size(const k3model::ModelConfig& model, int prefill_tokens, int depth);
 
 struct ModelCountCase {
   std::string runner;      // riscv64 k3bench

@@ -221,7 +221,7 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
          "|\n|---|---|---|---|---:|---|\n";
     for (const auto& f : o.published) {
       s += fmt::format("| {} | {} | {} | {} | {} | {}{} |\n", c.name, f.test, f.engine, f.weights,
-                       f.text(), f.source, f.note.empty() ? "" : " (" + f.note + ")");
+                       f.text(), f.citation(), f.note.empty() ? "" : " (" + f.note + ")");
     }
   }
   if (o.trace) {
@@ -278,6 +278,7 @@ nlohmann::json model_json(const ModelOutcome& o) {
                          {"tokens_per_s_low", f.low},
                          {"tokens_per_s_high", f.high},
                          {"source", f.source},
+                         {"earlier_revision", f.earlier_revision},
                          {"note", f.note},
                          {"measured_by", "another party, on another machine (not k3tune)"}});
   }

@@ -23,6 +23,11 @@ std::string PublishedFigure::text() const {
   return low == high ? fmt::format("{:.2f}", low) : fmt::format("{:.2f}-{:.2f}", low, high);
 }
 
+std::string PublishedFigure::citation() const {
+  return earlier_revision.empty() ? source
+                                  : source + " [earlier revision: " + earlier_revision + "]";
+}
+
 std::vector<PublishedFigure> load_published(const std::string& path) {
   if (!std::filesystem::exists(path)) return {};
   toml::table doc;
@@ -35,8 +40,9 @@ std::vector<PublishedFigure> load_published(const std::string& path) {
   const toml::node* list = doc.get("figure");
   if (list == nullptr) return out;
   if (!list->is_array_of_tables()) fail(path, *list, "figure", "expected [[figure]] tables");
-  static const std::set<std::string> kKeys = {"model",  "test", "engine", "weights",
-                                              "source", "note", "range",  "tokens_per_s"};
+  static const std::set<std::string> kKeys = {"model",   "test",         "engine",
+                                              "weights", "source",       "note",
+                                              "range",   "tokens_per_s", "earlier_revision"};
   for (const auto& node : *list->as_array()) {
     const toml::table& t = *node.as_table();
     PublishedFigure f;
@@ -58,12 +64,13 @@ std::vector<PublishedFigure> load_published(const std::string& path) {
       } else {
         const auto s = v.value_exact<std::string>();
         if (!s || s->empty()) fail(path, v, key, "expected a non-empty string");
-        (k == "model"     ? f.model
-         : k == "test"    ? f.test
-         : k == "engine"  ? f.engine
-         : k == "weights" ? f.weights
-         : k == "source"  ? f.source
-                          : f.note) = *s;
+        (k == "model"              ? f.model
+         : k == "test"             ? f.test
+         : k == "engine"           ? f.engine
+         : k == "weights"          ? f.weights
+         : k == "source"           ? f.source
+         : k == "earlier_revision" ? f.earlier_revision
+                                   : f.note) = *s;
       }
     }
     const std::pair<const char*, const std::string*> required[] = {

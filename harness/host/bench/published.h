@@ -10,8 +10,13 @@ namespace k3bench {
 
 struct PublishedFigure {
   std::string model, test, engine, weights, source, note;
+  // Set when the figure comes from an earlier revision of its source that the current one no
+  // longer carries: which revision, and what the current one says instead.
+  std::string earlier_revision;
   double low = 0, high = 0;  // tokens per second (equal for a single figure)
   std::string text() const;  // "381.24" or "501-503"
+  // The source as printed: the source line, marked when it is an earlier revision's.
+  std::string citation() const;
 };
 
 // UserError "file:line: key: what" on a malformed file; no file: nothing.

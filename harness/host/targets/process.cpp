@@ -6,9 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -27,6 +29,82 @@ void drain(int fd, std::string& into, bool& open) {
   else if (n == 0 || (errno != EINTR && errno != EAGAIN))
     open = false;
 }
+
+// The process groups of the children run_process has running, for the signal handler: a fixed
+// table of lock-free slots (a handler may take no lock), 0 when free.
+constexpr int kMaxRunningChildren = 1024;
+std::atomic<pid_t> g_running[kMaxRunningChildren];
+std::atomic<bool> g_interrupted{false};
+struct sigaction g_previous[3];
+constexpr int kEndingSignals[3] = {SIGINT, SIGTERM, SIGHUP};
+
+void kill_running_groups() {
+  for (auto& slot : g_running)
+    if (const pid_t pgid = slot.load(); pgid > 0) kill(-pgid, SIGKILL);
+}
+
+// Async-signal-safe: kill(2), sigaction(2) and raise(3) only.
+void on_ending_signal(int sig) {
+  g_interrupted.store(true);
+  kill_running_groups();
+  for (int i = 0; i < 3; ++i) {
+    if (kEndingSignals[i] != sig) continue;
+    const struct sigaction& before = g_previous[i];
+    if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN &&
+        before.sa_handler != nullptr) {
+      if (before.sa_flags & SA_SIGINFO)
+        before.sa_sigaction(sig, nullptr, nullptr);
+      else
+        before.sa_handler(sig);
+      return;
+    }
+    if (before.sa_handler == SIG_IGN) return;
+    sigaction(sig, &before, nullptr);  // the default: end this process by the same signal
+    raise(sig);
+  }
+}
+
+// Before every child: a handler installed since (a farm command's lease release, which ends the
+// process from a thread of its own) becomes the one ours passes the signal on to, so that ours
+// still runs first. An ignored signal stays ignored.
+void end_children_on_signals() {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  for (int i = 0; i < 3; ++i) {
+    struct sigaction current {};
+    sigaction(kEndingSignals[i], nullptr, &current);
+    if (current.sa_handler == on_ending_signal || current.sa_handler == SIG_IGN) continue;
+    struct sigaction sa {};
+    sa.sa_handler = on_ending_signal;
+    sigemptyset(&sa.sa_mask);
+    g_previous[i] = current;
+    sigaction(kEndingSignals[i], &sa, nullptr);
+  }
+}
+
+// Holds a running child's group in the table for the duration of its run.
+class RunningGroup {
+ public:
+  explicit RunningGroup(pid_t pgid) {
+    for (auto& s : g_running) {
+      pid_t free = 0;
+      if (s.compare_exchange_strong(free, pgid)) {
+        slot_ = &s;
+        break;
+      }
+    }
+    // A signal between the fork and this registration found no group to kill.
+    if (g_interrupted.load()) kill(-pgid, SIGKILL);
+  }
+  ~RunningGroup() {
+    if (slot_ != nullptr) slot_->store(0);
+  }
+  RunningGroup(const RunningGroup&) = delete;
+  RunningGroup& operator=(const RunningGroup&) = delete;
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
 
 }  // namespace
 
@@ -75,6 +153,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     r.err = std::string("pipe: ") + std::strerror(errno);
     return r;
   }
+  end_children_on_signals();
   const auto start = Clock::now();
   const pid_t pid = spawn_in_group(argv, -1, out_pipe[1], err_pipe[1]);
   close(out_pipe[1]);
@@ -86,6 +165,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
     r.err = std::string("fork: ") + std::strerror(errno);
     return r;
   }
+  const RunningGroup running(pid);
   bool out_open = true, err_open = true, killed = false, exited = false;
   double killed_at = 0, exited_at = 0;
   int status = 0;

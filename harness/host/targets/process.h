@@ -30,6 +30,13 @@ struct ProcessOptions {
   static ProcessOptions with_timeout(double seconds) { return {seconds, std::nullopt}; }
 };
 
+// The child runs in a process group of its own (so a timeout kills all it started); a signal to
+// this process, or Ctrl-C at the terminal (which reaches only the foreground group), would not
+// reach it. So every call makes sure that a handler for SIGINT, SIGTERM and SIGHUP runs first
+// which kills the group of every child run_process has running, then lets the signal do what it
+// did before (a handler installed earlier -- a farm command's lease release --, or the default:
+// the process ends by that signal). A command that is ended thus ends its children (qemu
+// processes of `k3tune count`, runners of a sweep, the steps of a nightly).
 ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOptions& opt);
 
 // Forks and execs `argv` (PATH lookup) as the leader of a new process group, with the given

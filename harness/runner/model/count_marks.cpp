@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <optional>
 #include <stdexcept>
 
 #if defined(K3_HAVE_IME2)
@@ -11,32 +10,21 @@
 #endif
 
 namespace k3runner::model {
-namespace {
 
-void mark(int region) {
+void count_mark(int region) {
   // ENOSYS is the expected answer: the call exists to be seen by the counter.
   (void)::syscall(kCountMarkSyscall, static_cast<long>(region));
 }
 
-struct Ime2Totals {
-  std::uint64_t instructions = 0, calls = 0;
-};
-
-// The emulated IME2 instructions and the calls into the software model so far (nullopt unless an
-// IME2 emulation build).
-std::optional<Ime2Totals> ime2_totals() {
-#if defined(K3_HAVE_IME2)
-  if (!k3k::ime2::emulated()) return std::nullopt;
+Ime2Totals ime2_emulation_totals() {
   Ime2Totals t;
+#if defined(K3_HAVE_IME2)
+  if (!k3k::ime2::emulated()) return t;
   for (const auto& c : k3k::ime2::emulated_instruction_counts()) t.instructions += c.count;
   t.calls = k3k::ime2::emulation_call_instructions();
-  return t;
-#else
-  return std::nullopt;
 #endif
+  return t;
 }
-
-}  // namespace
 
 void CountMarks::begin_test(const std::string& name) {
   if (static_cast<int>(tests_.size()) == kMaxTests)
@@ -45,15 +33,14 @@ void CountMarks::begin_test(const std::string& name) {
 }
 
 void CountMarks::switch_to(int region) {
-  mark(0);  // the IME2 counters are read outside every counted region
-  if (const auto t = ime2_totals()) {
-    Ime2& r = ime2_[current_];
-    r.instructions += t->instructions - last_.instructions;
-    r.calls += t->calls - last_.calls;
-    last_ = {t->instructions, t->calls};
-  }
+  count_mark(0);  // the IME2 counters are read outside every counted region
+  const Ime2Totals t = ime2_emulation_totals();
+  Ime2& r = ime2_[current_];
+  r.instructions += t.instructions - last_.instructions;
+  r.calls += t.calls - last_.calls;
+  last_ = {t.instructions, t.calls};
   current_ = region;
-  mark(region);
+  count_mark(region);
 }
 
 void CountMarks::enter_forward() {

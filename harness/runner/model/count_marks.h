@@ -27,6 +27,15 @@ namespace k3runner::model {
 
 // Keep in step with scripts/qemu-insn-count/insn_count.c.
 inline constexpr long kCountMarkSyscall = 0x4b33;
+// Ends the current counted region and starts `region` (0: outside every counted region).
+void count_mark(int region);
+
+// The emulated IME2 instructions and the calls into the software model so far (zeros unless an
+// IME2 emulation build): read between counted regions.
+struct Ime2Totals {
+  std::uint64_t instructions = 0, calls = 0;
+};
+Ime2Totals ime2_emulation_totals();
 
 class CountMarks {
  public:

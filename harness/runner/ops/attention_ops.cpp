@@ -27,6 +27,12 @@ class AttentionCase final : public OpCase {
         cache_(config_),
         ref_cache_(config_),
         pool_(pool_of_size(static_cast<int>(in.params.integer("workers")))) {
+    if (q_heads_ % config_.n_kv_heads != 0) {
+      throw UnsupportedShape(fmt::format(
+          "shape: q_heads={} is not a multiple of kv_heads={} (grouped-query attention: each KV "
+          "head serves q_heads / kv_heads query heads)",
+          q_heads_, config_.n_kv_heads));
+    }
     const int prefetch = static_cast<int>(in.params.integer("prefetch"));
     if (prefetch != 0 && !k3k::prefetch_built()) {
       throw UnsupportedShape(fmt::format("--params: prefetch={} needs a build with Zicbop (K3_ENABLE_ZICBOP)", prefetch));

@@ -186,6 +186,9 @@ class GdnRowsCase final : public OpCase {
     x_ = normal(n, op_ == "gdn_gates" ? 4.0 : 1.5, in.seed + 1);
     y_ = normal(n, 2.0, in.seed + 2);
     w_ = normal(op_ == "causal_conv1d" ? kernel_ * dim_ : dim_, 0.4, in.seed + 3);
+    // gdn_gates: dt_bias its own values, so that a kernel (or a check) that swapped it with
+    // a_log is seen in the output and in a recomputation from the dump.
+    if (op_ == "gdn_gates") dt_bias_ = normal(dim_, 0.8, in.seed + 5);
     if (op_ == "gated_rmsnorm")
       for (auto& w : w_) w += 1.0f;
     state_ = normal((kernel_ - 1) * dim_, 1.0, in.seed + 4);
@@ -197,14 +200,14 @@ class GdnRowsCase final : public OpCase {
   void run_once() override {
     const int d = static_cast<int>(dim_);
     if (op_ == "gdn_gates")
-      k3k::gdn_gates(path_, x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_),
-                     std::span(w_).first(dim_), out_, out2_, rows_, d, pool_);
+      k3k::gdn_gates(path_, x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_), dt_bias_,
+                     out_, out2_, rows_, d, pool_);
     else if (op_ == "l2norm")
-      k3k::l2norm(path_, x_.data(), d, out_.data(), d, rows_, 1, d, 1e-6f, 1.0f, pool_);
+      k3k::l2norm(path_, x_.data(), d, out_.data(), d, rows_, 1, d, kEps, 1.0f, pool_);
     else if (op_ == "causal_conv1d")
       k3k::causal_conv1d(path_, x_, w_, state_, out_, rows_, d, kernel_, pool_);
     else if (op_ == "gated_rmsnorm")
-      k3k::gated_rmsnorm(path_, x_, y_, w_, out_, rows_, d, 1e-6f, pool_);
+      k3k::gated_rmsnorm(path_, x_, y_, w_, out_, rows_, d, kEps, pool_);
     else
       k3k::sigmoid_gate(path_, x_, y_, out_, pool_);
   }
@@ -224,15 +227,14 @@ class GdnRowsCase final : public OpCase {
     const std::string what = "float64 " + op_;
     Accuracy a;
     if (op_ == "gdn_gates") {
-      const auto r =
-          k3k::reference::gdn_gates(x_.data(), dim_, y_.data(), dim_, std::span(w_).first(dim_),
-                                    std::span(w_).first(dim_), rows_, d);
+      const auto r = k3k::reference::gdn_gates(x_.data(), dim_, y_.data(), dim_,
+                                               std::span(w_).first(dim_), dt_bias_, rows_, d);
       a = compare_outputs(out_, r.g, r.g_bound, what + " (g; beta in extra)", rows_ * dim_);
       const auto b = k3k::reference::compare_to_reference(out2_, r.beta, r.beta_bound);
       a.extra["beta_worst_error_to_bound"] = b.worst_ratio;
       a.pass = a.pass && b.pass;
     } else if (op_ == "l2norm") {
-      const auto r = k3k::reference::l2norm(x_.data(), d, rows_, 1, d, 1e-6f, 1.0f, depth);
+      const auto r = k3k::reference::l2norm(x_.data(), d, rows_, 1, d, kEps, 1.0f, depth);
       a = compare_outputs(out_, r.out, r.bound, what, rows_ * dim_);
     } else if (op_ == "causal_conv1d") {
       const auto r = k3k::reference::causal_conv1d(x_, w_, state0_, rows_, d, kernel_);
@@ -240,7 +242,7 @@ class GdnRowsCase final : public OpCase {
       a.pass = a.pass && state_ == r.state_out;
       a.extra["state_rolled_exactly"] = state_ == r.state_out;
     } else if (op_ == "gated_rmsnorm") {
-      const auto r = k3k::reference::gated_rmsnorm(x_, y_, w_, rows_, d, 1e-6f, depth);
+      const auto r = k3k::reference::gated_rmsnorm(x_, y_, w_, rows_, d, kEps, depth);
       a = compare_outputs(out_, r.out, r.bound, what, rows_ * dim_);
     } else {
       const auto r = k3k::reference::sigmoid_gate(x_, y_);
@@ -251,7 +253,12 @@ class GdnRowsCase final : public OpCase {
     return a;
   }
 
-  nlohmann::json params_used() const override { return {{"workers", pool_.size()}}; }
+  nlohmann::json params_used() const override {
+    nlohmann::json j = {{"workers", pool_.size()}};
+    if (op_ == "l2norm" || op_ == "gated_rmsnorm") j["eps"] = kEps;  // what the call is given
+    if (op_ == "l2norm") j["scale"] = 1.0;
+    return j;
+  }
   // The op's inputs under the names of its arguments, then its results.
   std::vector<DumpArray> dump_arrays() const override {
     const std::int64_t n = rows_ * dim_;
@@ -266,7 +273,7 @@ class GdnRowsCase final : public OpCase {
       rows("a", "[tokens][heads]", x_);
       rows("b", "[tokens][heads]", y_);
       vec("a_log", "[heads]", w_.data(), dim_);
-      vec("dt_bias", "[heads] (the same values as a_log here)", w_.data(), dim_);
+      vec("dt_bias", "[heads]", dt_bias_.data(), dim_);
       rows("g", "[tokens][heads] = -exp(a_log) * softplus(a + dt_bias)", out_);
       rows("beta", "[tokens][heads] = sigmoid(b)", out2_);
       return v;
@@ -298,11 +305,12 @@ class GdnRowsCase final : public OpCase {
   }
 
  private:
+  static constexpr float kEps = 1e-6f;  // the norms' eps (params.eps of the dump's manifest)
   std::string op_;
   k3k::WorkerPool& pool_;
   std::int64_t rows_ = 0, dim_ = 0;
   int kernel_ = 1;
-  std::vector<float> x_, y_, w_, state_, state0_, checked_state_, out_, out2_;
+  std::vector<float> x_, y_, w_, dt_bias_, state_, state0_, checked_state_, out_, out2_;
 };
 
 KeySpec dim_key(const char* name, const char* help, std::int64_t max = 1 << 20) {

@@ -1,4 +1,8 @@
 // kv_append: bulk (prefill) or one-token (tokens=1, decode) append; K rotated on write.
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <fmt/format.h>
 
 #include "harness/runner/errors.h"
@@ -30,6 +34,34 @@ class KvAppendCase final : public OpCase {
     const std::int64_t row = std::int64_t(config_.n_kv_heads) * config_.head_dim;
     k_ = attention_inputs(tokens_ * row, in.seed + 1);
     v_ = attention_inputs(tokens_ * row, in.seed + 2);
+    fill_storage(in.seed + 3);
+  }
+
+  // Every slot of the cache holds seeded values before the first append (the earlier tokens and
+  // the free slots alike), kept as the dump's "before": an append that writes outside its slots,
+  // or misses one, shows in a comparison with the cache after the call.
+  void fill_storage(std::uint64_t seed) {
+    const auto k = attention_inputs(std::int64_t(cache_.k_elements()), seed);
+    const auto v = attention_inputs(std::int64_t(cache_.v_elements()), seed + 1);
+    if (config_.dtype == k3k::KvDtype::f32) {
+      std::copy(k.begin(), k.end(), cache_.k_f32());
+      std::copy(v.begin(), v.end(), cache_.v_f32());
+    } else {
+      std::transform(k.begin(), k.end(), cache_.k_f16(), k3k::fp32_to_fp16);
+      std::transform(v.begin(), v.end(), cache_.v_f16(), k3k::fp32_to_fp16);
+    }
+    before_.reserve(2);
+    for (DumpArray& a : kv_cache_dump(cache_)) {
+      auto& copy = before_.emplace_back(static_cast<const char*>(a.data),
+                                        static_cast<const char*>(a.data) + a.bytes);
+      a.name += "_before";
+      a.layout += fmt::format(
+          "; before the call (every slot seeded; the call writes the slots of positions {}..{} "
+          "only)",
+          past_, past_ + tokens_ - 1);
+      a.data = copy.data();
+      before_dump_.push_back(std::move(a));
+    }
   }
 
   static std::int64_t capacity_of(const CaseInputs& in) {
@@ -86,7 +118,8 @@ class KvAppendCase final : public OpCase {
             {"rotary_dim", config_.rope.rotary_dim}, {"append", tokens_ == 1 ? "one-token" : "bulk"}};
   }
 
-  // The appended rows, then the cache as laid out after the append (the op's output).
+  // The appended rows, the cache as laid out before the first call, and after the append (the
+  // op's output).
   std::vector<DumpArray> dump_arrays() const override {
     const std::int64_t n = std::int64_t(k_.size());
     std::vector<DumpArray> v = {
@@ -95,7 +128,11 @@ class KvAppendCase final : public OpCase {
                 k_.data(), n),
         dump_of("v_new", "f32", {tokens_, config_.n_kv_heads, config_.head_dim}, "[tokens][kv_heads][head_dim]",
                 v_.data(), n)};
-    for (DumpArray& a : kv_cache_dump(cache_)) v.push_back(std::move(a));
+    for (const DumpArray& a : before_dump_) v.push_back(a);
+    for (DumpArray& a : kv_cache_dump(cache_)) {
+      a.layout += "; after the call";
+      v.push_back(std::move(a));
+    }
     return v;
   }
 
@@ -105,6 +142,8 @@ class KvAppendCase final : public OpCase {
   k3k::KvCache cache_;
   k3k::WorkerPool& pool_;
   std::vector<float> k_, v_;
+  std::vector<std::vector<char>> before_;  // the cache's storage before the first call
+  std::vector<DumpArray> before_dump_;     // ... as dump arrays (their data: before_)
 };
 
 }  // namespace

@@ -67,6 +67,8 @@ class LinearCase final : public OpCase {
     }
 
     seed_ = in.seed;
+    const char* fault = std::getenv("K3BENCH_FAULT");
+    throw_in_worker_ = fault != nullptr && std::string(fault) == "throw-in-worker";
     // Decode streams its weights from DRAM in a model; rotating among copies whose total exceeds
     // the last-level cache keeps this benchmark from reading them from cache instead. The copies
     // come mapped from the weight cache's rotation file (weight_load = mmap) or are made in this
@@ -91,7 +93,10 @@ class LinearCase final : public OpCase {
     a_ = make_activations(m_, k_, in.seed + 1);
     if (with_bias) bias_ = make_normal(n_, 0.5, in.seed + 2);
     const std::int64_t out_elems = k3k::output_elements(ep_.layout, m_, n_);
-    if (with_residual) residual_ = make_normal(out_elems, 1.0, in.seed + 3);
+    if (with_residual) {
+      residual_ = make_normal(out_elems, 1.0, in.seed + 3);
+      zero_c4_pad_lanes(residual_.data());  // a C4 input as its layout says: pad lanes 0
+    }
     ep_.bias = with_bias ? bias_.data() : nullptr;
     ep_.residual = with_residual ? residual_.data() : nullptr;
     out_ = k3k::AlignedBuffer<float>(static_cast<std::size_t>(out_elems));
@@ -102,6 +107,7 @@ class LinearCase final : public OpCase {
   void run_once() override {
     const k3k::W4B64Packed& w = weights_[static_cast<std::size_t>(next_copy_)];
     next_copy_ = (next_copy_ + 1) % copies_;
+    if (throw_in_worker_ && calls_ >= 2) throw_from_a_worker();  // after the check and a warm-up
     if (decode_) {
       k3k::quantize_pack_decode(path_, a_.data(), act_);
       if (fp16_accumulation_) {
@@ -204,6 +210,26 @@ class LinearCase final : public OpCase {
   }
 
   int rotation() const override { return static_cast<int>(copies_); }
+
+  // Fault injection for the runner's own tests (K3BENCH_FAULT=throw-in-worker): a timed call
+  // whose last worker throws -- on a pool thread when there are two or more -- must end the run
+  // as an internal error (exit 5, one line), on every build, not abort it.
+  void throw_from_a_worker() {
+    const int last = pool_.size() - 1;
+    pool_.run_each(pool_.size(), [last](int worker) {
+      if (worker == last)
+        throw std::runtime_error(fmt::format(
+            "K3BENCH_FAULT=throw-in-worker: worker {} threw during a timed call", worker));
+    });
+  }
+
+  // MNN's C4 keeps the lanes past N of the last group of 4 at 0 (k3k::OutputLayout::kC4).
+  void zero_c4_pad_lanes(float* x) const {
+    if (ep_.layout != k3k::OutputLayout::kC4 || n_ % 4 == 0) return;
+    const std::int64_t last_group = n_ / 4;
+    for (std::int64_t m = 0; m < m_; ++m)
+      for (std::int64_t lane = n_ % 4; lane < 4; ++lane) x[(last_group * m_ + m) * 4 + lane] = 0.0f;
+  }
 
   std::vector<DumpArray> dump_arrays() const override {
     a_codes_ = k3k::reference::unpack_codes(act_);
@@ -406,6 +432,7 @@ class LinearCase final : public OpCase {
   mutable std::vector<std::int8_t> a_codes_;
   // Decode through TCM (k3k/tcm_linear.h): parameters, backend, and what the calls reported.
   bool fp16_accumulation_ = false;
+  bool throw_in_worker_ = false;  // K3BENCH_FAULT=throw-in-worker (a test hook)
   k3k::TcmDecodeParams tcm_params_;
   const TcmContext* tcm_ = nullptr;
   k3k::TcmWorkspace* workspace_ = nullptr;

@@ -15,7 +15,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -77,7 +79,10 @@ class WorkerPool {
   static int partner_of(int worker) { return worker ^ 1; }
 
   // Runs fn(task, worker) for every task in [0, tasks) and returns when all have finished.
-  // fn must not throw (kernels report errors before they start parallel work).
+  // Kernels report errors before they start parallel work; should a task throw all the same, the
+  // tasks not yet started are skipped and the first exception is rethrown here, on the calling
+  // thread, once every worker has stopped (a throw must never end a worker thread: that aborts
+  // the process). Cooperative kernels (run_each with barriers) must not throw past a barrier.
   template <typename Fn>
   void parallel_for(std::int64_t tasks, Fn&& fn) {
     if (tasks <= 0) return;
@@ -126,7 +131,9 @@ class WorkerPool {
   void run(std::int64_t tasks, Mode mode, TaskFn fn, void* ctx);
   void worker_main(int worker);
   void work(int worker);
+  void work_tasks(int worker);
   void work_observed(int worker);
+  void record_failure(std::exception_ptr failure);
 
   WorkerPoolOptions options_;
   std::vector<WorkerPlacement> placement_;
@@ -143,6 +150,9 @@ class WorkerPool {
   alignas(64) std::atomic<std::uint64_t> generation_{0};
   alignas(64) std::atomic<int> busy_workers_{0};
   std::atomic<int> placed_workers_{0};
+  // The first exception a task threw in the current region (rethrown by run()).
+  std::mutex failure_mutex_;
+  std::exception_ptr failure_;
   std::atomic<bool> stopping_{false};
 };
 
