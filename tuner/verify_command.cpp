@@ -14,9 +14,9 @@
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
-#include "reports/regression_config.h"
-#include "reports/report_error.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/regression_config.h"
+#include "harness/host/verdict/verdict_error.h"
+#include "harness/host/verdict/verdict.h"
 #include "tuner/objective.h"
 #include "tuner/table.h"
 
@@ -106,7 +106,7 @@ SidesMeasured measure_in_rounds(TimeObjective& objective, const Pair& p, int pro
 // repetitions, so twice the chance of a disturbance on a busy machine).
 SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
                                        const VerifyCommand& c, double mde_target,
-                                       const k3reports::RegressionConfig& rules) {
+                                       const k3verdict::RegressionConfig& rules) {
   SidesMeasured out;
   k3bench::CellSpec both = p.defaults;
   both.settings.params_b = p.tuned.params;
@@ -175,11 +175,11 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   if (out.facts.emulated_target && !c.force)
     throw k3bench::UserError(fmt::format(
         "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
-  k3reports::RegressionConfig rules;
+  k3verdict::RegressionConfig rules;
   try {
-    rules = k3reports::load_regression_config(
+    rules = k3verdict::load_regression_config(
         c.rules_file.empty() ? c.root + "/configs/regression.toml" : c.rules_file);
-  } catch (const k3reports::ReportError& e) {
+  } catch (const k3verdict::VerdictError& e) {
     throw k3bench::UserError(e.what());
   }
   out.rules = rules.source;
@@ -237,7 +237,7 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     const double mde_target =
         c.design == "rounds" || c.mde == 0 || !sequential
             ? 0
-            : (c.mde > 0 ? c.mde : k3reports::verdict_threshold(p.entry.op, rules, noise_floor));
+            : (c.mde > 0 ? c.mde : k3verdict::verdict_threshold(p.entry.op, rules, noise_floor));
     const SidesMeasured m =
         c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
                              : measure_within_processes(objective, p, c, mde_target, rules);
@@ -248,12 +248,12 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     const std::string& failure = m.failure;
     VerifiedEntry& v = p.entry;
     // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
-    const k3reports::TimingVerdict t =
-        failure.empty() ? k3reports::paired_timing_verdict(p.entry.op, defaults.rounds,
+    const k3verdict::TimingVerdict t =
+        failure.empty() ? k3verdict::paired_timing_verdict(p.entry.op, defaults.rounds,
                                                            defaults.values, tuned.rounds,
                                                            tuned.values, rules, noise_floor)
-                        : k3reports::TimingVerdict{};
-    if (!failure.empty() || t.outcome == k3reports::Outcome::kNotCompared) {
+                        : k3verdict::TimingVerdict{};
+    if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
       v.verdict = "failed: " + (failure.empty() ? "too many disturbed processes (" +
                                                       t.not_compared + ")"
                                                 : failure);
@@ -272,10 +272,10 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
       v.evidence.paired_rounds = tuned.measurements();
       v.threshold = t.threshold;
       v.mde = t.cmp.mde;
-      if (t.outcome == k3reports::Outcome::kImprovement) {
+      if (t.outcome == k3verdict::Outcome::kImprovement) {
         v.verdict = "faster";
         ++out.faster;
-      } else if (t.outcome == k3reports::Outcome::kRegression) {
+      } else if (t.outcome == k3verdict::Outcome::kRegression) {
         v.verdict = "slower";
         ++out.slower;
       } else {

@@ -1,7 +1,7 @@
 // `k3tune table verify`: re-measures a table's choices against the kernel defaults on a target,
 // interleaved, and reports the realised speed-up per entry with its
 // 95% interval and an overall verdict. Each entry is judged by the one within-run A/B rule
-// (k3reports::paired_timing_verdict, the rule of bench --baseline-runner and report): faster or
+// (k3verdict::paired_timing_verdict, the rule of bench --baseline-runner and report): faster or
 // slower only when significant and at least the op's minimum effect of the regression rules,
 // raised to the target's noise floor. Measurements land in the database as a run.
 //

@@ -17,7 +17,7 @@
 // per-process variation (a few hundred instructions). Their range is the case's jitter, stored
 // with the figure (sample counter jitter_instructions; the aggregate's interval is +- jitter).
 // Two counts of a case are "identical" unless they differ by more than twice the larger jitter
-// (k3reports::exact_count_verdict says why twice).
+// (k3verdict::exact_count_verdict says why twice).
 //
 // Storage (no schema change): per binary one run (command "k3tune count"), per (op, shape, path,
 // VLEN) one cell whose measure_json says {"metric": "instructions per call", ...} and whose target
