@@ -15,12 +15,30 @@
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 #include "harness/host/verdict/regression_config.h"
-#include "harness/host/verdict/verdict_error.h"
 #include "harness/host/verdict/verdict.h"
+#include "harness/host/verdict/verdict_error.h"
 #include "tuner/objective.h"
 #include "tuner/table.h"
 
 namespace k3tuner {
+
+const char* to_string(EntryVerdict verdict) {
+  switch (verdict) {
+    case EntryVerdict::kFaster:
+      return "faster";
+    case EntryVerdict::kSlower:
+      return "slower";
+    case EntryVerdict::kNoDifference:
+      return "no difference";
+    case EntryVerdict::kFailed:
+      break;
+  }
+  return "failed";
+}
+
+std::string VerifiedEntry::verdict_text() const {
+  return verdict == EntryVerdict::kFailed ? "failed: " + failure : to_string(verdict);
+}
 namespace {
 
 // A shape of the class: the class's keys, buckets at their upper end (the shape the tuner's
@@ -139,11 +157,11 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
         k3stats::signed_rank_mde_from_magnitudes(log_ratios, rules.alpha, rules.power);
     // A real difference keeps the magnitudes, and so this MDE, large: such an entry runs to the
     // ceiling (its verdict is decided long before; the sign-free rule cannot see that).
-    out.stop_reason =
-        reached ? fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%", 100 * mde,
-                              100 * mde_target)
-                : fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)", most,
-                              100 * mde, 100 * mde_target);
+    out.stop_reason = reached
+                          ? fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%",
+                                        100 * mde, 100 * mde_target)
+                          : fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)",
+                                        most, 100 * mde, 100 * mde_target);
     return out;
   }
   out.stop_reason = "too many disturbed processes";
@@ -155,7 +173,8 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
 VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
   VerifyOutcome out;
   const nlohmann::json table = read_table(c.table);
-  const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
+  const auto problems =
+      validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   if (!problems.empty()) throw k3bench::UserError(fmt::format("{}: {}", c.table, problems.front()));
   if (c.processes < 2)
     throw k3bench::UserError("--processes: at least 2 per side (a CI needs two pairs)");
@@ -238,9 +257,9 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
         c.design == "rounds" || c.mde == 0 || !sequential
             ? 0
             : (c.mde > 0 ? c.mde : k3verdict::verdict_threshold(p.entry.op, rules, noise_floor));
-    const SidesMeasured m =
-        c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
-                             : measure_within_processes(objective, p, c, mde_target, rules);
+    const SidesMeasured m = c.design == "rounds"
+                                ? measure_in_rounds(objective, p, c.processes)
+                                : measure_within_processes(objective, p, c, mde_target, rules);
     p.entry.mde_target = mde_target;
     p.entry.stop_reason = m.stop_reason;
     const Candidate& tuned = m.tuned;
@@ -249,14 +268,14 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     VerifiedEntry& v = p.entry;
     // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
     const k3verdict::TimingVerdict t =
-        failure.empty() ? k3verdict::paired_timing_verdict(p.entry.op, defaults.rounds,
-                                                           defaults.values, tuned.rounds,
-                                                           tuned.values, rules, noise_floor)
-                        : k3verdict::TimingVerdict{};
+        failure.empty()
+            ? k3verdict::paired_timing_verdict(p.entry.op, defaults.rounds, defaults.values,
+                                               tuned.rounds, tuned.values, rules, noise_floor)
+            : k3verdict::TimingVerdict{};
     if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
-      v.verdict = "failed: " + (failure.empty() ? "too many disturbed processes (" +
-                                                      t.not_compared + ")"
-                                                : failure);
+      v.verdict = EntryVerdict::kFailed;
+      v.failure =
+          failure.empty() ? "too many disturbed processes (" + t.not_compared + ")" : failure;
       ++out.failed;
     } else {
       const auto ci = k3stats::t_interval(tuned.values);
@@ -273,13 +292,13 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
       v.threshold = t.threshold;
       v.mde = t.cmp.mde;
       if (t.outcome == k3verdict::Outcome::kImprovement) {
-        v.verdict = "faster";
+        v.verdict = EntryVerdict::kFaster;
         ++out.faster;
       } else if (t.outcome == k3verdict::Outcome::kRegression) {
-        v.verdict = "slower";
+        v.verdict = EntryVerdict::kSlower;
         ++out.slower;
       } else {
-        v.verdict = "no difference";
+        v.verdict = EntryVerdict::kNoDifference;
         ++out.same;
       }
       log_sum += std::log(v.evidence.speedup);

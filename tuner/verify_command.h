@@ -41,14 +41,23 @@ struct VerifyCommand {
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
 };
 
+// An entry against the defaults: the table's parameters faster, slower, no different (within the
+// MDE), or not judged (failed: the reason is the entry's `failure`).
+enum class EntryVerdict { kFaster, kSlower, kNoDifference, kFailed };
+const char* to_string(EntryVerdict verdict);  // "faster", "slower", "no difference", "failed"
+
 struct VerifiedEntry {
-  std::string id, op, verdict;  // faster | slower | no difference | failed: <reason>
-  double threshold = 0;  // the minimum effect the verdict applied (op's, or the noise floor)
-  double mde = 0;        // "no difference" means within +-mde
+  std::string id, op;
+  EntryVerdict verdict = EntryVerdict::kFailed;
+  std::string failure;  // why it could not be judged (kFailed)
+  // "faster", "slower", "no difference", "failed: <reason>": what outputs print.
+  std::string verdict_text() const;
+  double threshold = 0;     // the minimum effect the verdict applied (op's, or the noise floor)
+  double mde = 0;           // "no difference" means within +-mde
   double mde_target = 0;    // the MDE the processes were added for (0: a fixed count)
   std::string stop_reason;  // which rule ended the entry's processes
   nlohmann::json shape, params;
-  Evidence evidence;  // mean = with the table's parameters; default_mean; speedup with its CI
+  Evidence evidence;   // mean = with the table's parameters; default_mean; speedup with its CI
   double claimed = 0;  // the speed-up the table's evidence claims
 };
 

@@ -19,8 +19,8 @@
 #include "harness/host/store/bisections.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
-#include "reports/report.h"
 #include "harness/host/verdict/verdict.h"
+#include "reports/report.h"
 
 namespace k3bisect {
 namespace {
@@ -92,7 +92,7 @@ void Bisector::check_cases_at_good() {
   if (rq_.instructions) {
     k3targets::TargetConfig q;
     q.name = fmt::format("qemu-vlen{}", rq_.vlen);
-    q.kind = "qemu";
+    q.kind = k3targets::TargetKind::kQemu;
     q.variant = rq_.variant;
     q.runner = result_.good_runner;
     q.vlen = rq_.vlen;

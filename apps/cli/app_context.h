@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/targets/target.h"
 
@@ -37,6 +38,8 @@ struct AppContext {
   std::string targets_path() const;  // --targets, else <root>/configs/targets.toml
   // Loads the named target from targets_file; UserError listing known names when unknown.
   std::unique_ptr<k3targets::Target> target(const std::string& name) const;
+  // This process as a farm's scheduler sees it (a job runs its subcommand again).
+  k3scheduler::Caller caller() const { return {root, db_path(), targets_file, argv, json, quiet}; }
 };
 
 // Each subcommand registers itself; `ctx` outlives the parse and the callbacks.
@@ -49,7 +52,10 @@ void add_db_command(CLI::App& app, AppContext& ctx);
 void add_compare_command(CLI::App& app, AppContext& ctx);
 void add_selfcheck_command(CLI::App& app, AppContext& ctx);
 void add_tune_command(CLI::App& app, AppContext& ctx);
+void add_tune_gates_command(CLI::App& app, AppContext& ctx);
 void add_table_command(CLI::App& app, AppContext& ctx);
+// `table verify`, registered by add_table_command under `table`.
+void add_table_verify_command(CLI::App* table, AppContext& ctx);
 void add_farm_command(CLI::App& app, AppContext& ctx);
 void add_report_command(CLI::App& app, AppContext& ctx);
 void add_publish_command(CLI::App& app, AppContext& ctx);

@@ -8,17 +8,16 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/app_context.h"
-#include "apps/cli/bench_farm_output.h"
-#include "apps/cli/bench_slurm.h"
+#include "apps/cli/farm_work.h"
 #include "apps/cli/measuring_place.h"
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/defaults.h"
 #include "harness/host/farmbench/farm_sweep.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/verdict/regression_config.h"
+#include "harness/host/verdict/verdict.h"
 #include "reports/report.h"
 #include "reports/report_error.h"
-#include "harness/host/verdict/verdict.h"
 
 namespace k3cli {
 namespace {
@@ -276,57 +275,77 @@ void print_overhead(const k3bench::BenchOutcome& b, const std::string& db_path) 
           : "");
 }
 
-}  // namespace
+struct BenchArgs {
+  std::string target = "local";
+  k3bench::BenchRequest request;
+  k3farmbench::FarmBenchRequest farm;  // with --farm: everything but the BenchRequest
+  std::string shard;
+  std::string cells;        // --cells (hidden): what a Slurm job of this bench measures
+  std::string reservation;  // --reservation: a Slurm farm's jobs run in this reservation
+  std::string mde;          // --mde [X]: "" with the flag alone (the rules' minimum effect)
+  std::map<std::string, std::string> settings;  // the measurement settings given (kSettings)
+};
 
-void add_bench_command(CLI::App& app, AppContext& ctx) {
-  struct Args {
-    std::string target = "local";
-    k3bench::BenchRequest request;
-    k3farmbench::FarmBenchRequest farm;  // with --farm: everything but the BenchRequest
-    std::string shard;
-    std::string cells;        // --cells (hidden): what a Slurm job of this bench measures
-    std::string reservation;  // --reservation: a Slurm farm's jobs run in this reservation
-    std::string mde;          // --mde [X]: "" with the flag alone (the rules' minimum effect)
-  };
-  auto a = std::make_shared<Args>();
-  k3bench::BenchRequest& rq = a->request;
-  auto* cmd = app.add_subcommand(
-      "bench", "measure ops x shapes x parameter grids on a target into the database");
-  cmd->add_option("--target", a->target, "target name from the targets file")
-      ->capture_default_str();
-  auto* farm = cmd->add_option("--farm", a->farm.farm,
+// Measurement settings given on the command line win over a config's [measure] table.
+struct SettingOption {
+  const char* flag;
+  const char* key;
+  const char* help;
+};
+const SettingOption kSettings[] = {
+    {"-R,--reps", "repetitions", "measured repetitions per process (default 5)"},
+    {"--warmup", "warmup", "untimed calls before measuring (default 2; they also calibrate)"},
+    {"--min-time", "min_time_s", "seconds per repetition (default 0.2)"},
+    {"--iterations", "iterations",
+     "fixed calls per repetition (default 0: calibrated once per cell)"},
+    {"--path", "path", "kernel layer: auto|generic|rvv|ime2"},
+    {"--check", "check", "runner accuracy check: sample|full|none"},
+    {"--cpus", "cpus", "runner thread placement: auto|none|LIST"},
+    {"--pool-wait", "pool_wait", "idle workers: spin|park"},
+    {"--huge-pages", "huge_pages", "huge-page backed large buffers: on|off"},
+    {"--weight-load", "weight_load", "weight cache loading: read|mmap"},
+};
+
+// --farm and what goes with it: where the cells are measured.
+void add_farm_options(CLI::App* cmd, BenchArgs& a) {
+  auto* farm = cmd->add_option("--farm", a.farm.farm,
                                "measure on a board farm instead: a farm file, or 'local' (host + "
                                "qemu boards); the cells are "
                                "spread over the healthy boards");
-  cmd->add_option("--board", a->farm.boards, "with --farm: only these boards (repeatable)")
+  cmd->add_option("--board", a.farm.boards, "with --farm: only these boards (repeatable)")
       ->needs(farm);
-  cmd->add_option("--tag", a->farm.tags, "with --farm: only boards with every tag (repeatable)")
+  cmd->add_option("--tag", a.farm.tags, "with --farm: only boards with every tag (repeatable)")
       ->needs(farm);
-  cmd->add_option("--shard", a->shard,
+  cmd->add_option("--shard", a.shard,
                   "with --farm: i/n, this share of the cells (position mod n), for CI matrix jobs")
       ->needs(farm);
-  cmd->add_option("--cells", a->cells,
+  cmd->add_option("--cells", a.cells,
                   "with --farm: only these positions of the canonical cell list (0,3,5)")
       ->needs(farm)
       ->group("");  // set by a Slurm farm's controller for its jobs
-  cmd->add_option("--reservation", a->reservation,
+  cmd->add_option("--reservation", a.reservation,
                   "with --farm on a Slurm farm: submit the jobs into this Slurm reservation "
                   "(overrides the farm file's)")
       ->needs(farm);
-  cmd->add_flag("--shared-queue", a->farm.shared_queue,
+  cmd->add_flag("--shared-queue", a.farm.shared_queue,
                 "with --farm: jobs running this same command on this database share one queue of "
                 "cells (each cell measured by one job)")
       ->needs(farm);
-  cmd->add_option("--lease-wait", a->farm.lease_wait_s,
+  cmd->add_option("--lease-wait", a.farm.lease_wait_s,
                   "with --farm: seconds to wait for a board another controller holds (0: skip it)")
       ->needs(farm)
       ->check(CLI::Range(0.0, 1e6))
       ->capture_default_str();
-  cmd->add_option("--cells-per-probe", a->farm.cells_per_probe,
+  cmd->add_option("--cells-per-probe", a.farm.cells_per_probe,
                   "with --farm: cells measured between two health probes of a board")
       ->needs(farm)
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
+}
+
+// The cells (ops, shapes, grids, models), the process plan and the A/B baseline.
+void add_grid_options(CLI::App* cmd, BenchArgs& a) {
+  k3bench::BenchRequest& rq = a.request;
   cmd->add_option("--op", rq.grid.ops, "op (repeatable); with --model: only these ops");
   cmd->add_option("--shape", rq.grid.shapes, "shape k=v,... (repeatable)");
   cmd->add_option("--params", rq.grid.params,
@@ -352,7 +371,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
                               "(default {}; 0: exactly -P processes)",
                               k3bench::defaults::kTargetCi))
       ->check(CLI::Range(0.0, 0.99));
-  auto* mde = cmd->add_option("--mde", a->mde,
+  auto* mde = cmd->add_option("--mde", a.mde,
                               "A/B: add interleaved rounds until the minimum detectable effect is "
                               "at most this fraction (alone: the smallest minimum effect of the "
                               "ops in configs/regression.toml), or --mde-budget ends")
@@ -367,27 +386,77 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
       "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
   cmd->add_option("--baseline-build", rq.baseline_build,
                   "the same, by build hash (prefix) from the database");
-  // Measurement settings given on the command line win over a config's [measure] table.
-  struct SettingOption {
-    const char* flag;
-    const char* key;
-    const char* help;
-  };
-  static const SettingOption kSettings[] = {
-      {"-R,--reps", "repetitions", "measured repetitions per process (default 5)"},
-      {"--warmup", "warmup", "untimed calls before measuring (default 2; they also calibrate)"},
-      {"--min-time", "min_time_s", "seconds per repetition (default 0.2)"},
-      {"--iterations", "iterations",
-       "fixed calls per repetition (default 0: calibrated once per cell)"},
-      {"--path", "path", "kernel layer: auto|generic|rvv|ime2"},
-      {"--check", "check", "runner accuracy check: sample|full|none"},
-      {"--cpus", "cpus", "runner thread placement: auto|none|LIST"},
-      {"--pool-wait", "pool_wait", "idle workers: spin|park"},
-      {"--huge-pages", "huge_pages", "huge-page backed large buffers: on|off"},
-      {"--weight-load", "weight_load", "weight cache loading: read|mmap"},
-  };
-  auto values = std::make_shared<std::map<std::string, std::string>>();
-  for (const auto& s : kSettings) cmd->add_option(s.flag, (*values)[s.key], s.help);
+}
+
+void run_bench_command(const AppContext& ctx, BenchArgs& a, const CLI::App& cmd) {
+  k3bench::BenchRequest r = a.request;
+  for (const auto& s : kSettings) {
+    const std::string first_flag = std::string(s.flag).substr(std::string(s.flag).rfind(',') + 1);
+    if (cmd.get_option(first_flag)->count() == 0) continue;
+    r.settings.set(s.key, a.settings.at(s.key), first_flag);
+    r.settings_given.push_back(s.key);
+  }
+  r.command_line = "k3tune bench";
+  for (const auto* o : cmd.get_options())
+    if (o->count() > 0 && o->get_name() != "--help")
+      for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
+  r.db_path = ctx.db_path();
+  r.progress = !ctx.quiet;
+  if (cmd.get_option("--mde")->count() > 0) r.plan.mde = mde_target(a.mde, r, ctx.root);
+  const bool ab = !r.baseline_runner.empty() || !r.baseline_build.empty();
+  std::unique_ptr<MeasuringPlace> place;
+  if (!a.farm.farm.empty() && ab) {
+    // A paired A/B on a board: one board (the first of --board/--tag that can be taken) runs
+    // both runners in the same rounds, the baseline installed next to its own.
+    if (!a.shard.empty())
+      throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
+    const auto [farm, scheduler] = k3scheduler::open_farm(a.farm.farm, ctx.caller());
+    const auto boards = k3scheduler::choose_boards(farm, a.farm.boards, a.farm.tags);
+    if (relay_job(
+            scheduler->run_as_one_job({"bench", {"--reservation"}, {}, boards, a.reservation})))
+      return;
+    PlaceArgs where;
+    where.farm = a.farm.farm;
+    where.boards = a.farm.boards;
+    where.tags = a.farm.tags;
+    where.lease_wait_s = a.farm.lease_wait_s;
+    place = std::make_unique<MeasuringPlace>(ctx, where, cmd);
+  } else if (!a.farm.farm.empty()) {
+    if (cmd.get_option("--target")->count() > 0)
+      throw k3bench::UserError("--target and --farm: measure on one or the other");
+    k3farmbench::FarmBenchRequest f = a.farm;
+    f.bench = r;
+    if (!a.shard.empty()) f.shard = k3farmbench::parse_shard(a.shard);
+    if (!a.cells.empty()) f.shard.positions = k3farmbench::parse_cell_positions(a.cells);
+    const auto [farm, scheduler] = k3scheduler::open_farm(f.farm, ctx.caller());
+    report_work(*scheduler->run_cells(f, a.reservation), ctx.json);
+    return;
+  }
+  std::unique_ptr<k3targets::Target> own;
+  if (!place) own = ctx.target(a.target);
+  const k3bench::BenchOutcome b = k3bench::run_bench(place ? place->target() : *own, ctx.root, r);
+  if (ctx.json) {
+    std::cout << report_json(b, r.db_path, ctx.root).dump(2) << "\n";
+  } else {
+    print_cells(b, r.wide_ci);
+    ab_verdicts(b, r.db_path, ctx.root, true);
+    print_overhead(b, r.db_path);
+  }
+  if (b.report.failed_cells() > 0) exit_code() = kCellsFailed;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, AppContext& ctx) {
+  auto a = std::make_shared<BenchArgs>();
+  k3bench::BenchRequest& rq = a->request;
+  auto* cmd = app.add_subcommand(
+      "bench", "measure ops x shapes x parameter grids on a target into the database");
+  cmd->add_option("--target", a->target, "target name from the targets file")
+      ->capture_default_str();
+  add_farm_options(cmd, *a);
+  add_grid_options(cmd, *a);
+  for (const auto& s : kSettings) cmd->add_option(s.flag, a->settings[s.key], s.help);
   cmd->add_option("--timeout", rq.timeout_s,
                   "seconds per runner process (default: the target's timeout_s)");
   cmd->add_flag("--resume", rq.resume,
@@ -397,63 +466,7 @@ void add_bench_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--wide-ci", rq.wide_ci,
                   "warn when the 95% CI half-width exceeds this fraction of the mean")
       ->capture_default_str();
-  cmd->callback([&ctx, a, cmd, values] {
-    k3bench::BenchRequest r = a->request;
-    for (const auto& s : kSettings) {
-      const std::string first_flag = std::string(s.flag).substr(std::string(s.flag).rfind(',') + 1);
-      if (cmd->get_option(first_flag)->count() == 0) continue;
-      r.settings.set(s.key, values->at(s.key), first_flag);
-      r.settings_given.push_back(s.key);
-    }
-    r.command_line = "k3tune bench";
-    for (const auto* o : cmd->get_options())
-      if (o->count() > 0 && o->get_name() != "--help")
-        for (const auto& v : o->results()) r.command_line += " " + o->get_name() + " " + v;
-    r.db_path = ctx.db_path();
-    r.progress = !ctx.quiet;
-    if (cmd->get_option("--mde")->count() > 0) r.plan.mde = mde_target(a->mde, r, ctx.root);
-    const bool ab = !r.baseline_runner.empty() || !r.baseline_build.empty();
-    std::unique_ptr<MeasuringPlace> place;
-    if (!a->farm.farm.empty() && ab) {
-      // A paired A/B on a board: one board (the first of --board/--tag that can be taken) runs
-      // both runners in the same rounds, the baseline installed next to its own.
-      if (!a->shard.empty())
-        throw k3bench::UserError("--shard: not with --baseline-runner (one board measures both)");
-      if (ab_bench_on_slurm(ctx, a->farm, a->reservation)) return;
-      PlaceArgs where;
-      where.farm = a->farm.farm;
-      where.boards = a->farm.boards;
-      where.tags = a->farm.tags;
-      where.lease_wait_s = a->farm.lease_wait_s;
-      place = std::make_unique<MeasuringPlace>(ctx, where, *cmd);
-    } else if (!a->farm.farm.empty()) {
-      if (cmd->get_option("--target")->count() > 0)
-        throw k3bench::UserError("--target and --farm: measure on one or the other");
-      k3farmbench::FarmBenchRequest f = a->farm;
-      f.bench = r;
-      if (!a->shard.empty()) f.shard = k3farmbench::parse_shard(a->shard);
-      if (!a->cells.empty()) f.shard.positions = k3farmbench::parse_cell_positions(a->cells);
-      if (bench_on_slurm(ctx, f, a->reservation)) return;
-      const k3farmbench::FarmBenchOutcome o = run_farm_bench(ctx.root, f);
-      if (ctx.json)
-        std::cout << farm_bench_json(o, r.db_path).dump(2) << "\n";
-      else
-        print_farm_bench(o, r.db_path);
-      if (o.count("failed") + o.count("unmeasured") > 0) exit_code() = kCellsFailed;
-      return;
-    }
-    std::unique_ptr<k3targets::Target> own;
-    if (!place) own = ctx.target(a->target);
-    const k3bench::BenchOutcome b = k3bench::run_bench(place ? place->target() : *own, ctx.root, r);
-    if (ctx.json) {
-      std::cout << report_json(b, r.db_path, ctx.root).dump(2) << "\n";
-    } else {
-      print_cells(b, r.wide_ci);
-      ab_verdicts(b, r.db_path, ctx.root, true);
-      print_overhead(b, r.db_path);
-    }
-    if (b.report.failed_cells() > 0) exit_code() = kCellsFailed;
-  });
+  cmd->callback([&ctx, a, cmd] { run_bench_command(ctx, *a, *cmd); });
 }
 
 }  // namespace k3cli

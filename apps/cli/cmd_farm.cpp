@@ -13,7 +13,6 @@
 #include "apps/cli/app_context.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farm/farm_store.h"
-#include "harness/host/slurm/slurm_view.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 
@@ -69,13 +68,14 @@ nlohmann::json state_json(const k3farm::BoardEventRow& e) {
           {"quarantined", e.quarantined()}};
 }
 
-// "slurm drained since ... by root: k3tune: unreachable: ...; jobs 12_0 (alice)".
-void print_slurm_view(const nlohmann::json& v) {
+// The scheduler's view of a board: "slurm drained since ... by root: k3tune: unreachable: ...;
+// jobs 12_0 (alice)".
+void print_scheduler_view(const std::string& scheduler, const nlohmann::json& v) {
   if (v.contains("error")) {
-    fmt::print("  {:<16} slurm: {}\n", "", v["error"].get<std::string>());
+    fmt::print("  {:<16} {}: {}\n", "", scheduler, v["error"].get<std::string>());
     return;
   }
-  std::string line = "slurm " + v["state"].get<std::string>();
+  std::string line = scheduler + " " + v["state"].get<std::string>();
   if (!v["reason"].get<std::string>().empty())
     line += fmt::format(" since {} by {}: {}", v["reason_at"].get<std::string>(),
                         v["reason_user"].get<std::string>(), v["reason"].get<std::string>());
@@ -95,13 +95,14 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     states = k3farm::board_states(*db, cfg.name);
   }
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
-  std::map<std::string, nlohmann::json> slurm;  // Slurm's view next to k3tune's own state
-  if (cfg.scheduler.slurm()) slurm = k3slurm::board_views(names, k3slurm::SlurmClient());
+  // The scheduler's view next to k3tune's own state.
+  const auto scheduler = k3scheduler::scheduler_for(cfg, ctx.caller());
+  auto views = scheduler->board_views(names);
   nlohmann::json out = nlohmann::json::array();
   for (const auto& name : names) {
     const auto& b = farm.board(name);
     nlohmann::json j = {{"board", name},
-                        {"kind", b.config().kind},
+                        {"kind", k3targets::to_string(b.config().kind)},
                         {"where", b.transport().describe()},
                         {"work_dir", b.config().work_dir},
                         {"cpus", b.config().cpus_text},
@@ -114,7 +115,7 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     if (auto it = rows.find(name); it != rows.end())
       j["lease"] = lease_json(k3farm::judge_lease(it->second, &b));
     if (auto it = states.find(name); it != states.end()) j["state"] = state_json(it->second);
-    if (slurm.count(name)) j["slurm"] = slurm[name];
+    if (views.count(name)) j[scheduler->name()] = views[name];
     out.push_back(j);
   }
   if (ctx.json) {
@@ -138,7 +139,8 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     fmt::print("  {:<16} {:<6} {:<28} tags {:<18} {}\n", j["board"].get<std::string>(),
                j["kind"].get<std::string>(), j["where"].get<std::string>(),
                fmt::format("{}", fmt::join(j["tags"].get<std::vector<std::string>>(), ",")), lease);
-    if (j.contains("slurm")) print_slurm_view(j["slurm"]);
+    if (j.contains(scheduler->name()))
+      print_scheduler_view(scheduler->name(), j[scheduler->name()]);
     const auto& st = j["state"];
     if (!st.is_null() && st["event"] == "quarantined")
       fmt::print("  {:<16} QUARANTINED since {} ({}, run {}): {}; until {}\n", "",
@@ -259,11 +261,12 @@ void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
     db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
     states = k3farm::board_states(*db, cfg.name);
   }
-  // A Slurm farm's board may also (or only) be drained in Slurm by k3tune: resumed here.
-  std::map<std::string, nlohmann::json> slurm;
-  if (cfg.scheduler.slurm()) slurm = k3slurm::board_views(names, k3slurm::SlurmClient());
+  // A board may also (or only) be held out by the scheduler for k3tune's fault (a Slurm drain):
+  // brought back here.
+  const auto scheduler = k3scheduler::scheduler_for(cfg, ctx.caller());
+  auto views = scheduler->board_views(names);
   const auto drained = [&](const std::string& name) {
-    return slurm.count(name) && k3slurm::drained_by_k3tune(slurm[name]);
+    return views.count(name) && scheduler->holds_out(views[name]);
   };
   for (const auto& name : names)
     if ((!states.count(name) || !states[name].quarantined()) && !drained(name))
@@ -273,18 +276,17 @@ void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& name : names) {
     if (drained(name)) {
+      std::string done;
       try {
-        k3slurm::resume_board(name, k3slurm::SlurmClient());
+        done = scheduler->bring_back(name, views[name]);
       } catch (const std::runtime_error& e) {
-        throw k3bench::UserError(
-            fmt::format("--board {}: Slurm would not resume it: {}", name, e.what()));
+        throw k3bench::UserError(fmt::format("--board {}: {} would not bring it back: {}", name,
+                                             scheduler->name(), e.what()));
       }
-      if (!ctx.json)
-        fmt::print("board {}: Slurm node resumed (was drained: {})\n", name,
-                   slurm[name]["reason"].get<std::string>());
+      if (!ctx.json) fmt::print("board {}: {}\n", name, done);
     }
     if (!states.count(name) || !states[name].quarantined()) {
-      out.push_back({{"board", name}, {"resumed", slurm[name]}});
+      out.push_back({{"board", name}, {"resumed", views[name]}});
       continue;
     }
     const auto& q = states[name];

@@ -87,6 +87,7 @@ int main(int argc, char** argv) {
   add_compare_command(app, ctx);
   add_selfcheck_command(app, ctx);
   add_tune_command(app, ctx);
+  add_tune_gates_command(app, ctx);
   add_count_command(app, ctx);
   add_table_command(app, ctx);
   add_farm_command(app, ctx);

@@ -1,11 +1,10 @@
 #include "apps/cli/measuring_place.h"
 
-#include "harness/host/slurm/slurm_worker.h"
-
 #include <iostream>
 
 #include <fmt/format.h>
 
+#include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/inventory.h"
 
@@ -33,18 +32,9 @@ void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target) {
 FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
   if (const auto* t = cmd.get_option_no_throw("--target"); t != nullptr && t->count() > 0)
     throw k3bench::UserError("--target and --farm: measure on one or the other");
-  FarmBoards out;
-  try {
-    out.farm = k3farm::Farm::load(args.farm, ctx.root);
-    out.boards = k3farm::select_boards(out.farm, args.boards, args.tags);
-    // Inside a Slurm job of this farm the board is the one Slurm allocated, whatever was chosen.
-    if (out.farm.scheduler.slurm() && k3slurm::inside_slurm_job())
-      out.boards = {k3slurm::allocated_board(out.farm)};
-  } catch (const std::runtime_error& e) {
-    throw k3bench::UserError(e.what());
-  } catch (const std::invalid_argument& e) {  // an unknown board or tag
-    throw k3bench::UserError(e.what());
-  }
+  auto [farm, scheduler] = k3scheduler::open_farm(args.farm, ctx.caller());
+  FarmBoards out{std::move(farm), std::move(scheduler), {}};
+  out.boards = k3scheduler::choose_boards(out.farm, args.boards, args.tags);
   return out;
 }
 
@@ -55,8 +45,8 @@ MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, con
   }
   const FarmBoards f = farm_boards(ctx, args, cmd);
   farm_name_ = f.farm.name;
-  board_ = std::make_unique<k3farmbench::LeasedBoard>(
-      f.farm, ctx.root, ctx.db_path(), f.boards,
+  board_ = f.scheduler->lease_board(
+      f.boards,
       [&ctx](const std::string& line) {
         if (!ctx.quiet) std::cerr << "k3tune: " << line << "\n";
       },

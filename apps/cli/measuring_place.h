@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/cli/app_context.h"
+#include "apps/scheduler/scheduler.h"
 #include "harness/host/farmbench/leased_board.h"
 
 namespace k3cli {
@@ -27,10 +28,11 @@ struct PlaceArgs {
 // --farm, --board, --tag, --lease-wait to `cmd` (the last three need --farm).
 void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target = true);
 
-// The farm and its boards that --farm/--board/--tag name (in inventory order); UserError for an
-// unknown farm file, board or tag, or --target together with --farm.
+// The farm, its scheduler and the boards that --farm/--board/--tag name (in inventory order);
+// UserError for an unknown farm file, board or tag, or --target together with --farm.
 struct FarmBoards {
   k3farm::FarmConfig farm;
+  std::unique_ptr<k3scheduler::Scheduler> scheduler;
   std::vector<std::string> boards;
 };
 FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd);

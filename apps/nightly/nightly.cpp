@@ -16,18 +16,19 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
-#include "harness/host/farm/board.h"
-#include "harness/host/farm/farm.h"
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/nightly_store.h"
 #include "apps/nightly/revision_ancestry.h"
+#include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/provenance.h"
+#include "harness/host/bench/user_error.h"
+#include "harness/host/farm/board.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/store/database.h"
+#include "harness/host/targets/target.h"
 #include "reports/html.h"
 #include "reports/runner_store.h"
 #include "tuner/table.h"
-#include "harness/host/targets/target.h"
-#include "harness/host/bench/user_error.h"
 
 namespace k3nightly {
 namespace {
@@ -57,7 +58,8 @@ int run_step(const std::vector<std::string>& argv, const std::string& out_path,
              const std::string& log_path, const std::map<std::string, std::string>& env = {}) {
   const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (out < 0 || log < 0) throw k3bench::UserError(fmt::format("{}: cannot write the step's log", log_path));
+  if (out < 0 || log < 0)
+    throw k3bench::UserError(fmt::format("{}: cannot write the step's log", log_path));
   const pid_t pid = fork();
   if (pid == 0) {
     dup2(out, STDOUT_FILENO);
@@ -186,11 +188,13 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
   for (const auto& l : lines) {
     if (l.name.rfind("board-judge-", 0) != 0) continue;
     const std::string board = l.name.substr(std::string("board-judge-").size());
-    t += fmt::format("\n## Board {}: tonight's runner against the previous nightly's, on the board\n\n", board);
+    t += fmt::format(
+        "\n## Board {}: tonight's runner against the previous nightly's, on the board\n\n", board);
     const std::string report = o.dir + "/boards/" + board + "/summary.md";
     if (l.status == "done" && fs::exists(report)) {
       std::string text = read_text(report);  // the verdict; the figures are in its report.html
-      if (const auto figures = text.find("\n## Figures"); figures != std::string::npos) text.resize(figures + 1);
+      if (const auto figures = text.find("\n## Figures"); figures != std::string::npos)
+        text.resize(figures + 1);
       t += text + fmt::format("\nFigures: {}/boards/{}/report.html\n", o.dir, board);
     } else {
       t += fmt::format("{}: {}\n", l.status, l.note);
@@ -212,8 +216,8 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
         continue;
       }
       try {
-        const std::string diff = k3tuner::diff_tables(k3tuner::read_table(old_table),
-                                                      k3tuner::read_table(o.dir + "/tables/" + name));
+        const std::string diff = k3tuner::diff_tables(
+            k3tuner::read_table(old_table), k3tuner::read_table(o.dir + "/tables/" + name));
         t += fmt::format("{}:\n```\n{}```\n", name, diff.empty() ? "identical\n" : diff);
       } catch (const std::exception& e) {
         t += fmt::format("{}: not compared: {}\n", name, e.what());
@@ -224,8 +228,9 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
   for (const auto& l : lines) {
     if (l.name.rfind("count-verdict-", 0) != 0) continue;
     const std::string path = l.name.substr(std::string("count-verdict-").size());
-    t += fmt::format("\n## Instruction counts, {} runner: exact verdict against nightly {}\n\n", path,
-                     s.previous_counts_nightly.empty() ? "(none)" : s.previous_counts_nightly);
+    t +=
+        fmt::format("\n## Instruction counts, {} runner: exact verdict against nightly {}\n\n",
+                    path, s.previous_counts_nightly.empty() ? "(none)" : s.previous_counts_nightly);
     const std::string out = o.dir + "/logs/" + l.name + ".out";
     if (l.status == "done" && fs::exists(out))
       t += read_text(out) + "\n";
@@ -241,13 +246,18 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
 
 }  // namespace
 
-// The farm's shape for the plan: built-in or not, and the runner variants its boards deploy (a
+// The farm's shape for the plan: built-in or not, its scheduler (which refuses a --reservation it
+// cannot honour: bad input, nothing runs), and the runner variants its boards deploy (a
 // board with an explicit runner path deploys that file: nothing to build for it).
 NightlyFarm nightly_farm(const NightlyRequest& rq) {
   const k3farm::FarmConfig config = k3farm::Farm::load(rq.farm, rq.root);
   NightlyFarm f;
   f.builtin = config.source == "built-in";
-  f.slurm = config.scheduler.slurm();
+  const auto scheduler = k3scheduler::scheduler_for(
+      config, {.root = rq.root, .db_path = rq.db_path, .targets_file = rq.targets_file});
+  scheduler->accept_reservation(rq.reservation);  // bad input: nothing runs
+  f.boards_only_in_jobs = scheduler->boards_only_in_jobs();
+  f.scheduler = scheduler->name();
   for (const auto& b : config.boards) {
     f.boards.push_back(b.name);
     try {
@@ -282,15 +292,12 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
                            : fs::absolute(rq.dir).lexically_normal().string();
     if (fs::exists(o.dir + "/nightly.json"))
-      throw k3bench::UserError(fmt::format("{}: a nightly already ran here; continue it with --resume {}",
-                                  o.dir, o.dir));
+      throw k3bench::UserError(fmt::format(
+          "{}: a nightly already ran here; continue it with --resume {}", o.dir, o.dir));
   }
   if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
   o.id = fs::path(o.dir).filename().string();
   const NightlyFarm farm = nightly_farm(rq);
-  if (!rq.reservation.empty() && !farm.slurm)
-    throw k3bench::UserError(fmt::format(
-        "--reservation: farm {} has no Slurm scheduler (its [farm] scheduler is builtin)", rq.farm));
   const auto steps = nightly_steps(rq.profile, rq.build, farm);
 
   fs::create_directories(o.dir + "/tables");
@@ -321,16 +328,18 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     if (const auto prev = previous_step(*db, o.id, step.name))
       state.previous_steps[step.name] = {
           {"nightly", prev->nightly_id},
-          {"detail", prev->detail_json.empty() ? nlohmann::json::object() : nlohmann::json::parse(prev->detail_json)}};
+          {"detail", prev->detail_json.empty() ? nlohmann::json::object()
+                                               : nlohmann::json::parse(prev->detail_json)}};
   }
   for (const char* tuning : {"tune-farm", "tune-local"})
-    if (const auto prev = previous_step(*db, o.id, tuning); prev && state.previous_tables_dir.empty()) {
+    if (const auto prev = previous_step(*db, o.id, tuning);
+        prev && state.previous_tables_dir.empty()) {
       state.previous_tables_nightly = prev->nightly_id;
       state.previous_tables_dir = nightly_dir(*db, prev->nightly_id);
     }
   if (const auto prev = previous_step(*db, o.id, "count")) {
-    state.previous_counts = prev->detail_json.empty() ? nlohmann::json()
-                                                      : nlohmann::json::parse(prev->detail_json);
+    state.previous_counts =
+        prev->detail_json.empty() ? nlohmann::json() : nlohmann::json::parse(prev->detail_json);
     state.previous_counts_nightly = prev->nightly_id;
   }
   std::vector<StepLine> lines;
@@ -389,9 +398,12 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     // Tonight's board runner is kept by build hash: the next nightly measures against it (a
     // first night's farm bench, without a baseline, does not print the hash: it is the file's).
     if (ok && step.name.rfind("board-verdict-", 0) == 0) {
-      const std::string runner = state.board_runner[step.name.substr(std::string("board-verdict-").size())];
-      if (!detail.contains("build_hash") && fs::exists(runner)) detail["build_hash"] = k3bench::sha256_file(runner);
-      if (detail.contains("build_hash")) k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
+      const std::string runner =
+          state.board_runner[step.name.substr(std::string("board-verdict-").size())];
+      if (!detail.contains("build_hash") && fs::exists(runner))
+        detail["build_hash"] = k3bench::sha256_file(runner);
+      if (detail.contains("build_hash"))
+        k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
     }
     state.details[step.name] = detail;
     state.exit_codes[step.name] = code;
@@ -404,9 +416,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       cells_failed = true;
       line.note = "some cells failed or boards were quarantined";
     } else if (code == 1) {
-      line.note = fmt::format("the table is NOT VERIFIED (an entry slower than the defaults or not "
-                              "measured): see {}/logs/{}.out",
-                              o.dir, step.name);
+      line.note = fmt::format(
+          "the table is NOT VERIFIED (an entry slower than the defaults or not "
+          "measured): see {}/logs/{}.out",
+          o.dir, step.name);
     }
     // The night's verdict is its worst: a regression (4) over failed cells (3) over none (0).
     if (step.verdict && ok) {
@@ -443,8 +456,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       if (l.name.rfind("board-judge-", 0) == 0 && l.status == "done")
         boards_judged.push_back(l.name.substr(std::string("board-judge-").size()));
     if (!boards_judged.empty())
-      o.verdict += fmt::format("; boards: no regression on {} (tonight's runner against the previous nightly's, "
-                               "on the board)", fmt::join(boards_judged, ", "));
+      o.verdict += fmt::format(
+          "; boards: no regression on {} (tonight's runner against the previous nightly's, "
+          "on the board)",
+          fmt::join(boards_judged, ", "));
     const auto judged = std::count_if(lines.begin(), lines.end(), [](const StepLine& l) {
       return l.name.rfind("count-verdict-", 0) == 0 && l.status == "done";
     });
@@ -469,28 +484,36 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   const std::string report_html = o.dir + "/report.html";
   if (fs::exists(report_html) && !failed) {
     std::string page = read_text(report_html);
-    if (k3reports::add_text_section(page, "nightly", "The night", text)) std::ofstream(report_html) << page;
+    if (k3reports::add_text_section(page, "nightly", "The night", text))
+      std::ofstream(report_html) << page;
   }
   // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.
   const std::string report_json = o.dir + "/report.json";
   if (fs::exists(report_json) && !failed) {
     nlohmann::json report = nlohmann::json::parse(read_text(report_json), nullptr, false);
     if (report.is_object()) {
-      nlohmann::json night = {{"id", o.id},        {"profile", rq.profile},  {"farm", rq.farm},
-                              {"verdict", o.verdict}, {"exit_code", o.exit_code}, {"wall_s", o.wall_s}};
+      nlohmann::json night = {
+          {"id", o.id},           {"profile", rq.profile},    {"farm", rq.farm},
+          {"verdict", o.verdict}, {"exit_code", o.exit_code}, {"wall_s", o.wall_s}};
       night["steps"] = nlohmann::json::array();
       for (const auto& l : lines)
-        night["steps"].push_back(
-            {{"step", l.name}, {"status", l.status}, {"exit_code", l.exit_code}, {"wall_s", l.wall_s}, {"note", l.note}});
+        night["steps"].push_back({{"step", l.name},
+                                  {"status", l.status},
+                                  {"exit_code", l.exit_code},
+                                  {"wall_s", l.wall_s},
+                                  {"note", l.note}});
       for (const auto& l : lines) {
         const auto judged = [&](const std::string& prefix) {
           return l.name.rfind(prefix, 0) == 0 ? l.name.substr(prefix.size()) : std::string();
         };
-        const nlohmann::json outcome = {
-            {"status", l.status},
-            {"verdict", l.status != "done" ? "not judged" : l.exit_code == 4 ? "regression" : l.exit_code == 3 ? "cells failed" : "ok"},
-            {"note", l.note}};
-        if (const auto board = judged("board-judge-"); !board.empty()) night["boards"][board] = outcome;
+        const nlohmann::json outcome = {{"status", l.status},
+                                        {"verdict", l.status != "done" ? "not judged"
+                                                    : l.exit_code == 4 ? "regression"
+                                                    : l.exit_code == 3 ? "cells failed"
+                                                                       : "ok"},
+                                        {"note", l.note}};
+        if (const auto board = judged("board-judge-"); !board.empty())
+          night["boards"][board] = outcome;
         if (const auto path = judged("count-verdict-"); !path.empty()) {
           night["instruction_counts"][path] = outcome;
           night["instruction_counts"][path]["against"] = state.previous_counts_nightly;

@@ -30,7 +30,7 @@ struct Profile {
   bool tune_qemu = false;
   Args verdict_cells;
   Args verdict_plan;
-  Args count_cases{};                  // `k3tune count --case ...`
+  Args count_cases{};  // `k3tune count --case ...`
   std::string count_vlens{};
   std::vector<std::string> count_paths{};     // rvv, ime2 (its emulation build)
   std::vector<std::string> count_variants{};  // the build presets whose runners are counted
@@ -64,15 +64,15 @@ Profile profile(const std::string& name) {
   const Args quick_plan = {"-P", "2", "--target-ci", "0", "-R", "3", "--min-time", "0.02"};
   if (name == "quick")
     return with_counts({{"host", "rvv", "ime2-emu"},
-            two_decode,
-            quick_plan,
-            {"host", "qemu-vlen256", "qemu-vlen1024"},
-            true,
-            {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
-            "8",
-            true,
-            two_decode,
-            {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
+                        two_decode,
+                        quick_plan,
+                        {"host", "qemu-vlen256", "qemu-vlen1024"},
+                        true,
+                        {"--op", "linear_decode", "--shape", "n=1024,k=1024"},
+                        "8",
+                        true,
+                        two_decode,
+                        {"-P", "6", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
                        kQuickCounts, "256,1024", {{"rvv", "rvv"}, {"ime2-emu", "ime2"}});
   if (name == "full") {
     Profile full = with_counts(
@@ -94,22 +94,24 @@ Profile profile(const std::string& name) {
     return full;
   }
   if (name == "smoke")
-    return with_counts({{"host"},
-            {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
-            quick_plan,
-            {"host"},
-            false,
-            // Tuning and the verdicts at a small shape: on a farm of qemu boards the campaign
-            // counts under emulation and the board verdict times there (CI time).
-            {"--op", "linear_decode", "--shape", "n=256,k=256"},
-            "4",
-            false,
-            {"--op", "linear_decode", "--shape", "n=256,k=256"},
-            // Four interleaved pairs: with two, the paired test has one degree of freedom, and a
-            // planted 20x slowdown whose two round ratios differed by 2x read as p = 0.08.
-            {"-P", "4", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
-                       {"--case", "linear_decode n=128,k=64"}, "256", {{"test-rvv", "rvv"}});
-  throw k3bench::UserError(fmt::format("--profile: unknown profile '{}' (quick, full, smoke)", name));
+    return with_counts(
+        {{"host"},
+         {"--op", "linear_decode", "--shape", "n=1024,k=1024", "--shape", "n=2048,k=1024"},
+         quick_plan,
+         {"host"},
+         false,
+         // Tuning and the verdicts at a small shape: on a farm of qemu boards the campaign
+         // counts under emulation and the board verdict times there (CI time).
+         {"--op", "linear_decode", "--shape", "n=256,k=256"},
+         "4",
+         false,
+         {"--op", "linear_decode", "--shape", "n=256,k=256"},
+         // Four interleaved pairs: with two, the paired test has one degree of freedom, and a
+         // planted 20x slowdown whose two round ratios differed by 2x read as p = 0.08.
+         {"-P", "4", "--target-ci", "0", "-R", "3", "--min-time", "0.02"}},
+        {"--case", "linear_decode n=128,k=64"}, "256", {{"test-rvv", "rvv"}});
+  throw k3bench::UserError(
+      fmt::format("--profile: unknown profile '{}' (quick, full, smoke)", name));
 }
 
 }  // namespace
@@ -130,8 +132,8 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                          return Args{"build", "--variant", v};
                        }});
   // Deploy + probe every board; a board that fails is quarantined and the bench goes on without it.
-  // On a Slurm farm nothing touches a board outside a job: each job deploys and probes the board
-  // it was given, and drains it when it is faulty.
+  // On a farm whose scheduler touches boards only in its jobs (Slurm), each job deploys and probes
+  // the board it was given, and takes it out when it is faulty.
   NightlyStep deploy{"deploy-probe",
                      [p](const NightlyState& s) {
                        Args a{"farm", "probe", "--farm", s.farm};
@@ -139,9 +141,9 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                        return a;
                      },
                      {0, 1}};
-  if (farm.slurm)
-    deploy.skip = [](const NightlyState&) -> std::string {
-      return "Slurm farm: each job deploys and probes the board Slurm gives it";
+  if (farm.boards_only_in_jobs)
+    deploy.skip = [scheduler = farm.scheduler](const NightlyState&) -> std::string {
+      return fmt::format("{} farm: each job deploys and probes the board it is given", scheduler);
     };
   steps.push_back(deploy);
   // One bench step per named board (each measures every cell), else one over the whole farm.
@@ -192,30 +194,34 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
     // On a farm file the tables are made on the boards: one campaign (a table per board
     // fingerprint; exact counts where a board is emulated, time where it is not), each timed
     // table verified on the board that made it.
-    steps.push_back({"tune-farm",
-                     [p](const NightlyState& s) {
-                       Args a = cat(cat(Args{"--json", "tune", "--farm", s.farm, "--objective", "auto"}, p.tune_shape),
-                                    {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2", "-R",
-                                     "3", "--min-time", "0.02", "--out", s.dir + "/tables/farm.json"});
-                       if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
-                       return a;
-                     },
-                     {0, 3},
-                     true,
-                     false,
-                     true});
-    NightlyStep verify{"verify-farm",
-                       [](const NightlyState& s) {
-                         Args a{"table", "verify", "--farm", s.farm, "--processes", "3", "-R", "3", "--min-time", "0.02"};
-                         for (const auto& t : timed_tables(s.details.value("tune-farm", nlohmann::json())))
-                           a = cat(a, {"--table", t});
-                         if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
-                         return a;
-                       },
-                       {0, 1},
-                       false,
-                       false,
-                       true};
+    steps.push_back(
+        {"tune-farm",
+         [p](const NightlyState& s) {
+           Args a = cat(
+               cat(Args{"--json", "tune", "--farm", s.farm, "--objective", "auto"}, p.tune_shape),
+               {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2", "-R",
+                "3", "--min-time", "0.02", "--out", s.dir + "/tables/farm.json"});
+           if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
+           return a;
+         },
+         {0, 3},
+         true,
+         false,
+         true});
+    NightlyStep verify{
+        "verify-farm",
+        [](const NightlyState& s) {
+          Args a{"table", "verify", "--farm", s.farm,       "--processes",
+                 "3",     "-R",     "3",      "--min-time", "0.02"};
+          for (const auto& t : timed_tables(s.details.value("tune-farm", nlohmann::json())))
+            a = cat(a, {"--table", t});
+          if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
+          return a;
+        },
+        {0, 1},
+        false,
+        false,
+        true};
     verify.skip = [](const NightlyState& s) -> std::string {
       return timed_tables(s.details.value("tune-farm", nlohmann::json())).empty()
                  ? "no timed table to verify (tables counted under qemu are exact)"
@@ -223,77 +229,87 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
     };
     steps.push_back(verify);
   } else {
-  steps.push_back({"tune-local", [p](const NightlyState& s) {
-                     return cat(
-                         cat(Args{"tune", "--target", "local"}, p.tune_shape),
-                         {"--strategy", "coordinate", "--budget", p.tune_budget, "--processes", "2",
-                          "-R", "3", "--min-time", "0.02", "--out", s.dir + "/tables/local.json"});
-                   }});
-  if (p.tune_qemu)
-    steps.push_back({"tune-qemu-vlen1024",
-                     [p](const NightlyState& s) {
-                       return cat(
-                           cat(Args{"tune", "--target", "qemu-vlen1024"}, p.tune_shape),
-                           {"--objective", "instructions", "--strategy", "coordinate", "--budget",
-                            p.tune_budget, "--out", s.dir + "/tables/qemu-vlen1024.json"});
-                     },
-                     {0}});
-  // Exit 1 (an entry measured slower than the defaults, or not measurable) is the step's result,
-  // not a failure: the nightly notes it and goes on (re-running would only measure again).
-  steps.push_back({"verify-local",
-                   [](const NightlyState& s) {
-                     return Args{"table",    "verify", "--table",     s.dir + "/tables/local.json",
-                                 "--target", "local",  "--processes", "3",
-                                 "-R",       "3",      "--min-time",  "0.02"};
-                   },
-                   {0, 1}});
-  if (p.tune_qemu)
-    steps.push_back({"validate-qemu-vlen1024", [](const NightlyState& s) {
-                       return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
+    steps.push_back({"tune-local", [p](const NightlyState& s) {
+                       return cat(cat(Args{"tune", "--target", "local"}, p.tune_shape),
+                                  {"--strategy", "coordinate", "--budget", p.tune_budget,
+                                   "--processes", "2", "-R", "3", "--min-time", "0.02", "--out",
+                                   s.dir + "/tables/local.json"});
                      }});
+    if (p.tune_qemu)
+      steps.push_back({"tune-qemu-vlen1024",
+                       [p](const NightlyState& s) {
+                         return cat(
+                             cat(Args{"tune", "--target", "qemu-vlen1024"}, p.tune_shape),
+                             {"--objective", "instructions", "--strategy", "coordinate", "--budget",
+                              p.tune_budget, "--out", s.dir + "/tables/qemu-vlen1024.json"});
+                       },
+                       {0}});
+    // Exit 1 (an entry measured slower than the defaults, or not measurable) is the step's result,
+    // not a failure: the nightly notes it and goes on (re-running would only measure again).
+    steps.push_back({"verify-local",
+                     [](const NightlyState& s) {
+                       return Args{
+                           "table",    "verify", "--table",     s.dir + "/tables/local.json",
+                           "--target", "local",  "--processes", "3",
+                           "-R",       "3",      "--min-time",  "0.02"};
+                     },
+                     {0, 1}});
+    if (p.tune_qemu)
+      steps.push_back({"validate-qemu-vlen1024", [](const NightlyState& s) {
+                         return Args{"table", "validate", s.dir + "/tables/qemu-vlen1024.json"};
+                       }});
   }
   // On a farm file, a verdict per board fingerprint: on the first board of each fingerprint group
   // of tonight's campaign, tonight's runner against the previous nightly's (kept by build hash),
   // interleaved in the same rounds on that board; then its report (the paired verdict).
   if (!farm.builtin) {
     for (const auto& board : farm.boards) {
-      NightlyStep bench{"board-verdict-" + board,
-                        [p, board](const NightlyState& s) {
-                          Args a = cat(cat(Args{"--json", "bench", "--farm", s.farm, "--board", board}, p.verdict_cells),
-                                       p.verdict_plan);
-                          const BoardBaseline base = board_baseline(s, board);
-                          if (!base.runner.empty()) a = cat(a, {"--baseline-runner", base.runner});
-                          if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
-                          return a;
-                        },
-                        {0, 3},
-                        true,
-                        false,
-                        true};
+      NightlyStep bench{
+          "board-verdict-" + board,
+          [p, board](const NightlyState& s) {
+            Args a = cat(
+                cat(Args{"--json", "bench", "--farm", s.farm, "--board", board}, p.verdict_cells),
+                p.verdict_plan);
+            const BoardBaseline base = board_baseline(s, board);
+            if (!base.runner.empty()) a = cat(a, {"--baseline-runner", base.runner});
+            if (!s.reservation.empty()) a = cat(a, {"--reservation", s.reservation});
+            return a;
+          },
+          {0, 3},
+          true,
+          false,
+          true};
       bench.skip = [board](const NightlyState& s) -> std::string {
-        const auto groups = s.details.value("tune-farm", nlohmann::json()).value("groups", nlohmann::json::array());
+        const auto groups =
+            s.details.value("tune-farm", nlohmann::json()).value("groups", nlohmann::json::array());
         for (const auto& g : groups) {
           const auto& boards = g.value("boards", nlohmann::json::array());
           std::vector<std::string> healthy;
           for (const auto& b : boards)
-            if (!g.value("lost", nlohmann::json::object()).contains(b.get<std::string>())) healthy.push_back(b);
+            if (!g.value("lost", nlohmann::json::object()).contains(b.get<std::string>()))
+              healthy.push_back(b);
           if (std::find(healthy.begin(), healthy.end(), board) == healthy.end()) continue;
-          return healthy.front() == board ? "" : "judged on " + healthy.front() + " (the same fingerprint)";
+          return healthy.front() == board
+                     ? ""
+                     : "judged on " + healthy.front() + " (the same fingerprint)";
         }
         return "not in tonight's campaign (not taken, or lost)";
       };
       steps.push_back(bench);
       NightlyStep judge{"board-judge-" + board,
                         [board](const NightlyState& s) {
-                          return Args{"report", s.details["board-verdict-" + board].value("run_uuid", std::string()),
-                                      "-o", s.dir + "/boards/" + board};
+                          return Args{
+                              "report",
+                              s.details["board-verdict-" + board].value("run_uuid", std::string()),
+                              "-o", s.dir + "/boards/" + board};
                         },
                         {0, 3, 4},
                         false,
                         true};
       judge.skip = [board](const NightlyState& s) -> std::string {
         const auto d = s.details.value("board-verdict-" + board, nlohmann::json());
-        if (!d.is_object() || !d.contains("build_hash")) return "no verdict bench on this board tonight";
+        if (!d.is_object() || !d.contains("build_hash"))
+          return "no verdict bench on this board tonight";
         if (d.value("builds", nlohmann::json::array()).size() < 2 || !d.contains("run_uuid"))
           return "measured without a baseline: " + board_baseline(s, board).why;
         return "";
@@ -319,7 +335,8 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
   // Exact instruction counts of tonight's riscv64 runners, each path judged against the previous
   // nightly's counts of the same cases (`compare`: the exact rule, exit 4 on more instructions).
   if (!p.count_cases.empty()) {
-    steps.push_back({"count", [p](const NightlyState&) {
+    steps.push_back({"count",
+                     [p](const NightlyState&) {
                        Args a{"--json", "count", "--vlens", p.count_vlens};
                        for (const auto& v : p.count_variants) a = cat(a, {"--variant", v});
                        return cat(a, p.count_cases);
@@ -395,7 +412,8 @@ BoardBaseline board_baseline(const NightlyState& s, const std::string& board) {
     return b;
   }
   b.nightly = it->second.value("nightly", "");
-  const std::string hash = it->second.value("detail", nlohmann::json::object()).value("build_hash", "");
+  const std::string hash =
+      it->second.value("detail", nlohmann::json::object()).value("build_hash", "");
   const auto mine = s.board_runner.find(board);
   if (mine != s.board_runner.end() && !hash.empty() && std::filesystem::exists(mine->second) &&
       k3bench::sha256_file(mine->second) == hash) {
@@ -404,7 +422,8 @@ BoardBaseline board_baseline(const NightlyState& s, const std::string& board) {
   }
   const auto kept = k3reports::find_runner(s.runners_dir, hash, "");
   if (kept.path.empty()) {
-    b.why = fmt::format("the runner of nightly {} ({}) was not kept: {}", b.nightly, hash.substr(0, 12), kept.note);
+    b.why = fmt::format("the runner of nightly {} ({}) was not kept: {}", b.nightly,
+                        hash.substr(0, 12), kept.note);
     return b;
   }
   b.runner = kept.path;

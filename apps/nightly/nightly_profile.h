@@ -49,8 +49,8 @@ struct NightlyState {
   // Per-board verdicts on a farm file: the previous nightly's detail of each "verdict-<board>"
   // step ({"nightly": id, "detail": {...}}), and where tonight's board runners are kept.
   std::map<std::string, nlohmann::json> previous_steps;
-  std::string runners_dir;                               // kept runners (k3reports::keep_runner)
-  std::map<std::string, std::string> board_runner;       // board -> its runner on this machine
+  std::string runners_dir;                          // kept runners (k3reports::keep_runner)
+  std::map<std::string, std::string> board_runner;  // board -> its runner on this machine
   std::string reservation;  // Slurm reservation of the bench steps ("" : the farm file's, if any)
   // The previous nightly whose tables tonight's are diffed against (its id and directory).
   std::string previous_tables_nightly, previous_tables_dir;
@@ -84,11 +84,15 @@ struct NightlyStep {
 
 // The farm a nightly runs on, as far as its plan depends on it.
 struct NightlyFarm {
-  bool builtin = true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
+  bool builtin =
+      true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
   std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
   std::vector<std::string> boards;    // its boards, in inventory order
   std::map<std::string, std::string> board_runner;  // board -> its runner on this machine
-  bool slurm = false;  // scheduled by Slurm ([farm] scheduler = "slurm")
+  // Its scheduler touches boards only inside its jobs (each job deploys and probes the board it
+  // is given, and takes it out when it is faulty): the nightly has no deploy step of its own.
+  bool boards_only_in_jobs = false;
+  std::string scheduler = "builtin";  // its name, for the step notes
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm

@@ -1,18 +1,28 @@
-#include "apps/cli/bench_farm_output.h"
+#include "apps/scheduler/farm_sweep_outcome.h"
+
+#include <iostream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-namespace k3cli {
+namespace k3scheduler {
+namespace {
 
 nlohmann::json farm_bench_json(const k3farmbench::FarmBenchOutcome& o, const std::string& db_path) {
   nlohmann::json cells = nlohmann::json::array();
   for (const auto& c : o.cells) {
-    nlohmann::json j = {
-        {"index", c.index},        {"op", c.spec.op},         {"shape", c.spec.shape},
-        {"params", c.spec.params}, {"label", c.spec.label()}, {"board", c.board},
-        {"run_uuid", c.run_uuid},  {"cell_key", c.cell_key},  {"status", c.status},
-        {"reason", c.reason},      {"attempts", c.attempts},  {"history", c.history}};
+    nlohmann::json j = {{"index", c.index},
+                        {"op", c.spec.op},
+                        {"shape", c.spec.shape},
+                        {"params", c.spec.params},
+                        {"label", c.spec.label()},
+                        {"board", c.board},
+                        {"run_uuid", c.run_uuid},
+                        {"cell_key", c.cell_key},
+                        {"status", k3farmbench::to_string(c.status)},
+                        {"reason", c.reason},
+                        {"attempts", c.attempts},
+                        {"history", c.history}};
     if (c.has_aggregate && c.aggregate.ok) {
       j["processes"] = c.aggregate.processes;
       j["mean_ns"] = *c.aggregate.mean_ns;
@@ -34,10 +44,10 @@ nlohmann::json farm_bench_json(const k3farmbench::FarmBenchOutcome& o, const std
           {"runs", runs},
           {"cells", cells},
           {"total_cells", o.total_cells},
-          {"measured_cells", o.count("measured")},
-          {"skipped_cells", o.count("skipped")},
-          {"failed_cells", o.count("failed")},
-          {"unmeasured_cells", o.count("unmeasured")},
+          {"measured_cells", o.count(k3farmbench::CellStatus::kMeasured)},
+          {"skipped_cells", o.count(k3farmbench::CellStatus::kSkipped)},
+          {"failed_cells", o.count(k3farmbench::CellStatus::kFailed)},
+          {"unmeasured_cells", o.count(k3farmbench::CellStatus::kUnmeasured)},
           {"processes_run", o.processes_run},
           {"processes_failed", o.processes_failed},
           {"samples_before", o.samples_before},
@@ -57,7 +67,7 @@ void print_farm_bench(const k3farmbench::FarmBenchOutcome& o, const std::string&
   fmt::print("{:<46} {:<14} {:>3} {:>5} {:>11} {:>8}  {}\n", "cell", "board", "try", "P", "mean us",
              "CI95 +-", "notes");
   for (const auto& c : o.cells) {
-    std::string notes = c.status;
+    std::string notes = k3farmbench::to_string(c.status);
     if (!c.reason.empty()) notes += ": " + c.reason;
     for (const auto& h : c.history) notes += fmt::format(" [moved from {}]", h);
     const bool figures = c.has_aggregate && c.aggregate.ok && c.aggregate.mean_ns;
@@ -78,10 +88,29 @@ void print_farm_bench(const k3farmbench::FarmBenchOutcome& o, const std::string&
       "{} unmeasured; {} runner processes ({} failed) in {} batch runs; samples in the database "
       "{} -> {}; {:.1f} s; database {}\n",
       o.sweep_uuid, o.farm_name, fmt::join(o.boards, ","), o.cells.size(), o.total_cells,
-      o.count("measured"), o.count("skipped"), o.count("failed"), o.count("unmeasured"),
+      o.count(k3farmbench::CellStatus::kMeasured), o.count(k3farmbench::CellStatus::kSkipped),
+      o.count(k3farmbench::CellStatus::kFailed), o.count(k3farmbench::CellStatus::kUnmeasured),
       o.processes_run, o.processes_failed, o.runs.size(), o.samples_before, o.samples_after,
       o.wall_s, db_path);
   fmt::print("database writer: {}\n", o.writes.summary());
 }
 
-}  // namespace k3cli
+}  // namespace
+
+nlohmann::json FarmSweepWork::to_json() const {
+  return farm_bench_json(out_, db_path_);
+}
+
+void FarmSweepWork::print_text() const {
+  print_farm_bench(out_, db_path_);
+}
+
+WorkStatus FarmSweepWork::status() const {
+  return out_.count(k3farmbench::CellStatus::kFailed) +
+                     out_.count(k3farmbench::CellStatus::kUnmeasured) >
+                 0
+             ? WorkStatus::kCellsFailed
+             : WorkStatus::kOk;
+}
+
+}  // namespace k3scheduler
