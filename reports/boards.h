@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "reports/run_data.h"
+#include "harness/host/verdict/run_data.h"
 
 namespace k3reports {
 
@@ -26,12 +26,12 @@ struct Board {
   std::vector<Ceiling> ceilings;
   // Every match key given equals the run's (marchid, target arch) or is contained in its CPU
   // model; a board without match keys matches nothing.
-  bool matches(const RunData& run) const;
+  bool matches(const k3verdict::RunData& run) const;
 };
 
 // Every *.toml in `dir`, by file name (ReportError "file:line: key: what" on bad entries; an
 // absent directory gives no boards).
 std::vector<Board> load_boards(const std::string& dir);
-const Board* board_for(const std::vector<Board>& boards, const RunData& run);
+const Board* board_for(const std::vector<Board>& boards, const k3verdict::RunData& run);
 
 }  // namespace k3reports

@@ -27,17 +27,17 @@ json outcome_color() {
 }
 
 // Speed-up (baseline time / candidate time) per compared cell, bar from 1, CI whiskers.
-Chart speedups_chart(const Verdict& v) {
+Chart speedups_chart(const k3verdict::Verdict& v) {
   json values = json::array();
   int order = 0;
-  std::vector<const CellVerdict*> cells;
+  std::vector<const k3verdict::CellVerdict*> cells;
   for (const auto& c : v.cells)
-    if (c.timing.outcome != Outcome::kNotCompared) cells.push_back(&c);
+    if (c.timing.outcome != k3verdict::Outcome::kNotCompared) cells.push_back(&c);
   std::stable_sort(cells.begin(), cells.end(),
-                   [](const CellVerdict* a, const CellVerdict* b) { return a->op < b->op; });
-  for (const CellVerdict* c : cells) {
+                   [](const k3verdict::CellVerdict* a, const k3verdict::CellVerdict* b) { return a->op < b->op; });
+  for (const k3verdict::CellVerdict* c : cells) {
     std::string outcome = to_string(c->timing.outcome);
-    if (c->timing.outcome == Outcome::kRegression && !c->timing_regression())
+    if (c->timing.outcome == k3verdict::Outcome::kRegression && !c->timing_regression())
       outcome = "suspected (refuted)";
     values.push_back({{"label", c->label},
                       {"op", c->op},
@@ -46,7 +46,7 @@ Chart speedups_chart(const Verdict& v) {
                       {"low", c->timing.speedup.low},
                       {"high", finite_or_null(c->timing.speedup.high)},
                       {"outcome", outcome},
-                      {"change", timing_text(c->timing)},
+                      {"change", k3verdict::timing_text(c->timing)},
                       {"confirmation", to_string(c->timing.confirmation)}});
   }
   const json y = {{"field", "label"},
@@ -98,7 +98,7 @@ Chart speedups_chart(const Verdict& v) {
 }
 
 // Without a verdict: time per call of every cell with its 95% CI.
-Chart times_chart(const RunData& run) {
+Chart times_chart(const k3verdict::RunData& run) {
   json values = json::array();
   int order = 0;
   for (const auto& c : run.cells) {
@@ -152,7 +152,7 @@ Chart times_chart(const RunData& run) {
           "No baseline: mean time per call with its 95% interval (log scale).", spec};
 }
 
-Chart trends_chart(const Trends& t, const PerCall& per_call) {
+Chart trends_chart(const Trends& t, const k3verdict::PerCall& per_call) {
   TrendChartLayout layout;
   layout.per_call = per_call;
   layout.caption = std::string(per_call.instructions ? "Instructions" : "Mean time") +
@@ -478,7 +478,7 @@ std::vector<Chart> report_charts(const Report& r) {
   bool compared = false;
   if (r.verdict)
     for (const auto& c : r.verdict->cells)
-      compared = compared || c.timing.outcome != Outcome::kNotCompared;
+      compared = compared || c.timing.outcome != k3verdict::Outcome::kNotCompared;
   charts.push_back(compared ? speedups_chart(*r.verdict) : times_chart(r.run));
   if (!r.trends.series.empty()) charts.push_back(trends_chart(r.trends, r.run.per_call));
   charts.push_back(roofline_chart(r.roofline));

@@ -32,7 +32,7 @@ std::vector<Chart> report_charts(const Report& report);
 struct TrendChartLayout {
   std::string id = "chart-trends", section = "trends", title = "Trends over runs", caption;
   int columns = 3, width = 260, height = 110;
-  PerCall per_call;  // microseconds per call, or instructions per call
+  k3verdict::PerCall per_call;  // microseconds per call, or instructions per call
 };
 Chart trend_chart(const std::vector<TrendSeries>& series, const TrendChartLayout& layout);
 

@@ -12,7 +12,7 @@ namespace k3reports {
 namespace {
 
 // The cell as the sweep measures it, from what the database recorded.
-k3bench::CellSpec cell_spec(const CellFigures& c) {
+k3bench::CellSpec cell_spec(const k3verdict::CellFigures& c) {
   k3bench::CellSpec s;
   s.op = c.op;
   s.shape = c.shape;
@@ -33,28 +33,28 @@ k3bench::CellSpec cell_spec(const CellFigures& c) {
   return s;
 }
 
-void mark_unavailable(const std::vector<CellVerdict*>& cells, const std::string& why) {
+void mark_unavailable(const std::vector<k3verdict::CellVerdict*>& cells, const std::string& why) {
   for (auto* c : cells) {
-    c->timing.confirmation = Confirmation::kUnavailable;
+    c->timing.confirmation = k3verdict::Confirmation::kUnavailable;
     c->timing.confirm_note = why;
   }
 }
 
 }  // namespace
 
-std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& cand,
+std::string confirm_suspected(k3verdict::Verdict& v, const k3verdict::RunData& base, const k3verdict::RunData& cand,
                               const ConfirmContext& ctx) {
   v.confirm_requested = true;
-  std::vector<CellVerdict*> suspected;
+  std::vector<k3verdict::CellVerdict*> suspected;
   for (auto& c : v.cells)
-    if (c.timing.outcome == Outcome::kRegression &&
-        c.timing.confirmation == Confirmation::kNotAsked)
+    if (c.timing.outcome == k3verdict::Outcome::kRegression &&
+        c.timing.confirmation == k3verdict::Confirmation::kNotAsked)
       suspected.push_back(&c);
   if (suspected.empty()) return "";
   if (base.build_hash == cand.build_hash) {
     // The code is the same: whatever moved between the runs is the machine (the trends show it).
     for (auto* c : suspected) {
-      c->timing.confirmation = Confirmation::kRefuted;
+      c->timing.confirmation = k3verdict::Confirmation::kRefuted;
       c->timing.confirm_note =
           fmt::format("both runs measured build {}: the code did not change, the machine did",
                       base.build_hash.substr(0, 12));
@@ -66,8 +66,8 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     mark_unavailable(suspected, fmt::format("target {} is not in the targets file", cand.target));
     return "";
   }
-  const BuildInfo* build_a = base.build(base.build_hash);
-  const BuildInfo* build_b = cand.build(cand.build_hash);
+  const k3verdict::BuildInfo* build_a = base.build(base.build_hash);
+  const k3verdict::BuildInfo* build_b = cand.build(cand.build_hash);
   const auto runner_a =
       find_runner(ctx.runners_dir, base.build_hash, build_a ? build_a->binary_path : "");
   const auto runner_b =
@@ -101,19 +101,19 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
   const k3bench::SweepReport report = k3bench::run_sweep(*db, builds, cells, opt);
   const int first_stage = opt.rounds.target_ci > 0 ? opt.rounds.min_processes : 0;
   for (std::size_t i = 0; i < suspected.size(); ++i) {
-    CellVerdict& c = *suspected[i];
+    k3verdict::CellVerdict& c = *suspected[i];
     const auto& a = report.cells[2 * i];
     const auto& b = report.cells[2 * i + 1];
     c.timing.confirm_run = report.run_uuid;
     if (!a.aggregate.ok || !b.aggregate.ok) {
-      c.timing.confirmation = Confirmation::kUnavailable;
+      c.timing.confirmation = k3verdict::Confirmation::kUnavailable;
       c.timing.confirm_note =
           "re-measurement failed: " + (!b.aggregate.ok ? b.aggregate.reason : a.aggregate.reason);
       continue;
     }
     const auto [pa, pb] = k3bench::paired_means(a, b);
     if (pa.size() < 2) {
-      c.timing.confirmation = Confirmation::kUnavailable;
+      c.timing.confirmation = k3verdict::Confirmation::kUnavailable;
       c.timing.confirm_note = "re-measurement has fewer than 2 paired rounds";
       continue;
     }
@@ -125,9 +125,9 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
     const auto cmp = k3stats::compare_paired_rounds(pa, pb, o, m);
     c.timing.confirm_cmp = cmp;
-    c.timing.speedup = paired_speedup(cmp);
+    c.timing.speedup = k3verdict::paired_speedup(cmp);
     const bool slower = cmp.verdict == k3stats::Comparison::Verdict::kBSlower;
-    c.timing.confirmation = slower ? Confirmation::kConfirmed : Confirmation::kRefuted;
+    c.timing.confirmation = slower ? k3verdict::Confirmation::kConfirmed : k3verdict::Confirmation::kRefuted;
     c.timing.confirm_note =
         slower ? fmt::format("interleaved: SLOWER {:+.1f}% (p {:.2g}, {} rounds, {})",
                              100 * cmp.rel_diff, cmp.p_value, pa.size(), cmp.estimator)
@@ -138,7 +138,7 @@ std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& ca
     // Not slower is a refutation only when the re-measurement could have seen the slowdown the
     // runs suggested; too noisy to tell, the suspicion stands and counts.
     if (!slower && cmp.mde > std::fabs(c.timing.cmp.rel_diff)) {
-      c.timing.confirmation = Confirmation::kUnavailable;
+      c.timing.confirmation = k3verdict::Confirmation::kUnavailable;
       c.timing.confirm_note += fmt::format(": too noisy to rule out the suspected {:+.1f}%",
                                            100 * c.timing.cmp.rel_diff);
     }

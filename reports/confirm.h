@@ -14,9 +14,9 @@
 #include <map>
 #include <string>
 
-#include "reports/run_data.h"
+#include "harness/host/verdict/run_data.h"
 #include "harness/host/targets/target.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/verdict.h"
 
 namespace k3reports {
 
@@ -31,7 +31,7 @@ struct ConfirmContext {
 
 // Re-measures the suspected timing regressions of `v` (a cross-run verdict of `cand` against
 // `base`) and records each one's confirmation. Returns the confirm run's id ("" if none ran).
-std::string confirm_suspected(Verdict& v, const RunData& base, const RunData& cand,
+std::string confirm_suspected(k3verdict::Verdict& v, const k3verdict::RunData& base, const k3verdict::RunData& cand,
                               const ConfirmContext& ctx);
 
 }  // namespace k3reports

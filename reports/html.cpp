@@ -12,7 +12,7 @@
 #include "reports/html_parts.h"
 #include "reports/markdown.h"
 #include "reports/report_error.h"
-#include "reports/value_text.h"
+#include "harness/host/verdict/value_text.h"
 
 namespace k3reports {
 
@@ -35,7 +35,7 @@ std::string read_file(const std::string& path) {
 std::string verdict_section(const Report& r) {
   std::string out = "<section id=\"verdict\"><h2>Verdict</h2>\n";
   if (!r.verdict) return out + "<p>" + esc(r.verdict_note) + ".</p></section>\n";
-  const Verdict& v = *r.verdict;
+  const k3verdict::Verdict& v = *r.verdict;
   out += fmt::format("<p class=\"banner {}\">{}</p>\n", v.regressions() > 0 ? "bad" : "good",
                      esc(verdict_headline(v)));
   out += "<table><thead>" +
@@ -51,7 +51,7 @@ std::string verdict_section(const Report& r) {
     const std::string output = a.checksum_flagged    ? "<b>changed</b>"
                                : a.checksum_required ? "identical"
                                                      : "-";
-    const bool compared = c.timing.outcome != Outcome::kNotCompared;
+    const bool compared = c.timing.outcome != k3verdict::Outcome::kNotCompared;
     std::string confirmation = to_string(c.timing.confirmation);
     if (!c.timing.confirm_note.empty()) confirmation += ": " + c.timing.confirm_note;
     out +=
@@ -61,9 +61,9 @@ std::string verdict_section(const Report& r) {
              compared && c.timing.exact ? fmt::format("exact (+-{:.0f})", c.timing.exact->tolerance)
              : compared                 ? fmt::format("{:.2g}", c.timing.cmp.p_value)
                                         : "-",
-             esc(timing_text(c.timing)), esc(confirmation), acc, output},
+             esc(k3verdict::timing_text(c.timing)), esc(confirmation), acc, output},
             c.regression()                              ? "bad"
-            : c.timing.outcome == Outcome::kImprovement ? "good"
+            : c.timing.outcome == k3verdict::Outcome::kImprovement ? "good"
                                                         : "");
   }
   out += "</tbody></table>\n";
@@ -76,7 +76,7 @@ std::string verdict_section(const Report& r) {
   return out + "</section>\n";
 }
 
-std::string figures_section(const RunData& run) {
+std::string figures_section(const k3verdict::RunData& run) {
   std::string out = "<section id=\"figures\"><h2>Figures</h2><table><thead>" +
                     head({"cell", "model", "path", "P", std::string("mean ") + run.per_call.unit(),
                           std::string("95% CI ") + run.per_call.unit(), "CV", "GB/s", "GOPS",
@@ -171,7 +171,7 @@ std::string tuning_section(const Report& r, const std::vector<Chart>& charts) {
   return out + "</section>\n";
 }
 
-std::string run_provenance(const RunData& run, const char* title) {
+std::string run_provenance(const k3verdict::RunData& run, const char* title) {
   std::string out = fmt::format("<h3>{}</h3>\n", title);
   auto opt_s = [](const std::optional<double>& v) { return v ? fmt::format("{:.2f} s", *v) : "-"; };
   out += kv_table(

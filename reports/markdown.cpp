@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "reports/text_table.h"
-#include "reports/value_text.h"
+#include "harness/host/verdict/value_text.h"
 
 namespace k3reports {
 namespace {
@@ -32,29 +32,29 @@ std::string plural(int n, const char* one, const char* many) {
 }
 
 // Short: the cell labels next to it need the width; the reason follows the table as a note.
-std::string confirmation_text(const TimingVerdict& t) {
+std::string confirmation_text(const k3verdict::TimingVerdict& t) {
   switch (t.confirmation) {
-    case Confirmation::kConfirmed:
+    case k3verdict::Confirmation::kConfirmed:
       return "CONFIRMED " + pct(t.confirm_cmp->rel_diff);
-    case Confirmation::kRefuted:
+    case k3verdict::Confirmation::kRefuted:
       return "refuted";
-    case Confirmation::kUnavailable:
+    case k3verdict::Confirmation::kUnavailable:
       return "COUNTED";
-    case Confirmation::kInterleaved:
+    case k3verdict::Confirmation::kInterleaved:
       return "interleaved run";
     default:
       return "unconfirmed";
   }
 }
 
-std::string run_line(const RunData& r) {
+std::string run_line(const k3verdict::RunData& r) {
   std::string s =
       fmt::format("{} on {} ({}, {}", short_id(r.run_uuid), r.target, r.host, r.started_at);
   if (!r.finished_at.empty()) s += " .. " + r.finished_at;
   return s + ", " + r.status + ")";
 }
 
-std::string build_line(const BuildInfo& b) {
+std::string build_line(const k3verdict::BuildInfo& b) {
   std::string s =
       fmt::format("{} {}", short_id(b.build_hash), b.variant.empty() ? "" : "(" + b.variant + ")");
   if (!b.label.empty()) s = b.label + " " + s;
@@ -63,7 +63,7 @@ std::string build_line(const BuildInfo& b) {
   return s;
 }
 
-void section_rules(const Verdict& v, std::string& out) {
+void section_rules(const k3verdict::Verdict& v, std::string& out) {
   if (v.method == "exact-counts") {
     out += wrap("Instruction counts under qemu-user are exact up to each case's measured jitter "
                 "(the range of five identical processes: the untimed part varies by a few "
@@ -102,7 +102,7 @@ void section_rules(const Verdict& v, std::string& out) {
 }
 
 // Instruction-count verdicts: the figures, the exact delta and the jitter, per outcome.
-void section_exact(const Verdict& v, Outcome outcome, const char* title, std::string& out) {
+void section_exact(const k3verdict::Verdict& v, k3verdict::Outcome outcome, const char* title, std::string& out) {
   // The target names the emulated CPU (qemu-vlen<V>): the same case is counted at several VLENs.
   TextTable t({"cell", "on", "base insns", "cand insns", "delta insns", "change", "identical within"},
               {L, L, R, R, R, R, R});
@@ -116,14 +116,14 @@ void section_exact(const Verdict& v, Outcome outcome, const char* title, std::st
   if (!t.empty()) out += fmt::format("### {}\n\n", title) + t.markdown() + "\n";
 }
 
-void section_regressions(const Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, Outcome::kRegression, "More instructions", out);
+void section_regressions(const k3verdict::Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kRegression, "More instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "confirmation"},
               {L, R, R, R, R, L});
   std::vector<std::string> notes;
   for (const auto& c : v.cells) {
-    if (c.timing.outcome != Outcome::kRegression) continue;
+    if (c.timing.outcome != k3verdict::Outcome::kRegression) continue;
     t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value), confirmation_text(c.timing)});
     if (!c.timing.confirm_note.empty()) notes.push_back(c.label + ": " + c.timing.confirm_note);
@@ -134,13 +134,13 @@ void section_regressions(const Verdict& v, std::string& out) {
   if (!notes.empty()) out += "\n";
 }
 
-void section_improvements(const Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, Outcome::kImprovement, "Fewer instructions", out);
+void section_improvements(const k3verdict::Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kImprovement, "Fewer instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "speed-up [95% CI]"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
-    if (c.timing.outcome != Outcome::kImprovement) continue;
+    if (c.timing.outcome != k3verdict::Outcome::kImprovement) continue;
     const auto& s = c.timing.speedup;
     t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value),
@@ -158,13 +158,13 @@ void section_improvements(const Verdict& v, std::string& out) {
         "\n";
 }
 
-void section_unchanged(const Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, Outcome::kUnchanged, "Identical", out);
+void section_unchanged(const k3verdict::Verdict& v, std::string& out) {
+  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kUnchanged, "Identical", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "unchanged within"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
-    if (c.timing.outcome != Outcome::kUnchanged) continue;
+    if (c.timing.outcome != k3verdict::Outcome::kUnchanged) continue;
     t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
            p_text(c.timing.cmp.p_value),
            fmt::format("+-{:.1f}%", 100 * std::max(c.timing.cmp.mde, c.timing.threshold))});
@@ -172,7 +172,7 @@ void section_unchanged(const Verdict& v, std::string& out) {
   if (!t.empty()) out += "### Unchanged\n\n" + t.markdown() + "\n";
 }
 
-void section_accuracy(const Verdict& v, std::string& out) {
+void section_accuracy(const k3verdict::Verdict& v, std::string& out) {
   std::string lines;
   for (const auto& c : v.cells) {
     const auto& a = c.accuracy;
@@ -202,7 +202,7 @@ void section_accuracy(const Verdict& v, std::string& out) {
   out += "\n";
 }
 
-void section_failed(const Verdict& v, std::string& out) {
+void section_failed(const k3verdict::Verdict& v, std::string& out) {
   if (!v.failed.empty()) {
     out += "### Failed cells\n\n";
     for (const auto& f : v.failed)
@@ -221,16 +221,16 @@ void section_failed(const Verdict& v, std::string& out) {
   if (!v.only_in_baseline.empty() || !v.only_in_candidate.empty()) out += "\n";
 }
 
-void section_figures(const RunData& run, std::string& out) {
+void section_figures(const k3verdict::RunData& run, std::string& out) {
   out += "## Figures per model and op\n\n";
-  std::map<std::pair<std::string, std::string>, std::vector<const CellFigures*>> groups;
+  std::map<std::pair<std::string, std::string>, std::vector<const k3verdict::CellFigures*>> groups;
   for (const auto& c : run.cells) groups[{c.model, c.op}].push_back(&c);
   for (const auto& [key, cells] : groups) {
     // The kernel layer goes into the heading when every cell of the group that ran (a failed
     // cell has none) ran the same one.
     std::string path;
     bool same = true;
-    for (const CellFigures* c : cells) {
+    for (const k3verdict::CellFigures* c : cells) {
       if (c->path.empty()) continue;
       same = same && (path.empty() || c->path == path);
       path = c->path;
@@ -239,12 +239,12 @@ void section_figures(const RunData& run, std::string& out) {
     const bool path_in_heading = !path.empty() && path != "none";
     out += fmt::format("### {}{}{}\n\n", key.first.empty() ? "" : key.first + " / ", key.second,
                        path_in_heading ? " (" + path + ")" : "");
-    const PerCall& pc = run.per_call;
+    const k3verdict::PerCall& pc = run.per_call;
     TextTable t({"cell", "P", std::string("mean ") + pc.unit(), std::string("95% CI ") + pc.unit(),
                  "CV", "GB/s", "GOPS", "err/bnd"},
                 {L, R, R, R, R, R, R, R});
     std::vector<std::string> failed;
-    for (const CellFigures* c : cells) {
+    for (const k3verdict::CellFigures* c : cells) {
       // The op is the heading: the row names the shape and parameters.
       const std::string rest =
           c->label.rfind(c->op + " ", 0) == 0 ? c->label.substr(c->op.size() + 1) : c->label;
@@ -378,12 +378,12 @@ void section_provenance(const Report& r, std::string& out) {
 
 }  // namespace
 
-std::string verdict_headline(const Verdict& v) {
+std::string verdict_headline(const k3verdict::Verdict& v) {
   int timing = 0, accuracy = 0, unconfirmed = 0;
   for (const auto& c : v.cells) {
     timing += c.timing_regression();
     accuracy += c.accuracy_regression();
-    unconfirmed += c.timing.outcome == Outcome::kRegression && !c.timing_regression();
+    unconfirmed += c.timing.outcome == k3verdict::Outcome::kRegression && !c.timing_regression();
   }
   const int regressions = v.regressions();
   const bool counts = v.method == "exact-counts";
@@ -401,7 +401,7 @@ std::string verdict_headline(const Verdict& v) {
   return s;
 }
 
-std::string verdict_markdown(const Verdict& v) {
+std::string verdict_markdown(const k3verdict::Verdict& v) {
   std::string out = "## Verdict: " + verdict_headline(v) + "\n\n";
   out += wrap(v.baseline_run == v.candidate_run
                   ? fmt::format("Candidate build {} against baseline build {}, both in run {}.",

@@ -14,9 +14,9 @@ std::string summary_markdown(const Report& report);
 
 // The verdict section alone ("## Verdict ..." to the end of the failed cells): what `k3tune
 // compare` prints.
-std::string verdict_markdown(const Verdict& verdict);
+std::string verdict_markdown(const k3verdict::Verdict& verdict);
 
 // "1 REGRESSION, 2 improvements, 5 unchanged, 1 failed" (or "clean: ...").
-std::string verdict_headline(const Verdict& verdict);
+std::string verdict_headline(const k3verdict::Verdict& verdict);
 
 }  // namespace k3reports

@@ -2,14 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 
 #include "reports/boards.h"
 #include "harness/host/store/database.h"
-#include "reports/html.h"
-#include "reports/markdown.h"
 #include "harness/host/store/probes.h"
 #include "reports/report_error.h"
 #include "harness/host/store/results.h"
@@ -27,17 +24,10 @@ std::unique_ptr<k3store::Connection> open_read_only(const std::string& path) {
   }
 }
 
-std::optional<k3store::NoiseFloorRecord> noise_floor(k3store::Connection& db, const RunData& run,
-                                                     const RegressionConfig& config) {
+std::optional<k3store::NoiseFloorRecord> noise_floor(k3store::Connection& db, const k3verdict::RunData& run,
+                                                     const k3verdict::RegressionConfig& config) {
   if (!config.use_noise_floor) return std::nullopt;
   return k3store::latest_noise_floor(db, run.target, run.cpu_model);
-}
-
-void write_file(const fs::path& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  out.close();
-  if (!out) throw ReportError(fmt::format("{}: cannot write", path.string()));
 }
 
 }  // namespace
@@ -49,7 +39,7 @@ int Report::exit_code() const {
   return kReportClean;
 }
 
-std::vector<std::string> keep_run_runners(const RunData& run, const std::string& runners_dir) {
+std::vector<std::string> keep_run_runners(const k3verdict::RunData& run, const std::string& runners_dir) {
   std::vector<std::string> notes;
   for (const auto& b : run.builds) {
     const auto kept = keep_runner(runners_dir, b.build_hash, b.binary_path);
@@ -61,28 +51,28 @@ std::vector<std::string> keep_run_runners(const RunData& run, const std::string&
 
 std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const std::string& run_uuid,
                                             const std::string& rules_file) {
-  const RegressionConfig config = load_regression_config(rules_file);
+  const k3verdict::RegressionConfig config = k3verdict::load_regression_config(rules_file);
   auto db = open_read_only(db_path);
   auto judged = std::make_unique<JudgedRun>();
-  judged->run = load_run(*db, run_uuid);
-  judged->verdict = compare_within_run(judged->run, config, noise_floor(*db, judged->run, config));
+  judged->run = k3verdict::load_run(*db, run_uuid);
+  judged->verdict = k3verdict::compare_within_run(judged->run, config, noise_floor(*db, judged->run, config));
   return judged;
 }
 
 std::unique_ptr<JudgedRun> judge_table_within_run(const std::string& db_path,
                                                   const std::string& run_uuid,
                                                   const std::string& rules_file) {
-  const RegressionConfig config = load_regression_config(rules_file);
+  const k3verdict::RegressionConfig config = k3verdict::load_regression_config(rules_file);
   auto db = open_read_only(db_path);
   auto judged = std::make_unique<JudgedRun>();
-  judged->run = load_run(*db, run_uuid);
+  judged->run = k3verdict::load_run(*db, run_uuid);
   judged->verdict =
-      compare_table_within_run(judged->run, config, noise_floor(*db, judged->run, config));
+      k3verdict::compare_table_within_run(judged->run, config, noise_floor(*db, judged->run, config));
   return judged;
 }
 
-Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
-  Verdict v = judge_within_run(db_path, run_uuid, rules_file)->verdict;
+k3verdict::Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file) {
+  k3verdict::Verdict v = judge_within_run(db_path, run_uuid, rules_file)->verdict;
   for (auto& c : v.cells) c.a = c.b = nullptr;  // they pointed into the run, gone with it
   return v;
 }
@@ -94,31 +84,31 @@ Report build_report(const ReportRequest& request) {
   r.command_line = request.command_line;
   r.db_path = request.db_path;
   r.boards_dir = request.boards_dir;
-  const RegressionConfig config =
-      request.rules_file.empty() ? RegressionConfig{} : load_regression_config(request.rules_file);
+  const k3verdict::RegressionConfig config =
+      request.rules_file.empty() ? k3verdict::RegressionConfig{} : k3verdict::load_regression_config(request.rules_file);
   r.rules_file = config.source;
   const std::vector<Board> boards = load_boards(request.boards_dir);
 
   auto db = open_read_only(request.db_path);
-  r.run = load_run(*db, request.run.empty() ? latest_run(*db) : request.run);
+  r.run = k3verdict::load_run(*db, request.run.empty() ? k3verdict::latest_run(*db) : request.run);
   if (request.baseline == "previous") {
-    const std::string previous = previous_comparable_run(*db, r.run);
+    const std::string previous = k3verdict::previous_comparable_run(*db, r.run);
     if (previous.empty()) {
       r.verdict_note =
           "no earlier run on target " + r.run.target + " shares a configuration with this run";
     } else {
-      r.baseline = load_run(*db, previous);
+      r.baseline = k3verdict::load_run(*db, previous);
     }
   } else if (!request.baseline.empty()) {
-    r.baseline = load_run(*db, request.baseline);
+    r.baseline = k3verdict::load_run(*db, request.baseline);
     if (r.baseline->run_uuid == r.run.run_uuid)
       throw ReportError("--baseline names the reported run itself");
   }
   const auto floor = noise_floor(*db, r.run, config);
   if (r.baseline) {
-    r.verdict = compare_runs(*r.baseline, r.run, config, floor);
+    r.verdict = k3verdict::compare_runs(*r.baseline, r.run, config, floor);
   } else if (r.run.builds.size() == 2 && !r.run.builds.front().label.empty()) {
-    r.verdict = compare_within_run(r.run, config, floor);
+    r.verdict = k3verdict::compare_within_run(r.run, config, floor);
   } else if (r.verdict_note.empty()) {
     r.verdict_note =
         "no baseline: figures only (--baseline RUN or --baseline previous for a verdict)";
@@ -149,27 +139,6 @@ Report build_report(const ReportRequest& request) {
     r.verdict->confirm_requested = true;  // within one run: already interleaved
   }
   return r;
-}
-
-std::vector<std::string> write_report(const Report& report, const ReportRequest& request) {
-  const fs::path dir = request.out_dir;
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir))
-    throw ReportError(fmt::format("{}: cannot create the output directory", dir.string()));
-  // The HTML first: it needs the vendored scripts, and a report is all or nothing.
-  std::string html;
-  if (request.html) html = report_html(report, request.js_dir);
-  std::vector<std::string> files;
-  write_file(dir / "summary.md", summary_markdown(report));
-  files.push_back((dir / "summary.md").string());
-  write_file(dir / "report.json", report_json(report).dump(2) + "\n");
-  files.push_back((dir / "report.json").string());
-  if (request.html) {
-    write_file(dir / "report.html", html);
-    files.push_back((dir / "report.html").string());
-  }
-  return files;
 }
 
 }  // namespace k3reports

@@ -16,12 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/confirm.h"
-#include "reports/regression_config.h"
+#include "harness/host/verdict/regression_config.h"
 #include "reports/roofline.h"
-#include "reports/run_data.h"
+#include "harness/host/verdict/run_data.h"
 #include "reports/trends.h"
 #include "reports/tuning.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/verdict.h"
 
 namespace k3reports {
 
@@ -53,9 +53,9 @@ struct ReportRequest {
 
 struct Report {
   std::string generated_at, generator, command_line, db_path, rules_file, boards_dir;
-  RunData run;
-  std::optional<RunData> baseline;
-  std::optional<Verdict> verdict;
+  k3verdict::RunData run;
+  std::optional<k3verdict::RunData> baseline;
+  std::optional<k3verdict::Verdict> verdict;
   std::string verdict_note;  // why there is no verdict
   Trends trends;
   Roofline roofline;
@@ -65,18 +65,18 @@ struct Report {
 };
 
 // Keeps the runner binaries of every build of `run` (runner_store.h); one line per build.
-std::vector<std::string> keep_run_runners(const RunData& run, const std::string& runners_dir);
+std::vector<std::string> keep_run_runners(const k3verdict::RunData& run, const std::string& runners_dir);
 
 // Reads everything, runs the confirm step if asked; ReportError on anything that prevents it.
 // The within-run verdict of a stored run that measured two builds interleaved (bench
 // --baseline-runner): exactly what `k3tune report RUN` decides for it (rules from `rules_file`,
 // the target's noise floor from the database). ReportError when the run has not two builds.
 // The cells' a/b figures are not kept (null): judge_within_run keeps them with their run.
-Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file);
+k3verdict::Verdict within_run_verdict(const std::string& db_path, const std::string& run_uuid, const std::string& rules_file);
 // The same verdict with the run it judged, whose cells the verdict's a/b point into.
 struct JudgedRun {
-  RunData run;
-  Verdict verdict;
+  k3verdict::RunData run;
+  k3verdict::Verdict verdict;
 };
 std::unique_ptr<JudgedRun> judge_within_run(const std::string& db_path, const std::string& run_uuid,
                                             const std::string& rules_file);
@@ -86,10 +86,6 @@ std::unique_ptr<JudgedRun> judge_table_within_run(const std::string& db_path,
                                                   const std::string& rules_file);
 
 Report build_report(const ReportRequest& request);
-
-// Writes summary.md, report.json and (unless request.html is false) report.html into the output
-// directory; returns the paths written. ReportError when a file cannot be written.
-std::vector<std::string> write_report(const Report& report, const ReportRequest& request);
 
 nlohmann::json report_json(const Report& report);
 

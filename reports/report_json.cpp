@@ -11,7 +11,7 @@ nlohmann::json opt(const std::optional<double>& v) {
   return v && std::isfinite(*v) ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-nlohmann::json build_json(const BuildInfo& b) {
+nlohmann::json build_json(const k3verdict::BuildInfo& b) {
   return {
       {"build_hash", b.build_hash},
       {"label", b.label},
@@ -30,7 +30,7 @@ nlohmann::json build_json(const BuildInfo& b) {
 
 // Per-call figures keep their *_ns names in every run; `per_call_unit` of the run says whether
 // they are nanoseconds or instructions (count runs), and rates exist only for timed runs.
-nlohmann::json cell_json(const CellFigures& c, const PerCall& per_call) {
+nlohmann::json cell_json(const k3verdict::CellFigures& c, const k3verdict::PerCall& per_call) {
   nlohmann::json j = {{"label", c.label},
                       {"op", c.op},
                       {"model", c.model},
@@ -64,7 +64,7 @@ nlohmann::json cell_json(const CellFigures& c, const PerCall& per_call) {
   return j;
 }
 
-nlohmann::json run_json(const RunData& r) {
+nlohmann::json run_json(const k3verdict::RunData& r) {
   nlohmann::json builds = nlohmann::json::array(), cells = nlohmann::json::array();
   for (const auto& b : r.builds) builds.push_back(build_json(b));
   for (const auto& c : r.cells) cells.push_back(cell_json(c, r.per_call));

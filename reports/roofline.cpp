@@ -4,7 +4,7 @@
 
 namespace k3reports {
 
-Roofline build_roofline(const RunData& run, const std::vector<Board>& boards,
+Roofline build_roofline(const k3verdict::RunData& run, const std::vector<Board>& boards,
                         const std::optional<k3store::TargetProbeRecord>& probe) {
   Roofline r;
   r.probe = probe;

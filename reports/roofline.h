@@ -12,7 +12,7 @@
 
 #include "reports/boards.h"
 #include "harness/host/store/probes.h"
-#include "reports/run_data.h"
+#include "harness/host/verdict/run_data.h"
 
 namespace k3reports {
 
@@ -31,7 +31,7 @@ struct Roofline {
   std::optional<k3store::TargetProbeRecord> probe;
 };
 
-Roofline build_roofline(const RunData& run, const std::vector<Board>& boards,
+Roofline build_roofline(const k3verdict::RunData& run, const std::vector<Board>& boards,
                         const std::optional<k3store::TargetProbeRecord>& probe);
 
 }  // namespace k3reports

@@ -24,12 +24,12 @@ std::string bound(const std::string& text, const char* option, bool upper) {
 
 }  // namespace
 
-std::string window_until(const TrendWindow& window, const RunData& run) {
+std::string window_until(const TrendWindow& window, const k3verdict::RunData& run) {
   return window.until.empty() ? run.started_at : bound(window.until, "--until", true);
 }
 
-Trends load_trends(k3store::Connection& db, const RunData& run, const TrendWindow& window,
-                   const RegressionConfig& config) {
+Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const TrendWindow& window,
+                   const k3verdict::RegressionConfig& config) {
   Trends t;
   const std::string since = window.since.empty() ? "" : bound(window.since, "--since", false);
   const std::string until = window_until(window, run);
@@ -56,7 +56,7 @@ Trends load_trends(k3store::Connection& db, const RunData& run, const TrendWindo
     s.label = c.label;
     s.op = c.op;
     s.model = c.model;
-    s.shape = shape_text(c.shape);
+    s.shape = k3verdict::shape_text(c.shape);
     by_key.emplace(c.config_key, std::move(s));
   }
   auto cells = db.prepare(
@@ -69,7 +69,7 @@ Trends load_trends(k3store::Connection& db, const RunData& run, const TrendWindo
     cells.bind(1, id);
     while (cells.step()) {
       const std::string key =
-          config_key(run.target, cells.text(3), nlohmann::json::parse(cells.text(4)),
+          k3verdict::config_key(run.target, cells.text(3), nlohmann::json::parse(cells.text(4)),
                      nlohmann::json::parse(cells.text(5)), nlohmann::json::parse(cells.text(6)));
       auto it = by_key.find(key);
       if (it == by_key.end() || cells.is_null(7)) continue;

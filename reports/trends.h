@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "reports/change_points.h"
-#include "reports/regression_config.h"
-#include "reports/run_data.h"
+#include "harness/host/verdict/regression_config.h"
+#include "harness/host/verdict/run_data.h"
 #include "harness/host/store/sqlite.h"
 
 namespace k3reports {
@@ -41,10 +41,10 @@ struct Trends {
 
 // The window's upper bound as a timestamp: --until (a bare date: the end of that day), else the
 // run's start. ReportError when the date is malformed.
-std::string window_until(const TrendWindow& window, const RunData& run);
+std::string window_until(const TrendWindow& window, const k3verdict::RunData& run);
 
 // ReportError when a date is malformed.
-Trends load_trends(k3store::Connection& db, const RunData& run, const TrendWindow& window,
-                   const RegressionConfig& config);
+Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const TrendWindow& window,
+                   const k3verdict::RegressionConfig& config);
 
 }  // namespace k3reports

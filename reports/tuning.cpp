@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "reports/value_text.h"
+#include "harness/host/verdict/value_text.h"
 
 namespace k3reports {
 namespace {
@@ -54,7 +54,7 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
     std::map<std::string, std::map<std::string, int>> values;
     for (const auto& p : points)
       for (const auto& [k, v] : p.config.items())
-        if (p.measured) ++values[k][value_text(v)];
+        if (p.measured) ++values[k][k3verdict::value_text(v)];
     auto rarest = [&](const std::string& k) {
       int n = 0;
       for (const auto& [v, count] : values[k]) n = n == 0 ? count : std::min(n, count);
@@ -81,9 +81,9 @@ std::vector<Heatmap> heatmaps_of(const std::string& session, const std::string& 
     std::map<std::pair<std::string, std::string>, HeatCell> cells;
     std::set<std::string> xs, ys;
     for (const auto& p : points) {
-      const std::string x = p.config.contains(h.x_knob) ? value_text(p.config[h.x_knob]) : "-";
+      const std::string x = p.config.contains(h.x_knob) ? k3verdict::value_text(p.config[h.x_knob]) : "-";
       const std::string y = h.y_knob.empty()              ? "all"
-                            : p.config.contains(h.y_knob) ? value_text(p.config[h.y_knob])
+                            : p.config.contains(h.y_knob) ? k3verdict::value_text(p.config[h.y_knob])
                                                           : "-";
       xs.insert(x);
       ys.insert(y);
@@ -149,7 +149,7 @@ std::string evidence_value_text(const EntryEvidence& e, const std::optional<doub
   return fmt::format("{:.4g} {}", *value, e.unit);
 }
 
-TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::string& until,
+TuningData load_tuning(k3store::Connection& db, const k3verdict::RunData& run, const std::string& until,
                        int max_sessions) {
   TuningData t;
   if (!has_tables(db)) {
@@ -202,7 +202,7 @@ TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::s
       session.measured += p.measured;
       session.rejected += !p.measured;
       const auto shape = nlohmann::json::parse(points.text(0), nullptr, false);
-      by_shape[shape.is_object() ? shape_text(shape) : points.text(0)].push_back(std::move(p));
+      by_shape[shape.is_object() ? k3verdict::shape_text(shape) : points.text(0)].push_back(std::move(p));
     }
     points.reset();
     for (auto& h : heatmaps_of(session.session_id, op, by_shape))

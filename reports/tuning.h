@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "reports/run_data.h"
+#include "harness/host/verdict/run_data.h"
 #include "harness/host/store/sqlite.h"
 
 namespace k3reports {
@@ -69,7 +69,7 @@ struct TuningData {
 };
 
 // Sessions of the run's target created up to `until` (the newest `max_sessions`) and their tables.
-TuningData load_tuning(k3store::Connection& db, const RunData& run, const std::string& until,
+TuningData load_tuning(k3store::Connection& db, const k3verdict::RunData& run, const std::string& until,
                        int max_sessions = 5);
 
 }  // namespace k3reports

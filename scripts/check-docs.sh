@@ -8,13 +8,13 @@
 #       a link target relative to the doc, as Markdown resolves it, and its #anchor among the
 #       target's headings; configs/farm.toml, which a user copies from configs/farm.example.toml,
 #       counts as present);
-#   (b) a `k3tune SUBCOMMAND` is not a subcommand harness/app/cli/*.cpp defines (add_subcommand), a
+#   (b) a `k3tune SUBCOMMAND` is not a subcommand apps/cli/*.cpp defines (add_subcommand), a
 #       nested word (`db export`, `table verify`, `tcm status`) is not one of its subcommands, or
 #       an option given to it is not one the CLI declares (add_option/add_flag), or a global
 #       option (--db, --json, -q, ...) follows a subcommand that does not pass it on (fallthrough);
 #   (c) a `k3bench --flag` is not an option the runner declares (harness/runner/);
 #   (d) the exit-code table of docs/cli.md does not list exactly the codes of `enum Exit` in
-#       harness/app/cli/app_context.h (and, when docs/k3bench.md has one, the k3bench table exactly
+#       apps/cli/app_context.h (and, when docs/k3bench.md has one, the k3bench table exactly
 #       those of `enum ExitCode` in harness/runner/errors.h), with the constant names matching.
 # Only code (spans and blocks) is read for commands, so prose may say "k3tune" freely. No build,
 # no network: it parses the sources. Usage: scripts/check-docs.sh [SOURCE_ROOT]; exit 1 on any
@@ -62,7 +62,7 @@ declare -A file_flags=()    # file -> the options among those that take no value
 declare -A sub_fallthrough=()  # top-level subcommands that accept the global options after them
 re_var='^auto\* *([A-Za-z_][A-Za-z0-9_]*) *= *'
 re_sub='([A-Za-z_][A-Za-z0-9_]*)(\.|->)add_subcommand\( *"([^"]+)"'
-for f in harness/app/cli/*.cpp; do
+for f in apps/cli/*.cpp; do
   declare -A var_name=()
   while IFS= read -r m; do
     var=""
@@ -94,17 +94,17 @@ for f in harness/app/cli/*.cpp; do
   file_flags[$f]=$flags
 done
 # Options shared through a helper: a command that calls add_place_options() has --target, --farm,
-# --board and --tag (harness/app/cli/measuring_place.cpp).
-for f in harness/app/cli/*.cpp; do
-  [ "$f" = harness/app/cli/measuring_place.cpp ] && continue
+# --board and --tag (apps/cli/measuring_place.cpp).
+for f in apps/cli/*.cpp; do
+  [ "$f" = apps/cli/measuring_place.cpp ] && continue
   if grep -q 'add_place_options(' "$f"; then
-    file_opts[$f]+="${file_opts[harness/app/cli/measuring_place.cpp]# } "
+    file_opts[$f]+="${file_opts[apps/cli/measuring_place.cpp]# } "
   fi
 done
-global_opts=" --help -h${file_opts[harness/app/cli/main.cpp]:- } "
-global_flags=" --help -h${file_flags[harness/app/cli/main.cpp]:- } "
+global_opts=" --help -h${file_opts[apps/cli/main.cpp]:- } "
+global_flags=" --help -h${file_flags[apps/cli/main.cpp]:- } "
 if [ ${#sub_file[@]} -eq 0 ]; then
-  problem "check-docs: no add_subcommand(\"...\") found in harness/app/cli/*.cpp"
+  problem "check-docs: no add_subcommand(\"...\") found in apps/cli/*.cpp"
 fi
 
 runner_sources=$(find harness/runner -name '*.cpp' -o -name '*.h' | sort)
@@ -320,7 +320,7 @@ check_commands() {  # doc line text
       if [ "$o" = --build ] && [[ $w == */k3tune ]]; then
         :  # scripts/k3tune --build: the wrapper's own option
       elif [[ $global_opts != *" $o "* ]]; then
-        problem "$doc:$line: 'k3tune $o': not a global option of k3tune (harness/app/cli/main.cpp)"
+        problem "$doc:$line: 'k3tune $o': not a global option of k3tune (apps/cli/main.cpp)"
       elif [[ $global_flags != *" $o "* && ${words[$j]} != *=* ]]; then
         j=$((j + 1))  # its value
       fi
@@ -444,7 +444,7 @@ done
 tables=0
 if [ -e docs/cli.md ]; then
   tables=$((tables + 1))
-  check_exit_table docs/cli.md harness/app/cli/app_context.h Exit
+  check_exit_table docs/cli.md apps/cli/app_context.h Exit
 else
   problem "docs/cli.md: missing (it holds the k3tune exit-code table)"
 fi

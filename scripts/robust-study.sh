@@ -17,7 +17,7 @@ trials=${1:-20000}
 seed=${SEED:-1}
 k3tune=${K3TUNE:-}
 if [ -z "$k3tune" ]; then
-  for c in "$root/build/k3tune-host/harness/app/cli/k3tune" "$root/build/test/harness/app/cli/k3tune"; do
+  for c in "$root/build/k3tune-host/apps/cli/k3tune" "$root/build/test/apps/cli/k3tune"; do
     [ -x "$c" ] && k3tune=$c && break
   done
 fi

@@ -224,7 +224,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     SearchSpace space = SearchSpace::load(file);
     space.check(catalog.op(job.op, file), with_shape(facts, job.shape));
     // Where a time objective means something, by the kind of place: local, ssh (a board), qemu.
-    const std::string kind = target.emulated() ? "qemu" : target.config().kind;
+    const std::string kind =
+        target.emulated() ? "qemu" : k3targets::to_string(target.config().kind);
     const auto& where = space.meaningful_on();
     if (time && !c.force && !where.empty() &&
         std::find(where.begin(), where.end(), kind) == where.end())

@@ -14,13 +14,31 @@
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
-#include "reports/regression_config.h"
-#include "reports/report_error.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/regression_config.h"
+#include "harness/host/verdict/verdict.h"
+#include "harness/host/verdict/verdict_error.h"
 #include "tuner/objective.h"
 #include "tuner/table.h"
 
 namespace k3tuner {
+
+const char* to_string(EntryVerdict verdict) {
+  switch (verdict) {
+    case EntryVerdict::kFaster:
+      return "faster";
+    case EntryVerdict::kSlower:
+      return "slower";
+    case EntryVerdict::kNoDifference:
+      return "no difference";
+    case EntryVerdict::kFailed:
+      break;
+  }
+  return "failed";
+}
+
+std::string VerifiedEntry::verdict_text() const {
+  return verdict == EntryVerdict::kFailed ? "failed: " + failure : to_string(verdict);
+}
 namespace {
 
 // A shape of the class: the class's keys, buckets at their upper end (the shape the tuner's
@@ -106,7 +124,7 @@ SidesMeasured measure_in_rounds(TimeObjective& objective, const Pair& p, int pro
 // repetitions, so twice the chance of a disturbance on a busy machine).
 SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
                                        const VerifyCommand& c, double mde_target,
-                                       const k3reports::RegressionConfig& rules) {
+                                       const k3verdict::RegressionConfig& rules) {
   SidesMeasured out;
   k3bench::CellSpec both = p.defaults;
   both.settings.params_b = p.tuned.params;
@@ -139,11 +157,11 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
         k3stats::signed_rank_mde_from_magnitudes(log_ratios, rules.alpha, rules.power);
     // A real difference keeps the magnitudes, and so this MDE, large: such an entry runs to the
     // ceiling (its verdict is decided long before; the sign-free rule cannot see that).
-    out.stop_reason =
-        reached ? fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%", 100 * mde,
-                              100 * mde_target)
-                : fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)", most,
-                              100 * mde, 100 * mde_target);
+    out.stop_reason = reached
+                          ? fmt::format("sign-free MDE {:.1f}% within the target {:.1f}%",
+                                        100 * mde, 100 * mde_target)
+                          : fmt::format("max processes ({}; sign-free MDE {:.1f}%, target {:.1f}%)",
+                                        most, 100 * mde, 100 * mde_target);
     return out;
   }
   out.stop_reason = "too many disturbed processes";
@@ -155,7 +173,8 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
 VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
   VerifyOutcome out;
   const nlohmann::json table = read_table(c.table);
-  const auto problems = validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
+  const auto problems =
+      validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
   if (!problems.empty()) throw k3bench::UserError(fmt::format("{}: {}", c.table, problems.front()));
   if (c.processes < 2)
     throw k3bench::UserError("--processes: at least 2 per side (a CI needs two pairs)");
@@ -175,11 +194,11 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   if (out.facts.emulated_target && !c.force)
     throw k3bench::UserError(fmt::format(
         "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
-  k3reports::RegressionConfig rules;
+  k3verdict::RegressionConfig rules;
   try {
-    rules = k3reports::load_regression_config(
+    rules = k3verdict::load_regression_config(
         c.rules_file.empty() ? c.root + "/configs/regression.toml" : c.rules_file);
-  } catch (const k3reports::ReportError& e) {
+  } catch (const k3verdict::VerdictError& e) {
     throw k3bench::UserError(e.what());
   }
   out.rules = rules.source;
@@ -237,10 +256,10 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     const double mde_target =
         c.design == "rounds" || c.mde == 0 || !sequential
             ? 0
-            : (c.mde > 0 ? c.mde : k3reports::verdict_threshold(p.entry.op, rules, noise_floor));
-    const SidesMeasured m =
-        c.design == "rounds" ? measure_in_rounds(objective, p, c.processes)
-                             : measure_within_processes(objective, p, c, mde_target, rules);
+            : (c.mde > 0 ? c.mde : k3verdict::verdict_threshold(p.entry.op, rules, noise_floor));
+    const SidesMeasured m = c.design == "rounds"
+                                ? measure_in_rounds(objective, p, c.processes)
+                                : measure_within_processes(objective, p, c, mde_target, rules);
     p.entry.mde_target = mde_target;
     p.entry.stop_reason = m.stop_reason;
     const Candidate& tuned = m.tuned;
@@ -248,15 +267,15 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     const std::string& failure = m.failure;
     VerifiedEntry& v = p.entry;
     // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
-    const k3reports::TimingVerdict t =
-        failure.empty() ? k3reports::paired_timing_verdict(p.entry.op, defaults.rounds,
-                                                           defaults.values, tuned.rounds,
-                                                           tuned.values, rules, noise_floor)
-                        : k3reports::TimingVerdict{};
-    if (!failure.empty() || t.outcome == k3reports::Outcome::kNotCompared) {
-      v.verdict = "failed: " + (failure.empty() ? "too many disturbed processes (" +
-                                                      t.not_compared + ")"
-                                                : failure);
+    const k3verdict::TimingVerdict t =
+        failure.empty()
+            ? k3verdict::paired_timing_verdict(p.entry.op, defaults.rounds, defaults.values,
+                                               tuned.rounds, tuned.values, rules, noise_floor)
+            : k3verdict::TimingVerdict{};
+    if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
+      v.verdict = EntryVerdict::kFailed;
+      v.failure =
+          failure.empty() ? "too many disturbed processes (" + t.not_compared + ")" : failure;
       ++out.failed;
     } else {
       const auto ci = k3stats::t_interval(tuned.values);
@@ -272,14 +291,14 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
       v.evidence.paired_rounds = tuned.measurements();
       v.threshold = t.threshold;
       v.mde = t.cmp.mde;
-      if (t.outcome == k3reports::Outcome::kImprovement) {
-        v.verdict = "faster";
+      if (t.outcome == k3verdict::Outcome::kImprovement) {
+        v.verdict = EntryVerdict::kFaster;
         ++out.faster;
-      } else if (t.outcome == k3reports::Outcome::kRegression) {
-        v.verdict = "slower";
+      } else if (t.outcome == k3verdict::Outcome::kRegression) {
+        v.verdict = EntryVerdict::kSlower;
         ++out.slower;
       } else {
-        v.verdict = "no difference";
+        v.verdict = EntryVerdict::kNoDifference;
         ++out.same;
       }
       log_sum += std::log(v.evidence.speedup);

@@ -1,7 +1,7 @@
 // `k3tune table verify`: re-measures a table's choices against the kernel defaults on a target,
 // interleaved, and reports the realised speed-up per entry with its
 // 95% interval and an overall verdict. Each entry is judged by the one within-run A/B rule
-// (k3reports::paired_timing_verdict, the rule of bench --baseline-runner and report): faster or
+// (k3verdict::paired_timing_verdict, the rule of bench --baseline-runner and report): faster or
 // slower only when significant and at least the op's minimum effect of the regression rules,
 // raised to the target's noise floor. Measurements land in the database as a run.
 //
@@ -41,14 +41,23 @@ struct VerifyCommand {
   bool force = false;  // a table whose fingerprint is not the target's, or an emulated target
 };
 
+// An entry against the defaults: the table's parameters faster, slower, no different (within the
+// MDE), or not judged (failed: the reason is the entry's `failure`).
+enum class EntryVerdict { kFaster, kSlower, kNoDifference, kFailed };
+const char* to_string(EntryVerdict verdict);  // "faster", "slower", "no difference", "failed"
+
 struct VerifiedEntry {
-  std::string id, op, verdict;  // faster | slower | no difference | failed: <reason>
-  double threshold = 0;  // the minimum effect the verdict applied (op's, or the noise floor)
-  double mde = 0;        // "no difference" means within +-mde
+  std::string id, op;
+  EntryVerdict verdict = EntryVerdict::kFailed;
+  std::string failure;  // why it could not be judged (kFailed)
+  // "faster", "slower", "no difference", "failed: <reason>": what outputs print.
+  std::string verdict_text() const;
+  double threshold = 0;     // the minimum effect the verdict applied (op's, or the noise floor)
+  double mde = 0;           // "no difference" means within +-mde
   double mde_target = 0;    // the MDE the processes were added for (0: a fixed count)
   std::string stop_reason;  // which rule ended the entry's processes
   nlohmann::json shape, params;
-  Evidence evidence;  // mean = with the table's parameters; default_mean; speedup with its CI
+  Evidence evidence;   // mean = with the table's parameters; default_mean; speedup with its CI
   double claimed = 0;  // the speed-up the table's evidence claims
 };
 

@@ -4,7 +4,7 @@
 
 #include "harness/host/store/database.h"
 #include "reports/html.h"
-#include "reports/regression_config.h"
+#include "harness/host/verdict/regression_config.h"
 
 namespace k3publish {
 namespace {
@@ -21,9 +21,9 @@ PublishOutcome publish(const PublishRequest& rq) {
   const auto start = Clock::now();
   // Everything that can refuse comes first: nothing is written unless all of it passes.
   check_publish_dir(rq.out_dir);
-  const k3reports::RegressionConfig rules = rq.rules_file.empty()
-                                                ? k3reports::RegressionConfig{}
-                                                : k3reports::load_regression_config(rq.rules_file);
+  const k3verdict::RegressionConfig rules = rq.rules_file.empty()
+                                                ? k3verdict::RegressionConfig{}
+                                                : k3verdict::load_regression_config(rq.rules_file);
   const k3reports::VendoredScripts js = k3reports::load_vendored_scripts(rq.js_dir);
   auto db = k3store::open_database(rq.db_path, k3store::OpenMode::kReadOnly);
 

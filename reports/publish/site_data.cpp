@@ -9,9 +9,9 @@
 #include <nlohmann/json.hpp>
 
 #include "reports/change_points.h"
-#include "reports/run_data.h"
-#include "reports/value_text.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/run_data.h"
+#include "harness/host/verdict/value_text.h"
+#include "harness/host/verdict/verdict.h"
 #include "tuner/table.h"
 
 namespace k3publish {
@@ -78,7 +78,7 @@ std::vector<SiteRun> load_runs(k3store::Connection& db) {
     r.source_revision = s.text(4);
     r.started_at = s.text(5);
     r.status = s.text(6);
-    r.counts = k3reports::PerCall::of(json{{"metric", s.text(7)}}).instructions;
+    r.counts = k3verdict::PerCall::of(json{{"metric", s.text(7)}}).instructions;
     index[r.run_uuid] = runs.size();
     runs.push_back(std::move(r));
   }
@@ -125,14 +125,14 @@ void label_series(History& h) {
     keys.push_back(json::parse(s.config_key));
     for (const char* part : {"params", "settings"})
       for (const auto& [k, v] : keys.back()[part].items())
-        values[k].insert(k3reports::value_text(v));
+        values[k].insert(k3verdict::value_text(v));
   }
   for (std::size_t i = 0; i < h.series.size(); ++i) {
     std::string label;
     for (const char* part : {"params", "settings"})
       for (const auto& [k, v] : keys[i][part].items())
         if (values[k].size() > 1)
-          label += (label.empty() ? "" : ",") + k + "=" + k3reports::value_text(v);
+          label += (label.empty() ? "" : ",") + k + "=" + k3verdict::value_text(v);
     h.series[i].label = label.empty() ? h.op + " " + h.shape : label;
   }
   // A key some series lack can leave two labels equal; the chart facets by label, so those name
@@ -153,14 +153,14 @@ std::vector<k3reports::ChangePoint> count_changes(const k3reports::TrendSeries& 
   for (std::size_t i = 1; i < s.points.size(); ++i) {
     const auto& a = s.points[i - 1];
     const auto& b = s.points[i];
-    const auto v = k3reports::exact_count_verdict(a.mean_ns, jitter(a), b.mean_ns, jitter(b));
-    if (v.outcome != k3reports::Outcome::kUnchanged) out.push_back({i, v.cmp.rel_diff, 0.0});
+    const auto v = k3verdict::exact_count_verdict(a.mean_ns, jitter(a), b.mean_ns, jitter(b));
+    if (v.outcome != k3verdict::Outcome::kUnchanged) out.push_back({i, v.cmp.rel_diff, 0.0});
   }
   return out;
 }
 
 std::vector<History> load_histories(k3store::Connection& db, const std::vector<SiteRun>& runs,
-                                    const k3reports::RegressionConfig& rules) {
+                                    const k3verdict::RegressionConfig& rules) {
   std::unordered_map<std::string, bool> counts_run;
   for (const auto& r : runs) counts_run[r.run_uuid] = r.counts;
   // Every figure of a run's own build (the baseline build of an A/B run is the previous night's
@@ -186,7 +186,7 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
     if (id == identities.end()) {
       const json shape = json::parse(s.text(5)), params = json::parse(s.text(6)),
                  measure = json::parse(s.text(7));
-      const auto page = std::make_tuple(s.text(3), s.text(4), k3reports::shape_text(shape));
+      const auto page = std::make_tuple(s.text(3), s.text(4), k3verdict::shape_text(shape));
       auto p = pages.find(page);
       if (p == pages.end()) {
         p = pages.emplace(page, histories.size()).first;
@@ -199,7 +199,7 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
         series.emplace_back();
       }
       id = identities
-               .emplace(text, Identity{p->second, k3reports::config_key(s.text(3), s.text(4), shape,
+               .emplace(text, Identity{p->second, k3verdict::config_key(s.text(3), s.text(4), shape,
                                                                         params, measure)})
                .first;
     }
@@ -350,7 +350,7 @@ void attach_bisections(k3store::Connection& db, std::vector<SiteNight>& nights) 
   }
 }
 
-SiteData load_site(k3store::Connection& db, const k3reports::RegressionConfig& rules) {
+SiteData load_site(k3store::Connection& db, const k3verdict::RegressionConfig& rules) {
   SiteData site;
   site.db_path = db.path();
   std::map<std::string, std::string> night_dirs;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "harness/host/store/sqlite.h"
-#include "reports/regression_config.h"
+#include "harness/host/verdict/regression_config.h"
 #include "reports/trends.h"
 
 namespace k3publish {
@@ -82,6 +82,6 @@ struct SiteData {
 // Reads the whole site from `db`. Change points of timed series: optimal partitioning with
 // Welch's test and the op's minimum effect from `rules` (reports/change_points.h); of counts:
 // a step beyond twice the larger jitter between successive runs (the exact rule of the verdict).
-SiteData load_site(k3store::Connection& db, const k3reports::RegressionConfig& rules);
+SiteData load_site(k3store::Connection& db, const k3verdict::RegressionConfig& rules);
 
 }  // namespace k3publish

@@ -11,7 +11,7 @@
 #include "harness/host/bench/provenance.h"
 #include "reports/charts.h"
 #include "reports/html_parts.h"
-#include "reports/value_text.h"
+#include "harness/host/verdict/value_text.h"
 
 namespace k3publish {
 namespace {
@@ -71,7 +71,7 @@ std::string joined(const std::set<std::string>& items) {
 }
 
 std::string figure_text(const k3reports::TrendPoint& p, bool counts) {
-  const k3reports::PerCall unit{counts};
+  const k3verdict::PerCall unit{counts};
   std::string out = unit.text(p.mean_ns) + " " + unit.unit();
   if (p.ci_low_ns && p.ci_high_ns)
     out += " (" + unit.text(p.ci_low_ns) + " .. " + unit.text(p.ci_high_ns) + ")";
@@ -308,7 +308,7 @@ class SiteRenderer {
   }
 
   std::string history(const History& h) const {
-    const k3reports::PerCall unit{h.counts};
+    const k3verdict::PerCall unit{h.counts};
     std::string b = "<h1>" + esc(h.op + " " + h.shape) + " on " + esc(h.target) + "</h1>\n";
     b += fmt::format(
         "<p>{} of every run that measured it: {} configuration(s), {} figures. Change "

@@ -34,7 +34,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "harness/app/nightly/nightly_store.h"
+#include "apps/nightly/nightly_store.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 

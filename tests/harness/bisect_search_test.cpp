@@ -1,4 +1,4 @@
-// The search of `k3tune bisect` on its own (harness/app/bisect/bisect_search.h), against a brute
+// The search of `k3tune bisect` on its own (apps/bisect/bisect_search.h), against a brute
 // force: for every history length up to 40, every first bad commit and every set of skipped
 // commits drawn at random, the search names the first bad commit, or the smallest range the skips
 // hide it in, in at most ceil(log2 N) decided probes; and the nightly's bisect step exists in the
@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
-#include "harness/app/bisect/bisect_search.h"
-#include "harness/app/nightly/nightly_profile.h"
+#include "apps/bisect/bisect_search.h"
+#include "apps/nightly/nightly_profile.h"
 
 namespace {
 

@@ -182,9 +182,9 @@ TEST_F(FarmScale, TwoHundredFakeBoardsMeasureEveryCellExactlyOnce) {
   const std::size_t peak_fds = fds.stop();
 
   ASSERT_EQ(out.total_cells, static_cast<std::size_t>(cells));
-  EXPECT_EQ(out.count("measured"), cells);
-  EXPECT_EQ(out.count("unmeasured"), 0);
-  EXPECT_EQ(out.count("failed"), 0);
+  EXPECT_EQ(out.count(k3farmbench::CellStatus::kMeasured), cells);
+  EXPECT_EQ(out.count(k3farmbench::CellStatus::kUnmeasured), 0);
+  EXPECT_EQ(out.count(k3farmbench::CellStatus::kFailed), 0);
   expect_each_once(ok_per_cell(db), static_cast<std::size_t>(cells));
   EXPECT_EQ(count(db,
                   "SELECT count(DISTINCT cell_index) FROM farm_sweep_cells WHERE outcome = "
@@ -283,11 +283,13 @@ TEST_F(FarmScale, AKilledControllerLosesNothingCommittedAndResumeMeasuresTheRest
       "samples); resume: %d skipped, %d measured, %d runner processes (%d adopted-cell "
       "processes spared); database writer: %s\n",
       static_cast<long long>(done_at_kill), committed.size(),
-      static_cast<long long>(samples_at_kill), out.count("skipped"), out.count("measured"),
-      out.processes_run, 2 * (cells - static_cast<int>(committed.size())) - out.processes_run,
+      static_cast<long long>(samples_at_kill), out.count(k3farmbench::CellStatus::kSkipped),
+      out.count(k3farmbench::CellStatus::kMeasured), out.processes_run,
+      2 * (cells - static_cast<int>(committed.size())) - out.processes_run,
       out.writes.summary().c_str());
-  EXPECT_EQ(out.count("skipped"), static_cast<int>(committed.size()));
-  EXPECT_EQ(out.count("measured"), cells - static_cast<int>(committed.size()));
+  EXPECT_EQ(out.count(k3farmbench::CellStatus::kSkipped), static_cast<int>(committed.size()));
+  EXPECT_EQ(out.count(k3farmbench::CellStatus::kMeasured),
+            cells - static_cast<int>(committed.size()));
   EXPECT_LE(out.processes_run, 2 * (cells - static_cast<int>(committed.size())));
   expect_each_once(ok_per_cell(db), static_cast<std::size_t>(cells));
   EXPECT_GE(count(db, "SELECT count(*) FROM samples"), samples_at_kill);
@@ -316,11 +318,16 @@ TEST_F(FarmScale, TwoControllersOnOverlappingFakeBoardsShareOneQueue) {
   tb.join();
   const double wall = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("two controllers on %d fake boards: A measured %d, B %d of %d cells; %.1f s\n",
-              boards, a.count("measured"), b.count("measured"), cells, wall);
-  EXPECT_EQ(a.count("measured") + b.count("measured"), cells);
-  EXPECT_GT(a.count("measured"), 0);
-  EXPECT_GT(b.count("measured"), 0);
-  EXPECT_EQ(a.count("unmeasured") + b.count("unmeasured"), 0);
+              boards, a.count(k3farmbench::CellStatus::kMeasured),
+              b.count(k3farmbench::CellStatus::kMeasured), cells, wall);
+  EXPECT_EQ(
+      a.count(k3farmbench::CellStatus::kMeasured) + b.count(k3farmbench::CellStatus::kMeasured),
+      cells);
+  EXPECT_GT(a.count(k3farmbench::CellStatus::kMeasured), 0);
+  EXPECT_GT(b.count(k3farmbench::CellStatus::kMeasured), 0);
+  EXPECT_EQ(
+      a.count(k3farmbench::CellStatus::kUnmeasured) + b.count(k3farmbench::CellStatus::kUnmeasured),
+      0);
   expect_each_once(ok_per_cell(db), static_cast<std::size_t>(cells));
   EXPECT_EQ(count(db, "SELECT count(*) FROM farm_queue_claims WHERE state = 'done'"), cells);
   EXPECT_EQ(count(db, "SELECT count(*) FROM farm_leases"), 0);

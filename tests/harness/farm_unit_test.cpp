@@ -104,7 +104,7 @@ env = { K3_TCM_LIBRARY = "/usr/lib/libspine_tcm.so" }
   EXPECT_EQ(farm.name, "lab");
   ASSERT_EQ(farm.names(), (std::vector<std::string>{"k3-b", "k3-a"}));  // file order
   const auto& a = *farm.find("k3-a");
-  EXPECT_EQ(a.kind, "ssh");
+  EXPECT_EQ(k3targets::to_string(a.kind), std::string("ssh"));
   EXPECT_EQ(a.port, 2222);
   EXPECT_EQ(a.cpus, (std::vector<int>{8, 10, 11}));
   EXPECT_EQ(a.known_hosts, tmp_.path() + "/keys/known_hosts");
@@ -154,7 +154,7 @@ TEST_F(FarmInventory, ShippedExampleAndBuiltInFarmLoad) {
   const auto example = k3farm::load_farm(K3TUNE_ROOT "/configs/farm.example.toml");
   ASSERT_FALSE(example.boards.empty());
   for (const auto& b : example.boards) {
-    EXPECT_EQ(b.kind, "ssh");
+    EXPECT_EQ(k3targets::to_string(b.kind), std::string("ssh"));
     EXPECT_TRUE(b.exec_prefix.empty()) << b.name;
     EXPECT_EQ(b.cpus, (std::vector<int>{8, 9, 10, 11, 12, 13, 14, 15})) << b.name;
     EXPECT_FALSE(b.test_hooks);

@@ -189,7 +189,7 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
   k3store::upsert_build(*db, {"b", "host", "/x", "c", "", "{}", "r", std::nullopt, "test"});
   k3targets::TargetConfig tc;
   tc.name = "local";
-  tc.kind = "local";
+  tc.kind = k3targets::TargetKind::kLocal;
   tc.runner = "/bin/true";
   auto target = k3targets::make_target(tc, "/");
   k3bench::SyntheticExecutor exec(
@@ -229,7 +229,7 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
 TEST_F(HarnessSweepSynthetic, ATableAndTheDefaultsArePairedRoundByRound) {
   k3targets::TargetConfig tc;
   tc.name = "local";
-  tc.kind = "local";
+  tc.kind = k3targets::TargetKind::kLocal;
   tc.runner = "/bin/true";
   auto target = k3targets::make_target(tc, "/");
   std::vector<k3bench::CellSpec> cells;
@@ -502,10 +502,11 @@ TEST(HarnessSelfcheck, WithinProcessBudgetSetByTheMdeKeepsTheTestExact) {
   opt.rounds = {.min_processes = 3, .max_processes = 3};
   const auto r = k3bench::run_selfcheck(exec, {}, opt);
   const auto& w = r.within;
-  std::printf("  within, MDE budget: false positives %.2f%%, +3%% detected %.1f%%, %.1f processes "
-              "per verdict, MDE %.2f%%\n",
-              100 * w.false_positives.rate, 100 * w.detections[0].rate.rate,
-              w.mean_processes_per_verdict, 100 * w.minimum_detectable_effect);
+  std::printf(
+      "  within, MDE budget: false positives %.2f%%, +3%% detected %.1f%%, %.1f processes "
+      "per verdict, MDE %.2f%%\n",
+      100 * w.false_positives.rate, 100 * w.detections[0].rate.rate, w.mean_processes_per_verdict,
+      100 * w.minimum_detectable_effect);
   const auto rate =
       k3stats::clopper_pearson(w.false_positives.successes, w.false_positives.trials, 0.99);
   EXPECT_LE(rate.low, 0.05);

@@ -11,13 +11,13 @@
 #include <map>
 #include <set>
 
-#include "harness/host/bench/catalog.h"
-#include "harness/host/bench/grid.h"
 #include "harness/common/model/model_config.h"
 #include "harness/common/model/model_shapes.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/bench/grid.h"
 #include "harness/host/bench/published.h"
-#include "harness/host/targets/target.h"
 #include "harness/host/bench/user_error.h"
+#include "harness/host/targets/target.h"
 
 namespace fs = std::filesystem;
 
@@ -98,7 +98,7 @@ TEST(ModelConfig, DerivedCellsCoverTheForwardPass) {
 TEST(ModelConfig, DerivedCellsValidateAgainstTheRunner) {
   k3targets::TargetConfig tc;
   tc.name = "local";
-  tc.kind = "local";
+  tc.kind = k3targets::TargetKind::kLocal;
   tc.runner = K3BENCH_PATH;
   tc.timeout_s = 60;
   const auto target = k3targets::make_target(tc, K3TUNE_ROOT);

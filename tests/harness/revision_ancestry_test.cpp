@@ -1,4 +1,4 @@
-// Which earlier night a nightly compares with (harness/app/nightly/revision_ancestry.h): the
+// Which earlier night a nightly compares with (apps/nightly/revision_ancestry.h): the
 // choice over a scratch git repository with a main line and a branch, against real git, and the
 // choice rule on its own (newest ancestor; unknown ancestry only as a fallback; never a night known
 // not to be an ancestor), with the earlier nights read from a real database.
@@ -9,8 +9,8 @@
 #include <fstream>
 #include <map>
 
-#include "harness/app/nightly/nightly_store.h"
-#include "harness/app/nightly/revision_ancestry.h"
+#include "apps/nightly/nightly_store.h"
+#include "apps/nightly/revision_ancestry.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 #include "harness/host/targets/process.h"

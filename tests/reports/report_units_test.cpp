@@ -13,11 +13,11 @@
 #include "report_test_support.h"
 #include "reports/boards.h"
 #include "reports/change_points.h"
-#include "reports/regression_config.h"
+#include "harness/host/verdict/regression_config.h"
 #include "reports/report_error.h"
 #include "reports/text_table.h"
 #include "reports/tuning.h"
-#include "reports/verdict.h"
+#include "harness/host/verdict/verdict.h"
 
 namespace fs = std::filesystem;
 
@@ -92,17 +92,17 @@ class ReportFiles : public ::testing::Test {
 };
 
 TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
-  const auto rules = k3reports::load_regression_config(K3TUNE_ROOT "/configs/regression.toml");
+  const auto rules = k3verdict::load_regression_config(K3TUNE_ROOT "/configs/regression.toml");
   EXPECT_EQ(rules.min_effect_for("linear_decode"), 0.03);
   EXPECT_EQ(rules.min_effect_for("rmsnorm"), rules.min_effect);
   EXPECT_TRUE(rules.identical_outputs.count("quant_pack_prefill"));
   EXPECT_GT(rules.max_ratio_increase, 0);
-  const auto defaults = k3reports::load_regression_config(write("empty.toml", ""));
+  const auto defaults = k3verdict::load_regression_config(write("empty.toml", ""));
   EXPECT_EQ(defaults.min_effect, 0.02);
   EXPECT_EQ(defaults.alpha, 0.05);
   EXPECT_EQ(rules.estimator, k3stats::PairedEstimator::kHodgesLehmann);
   EXPECT_EQ(
-      k3reports::load_regression_config(write("mean.toml", "[timing]\nestimator = \"mean\"\n"))
+      k3verdict::load_regression_config(write("mean.toml", "[timing]\nestimator = \"mean\"\n"))
           .estimator,
       k3stats::PairedEstimator::kMeanT);
   struct Case {
@@ -121,12 +121,12 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
         Case{"[confirm]\nprocesses = 8\nmax_processes = 4\n", "confirm.max_processes: 4 is below"},
         Case{"[reporting]\n", ":1: reporting: unknown table"}, Case{"[timing\n", ":1: "}}) {
     const std::string path = write("bad.toml", c.text);
-    const std::string e = error_of([&] { k3reports::load_regression_config(path); });
+    const std::string e = error_of([&] { k3verdict::load_regression_config(path); });
     EXPECT_NE(e.find(path), std::string::npos) << e;
     EXPECT_NE(e.find(c.message), std::string::npos) << e;
   }
   EXPECT_NE(error_of([&] {
-              k3reports::load_regression_config((dir_ / "absent.toml").string());
+              k3verdict::load_regression_config((dir_ / "absent.toml").string());
             }).find("no such file"),
             std::string::npos);
 }
@@ -134,7 +134,7 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
 TEST_F(ReportFiles, BoardFilesMatchTheRunTheyDescribe) {
   const auto boards = k3reports::load_boards(K3TUNE_ROOT "/configs/boards");
   ASSERT_GE(boards.size(), 2u);
-  k3reports::RunData k3, qemu, host;
+  k3verdict::RunData k3, qemu, host;
   k3.marchid = "0x8000000041000002";
   k3.arch = "riscv64";
   qemu.arch = "riscv64";  // qemu-user shows the host's CPU: no marchid
@@ -169,15 +169,15 @@ TEST_F(ReportFiles, BoardFilesMatchTheRunTheyDescribe) {
 }
 
 TEST(ReportExactCounts, ADifferenceBeyondTwiceTheLargerJitterIsAChangeAnythingWithinIsIdentical) {
-  using k3reports::exact_count_verdict;
-  using k3reports::Outcome;
+  using k3verdict::exact_count_verdict;
+  using k3verdict::Outcome;
   // Within twice the larger of the two jitters: identical, whichever way.
   auto t = exact_count_verdict(100000, 150, 100250, 60);
   EXPECT_EQ(t.outcome, Outcome::kUnchanged);
   ASSERT_TRUE(t.exact);
   EXPECT_EQ(t.exact->tolerance, 300);
   EXPECT_EQ(t.exact->delta, 250);
-  EXPECT_EQ(k3reports::timing_text(t), "identical within +-300 insns");
+  EXPECT_EQ(k3verdict::timing_text(t), "identical within +-300 insns");
   EXPECT_EQ(exact_count_verdict(100000, 60, 99700, 150).outcome, Outcome::kUnchanged);
   // At the tolerance exactly: still identical (a change is larger than it).
   EXPECT_EQ(exact_count_verdict(100000, 150, 100300, 0).outcome, Outcome::kUnchanged);
@@ -186,10 +186,10 @@ TEST(ReportExactCounts, ADifferenceBeyondTwiceTheLargerJitterIsAChangeAnythingWi
   EXPECT_EQ(t.outcome, Outcome::kRegression);
   EXPECT_EQ(t.exact->delta, 1234);
   EXPECT_NEAR(t.cmp.rel_diff, 0.01234, 1e-12);
-  EXPECT_EQ(k3reports::timing_text(t), "MORE +1234 insns (+1.23%)");
+  EXPECT_EQ(k3verdict::timing_text(t), "MORE +1234 insns (+1.23%)");
   t = exact_count_verdict(100000, 150, 98000, 100);
   EXPECT_EQ(t.outcome, Outcome::kImprovement);
-  EXPECT_EQ(k3reports::timing_text(t), "fewer -2000 insns (-2.00%)");
+  EXPECT_EQ(k3verdict::timing_text(t), "fewer -2000 insns (-2.00%)");
   EXPECT_NEAR(t.speedup.value, 100000.0 / 98000.0, 1e-12);
   // Without a measured jitter (counts stored before it was measured), any difference counts.
   EXPECT_EQ(exact_count_verdict(100000, 0, 100001, 0).outcome, Outcome::kRegression);
@@ -200,14 +200,14 @@ TEST(ReportSpeedup, IntervalsOfPairedAndUnpairedData) {
   // Every round exactly twice as fast: the paired interval has no width.
   k3stats::CompareOptions mean_t;
   mean_t.estimator = k3stats::PairedEstimator::kMeanT;
-  const auto paired = k3reports::paired_speedup(
+  const auto paired = k3verdict::paired_speedup(
       k3stats::compare_paired_rounds({100, 110, 120, 130}, {50, 55, 60, 65}, mean_t));
   EXPECT_DOUBLE_EQ(paired.value, 2.0);
   EXPECT_DOUBLE_EQ(paired.low, 2.0);
   EXPECT_DOUBLE_EQ(paired.high, 2.0);
   // Welch: means 100 and 80 (speed-up 1.25), each sd 10 over 4 processes: the difference's
   // interval is 20 +- t(0.975, 6) * sqrt(50) = 20 +- 17.30, relative to the baseline mean.
-  const auto w = k3reports::welch_speedup({90, 100, 110, 100 + 0.0}, {70, 80, 90, 80});
+  const auto w = k3verdict::welch_speedup({90, 100, 110, 100 + 0.0}, {70, 80, 90, 80});
   EXPECT_DOUBLE_EQ(w.value, 1.25);
   const double half = 2.446911851 * std::sqrt(200.0 / 3 / 4 * 2);
   EXPECT_NEAR(w.low, 1 / (1 + (-20 + half) / 100), 1e-6);
@@ -216,7 +216,7 @@ TEST(ReportSpeedup, IntervalsOfPairedAndUnpairedData) {
 
 TEST_F(ReportFiles, TuningLandscapesAndTablesWhenTheTunersTablesExist) {
   const std::string path = (dir_ / "t.db").string();
-  k3reports::RunData run;
+  k3verdict::RunData run;
   run.target = "local";
   {
     auto c = k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);

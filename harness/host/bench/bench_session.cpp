@@ -124,13 +124,13 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   // re-measuring spends processes on noise that carries no information. The flags stay recorded.
   out.rounds = rounds_from_plan(plan, request.remeasure_disturbed && !target.emulated());
   // A table setting is a path the runner opens: it exists where k3tune runs, not on a board.
-  const std::string kind = target.config().kind;
-  if (kind != "local" && kind != "qemu")
+  if (!target.runs_here())
     for (const CellSpec& c : cells)
       if (!c.settings.table.empty())
-        throw UserError(fmt::format("table={}: a tuning table is read where the runner runs: a "
-                                    "local or qemu target (not {})",
-                                    c.settings.table, target.name()));
+        throw UserError(
+            fmt::format("table={}: a tuning table is read where the runner runs: a "
+                        "local or qemu target (not {})",
+                        c.settings.table, target.name()));
 
   // The builds: an optional baseline first (A), then the runner under test (B).
   std::vector<std::pair<const k3targets::Target*, std::string>> runners;

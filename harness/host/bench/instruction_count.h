@@ -22,7 +22,7 @@
 // For other builds ime2 = 0 and other = the count.
 //
 // Two counts of a case are "identical" unless they differ by more than twice the larger jitter
-// (k3reports::exact_count_verdict says why twice).
+// (k3verdict::exact_count_verdict says why twice).
 //
 // Storage (no schema change): per binary one run (command "k3tune count"), per (op, shape, path,
 // VLEN) one cell whose measure_json says {"metric": "instructions per call", ...} and whose target

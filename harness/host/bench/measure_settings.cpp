@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/bench/grid.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/user_error.h"
 

@@ -106,7 +106,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
   }
   if (request.runs.empty())
     throw UserError("model: no prompt lengths, decode steps or --pg runs to run");
-  if (!request.trace.empty() && target.config().kind != "local" && target.config().kind != "qemu")
+  if (!request.trace.empty() && !target.runs_here())
     throw UserError(
         fmt::format("--trace: the trace is written where the runner runs: a local or "
                     "qemu target (not {})",
@@ -210,8 +210,8 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
     }
     s += fmt::format(
         "| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}-{:.2f} | {} |\n", c.name,
-        gib, r.path, r.threads, r.build.empty() ? r.test : r.test + " (" + r.build + ")", r.tps, r.tps_stddev, r.tps_ci_low, r.tps_ci_high,
-        r.processes);
+        gib, r.path, r.threads, r.build.empty() ? r.test : r.test + " (" + r.build + ")", r.tps,
+        r.tps_stddev, r.tps_ci_low, r.tps_ci_high, r.processes);
   }
   if (!o.published.empty()) {
     s += "\nPublished figures from other engines on their own K3 boards (A100 x 8 threads unless "

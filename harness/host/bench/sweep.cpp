@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <random>
 #include <map>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -74,7 +74,10 @@ std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
                      const std::string& build_hash) {
   const auto& tc = target.config();
   const nlohmann::json identity = {
-      {"target", {{"name", tc.name}, {"kind", tc.kind}, {"vlen", tc.kind == "qemu" ? tc.vlen : 0}}},
+      {"target",
+       {{"name", tc.name},
+        {"kind", k3targets::to_string(tc.kind)},
+        {"vlen", tc.kind == k3targets::TargetKind::kQemu ? tc.vlen : 0}}},
       {"op", cell.op},
       {"shape", cell.shape},
       {"params", cell.params},

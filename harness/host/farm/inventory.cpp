@@ -212,8 +212,9 @@ class Parser {
              "slurm_timeout_s)");
       }
     }
-    if (farm.scheduler.slurm() && farm.scheduler.partition.empty())
-      fail(t, "farm.partition", "required with scheduler = \"slurm\"");
+    if (const std::string key = farm.scheduler.missing_key(); !key.empty())
+      fail(t, "farm." + key,
+           fmt::format("required with scheduler = \"{}\"", to_string(farm.scheduler.kind)));
     if (farm.ssh.empty()) fail(t, "farm.ssh", "must not be empty");
     if (farm.scp.empty()) fail(t, "farm.scp", "must not be empty");
   }
@@ -231,8 +232,9 @@ class Parser {
     if (name == "slurm_timeout_s") {
       s.timeout_s = positive(v, key);
     } else if (name == "scheduler") {
-      s.kind = string(v, key);
-      if (s.kind != "builtin" && s.kind != "slurm") fail(v, key, "must be builtin or slurm");
+      const auto kind = scheduler_kind(string(v, key));
+      if (!kind) fail(v, key, "must be builtin or slurm");
+      s.kind = *kind;
     } else if (const auto it = kSlurmKeys.find(name); it != kSlurmKeys.end()) {
       // Handed to Slurm's clients as one argument each: no spaces, no leading '-'.
       s.*(it->second) = string(v, key);
@@ -252,8 +254,9 @@ class Parser {
     for (const auto& [k, v] : t) {
       const std::string key = prefix + "." + std::string(k.str());
       if (k == "kind") {
-        b.kind = string(v, key);
-        if (b.kind != "ssh" && b.kind != "local") fail(v, key, "must be ssh or local");
+        const auto kind = k3targets::target_kind(string(v, key));
+        if (!kind || *kind == k3targets::TargetKind::kQemu) fail(v, key, "must be ssh or local");
+        b.kind = *kind;
       } else if (k == "host") {
         b.host = string(v, key);
         if (!std::regex_match(b.host, std::regex(R"([A-Za-z0-9_.:%][A-Za-z0-9_.:%-]*)")))
@@ -329,7 +332,7 @@ class Parser {
                     const FarmConfig&) {
     if (b.work_dir.empty())
       fail(node, key + ".work_dir", "missing (an absolute path on the board)");
-    if (b.kind == "ssh") {
+    if (b.kind == k3targets::TargetKind::kSsh) {
       if (b.host.empty()) fail(node, key + ".host", "missing (ssh boards need a host)");
       if (b.known_hosts.empty()) b.known_hosts = farm_known_hosts_;
       if (b.known_hosts.empty())
@@ -358,7 +361,7 @@ FarmConfig builtin_local_farm(const std::string& root) {
                    std::vector<std::string> tags, double timeout_s) {
     BoardConfig b;
     b.name = std::move(name);
-    b.kind = "local";
+    b.kind = k3targets::TargetKind::kLocal;
     b.variant = std::move(variant);
     b.exec_prefix = std::move(prefix);
     b.tags = std::move(tags);

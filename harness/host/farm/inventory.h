@@ -14,13 +14,14 @@
 #include <vector>
 
 #include "harness/host/farm/scheduler_config.h"
+#include "harness/host/targets/target.h"
 
 namespace k3farm {
 
 struct BoardConfig {
   std::string name;
-  std::string kind = "ssh";  // "ssh" | "local"
-  std::string host;          // ssh: host name or address
+  k3targets::TargetKind kind = k3targets::TargetKind::kSsh;  // ssh or local (this machine)
+  std::string host;                                          // ssh: host name or address
   int port = 22;
   std::string user;                        // ssh: login name (empty: the ssh client's default)
   std::string identity;                    // ssh: private key file (absolute after loading)

@@ -6,21 +6,30 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace k3farm {
 
+enum class SchedulerKind { kBuiltin, kSlurm };
+// "builtin", "slurm": the [farm] scheduler value, and how provenance names the scheduler.
+const char* to_string(SchedulerKind kind);
+// nullopt for a name that is none of them.
+std::optional<SchedulerKind> scheduler_kind(std::string_view name);
+
 struct SchedulerConfig {
-  std::string kind = "builtin";  // "builtin" | "slurm"
-  std::string partition;         // slurm: required
-  std::string gres;              // e.g. "k3:1" (empty: none asked)
-  std::string constraint;        // node features, Slurm's --constraint syntax
-  std::string reservation;       // optional; `bench --reservation` overrides it
-  std::string account, qos;      // optional
+  SchedulerKind kind = SchedulerKind::kBuiltin;
+  std::string partition;     // slurm: required
+  std::string gres;          // e.g. "k3:1" (empty: none asked)
+  std::string constraint;    // node features, Slurm's --constraint syntax
+  std::string reservation;   // optional; `bench --reservation` overrides it
+  std::string account, qos;  // optional
   double timeout_s = 60;  // slurm_timeout_s: Slurm silent this long mid-run stops the run (a fault)
   std::map<std::string, std::string> defined_in;  // "farm.partition" -> "file:line", for messages
 
-  bool slurm() const { return kind == "slurm"; }
+  // The key this kind of scheduler needs that the farm file does not give ("" : none missing).
+  std::string missing_key() const;
   // "farm.partition (farm.toml:4)": the key as an error message names it.
   std::string key(const std::string& name) const {
     const std::string k = "farm." + name;

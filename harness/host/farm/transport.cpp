@@ -157,7 +157,8 @@ std::unique_ptr<Transport> make_ssh_transport(const FarmConfig& farm, const Boar
 }
 
 std::unique_ptr<Transport> make_transport(const FarmConfig& farm, const BoardConfig& board) {
-  return board.kind == "ssh" ? make_ssh_transport(farm, board) : make_local_transport();
+  return board.kind == k3targets::TargetKind::kSsh ? make_ssh_transport(farm, board)
+                                                   : make_local_transport();
 }
 
 }  // namespace k3farm

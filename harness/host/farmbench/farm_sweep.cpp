@@ -244,7 +244,7 @@ class BoardWorker {
         continue;
       }
       std::lock_guard lock(ctx_.queue.mu());
-      c.status = "skipped";
+      c.status = CellStatus::kSkipped;
       c.reason = "shared queue: " + holder;
       row(p, "", "", "skipped", c.reason);
     }
@@ -322,7 +322,7 @@ class BoardWorker {
         // Its aggregate is committed (the query waits for that): the cell stays measured here.
         if (ctx_.db.query([&](auto& db) { return run_measured_cell(db, opt.run_uuid, key); })) {
           auto& c = ctx_.out.cells[batch[i]];
-          c.status = "measured";
+          c.status = CellStatus::kMeasured;
           c.board = board_;
           c.run_uuid = opt.run_uuid;
           c.cell_key = key;
@@ -344,7 +344,7 @@ class BoardWorker {
         auto& c = ctx_.out.cells[back[i]];
         c.history.push_back(fmt::format("{}: {}", board_, back_reason[i]));
         if (c.attempts >= ctx_.rq.max_attempts) {
-          c.status = "failed";
+          c.status = CellStatus::kFailed;
           c.reason = fmt::format("handed out {} times; last: {}", c.attempts, back_reason[i]);
         } else {
           requeue.push_back(back[i]);
@@ -362,17 +362,17 @@ class BoardWorker {
     c.run_uuid = run;
     c.cell_key = o.cell_key;
     if (!o.skipped.empty()) {
-      c.status = "skipped";
+      c.status = CellStatus::kSkipped;
       c.reason = o.skipped;
     } else {
       c.has_aggregate = o.has_aggregate;
       c.aggregate = o.aggregate;
-      c.status = o.has_aggregate && o.aggregate.ok ? "measured" : "failed";
+      c.status = o.has_aggregate && o.aggregate.ok ? CellStatus::kMeasured : CellStatus::kFailed;
       c.reason = o.aggregate.reason;
     }
     // Written after the cell's samples and aggregate, so committed after (or with) them: a cell
     // the database says is done has its figures committed (database_writer.h).
-    row(p, run, o.cell_key, c.status, c.reason);
+    row(p, run, o.cell_key, to_string(c.status), c.reason);
     if (!ctx_.queue_key.empty()) finish(c.index);
   }
 
@@ -391,7 +391,7 @@ class BoardWorker {
 
 }  // namespace
 
-int FarmBenchOutcome::count(const std::string& status) const {
+int FarmBenchOutcome::count(CellStatus status) const {
   int n = 0;
   for (const auto& c : cells) n += c.status == status;
   return n;
@@ -491,7 +491,7 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
         const std::string& b = t->name();
         const std::string key = k3bench::cell_key(*t, c.spec, hash);
         if (measured.count(key)) {
-          c.status = "skipped";
+          c.status = CellStatus::kSkipped;
           c.reason = fmt::format("already measured on board {}", b);
           c.board = b;
           c.cell_key = key;
@@ -503,7 +503,7 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
         }
       }
     }
-    if (c.status.empty()) ctx.queue.push(i);
+    if (c.status == CellStatus::kPending) ctx.queue.push(i);
   }
   {
     std::vector<std::thread> threads;
@@ -532,7 +532,7 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
     if (!ctx.queue_key.empty())  // another controller of the shared queue may measure it
       db.write([key = ctx.queue_key, i = static_cast<int>(c.index),
                 sweep = out.sweep_uuid](auto& conn) { drop_claim(conn, key, i, sweep); });
-    c.status = "unmeasured";
+    c.status = CellStatus::kUnmeasured;
     c.reason = "no healthy board left in the run";
     db.write([row = SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "",
                                  "", "unmeasured", c.reason, rq.shard.text()}](auto& conn) {

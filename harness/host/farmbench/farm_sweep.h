@@ -33,6 +33,7 @@
 
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/farm/farm.h"
+#include "harness/host/farmbench/cell_status.h"
 #include "harness/host/farmbench/shard.h"
 #include "harness/host/store/database_writer.h"
 
@@ -59,7 +60,7 @@ struct FarmCellResult {
   std::size_t index = 0;  // in the canonical cell list
   k3bench::CellSpec spec;
   std::string board, run_uuid, cell_key;  // where it was measured last
-  std::string status;                     // measured | failed | skipped | unmeasured
+  CellStatus status = CellStatus::kPending;
   std::string reason;
   int attempts = 0;
   std::vector<std::string> history;  // "b1: moved (board b1: unreachable ...)", ...
@@ -80,7 +81,7 @@ struct FarmBenchOutcome {
   int processes_run = 0, processes_failed = 0;
   k3store::WriteLatency writes;  // the database writer's figures
   double wall_s = 0;
-  int count(const std::string& status) const;
+  int count(CellStatus status) const;
 };
 
 FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest& request);

@@ -20,6 +20,7 @@ namespace k3slurm {
 namespace fs = std::filesystem;
 namespace {
 
+using k3farmbench::CellStatus;
 using Clock = std::chrono::steady_clock;
 
 // What each task of a bench reported (its outcome JSON: what `bench --farm --json` prints), into
@@ -27,7 +28,7 @@ using Clock = std::chrono::steady_clock;
 void collect(SlurmJobs& jobs, bool finished, SlurmBenchOutcome& out) {
   out.runs.clear();
   for (auto& t : jobs.tasks()) {
-    if (t.state == "empty") continue;
+    if (t.state == TaskState::kEmpty) continue;
     const auto j = jobs.outcome(t, finished);
     if (!j) continue;
     t.measured = 0;
@@ -43,15 +44,17 @@ void collect(SlurmJobs& jobs, bool finished, SlurmBenchOutcome& out) {
       SlurmCell cell;
       cell.index = index;
       cell.label = c.value("label", "");
-      cell.status = c["status"];
-      if (cell.status == "skipped") cell.status = "measured";  // by this task before a requeue
+      cell.status = k3farmbench::cell_status(c.value("status", "")).value_or(CellStatus::kFailed);
+      // Skipped: measured by this task before a requeue.
+      if (cell.status == CellStatus::kSkipped) cell.status = CellStatus::kMeasured;
       cell.board = c.value("board", "");
       cell.reason = c.value("reason", "");
       cell.task = t.id;
       cell.mean_ns = c.value("mean_ns", 0.0);
-      if (cell.status == "measured") ++t.measured;
+      if (cell.status == CellStatus::kMeasured) ++t.measured;
       auto& slot = out.cells[index];
-      if (slot.status != "measured") slot = cell;  // a later round measures what was left
+      if (slot.status != CellStatus::kMeasured)
+        slot = cell;  // a later round measures what was left
     }
   }
 }
@@ -61,7 +64,8 @@ std::vector<std::size_t> remaining(const SlurmBenchOutcome& out) {
   std::vector<std::size_t> left;
   for (std::size_t i = 0; i < out.total_cells; ++i) {
     const auto it = out.cells.find(i);
-    if (it == out.cells.end() || (it->second.status != "measured" && it->second.status != "failed"))
+    if (it == out.cells.end() ||
+        (it->second.status != CellStatus::kMeasured && it->second.status != CellStatus::kFailed))
       left.push_back(i);
   }
   return left;
@@ -74,10 +78,11 @@ std::int64_t sample_count(const std::string& db_path) {
 
 }  // namespace
 
-int SlurmBenchOutcome::count(const std::string& status) const {
+int SlurmBenchOutcome::count(CellStatus status) const {
   int n = 0;
   for (const auto& [i, c] : cells) n += c.status == status;
-  if (status == "unmeasured") n += static_cast<int>(total_cells) - static_cast<int>(cells.size());
+  if (status == CellStatus::kUnmeasured)
+    n += static_cast<int>(total_cells) - static_cast<int>(cells.size());
   return n;
 }
 

@@ -42,7 +42,9 @@ struct SlurmBenchRequest {
 
 struct SlurmCell {
   std::size_t index = 0;
-  std::string label, status, board, reason, task;
+  std::string label;
+  k3farmbench::CellStatus status = k3farmbench::CellStatus::kPending;
+  std::string board, reason, task;
   double mean_ns = 0;
 };
 
@@ -60,7 +62,7 @@ struct SlurmBenchOutcome {
   std::int64_t samples_before = 0, samples_after = 0;
   double wall_s = 0;
   std::string fault;  // Slurm stopped answering: what and which tasks were left
-  int count(const std::string& status) const;
+  int count(k3farmbench::CellStatus status) const;
 };
 
 SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient& slurm);

@@ -44,13 +44,13 @@ SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmC
   out.errors = jobs.errors(out.task);
   jobs.merge();
   if (!answered) {
-    out.task.state = "left";
+    out.task.state = TaskState::kLeft;
     out.fault = jobs.fault() + jobs.left_text();
     return out;
   }
   const auto status = jobs.exit_status(out.task);
   out.exit_code = status.value_or(1);
-  out.task.state = status ? "finished" : "failed";
+  out.task.state = status ? TaskState::kFinished : TaskState::kFailed;
   if (!status) {
     jobs.outcome(out.task, true);  // its last stderr line
     out.fault =

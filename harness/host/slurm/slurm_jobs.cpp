@@ -12,12 +12,29 @@
 #include <fmt/ranges.h>
 
 #include "harness/host/bench/provenance.h"
+#include "harness/host/bench/sweep.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/shell_quote.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/targets/process.h"
 
 namespace k3slurm {
+
+const char* to_string(TaskState state) {
+  switch (state) {
+    case TaskState::kFinished:
+      return "finished";
+    case TaskState::kFailed:
+      return "failed";
+    case TaskState::kLeft:
+      return "left";
+    case TaskState::kEmpty:
+      return "empty";
+    case TaskState::kQueued:
+      break;
+  }
+  return "queued";
+}
 namespace fs = std::filesystem;
 namespace {
 
@@ -116,8 +133,10 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
 void SlurmJobs::save_journal() const {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& t : tasks_)
-    j.push_back(
-        {{"id", t.id}, {"share", t.share}, {"round", t.round}, {"empty", t.state == "empty"}});
+    j.push_back({{"id", t.id},
+                 {"share", t.share},
+                 {"round", t.round},
+                 {"empty", t.state == TaskState::kEmpty}});
   write_text(dir_ / "jobs.json.tmp", j.dump(2));
   fs::rename(dir_ / "jobs.json.tmp", dir_ / "jobs.json");
 }
@@ -130,7 +149,7 @@ void SlurmJobs::adopt_journal() {
     t.id = j.at("id");
     t.share = j.at("share");
     t.round = j.at("round");
-    if (j.value("empty", false)) t.state = "empty";
+    if (j.value("empty", false)) t.state = TaskState::kEmpty;
     tasks_.push_back(t);
   }
 }
@@ -182,7 +201,7 @@ void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& qu
   std::optional<std::size_t>& total = total_;
   for (const auto& t : tasks_) {
     if (total) break;
-    if (queued.count(t.id) || t.state == "empty") continue;  // still queued, or cancelled
+    if (queued.count(t.id) || t.state == TaskState::kEmpty) continue;  // still queued, or cancelled
     const fs::path out = dir_ / ("job-" + t.id + ".json");
     if (!fs::exists(out)) continue;
     const auto j = nlohmann::json::parse(read_text(out), nullptr, false);
@@ -195,11 +214,12 @@ void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& qu
   std::vector<std::string> empty;
   for (auto& t : tasks_) {
     int i = 0, n = 0;
-    if (t.state == "empty" || std::sscanf(t.share.c_str(), "--shard %d/%d", &i, &n) != 2) continue;
+    if (t.state == TaskState::kEmpty || std::sscanf(t.share.c_str(), "--shard %d/%d", &i, &n) != 2)
+      continue;
     const auto it = queued.find(t.id);
     if (static_cast<std::size_t>(i) > *total && it != queued.end() && it->second == "PENDING") {
       empty.push_back(t.id);
-      t.state = "empty";
+      t.state = TaskState::kEmpty;
     }
   }
   if (empty.empty()) return;
@@ -214,10 +234,10 @@ void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& qu
 std::optional<nlohmann::json> SlurmJobs::outcome(SlurmTask& t, bool finished) const {
   try {
     auto j = nlohmann::json::parse(read_text(dir_ / ("job-" + t.id + ".json")));
-    t.state = "finished";
+    t.state = TaskState::kFinished;
     return j;
   } catch (const std::exception&) {
-    t.state = finished ? "failed" : "left";
+    t.state = finished ? TaskState::kFailed : TaskState::kLeft;
     const fs::path err = dir_ / ("job-" + t.id + ".err");
     t.error = fs::exists(err) ? k3targets::last_line(read_text(err)) : "";
     if (t.error.empty()) t.error = "the job left no outcome";
@@ -273,7 +293,7 @@ std::string SlurmJobs::no_outcome_fault() const {
   std::set<std::string> refusals;
   std::vector<std::string> why;
   for (const auto& t : tasks_) {
-    if (t.state == "empty") continue;
+    if (t.state == TaskState::kEmpty) continue;
     refusals.insert(t.error.rfind("k3tune: ", 0) == 0 ? t.error.substr(8) : "");
     why.push_back(t.id + ": " + t.error);
   }
@@ -286,16 +306,10 @@ std::string SlurmJobs::no_outcome_fault() const {
 std::string SlurmJobs::left_text() const {
   std::vector<std::string> left;
   for (const auto& t : tasks_)
-    if (t.state == "left") left.push_back(t.id);
+    if (t.state == TaskState::kLeft) left.push_back(t.id);
   return left.empty() ? std::string("; no job left running (--resume does what is left)")
                       : fmt::format("; jobs left: {} (--resume waits for them and does the rest)",
                                     fmt::join(left, ", "));
-}
-
-std::string running_executable() {
-  std::error_code ec;
-  const auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? "k3tune" : p.string();
 }
 
 std::vector<std::string> open_boards(const std::vector<std::string>& boards,

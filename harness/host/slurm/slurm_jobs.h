@@ -33,14 +33,23 @@ namespace k3slurm {
 // the sessions planned, on the board a job holds); shares found empty are cancelled unstarted.
 constexpr std::size_t kTasksPerBoard = 4;
 
+// Where a task of an array stands.
+enum class TaskState {
+  kQueued,    // submitted, not seen to end yet
+  kFinished,  // it left an outcome
+  kFailed,    // it ended without an outcome (see its error)
+  kLeft,      // still queued when the controller stopped waiting (Slurm went silent)
+  kEmpty,     // cancelled unstarted: its share held nothing
+};
+// "queued", "finished", "failed", "left", "empty": the outcome JSON's "state".
+const char* to_string(TaskState state);
+
 struct SlurmTask {
   std::string id;     // "<array job id>_<task>"
   std::string share;  // its part of the work as worker arguments: "--shard 1/2", "--cells 0,3"
   int round = 1;
   std::string board;  // where it ran (from its outcome; "" when unknown)
-  // finished | failed (no outcome: see error) | left (still queued) | empty (cancelled unstarted:
-  // its share held nothing)
-  std::string state;
+  TaskState state = TaskState::kQueued;
   std::string error;  // the job's last stderr line when it left no outcome
   int measured = 0;   // cells or sessions it finished
 };
@@ -133,9 +142,6 @@ std::vector<std::string> first_round_shares(std::size_t open_boards);
 // "<option> a,b,..." (`--cells`, `--sessions`).
 std::vector<std::string> split_shares(const std::string& option,
                                       const std::vector<std::size_t>& left, std::size_t tasks);
-
-// This k3tune's own executable (/proc/self/exe), for the jobs to run ("k3tune" when unknown).
-std::string running_executable();
 
 // The chosen boards a job can get now: in the reservation (when there is one), and neither
 // drained nor down.

@@ -35,7 +35,7 @@ std::string snapshot(const std::string& db_path, const fs::path& dir, int round)
 void collect_sessions(SlurmJobs& jobs, bool finished, const std::string& table_task,
                       SlurmTuneOutcome& out) {
   for (auto& t : jobs.tasks()) {
-    if (t.id == table_task || t.state == "empty") continue;
+    if (t.id == table_task || t.state == TaskState::kEmpty) continue;
     const auto j = jobs.outcome(t, finished);
     if (!j) continue;
     t.measured = 0;
@@ -52,8 +52,8 @@ void collect_sessions(SlurmJobs& jobs, bool finished, const std::string& table_t
         if (s["status"] != "tuned") continue;
         tuned_here = true;
         ++t.measured;
-        if (slot.status != "tuned")
-          slot = {s["label"].get<std::string>(), "tuned", s["board"].get<std::string>(), t.id};
+        if (!slot.tuned)
+          slot = {s["label"].get<std::string>(), true, s["board"].get<std::string>(), t.id};
       }
       if (tuned_here) out.fingerprints.insert(g["fingerprint"].dump());
     }
@@ -64,7 +64,7 @@ std::vector<std::size_t> sessions_left(const SlurmTuneOutcome& out) {
   std::vector<std::size_t> left;
   for (std::size_t i = 0; i < out.total_sessions; ++i) {
     const auto it = out.sessions.find(i);
-    if (it == out.sessions.end() || it->second.status != "tuned") left.push_back(i);
+    if (it == out.sessions.end() || !it->second.tuned) left.push_back(i);
   }
   return left;
 }
@@ -73,7 +73,7 @@ std::vector<std::size_t> sessions_left(const SlurmTuneOutcome& out) {
 
 int SlurmTuneOutcome::tuned() const {
   int n = 0;
-  for (const auto& [i, s] : sessions) n += s.status == "tuned";
+  for (const auto& [i, s] : sessions) n += s.tuned;
   return n;
 }
 

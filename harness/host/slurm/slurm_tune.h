@@ -48,8 +48,8 @@ struct SlurmTuneRequest {
 
 struct SlurmSession {
   std::string label;
-  std::string status = "left";  // tuned | left
-  std::string board, task;      // where it was tuned
+  bool tuned = false;       // else left (no job finished it)
+  std::string board, task;  // where it was tuned
 };
 
 struct SlurmTuneOutcome {

@@ -24,14 +24,6 @@ ChosenFarm load_farm(const std::string& file, const std::string& root,
   return out;
 }
 
-void refuse_reservation_unless_slurm(const k3farm::FarmConfig& farm,
-                                     const std::string& reservation) {
-  if (!reservation.empty() && !farm.scheduler.slurm())
-    throw k3bench::UserError(fmt::format(
-        "--reservation: farm {} ({}) has no Slurm scheduler (its [farm] scheduler is builtin)",
-        farm.name, farm.source));
-}
-
 std::vector<std::string> job_options(const k3farm::SchedulerConfig& s,
                                      const std::string& reservation,
                                      const std::vector<std::string>& partition_nodes,

@@ -22,11 +22,6 @@ struct ChosenFarm {
 ChosenFarm load_farm(const std::string& file, const std::string& root,
                      const std::vector<std::string>& boards, const std::vector<std::string>& tags);
 
-// A reservation is Slurm's: k3bench::UserError naming --reservation when one is given for a farm
-// that Slurm does not schedule.
-void refuse_reservation_unless_slurm(const k3farm::FarmConfig& farm,
-                                     const std::string& reservation);
-
 // The sbatch options every job of this farm gets: partition, gres, constraint, reservation
 // (`reservation` when not empty, else the farm file's), account, qos; and --exclude for the
 // partition's nodes that are not among `boards`.

@@ -40,17 +40,4 @@ void drain_faulty_board(const SlurmClient& slurm, const std::string& board,
   }
 }
 
-k3farmbench::FarmBenchOutcome run_slurm_worker(const std::string& root,
-                                               k3farmbench::FarmBenchRequest rq,
-                                               const k3farm::FarmConfig& farm,
-                                               const SlurmClient& slurm) {
-  const std::string board = allocated_board(farm);
-  rq.boards = {board};
-  rq.tags.clear();
-  auto out = k3farmbench::run_farm_bench(root, rq);
-  if (const auto it = out.quarantined.find(board); it != out.quarantined.end())
-    drain_faulty_board(slurm, board, k3farm::to_string(it->second.fault), it->second.reason);
-  return out;
-}
-
 }  // namespace k3slurm

@@ -25,7 +25,8 @@ bool on_path(const std::string& program) {
 bool is_qemu_prefix(const std::vector<std::string>& prefix) {
   if (prefix.empty()) return false;
   const std::string& first = prefix.front();
-  const std::string base = first.substr(first.rfind('/') == std::string::npos ? 0 : first.rfind('/') + 1);
+  const std::string base =
+      first.substr(first.rfind('/') == std::string::npos ? 0 : first.rfind('/') + 1);
   return base.rfind("qemu-", 0) == 0;
 }
 
@@ -116,12 +117,36 @@ class QemuTarget final : public Target {
 
 }  // namespace
 
+const char* to_string(TargetKind kind) {
+  switch (kind) {
+    case TargetKind::kQemu:
+      return "qemu";
+    case TargetKind::kSsh:
+      return "ssh";
+    case TargetKind::kLocal:
+      break;
+  }
+  return "local";
+}
+
+std::optional<TargetKind> target_kind(std::string_view text) {
+  for (const auto k : {TargetKind::kLocal, TargetKind::kQemu, TargetKind::kSsh})
+    if (text == to_string(k)) return k;
+  return std::nullopt;
+}
+
 std::unique_ptr<Target> make_target(const TargetConfig& config, const std::string& root) {
-  if (config.kind == "local") return std::make_unique<LocalTarget>(config, root);
-  if (config.kind == "qemu") return std::make_unique<QemuTarget>(config, root);
+  switch (config.kind) {
+    case TargetKind::kLocal:
+      return std::make_unique<LocalTarget>(config, root);
+    case TargetKind::kQemu:
+      return std::make_unique<QemuTarget>(config, root);
+    case TargetKind::kSsh:
+      break;
+  }
   throw std::runtime_error(
       fmt::format("{}: targets.{}.kind: unknown kind '{}' (known: local, qemu)", config.defined_in,
-                  config.name, config.kind));
+                  config.name, to_string(config.kind)));
 }
 
 }  // namespace k3targets

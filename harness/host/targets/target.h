@@ -1,22 +1,30 @@
 // The target interface: where and how a k3bench runner process runs. `local` runs the host build,
-// `qemu` runs a riscv64 build under qemu-user with a chosen VLEN; a farm board (harness/host/farmbench,
-// over SSH) implements the same interface: the runner deployed once by build hash, run remotely
-// with a board-side timeout.
+// `qemu` runs a riscv64 build under qemu-user with a chosen VLEN; a farm board
+// (harness/host/farmbench, over SSH) implements the same interface: the runner deployed once by
+// build hash, run remotely with a board-side timeout.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/host/targets/process.h"
 
 namespace k3targets {
 
+// Where a runner runs: this machine, qemu-user on this machine, or a board over SSH (a farm board
+// of kind "local" is this machine). The text is the targets file's and the inventory's `kind`.
+enum class TargetKind { kLocal, kQemu, kSsh };
+const char* to_string(TargetKind kind);                   // "local", "qemu", "ssh"
+std::optional<TargetKind> target_kind(std::string_view);  // nullopt: none of them
+
 struct TargetConfig {
   std::string name;
-  std::string kind;     // "local" | "qemu"
+  TargetKind kind = TargetKind::kLocal;
   std::string variant;  // build variant whose runner it uses: "host" | "rvv"
   std::string runner;   // explicit runner path; empty: the runner of preset `variant`
   std::string qemu = "qemu-riscv64";
@@ -57,6 +65,8 @@ class Target {
                                      const ProcessOptions& opt) const;
   // Under qemu-user: wall time there says nothing about a board.
   bool emulated() const { return !emulator_prefix().empty(); }
+  // Whether the runner runs on this machine (a path given to it, a trace it writes, are here).
+  bool runs_here() const { return config().kind != TargetKind::kSsh; }
   // The same place running another runner binary (a baseline for a paired A/B): a target of the
   // same configuration; a farm board installs that runner on the board next to its own.
   virtual std::unique_ptr<Target> with_runner(const std::string& local_runner) const;

@@ -32,6 +32,7 @@ std::map<std::string, TargetConfig> load_target_configs(const std::string& path)
     const toml::table* t = node.as_table();
     if (t == nullptr) fail(path, node, "targets." + name, "expected a table");
     TargetConfig c;
+    std::optional<TargetKind> kind;
     c.name = name;
     c.defined_in = fmt::format("{}:{}", path, node.source().begin.line);
     for (const auto& [k, v] : *t) {
@@ -39,9 +40,9 @@ std::map<std::string, TargetConfig> load_target_configs(const std::string& path)
       if (k == "kind" || k == "variant" || k == "runner" || k == "qemu") {
         if (!v.is_string()) fail(path, v, key, "expected a string");
         const std::string s = *v.value<std::string>();
-        if (k == "kind")
-          c.kind = s;
-        else if (k == "variant")
+        if (k == "kind") {
+          kind = target_kind(s);
+        } else if (k == "variant")
           c.variant = s;
         else if (k == "runner")
           c.runner = s;
@@ -62,9 +63,10 @@ std::map<std::string, TargetConfig> load_target_configs(const std::string& path)
         fail(path, v, key, "unknown key (known: kind, variant, runner, qemu, vlen, timeout_s)");
       }
     }
-    if (c.kind != "local" && c.kind != "qemu")
+    if (!kind || *kind == TargetKind::kSsh)  // a board is a farm's, not a target of this file
       fail(path, node, "targets." + name + ".kind", "must be local or qemu");
-    if (c.variant.empty()) c.variant = c.kind == "local" ? "host" : "rvv";
+    c.kind = *kind;
+    if (c.variant.empty()) c.variant = c.kind == TargetKind::kLocal ? "host" : "rvv";
     out[name] = c;
   }
   return out;

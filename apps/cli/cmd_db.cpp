@@ -1,0 +1,91 @@
+// `k3tune db export|merge|check`.
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/app_context.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/maintenance.h"
+
+namespace k3cli {
+
+void add_db_command(CLI::App& app, AppContext& ctx) {
+  auto* db = app.add_subcommand("db", "export, merge or check a results database");
+  db->require_subcommand(1);
+
+  struct ExportArgs {
+    std::string table = "aggregates", format = "csv", out;
+  };
+  auto e = std::make_shared<ExportArgs>();
+  auto* exp = db->add_subcommand("export",
+                                 "write one table as CSV or JSON (aggregates include their cell)");
+  exp->add_option("--table", e->table, "aggregates|samples|processes|cells|runs|builds")
+      ->capture_default_str();
+  exp->add_option("--format", e->format, "csv|json")->capture_default_str();
+  exp->add_option("-o,--out", e->out, "output file (default: stdout)");
+  exp->callback([&ctx, e] {
+    auto c = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
+    if (e->out.empty()) {
+      k3store::export_table(*c, e->table, ctx.json ? "json" : e->format, std::cout);
+      return;
+    }
+    // Render fully before creating the file, so a failure leaves nothing behind.
+    std::ostringstream text;
+    k3store::export_table(*c, e->table, ctx.json ? "json" : e->format, text);
+    std::ofstream f(e->out);
+    if (!(f << text.str())) throw k3bench::UserError(fmt::format("{}: cannot write", e->out));
+  });
+
+  auto shards = std::make_shared<std::vector<std::string>>();
+  auto* merge =
+      db->add_subcommand("merge", "merge shard databases into --db (idempotent: no duplicates)");
+  merge->add_option("shards", *shards, "shard database files")->required();
+  merge->callback([&ctx, shards] {
+    const auto added = k3store::merge_databases(ctx.db_path(), *shards);
+    if (ctx.json) {
+      std::cout << nlohmann::json{{"db", ctx.db_path()}, {"added", added}}.dump(2) << "\n";
+      return;
+    }
+    std::string parts;
+    for (const auto& [t, n] : added)
+      parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, t);
+    fmt::print("merged {} shard(s) into {}: added {}\n", shards->size(), ctx.db_path(), parts);
+  });
+
+  auto* check =
+      db->add_subcommand("check", "integrity check: SQLite, foreign keys, k3tune invariants");
+  check->callback([&ctx] {
+    auto c = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
+    const auto problems = k3store::check_database(*c);
+    const auto count = [&](const char* t) {
+      return c->scalar_int(fmt::format("SELECT count(*) FROM {}", t));
+    };
+    if (ctx.json) {
+      std::cout << nlohmann::json{{"db", ctx.db_path()},
+                                  {"ok", problems.empty()},
+                                  {"problems", problems},
+                                  {"rows",
+                                   {{"builds", count("builds")},
+                                    {"runs", count("runs")},
+                                    {"cells", count("cells")},
+                                    {"processes", count("processes")},
+                                    {"samples", count("samples")},
+                                    {"aggregates", count("aggregates")}}}}
+                       .dump(2)
+                << "\n";
+    } else {
+      for (const auto& p : problems) fmt::print("problem: {}\n", p);
+      fmt::print("{}: {} ({} builds, {} runs, {} cells, {} processes, {} samples, {} aggregates)\n",
+                 ctx.db_path(),
+                 problems.empty() ? "ok" : fmt::format("{} problem(s)", problems.size()),
+                 count("builds"), count("runs"), count("cells"), count("processes"),
+                 count("samples"), count("aggregates"));
+    }
+    if (!problems.empty()) exit_code() = kProblems;
+  });
+}
+
+}  // namespace k3cli

@@ -1,0 +1,451 @@
+// `k3tune selfcheck stats`: parse options, run the selfcheck (k3::bench), store the noise floor,
+// print the rates with their intervals (or the JSON contract scripts read).
+#include <filesystem>
+#include <iostream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "apps/cli/app_context.h"
+#include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/catalog.h"
+#include "harness/host/bench/defaults.h"
+#include "harness/host/bench/progress.h"
+#include "harness/host/bench/provenance.h"
+#include "harness/host/bench/selfcheck.h"
+#include "harness/host/bench/synthetic_runner.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
+
+namespace k3cli {
+namespace {
+
+// The effect the protocol's targets name (docs/measurement.md); what reaching it costs is printed.
+constexpr double kTargetMde = 0.05;
+
+struct Args {
+  std::string target = "local";
+  std::vector<std::string> cells = {"linear_decode n=2048,k=2048",
+                                    "linear_prefill m=128,n=2048,k=2048"};
+  int trials = 0;  // 0: 40 on a target, 2000 on the synthetic runner
+  std::vector<double> slowdowns = {0.03, 0.05, 0.10};
+  k3bench::ProcessPlan plan;
+  // The bench's process budget, with shorter repetitions: the factor study found repetition
+  // length does not change the process-to-process spread, and the selfcheck must fit ~15 minutes.
+  double min_time_s = 0.02;
+  int repetitions = k3bench::defaults::kRepetitions;
+  double time_budget_s = 900;
+  int within_processes = 0;  // opt-in: it doubles a trial's time
+  double within_mde = -1;    // < 0: the minimum effect (table verify's default rule); 0: fixed
+  int within_max_processes = 16;
+  bool synthetic = false;
+  // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
+  // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
+  // 3.5% independent process spread on a 5% drift correlated 0.98 between neighbours.
+  k3bench::NoiseModel noise{.base_ns = 100000,
+                            .between = 0.035,
+                            .within = 0.005,
+                            .drift = 0.05,
+                            .drift_correlation = 0.98};
+  std::uint64_t seed = 1;
+  bool store = true;
+  k3stats::CompareOptions compare;
+  std::string estimator = k3stats::to_string(k3stats::CompareOptions{}.estimator);
+};
+
+// "op shape [params]" -> a cell normalised against the runner's catalog (or taken as given for the
+// synthetic runner, which has no catalog).
+k3bench::CellSpec parse_cell(const std::string& text, const k3bench::Catalog* catalog,
+                             const k3bench::MeasureSettings& settings) {
+  std::vector<std::string> parts;
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto end = text.find(' ', pos);
+    if (end != pos)
+      parts.push_back(text.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (end == std::string::npos) break;
+    pos = end + 1;
+  }
+  if (parts.size() < 2 || parts.size() > 3)
+    throw k3bench::UserError(fmt::format(
+        "--cell '{}': expected \"OP SHAPE [PARAMS]\", e.g. \"linear_decode n=2048,k=2048\"", text));
+  k3bench::CellSpec c;
+  c.op = parts[0];
+  c.settings = settings;
+  const auto shape = k3bench::parse_kv(parts[1], "--cell " + text);
+  const auto params = parts.size() == 3 ? k3bench::parse_kv(parts[2], "--cell " + text)
+                                        : std::map<std::string, std::string>{};
+  if (catalog != nullptr) {
+    const k3bench::OpSpec& op = catalog->op(c.op, "--cell");
+    c.shape = catalog->normalise(op, shape, true, "--cell " + text);
+    c.params = catalog->normalise(op, params, false, "--cell " + text);
+  } else {
+    c.shape = shape;
+    c.params = params;
+  }
+  return c;
+}
+
+nlohmann::json proportion_json(const k3stats::Proportion& p) {
+  return {{"rate", p.rate},
+          {"ci95_low", p.low},
+          {"ci95_high", p.high},
+          {"count", p.successes},
+          {"trials", p.trials}};
+}
+
+std::string percent_key(double x) {
+  return fmt::format("{:g}%", x * 100);
+}
+
+// The A/B test the selfcheck judged with, as the verdicts name it.
+std::string method_text(k3stats::PairedEstimator e) {
+  return e == k3stats::PairedEstimator::kHodgesLehmann
+             ? "Hodges-Lehmann shift of per-round log ratios, Wilcoxon signed-rank, two-sided"
+             : "paired t on per-round log ratios, first-stage spread (Stein two-stage), two-sided";
+}
+
+// Detection rates by injected slowdown ("5%": the rate with its interval, the mean measured size
+// and, per cell, the extra work that made it).
+nlohmann::json detections_json(const std::vector<k3bench::Detection>& detections,
+                               bool with_extra_work) {
+  nlohmann::json det = nlohmann::json::object();
+  for (const auto& d : detections) {
+    nlohmann::json& one = det[percent_key(d.injected)] = proportion_json(d.rate);
+    one["measured_mean"] = d.measured_mean;
+    if (with_extra_work) one["extra_work_ns"] = d.extra_work_ns;
+  }
+  return det;
+}
+
+// The within-process design's figures (a cell's or the pooled ones).
+nlohmann::json within_json(const k3bench::WithinProcessSelfcheck& w) {
+  return {{"false_positive_rate", proportion_json(w.false_positives)},
+          {"detection_rate", detections_json(w.detections, false)},
+          {"noise_floor", w.noise_floor},
+          {"minimum_detectable_effect", w.minimum_detectable_effect},
+          {"processes_per_verdict", w.processes_per_verdict},
+          {"mde_target", w.mde_target},
+          {"max_processes", w.max_processes},
+          {"mean_processes_per_verdict", w.mean_processes_per_verdict},
+          {"repetitions_per_side", w.repetitions_per_side},
+          {"processes", w.processes},
+          {"verdict_wall_s", w.verdict_wall_s}};
+}
+
+nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                           const Args& a, const std::string& target) {
+  nlohmann::json detection = nlohmann::json::object();
+  for (const auto& d : r.detections) detection[percent_key(d.injected)] = proportion_json(d.rate);
+  nlohmann::json cells = nlohmann::json::array();
+  for (const auto& c : r.cells) {
+    cells.push_back({{"op", c.cell.op},
+                     {"shape", c.cell.shape},
+                     {"params", c.cell.params},
+                     {"base_ns_per_call", c.base_ns},
+                     {"iterations", c.iterations},
+                     {"trials", c.trials},
+                     {"false_positive_rate", proportion_json(c.false_positives)},
+                     {"detection_rate", detections_json(c.detections, true)},
+                     {"noise_floor", c.noise_floor},
+                     {"abs_diff_q95", c.abs_diff_q95},
+                     {"minimum_detectable_effect", c.minimum_detectable_effect},
+                     {"mean_processes_per_configuration", c.mean_processes},
+                     {"configurations_at_max_processes", c.processes_at_max},
+                     {"processes", c.processes},
+                     {"process_wall_s", c.process_wall_s},
+                     {"verdict_wall_s", c.verdict_wall_s},
+                     {"for_target_mde",
+                      {{"mde", kTargetMde},
+                       {"processes_per_configuration", c.processes_for_target_mde},
+                       {"verdict_wall_s", c.verdict_wall_s_for_target_mde}}}});
+    if (a.within_processes > 0) cells.back()["within_process"] = within_json(c.within);
+  }
+  const double fp_high = r.false_positives.rate;
+  double det5 = -1;
+  for (const auto& d : r.detections)
+    if (std::fabs(d.injected - 0.05) < 1e-9) det5 = d.rate.rate;
+  nlohmann::json targets = {{"false_positive_rate_at_most_5pct", fp_high <= 0.05},
+                            {"detects_5pct_in_at_least_80pct", det5 >= 0.8}};
+  nlohmann::json out = {{"target", target},
+                        {"runner", a.synthetic ? "synthetic" : "k3bench"},
+                        {"trials", r.trials},
+                        {"cut_by_time_budget", r.cut_by_time_budget},
+                        {"false_positive_rate", proportion_json(r.false_positives)},
+                        {"detection_rate", detection},
+                        {"noise_floor", r.noise_floor},
+                        {"minimum_detectable_effect", r.minimum_detectable_effect},
+                        {"measurements", {{"processes", r.processes}, {"wall_s", r.wall_s}}},
+                        {"wall_s_for_target_mde", r.wall_s_for_target_mde},
+                        {"budget",
+                         {{"min_processes", rounds.min_processes},
+                          {"target_mde", rounds.target_mde},
+                          {"max_processes", rounds.max_processes},
+                          {"target_ci", rounds.target_ci},
+                          {"repetitions", a.repetitions},
+                          {"min_time_s", a.min_time_s}}},
+                        {"test",
+                         {{"method", method_text(a.compare.estimator)},
+                          {"estimator", k3stats::to_string(a.compare.estimator)},
+                          {"alpha", a.compare.alpha},
+                          {"min_effect", a.compare.min_effect},
+                          {"power_for_mde", a.compare.power}}},
+                        {"targets_met", targets},
+                        {"cells", cells}};
+  // Absent with --within-processes 0, as "not measured".
+  if (a.within_processes > 0) out["within_process"] = within_json(r.within);
+  return out;
+}
+
+void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                  const Args& a, const std::string& target) {
+  fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
+             a.synthetic ? "synthetic runner" : "k3bench", r.trials,
+             r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
+  fmt::print(
+      "  budget per configuration: {}..{} processes (two-stage), target CI {:.1f}%, {} x {} s "
+      "repetitions; {}, alpha {}, minimum effect {:.0f}%\n",
+      rounds.min_processes, rounds.max_processes, rounds.target_ci * 100, a.repetitions,
+      a.min_time_s, method_text(a.compare.estimator), a.compare.alpha, a.compare.min_effect * 100);
+  auto line = [](const char* what, const k3stats::Proportion& p) {
+    fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes,
+               p.trials, 100 * p.rate, 100 * p.low, 100 * p.high);
+  };
+  for (const auto& c : r.cells) {
+    fmt::print(
+        "  {} {}: {:.1f} us per call, noise floor {:.2f}% (|diff| q95 {:.2f}%), MDE {:.2f}%, "
+        "{:.1f} processes "
+        "per configuration ({} at the maximum)\n",
+        c.cell.label(), k3bench::to_kv(c.cell.params), c.base_ns / 1e3, 100 * c.noise_floor,
+        100 * c.abs_diff_q95, 100 * c.minimum_detectable_effect, c.mean_processes,
+        c.processes_at_max);
+    if (c.processes_for_target_mde > 0 && !a.synthetic)  // a synthetic process costs nothing
+      fmt::print(
+          "    an MDE of {:.0f}% here needs about {:.0f} processes per configuration: {:.0f} s "
+          "per A/B verdict at the measured {:.2f} s per process\n",
+          100 * kTargetMde, c.processes_for_target_mde, c.verdict_wall_s_for_target_mde,
+          c.process_wall_s);
+  }
+  line("A vs A false positives", r.false_positives);
+  for (const auto& d : r.detections) {
+    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+  }
+  fmt::print(
+      "  noise floor {:.2f}%, minimum detectable effect {:.2f}% (the largest over the cells)\n",
+      100 * r.noise_floor, 100 * r.minimum_detectable_effect);
+  for (const auto& d : r.detections) {
+    if (std::fabs(d.injected - 0.05) < 1e-9 && d.rate.rate < 0.8) {
+      fmt::print(
+          "  NOT MET: a 5% slowdown is detected in {:.0f}% of trials (target 80%): at this budget "
+          "the minimum "
+          "detectable effect is {:.1f}%; more processes (--max-processes, --mde) or a quieter "
+          "machine are needed: at the processes an MDE of {:.0f}% needs, this selfcheck would "
+          "take about {:.0f} min\n",
+          100 * d.rate.rate, 100 * r.minimum_detectable_effect, 100 * kTargetMde,
+          r.wall_s_for_target_mde / 60);
+    }
+  }
+  if (r.false_positives.rate > 0.05) {
+    fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n",
+               100 * r.false_positives.rate);
+  }
+  if (a.within_processes <= 0) return;
+  const auto& w = r.within;
+  const std::string budget =
+      w.mde_target > 0
+          ? fmt::format("{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
+                        "{:.1f} per verdict on average",
+                        w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
+                        w.mean_processes_per_verdict)
+          : fmt::format("{} processes per verdict", w.processes_per_verdict);
+  fmt::print(
+      "within one process (A and B alternate repetitions A B, B A, ...; {} + {} repetitions per "
+      "process; {}; for two parameter sets of one runner, never two builds):\n",
+      w.repetitions_per_side, w.repetitions_per_side, budget);
+  for (const auto& c : r.cells)
+    fmt::print(
+        "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
+        "{:.2f}%, {:.1f} s)\n",
+        c.cell.label(), k3bench::to_kv(c.cell.params), 100 * c.within.noise_floor,
+        100 * c.within.minimum_detectable_effect, c.within.verdict_wall_s,
+        100 * c.minimum_detectable_effect, c.verdict_wall_s);
+  line("A vs A false positives", w.false_positives);
+  for (const auto& d : w.detections)
+    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+}
+
+void run(const AppContext& ctx, Args a) {
+  k3bench::RoundsOptions rounds;
+  rounds.min_processes = a.plan.processes > 0 ? a.plan.processes : k3bench::defaults::kMinProcesses;
+  rounds.target_ci = a.plan.target_ci >= 0 ? a.plan.target_ci : k3bench::defaults::kTargetCi;
+  rounds.max_processes = a.plan.max_processes > 0 ? a.plan.max_processes
+                         : rounds.target_ci > 0
+                             ? std::max(k3bench::defaults::kMaxProcesses, rounds.min_processes)
+                             : rounds.min_processes;
+  a.compare.estimator = k3stats::paired_estimator_from(a.estimator);
+  if (a.plan.mde > 0) {  // bench --mde's sequential rule instead of Stein's N
+    if (a.compare.estimator != k3stats::PairedEstimator::kHodgesLehmann)
+      throw k3bench::UserError(
+          "--mde: only with --estimator hodges-lehmann (the rule keeps the "
+          "signed-rank test exact, not the t-test)");
+    rounds.target_mde = a.plan.mde;
+    rounds.target_ci = 0;
+    rounds.max_processes = a.plan.max_processes > 0 ? a.plan.max_processes
+                                                    : std::max(k3bench::defaults::kMdeMaxProcesses,
+                                                               rounds.min_processes);
+  }
+  rounds.alpha = a.compare.alpha;
+  rounds.power = a.compare.power;
+  k3bench::MeasureSettings settings;
+  settings.min_time_s = a.min_time_s;
+  settings.repetitions = a.repetitions;
+  k3bench::SelfcheckOptions opt;
+  opt.rounds = rounds;
+  opt.slowdowns = a.slowdowns;
+  opt.compare = a.compare;
+  opt.time_budget_s = a.synthetic ? 0 : a.time_budget_s;
+  opt.target_mde = kTargetMde;
+  opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
+  opt.within_processes = a.within_processes;
+  opt.within_mde = a.within_mde >= 0 ? a.within_mde : a.compare.min_effect;
+  opt.within_max_processes = a.within_max_processes;
+
+  std::unique_ptr<k3targets::Target> target;
+  std::unique_ptr<k3bench::ProcessExecutor> executor;
+  k3bench::SweepBuild build;
+  std::string target_name = "synthetic";
+  if (a.synthetic) {
+    executor = std::make_unique<k3bench::SyntheticExecutor>(a.noise, a.seed);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, nullptr, settings));
+  } else {
+    target = ctx.target(a.target);
+    target_name = target->name();
+    const k3bench::Catalog catalog = k3bench::Catalog::from_target(*target);
+    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, &catalog, settings));
+    executor = std::make_unique<k3bench::RunnerExecutor>();
+    build = {target.get(), k3bench::sha256_file(target->runner_path()), ""};
+    opt.timeout_s = target->config().timeout_s;
+  }
+  k3bench::Progress progress(opt.trials, !ctx.quiet);
+  const k3bench::SelfcheckResult r =
+      run_selfcheck(*executor, build, opt, [&](int done, int total, const std::string& what) {
+        progress.set_total(total);
+        progress.update(done, fmt::format("trial {}/{} {}", done + 1, total, what));
+      });
+  progress.finish();
+  if (!a.synthetic && a.store) {
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    const std::string now = k3store::now_utc();
+    k3store::Transaction tx(*db);
+    for (const auto& c : r.cells) {
+      k3store::insert_noise_floor(
+          *db, {target_name, c.cpu_model, c.cell.op, c.cell.shape.dump(), now, c.trials,
+                c.mean_processes, c.noise_floor, c.abs_diff_q95, c.minimum_detectable_effect,
+                nlohmann::json{{"params", c.cell.params},
+                               {"measure", c.cell.settings.to_json()},
+                               {"min_processes", rounds.min_processes},
+                               {"max_processes", rounds.max_processes},
+                               {"target_ci", rounds.target_ci}}
+                    .dump()});
+    }
+    tx.commit();
+  }
+  if (ctx.json)
+    std::cout << result_json(r, rounds, a, target_name).dump(2) << "\n";
+  else
+    print_result(r, rounds, a, target_name);
+}
+
+}  // namespace
+
+void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
+  auto* sc = app.add_subcommand("selfcheck", "check k3tune itself");
+  sc->require_subcommand(1);
+  auto a = std::make_shared<Args>();
+  auto* stats = sc->add_subcommand("stats",
+                                   "measured false-positive and detection rates of the A/B test, "
+                                   "the noise floor and the minimum "
+                                   "detectable effect at the default budget");
+  stats->add_option("--target", a->target, "target name")->capture_default_str();
+  stats->add_option("--cell", a->cells, "representative cell \"OP SHAPE [PARAMS]\" (repeatable)")
+      ->capture_default_str();
+  stats->add_option("--trials", a->trials, "trials (default 40; 2000 with --synthetic)")
+      ->check(CLI::Range(1, 1000000));
+  stats->add_option("--slowdown", a->slowdowns, "injected slowdowns as fractions (repeatable)")
+      ->capture_default_str();
+  stats->add_option("-P,--processes", a->plan.processes,
+                    "processes per configuration at least (default: bench's)");
+  stats->add_option("--max-processes", a->plan.max_processes,
+                    "adaptive ceiling (default: bench's)");
+  stats->add_option("--target-ci", a->plan.target_ci, "adaptive CI target (default: bench's)");
+  stats
+      ->add_option("--mde", a->plan.mde,
+                   "add rounds until the minimum detectable effect is at most this fraction "
+                   "(bench --mde's rule) instead of the two-stage count")
+      ->check(CLI::Range(0.001, 0.99));
+  stats->add_option("-R,--reps", a->repetitions, "repetitions per process")->capture_default_str();
+  stats
+      ->add_option("--within-processes", a->within_processes,
+                   "processes per verdict of the within-process design (A and B alternating "
+                   "repetitions in one process), measured in the same trials (8 is a good choice; "
+                   "a trial takes about twice as long); 0: not measured")
+      ->check(CLI::Range(0, 1000))
+      ->capture_default_str();
+  stats
+      ->add_option("--within-mde", a->within_mde,
+                   "the within design's budget, as table verify's: after --within-processes, add "
+                   "processes of a configuration until the sign-free MDE is at most this "
+                   "(default: --min-effect; 0: exactly --within-processes)")
+      ->check(CLI::Range(0.0, 0.99));
+  stats
+      ->add_option("--within-max-processes", a->within_max_processes,
+                   "the within design's ceiling while its MDE is above --within-mde")
+      ->check(CLI::Range(2, 10000))
+      ->capture_default_str();
+  stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
+  stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
+      ->capture_default_str();
+  stats->add_option("--min-effect", a->compare.min_effect, "minimum relative effect")
+      ->capture_default_str();
+  stats->add_option("--alpha", a->compare.alpha, "significance level")->capture_default_str();
+  stats
+      ->add_option("--estimator", a->estimator,
+                   "paired estimator and test: hodges-lehmann (Wilcoxon signed-rank) or mean "
+                   "(paired t)")
+      ->check(CLI::IsMember({"hodges-lehmann", "mean"}))
+      ->capture_default_str();
+  stats->add_flag("!--no-store", a->store, "do not record the noise floor in the database");
+  stats->add_flag("--synthetic", a->synthetic,
+                  "a seeded synthetic-noise runner instead of the target (truth known)");
+  stats->add_option("--noise-between", a->noise.between, "synthetic: sd of the log process level")
+      ->capture_default_str();
+  stats->add_option("--noise-within", a->noise.within, "synthetic: sd of the log repetition noise")
+      ->capture_default_str();
+  stats->add_option("--noise-drift", a->noise.drift, "synthetic: sd of the machine's log drift")
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-drift-correlation", a->noise.drift_correlation,
+                   "synthetic: correlation of the drift between consecutive processes")
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-tail-df", a->noise.between_df,
+                   "synthetic: Student t process levels with this many degrees of freedom (0: "
+                   "normal)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-contamination", a->noise.contamination,
+                   "synthetic: chance that a process is slowed by a disturbance")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  stats
+      ->add_option("--noise-contamination-scale", a->noise.contamination_scale,
+                   "synthetic: sd of a disturbance's log slowdown")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  stats->add_option("--seed", a->seed, "synthetic: seed")->capture_default_str();
+  stats->callback([&ctx, a] { run(ctx, *a); });
+}
+
+}  // namespace k3cli

@@ -1,0 +1,261 @@
+#include "apps/cli/count_model_output.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "harness/common/model/model_config.h"
+#include "harness/host/bench/model_count.h"
+#include "harness/host/bench/published.h"
+#include "harness/host/bench/throughput_model.h"
+#include "harness/host/store/database.h"
+
+namespace k3cli {
+namespace {
+
+std::string label(const k3bench::ModelCountResult& r) {
+  return fmt::format("{}@{}", r.c.path, r.c.vlen);
+}
+
+// Bytes one token moves: decode streams every weight once and reads the KV cache at the depth
+// (and reads and writes the recurrent states); a prefill reads the weights once for its tokens.
+double bytes_per_token(const k3model::ModelConfig& m, const k3bench::ModelCountResult& r,
+                       bool decode) {
+  if (!decode) return r.decode_weight_bytes / std::max(1, r.c.prefill_tokens);
+  const std::string kv = r.runner_json.at("params").value("kv_dtype", "f16");
+  const double kv_bytes = kv == "f32" ? 4 : 2;
+  const double cache = double(m.full_layers()) * 2.0 * double(m.kv_dim()) * r.c.depth * kv_bytes;
+  const double states =
+      double(m.linear_layers()) * m.lin_v_heads * double(m.lin_k_dim) * m.lin_v_dim * 4.0 * 2.0;
+  return r.decode_weight_bytes + cache + states;
+}
+
+k3bench::TokenCost cost_of(const k3bench::PhaseCount& p, double bytes) {
+  const double t = std::max(1.0, p.tokens);
+  return {(p.other - p.vector) / t, p.vector / t, p.ime2 / t, bytes};
+}
+
+std::string share(double part, double whole) {
+  return whole > 0 ? fmt::format("{:.1f}%", 100.0 * part / whole) : "";
+}
+
+void print_phase(const std::vector<k3bench::ModelCountResult>& all, bool decode) {
+  // Rows: every op kind any count has, in the forward's order (glue last); columns: the counts.
+  std::vector<std::string> ops;
+  for (const auto& r : all)
+    for (const auto& o : (decode ? r.decode : r.prefill).ops)
+      if (std::find(ops.begin(), ops.end(), o.op) == ops.end()) ops.push_back(o.op);
+  std::stable_partition(ops.begin(), ops.end(), [](const std::string& s) { return s != "glue"; });
+  const auto& first = decode ? all.front().decode : all.front().prefill;
+  std::cout << fmt::format("\n{} ({}), instructions per token and share:\n",
+                           decode
+                               ? fmt::format("decode step at depth {}", all.front().c.depth)
+                               : fmt::format("prefill of {} tokens", all.front().c.prefill_tokens),
+                           first.test);
+  std::cout << fmt::format("{:<12}", "op");
+  for (const auto& r : all) std::cout << fmt::format(" {:>20}", label(r));
+  std::cout << "\n";
+  for (const auto& op : ops) {
+    std::cout << fmt::format("{:<12}", op);
+    for (const auto& r : all) {
+      const auto& p = decode ? r.decode : r.prefill;
+      const auto it =
+          std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& o) { return o.op == op; });
+      const double n = it == p.ops.end() ? 0 : it->total() / std::max(1.0, p.tokens);
+      std::cout << fmt::format(" {:>12.0f} {:>7}", n, share(n, p.per_token()));
+    }
+    std::cout << "\n";
+  }
+  using Figure = double (*)(const k3bench::PhaseCount&);
+  const std::pair<const char*, Figure> totals[] = {
+      {"total", [](const k3bench::PhaseCount& p) { return p.total(); }},
+      {"  ime2", [](const k3bench::PhaseCount& p) { return p.ime2; }},
+      {"  other", [](const k3bench::PhaseCount& p) { return p.other; }},
+      {"  vector", [](const k3bench::PhaseCount& p) { return p.vector; }}};
+  for (const auto& [row, figure] : totals) {
+    std::cout << fmt::format("{:<12}", row);
+    for (const auto& r : all) {
+      const auto& p = decode ? r.decode : r.prefill;
+      std::cout << fmt::format(" {:>12.0f} {:>7}", figure(p) / std::max(1.0, p.tokens), "");
+    }
+    std::cout << "\n";
+  }
+}
+
+}  // namespace
+
+void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
+                     const std::vector<std::pair<std::string, std::string>>& runners,
+                     const std::vector<int>& vlens, const k3bench::CountTools& tools) {
+  if (o.prefill_tokens < 1 || o.depth < 1)
+    throw k3bench::UserError("--prefill/--depth: at least 1 token each");
+  k3model::ModelConfig model;
+  try {
+    model = k3model::load_model_config(k3model::resolve_model_path(o.model, ctx.models_dir()));
+  } catch (const k3model::ModelConfigError& e) {
+    throw k3bench::UserError(fmt::format("--model: {}", e.what()));
+  }
+  k3bench::check_model_count_size(model, o.prefill_tokens, o.depth);
+  // Facts and published figures are read before hours of counting, so a bad file stops at once.
+  const std::string board_file = ctx.root + "/configs/boards/k3.toml";
+  const k3bench::ThroughputFacts facts = k3bench::load_throughput_facts(board_file);
+  const auto published = k3bench::load_published(ctx.root + "/configs/published/k3.toml");
+  std::unique_ptr<k3store::Connection> db;
+  if (o.store) {
+    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
+    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+  }
+
+  std::vector<k3bench::ModelCountCase> todo;
+  for (const auto& [path, bin] : runners)
+    for (int vlen : vlens)
+      todo.push_back({bin, path, model.file, model.id, o.prefill_tokens, o.depth, vlen});
+  if (!ctx.json)
+    std::cout << fmt::format(
+                     "counting {}: a prefill of {} tokens and a decode step at depth {}, "
+                     "{} qemu-user process(es), one worker each\n",
+                     model.id, o.prefill_tokens, o.depth, todo.size())
+              << std::flush;
+  // One qemu process per case, `jobs` at a time; results kept in case order.
+  std::vector<std::optional<k3bench::ModelCountResult>> results(todo.size());
+  std::mutex mu;
+  const int jobs =
+      o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::exception_ptr failure =
+      k3bench::for_each_in_parallel(todo.size(), jobs, [&](std::size_t i) {
+        auto r = k3bench::count_model(tools, todo[i]);
+        std::lock_guard lock(mu);
+        if (!ctx.json)
+          std::cout << fmt::format(
+                           "  {} {}: prefill {:.0f}, decode {:.0f} instructions per "
+                           "token ({:.0f} s)\n",
+                           r.c.path, r.c.vlen, r.prefill.per_token(), r.decode.per_token(),
+                           r.wall_ns * 1e-9)
+                    << std::flush;
+        results[i] = std::move(r);
+      });
+  // What finished is stored even when a case failed: nothing measured is lost.
+  std::vector<k3bench::ModelCountResult> done;
+  for (auto& r : results)
+    if (r) done.push_back(std::move(*r));
+  nlohmann::json out = {{"model", model.id},
+                        {"prefill_tokens", o.prefill_tokens},
+                        {"depth", o.depth},
+                        {"counts", nlohmann::json::array()},
+                        {"modelled", nlohmann::json::array()}};
+  std::map<std::string, std::vector<const k3bench::ModelCountResult*>> by_runner;
+  for (const auto& r : done) by_runner[r.c.runner].push_back(&r);
+  for (const auto& [runner, list] : by_runner) {
+    if (!db) break;
+    std::vector<k3bench::CountResult> rows;
+    for (const auto* r : list)
+      for (auto& c : k3bench::model_count_results(*r)) rows.push_back(std::move(c));
+    const std::string run_uuid = k3bench::store_counts(*db, "k3tune count --model", rows);
+    if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
+    out["stored_runs"].push_back(run_uuid);
+  }
+  if (failure) std::rethrow_exception(failure);
+
+  for (const auto& r : done) {
+    for (const bool decode : {false, true}) {
+      const auto& p = decode ? r.decode : r.prefill;
+      nlohmann::json ops = nlohmann::json::array();
+      for (const auto& op : p.ops)
+        ops.push_back({{"op", op.op},
+                       {"calls", op.calls},
+                       {"ime2", op.ime2},
+                       {"other", op.other},
+                       {"vector", op.vector},
+                       {"per_token", op.total() / std::max(1.0, p.tokens)}});
+      out["counts"].push_back({{"path", r.c.path},
+                               {"ran", r.emulated ? r.path_taken + "(emu)" : r.path_taken},
+                               {"vlen", r.c.vlen},
+                               {"phase", decode ? "decode" : "prefill"},
+                               {"test", p.test},
+                               {"tokens", p.tokens},
+                               {"ime2", p.ime2},
+                               {"other", p.other},
+                               {"vector", p.vector},
+                               {"instructions", p.total()},
+                               {"per_token", p.per_token()},
+                               {"ops", ops}});
+    }
+  }
+  if (!ctx.json && !done.empty()) {
+    print_phase(done, false);
+    print_phase(done, true);
+  }
+
+  // The model: counts at the K3's VLEN (1024) only.
+  std::vector<const k3bench::ModelCountResult*> k3;
+  for (const auto& r : done)
+    if (r.c.vlen == 1024) k3.push_back(&r);
+  if (!ctx.json && !k3.empty())
+    std::cout << fmt::format(
+        "\nModelled K3 tokens/s -- a MODEL from the counts above, not a measurement "
+        "({} [throughput_model]):\n{:<14} {:<16} {:>13} {:>12} {:>14} {:>13}  {}\n",
+        board_file, "counts", "test", "cycles/token", "compute t/s", "bandwidth t/s",
+        "modelled t/s", "bound");
+  for (const auto* r : k3) {
+    for (const bool decode : {false, true}) {
+      const auto& p = decode ? r->decode : r->prefill;
+      const double bytes = bytes_per_token(model, *r, decode);
+      const auto e = k3bench::estimate_throughput(facts, cost_of(p, bytes));
+      const std::string test =
+          decode ? fmt::format("tg@d{}", o.depth) : fmt::format("pp{}", o.prefill_tokens);
+      out["modelled"].push_back({{"path", r->c.path},
+                                 {"test", test},
+                                 {"bytes_per_token", bytes},
+                                 {"cycles_per_token", e.cycles_per_token},
+                                 {"compute_tokens_per_s", e.compute_tokens_per_s},
+                                 {"bandwidth_tokens_per_s", e.bandwidth_tokens_per_s},
+                                 {"tokens_per_s", e.tokens_per_s},
+                                 {"bound", e.bound}});
+      if (!ctx.json)
+        std::cout << fmt::format("{:<14} {:<16} {:>13.0f} {:>12.1f} {:>14.1f} {:>13.1f}  {}\n",
+                                 label(*r), test, e.cycles_per_token, e.compute_tokens_per_s,
+                                 e.bandwidth_tokens_per_s, e.tokens_per_s, e.bound);
+    }
+  }
+  nlohmann::json fj = nlohmann::json::array();
+  for (const auto& f : facts.facts)
+    fj.push_back({{"name", f.name}, {"value", f.value}, {"source", f.source}});
+  out["facts"] = fj;
+  if (!ctx.json && !k3.empty()) {
+    std::cout << "Assumptions and facts of the model:\n";
+    for (const auto& f : facts.facts)
+      std::cout << fmt::format("  {} = {}: {}\n", f.name, f.value, f.source);
+  }
+  // Published figures of other engines for this model: their own table, never mixed with ours.
+  nlohmann::json pj = nlohmann::json::array();
+  for (const auto& f : published) {
+    if (f.model != model.id) continue;
+    pj.push_back({{"test", f.test},
+                  {"engine", f.engine},
+                  {"weights", f.weights},
+                  {"tokens_per_s", f.text()},
+                  {"source", f.citation()}});
+  }
+  out["published"] = pj;
+  if (!ctx.json && !pj.empty()) {
+    std::cout << fmt::format(
+        "\nPublished K3 figures for {} (other engines, measured by their authors "
+        "on their boards; not k3tune results):\n",
+        model.id);
+    for (const auto& f : pj)
+      std::cout << fmt::format(
+          "  {:<8} {:<30} {:<16} {:>12} t/s  ({})\n", f["test"].get<std::string>(),
+          f["engine"].get<std::string>(), f["weights"].get<std::string>(),
+          f["tokens_per_s"].get<std::string>(), f["source"].get<std::string>());
+  }
+  if (ctx.json) std::cout << out.dump(2) << "\n";
+}
+
+}  // namespace k3cli
