@@ -17,6 +17,7 @@
 #include "harness/host/targets/target.h"
 #include "tuner/gates.h"
 #include "tuner/seed_table.h"
+#include "tuner/shape_rules.h"
 #include "tuner/strategy.h"
 #include "tuner/target_facts.h"
 #include "tuner/tuning.h"

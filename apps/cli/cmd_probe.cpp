@@ -124,8 +124,7 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
       rec.peak_i16_gops = peak_gops("i16");
       rec.probe_json = out.dump();
       const std::string db_path = ctx.db_path();
-      std::filesystem::create_directories(std::filesystem::absolute(db_path).parent_path());
-      auto db = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
+      auto db = k3store::open_for_writing(db_path);
       k3store::insert_target_probe(*db, rec);
       out["recorded_in"] = db_path;
     }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -267,7 +268,7 @@ CREATE TABLE exact_measurements(
   measured_at TEXT NOT NULL,
   session_id TEXT);                      -- the tuning session that counted it first
 )sql",
-    // 7 -> 8: board state that outlives a run (harness/host/farm/farm_store.h): every quarantine,
+    // 7 -> 8: board state that outlives a run (harness/host/store/farm_state.h): every quarantine,
     // release and recovery of a board, so a quarantined board stays out of later runs (and of
     // other controllers sharing or merging this database) until it is released or probes healthy;
     // and the cell claims through which controllers sharing this database share one queue.
@@ -395,6 +396,8 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
     throw StoreError(fmt::format("{}: no such k3tune database (missing or empty file)", path));
   }
   if (!fresh) require_sqlite_header(path);
+  if (mode == OpenMode::kCreateOrUpdate)
+    std::filesystem::create_directories(std::filesystem::absolute(path).parent_path());
   const int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
                                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   auto c = std::make_unique<Connection>(path, flags);
@@ -436,6 +439,10 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
     tx.commit();
   }
   return c;
+}
+
+std::unique_ptr<Connection> open_for_writing(const std::string& path) {
+  return open_database(path, OpenMode::kCreateOrUpdate);
 }
 
 }  // namespace k3store
