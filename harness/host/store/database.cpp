@@ -353,17 +353,24 @@ void require_sqlite_header(const std::string& path) {
 }
 
 void validate_existing(Connection& c, const std::string& path) {
-  std::int64_t app_id = 0, version = 0;
+  // Read in one statement, so one snapshot: read one by one, another process's creation could
+  // commit in between (application_id still 0, then the schema there), and a database being
+  // created would look like another application's.
+  std::int64_t app_id = 0, version = 0, objects = 0;
   try {
-    app_id = c.scalar_int("PRAGMA application_id");
-    version = c.scalar_int("PRAGMA user_version");
+    auto s = c.prepare(
+        "SELECT (SELECT application_id FROM pragma_application_id),"
+        " (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)");
+    if (!s.step()) throw StoreError("no header values");
+    app_id = s.integer(0);
+    version = s.integer(1);
+    objects = s.integer(2);
   } catch (const StoreError& e) {
     throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
   }
   // A blank SQLite file: one another k3tune process is creating right now (its first transaction
   // not yet committed). It is set up below, under the write lock, like a missing one.
-  if (app_id == 0 && version == 0 && c.scalar_int("SELECT count(*) FROM sqlite_master") == 0)
-    return;
+  if (app_id == 0 && version == 0 && objects == 0) return;
   if (app_id != kApplicationId) {
     throw StoreError(fmt::format("{}: not a k3tune database (application_id {:#x}, expected {:#x})",
                                  path, app_id, kApplicationId));
