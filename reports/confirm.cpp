@@ -97,7 +97,7 @@ std::string confirm_suspected(k3verdict::Verdict& v, const k3verdict::RunData& b
       ctx.command_line.empty()
           ? fmt::format("k3tune report --confirm: {} against {}", cand.run_uuid, base.run_uuid)
           : ctx.command_line;
-  auto db = k3store::open_database(ctx.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(ctx.db_path);
   const k3bench::SweepReport report = k3bench::run_sweep(*db, builds, cells, opt);
   const int first_stage = opt.rounds.target_ci > 0 ? opt.rounds.min_processes : 0;
   for (std::size_t i = 0; i < suspected.size(); ++i) {

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/store/result_reads.h"
 #include "reports/report_error.h"
 
 namespace k3reports {
@@ -33,13 +34,9 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const
   Trends t;
   const std::string since = window.since.empty() ? "" : bound(window.since, "--since", false);
   const std::string until = window_until(window, run);
-  auto runs = db.prepare(
-      "SELECT run_uuid FROM runs WHERE target = ?1 AND started_at <= ?2 AND started_at >= ?3"
-      " ORDER BY started_at DESC, rowid DESC LIMIT ?4");
-  runs.bind(1, run.target).bind(2, until).bind(3, since);
-  runs.bind(4,
-            static_cast<std::int64_t>(window.since.empty() ? std::max(window.last, 1) : 1000000));
-  while (runs.step()) t.runs.push_back(runs.text(0));
+  t.runs = k3store::runs_in_window(
+      db, run.target, since, until,
+      static_cast<std::int64_t>(window.since.empty() ? std::max(window.last, 1) : 1000000));
   if (std::find(t.runs.begin(), t.runs.end(), run.run_uuid) == t.runs.end())
     t.runs.push_back(run.run_uuid);
   std::reverse(t.runs.begin(), t.runs.end());
@@ -59,31 +56,23 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const
     s.shape = k3verdict::shape_text(c.shape);
     by_key.emplace(c.config_key, std::move(s));
   }
-  auto cells = db.prepare(
-      "SELECT r.run_uuid, r.started_at, r.build_hash, c.op, c.shape_json, c.params_json,"
-      " c.measure_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.processes"
-      " FROM runs r JOIN aggregates a ON a.run_uuid = r.run_uuid AND a.status = 'ok'"
-      " JOIN cells c ON c.cell_key = a.cell_key AND c.build_hash = r.build_hash"
-      " WHERE r.run_uuid = ?1");
   for (const auto& id : t.runs) {
-    cells.bind(1, id);
-    while (cells.step()) {
-      const std::string key =
-          k3verdict::config_key(run.target, cells.text(3), nlohmann::json::parse(cells.text(4)),
-                     nlohmann::json::parse(cells.text(5)), nlohmann::json::parse(cells.text(6)));
+    for (const auto& point : k3store::run_points(db, id)) {
+      const std::string key = k3verdict::config_key(
+          run.target, point.op, nlohmann::json::parse(point.shape_json),
+          nlohmann::json::parse(point.params_json), nlohmann::json::parse(point.measure_json));
       auto it = by_key.find(key);
-      if (it == by_key.end() || cells.is_null(7)) continue;
+      if (it == by_key.end() || !point.mean_ns) continue;
       TrendPoint p;
-      p.run_uuid = cells.text(0);
-      p.started_at = cells.text(1);
-      p.build_hash = cells.text(2);
-      p.mean_ns = cells.real(7);
-      if (!cells.is_null(8)) p.ci_low_ns = cells.real(8);
-      if (!cells.is_null(9)) p.ci_high_ns = cells.real(9);
-      p.processes = static_cast<int>(cells.integer(10));
+      p.run_uuid = point.run_uuid;
+      p.started_at = point.started_at;
+      p.build_hash = point.build_hash;
+      p.mean_ns = *point.mean_ns;
+      p.ci_low_ns = point.ci_low_ns;
+      p.ci_high_ns = point.ci_high_ns;
+      p.processes = point.processes;
       it->second.points.push_back(p);
     }
-    cells.reset();
   }
   for (auto& [key, s] : by_key) {
     std::vector<double> means;

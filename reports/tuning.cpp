@@ -7,19 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/store/tuning_sessions.h"
+#include "harness/host/store/tuning_tables.h"
 #include "harness/host/verdict/value_text.h"
 
 namespace k3reports {
 namespace {
-
-// Whether the tuner has written here: the tables exist in every schema-5 database, so only rows
-// say it (a database of another tool could lack the tables altogether).
-bool has_tables(k3store::Connection& db) {
-  if (db.scalar_int("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN"
-                    " ('tuning_sessions', 'tuning_points', 'tuning_tables')") != 3)
-    return false;
-  return db.scalar_int("SELECT count(*) FROM tuning_sessions") + db.scalar_int("SELECT count(*) FROM tuning_tables") > 0;
-}
 
 // Numbers in numeric order, then the rest as text.
 void sort_values(std::vector<std::string>& values) {
@@ -152,77 +145,62 @@ std::string evidence_value_text(const EntryEvidence& e, const std::optional<doub
 TuningData load_tuning(k3store::Connection& db, const k3verdict::RunData& run, const std::string& until,
                        int max_sessions) {
   TuningData t;
-  if (!has_tables(db)) {
+  if (!k3store::has_tuning_rows(db)) {
     t.note =
         "no tuning sessions: this database has no tuning tables (the tuner has not written to it)";
     return t;
   }
   t.available = true;
-  auto s = db.prepare(
-      "SELECT session_id, created_at, coalesce(finished_at, ''), coalesce(command, ''),"
-      " coalesce(op, ''), coalesce(model, ''), coalesce(strategy, ''), coalesce(objective, ''),"
-      " coalesce(status, ''), budget FROM tuning_sessions WHERE target = ?1 AND created_at <= ?2"
-      " ORDER BY created_at DESC LIMIT ?3");
-  s.bind(1, run.target).bind(2, until).bind(3, static_cast<std::int64_t>(max_sessions));
-  while (s.step()) {
+  for (const auto& row :
+       k3store::tuning_sessions(db, run.target, until, static_cast<std::int64_t>(max_sessions))) {
     TuningSession x;
-    x.session_id = s.text(0);
-    x.created_at = s.text(1);
-    x.finished_at = s.text(2);
-    x.command = s.text(3);
-    x.op = s.text(4);
-    x.model = s.text(5);
-    x.strategy = s.text(6);
-    x.objective = s.text(7);
-    x.status = s.text(8);
-    if (!s.is_null(9)) x.budget = s.real(9);
+    x.session_id = row.session_id;
+    x.created_at = row.created_at;
+    x.finished_at = row.finished_at;
+    x.command = row.command;
+    x.op = row.op;
+    x.model = row.model;
+    x.strategy = row.strategy;
+    x.objective = row.objective;
+    x.status = row.status;
+    x.budget = row.budget;
     t.sessions.push_back(x);
   }
-  auto points = db.prepare(
-      "SELECT shape_json, config_json, status, coalesce(reason, ''), mean_ns, op"
-      " FROM tuning_points WHERE session_id = ?1 ORDER BY point_key");
   // A table can draw on several sessions (sessions_json): it is listed once, under the first.
-  auto tables = db.prepare(
-      "SELECT t.table_id, t.created_at, coalesce(t.path, ''), t.table_json, t.sessions_json"
-      " FROM tuning_tables t WHERE EXISTS (SELECT 1 FROM json_each(t.sessions_json) s"
-      " WHERE s.value = ?1) ORDER BY t.created_at");
   std::set<std::string> listed;
   for (auto& session : t.sessions) {
     std::map<std::string, std::vector<Point>> by_shape;
     std::string op = session.op;
-    points.bind(1, session.session_id);
-    while (points.step()) {
+    for (const auto& row : k3store::tuning_points(db, session.session_id)) {
       Point p;
-      p.config = nlohmann::json::parse(points.text(1), nullptr, false);
+      p.config = nlohmann::json::parse(row.config_json, nullptr, false);
       if (!p.config.is_object()) continue;
-      p.measured = points.text(2) == "measured";
-      p.reason = points.text(3);
-      if (!points.is_null(4)) p.mean_ns = points.real(4);
-      if (op.empty()) op = points.text(5);
+      p.measured = row.status == "measured";
+      p.reason = row.reason;
+      p.mean_ns = row.mean_ns;
+      if (op.empty()) op = row.op;
       session.measured += p.measured;
       session.rejected += !p.measured;
-      const auto shape = nlohmann::json::parse(points.text(0), nullptr, false);
-      by_shape[shape.is_object() ? k3verdict::shape_text(shape) : points.text(0)].push_back(std::move(p));
+      const auto shape = nlohmann::json::parse(row.shape_json, nullptr, false);
+      by_shape[shape.is_object() ? k3verdict::shape_text(shape) : row.shape_json].push_back(
+          std::move(p));
     }
-    points.reset();
     for (auto& h : heatmaps_of(session.session_id, op, by_shape))
       t.heatmaps.push_back(std::move(h));
-    tables.bind(1, session.session_id);
-    while (tables.step()) {
+    for (const auto& row : k3store::tables_of_session(db, session.session_id)) {
       TuningTable tt;
-      tt.table_id = tables.text(0);
+      tt.table_id = row.table_id;
       if (!listed.insert(tt.table_id).second) continue;
-      tt.created_at = tables.text(1);
-      tt.path = tables.text(2);
-      tt.table = nlohmann::json::parse(tables.text(3), nullptr, false);
+      tt.created_at = row.created_at;
+      tt.path = row.path;
+      tt.table = nlohmann::json::parse(row.table_json, nullptr, false);
       if (tt.table.is_discarded()) tt.table = nullptr;
-      const auto sessions = nlohmann::json::parse(tables.text(4), nullptr, false);
+      const auto sessions = nlohmann::json::parse(row.sessions_json, nullptr, false);
       if (sessions.is_array())
         for (const auto& id : sessions)
           if (id.is_string()) tt.sessions.push_back(id.get<std::string>());
       t.tables.push_back(std::move(tt));
     }
-    tables.reset();
   }
   t.note = t.sessions.empty()
                ? fmt::format("no tuning sessions of target {} up to {}", run.target, until)

@@ -74,8 +74,7 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
   auto note = [&](const std::string& line) {
     if (rq.note) rq.note(line);
   };
-  std::filesystem::create_directories(std::filesystem::absolute(rq.command.db_path).parent_path());
-  auto db = k3store::open_database(rq.command.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(rq.command.db_path);
   k3farm::Farm farm(rq.farm, root, db.get(), k3farm::new_run_uuid());
 
   // Take every candidate board: lease, deploy, probe, and the runner's own facts.

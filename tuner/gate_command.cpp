@@ -102,8 +102,7 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
   }
   std::vector<double> means(cells.size(), 0);
   if (time) {
-    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
-    auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(c.db_path);
     const std::string hash = k3bench::sha256_file(target.runner_path());
     if (!k3store::find_build(*db, hash))
       k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
@@ -126,8 +125,7 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
         c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
     // Counts go through the measurement cache: a gate refitted over a wider grid counts only the
     // new shapes, and counts a tuning session took are not taken again.
-    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
-    auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(c.db_path);
     MeasurementCache cache(*db);
     InstructionObjective objective(target, plugin);
     objective.use_cache(&cache, k3bench::sha256_file(target.runner_path()));

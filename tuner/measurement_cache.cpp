@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/bench/provenance.h"
-#include "harness/host/store/results.h"
+#include "harness/host/store/exact_measurements.h"
 
 namespace k3tuner {
 
@@ -36,30 +36,16 @@ ExactIdentity exact_identity(const std::string& method, const std::string& build
 }
 
 std::optional<double> MeasurementCache::find(const ExactIdentity& id) {
-  auto s = db_.prepare("SELECT value FROM exact_measurements WHERE cache_key = ?1");
-  s.bind(1, id.key);
-  if (!s.step()) return std::nullopt;
-  return s.real(0);
+  return k3store::find_exact_measurement(db_, id.key);
 }
 
 void MeasurementCache::put(const ExactIdentity& id, double value, const std::string& session_id) {
-  k3store::Transaction tx(db_);
-  auto s = db_.prepare(
-      "INSERT OR IGNORE INTO exact_measurements(cache_key, identity_json, build_hash, op, cpu, "
-      "method, value,"
-      " measured_at, session_id) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)");
-  s.bind(1, id.key).bind(2, id.what.dump()).bind(3, id.build_hash).bind(4, id.op).bind(5, id.cpu);
-  s.bind(6, id.method).bind(7, value).bind(8, k3store::now_utc());
-  if (session_id.empty())
-    s.bind_null(9);
-  else
-    s.bind(9, session_id);
-  s.run();
-  tx.commit();
+  k3store::insert_exact_measurement(
+      db_, {id.key, id.what.dump(), id.build_hash, id.op, id.cpu, id.method, value, session_id});
 }
 
 std::int64_t MeasurementCache::size() {
-  return db_.scalar_int("SELECT count(*) FROM exact_measurements");
+  return k3store::exact_measurement_count(db_);
 }
 
 }  // namespace k3tuner

@@ -36,6 +36,8 @@ ExactIdentity exact_identity(const std::string& method, const std::string& build
                              std::vector<std::string> runner_args,
                              const std::map<std::string, std::string>& env);
 
+// The cache's rows are the store's (harness/host/store/exact_measurements.h); this keys them by
+// the identity above.
 class MeasurementCache {
  public:
   explicit MeasurementCache(k3store::Connection& db) : db_(db) {}

@@ -14,6 +14,7 @@
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/store/results.h"
+#include "harness/host/store/tuning_sessions.h"
 #include "harness/host/targets/process.h"
 
 namespace k3tuner {
@@ -158,16 +159,11 @@ Measurement ReplayTimeObjective::measure(const k3bench::CellSpec& cell, int inde
   m.cell_key = k3bench::cell_key(target_, cell, build_hash_);
   auto it = stored_.find(m.cell_key);
   if (it == stored_.end()) {
-    auto s = db_.prepare(
-        "SELECT m.value, m.disturbed FROM tuning_measurements m JOIN tuning_sessions s USING "
-        "(session_id)"
-        " WHERE m.cell_key = ?1 AND m.rejected = 0 AND m.value IS NOT NULL"
-        " ORDER BY s.created_at, m.session_id, m.measurement");
-    s.bind(1, m.cell_key);
     // Disturbed ones too, flagged as they were: the tuning loop then skips them as it did live, so
     // replaying a session's own strategy sees exactly its numbers.
     std::vector<std::pair<double, bool>> values;
-    while (s.step()) values.emplace_back(s.real(0), s.integer(1) != 0);
+    for (const auto& stored : k3store::stored_measurements_of_cell(db_, m.cell_key))
+      values.emplace_back(stored.value, stored.disturbed);
     it = stored_.emplace(m.cell_key, std::move(values)).first;
   }
   if (index < 0 || static_cast<std::size_t>(index) >= it->second.size()) {

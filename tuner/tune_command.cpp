@@ -20,10 +20,11 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
+#include "harness/host/store/tuning_sessions.h"
+#include "harness/host/store/tuning_tables.h"
 #include "k3k/tuning.h"
 #include "tuner/measurement_cache.h"
 #include "tuner/seed_table.h"
-#include "tuner/session_store.h"
 #include "tuner/table.h"
 
 namespace k3tuner {
@@ -209,7 +210,7 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
   // Everything validated that can be without measuring: spaces, flags, objective. From here on
   // the database is written (unless --explain).
   std::unique_ptr<k3store::Connection> db;
-  std::unique_ptr<SessionStore> store;
+  std::unique_ptr<k3store::TuningSessionStore> store;
   std::unique_ptr<MeasurementCache> cache;
   std::unique_ptr<Objective> objective;
   std::string run_uuid;
@@ -259,11 +260,10 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       objective = std::move(counting);
     }
   } else if (!c.explain) {
-    std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
-    db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+    db = k3store::open_for_writing(c.db_path);
     if (!k3store::find_build(*db, build_hash))
       k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
-    store = std::make_unique<SessionStore>(*db);
+    store = std::make_unique<k3store::TuningSessionStore>(*db);
     cache = std::make_unique<MeasurementCache>(*db);
     if (time) {
       run_uuid = k3bench::new_uuid();
@@ -366,16 +366,16 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       continue;
     }
     if (counter != nullptr) counter->session = o.session;
-    SessionRecord rec{
+    k3store::TuningSessionRecord rec{
         o.session,        c.command_line, target.name(),
         build_hash,       run_uuid,       job.op,
         job.shape.dump(), c.model,        nlohmann::json{{"file", space.file()}}.dump(),
         c.strategy,       c.options.seed, c.budget,
         c.objective,      "running",      ""};
-    const SessionRecord existing = store->open(rec);
+    const k3store::TuningSessionRecord existing = store->open(rec);
     o.resumed = existing.status == "finished" || !store->measurements(o.session).empty();
     o.result = run_tuning(r, *objective, store.get(), o.session);
-    store->finish(o.session, o.result.to_json(), o.result.points_json(job.op));
+    store->finish(o.session, o.result.to_json().dump(), o.result.point_records(job.op));
     entries.push_back({job.op, job.shape, o.session, nullptr, &space, objective->unit(),
                        o.result.cells.empty() ? "generic" : o.result.cells.front().settings.path});
     out.jobs.push_back(std::move(o));
@@ -409,12 +409,9 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
     // The path the runner took ("auto" resolves to the best layer of this target; counted
     // measurements have no process rows: the runner's own facts say which layer that is).
     if (entries[e].path == "auto" && job.result.chosen != SIZE_MAX) {
-      auto s = db->prepare(
-          "SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
-          " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
-      s.bind(1, job.session);
+      const auto path = k3store::session_process_path(*db, job.session);
       entries[e].path =
-          s.step() ? s.text(0) : (out.facts.best_path.empty() ? "generic" : out.facts.best_path);
+          path ? *path : (out.facts.best_path.empty() ? "generic" : out.facts.best_path);
     }
     ++e;
   }
@@ -460,7 +457,8 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
   nlohmann::json sessions = nlohmann::json::array();
   for (const auto& j : out.jobs)
     if (!j.session.empty()) sessions.push_back(j.session);
-  store->add_table(k3bench::sha256_text(text), sessions, out.table_path, text);
+  k3store::insert_tuning_table(
+      *db, {k3bench::sha256_text(text), "", sessions.dump(), out.table_path, text});
   return out;
 }
 

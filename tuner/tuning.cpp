@@ -75,27 +75,28 @@ k3bench::CellSpec cell_of(const TuneRequest& r, const Config& config) {
   return cell;
 }
 
-nlohmann::json TuneResult::points_json(const std::string& op) const {
-  nlohmann::json out = nlohmann::json::array();
+std::vector<k3store::TuningPointRecord> TuneResult::point_records(const std::string& op) const {
+  std::vector<k3store::TuningPointRecord> out;
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     const Candidate& c = candidates[i];
     if (c.values.empty() && !c.rejected) continue;
-    nlohmann::json j = {{"point_key", c.key},
-                        {"op", op},
-                        {"shape", cells[i].shape},
-                        {"config", c.config},
-                        {"status", c.rejected ? "rejected" : "measured"},
-                        {"reason", c.reason},
-                        {"processes", c.measurements()}};
+    k3store::TuningPointRecord p;
+    p.point_key = c.key;
+    p.op = op;
+    p.shape_json = cells[i].shape.dump();
+    p.config_json = c.config.dump();
+    p.status = c.rejected ? "rejected" : "measured";
+    p.reason = c.reason;
+    p.processes = c.measurements();
     if (!c.values.empty()) {
       const auto ci = k3stats::t_interval(c.values);
-      j["mean"] = ci.mean;
+      p.mean_ns = ci.mean;
       if (std::isfinite(ci.half_width)) {
-        j["ci_low"] = ci.low;
-        j["ci_high"] = ci.high;
+        p.ci_low_ns = ci.low;
+        p.ci_high_ns = ci.high;
       }
     }
-    out.push_back(j);
+    out.push_back(std::move(p));
   }
   return out;
 }
@@ -121,8 +122,8 @@ nlohmann::json TuneResult::to_json() const {
   return j;
 }
 
-TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* store,
-                      const std::string& session_id) {
+TuneResult run_tuning(const TuneRequest& r, Objective& objective,
+                      k3store::TuningSessionStore* store, const std::string& session_id) {
   TuneResult res;
   std::vector<Config> configs = r.space->enumerate(r.facts, r.flags, &res.counts);
   std::erase_if(configs, [&](const Config& c) { return r.exclude.contains(config_key(c)); });
@@ -167,7 +168,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
     res.cells.push_back(cell_of(r, c));
   }
   // Stored measurements of this session, by (configuration, attempt): replayed in order.
-  std::map<std::pair<std::string, int>, StoredMeasurement> stored;
+  std::map<std::pair<std::string, int>, k3store::TuningMeasurementRecord> stored;
   if (store != nullptr)
     for (auto& m : store->measurements(session_id)) stored[{m.point_key, m.measurement}] = m;
   std::map<std::size_t, int> attempts;
@@ -207,7 +208,7 @@ TuneResult run_tuning(const TuneRequest& r, Objective& objective, SessionStore* 
         return false;
       }
       const int attempt = attempts[i]++;
-      StoredMeasurement m;
+      k3store::TuningMeasurementRecord m;
       if (auto it = stored.find({cand.key, attempt}); it != stored.end()) {
         m = it->second;
       } else {

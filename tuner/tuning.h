@@ -1,8 +1,9 @@
 // One tuning: a search space on one op and shape, a strategy, an objective and a budget of
-// measurements. Every measurement is stored as it is taken (SessionStore); asking again for the
-// same session replays the stored measurements -- the strategy makes the same decisions on the
-// same numbers -- and measures only what is missing. A disturbed process is kept and measured
-// once more in its place; a rejected configuration (accuracy, unsupported) is never chosen.
+// measurements. Every measurement is stored as it is taken (k3store::TuningSessionStore); asking
+// again for the same session replays the stored measurements -- the strategy makes the same
+// decisions on the same numbers -- and measures only what is missing. A disturbed process is kept
+// and measured once more in its place; a rejected configuration (accuracy, unsupported) is never
+// chosen.
 #pragma once
 
 #include <functional>
@@ -17,8 +18,8 @@
 
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/grid.h"
+#include "harness/host/store/tuning_sessions.h"
 #include "tuner/objective.h"
-#include "tuner/session_store.h"
 #include "tuner/space.h"
 #include "tuner/strategy.h"
 
@@ -73,8 +74,9 @@ struct TuneResult {
       false;  // replay: the store held fewer measurements than the strategy asked for
   std::string summary;
   Evidence evidence;
-  nlohmann::json points_json(const std::string& op) const;  // for SessionStore::finish
-  nlohmann::json to_json() const;                           // the session's result
+  // One row per configuration measured or rejected (TuningSessionStore::finish).
+  std::vector<k3store::TuningPointRecord> point_records(const std::string& op) const;
+  nlohmann::json to_json() const;  // the session's result
 };
 
 // Thrown by the test hook: the tuning stopped on purpose after `stop_after` new measurements.
@@ -87,8 +89,8 @@ struct TuningInterrupted : std::runtime_error {
 // Fills e.speedup, speedup_low/high, paired.
 void speedup_interval(const Candidate& chosen, const Candidate& def, Evidence& e);
 
-TuneResult run_tuning(const TuneRequest& request, Objective& objective, SessionStore* store,
-                      const std::string& session_id);
+TuneResult run_tuning(const TuneRequest& request, Objective& objective,
+                      k3store::TuningSessionStore* store, const std::string& session_id);
 
 // The configuration's cell: fixed parameters, the knob values (op parameters) and the settings
 // (with measurement knobs applied), normalised against the runner's catalog.

@@ -237,8 +237,7 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     pairs.push_back(std::move(p));
   }
 
-  std::filesystem::create_directories(std::filesystem::absolute(c.db_path).parent_path());
-  auto db = k3store::open_database(c.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(c.db_path);
   if (!k3store::find_build(*db, build_hash))
     k3store::upsert_build(*db, k3bench::build_from_runner(target, build_hash));
   out.run_uuid = k3bench::new_uuid();

@@ -166,7 +166,7 @@ CaseEffect Bisector::measure_count(const BisectCase& c, const std::string& runne
   } catch (const k3bench::UserError& e) {
     throw ProbeFailed(fmt::format("the runner failed: {}", e.what()));
   }
-  auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(rq_.db_path);
   const std::string run = k3bench::store_counts(*db, rq_.command_line, {r});
   CaseEffect e;
   e.label = c.label();
@@ -254,7 +254,7 @@ bool Bisector::is_bad(const Probe& p) const {
 }
 
 void Bisector::store(const Probe& p) {
-  auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(rq_.db_path);
   k3store::Transaction tx(*db);
   auto row = [&](const CaseEffect* e) {
     k3store::BisectionProbeRecord r;
@@ -309,7 +309,7 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
   nlohmann::json cases = nlohmann::json::array();
   for (const auto& c : rq_.cases) cases.push_back(c.label());
   {
-    auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(rq_.db_path);
     k3store::begin_bisection(
         *db, {result_.id, range_.good, range_.bad, rq_.instructions ? "instructions" : "time",
               rq_.variant, rq_.instructions ? fmt::format("qemu-vlen{}", rq_.vlen) : place_->name(),
@@ -319,7 +319,7 @@ BisectResult Bisector::run(const std::function<void(const Probe&)>& on_probe) {
     result_.status = status;
     result_.why = why;
     result_.wall_s = since(start);
-    auto db = k3store::open_database(rq_.db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(rq_.db_path);
     k3store::finish_bisection(
         *db, result_.id, status, status == "found" ? result_.candidates.front() : "",
         status == "range" ? result_.candidates : std::vector<std::string>{}, result_.wall_s);

@@ -84,14 +84,10 @@ CommitRunner CommitRunners::runner_of(const std::string& commit) {
   // Built before: the builds table knows a clean build of this commit and variant whose runner
   // is still at hand (kept, or its recorded binary unchanged).
   {
-    auto db = k3store::open_database(o_.db_path, k3store::OpenMode::kCreateOrUpdate);
-    auto s = db->prepare(
-        "SELECT build_hash, binary_path FROM builds WHERE source_revision = ?1 AND variant = ?2"
-        " AND source_dirty = 0");
-    s.bind(1, commit).bind(2, o_.variant);
-    while (s.step()) {
-      const auto found = k3reports::find_runner(o_.runners_dir, s.text(0), s.text(1));
-      if (!found.path.empty()) return {commit, found.path, s.text(0), "", 0};
+    auto db = k3store::open_for_writing(o_.db_path);
+    for (const auto& b : k3store::clean_builds(*db, commit, o_.variant)) {
+      const auto found = k3reports::find_runner(o_.runners_dir, b.build_hash, b.binary_path);
+      if (!found.path.empty()) return {commit, found.path, b.build_hash, "", 0};
     }
   }
   const fs::path log = fs::path(o_.cache_dir) / fmt::format("{}-{}.log", o_.variant, commit);
@@ -156,7 +152,7 @@ CommitRunner CommitRunners::build(const std::string& commit) {
   if (kept.path.empty()) return finish("built, but " + kept.note, "", "");
   const auto info = k3bench::read_build_tree(binary_dir);
   {
-    auto db = k3store::open_database(o_.db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(o_.db_path);
     k3store::upsert_build(*db, {hash, o_.variant, kept.path, info.compiler, info.flags,
                                 info.cmake_options.dump(), commit, false, "k3tune bisect"});
   }

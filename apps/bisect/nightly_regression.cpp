@@ -7,6 +7,7 @@
 #include "harness/common/params/param_spec.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/nightlies.h"
 #include "harness/host/store/results.h"
 #include "reports/report.h"
 
@@ -37,16 +38,11 @@ NightlyRegression nightly_regression(const std::string& dir, const std::string& 
     auto db = k3store::open_database(db_path, k3store::OpenMode::kReadOnly);
     // The verdict run is stored with the nightly when it finishes; while it runs (its own bisect
     // step), the verdict step's detail has it.
-    auto s = db->prepare(
-        "SELECT COALESCE(n.verdict_run_uuid, json_extract(v.detail_json, '$.run_uuid'), '') FROM "
-        "nightlies n"
-        " LEFT JOIN nightly_steps v ON v.nightly_id = n.nightly_id AND v.step = 'verdict-bench'"
-        " WHERE n.nightly_id = ?1");
-    s.bind(1, out.nightly_id);
-    if (!s.step())
+    const auto run = k3store::nightly_verdict_run(*db, out.nightly_id);
+    if (!run)
       throw k3bench::UserError(
           fmt::format("--from-nightly {}: nightly {} is not in {}", dir, out.nightly_id, db_path));
-    verdict_run = s.text(0);
+    verdict_run = *run;
   }
   if (verdict_run.empty())
     throw k3bench::UserError(fmt::format("--from-nightly {}: the nightly has no verdict run", dir));

@@ -80,8 +80,7 @@ void add_build_command(CLI::App& app, AppContext& ctx) {
     k3store::BuildRecord b{k3bench::sha256_file(binary), a->variant, binary,
                            tree.compiler,       tree.flags, tree.cmake_options.dump(),
                            src.revision,        src.dirty,  "k3tune build"};
-    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
-    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(ctx.db_path());
     k3store::upsert_build(*db, b);
     const nlohmann::json j = {
         {"variant", b.variant},

@@ -124,8 +124,7 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   for (const auto& text : a.cases) cases.push_back(split(text, ' ', "--case"));
   std::unique_ptr<k3store::Connection> db;
   if (a.store) {
-    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
-    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    db = k3store::open_for_writing(ctx.db_path());
   }
   nlohmann::json out = nlohmann::json::array();
   if (!ctx.json) {

@@ -60,20 +60,18 @@ void add_db_command(CLI::App& app, AppContext& ctx) {
   check->callback([&ctx] {
     auto c = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
     const auto problems = k3store::check_database(*c);
-    const auto count = [&](const char* t) {
-      return c->scalar_int(fmt::format("SELECT count(*) FROM {}", t));
-    };
+    const auto rows = k3store::result_row_counts(*c);
     if (ctx.json) {
       std::cout << nlohmann::json{{"db", ctx.db_path()},
                                   {"ok", problems.empty()},
                                   {"problems", problems},
                                   {"rows",
-                                   {{"builds", count("builds")},
-                                    {"runs", count("runs")},
-                                    {"cells", count("cells")},
-                                    {"processes", count("processes")},
-                                    {"samples", count("samples")},
-                                    {"aggregates", count("aggregates")}}}}
+                                   {{"builds", rows.builds},
+                                    {"runs", rows.runs},
+                                    {"cells", rows.cells},
+                                    {"processes", rows.processes},
+                                    {"samples", rows.samples},
+                                    {"aggregates", rows.aggregates}}}}
                        .dump(2)
                 << "\n";
     } else {
@@ -81,8 +79,7 @@ void add_db_command(CLI::App& app, AppContext& ctx) {
       fmt::print("{}: {} ({} builds, {} runs, {} cells, {} processes, {} samples, {} aggregates)\n",
                  ctx.db_path(),
                  problems.empty() ? "ok" : fmt::format("{} problem(s)", problems.size()),
-                 count("builds"), count("runs"), count("cells"), count("processes"),
-                 count("samples"), count("aggregates"));
+                 rows.builds, rows.runs, rows.cells, rows.processes, rows.samples, rows.aggregates);
     }
     if (!problems.empty()) exit_code() = kProblems;
   });

@@ -12,7 +12,7 @@
 
 #include "apps/cli/app_context.h"
 #include "harness/host/farm/farm.h"
-#include "harness/host/farm/farm_store.h"
+#include "harness/host/farm/holder.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
 
@@ -58,7 +58,7 @@ nlohmann::json lease_json(const k3farm::LeaseState& s) {
           {"why", s.why}};
 }
 
-nlohmann::json state_json(const k3farm::BoardEventRow& e) {
+nlohmann::json state_json(const k3store::BoardEventRow& e) {
   return {{"event", e.event},
           {"at", e.at},
           {"fault", e.fault},
@@ -87,12 +87,12 @@ void print_scheduler_view(const std::string& scheduler, const nlohmann::json& v)
 void list(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
-  std::map<std::string, k3farm::LeaseRow> rows;
-  std::map<std::string, k3farm::BoardEventRow> states;
+  std::map<std::string, k3store::LeaseRow> rows;
+  std::map<std::string, k3store::BoardEventRow> states;
   if (db_exists(ctx.db_path())) {
     auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
-    for (auto& r : k3farm::lease_rows(*db)) rows[r.board] = r;
-    states = k3farm::board_states(*db, cfg.name);
+    for (auto& r : k3store::lease_rows(*db)) rows[r.board] = r;
+    states = k3store::board_states(*db, cfg.name);
   }
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
   // The scheduler's view next to k3tune's own state.
@@ -160,7 +160,7 @@ void list(const AppContext& ctx, const FarmArgs& a) {
 void probe(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
-  auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(ctx.db_path());
   k3farm::Farm farm(cfg, ctx.root, db.get(), k3farm::new_run_uuid());
   nlohmann::json out = nlohmann::json::array();
   bool all_ok = true;
@@ -180,11 +180,9 @@ void probe(const AppContext& ctx, const FarmArgs& a) {
     out.push_back(j);
   }
   // The last probe of each board is in farm_probes; print it from there so JSON and text agree.
-  auto s = db->prepare(
-      "SELECT board, probe_json FROM farm_probes WHERE run_uuid = ?1 ORDER BY board, seq");
-  s.bind(1, farm.run_uuid());
   std::map<std::string, nlohmann::json> probes;
-  while (s.step()) probes[s.text(0)] = nlohmann::json::parse(s.text(1));
+  for (const auto& p : k3store::probe_rows(*db, farm.run_uuid()))
+    probes[p.board] = nlohmann::json::parse(p.probe_json);
   for (auto& j : out)
     if (probes.count(j["board"])) j["probe"] = probes[j["board"]];
   if (ctx.json) {
@@ -216,7 +214,7 @@ void lease(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   if (a.boards.empty()) throw k3bench::UserError("--board: name the boards to lease");
   const auto names = chosen(cfg, a);
-  auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(ctx.db_path());
   k3farm::Farm farm(cfg, ctx.root, db.get(), k3farm::new_run_uuid());
   // Block the signals first so that a SIGTERM arriving while we lease is waited for, not fatal.
   sigset_t set;
@@ -255,11 +253,11 @@ void lease(const AppContext& ctx, const FarmArgs& a) {
 void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
   const auto cfg = load(ctx, a);
   const auto names = chosen(cfg, a);
-  std::map<std::string, k3farm::BoardEventRow> states;
+  std::map<std::string, k3store::BoardEventRow> states;
   std::unique_ptr<k3store::Connection> db;
   if (db_exists(ctx.db_path())) {
-    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
-    states = k3farm::board_states(*db, cfg.name);
+    db = k3store::open_for_writing(ctx.db_path());
+    states = k3store::board_states(*db, cfg.name);
   }
   // A board may also (or only) be held out by the scheduler for k3tune's fault (a Slurm drain):
   // brought back here.
@@ -290,7 +288,7 @@ void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
       continue;
     }
     const auto& q = states[name];
-    k3farm::insert_board_event(
+    k3store::insert_board_event(
         *db, {cfg.name, name, k3store::now_utc_us(), "released", "",
               fmt::format("quarantine of {} lifted by hand ({}: {})", q.at, q.fault, q.reason), "",
               k3farm::this_actor()});
@@ -313,10 +311,10 @@ void release(const AppContext& ctx, const FarmArgs& a) {
     fmt::print("no stale leases (no database at {})\n", ctx.db_path());
     return;
   }
-  auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(ctx.db_path());
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& row : k3farm::lease_rows(*db)) {
+  for (const auto& row : k3store::lease_rows(*db)) {
     if (std::find(names.begin(), names.end(), row.board) == names.end()) continue;
     const k3farm::Board* b = cfg.find(row.board) ? &farm.board(row.board) : nullptr;
     const auto st = k3farm::judge_lease(row, b);

@@ -78,8 +78,7 @@ void add_probe_command(CLI::App& app, AppContext& ctx) {
     auto p = k3bench::probe_target(*ctx.target(a->target), a->mib);
     if (!a->no_record) {
       const std::string db_path = ctx.db_path();
-      std::filesystem::create_directories(std::filesystem::absolute(db_path).parent_path());
-      auto db = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
+      auto db = k3store::open_for_writing(db_path);
       k3store::insert_target_probe(*db, p.record());
       p.document["recorded_in"] = db_path;
     }

@@ -334,8 +334,7 @@ void run(const AppContext& ctx, Args a) {
       });
   progress.finish();
   if (!a.synthetic && a.store) {
-    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
-    auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(ctx.db_path());
     const std::string now = k3store::now_utc();
     k3store::Transaction tx(*db);
     for (const auto& c : r.cells) {

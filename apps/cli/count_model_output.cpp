@@ -109,8 +109,7 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
   const auto published = k3bench::load_published(ctx.root + "/configs/published/k3.toml");
   std::unique_ptr<k3store::Connection> db;
   if (o.store) {
-    std::filesystem::create_directories(std::filesystem::absolute(ctx.db_path()).parent_path());
-    db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kCreateOrUpdate);
+    db = k3store::open_for_writing(ctx.db_path());
   }
 
   std::vector<k3bench::ModelCountCase> todo;

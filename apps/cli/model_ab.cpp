@@ -10,8 +10,9 @@
 #include "harness/host/bench/model_runs.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/database.h"
-#include "reports/report.h"
+#include "harness/host/store/result_reads.h"
 #include "harness/host/verdict/verdict.h"
+#include "reports/report.h"
 
 namespace k3cli {
 namespace {
@@ -24,15 +25,11 @@ std::map<int, nlohmann::json> breakdowns(k3store::Connection& db, const std::str
   const std::string& cell_key = cell.cell_key;
   const std::set<int> counted(cell.process_rounds.begin(), cell.process_rounds.end());
   std::map<int, nlohmann::json> out;
-  auto s = db.prepare(
-      "SELECT process_index, runner_json FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND "
-      "status = 'ok'");
-  s.bind(1, run_uuid).bind(2, cell_key);
-  while (s.step()) {
-    const auto j = nlohmann::json::parse(s.text(1), nullptr, false);
-    if (!counted.contains(static_cast<int>(s.integer(0)))) continue;
+  for (const auto& p : k3store::ok_process_reports(db, run_uuid, cell_key)) {
+    const auto& j = p.runner;
+    if (!counted.contains(p.process_index)) continue;
     if (!j.is_object() || !j.contains("params") || !j["params"].contains("breakdown")) continue;
-    out[static_cast<int>(s.integer(0))] = j["params"]["breakdown"];
+    out[p.process_index] = j["params"]["breakdown"];
   }
   return out;
 }

@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/nightly/nightly_profile.h"
-#include "apps/nightly/nightly_store.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/provenance.h"
@@ -25,6 +24,7 @@
 #include "harness/host/farm/board.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/nightlies.h"
 #include "harness/host/targets/target.h"
 #include "reports/html.h"
 #include "reports/runner_store.h"
@@ -136,7 +136,7 @@ void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const st
   s.host_hash = k3bench::sha256_file(runner);
   // "Previous" by ancestry: the newest earlier night whose build is an ancestor of tonight's
   // revision (revision_ancestry.h); outside a git checkout, the newest earlier night.
-  const std::vector<NightlyRow> earlier = earlier_nightlies(db, id);
+  const std::vector<k3store::NightlyRow> earlier = earlier_nightlies(db, id);
   const std::string head = head_revision(rq.root);
   std::vector<std::string> revisions;
   for (const auto& n : earlier) revisions.push_back(n.host_revision);
@@ -150,7 +150,7 @@ void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const st
                                 choice.note + "): no regression verdict tonight";
     return;
   }
-  const NightlyRow* prev = &earlier[*choice.index];
+  const k3store::NightlyRow* prev = &earlier[*choice.index];
   if (prev->host_build_hash == s.host_hash) {
     s.baseline_note = fmt::format(
         "same host runner as nightly {} ({}): the code did not change, nothing to compare",
@@ -310,8 +310,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
-  fs::create_directories(fs::absolute(rq.db_path).parent_path());
-  auto db = k3store::open_database(rq.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(rq.db_path);
   begin_nightly(*db, {o.id, rq.profile, o.dir, "", "running", std::nullopt, "", "", ""});
   fmt::print("nightly {}: {} profile, farm {}, {} steps; artifacts {}; database {}\n", o.id,
              rq.profile, rq.farm, steps.size(), o.dir, rq.db_path);
@@ -354,7 +353,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       state.details[step.name] = done->detail_json.empty()
                                      ? nlohmann::json::object()
                                      : nlohmann::json::parse(done->detail_json);
-      state.exit_codes[step.name] = done->exit_code;
+      state.exit_codes[step.name] = done->exit_code.value_or(-1);
       line.note = "done by an earlier attempt";
       lines.push_back(line);
       fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, steps.size(), step.name);

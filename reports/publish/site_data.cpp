@@ -8,10 +8,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "reports/change_points.h"
+#include "harness/host/store/bisections.h"
+#include "harness/host/store/nightlies.h"
+#include "harness/host/store/result_reads.h"
+#include "harness/host/store/tuning_tables.h"
 #include "harness/host/verdict/run_data.h"
 #include "harness/host/verdict/value_text.h"
 #include "harness/host/verdict/verdict.h"
+#include "reports/change_points.h"
 #include "tuner/table.h"
 
 namespace k3publish {
@@ -19,79 +23,68 @@ namespace {
 
 using nlohmann::json;
 
-std::optional<int> opt_int(k3store::Statement& s, int col) {
-  return s.is_null(col) ? std::nullopt : std::optional<int>(static_cast<int>(s.integer(col)));
-}
-
 std::vector<SiteNight> load_nights(k3store::Connection& db,
                                    std::map<std::string, std::string>& dirs) {
   std::vector<SiteNight> nights;
-  auto s = db.prepare(
-      "SELECT n.nightly_id, n.profile, n.dir, n.started_at, coalesce(n.finished_at, ''), n.status,"
-      " n.exit_code, coalesce(n.host_build_hash, ''), coalesce(b.source_revision, ''),"
-      " coalesce(n.verdict_run_uuid, '') FROM nightlies n"
-      " LEFT JOIN builds b ON b.build_hash = n.host_build_hash ORDER BY n.started_at, n.rowid");
   std::map<std::string, std::size_t> index;
-  while (s.step()) {
+  for (const auto& row : k3store::all_nightlies(db)) {
     SiteNight n;
-    n.nightly_id = s.text(0);
-    n.profile = s.text(1);
-    dirs[n.nightly_id] = s.text(2);
-    n.started_at = s.text(3);
-    n.finished_at = s.text(4);
-    n.status = s.text(5);
-    n.exit_code = opt_int(s, 6);
-    n.host_build_hash = s.text(7);
-    n.source_revision = s.text(8);
-    n.verdict_run_uuid = s.text(9);
+    n.nightly_id = row.nightly_id;
+    n.profile = row.profile;
+    dirs[n.nightly_id] = row.dir;
+    n.started_at = row.started_at;
+    n.finished_at = row.finished_at;
+    n.status = row.status;
+    n.exit_code = row.exit_code;
+    n.host_build_hash = row.host_build_hash;
+    n.source_revision = row.host_revision;
+    n.verdict_run_uuid = row.verdict_run_uuid;
     index[n.nightly_id] = nights.size();
     nights.push_back(std::move(n));
   }
-  auto steps = db.prepare(
-      "SELECT nightly_id, step, status, exit_code, wall_s FROM nightly_steps"
-      " ORDER BY nightly_id, seq, step");
-  while (steps.step()) {
-    auto it = index.find(steps.text(0));
+  for (const auto& step : k3store::all_nightly_steps(db)) {
+    auto it = index.find(step.nightly_id);
     if (it == index.end()) continue;
-    SiteStep st{steps.text(1), steps.text(2), opt_int(steps, 3), std::nullopt};
-    if (!steps.is_null(4)) st.wall_s = steps.real(4);
-    nights[it->second].steps.push_back(std::move(st));
+    nights[it->second].steps.push_back({step.step, step.status, step.exit_code, step.wall_s});
   }
   return nights;
 }
 
+// The metric of a run's settings ("" when it names none).
+std::string metric_of(const std::string& settings_json) {
+  const auto settings = json::parse(settings_json, nullptr, false);
+  if (!settings.is_object() || !settings.contains("metric") || settings["metric"].is_null())
+    return "";
+  const auto& metric = settings["metric"];
+  return metric.is_string() ? metric.get<std::string>() : metric.dump();
+}
+
 std::vector<SiteRun> load_runs(k3store::Connection& db) {
+  std::map<std::string, std::string> revisions;  // build hash -> source revision
+  for (const auto& b : k3store::all_builds(db)) revisions[b.build_hash] = b.source_revision;
   std::vector<SiteRun> runs;
-  auto s = db.prepare(
-      "SELECT r.run_uuid, r.command, r.target, r.build_hash, coalesce(b.source_revision, ''),"
-      " r.started_at, r.status, CASE WHEN json_valid(r.settings_json)"
-      " THEN coalesce(json_extract(r.settings_json, '$.metric'), '') ELSE '' END"
-      " FROM runs r LEFT JOIN builds b ON b.build_hash = r.build_hash"
-      " ORDER BY r.started_at, r.rowid");
   std::unordered_map<std::string, std::size_t> index;
-  while (s.step()) {
+  for (const auto& row : k3store::all_runs(db)) {
     SiteRun r;
-    r.run_uuid = s.text(0);
-    r.command = s.text(1);
-    r.target = s.text(2);
-    r.build_hash = s.text(3);
-    r.source_revision = s.text(4);
-    r.started_at = s.text(5);
-    r.status = s.text(6);
-    r.counts = k3verdict::PerCall::of(json{{"metric", s.text(7)}}).instructions;
+    r.run_uuid = row.run_uuid;
+    r.command = row.command;
+    r.target = row.target;
+    r.build_hash = row.build_hash;
+    if (auto it = revisions.find(row.build_hash); it != revisions.end())
+      r.source_revision = it->second;
+    r.started_at = row.started_at;
+    r.status = row.status;
+    r.counts = k3verdict::PerCall::of(json{{"metric", metric_of(row.settings_json)}}).instructions;
     index[r.run_uuid] = runs.size();
     runs.push_back(std::move(r));
   }
-  auto cells = db.prepare(
-      "SELECT a.run_uuid, c.target, sum(a.status = 'ok'), sum(a.status = 'failed')"
-      " FROM aggregates a JOIN cells c ON c.cell_key = a.cell_key GROUP BY a.run_uuid, c.target");
-  while (cells.step()) {
-    auto it = index.find(cells.text(0));
+  for (const auto& counts : k3store::aggregate_counts(db)) {
+    auto it = index.find(counts.run_uuid);
     if (it == index.end()) continue;
     SiteRun& r = runs[it->second];
-    r.boards.insert(cells.text(1));
-    r.cells_ok += static_cast<int>(cells.integer(2));
-    r.cells_failed += static_cast<int>(cells.integer(3));
+    r.boards.insert(counts.target);
+    r.cells_ok += counts.ok;
+    r.cells_failed += counts.failed;
   }
   return runs;
 }
@@ -165,12 +158,6 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
   for (const auto& r : runs) counts_run[r.run_uuid] = r.counts;
   // Every figure of a run's own build (the baseline build of an A/B run is the previous night's
   // figure, already in its own run), in time order.
-  auto s = db.prepare(
-      "SELECT r.run_uuid, r.started_at, r.build_hash, c.target, c.op, c.shape_json, c.params_json,"
-      " c.measure_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.processes"
-      " FROM aggregates a JOIN runs r ON r.run_uuid = a.run_uuid"
-      " JOIN cells c ON c.cell_key = a.cell_key AND c.build_hash = r.build_hash"
-      " WHERE a.status = 'ok' AND a.mean_ns IS NOT NULL ORDER BY r.started_at, r.rowid");
   struct Identity {
     std::size_t history = 0;
     std::string config_key;
@@ -179,14 +166,14 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
   std::map<std::tuple<std::string, std::string, std::string>, std::size_t> pages;
   std::vector<History> histories;
   std::vector<std::map<std::string, k3reports::TrendSeries>> series;
-  while (s.step()) {
-    const std::string text = s.text(3) + '\x1f' + s.text(4) + '\x1f' + s.text(5) + '\x1f' +
-                             s.text(6) + '\x1f' + s.text(7);
+  for (const auto& row : k3store::all_points(db)) {
+    const std::string text = row.target + '\x1f' + row.op + '\x1f' + row.shape_json + '\x1f' +
+                             row.params_json + '\x1f' + row.measure_json;
     auto id = identities.find(text);
     if (id == identities.end()) {
-      const json shape = json::parse(s.text(5)), params = json::parse(s.text(6)),
-                 measure = json::parse(s.text(7));
-      const auto page = std::make_tuple(s.text(3), s.text(4), k3verdict::shape_text(shape));
+      const json shape = json::parse(row.shape_json), params = json::parse(row.params_json),
+                 measure = json::parse(row.measure_json);
+      const auto page = std::make_tuple(row.target, row.op, k3verdict::shape_text(shape));
       auto p = pages.find(page);
       if (p == pages.end()) {
         p = pages.emplace(page, histories.size()).first;
@@ -194,12 +181,12 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
         h.target = std::get<0>(page);
         h.op = std::get<1>(page);
         h.shape = std::get<2>(page);
-        h.counts = counts_run[s.text(0)];
+        h.counts = counts_run[row.run_uuid];
         histories.push_back(std::move(h));
         series.emplace_back();
       }
       id = identities
-               .emplace(text, Identity{p->second, k3verdict::config_key(s.text(3), s.text(4), shape,
+               .emplace(text, Identity{p->second, k3verdict::config_key(row.target, row.op, shape,
                                                                         params, measure)})
                .first;
     }
@@ -213,13 +200,13 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
       it = by_key.emplace(id->second.config_key, std::move(t)).first;
     }
     k3reports::TrendPoint p;
-    p.run_uuid = s.text(0);
-    p.started_at = s.text(1);
-    p.build_hash = s.text(2);
-    p.mean_ns = s.real(8);
-    if (!s.is_null(9)) p.ci_low_ns = s.real(9);
-    if (!s.is_null(10)) p.ci_high_ns = s.real(10);
-    p.processes = static_cast<int>(s.integer(11));
+    p.run_uuid = row.run_uuid;
+    p.started_at = row.started_at;
+    p.build_hash = row.build_hash;
+    p.mean_ns = row.mean_ns.value_or(0);  // all_points: every point has a mean
+    p.ci_low_ns = row.ci_low_ns;
+    p.ci_high_ns = row.ci_high_ns;
+    p.processes = row.processes;
     it->second.points.push_back(std::move(p));
   }
   for (std::size_t i = 0; i < histories.size(); ++i) {
@@ -253,14 +240,11 @@ std::vector<TableHistory> load_tables(k3store::Connection& db,
   namespace fs = std::filesystem;
   std::map<std::string, TableHistory> by_name;
   std::map<std::string, json> previous;  // name -> the previous version's JSON
-  auto s = db.prepare(
-      "SELECT table_id, created_at, coalesce(path, ''), table_json FROM tuning_tables"
-      " ORDER BY created_at, rowid");
-  while (s.step()) {
+  for (const auto& row : k3store::all_tuning_tables(db)) {
     TableVersion v;
-    v.table_id = s.text(0);
-    v.created_at = s.text(1);
-    v.path = s.text(2);
+    v.table_id = row.table_id;
+    v.created_at = row.created_at;
+    v.path = row.path;
     const std::string name = v.path.empty() ? "unnamed" : fs::path(v.path).stem().string();
     // A nightly writes its tables under its own folder (<dir>/tables/<name>.json).
     const std::string table_path = fs::path(v.path).lexically_normal().string();
@@ -268,7 +252,7 @@ std::vector<TableHistory> load_tables(k3store::Connection& db,
       if (!dir.empty() &&
           table_path.rfind((fs::path(dir) / "").lexically_normal().string(), 0) == 0)
         v.nightly_id = id;
-    const json table = json::parse(s.text(3), nullptr, false);
+    const json table = json::parse(row.table_json, nullptr, false);
     if (table.is_object() && table.contains("entries") && table["entries"].is_array())
       v.entries = static_cast<int>(table["entries"].size());
     auto prev = previous.find(name);
@@ -325,27 +309,20 @@ std::string SiteNight::verdict() const {
 void attach_bisections(k3store::Connection& db, std::vector<SiteNight>& nights) {
   std::map<std::string, SiteNight*> by_id;
   for (auto& n : nights) by_id[n.nightly_id] = &n;
-  auto s = db.prepare(
-      "SELECT b.nightly_id, b.status, coalesce(b.first_bad, ''), coalesce(b.range_json, '[]'),"
-      " b.good_revision, b.bad_revision, b.metric, b.commits,"
-      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id),"
-      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id"
-      "  AND p.outcome = 'skip')"
-      " FROM bisections b WHERE b.nightly_id IS NOT NULL ORDER BY b.started_at");
-  while (s.step()) {
-    const auto it = by_id.find(s.text(0));
+  for (const auto& x : k3store::nightly_bisections(db)) {
+    const auto& b = x.bisection;
+    const auto it = by_id.find(b.nightly_id);
     if (it == by_id.end()) continue;
-    const std::string status = s.text(1);
-    const auto range = json::parse(s.text(3), nullptr, false);
-    std::string found = status == "found"   ? "first bad commit " + s.text(2).substr(0, 12)
-                        : status == "range" ? fmt::format("hidden by skips in {} commits",
-                                                          range.is_array() ? range.size() : 0)
-                                            : status;
+    const auto range = json::parse(b.range_json, nullptr, false);
+    std::string found = b.status == "found"   ? "first bad commit " + b.first_bad.substr(0, 12)
+                        : b.status == "range" ? fmt::format("hidden by skips in {} commits",
+                                                            range.is_array() ? range.size() : 0)
+                                              : b.status;
     it->second->notes.push_back(
-        {"bisection (" + s.text(6) + ")",
+        {"bisection (" + b.metric + ")",
          fmt::format("{}: {}..{}, {} commits, {} probes ({} skipped)", found,
-                     s.text(4).substr(0, 12), s.text(5).substr(0, 12), s.integer(7), s.integer(8),
-                     s.integer(9)),
+                     b.good_revision.substr(0, 12), b.bad_revision.substr(0, 12), b.commits,
+                     x.probed, x.skipped),
          ""});
   }
 }

@@ -34,8 +34,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/nightly/nightly_store.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/nightlies.h"
 #include "harness/host/targets/process.h"
 
 namespace fs = std::filesystem;
@@ -270,9 +270,9 @@ TEST_F(BisectCli, FindsThePlantedSlowdownAroundSkippedCommits) {
     const fs::path night = dir_ / "nightly" / "n1";
     fs::create_directories(night);
     auto c = k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate);
-    k3nightly::begin_nightly(
-        *c, {"n1", "full", night.string(), "", "running", std::nullopt, "", "", ""});
-    k3nightly::finish_nightly(*c, "n1", "regression", 4, "", j["chased"][0]["run_uuid"]);
+    k3store::begin_nightly(*c,
+                           {"n1", "full", night.string(), "", "running", std::nullopt, "", "", ""});
+    k3store::finish_nightly(*c, "n1", "regression", 4, "", j["chased"][0]["run_uuid"]);
   }
   const auto night_run =
       k3tune({"--json", "bisect", "--from-nightly", (dir_ / "nightly" / "n1").string(), "-P", "6",

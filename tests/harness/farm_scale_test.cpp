@@ -269,7 +269,7 @@ TEST_F(FarmScale, AKilledControllerLosesNothingCommittedAndResumeMeasuresTheRest
   const auto samples_at_kill = count(db, "SELECT count(*) FROM samples");
   {
     auto c = k3store::open_database(db, k3store::OpenMode::kCreateOrUpdate);
-    const auto leases = k3farm::lease_rows(*c);
+    const auto leases = k3store::lease_rows(*c);
     EXPECT_EQ(leases.size(), static_cast<std::size_t>(boards));  // the dead controller's
     for (const auto& row : leases) k3farm::recover_stale_lease(*c, row, nullptr);
   }

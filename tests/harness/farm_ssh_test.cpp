@@ -9,11 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/farm/background_process.h"
-#include "harness/host/store/database.h"
-#include "harness/host/farm/farm.h"
-#include "harness/host/farm/farm_store.h"
 #include "farm_test_support.h"
+#include "harness/host/farm/background_process.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/store/database.h"
+#include "harness/host/store/farm_state.h"
 #include "harness/host/store/results.h"
 
 namespace {
@@ -354,7 +354,7 @@ TEST_F(FarmSsh, BoardDiesMidRunItsCellMovesAndNoSampleIsLost) {
   EXPECT_EQ(db->scalar_int("SELECT count(*) FROM farm_quarantine WHERE run_uuid = 'run-dies' AND "
                            "board = 'b1' AND fault = 'unreachable'"),
             1);
-  const auto reason = k3farm::quarantine_rows(*db, run).at(0).reason;
+  const auto reason = k3store::quarantine_rows(*db, run).at(0).reason;
   EXPECT_EQ(reason.rfind("board b1: unreachable: ", 0), 0u) << reason;
   // A later probe of the dead board says so in one line.
   const auto h = f->board("b1").probe();

@@ -9,9 +9,9 @@
 #include "farm_test_support.h"
 #include "harness/host/farm/background_process.h"
 #include "harness/host/farm/farm.h"
-#include "harness/host/farm/farm_store.h"
 #include "harness/host/farm/shell_quote.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/farm_state.h"
 #include "harness/host/store/maintenance.h"
 
 namespace {
@@ -329,10 +329,10 @@ TEST(FarmStore, QuarantinesAndProbesMergeFromShardsLeasesDoNot) {
   for (const char* shard : {"a", "b"}) {
     auto c = k3store::open_database(tmp / (std::string(shard) + ".db"),
                                     k3store::OpenMode::kCreateOrUpdate);
-    k3farm::insert_quarantine(
+    k3store::insert_quarantine(
         *c, {std::string("run-") + shard, "k3-01", "rebooted", "uptime went back", "t"});
-    k3farm::insert_probe(*c, std::string("run-") + shard, "k3-01", true, "{}");
-    k3farm::insert_lease(
+    k3store::insert_probe(*c, std::string("run-") + shard, "k3-01", true, "{}");
+    k3store::insert_lease(
         *c, {"k3-01", "lab", std::string("run-") + shard, "h", 1, "x", std::nullopt, "t"});
   }
   for (int pass = 0; pass < 2; ++pass) {
@@ -341,7 +341,7 @@ TEST(FarmStore, QuarantinesAndProbesMergeFromShardsLeasesDoNot) {
     EXPECT_EQ(added.at("farm_probes"), pass == 0 ? 2 : 0);
   }
   auto all = k3store::open_database(tmp / "all.db", k3store::OpenMode::kReadOnly);
-  EXPECT_EQ(k3farm::quarantine_rows(*all, "run-b").at(0).reason, "uptime went back");
+  EXPECT_EQ(k3store::quarantine_rows(*all, "run-b").at(0).reason, "uptime went back");
   EXPECT_EQ(all->scalar_int("SELECT count(*) FROM farm_leases"), 0);
 }
 

@@ -9,9 +9,9 @@
 #include <fstream>
 #include <map>
 
-#include "apps/nightly/nightly_store.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/nightlies.h"
 #include "harness/host/store/results.h"
 #include "harness/host/targets/process.h"
 
@@ -79,14 +79,14 @@ TEST_F(FarmNightlyAncestry, AncestorsAreTheSameLineAndTheMergeBase) {
     build.source_revision = rev.substr(0, 12);
     build.recorded_by = "test";
     k3store::upsert_build(*db, build);
-    k3nightly::NightlyRow row;
+    k3store::NightlyRow row;
     row.nightly_id = "night-" + std::to_string(++night);
     row.profile = "quick";
     row.dir = dir.string();
-    k3nightly::begin_nightly(*db, row);
-    k3nightly::finish_nightly(*db, row.nightly_id, "ok", 0, build.build_hash, "");
+    k3store::begin_nightly(*db, row);
+    k3store::finish_nightly(*db, row.nightly_id, "ok", 0, build.build_hash, "");
   }
-  const auto earlier = k3nightly::earlier_nightlies(*db, "tonight");
+  const auto earlier = k3store::earlier_nightlies(*db, "tonight");
   ASSERT_EQ(earlier.size(), 3u);
   EXPECT_EQ(earlier[0].nightly_id, "night-3");  // newest first
   std::vector<std::string> revisions;

@@ -15,9 +15,9 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/stats/binomial.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/tuning_sessions.h"
 #include "tuner/gates.h"
 #include "tuner/seed_table.h"
-#include "tuner/session_store.h"
 #include "tuner/space.h"
 #include "tuner/strategy.h"
 #include "tuner/table.h"
@@ -369,11 +369,11 @@ TEST_F(Tuner, InterruptedTuningResumesToTheSameResultWithoutRemeasuring) {
   const auto space = big_space();
   const auto catalog = synthetic_catalog();
   auto db = k3store::open_database((dir_ / "t.db").string(), k3store::OpenMode::kCreateOrUpdate);
-  k3tuner::SessionStore store(*db);
+  k3store::TuningSessionStore store(*db);
   auto make = [&](const std::string& id) {
-    k3tuner::SessionRecord rec{id,          "test", "synthetic", "b",       "",
-                               "synthetic", "{}",   "",          "{}",      "coordinate",
-                               7,           0,      "synthetic", "running", ""};
+    k3store::TuningSessionRecord rec{id,          "test", "synthetic", "b",       "",
+                                     "synthetic", "{}",   "",          "{}",      "coordinate",
+                                     7,           0,      "synthetic", "running", ""};
     store.open(rec);
   };
   auto r = request(space, catalog, "coordinate");

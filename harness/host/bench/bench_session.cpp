@@ -39,16 +39,13 @@ std::string baseline_path(const BenchRequest& r) {
     throw UserError(
         fmt::format("--baseline-build: {}: no database to look the build up in", r.db_path));
   auto db = k3store::open_database(r.db_path, k3store::OpenMode::kReadOnly);
-  auto find =
-      db->prepare("SELECT build_hash, binary_path FROM builds WHERE build_hash LIKE ?1 || '%'");
-  find.bind(1, r.baseline_build);
-  std::vector<std::pair<std::string, std::string>> matches;
-  while (find.step()) matches.emplace_back(find.text(0), find.text(1));
+  const auto matches = k3store::builds_with_prefix(*db, r.baseline_build);
   if (matches.size() != 1) {
     throw UserError(fmt::format("--baseline-build: '{}' matches {} builds in {}", r.baseline_build,
                                 matches.size(), r.db_path));
   }
-  const auto& [hash, path] = matches.front();
+  const std::string& hash = matches.front().build_hash;
+  const std::string& path = matches.front().binary_path;
   if (!std::filesystem::exists(path) || sha256_file(path) != hash) {
     throw UserError(
         fmt::format("--baseline-build {}: its binary {} is gone or was rebuilt (keep a copy: "
@@ -157,8 +154,7 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   if (plan.mde > 0 && out.builds.size() < 2)
     throw UserError("--mde: needs an A/B comparison (--baseline-runner or --baseline-build)");
   // Everything is validated: from here on the database is written.
-  std::filesystem::create_directories(std::filesystem::absolute(request.db_path).parent_path());
-  auto db = k3store::open_database(request.db_path, k3store::OpenMode::kCreateOrUpdate);
+  auto db = k3store::open_for_writing(request.db_path);
   for (const auto& b : new_builds) k3store::upsert_build(*db, b);
   SweepOptions opt;
   opt.rounds = out.rounds;

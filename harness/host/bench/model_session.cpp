@@ -11,7 +11,7 @@
 #include "harness/host/bench/model_runs.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/database.h"
-#include "harness/host/store/sqlite.h"
+#include "harness/host/store/result_reads.h"
 
 namespace k3bench {
 namespace {
@@ -26,17 +26,9 @@ struct CellData {
 CellData cell_data(k3store::Connection& db, const std::string& run_uuid,
                    const std::string& cell_key) {
   CellData d;
-  auto s = db.prepare(
-      "SELECT s.ns FROM samples s JOIN processes p ON p.run_uuid = s.run_uuid AND p.cell_key = "
-      "s.cell_key AND p.process_index = s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 "
-      "AND p.status = 'ok' AND p.disturbed = 0 ORDER BY s.process_index, s.rep_index");
-  s.bind(1, run_uuid).bind(2, cell_key);
-  while (s.step()) d.ns.push_back(s.real(0));
-  auto p = db.prepare(
-      "SELECT runner_json FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok' "
-      "ORDER BY disturbed, process_index LIMIT 1");
-  p.bind(1, run_uuid).bind(2, cell_key);
-  if (p.step()) d.runner = nlohmann::json::parse(p.text(0), nullptr, false);
+  d.ns = k3store::counted_sample_times(db, run_uuid, cell_key);
+  if (const auto report = k3store::first_counted_report(db, run_uuid, cell_key))
+    d.runner = report->runner;
   return d;
 }
 

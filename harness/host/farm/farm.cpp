@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/farm/farm_store.h"
+#include "harness/host/farm/holder.h"
 #include "harness/host/farm/interrupt_release.h"
 #include "harness/host/store/results.h"
 
@@ -171,11 +171,11 @@ bool Farm::prepare(const std::string& board) {
   s.prepared = probe(board).ok;
   std::lock_guard lock(mu_);
   if (s.prepared && s.standing) {  // quarantine_until = "healthy", and it is
-    db_->write(
-        [row = BoardEventRow{config_.name, board, k3store::now_utc_us(), "recovered", "",
-                             fmt::format("probed healthy (quarantined since {}: {})",
-                                         s.standing->at, s.standing->reason),
-                             run_uuid_, this_actor()}](auto& c) { insert_board_event(c, row); });
+    db_->write([row = k3store::BoardEventRow{
+                    config_.name, board, k3store::now_utc_us(), "recovered", "",
+                    fmt::format("probed healthy (quarantined since {}: {})", s.standing->at,
+                                s.standing->reason),
+                    run_uuid_, this_actor()}](auto& c) { insert_board_event(c, row); });
     s.standing.reset();
   }
   return s.prepared;
@@ -253,9 +253,9 @@ void Farm::quarantine(const std::string& board, Fault fault, const std::string& 
   s.quarantine = QuarantineEntry{fault, reason};
   if (db_ == nullptr) return;
   db_->write(
-      [q = QuarantineRow{run_uuid_, board, to_string(fault), reason, k3store::now_utc()},
-       e = BoardEventRow{config_.name, board, k3store::now_utc_us(), "quarantined",
-                         to_string(fault), reason, run_uuid_, this_actor()}](auto& c) {
+      [q = k3store::QuarantineRow{run_uuid_, board, to_string(fault), reason, k3store::now_utc()},
+       e = k3store::BoardEventRow{config_.name, board, k3store::now_utc_us(), "quarantined",
+                                  to_string(fault), reason, run_uuid_, this_actor()}](auto& c) {
         k3store::Transaction tx(c);
         insert_quarantine(c, q);
         insert_board_event(c, e);

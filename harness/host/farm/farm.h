@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "harness/host/farm/board.h"
-#include "harness/host/farm/farm_store.h"
 #include "harness/host/farm/health.h"
+#include "harness/host/farm/holder.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/farm/lease.h"
 #include "harness/host/farm/transport.h"
@@ -133,7 +133,7 @@ class Farm {
     std::optional<HealthSample> baseline;
     int consecutive_timeouts = 0;
     std::optional<QuarantineEntry> quarantine;
-    std::optional<BoardEventRow> standing;  // an earlier run's quarantine, not lifted yet
+    std::optional<k3store::BoardEventRow> standing;  // an earlier run's quarantine, not lifted yet
   };
   // An earlier run's quarantine that the inventory does not let a probe lift: the board is out of
   // this run too (in memory only; the run that found the fault has the rows). True when so.

@@ -7,7 +7,7 @@
 #include <mutex>
 #include <thread>
 
-#include "harness/host/farm/farm_store.h"
+#include "harness/host/farm/holder.h"
 #include "harness/host/store/database.h"
 
 namespace k3farm {
@@ -23,7 +23,7 @@ void on_signal(int sig) {
 
 void drop_own_leases(const std::string& db_path) {
   try {
-    auto db = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
+    auto db = k3store::open_for_writing(db_path);
     const std::string host = this_host();
     const auto pid = static_cast<std::int64_t>(getpid());
     for (const auto& row : lease_rows(*db))

@@ -132,7 +132,7 @@ std::optional<bool> board_lock_held(const Board& board) {
   return std::nullopt;
 }
 
-LeaseState judge_lease(const LeaseRow& row, const Board* board) {
+LeaseState judge_lease(const k3store::LeaseRow& row, const Board* board) {
   LeaseState st{row, false, ""};
   const auto alive = holder_alive(row);
   if (alive && !*alive) {
@@ -147,7 +147,8 @@ LeaseState judge_lease(const LeaseRow& row, const Board* board) {
   return st;
 }
 
-std::string recover_stale_lease(k3store::Connection& db, const LeaseRow& row, const Board* board) {
+std::string recover_stale_lease(k3store::Connection& db, const k3store::LeaseRow& row,
+                                const Board* board) {
   const LeaseState st = judge_lease(row, board);
   if (!st.stale)
     throw LeaseError(

@@ -16,8 +16,8 @@
 #include <string>
 
 #include "harness/host/farm/board.h"
-#include "harness/host/farm/farm_store.h"
 #include "harness/host/farm/held_command.h"
+#include "harness/host/farm/holder.h"
 #include "harness/host/store/database_access.h"
 
 namespace k3farm {
@@ -43,7 +43,7 @@ class Lease {
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
 
-  const LeaseRow& row() const { return row_; }
+  const k3store::LeaseRow& row() const { return row_; }
   // Whether the board-side holder is still there (false: the connection died).
   bool holding();
   void release();
@@ -52,21 +52,22 @@ class Lease {
   void drop_row();  // the lease's row goes (only if it is still ours)
   const Board& board_;
   k3store::DatabaseAccess& db_;
-  LeaseRow row_;
+  k3store::LeaseRow row_;
   std::unique_ptr<HeldCommand> holder_;
 };
 
 struct LeaseState {
-  LeaseRow row;
+  k3store::LeaseRow row;
   bool stale = false;
   std::string why;  // for stale: "holder pid 123 on host is gone", "board lock is free"
 };
 // Judges one lease row: is the holder alive, is the board lock held (asked on the board).
-LeaseState judge_lease(const LeaseRow& row, const Board* board);
+LeaseState judge_lease(const k3store::LeaseRow& row, const Board* board);
 // Whether <work_dir>/lease.lock is currently held on the board (nullopt: board unreachable).
 std::optional<bool> board_lock_held(const Board& board);
 // Recovery of a stale lease: kills a leftover board-side holder if the lock is still held, then
 // deletes the row. Throws LeaseError when the row is not stale.
-std::string recover_stale_lease(k3store::Connection& db, const LeaseRow& row, const Board* board);
+std::string recover_stale_lease(k3store::Connection& db, const k3store::LeaseRow& row,
+                                const Board* board);
 
 }  // namespace k3farm

@@ -16,7 +16,7 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/open_files.h"
 #include "harness/host/farmbench/board_target.h"
-#include "harness/host/farmbench/farm_sweep_store.h"
+#include "harness/host/farmbench/shared_queue.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/database_writer.h"
 #include "harness/host/store/results.h"
@@ -40,11 +40,11 @@ std::vector<std::string> chosen_boards(const k3farm::FarmConfig& farm, const Far
 std::vector<std::string> standing_quarantines_last(const std::vector<std::string>& boards,
                                                    const std::string& farm,
                                                    const std::string& db_path) {
-  std::map<std::string, k3farm::BoardEventRow> states;
+  std::map<std::string, k3store::BoardEventRow> states;
   try {
     if (std::filesystem::exists(db_path))
-      states = k3farm::board_states(*k3store::open_database(db_path, k3store::OpenMode::kReadOnly),
-                                    farm);
+      states = k3store::board_states(*k3store::open_database(db_path, k3store::OpenMode::kReadOnly),
+                                     farm);
   } catch (const k3store::StoreError&) {
   }
   std::vector<std::string> out;
@@ -223,9 +223,11 @@ class BoardWorker {
   void row(std::size_t p, const std::string& run, const std::string& key,
            const std::string& outcome, const std::string& reason) {
     const auto& c = ctx_.out.cells[p];
-    ctx_.db.write([row = SweepCellRow{ctx_.out.sweep_uuid, static_cast<int>(c.index), c.attempts,
-                                      board_, run, key, outcome, reason, ctx_.rq.shard.text()}](
-                      auto& db) { insert_sweep_cell(db, row); });
+    ctx_.db.write([row = k3store::SweepCellRow{ctx_.out.sweep_uuid, static_cast<int>(c.index),
+                                               c.attempts, board_, run, key, outcome, reason,
+                                               ctx_.rq.shard.text()}](auto& db) {
+      insert_sweep_cell(db, row);
+    });
   }
 
   // With a shared queue: the cells of `taken` this controller may measure (claimed in the
@@ -446,10 +448,8 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
   opt.command_line = rq.bench.command_line;
 
   // Validated: from here on the database is written.
-  std::filesystem::create_directories(std::filesystem::absolute(rq.bench.db_path).parent_path());
   // The one writer: every row of every board thread goes through it (database_writer.h).
-  k3store::DatabaseWriter db(
-      k3store::open_database(rq.bench.db_path, k3store::OpenMode::kCreateOrUpdate));
+  k3store::DatabaseWriter db(k3store::open_for_writing(rq.bench.db_path));
   out.samples_before = db.query([](auto& c) { return sample_count(c); });
   out.sweep_uuid = k3bench::new_uuid();
   std::optional<k3farm::Farm> farm;  // destroyed first: its leases are released through `db`
@@ -495,10 +495,9 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
           c.reason = fmt::format("already measured on board {}", b);
           c.board = b;
           c.cell_key = key;
-          db.write([row = SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), 0, b, "", key,
-                                       "skipped", c.reason, rq.shard.text()}](auto& conn) {
-            insert_sweep_cell(conn, row);
-          });
+          db.write([row = k3store::SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), 0, b, "",
+                                                key, "skipped", c.reason, rq.shard.text()}](
+                       auto& conn) { insert_sweep_cell(conn, row); });
           break;
         }
       }
@@ -534,10 +533,9 @@ FarmBenchOutcome run_farm_bench(const std::string& root, const FarmBenchRequest&
                 sweep = out.sweep_uuid](auto& conn) { drop_claim(conn, key, i, sweep); });
     c.status = CellStatus::kUnmeasured;
     c.reason = "no healthy board left in the run";
-    db.write([row = SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1, "", "",
-                                 "", "unmeasured", c.reason, rq.shard.text()}](auto& conn) {
-      insert_sweep_cell(conn, row);
-    });
+    db.write([row = k3store::SweepCellRow{out.sweep_uuid, static_cast<int>(c.index), c.attempts + 1,
+                                          "", "", "", "unmeasured", c.reason, rq.shard.text()}](
+                 auto& conn) { insert_sweep_cell(conn, row); });
   }
   out.quarantined = farm->quarantined_boards();
   farm.reset();  // leases released

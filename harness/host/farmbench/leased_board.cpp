@@ -17,8 +17,7 @@ namespace k3farmbench {
 LeasedBoard::LeasedBoard(const k3farm::FarmConfig& farm, const std::string& root,
                          const std::string& db_path, const std::vector<std::string>& boards,
                          const std::function<void(const std::string&)>& note, double lease_wait_s) {
-  std::filesystem::create_directories(std::filesystem::absolute(db_path).parent_path());
-  db_ = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
+  db_ = k3store::open_for_writing(db_path);
   farm_ = std::make_unique<k3farm::Farm>(farm, root, db_.get(), k3farm::new_run_uuid());
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::duration<double>(lease_wait_s);

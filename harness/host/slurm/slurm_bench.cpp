@@ -15,6 +15,7 @@
 #include "harness/host/slurm/slurm_validate.h"
 #include "harness/host/slurm/slurm_worker.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/results.h"
 
 namespace k3slurm {
 namespace fs = std::filesystem;
@@ -72,8 +73,7 @@ std::vector<std::size_t> remaining(const SlurmBenchOutcome& out) {
 }
 
 std::int64_t sample_count(const std::string& db_path) {
-  return k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate)
-      ->scalar_int("SELECT count(*) FROM samples");
+  return k3store::sample_count(*k3store::open_for_writing(db_path));
 }
 
 }  // namespace
@@ -95,7 +95,6 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
   out.job_options = validate_slurm_farm(cfg, boards, rq.reservation, slurm);
 
   // Validated: from here on the database and the job directory are written.
-  fs::create_directories(fs::absolute(rq.farm.bench.db_path).parent_path());
   out.samples_before = sample_count(rq.farm.bench.db_path);
   std::vector<std::string> identity{rq.farm.farm};
   identity.insert(identity.end(), rq.bench_args.begin(), rq.bench_args.end());

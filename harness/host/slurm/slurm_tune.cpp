@@ -12,6 +12,7 @@
 #include "harness/host/slurm/slurm_validate.h"
 #include "harness/host/slurm/slurm_worker.h"
 #include "harness/host/store/database.h"
+#include "harness/host/store/maintenance.h"
 
 namespace k3slurm {
 namespace fs = std::filesystem;
@@ -23,10 +24,7 @@ using Clock = std::chrono::steady_clock;
 std::string snapshot(const std::string& db_path, const fs::path& dir, int round) {
   const fs::path out = dir / fmt::format("seed-round-{}.db", round);
   fs::remove(out);
-  auto db = k3store::open_database(db_path, k3store::OpenMode::kCreateOrUpdate);
-  auto s = db->prepare("VACUUM INTO ?1");
-  s.bind(1, out.string());
-  s.step();
+  k3store::snapshot_database(*k3store::open_for_writing(db_path), out.string());
   return out.string();
 }
 

@@ -13,10 +13,7 @@ void begin_bisection(Connection& c, const BisectionRecord& r) {
       " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,'running',?9,?10)");
   s.bind(1, r.bisection_id).bind(2, r.good_revision).bind(3, r.bad_revision).bind(4, r.metric);
   s.bind(5, r.variant).bind(6, r.place).bind(7, r.cases_json).bind(8, r.commits).bind(9, now_utc());
-  if (r.nightly_id.empty())
-    s.bind_null(10);
-  else
-    s.bind(10, r.nightly_id);
+  s.bind_or_null(10, r.nightly_id);
   s.run();
 }
 
@@ -27,25 +24,9 @@ void insert_bisection_probe(Connection& c, const BisectionProbeRecord& r) {
       " verdict, at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)");
   s.bind(1, r.bisection_id).bind(2, r.seq).bind(3, r.case_label).bind(4, r.revision);
   s.bind(5, r.position).bind(6, r.outcome);
-  auto text_or_null = [&](int i, const std::string& v) {
-    if (v.empty())
-      s.bind_null(i);
-    else
-      s.bind(i, v);
-  };
-  auto int_or_null = [&](int i, const std::optional<int>& v) {
-    if (v)
-      s.bind(i, *v);
-    else
-      s.bind_null(i);
-  };
-  text_or_null(7, r.reason);
-  text_or_null(8, r.build_hash);
-  text_or_null(9, r.run_uuid);
+  s.bind_or_null(7, r.reason).bind_or_null(8, r.build_hash).bind_or_null(9, r.run_uuid);
   s.bind(10, r.effect).bind(11, r.ci_low).bind(12, r.ci_high).bind(13, r.mde);
-  int_or_null(14, r.rounds);
-  int_or_null(15, r.attempts);
-  text_or_null(16, r.verdict);
+  s.bind(14, r.rounds).bind(15, r.attempts).bind_or_null(16, r.verdict);
   s.bind(17, now_utc());
   s.run();
 }
@@ -57,10 +38,7 @@ void finish_bisection(Connection& c, const std::string& bisection_id, const std:
       "UPDATE bisections SET status = ?2, first_bad = ?3, range_json = ?4, finished_at = ?5,"
       " wall_s = ?6 WHERE bisection_id = ?1");
   s.bind(1, bisection_id).bind(2, status);
-  if (first_bad.empty())
-    s.bind_null(3);
-  else
-    s.bind(3, first_bad);
+  s.bind_or_null(3, first_bad);
   if (range.empty())
     s.bind_null(4);
   else
@@ -84,23 +62,43 @@ std::vector<BisectionProbeRecord> bisection_probes(Connection& c, const std::str
     r.revision = s.text(2);
     r.position = static_cast<int>(s.integer(3));
     r.outcome = s.text(4);
-    r.reason = s.is_null(5) ? "" : s.text(5);
-    r.build_hash = s.is_null(6) ? "" : s.text(6);
-    r.run_uuid = s.is_null(7) ? "" : s.text(7);
-    auto opt = [&](int col) {
-      return s.is_null(col) ? std::nullopt : std::optional<double>(s.real(col));
-    };
-    auto opt_int = [&](int col) {
-      return s.is_null(col) ? std::nullopt : std::optional<int>(static_cast<int>(s.integer(col)));
-    };
-    r.effect = opt(8);
-    r.ci_low = opt(9);
-    r.ci_high = opt(10);
-    r.mde = opt(11);
-    r.rounds = opt_int(12);
-    r.attempts = opt_int(13);
-    r.verdict = s.is_null(14) ? "" : s.text(14);
+    r.reason = s.text(5);
+    r.build_hash = s.text(6);
+    r.run_uuid = s.text(7);
+    r.effect = s.optional_real(8);
+    r.ci_low = s.optional_real(9);
+    r.ci_high = s.optional_real(10);
+    r.mde = s.optional_real(11);
+    r.rounds = s.optional_int(12);
+    r.attempts = s.optional_int(13);
+    r.verdict = s.text(14);
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<BisectionSummary> nightly_bisections(Connection& c) {
+  auto s = c.prepare(
+      "SELECT b.bisection_id, b.good_revision, b.bad_revision, b.metric, b.variant, b.place,"
+      " b.cases_json, b.commits, coalesce(b.nightly_id, ''), b.status, coalesce(b.first_bad, ''),"
+      " coalesce(b.range_json, '[]'), b.started_at,"
+      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id),"
+      " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id"
+      "  AND p.outcome = 'skip')"
+      " FROM bisections b WHERE b.nightly_id IS NOT NULL ORDER BY b.started_at");
+  std::vector<BisectionSummary> out;
+  while (s.step()) {
+    BisectionSummary x;
+    x.bisection = {s.text(0), s.text(1), s.text(2), s.text(3),
+                   s.text(4), s.text(5), s.text(6), static_cast<int>(s.integer(7)),
+                   s.text(8)};
+    x.bisection.status = s.text(9);
+    x.bisection.first_bad = s.text(10);
+    x.bisection.range_json = s.text(11);
+    x.bisection.started_at = s.text(12);
+    x.probed = static_cast<int>(s.integer(13));
+    x.skipped = static_cast<int>(s.integer(14));
+    out.push_back(std::move(x));
   }
   return out;
 }

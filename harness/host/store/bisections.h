@@ -16,6 +16,11 @@ struct BisectionRecord {
   std::string bisection_id, good_revision, bad_revision, metric, variant, place, cases_json;
   int commits = 0;
   std::string nightly_id;  // "" : not from a nightly
+  // Read only (begin_bisection starts it 'running' now; finish_bisection ends it).
+  std::string status = {};      // running | found | range | not-reproduced | failed
+  std::string first_bad = {};   // status found
+  std::string range_json = {};  // status range: the undecided commits; "[]" otherwise
+  std::string started_at = {};
 };
 
 struct BisectionProbeRecord {
@@ -36,6 +41,13 @@ void insert_bisection_probe(Connection& c, const BisectionProbeRecord& r);
 void finish_bisection(Connection& c, const std::string& bisection_id, const std::string& status,
                       const std::string& first_bad, const std::vector<std::string>& range,
                       double wall_s);
+// A bisection with the number of commits it probed (and of those skipped).
+struct BisectionSummary {
+  BisectionRecord bisection;
+  int probed = 0, skipped = 0;
+};
+// The bisections that chased a nightly's regression, oldest first.
+std::vector<BisectionSummary> nightly_bisections(Connection& c);
 // The probes of a bisection in probe order.
 std::vector<BisectionProbeRecord> bisection_probes(Connection& c, const std::string& bisection_id);
 

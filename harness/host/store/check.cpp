@@ -45,4 +45,12 @@ std::vector<std::string> check_database(Connection& c) {
   return problems;
 }
 
+RowCounts result_row_counts(Connection& c) {
+  const auto rows = [&](const char* table) {
+    return c.scalar_int(fmt::format("SELECT count(*) FROM {}", table));
+  };
+  return {rows("builds"),    rows("runs"),    rows("cells"),
+          rows("processes"), rows("samples"), rows("aggregates")};
+}
+
 }  // namespace k3store

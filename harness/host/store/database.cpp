@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
@@ -267,7 +268,7 @@ CREATE TABLE exact_measurements(
   measured_at TEXT NOT NULL,
   session_id TEXT);                      -- the tuning session that counted it first
 )sql",
-    // 7 -> 8: board state that outlives a run (harness/host/farm/farm_store.h): every quarantine,
+    // 7 -> 8: board state that outlives a run (harness/host/store/farm_state.h): every quarantine,
     // release and recovery of a board, so a quarantined board stays out of later runs (and of
     // other controllers sharing or merging this database) until it is released or probes healthy;
     // and the cell claims through which controllers sharing this database share one queue.
@@ -352,17 +353,24 @@ void require_sqlite_header(const std::string& path) {
 }
 
 void validate_existing(Connection& c, const std::string& path) {
-  std::int64_t app_id = 0, version = 0;
+  // Read in one statement, so one snapshot: read one by one, another process's creation could
+  // commit in between (application_id still 0, then the schema there), and a database being
+  // created would look like another application's.
+  std::int64_t app_id = 0, version = 0, objects = 0;
   try {
-    app_id = c.scalar_int("PRAGMA application_id");
-    version = c.scalar_int("PRAGMA user_version");
+    auto s = c.prepare(
+        "SELECT (SELECT application_id FROM pragma_application_id),"
+        " (SELECT user_version FROM pragma_user_version), (SELECT count(*) FROM sqlite_master)");
+    if (!s.step()) throw StoreError("no header values");
+    app_id = s.integer(0);
+    version = s.integer(1);
+    objects = s.integer(2);
   } catch (const StoreError& e) {
     throw StoreError(fmt::format("{}: damaged database ({})", path, e.what()));
   }
   // A blank SQLite file: one another k3tune process is creating right now (its first transaction
   // not yet committed). It is set up below, under the write lock, like a missing one.
-  if (app_id == 0 && version == 0 && c.scalar_int("SELECT count(*) FROM sqlite_master") == 0)
-    return;
+  if (app_id == 0 && version == 0 && objects == 0) return;
   if (app_id != kApplicationId) {
     throw StoreError(fmt::format("{}: not a k3tune database (application_id {:#x}, expected {:#x})",
                                  path, app_id, kApplicationId));
@@ -395,6 +403,8 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
     throw StoreError(fmt::format("{}: no such k3tune database (missing or empty file)", path));
   }
   if (!fresh) require_sqlite_header(path);
+  if (mode == OpenMode::kCreateOrUpdate)
+    std::filesystem::create_directories(std::filesystem::absolute(path).parent_path());
   const int flags = mode == OpenMode::kReadOnly ? SQLITE_OPEN_READONLY
                                                 : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   auto c = std::make_unique<Connection>(path, flags);
@@ -436,6 +446,10 @@ std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode
     tx.commit();
   }
   return c;
+}
+
+std::unique_ptr<Connection> open_for_writing(const std::string& path) {
+  return open_database(path, OpenMode::kCreateOrUpdate);
 }
 
 }  // namespace k3store

@@ -19,7 +19,7 @@ constexpr int kApplicationId = 0x4B33544E;  // "K3TN" in the SQLite header (offs
 constexpr int kSchemaVersion = 9;
 
 enum class OpenMode {
-  kCreateOrUpdate,  // create the file if missing, migrate an older schema
+  kCreateOrUpdate,  // create the file (and its folder) if missing, migrate an older schema
   kReadOnly,        // must exist and be current; nothing is ever written
 };
 
@@ -28,5 +28,9 @@ enum class OpenMode {
 // a one-line message naming the file on: not SQLite, another application's database, a newer
 // schema, damage found by quick_check.
 std::unique_ptr<Connection> open_database(const std::string& path, OpenMode mode);
+
+// The one way a command opens its database for writing: the parent folder created, the file
+// validated, WAL and the busy timeout set, the schema migrated (open_database, kCreateOrUpdate).
+std::unique_ptr<Connection> open_for_writing(const std::string& path);
 
 }  // namespace k3store

@@ -1,7 +1,9 @@
-// Database maintenance behind `k3tune db`: export (CSV/JSON), merge of shard databases, and the
-// integrity check. Each lives in its own file; this header is their shared interface.
+// Database maintenance behind `k3tune db`: export (CSV/JSON), merge of shard databases, the
+// integrity check with the row counts it reports, and a consistent copy of a live database. Each
+// lives in its own file; this header is their shared interface.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <ostream>
 #include <string>
@@ -27,5 +29,15 @@ std::map<std::string, long long> merge_databases(const std::string& dest,
 // Integrity check: SQLite integrity_check, foreign_key_check, and k3tune invariants (samples per
 // successful process = the run's repetitions, aggregate process counts). Empty when healthy.
 std::vector<std::string> check_database(Connection& c);
+
+// Rows of the measurement tables (what `db check` reports beside its problems).
+struct RowCounts {
+  std::int64_t builds = 0, runs = 0, cells = 0, processes = 0, samples = 0, aggregates = 0;
+};
+RowCounts result_row_counts(Connection& c);
+
+// A consistent copy of the database (its WAL included) at `out_path`, which must not exist: what
+// the next Slurm jobs start from while this one keeps writing.
+void snapshot_database(Connection& c, const std::string& out_path);
 
 }  // namespace k3store

@@ -53,17 +53,53 @@ void upsert_build(Connection& c, const BuildRecord& b) {
   s.run();
 }
 
+namespace {
+
+constexpr const char* kBuildColumns =
+    "build_hash, variant, binary_path, compiler, flags, cmake_options, source_revision, "
+    "source_dirty, recorded_by, created_at";
+
+BuildRecord read_build(const Statement& s) {
+  BuildRecord b{s.text(0), s.text(1), s.text(2),    s.text(3), s.text(4),
+                s.text(5), s.text(6), std::nullopt, s.text(8), s.text(9)};
+  if (const auto dirty = s.optional_integer(7)) b.source_dirty = *dirty != 0;
+  return b;
+}
+
+std::vector<BuildRecord> read_builds(Statement& s) {
+  std::vector<BuildRecord> out;
+  while (s.step()) out.push_back(read_build(s));
+  return out;
+}
+
+}  // namespace
+
 std::optional<BuildRecord> find_build(Connection& c, const std::string& build_hash) {
-  auto s = c.prepare(
-      "SELECT variant, binary_path, compiler, flags, cmake_options, source_revision, source_dirty, "
-      "recorded_by"
-      " FROM builds WHERE build_hash = ?1");
+  auto s = c.prepare(fmt::format("SELECT {} FROM builds WHERE build_hash = ?1", kBuildColumns));
   s.bind(1, build_hash);
   if (!s.step()) return std::nullopt;
-  BuildRecord b{build_hash, s.text(0), s.text(1),    s.text(2), s.text(3),
-                s.text(4),  s.text(5), std::nullopt, s.text(7)};
-  if (!s.is_null(6)) b.source_dirty = s.integer(6) != 0;
-  return b;
+  return read_build(s);
+}
+
+std::vector<BuildRecord> builds_with_prefix(Connection& c, const std::string& hash_prefix) {
+  auto s = c.prepare(
+      fmt::format("SELECT {} FROM builds WHERE build_hash LIKE ?1 || '%'", kBuildColumns));
+  s.bind(1, hash_prefix);
+  return read_builds(s);
+}
+
+std::vector<BuildRecord> clean_builds(Connection& c, const std::string& source_revision,
+                                      const std::string& variant) {
+  auto s = c.prepare(fmt::format(
+      "SELECT {} FROM builds WHERE source_revision = ?1 AND variant = ?2 AND source_dirty = 0",
+      kBuildColumns));
+  s.bind(1, source_revision).bind(2, variant);
+  return read_builds(s);
+}
+
+std::vector<BuildRecord> all_builds(Connection& c) {
+  auto s = c.prepare(fmt::format("SELECT {} FROM builds", kBuildColumns));
+  return read_builds(s);
 }
 
 void insert_run(Connection& c, const RunRecord& r) {
@@ -282,6 +318,10 @@ std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::str
                      .settings_json = s.text(10)};
   if (!s.is_null(9)) r.minimum_detectable_effect = s.real(9);
   return r;
+}
+
+std::int64_t sample_count(Connection& c) {
+  return c.scalar_int("SELECT count(*) FROM samples");
 }
 
 void mark_interrupted(Connection& c, const std::string& run_uuid) {

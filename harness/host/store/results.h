@@ -18,15 +18,26 @@ struct BuildRecord {
                                                                  source_revision;
   std::optional<bool> source_dirty;
   std::string recorded_by;  // "k3tune build" or "runner report"
+  std::string created_at = {};  // read only: set when the row is first written
 };
 // A record from `k3tune build` replaces one that bench derived from a runner report.
 void upsert_build(Connection& c, const BuildRecord& b);
 std::optional<BuildRecord> find_build(Connection& c, const std::string& build_hash);
+// The builds whose hash starts with `hash_prefix` (a build named by its first characters).
+std::vector<BuildRecord> builds_with_prefix(Connection& c, const std::string& hash_prefix);
+// The clean builds (source_dirty = 0) of a source revision and variant.
+std::vector<BuildRecord> clean_builds(Connection& c, const std::string& source_revision,
+                                      const std::string& variant);
+std::vector<BuildRecord> all_builds(Connection& c);
 
 struct RunRecord {
   std::string run_uuid, command, target, build_hash, host, order_json;
   int processes = 0, repetitions = 0, warmup = 0;
   std::string settings_json = "{}";  // process plan, builds compared
+  // Read only (insert_run starts a run 'running' now; finish_run and mark_interrupted end it).
+  std::string started_at = {}, finished_at = {};  // finished_at "" while running
+  std::string status = {};                        // running | finished | interrupted
+  std::optional<double> wall_s = {}, kernel_s = {}, warmup_s = {}, overhead_s = {};
 };
 void insert_run(Connection& c, const RunRecord& r);
 // wall = kernel + warm-up + overhead (runner start-up, set-up, accuracy check, transfer, k3tune).
@@ -107,6 +118,8 @@ void insert_noise_floor(Connection& c, const NoiseFloorRecord& r);
 // The most recent noise floor of a target on a CPU model (any op), or nothing.
 std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::string& target,
                                                    const std::string& cpu_model);
+
+std::int64_t sample_count(Connection& c);
 
 std::string now_utc();
 // The same with microseconds ("2026-12-02T23:10:04.123456Z"), for rows whose order within one

@@ -62,6 +62,15 @@ double Statement::real(int col) const {
 std::int64_t Statement::integer(int col) const {
   return sqlite3_column_int64(stmt_, col);
 }
+std::optional<double> Statement::optional_real(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<double>(real(col));
+}
+std::optional<std::int64_t> Statement::optional_integer(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<std::int64_t>(integer(col));
+}
+std::optional<int> Statement::optional_int(int col) const {
+  return is_null(col) ? std::nullopt : std::optional<int>(static_cast<int>(integer(col)));
+}
 std::string Statement::column_name(int col) const {
   return sqlite3_column_name(stmt_, col);
 }

@@ -30,6 +30,16 @@ class Statement {
   Statement& bind(int index, const std::optional<double>& v) {
     return v ? bind(index, *v) : bind_null(index);
   }
+  Statement& bind(int index, const std::optional<std::int64_t>& v) {
+    return v ? bind(index, *v) : bind_null(index);
+  }
+  Statement& bind(int index, const std::optional<int>& v) {
+    return v ? bind(index, *v) : bind_null(index);
+  }
+  // NULL for "" (columns where empty text means "none": a reason, a path, an optional id).
+  Statement& bind_or_null(int index, const std::string& v) {
+    return v.empty() ? bind_null(index) : bind(index, v);
+  }
   // Steps once: true while a row is available.
   bool step();
   void reset();
@@ -41,6 +51,10 @@ class Statement {
   std::string text(int col) const;
   double real(int col) const;
   std::int64_t integer(int col) const;
+  // NULL reads as nullopt (text() already reads NULL as "").
+  std::optional<double> optional_real(int col) const;
+  std::optional<std::int64_t> optional_integer(int col) const;
+  std::optional<int> optional_int(int col) const;
   std::string column_name(int col) const;
 
  private:

@@ -6,8 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "harness/host/verdict/verdict_error.h"
+#include "harness/host/store/result_reads.h"
 #include "harness/host/verdict/value_text.h"
+#include "harness/host/verdict/verdict_error.h"
 
 namespace k3verdict {
 namespace {
@@ -18,10 +19,6 @@ namespace {
 const char* const kIdentitySettings[] = {"path",        "cpus",          "pool_wait",   "huge_pages",
                                          "weight_load", "extra_work_ns", "table_sha256"};
 
-std::optional<double> opt_real(k3store::Statement& s, int col) {
-  return s.is_null(col) ? std::nullopt : std::optional<double>(s.real(col));
-}
-
 void load_builds(k3store::Connection& db, RunData& r) {
   std::vector<std::pair<std::string, std::string>> hashes;  // (hash, label)
   if (r.settings.contains("builds") && r.settings["builds"].is_array()) {
@@ -29,37 +26,29 @@ void load_builds(k3store::Connection& db, RunData& r) {
       hashes.emplace_back(b.value("build_hash", ""), b.value("label", ""));
   }
   if (hashes.empty()) hashes.emplace_back(r.build_hash, "");
-  auto s = db.prepare(
-      "SELECT variant, binary_path, compiler, flags, cmake_options, source_revision, source_dirty,"
-      " recorded_by, created_at FROM builds WHERE build_hash = ?1");
   for (const auto& [hash, label] : hashes) {
     BuildInfo b;
     b.build_hash = hash;
     b.label = label;
-    s.bind(1, hash);
-    if (s.step()) {
-      b.variant = s.text(0);
-      b.binary_path = s.text(1);
-      b.compiler = s.text(2);
-      b.flags = s.text(3);
-      b.cmake_options = s.text(4);
-      b.source_revision = s.text(5);
-      if (!s.is_null(6)) b.source_dirty = s.integer(6) != 0;
-      b.recorded_by = s.text(7);
-      b.created_at = s.text(8);
+    if (const auto found = k3store::find_build(db, hash)) {
+      b.variant = found->variant;
+      b.binary_path = found->binary_path;
+      b.compiler = found->compiler;
+      b.flags = found->flags;
+      b.cmake_options = found->cmake_options_json;
+      b.source_revision = found->source_revision;
+      b.source_dirty = found->source_dirty;
+      b.recorded_by = found->recorded_by;
+      b.created_at = found->created_at;
     }
-    s.reset();
     r.builds.push_back(b);
   }
 }
 
 void load_environment(k3store::Connection& db, RunData& r) {
-  auto s = db.prepare(
-      "SELECT runner_json FROM processes WHERE run_uuid = ?1 AND status = 'ok'"
-      " AND runner_json IS NOT NULL AND runner_json <> '' ORDER BY order_index LIMIT 1");
-  s.bind(1, r.run_uuid);
-  if (!s.step()) return;
-  const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+  const auto report = k3store::first_process_report(db, r.run_uuid);
+  if (!report) return;
+  const auto& j = report->runner;
   if (!j.is_object() || !j.contains("environment")) return;
   r.environment = j["environment"];
   r.cpu_model = r.environment.value("cpu_model", "");
@@ -73,36 +62,21 @@ void load_environment(k3store::Connection& db, RunData& r) {
 // the interrupted runs a resumed cell adopted), leaving out disturbed ones when the sweep did.
 void load_process_means(k3store::Connection& db, RunData& r,
                         std::map<std::string, CellFigures*>& by_cell) {
-  auto s = db.prepare(
-      "SELECT a.cell_key, p.process_index, avg(x.ns) FROM aggregates a"
-      " JOIN processes p ON p.cell_key = a.cell_key AND p.status = 'ok'"
-      "   AND (p.disturbed = 0 OR a.processes = 0 OR a.excluded_processes = 0)"
-      "   AND (p.run_uuid = a.run_uuid OR a.source_runs LIKE '%\"' || p.run_uuid || '\"%')"
-      " JOIN samples x ON x.run_uuid = p.run_uuid AND x.cell_key = p.cell_key"
-      "   AND x.process_index = p.process_index"
-      " WHERE a.run_uuid = ?1 AND a.status = 'ok'"
-      " GROUP BY a.cell_key, p.run_uuid, p.process_index ORDER BY a.cell_key, p.process_index");
-  s.bind(1, r.run_uuid);
-  while (s.step()) {
-    auto it = by_cell.find(s.text(0));
+  for (const auto& m : k3store::counted_process_means(db, r.run_uuid)) {
+    auto it = by_cell.find(m.cell_key);
     if (it == by_cell.end()) continue;
-    it->second->process_rounds.push_back(static_cast<int>(s.integer(1)));
-    it->second->process_means.push_back(s.real(2));
+    it->second->process_rounds.push_back(m.process_index);
+    it->second->process_means.push_back(m.mean_ns);
   }
 }
 
 // The runner's accuracy block and work per call, from the cell's accuracy-checked process (the
 // inputs are a function of the seed, so any run's check of the same cell key says the same).
 void load_runner_facts(k3store::Connection& db, RunData& r, CellFigures& c) {
-  auto s = db.prepare(
-      "SELECT runner_json, path FROM processes WHERE cell_key = ?1 AND status = 'ok'"
-      " AND runner_json IS NOT NULL AND runner_json <> ''"
-      " ORDER BY (json_type(runner_json, '$.accuracy') = 'object') DESC, (run_uuid = ?2) DESC,"
-      " order_index LIMIT 1");
-  s.bind(1, c.cell_key).bind(2, r.run_uuid);
-  if (!s.step()) return;
-  c.path = s.is_null(1) ? "" : s.text(1);
-  const auto j = nlohmann::json::parse(s.text(0), nullptr, false);
+  const auto report = k3store::checked_process_report(db, c.cell_key, r.run_uuid);
+  if (!report) return;
+  c.path = report->path;
+  const auto& j = report->runner;
   if (!j.is_object()) return;
   if (j.contains("accuracy") && j["accuracy"].is_object()) {
     const auto& a = j["accuracy"];
@@ -120,6 +94,37 @@ void load_runner_facts(k3store::Connection& db, RunData& r, CellFigures& c) {
     if (bytes > 0) c.bytes_per_call = bytes;
     if (t.value("ops", 0.0) > 0) c.ops_per_call = t.value("ops", 0.0);
   }
+}
+
+// One cell of the run with the run's aggregate of it.
+CellFigures cell_figures(const k3store::CellAggregate& row, const std::string& model) {
+  CellFigures c;
+  c.cell_key = row.cell.cell_key;
+  c.build_hash = row.cell.build_hash;
+  c.target = row.cell.target;
+  c.op = row.cell.op;
+  c.shape = nlohmann::json::parse(row.cell.shape_json);
+  c.params = nlohmann::json::parse(row.cell.params_json);
+  c.measure = nlohmann::json::parse(row.cell.measure_json);
+  c.model = model;
+  c.config_key = config_key(c.target, c.op, c.shape, c.params, c.measure);
+  if (!row.aggregate) {
+    c.reason = "not measured (the run stopped before this cell finished)";
+    return c;
+  }
+  const k3store::AggregateRecord& a = *row.aggregate;
+  c.ok = a.ok;
+  c.reason = a.reason;
+  c.processes = a.processes;
+  c.excluded_processes = a.excluded_processes;
+  c.mean_ns = a.mean_ns;
+  c.ci_low_ns = a.ci_low_ns;
+  c.ci_high_ns = a.ci_high_ns;
+  c.cv_between = a.cv_between;
+  c.median_ns = a.median_ns;
+  c.min_ns = a.min_ns;
+  c.wide_ci = a.wide_ci;
+  return c;
 }
 
 // Labels name the op, the shape, and the parameters and settings that vary among the run's cells
@@ -190,100 +195,50 @@ std::string config_key(const std::string& target, const std::string& op,
 }
 
 std::string latest_run(k3store::Connection& db) {
-  auto s = db.prepare("SELECT run_uuid FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1");
-  if (!s.step()) throw VerdictError(fmt::format("{}: no runs in the database", db.path()));
-  return s.text(0);
+  auto latest = k3store::latest_run_uuid(db);
+  if (!latest) throw VerdictError(fmt::format("{}: no runs in the database", db.path()));
+  return *latest;
 }
 
 RunData load_run(k3store::Connection& db, const std::string& run_prefix) {
-  auto find = db.prepare(
-      "SELECT run_uuid, command, target, build_hash, host, started_at, coalesce(finished_at, ''),"
-      " status, wall_s, kernel_s, warmup_s, overhead_s, coalesce(settings_json, '{}')"
-      " FROM runs WHERE run_uuid LIKE ?1 || '%'");
-  find.bind(1, run_prefix);
-  std::vector<RunData> matches;
-  while (find.step()) {
-    RunData r;
-    r.run_uuid = find.text(0);
-    r.command = find.text(1);
-    r.target = find.text(2);
-    r.build_hash = find.text(3);
-    r.host = find.text(4);
-    r.started_at = find.text(5);
-    r.finished_at = find.text(6);
-    r.status = find.text(7);
-    r.wall_s = opt_real(find, 8);
-    r.kernel_s = opt_real(find, 9);
-    r.warmup_s = opt_real(find, 10);
-    r.overhead_s = opt_real(find, 11);
-    r.settings = nlohmann::json::parse(find.text(12), nullptr, false);
-    if (!r.settings.is_object()) r.settings = nlohmann::json::object();
-    r.per_call = PerCall::of(r.settings);
-    matches.push_back(std::move(r));
-  }
+  const auto matches = k3store::runs_with_prefix(db, run_prefix);
   if (run_prefix.empty() || matches.size() != 1) {
     throw VerdictError(
         fmt::format("run '{}' matches {} runs in {}", run_prefix, matches.size(), db.path()));
   }
-  RunData r = std::move(matches.front());
+  const k3store::RunRecord& row = matches.front();
+  RunData r;
+  r.run_uuid = row.run_uuid;
+  r.command = row.command;
+  r.target = row.target;
+  r.build_hash = row.build_hash;
+  r.host = row.host;
+  r.started_at = row.started_at;
+  r.finished_at = row.finished_at;
+  r.status = row.status;
+  r.wall_s = row.wall_s;
+  r.kernel_s = row.kernel_s;
+  r.warmup_s = row.warmup_s;
+  r.overhead_s = row.overhead_s;
+  r.settings = nlohmann::json::parse(row.settings_json, nullptr, false);
+  if (!r.settings.is_object()) r.settings = nlohmann::json::object();
+  r.per_call = PerCall::of(r.settings);
   r.model = model_of_command(r.command);
   load_builds(db, r);
   load_environment(db, r);
 
-  auto cells = db.prepare(
-      "SELECT c.cell_key, c.build_hash, c.target, c.op, c.shape_json, c.params_json, "
-      "c.measure_json,"
-      " a.status, coalesce(a.reason, ''), a.processes, a.excluded_processes, a.mean_ns, "
-      "a.ci_low_ns,"
-      " a.ci_high_ns, a.cv_between, a.median_ns, a.min_ns, coalesce(a.wide_ci, 0)"
-      " FROM cells c LEFT JOIN aggregates a ON a.cell_key = c.cell_key AND a.run_uuid = ?1"
-      " WHERE c.cell_key IN (SELECT value FROM runs, json_each(runs.order_json)"
-      "                      WHERE runs.run_uuid = ?1)"
-      " ORDER BY c.op, c.shape_json, c.params_json, c.build_hash");
-  cells.bind(1, r.run_uuid);
-  while (cells.step()) {
-    CellFigures c;
-    c.cell_key = cells.text(0);
-    c.build_hash = cells.text(1);
-    c.target = cells.text(2);
-    c.op = cells.text(3);
-    c.shape = nlohmann::json::parse(cells.text(4));
-    c.params = nlohmann::json::parse(cells.text(5));
-    c.measure = nlohmann::json::parse(cells.text(6));
-    c.model = r.model;
-    c.config_key = config_key(c.target, c.op, c.shape, c.params, c.measure);
-    if (cells.is_null(7)) {
-      c.reason = "not measured (the run stopped before this cell finished)";
-    } else {
-      c.ok = cells.text(7) == "ok";
-      c.reason = cells.text(8);
-      c.processes = static_cast<int>(cells.integer(9));
-      c.excluded_processes = static_cast<int>(cells.integer(10));
-      c.mean_ns = opt_real(cells, 11);
-      c.ci_low_ns = opt_real(cells, 12);
-      c.ci_high_ns = opt_real(cells, 13);
-      c.cv_between = opt_real(cells, 14);
-      c.median_ns = opt_real(cells, 15);
-      c.min_ns = opt_real(cells, 16);
-      c.wide_ci = cells.integer(17) != 0;
-    }
-    r.cells.push_back(std::move(c));
-  }
+  for (const auto& row : k3store::run_cells(db, r.run_uuid))
+    r.cells.push_back(cell_figures(row, r.model));
   std::map<std::string, CellFigures*> by_cell;
   for (auto& c : r.cells) by_cell[c.cell_key] = &c;
   load_process_means(db, r, by_cell);
   for (auto& c : r.cells) load_runner_facts(db, r, c);
   make_labels(r);
 
-  auto counts = db.prepare(
-      "SELECT coalesce(sum(status = 'ok'), 0), coalesce(sum(status = 'failed'), 0),"
-      " coalesce(sum(disturbed), 0) FROM processes WHERE run_uuid = ?1");
-  counts.bind(1, r.run_uuid);
-  if (counts.step()) {
-    r.processes_ok = static_cast<int>(counts.integer(0));
-    r.processes_failed = static_cast<int>(counts.integer(1));
-    r.processes_disturbed = static_cast<int>(counts.integer(2));
-  }
+  const auto counts = k3store::process_counts(db, r.run_uuid);
+  r.processes_ok = counts.ok;
+  r.processes_failed = counts.failed;
+  r.processes_disturbed = counts.disturbed;
   return r;
 }
 
@@ -291,25 +246,14 @@ std::string previous_comparable_run(k3store::Connection& db, const RunData& run)
   std::set<std::string> keys;
   for (const auto& c : run.cells)
     if (c.build_hash == run.build_hash) keys.insert(c.config_key);
-  auto s = db.prepare(
-      "SELECT run_uuid FROM runs WHERE target = ?1 AND run_uuid <> ?2 AND started_at <= ?3"
-      " ORDER BY started_at DESC, rowid DESC");
-  s.bind(1, run.target).bind(2, run.run_uuid).bind(3, run.started_at);
-  auto cells = db.prepare(
-      "SELECT c.op, c.shape_json, c.params_json, c.measure_json FROM aggregates a"
-      " JOIN cells c USING (cell_key) WHERE a.run_uuid = ?1 AND a.status = 'ok'"
-      " AND c.build_hash = (SELECT build_hash FROM runs WHERE run_uuid = ?1)");
-  while (s.step()) {
-    const std::string candidate = s.text(0);
-    cells.bind(1, candidate);
-    bool shared = false;
-    while (!shared && cells.step()) {
-      shared = keys.count(config_key(
-                   run.target, cells.text(0), nlohmann::json::parse(cells.text(1)),
-                   nlohmann::json::parse(cells.text(2)), nlohmann::json::parse(cells.text(3)))) > 0;
+  for (const auto& candidate :
+       k3store::earlier_runs(db, run.target, run.run_uuid, run.started_at)) {
+    for (const auto& cell : k3store::ok_cells_of_run_build(db, candidate)) {
+      if (keys.count(config_key(run.target, cell.op, nlohmann::json::parse(cell.shape_json),
+                                nlohmann::json::parse(cell.params_json),
+                                nlohmann::json::parse(cell.measure_json))) > 0)
+        return candidate;
     }
-    cells.reset();
-    if (shared) return candidate;
   }
   return "";
 }

@@ -1,15 +1,10 @@
-#include "harness/host/farmbench/farm_sweep_store.h"
+#include "harness/host/store/farm_sweeps.h"
 
-#include <unistd.h>
-
-#include <fmt/format.h>
-
-#include "harness/host/farm/farm_store.h"
 #include "harness/host/store/results.h"
 
-namespace k3farmbench {
+namespace k3store {
 
-void insert_sweep_cell(k3store::Connection& c, const SweepCellRow& r) {
+void insert_sweep_cell(Connection& c, const SweepCellRow& r) {
   auto s = c.prepare(
       "INSERT OR REPLACE INTO farm_sweep_cells(sweep_uuid, cell_index, attempt, board, run_uuid,"
       " cell_key, outcome, reason, shard, at) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''),"
@@ -23,13 +18,12 @@ void insert_sweep_cell(k3store::Connection& c, const SweepCellRow& r) {
   s.bind(7, r.outcome);
   s.bind(8, r.reason);
   s.bind(9, r.shard);
-  s.bind(10, k3store::now_utc());
+  s.bind(10, now_utc());
   s.run();
 }
 
-int mark_run_disturbed(k3store::Connection& c, const std::string& run_uuid,
-                       const std::string& reason) {
-  k3store::Transaction tx(c);
+int mark_run_disturbed(Connection& c, const std::string& run_uuid, const std::string& reason) {
+  Transaction tx(c);
   auto p = c.prepare("UPDATE processes SET disturbed = 1 WHERE run_uuid = ?1");
   p.bind(1, run_uuid);
   p.run();
@@ -42,8 +36,7 @@ int mark_run_disturbed(k3store::Connection& c, const std::string& run_uuid,
   return marked;
 }
 
-bool run_measured_cell(k3store::Connection& c, const std::string& run_uuid,
-                       const std::string& cell_key) {
+bool run_measured_cell(Connection& c, const std::string& run_uuid, const std::string& cell_key) {
   auto s =
       c.prepare("SELECT 1 FROM aggregates WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'");
   s.bind(1, run_uuid);
@@ -51,58 +44,53 @@ bool run_measured_cell(k3store::Connection& c, const std::string& run_uuid,
   return s.step();
 }
 
-std::int64_t sample_count(k3store::Connection& c) {
-  return c.scalar_int("SELECT count(*) FROM samples");
-}
-
-std::set<std::string> ok_aggregate_keys(k3store::Connection& c) {
+std::set<std::string> ok_aggregate_keys(Connection& c) {
   auto s = c.prepare("SELECT DISTINCT cell_key FROM aggregates WHERE status = 'ok'");
   std::set<std::string> out;
   while (s.step()) out.insert(s.text(0));
   return out;
 }
 
-bool claim_cell(k3store::Connection& c, const std::string& queue_key, int cell_index,
-                const std::string& sweep_uuid, std::string* holder) {
-  k3store::Transaction tx(c);
+ClaimOutcome claim_queue_cell(Connection& c, const QueueClaimRow& mine,
+                              const std::function<bool(const QueueClaimRow&)>& may_take_over) {
+  Transaction tx(c);
   auto find = c.prepare(
-      "SELECT sweep_uuid, holder_host, holder_pid, holder_start, state FROM farm_queue_claims "
-      "WHERE queue_key = ?1 AND cell_index = ?2");
-  find.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index));
+      "SELECT queue_key, cell_index, sweep_uuid, holder_host, holder_pid, holder_start, state"
+      " FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2");
+  find.bind(1, mine.queue_key).bind(2, mine.cell_index);
+  ClaimOutcome out;
   if (find.step()) {
-    if (find.text(0) == sweep_uuid) return true;
-    k3farm::LeaseRow who;  // the claim's holder, judged like a lease's
-    who.holder_host = find.text(1);
-    who.holder_pid = find.integer(2);
-    who.holder_start = find.text(3);
-    const bool done = find.text(4) == "done";
-    if (holder != nullptr)
-      *holder = fmt::format("{} by sweep {} ({} pid {})", done ? "measured" : "taken", find.text(0),
-                            who.holder_host, who.holder_pid);
-    if (done || k3farm::holder_alive(who) != std::optional<bool>(false)) return false;
+    QueueClaimRow other{find.text(0),    static_cast<int>(find.integer(1)),
+                        find.text(2),    find.text(3),
+                        find.integer(4), find.text(5),
+                        find.text(6)};
+    if (other.sweep_uuid == mine.sweep_uuid) return {true, std::nullopt};
+    out.other = std::move(other);
+    if (!may_take_over(*out.other)) return out;
   }
   auto put = c.prepare(
       "INSERT OR REPLACE INTO farm_queue_claims(queue_key, cell_index, sweep_uuid, holder_host, "
       "holder_pid, holder_start, state, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'taken', ?7)");
-  put.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
-  put.bind(4, k3farm::this_host()).bind(5, static_cast<std::int64_t>(getpid()));
-  put.bind(6, k3farm::process_start(getpid())).bind(7, k3store::now_utc());
+  put.bind(1, mine.queue_key).bind(2, mine.cell_index).bind(3, mine.sweep_uuid);
+  put.bind(4, mine.holder_host).bind(5, mine.holder_pid).bind(6, mine.holder_start);
+  put.bind(7, now_utc());
   put.run();
   tx.commit();
-  return true;
+  out.taken = true;
+  return out;
 }
 
-void finish_claim(k3store::Connection& c, const std::string& queue_key, int cell_index,
+void finish_claim(Connection& c, const std::string& queue_key, int cell_index,
                   const std::string& sweep_uuid) {
   auto s = c.prepare(
       "UPDATE farm_queue_claims SET state = 'done', at = ?4 WHERE queue_key = ?1 AND "
       "cell_index = ?2 AND sweep_uuid = ?3");
   s.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
-  s.bind(4, k3store::now_utc());
+  s.bind(4, now_utc());
   s.run();
 }
 
-void drop_claim(k3store::Connection& c, const std::string& queue_key, int cell_index,
+void drop_claim(Connection& c, const std::string& queue_key, int cell_index,
                 const std::string& sweep_uuid) {
   auto s = c.prepare(
       "DELETE FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2 AND sweep_uuid = "
@@ -111,4 +99,4 @@ void drop_claim(k3store::Connection& c, const std::string& queue_key, int cell_i
   s.run();
 }
 
-}  // namespace k3farmbench
+}  // namespace k3store

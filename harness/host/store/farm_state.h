@@ -1,9 +1,11 @@
-// The farm's rows in the results database (schema: harness/host/store/database.cpp, migration 2):
+// The farm's rows in the results database (schema: database.cpp, migration 2 -> 3):
 //   farm_leases(board)                     who holds each board now (one row per leased board)
 //   farm_quarantine(run_uuid, board)       boards taken out of a run, with the fault and reason
 //   farm_probes(run_uuid, board, seq)      every health probe of a run, as JSON
 //   farm_board_events(farm, board, at)     quarantines, releases and recoveries across runs
-//                                          (migration 8): the latest is the board's state
+//                                          (migration 7 -> 8): the latest is the board's state
+// Who holds a lease (this host, a live process) is the farm's to judge
+// (harness/host/farm/holder.h).
 #pragma once
 
 #include <cstdint>
@@ -14,7 +16,7 @@
 
 #include "harness/host/store/sqlite.h"
 
-namespace k3farm {
+namespace k3store {
 
 struct LeaseRow {
   std::string board, farm, run_uuid, holder_host;
@@ -29,16 +31,16 @@ struct QuarantineRow {
 };
 
 // Inserts the row unless the board already has one; returns the existing row then.
-std::optional<LeaseRow> insert_lease(k3store::Connection& c, const LeaseRow& row);
-void set_lease_remote_pid(k3store::Connection& c, const std::string& board, std::int64_t pid);
+std::optional<LeaseRow> insert_lease(Connection& c, const LeaseRow& row);
+void set_lease_remote_pid(Connection& c, const std::string& board, std::int64_t pid);
 // Deletes the row only if it is still the one described (same holder), so a holder never removes
 // a lease that was recovered and taken by someone else meanwhile.
-void delete_lease(k3store::Connection& c, const LeaseRow& row);
-std::vector<LeaseRow> lease_rows(k3store::Connection& c);
+void delete_lease(Connection& c, const LeaseRow& row);
+std::vector<LeaseRow> lease_rows(Connection& c);
 
 // First quarantine of a board in a run wins (later faults of a quarantined board are moot).
-void insert_quarantine(k3store::Connection& c, const QuarantineRow& row);
-std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::string& run_uuid);
+void insert_quarantine(Connection& c, const QuarantineRow& row);
+std::vector<QuarantineRow> quarantine_rows(Connection& c, const std::string& run_uuid);
 
 // A change of a board's state that outlives the run: quarantined (by a run), released (by `k3tune
 // farm release --board`), recovered (a later run's probe found it healthy).
@@ -46,18 +48,20 @@ struct BoardEventRow {
   std::string farm, board, at, event, fault, reason, run_uuid, actor;
   bool quarantined() const { return event == "quarantined"; }
 };
-void insert_board_event(k3store::Connection& c, const BoardEventRow& row);
+void insert_board_event(Connection& c, const BoardEventRow& row);
 // The latest event of every board of `farm` that has one, by board.
-std::map<std::string, BoardEventRow> board_states(k3store::Connection& c, const std::string& farm);
+std::map<std::string, BoardEventRow> board_states(Connection& c, const std::string& farm);
 
-void insert_probe(k3store::Connection& c, const std::string& run_uuid, const std::string& board,
-                  bool ok, const std::string& probe_json);
+void insert_probe(Connection& c, const std::string& run_uuid, const std::string& board, bool ok,
+                  const std::string& probe_json);
+struct FarmProbeRow {
+  std::string run_uuid, board;
+  int seq = 0;  // 0, 1, ... per board and run
+  std::string taken_at;
+  bool ok = false;
+  std::string probe_json;
+};
+// The probes of a run, by board and in the order taken.
+std::vector<FarmProbeRow> probe_rows(Connection& c, const std::string& run_uuid);
 
-// This process's identity for lease rows.
-std::string this_host();
-std::string process_start(std::int64_t pid);  // "" when the process does not exist
-std::string this_actor();                     // "host:pid", who wrote a board event
-// Whether the lease's holder process still exists (nullopt: it runs on another host).
-std::optional<bool> holder_alive(const LeaseRow& row);
-
-}  // namespace k3farm
+}  // namespace k3store

@@ -1,16 +1,11 @@
-#include "harness/host/farm/farm_store.h"
-
-#include <unistd.h>
-
-#include <fstream>
-#include <sstream>
+#include "harness/host/store/farm_state.h"
 
 #include "harness/host/store/results.h"
 
-namespace k3farm {
+namespace k3store {
 namespace {
 
-LeaseRow read_lease(k3store::Statement& s) {
+LeaseRow read_lease(const Statement& s) {
   LeaseRow r;
   r.board = s.text(0);
   r.farm = s.text(1);
@@ -18,7 +13,7 @@ LeaseRow read_lease(k3store::Statement& s) {
   r.holder_host = s.text(3);
   r.holder_pid = s.integer(4);
   r.holder_start = s.text(5);
-  if (!s.is_null(6)) r.remote_pid = s.integer(6);
+  r.remote_pid = s.optional_integer(6);
   r.acquired_at = s.text(7);
   return r;
 }
@@ -26,17 +21,10 @@ LeaseRow read_lease(k3store::Statement& s) {
 constexpr const char* kLeaseColumns =
     "board, farm, run_uuid, holder_host, holder_pid, holder_start, remote_pid, acquired_at";
 
-std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
-
 }  // namespace
 
-std::optional<LeaseRow> insert_lease(k3store::Connection& c, const LeaseRow& row) {
-  k3store::Transaction tx(c);
+std::optional<LeaseRow> insert_lease(Connection& c, const LeaseRow& row) {
+  Transaction tx(c);
   auto find =
       c.prepare(std::string("SELECT ") + kLeaseColumns + " FROM farm_leases WHERE board = ?1");
   find.bind(1, row.board);
@@ -51,13 +39,13 @@ std::optional<LeaseRow> insert_lease(k3store::Connection& c, const LeaseRow& row
   return std::nullopt;
 }
 
-void set_lease_remote_pid(k3store::Connection& c, const std::string& board, std::int64_t pid) {
+void set_lease_remote_pid(Connection& c, const std::string& board, std::int64_t pid) {
   auto s = c.prepare("UPDATE farm_leases SET remote_pid = ?2 WHERE board = ?1");
   s.bind(1, board).bind(2, pid);
   s.run();
 }
 
-void delete_lease(k3store::Connection& c, const LeaseRow& row) {
+void delete_lease(Connection& c, const LeaseRow& row) {
   auto s = c.prepare(
       "DELETE FROM farm_leases WHERE board = ?1 AND holder_host = ?2 AND holder_pid = ?3 AND "
       "holder_start = ?4");
@@ -65,14 +53,14 @@ void delete_lease(k3store::Connection& c, const LeaseRow& row) {
   s.run();
 }
 
-std::vector<LeaseRow> lease_rows(k3store::Connection& c) {
+std::vector<LeaseRow> lease_rows(Connection& c) {
   auto s = c.prepare(std::string("SELECT ") + kLeaseColumns + " FROM farm_leases ORDER BY board");
   std::vector<LeaseRow> out;
   while (s.step()) out.push_back(read_lease(s));
   return out;
 }
 
-void insert_quarantine(k3store::Connection& c, const QuarantineRow& row) {
+void insert_quarantine(Connection& c, const QuarantineRow& row) {
   auto s = c.prepare(
       "INSERT OR IGNORE INTO farm_quarantine(run_uuid, board, fault, reason, at) "
       "VALUES (?1, ?2, ?3, ?4, ?5)");
@@ -80,7 +68,7 @@ void insert_quarantine(k3store::Connection& c, const QuarantineRow& row) {
   s.run();
 }
 
-std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::string& run_uuid) {
+std::vector<QuarantineRow> quarantine_rows(Connection& c, const std::string& run_uuid) {
   auto s = c.prepare(
       "SELECT run_uuid, board, fault, reason, at FROM farm_quarantine WHERE run_uuid = ?1 "
       "ORDER BY at, board");
@@ -90,7 +78,7 @@ std::vector<QuarantineRow> quarantine_rows(k3store::Connection& c, const std::st
   return out;
 }
 
-void insert_board_event(k3store::Connection& c, const BoardEventRow& r) {
+void insert_board_event(Connection& c, const BoardEventRow& r) {
   auto s = c.prepare(
       "INSERT OR IGNORE INTO farm_board_events(farm, board, at, event, fault, reason, run_uuid, "
       "actor) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''), ?8)");
@@ -99,7 +87,7 @@ void insert_board_event(k3store::Connection& c, const BoardEventRow& r) {
   s.run();
 }
 
-std::map<std::string, BoardEventRow> board_states(k3store::Connection& c, const std::string& farm) {
+std::map<std::string, BoardEventRow> board_states(Connection& c, const std::string& farm) {
   // Ties in `at` (two controllers in the same microsecond) resolve to the quarantine: the safe
   // side.
   auto s = c.prepare(
@@ -113,48 +101,26 @@ std::map<std::string, BoardEventRow> board_states(k3store::Connection& c, const 
   return out;
 }
 
-void insert_probe(k3store::Connection& c, const std::string& run_uuid, const std::string& board,
-                  bool ok, const std::string& probe_json) {
+void insert_probe(Connection& c, const std::string& run_uuid, const std::string& board, bool ok,
+                  const std::string& probe_json) {
   auto s = c.prepare(
       "INSERT INTO farm_probes(run_uuid, board, seq, taken_at, ok, probe_json) VALUES (?1, ?2, "
       "(SELECT coalesce(max(seq), -1) + 1 FROM farm_probes WHERE run_uuid = ?1 AND board = ?2), "
       "?3, ?4, ?5)");
-  s.bind(1, run_uuid)
-      .bind(2, board)
-      .bind(3, k3store::now_utc())
-      .bind(4, ok ? 1 : 0)
-      .bind(5, probe_json);
+  s.bind(1, run_uuid).bind(2, board).bind(3, now_utc()).bind(4, ok ? 1 : 0).bind(5, probe_json);
   s.run();
 }
 
-std::string this_host() {
-  char name[256] = {};
-  gethostname(name, sizeof(name) - 1);
-  return name;
+std::vector<FarmProbeRow> probe_rows(Connection& c, const std::string& run_uuid) {
+  auto s = c.prepare(
+      "SELECT run_uuid, board, seq, taken_at, ok, probe_json FROM farm_probes WHERE run_uuid = ?1"
+      " ORDER BY board, seq");
+  s.bind(1, run_uuid);
+  std::vector<FarmProbeRow> out;
+  while (s.step())
+    out.push_back({s.text(0), s.text(1), static_cast<int>(s.integer(2)), s.text(3),
+                   s.integer(4) != 0, s.text(5)});
+  return out;
 }
 
-std::string this_actor() {
-  return this_host() + ":" + std::to_string(getpid());
-}
-
-std::string process_start(std::int64_t pid) {
-  const std::string stat = read_first_line("/proc/" + std::to_string(pid) + "/stat");
-  if (stat.empty()) return "";
-  // Field 22 (starttime) counts from after the ")" that closes the command name.
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos) return "";
-  std::istringstream in(stat.substr(close + 2));
-  std::string field;
-  in >> field;                  // field 3: state
-  if (field == "Z") return "";  // a zombie has exited: dead, only not yet reaped
-  for (int i = 4; i <= 22 && in >> field; ++i) {
-  }
-  return read_first_line("/proc/sys/kernel/random/boot_id") + ":" + field;
-}
-
-std::optional<bool> holder_alive(const LeaseRow& row) {
-  if (row.holder_host != this_host()) return std::nullopt;
-  return process_start(row.holder_pid) == row.holder_start;
-}
-
-}  // namespace k3farm
+}  // namespace k3store
