@@ -62,8 +62,29 @@ declare -A file_flags=()    # file -> the options among those that take no value
 declare -A sub_fallthrough=()  # top-level subcommands that accept the global options after them
 re_var='^auto\* *([A-Za-z_][A-Za-z0-9_]*) *= *'
 re_sub='([A-Za-z_][A-Za-z0-9_]*)(\.|->)add_subcommand\( *"([^"]+)"'
-for f in apps/cli/*.cpp; do
+# A command split over files: apps/cli/cmd_SUB_CHILD.cpp that defines no top-level subcommand of its
+# own (cmd_table_verify.cpp: `table verify`) is read as part of cmd_SUB.cpp.
+declare -A parts=()  # file -> the files read as its text
+for f in apps/cli/*.cpp; do parts[$f]=$f; done
+for f in apps/cli/cmd_*_*.cpp; do
+  base=${f%_*}.cpp
+  [ -n "${parts[$base]:-}" ] || continue
+  grep -qE '\bapp\.add_subcommand\(' "$f" && continue
+  parts[$base]+=" $f"
+  unset "parts[$f]"
+done
+for f in $(printf '%s\n' "${!parts[@]}" | sort); do
+  read -ra texts <<<"${parts[$f]}"
   declare -A var_name=()
+  subs=$(cat "${texts[@]}" | tr '\n' ' ' |
+    grep -oE '(auto\* *[A-Za-z_][A-Za-z0-9_]* *= *)?[A-Za-z_][A-Za-z0-9_]*(\.|->)add_subcommand\( *"[^"]+"')
+  # First the variables that hold a subcommand: a helper that adds children to `table` may come
+  # before the function that makes `table`.
+  while IFS= read -r m; do
+    [[ $m =~ $re_var ]] && [[ $m =~ $re_sub ]] || continue
+    [[ $m =~ $re_var ]] && var=${BASH_REMATCH[1]}
+    [[ $m =~ $re_sub ]] && [ -z "${var_name[$var]:-}" ] && var_name[$var]=${BASH_REMATCH[3]}
+  done <<<"$subs"
   while IFS= read -r m; do
     var=""
     if [[ $m =~ $re_var ]]; then var=${BASH_REMATCH[1]}; fi
@@ -77,27 +98,27 @@ for f in apps/cli/*.cpp; do
       sub_children[$parent]="${sub_children[$parent]:- }$name "
     fi
     [ -n "$var" ] && var_name[$var]=$name
-  done < <(tr '\n' ' ' <"$f" |
-    grep -oE '(auto\* *[A-Za-z_][A-Za-z0-9_]* *= *)?[A-Za-z_][A-Za-z0-9_]*(\.|->)add_subcommand\( *"[^"]+"')
+  done <<<"$subs"
   # Global options are accepted after a subcommand only where it falls through to the app.
   while IFS= read -r v; do
     v=${v%%-*}
     [ -n "${var_name[$v]:-}" ] && [ -n "${sub_file[${var_name[$v]}]:-}" ] && sub_fallthrough[${var_name[$v]}]=1
-  done < <(grep -oE '[A-Za-z_][A-Za-z0-9_]*->fallthrough\(\)' "$f")
+  done < <(cat "${texts[@]}" | grep -oE '[A-Za-z_][A-Za-z0-9_]*->fallthrough\(\)')
   unset var_name
   opts=" " flags=" "
   while read -r kind n; do
     opts+="$n "
     [ "$kind" = flag ] && flags+="$n "
-  done < <(declared_options "$f")
+  done < <(declared_options "${texts[@]}")
   file_opts[$f]=$opts
   file_flags[$f]=$flags
 done
 # Options shared through a helper: a command that calls add_place_options() has --target, --farm,
 # --board and --tag (apps/cli/measuring_place.cpp).
-for f in apps/cli/*.cpp; do
+for f in "${!parts[@]}"; do
   [ "$f" = apps/cli/measuring_place.cpp ] && continue
-  if grep -q 'add_place_options(' "$f"; then
+  read -ra texts <<<"${parts[$f]}"
+  if cat "${texts[@]}" | grep -q 'add_place_options('; then
     file_opts[$f]+="${file_opts[apps/cli/measuring_place.cpp]# } "
   fi
 done
