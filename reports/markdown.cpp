@@ -1,13 +1,15 @@
 #include "reports/markdown.h"
 
+#include "reports/distribution_trend.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "reports/text_table.h"
 #include "harness/host/verdict/value_text.h"
+#include "reports/text_table.h"
 
 namespace k3reports {
 namespace {
@@ -65,11 +67,12 @@ std::string build_line(const k3verdict::BuildInfo& b) {
 
 void section_rules(const k3verdict::Verdict& v, std::string& out) {
   if (v.method == "exact-counts") {
-    out += wrap("Instruction counts under qemu-user are exact up to each case's measured jitter "
-                "(the range of five identical processes: the untimed part varies by a few "
-                "hundred instructions): a count that differs from the baseline's by more than "
-                "twice the larger jitter is a change, anything within it is identical. No "
-                "significance test, no minimum effect; more instructions count as a regression.") +
+    out += wrap(
+               "Instruction counts under qemu-user are exact up to each case's measured jitter "
+               "(the range of five identical processes: the untimed part varies by a few "
+               "hundred instructions): a count that differs from the baseline's by more than "
+               "twice the larger jitter is a change, anything within it is identical. No "
+               "significance test, no minimum effect; more instructions count as a regression.") +
            "\n";
     return;
   }
@@ -102,30 +105,32 @@ void section_rules(const k3verdict::Verdict& v, std::string& out) {
 }
 
 // Instruction-count verdicts: the figures, the exact delta and the jitter, per outcome.
-void section_exact(const k3verdict::Verdict& v, k3verdict::Outcome outcome, const char* title, std::string& out) {
+void section_exact(const k3verdict::Verdict& v, k3verdict::Outcome outcome, const char* title,
+                   std::string& out) {
   // The target names the emulated CPU (qemu-vlen<V>): the same case is counted at several VLENs.
-  TextTable t({"cell", "on", "base insns", "cand insns", "delta insns", "change", "identical within"},
-              {L, L, R, R, R, R, R});
+  TextTable t(
+      {"cell", "on", "base insns", "cand insns", "delta insns", "change", "identical within"},
+      {L, L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != outcome || !c.timing.exact) continue;
     t.add({c.label, c.b != nullptr ? c.b->target : "", v.per_call.text(c.timing.cmp.mean_a),
-           v.per_call.text(c.timing.cmp.mean_b),
-           fmt::format("{:+.0f}", c.timing.exact->delta), pct(c.timing.cmp.rel_diff),
-           fmt::format("+-{:.0f}", c.timing.exact->tolerance)});
+           v.per_call.text(c.timing.cmp.mean_b), fmt::format("{:+.0f}", c.timing.exact->delta),
+           pct(c.timing.cmp.rel_diff), fmt::format("+-{:.0f}", c.timing.exact->tolerance)});
   }
   if (!t.empty()) out += fmt::format("### {}\n\n", title) + t.markdown() + "\n";
 }
 
 void section_regressions(const k3verdict::Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kRegression, "More instructions", out);
+  if (v.method == "exact-counts")
+    return section_exact(v, k3verdict::Outcome::kRegression, "More instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "confirmation"},
               {L, R, R, R, R, L});
   std::vector<std::string> notes;
   for (const auto& c : v.cells) {
     if (c.timing.outcome != k3verdict::Outcome::kRegression) continue;
-    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
-           p_text(c.timing.cmp.p_value), confirmation_text(c.timing)});
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b),
+           pct(c.timing.cmp.rel_diff), p_text(c.timing.cmp.p_value), confirmation_text(c.timing)});
     if (!c.timing.confirm_note.empty()) notes.push_back(c.label + ": " + c.timing.confirm_note);
   }
   if (t.empty()) return;
@@ -135,15 +140,16 @@ void section_regressions(const k3verdict::Verdict& v, std::string& out) {
 }
 
 void section_improvements(const k3verdict::Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kImprovement, "Fewer instructions", out);
+  if (v.method == "exact-counts")
+    return section_exact(v, k3verdict::Outcome::kImprovement, "Fewer instructions", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "speed-up [95% CI]"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != k3verdict::Outcome::kImprovement) continue;
     const auto& s = c.timing.speedup;
-    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
-           p_text(c.timing.cmp.p_value),
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b),
+           pct(c.timing.cmp.rel_diff), p_text(c.timing.cmp.p_value),
            fmt::format("{:.2f} [{:.2f}, {}]", s.value, s.low,
                        std::isfinite(s.high) ? fmt::format("{:.2f}", s.high) : "inf")});
   }
@@ -159,14 +165,15 @@ void section_improvements(const k3verdict::Verdict& v, std::string& out) {
 }
 
 void section_unchanged(const k3verdict::Verdict& v, std::string& out) {
-  if (v.method == "exact-counts") return section_exact(v, k3verdict::Outcome::kUnchanged, "Identical", out);
+  if (v.method == "exact-counts")
+    return section_exact(v, k3verdict::Outcome::kUnchanged, "Identical", out);
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "unchanged within"},
               {L, R, R, R, R, R});
   for (const auto& c : v.cells) {
     if (c.timing.outcome != k3verdict::Outcome::kUnchanged) continue;
-    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b), pct(c.timing.cmp.rel_diff),
-           p_text(c.timing.cmp.p_value),
+    t.add({c.label, v.per_call.text(c.timing.cmp.mean_a), v.per_call.text(c.timing.cmp.mean_b),
+           pct(c.timing.cmp.rel_diff), p_text(c.timing.cmp.p_value),
            fmt::format("+-{:.1f}%", 100 * std::max(c.timing.cmp.mde, c.timing.threshold))});
   }
   if (!t.empty()) out += "### Unchanged\n\n" + t.markdown() + "\n";
@@ -274,7 +281,7 @@ void section_figures(const k3verdict::RunData& run, std::string& out) {
 
 void section_trends(const Trends& t, std::string& out) {
   out += "## Trends\n\n";
-  int changes = 0;
+  int changes = 0, distribution = 0;
   std::string lines;
   for (const auto& s : t.series) {
     for (const auto& c : s.change_points) {
@@ -284,10 +291,19 @@ void section_trends(const Trends& t, std::string& out) {
                                 short_id(p.run_uuid), p.started_at, c.p_value),
                     kTextWidth, "- ", "  ");
     }
+    for (const auto& c : s.distribution_changes) {
+      ++distribution;
+      const auto& p = s.points[c.index];
+      lines += wrap(fmt::format("{}: distribution from run {} ({}): {}", s.label,
+                                short_id(p.run_uuid), p.started_at, distribution_change_text(c)),
+                    kTextWidth, "- ", "  ");
+    }
   }
   out += wrap(fmt::format(
-      "{} over {}; {}.", plural(static_cast<int>(t.series.size()), "series", "series"), t.window,
-      changes == 0 ? "no change point" : plural(changes, "change point", "change points")));
+      "{} over {}; {}; {} of the distribution of process times.",
+      plural(static_cast<int>(t.series.size()), "series", "series"), t.window,
+      changes == 0 ? "no change point" : plural(changes, "change point", "change points"),
+      distribution == 0 ? "no change" : plural(distribution, "change", "changes")));
   out += lines + "\n";
 }
 
@@ -387,11 +403,11 @@ std::string verdict_headline(const k3verdict::Verdict& v) {
   }
   const int regressions = v.regressions();
   const bool counts = v.method == "exact-counts";
-  std::string s = regressions == 0 ? "clean, no regression"
-                                   : fmt::format("{} ({} {}, {} accuracy)",
-                                                 plural(regressions, "REGRESSION", "REGRESSIONS"),
-                                                 timing, counts ? "more instructions" : "slower",
-                                                 accuracy);
+  std::string s =
+      regressions == 0
+          ? "clean, no regression"
+          : fmt::format("{} ({} {}, {} accuracy)", plural(regressions, "REGRESSION", "REGRESSIONS"),
+                        timing, counts ? "more instructions" : "slower", accuracy);
   s += fmt::format(", {}, {} {}", plural(v.improvements(), "improvement", "improvements"),
                    v.unchanged(), counts ? "identical" : "unchanged");
   if (unconfirmed > 0)

@@ -2,6 +2,7 @@
 // bandwidths in GB/s (1e9 bytes/s), throughput in GOPS (1e9 operations/s).
 #include <cmath>
 
+#include "reports/distribution_trend.h"
 #include "reports/report.h"
 
 namespace k3reports {
@@ -60,7 +61,8 @@ nlohmann::json cell_json(const k3verdict::CellFigures& c, const k3verdict::PerCa
                       {"ops_per_call", opt(c.ops_per_call)}};
   if (!per_call.instructions && c.mean_ns && c.bytes_per_call)
     j["gbps"] = *c.bytes_per_call / *c.mean_ns;
-  if (!per_call.instructions && c.mean_ns && c.ops_per_call) j["gops"] = *c.ops_per_call / *c.mean_ns;
+  if (!per_call.instructions && c.mean_ns && c.ops_per_call)
+    j["gops"] = *c.ops_per_call / *c.mean_ns;
   return j;
 }
 
@@ -114,12 +116,29 @@ nlohmann::json trends_json(const Trends& t) {
                          {"rel_change", c.rel_change},
                          {"p_value", c.p_value}});
     }
+    nlohmann::json distribution = nlohmann::json::array();
+    for (const auto& c : s.distribution_changes) {
+      const auto& w = c.what;
+      auto component = [](const k3stats::ChangeComponent& x) {
+        return nlohmann::json{{"size", x.size}, {"p_value", x.p_value}, {"passes", x.passes}};
+      };
+      distribution.push_back({{"index", c.index},
+                              {"run_uuid", s.points[c.index].run_uuid},
+                              {"started_at", s.points[c.index].started_at},
+                              {"kind", k3stats::to_string(w.kind)},
+                              {"split_p_value", c.p_value},
+                              {"level", component(w.level)},
+                              {"spread", component(w.spread)},
+                              {"shape", component(w.shape)},
+                              {"text", distribution_change_text(c)}});
+    }
     series.push_back({{"label", s.label},
                       {"op", s.op},
                       {"model", s.model},
                       {"shape", s.shape},
                       {"points", points},
-                      {"change_points", changes}});
+                      {"change_points", changes},
+                      {"distribution_changes", distribution}});
   }
   return {{"window", t.window}, {"runs", t.runs}, {"series", series}};
 }

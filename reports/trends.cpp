@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/store/result_reads.h"
+#include "reports/distribution_trend.h"
 #include "reports/report_error.h"
 
 namespace k3reports {
@@ -29,8 +30,8 @@ std::string window_until(const TrendWindow& window, const k3verdict::RunData& ru
   return window.until.empty() ? run.started_at : bound(window.until, "--until", true);
 }
 
-Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const TrendWindow& window,
-                   const k3verdict::RegressionConfig& config) {
+Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run,
+                   const TrendWindow& window, const k3verdict::RegressionConfig& config) {
   Trends t;
   const std::string since = window.since.empty() ? "" : bound(window.since, "--since", false);
   const std::string until = window_until(window, run);
@@ -57,6 +58,7 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const
     by_key.emplace(c.config_key, std::move(s));
   }
   for (const auto& id : t.runs) {
+    const auto process_ns = process_means_by_cell(db, id);
     for (const auto& point : k3store::run_points(db, id)) {
       const std::string key = k3verdict::config_key(
           run.target, point.op, nlohmann::json::parse(point.shape_json),
@@ -71,6 +73,7 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const
       p.ci_low_ns = point.ci_low_ns;
       p.ci_high_ns = point.ci_high_ns;
       p.processes = point.processes;
+      if (auto m = process_ns.find(point.cell_key); m != process_ns.end()) p.process_ns = m->second;
       it->second.points.push_back(p);
     }
   }
@@ -78,6 +81,8 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run, const
     std::vector<double> means;
     for (const auto& p : s.points) means.push_back(p.mean_ns);
     s.change_points = find_change_points(means, config.alpha, config.min_effect_for(s.op));
+    s.distribution_changes =
+        find_trend_distribution_changes(s, config.alpha, config.min_effect_for(s.op));
     t.series.push_back(std::move(s));
   }
   std::sort(t.series.begin(), t.series.end(),

@@ -70,6 +70,7 @@ void add_publish_command(CLI::App& app, AppContext& ctx) {
                                   {"largest_page", w.largest_page},
                                   {"largest_page_bytes", w.largest_page_bytes},
                                   {"written_paths", w.written_paths},
+                                  {"left", w.left},
                                   {"read_s", o.read_s},
                                   {"render_s", o.render_s},
                                   {"write_s", o.write_s},
@@ -85,6 +86,7 @@ void add_publish_command(CLI::App& app, AppContext& ctx) {
         "({:.0f} KB)\n",
         rq.out_dir, w.files, w.written, w.unchanged, w.removed, w.bytes / 1e6, w.largest_page,
         w.largest_page_bytes / 1e3);
+    for (const auto& line : w.left) fmt::print("{}\n", line);
     fmt::print("time: read {:.2f} s, render {:.2f} s, write {:.2f} s, total {:.2f} s\n", o.read_s,
                o.render_s, o.write_s, o.total_s);
     fmt::print("open {}/index.html\n", rq.out_dir);

@@ -16,6 +16,7 @@
 #include "harness/host/verdict/value_text.h"
 #include "harness/host/verdict/verdict.h"
 #include "reports/change_points.h"
+#include "reports/distribution_trend.h"
 #include "tuner/table.h"
 
 namespace k3publish {
@@ -163,17 +164,23 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
     std::string config_key;
   };
   std::unordered_map<std::string, Identity> identities;  // the cell's text columns -> identity
-  std::map<std::tuple<std::string, std::string, std::string>, std::size_t> pages;
+  // A page per (target, op, shape) and unit: instruction counts and times of the same cell (the
+  // nightly's count step and a timed bench on one target name) never share a series or an axis.
+  std::map<std::tuple<std::string, std::string, std::string, bool>, std::size_t> pages;
   std::vector<History> histories;
   std::vector<std::map<std::string, k3reports::TrendSeries>> series;
+  // The counted processes' times of each timed run, read once per run.
+  std::unordered_map<std::string, std::map<std::string, std::vector<double>>> process_ns;
   for (const auto& row : k3store::all_points(db)) {
-    const std::string text = row.target + '\x1f' + row.op + '\x1f' + row.shape_json + '\x1f' +
-                             row.params_json + '\x1f' + row.measure_json;
+    const bool counts = counts_run[row.run_uuid];
+    const std::string text = std::string(counts ? "counts" : "time") + '\x1f' + row.target +
+                             '\x1f' + row.op + '\x1f' + row.shape_json + '\x1f' + row.params_json +
+                             '\x1f' + row.measure_json;
     auto id = identities.find(text);
     if (id == identities.end()) {
       const json shape = json::parse(row.shape_json), params = json::parse(row.params_json),
                  measure = json::parse(row.measure_json);
-      const auto page = std::make_tuple(row.target, row.op, k3verdict::shape_text(shape));
+      const auto page = std::make_tuple(row.target, row.op, k3verdict::shape_text(shape), counts);
       auto p = pages.find(page);
       if (p == pages.end()) {
         p = pages.emplace(page, histories.size()).first;
@@ -181,7 +188,7 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
         h.target = std::get<0>(page);
         h.op = std::get<1>(page);
         h.shape = std::get<2>(page);
-        h.counts = counts_run[row.run_uuid];
+        h.counts = counts;
         histories.push_back(std::move(h));
         series.emplace_back();
       }
@@ -207,6 +214,13 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
     p.ci_low_ns = row.ci_low_ns;
     p.ci_high_ns = row.ci_high_ns;
     p.processes = row.processes;
+    if (!counts) {
+      auto run = process_ns.find(row.run_uuid);
+      if (run == process_ns.end())
+        run = process_ns.emplace(row.run_uuid, k3reports::process_means_by_cell(db, row.run_uuid))
+                  .first;
+      if (auto m = run->second.find(row.cell_key); m != run->second.end()) p.process_ns = m->second;
+    }
     it->second.points.push_back(std::move(p));
   }
   for (std::size_t i = 0; i < histories.size(); ++i) {
@@ -219,6 +233,8 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
         for (const auto& p : t.points) means.push_back(p.mean_ns);
         t.change_points =
             k3reports::find_change_points(means, rules.alpha, rules.min_effect_for(h.op));
+        t.distribution_changes =
+            k3reports::find_trend_distribution_changes(t, rules.alpha, rules.min_effect_for(h.op));
       }
       h.series.push_back(std::move(t));
     }

@@ -1,5 +1,7 @@
 #include "reports/publish/site_pages.h"
 
+#include "reports/distribution_trend.h"
+
 #include <algorithm>
 #include <cctype>
 #include <map>
@@ -9,9 +11,9 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/bench/provenance.h"
+#include "harness/host/verdict/value_text.h"
 #include "reports/charts.h"
 #include "reports/html_parts.h"
-#include "harness/host/verdict/value_text.h"
 
 namespace k3publish {
 namespace {
@@ -357,6 +359,7 @@ class SiteRenderer {
                  c.rel_change > 0 ? "bad" : "good");
       }
     b += "</tbody></table></section>\n";
+    if (!h.counts) b += distribution_section(h);
 
     b += "<section id=\"series\"><h2>Every run</h2>\n";
     for (std::size_t i = 0; i < drawn.size(); ++i) {
@@ -394,6 +397,26 @@ class SiteRenderer {
     const json charts =
         json::array({{{"id", chart.id}, {"section", chart.section}, {"spec", chart.spec}}});
     return page(h.op + " " + h.shape + " on " + h.target, 1, b, charts, scripts_, generator_);
+  }
+
+  // What the mean rule cannot see: the distribution of the process times changed (its spread, its
+  // shape: a second mode) with the mean about the same, or its level (reported by both rules).
+  std::string distribution_section(const History& h) const {
+    std::string b =
+        "<section id=\"distribution-changes\"><h2>Changes of the distribution</h2>\n"
+        "<p>E-divisive means over each run's process times: a change names what moved (level, "
+        "spread or shape) and its size.</p>\n<table><thead>" +
+        head({"configuration", "run", "started", "kind", "change", "level", "spread"}) +
+        "</thead><tbody>\n";
+    for (const auto& s : h.series)
+      for (const auto& c : s.distribution_changes) {
+        const auto& p = s.points[c.index];
+        b += row({esc(s.label), run_link(p.run_uuid), esc(p.started_at),
+                  k3stats::to_string(c.what.kind), esc(k3reports::distribution_change_text(c)),
+                  fmt::format("x{:.3g} (p {:.2g})", c.what.level.size, c.what.level.p_value),
+                  fmt::format("x{:.3g} (p {:.2g})", c.what.spread.size, c.what.spread.p_value)});
+      }
+    return b + "</tbody></table></section>\n";
   }
 
   std::string run_link(const std::string& run_uuid) const {

@@ -1,5 +1,6 @@
 #include "reports/publish/site_writer.h"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -53,6 +54,37 @@ void write_file(const fs::path& path, const std::string& content) {
     throw k3reports::ReportError(fmt::format("{}: cannot write ({})", path.string(), ec.message()));
 }
 
+// Why publish must leave `path` (relative to the site folder `dir`) as it is, or "" when it may
+// write or remove it: it may when the file does not exist or is, to the byte, what the manifest
+// says publish wrote there (`known`, null when the manifest does not list it), and when neither it
+// nor a folder on its way is a symbolic link leading out of the site folder.
+std::string why_leave(const fs::path& dir, const std::string& path, const Known* known) {
+  std::error_code ec;
+  const fs::path root = fs::canonical(dir, ec);
+  const fs::path full = dir / path;
+  // The nearest existing folder on the way, resolved: inside the site folder or not?
+  fs::path parent = full.parent_path();
+  while (!parent.empty() && !fs::exists(fs::symlink_status(parent, ec)))
+    parent = parent.parent_path();
+  const fs::path real_parent = fs::canonical(parent, ec);
+  const auto [r, p] =
+      std::mismatch(root.begin(), root.end(), real_parent.begin(), real_parent.end());
+  if (ec || r != root.end())
+    return fmt::format("{}: a symbolic link on its way leads out of the site folder (to {})", path,
+                       real_parent.string());
+  const auto status = fs::symlink_status(full, ec);
+  if (!fs::exists(status)) return "";
+  if (fs::is_symlink(status)) return fmt::format("{}: a symbolic link publish did not make", path);
+  if (!known)
+    return fmt::format("{}: not written by publish (the manifest does not list it)", path);
+  std::ifstream in(full, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in || k3bench::sha256_text(text.str()) != known->sha256)
+    return fmt::format("{}: changed since publish wrote it", path);
+  return "";
+}
+
 }  // namespace
 
 void check_publish_dir(const fs::path& dir) {
@@ -95,6 +127,11 @@ WriteOutcome write_site(const fs::path& dir, const std::vector<SiteFile>& files,
                       fs::file_size(path, size_ec) == f.content.size() && !size_ec;
     if (same) {
       ++out.unchanged;
+    } else if (auto why = why_leave(dir, f.path, known == before.end() ? nullptr : &known->second);
+               !why.empty()) {
+      // Not ours to overwrite; not in the manifest either, so the next publish leaves it too.
+      out.left.push_back(why + ": left as it is");
+      continue;
     } else {
       write_file(path, f.content);
       ++out.written;
@@ -113,6 +150,10 @@ WriteOutcome write_site(const fs::path& dir, const std::vector<SiteFile>& files,
     // Only inside the folder, whatever a damaged manifest says.
     if (in_site.count(path) || path.find("..") != std::string::npos || fs::path(path).is_absolute())
       continue;
+    if (auto why = why_leave(dir, path, &known); !why.empty()) {
+      out.left.push_back(why + ": not removed");
+      continue;
+    }
     if (fs::remove(dir / path, ec)) ++out.removed;
   }
   // The manifest too only when it changed: a publish that changed nothing writes nothing.

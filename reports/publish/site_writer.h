@@ -39,6 +39,10 @@ struct WriteOutcome {
   std::string largest_page;  // the largest .html
   std::uintmax_t largest_page_bytes = 0;
   std::vector<std::string> written_paths;  // relative, in the site's order
+  // Files publish would have overwritten or removed but left as they are, one line each: changed
+  // since publish wrote them (a page a person edited), not written by publish (a file the manifest
+  // does not vouch for), or reached through a symbolic link that leads out of the folder.
+  std::vector<std::string> left;
 };
 
 // Checks the folder (check_publish_dir), then writes. k3reports::ReportError when a file cannot

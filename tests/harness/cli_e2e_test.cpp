@@ -274,8 +274,9 @@ TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
     EXPECT_EQ(d["trials"], 2) << d;
     EXPECT_GE(d["count"].get<int>(), 0) << d;
     EXPECT_LE(d["count"].get<int>(), 2) << d;
-    if (d.contains("measured_mean"))  // a design that detected nothing has no measured size
+    if (d.contains("measured_mean")) {  // a design that detected nothing has no measured size
       EXPECT_TRUE(std::isfinite(d["measured_mean"].get<double>())) << d;
+    }
   }
   EXPECT_GE(w["processes"].get<int>(), 2 * 2 * 6);
   EXPECT_LE(w["processes"].get<int>(), 2 * 2 * 6 * 3);

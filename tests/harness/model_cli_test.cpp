@@ -144,7 +144,9 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
   double sum = 0;
   for (const auto& o : c["contributions"]) {
     sum += o["share_of_wall"].get<double>();
-    if (o["op"] != "swiglu") EXPECT_NEAR(o["share_of_wall"].get<double>(), 0, 1e-9) << o.dump();
+    if (o["op"] != "swiglu") {
+      EXPECT_NEAR(o["share_of_wall"].get<double>(), 0, 1e-9) << o.dump();
+    }
   }
   EXPECT_NEAR(sum, c["wall_change"].get<double>(), 1e-9) << c.dump();
   int builds = 0;

@@ -226,7 +226,9 @@ TEST(PublishedFigures, MnnFiguresAreTheMergedReportsAndEarlierOnesAreMarked) {
       EXPECT_EQ(f.source, "alibaba/MNN 01a9ee8c5, docs/perf/riscv_k3_ime2_asymmetric_w4b64.md");
       EXPECT_TRUE(f.earlier_revision.empty()) << f.model << " " << f.test;
       EXPECT_EQ(f.citation(), f.source);
-      if (f.test == "tg128") EXPECT_NE(f.note.find("TCM decode pipeline on"), std::string::npos);
+      if (f.test == "tg128") {
+        EXPECT_NE(f.note.find("TCM decode pipeline on"), std::string::npos);
+      }
     } else {
       ++earlier;  // llama.cpp's figures and the prompt-length points: not in the merged report
       EXPECT_NE(f.earlier_revision.find("PR 4702 before its merge"), std::string::npos)

@@ -241,6 +241,25 @@ void add_sweeps(const std::string& path, int first, int last, int configurations
   tx.commit();
 }
 
+void add_timed_run_on_a_count_target(const std::string& path, int night) {
+  auto db = k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);
+  k3store::Transaction tx(*db);
+  {
+    Writer w{*db};
+    const std::string build = w.add_build("rvv-dynamic", night);
+    w.add_run("k3tune bench --target qemu-vlen1024", "qemu-vlen1024", build,
+              night_time(night, 16 * 3600), {{"processes", {{"min", 5}}}},
+              {{"qemu-vlen1024",
+                "linear_decode",
+                {{"n", 1024}, {"k", 1024}},
+                {{"path", "rvv"}, {"workers", 1}},
+                {{"metric", "instructions per call"}, {"repetitions", 1}, {"vlen", 1024}},
+                18959.0,
+                120.0}});
+  }
+  tx.commit();
+}
+
 void add_nights(const std::string& path, int first, int last) {
   auto db = k3store::open_database(path, k3store::OpenMode::kCreateOrUpdate);
   k3store::Transaction tx(*db);

@@ -35,4 +35,9 @@ void add_nights(const std::string& path, int first, int last);
 // sets (tile_n = 1, 2, ...) of rmsnorm rows=4,dim=1024 on target local, as a tuning sweep does.
 void add_sweeps(const std::string& path, int first, int last, int configurations);
 
+// A timed bench run on night `night` whose target is named like the nightly's count targets
+// (qemu-vlen1024) and whose cell is one the counts have (linear_decode n=1024,k=1024, path rvv):
+// its times must not join the counts' series.
+void add_timed_run_on_a_count_target(const std::string& path, int night);
+
 }  // namespace k3test::publish

@@ -89,10 +89,6 @@ TargetProbe probe_target(const k3targets::Target& t, int mib) {
       peaks[mode] = r.failure_reason(timeout);
     }
   }
-  auto peak_gops = [&](const char* mode) {
-    return peaks[mode].is_object() ? std::optional<double>(peaks[mode]["gops"].get<double>())
-                                   : std::nullopt;
-  };
   p.document = {
       {"target", t.name()},
       {"describe", t.describe()},

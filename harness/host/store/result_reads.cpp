@@ -74,13 +74,14 @@ AggregateRecord read_aggregate(const Statement& s, int first) {
 
 constexpr const char* kPointColumns =
     "r.run_uuid, r.started_at, r.build_hash, c.target, c.op, c.shape_json, c.params_json,"
-    " c.measure_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.processes";
+    " c.measure_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.processes, a.cell_key";
 
 AggregatePoint read_point(const Statement& s) {
   return {s.text(0),          s.text(1),           s.text(2),
           s.text(3),          s.text(4),           s.text(5),
           s.text(6),          s.text(7),           s.optional_real(8),
-          s.optional_real(9), s.optional_real(10), static_cast<int>(s.integer(11))};
+          s.optional_real(9), s.optional_real(10), static_cast<int>(s.integer(11)),
+          s.text(12)};
 }
 
 constexpr const char* kReportColumns =

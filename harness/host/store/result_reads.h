@@ -46,6 +46,7 @@ struct AggregatePoint {
   std::string target, op, shape_json, params_json, measure_json;  // the cell's
   std::optional<double> mean_ns, ci_low_ns, ci_high_ns;           // ns per call
   int processes = 0;
+  std::string cell_key;  // the process means' key (counted_process_means)
 };
 std::vector<AggregatePoint> run_points(Connection& c, const std::string& run_uuid);
 // Every such point with a mean, oldest run first.
