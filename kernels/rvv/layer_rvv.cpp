@@ -74,11 +74,12 @@ W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-rvv", quantize_row},
-      .weight_packing = {"srows", default_rows, pack_signed_rows},
+      .weight_packing = {"srows", default_rows, pack_signed_rows, W4B64Layout::kSignedRows,
+                         unpack_w4b64_signed_rows},
       .linear_prefill = {kPrefill, pick_prefill},
       .linear_decode = {kDecode, pick_decode},
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
-      .embedding = {"embedding-w4b64-rowtile32-rvv", embedding_row},
+      .embedding = {"embedding-w4b64-rvv", ukernel::reads_rows_layouts, embedding_row},
       .attention_prefill = {"attention_prefill-f32-online-rvv", attention_rotate_scale_q, fp16_row,
                             attention_online_block, attention_divide_row},
       .attention_decode = {"attention_decode-f32-chunked-pairs-rvv", attention_rotate_scale_q,
@@ -87,6 +88,7 @@ const ukernel::LayerKernels& kernels() {
       .rmsnorm = {"rmsnorm-f32-rvv", rmsnorm_row},
       .swiglu = {"swiglu-f32-rvv", swiglu_range},
       .residual_add = {"residual_add-f32-rvv", residual_add_range},
+      .argmax = {"argmax-f32-rvv", argmax_range},
       .gated_deltanet = {"gated_deltanet-f32-chunk-cols-rvv", gdn_dot, gdn_chunk_columns},
       .gdn_gates = {"gdn_gates-f32-rvv", gdn_gates_row},
       .l2norm = {"l2norm-f32-rvv", l2norm_row},

@@ -120,8 +120,7 @@ TEST(RvvLinearVariants, DefaultRowsForTcmStagingPassTheTcmGate) {
   w.row_tile = rows;
   w.codes =
       AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(w.row_tiles() * w.tile_code_bytes()));
-  w.scale = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
-  w.beta = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
+  w.pairs = AlignedBuffer<fp16_t>(static_cast<std::size_t>(2 * w.row_tiles() * w.tile_pairs()));
   TcmDecodeParams params;
   params.use = TcmUse::kOn;
   params.compute_workers = pool.size();
