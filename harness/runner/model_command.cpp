@@ -66,7 +66,9 @@ struct TestResult {
         {"ms_per_token", 1e3 * wall / double(tokens * std::int64_t(seconds.size()))},
         {"logits_checksum", checksums.empty() ? "" : checksums.front()},
         {"identical_logits_every_repetition", same},
-        {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))}};
+        {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))},
+        {"bytes_per_token",
+         model::traffic_json(ops.total_bytes(), double(tokens) * double(seconds.size()))}};
     if (!prefill_seconds.empty()) {
       std::vector<double> decode_seconds;
       for (std::size_t i = 0; i < seconds.size(); ++i)

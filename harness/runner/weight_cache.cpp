@@ -20,7 +20,7 @@ namespace k3runner {
 namespace {
 
 // Bump when the generator, the quantiser or a packing changes what a seed produces.
-constexpr std::uint32_t kGeneratorVersion = 1;
+constexpr std::uint32_t kGeneratorVersion = 2;  // 2: fp16 (beta, scale) pairs
 constexpr char kStorageMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
 constexpr char kPackedMagic[8] = {'K', '3', 'W', '4', 'P', 'K', 'D', '\0'};
 constexpr char kRotationMagic[8] = {'K', '3', 'W', '4', 'R', 'O', 'T', '\0'};
@@ -121,15 +121,13 @@ std::size_t round_up(std::size_t x, std::size_t a) {
 
 // Where one copy's arrays sit inside the rotation file (each 64-byte aligned, copies page aligned).
 struct RotationLayout {
-  std::size_t codes_bytes, scale_bytes, beta_bytes;
-  std::size_t scale_off, beta_off, stride, first;
+  std::size_t codes_bytes, pair_bytes;
+  std::size_t pair_off, stride, first;
   explicit RotationLayout(const k3k::W4B64Packed& p)
       : codes_bytes(p.codes.size_bytes()),
-        scale_bytes(p.scale.size_bytes()),
-        beta_bytes(p.beta.size_bytes()),
-        scale_off(round_up(codes_bytes, k3k::kBufferAlignment)),
-        beta_off(round_up(scale_off + scale_bytes, k3k::kBufferAlignment)),
-        stride(round_up(beta_off + beta_bytes, kPage)),
+        pair_bytes(p.pairs.size_bytes()),
+        pair_off(round_up(codes_bytes, k3k::kBufferAlignment)),
+        stride(round_up(pair_off + pair_bytes, kPage)),
         first(kPage) {}
 };
 
@@ -161,9 +159,7 @@ class BuildTimer {
 };
 
 std::vector<Part> parts_of(k3k::W4B64Packed& p) {
-  return {{p.codes.data(), p.codes.size_bytes()},
-          {p.scale.data(), p.scale.size_bytes()},
-          {p.beta.data(), p.beta.size_bytes()}};
+  return {{p.codes.data(), p.codes.size_bytes()}, {p.pairs.data(), p.pairs.size_bytes()}};
 }
 
 }  // namespace
@@ -193,8 +189,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
       f.write(header.data(), static_cast<std::streamsize>(header.size()));
       std::vector<char> copy(at.stride, 0);
       std::memcpy(copy.data(), one.codes.data(), at.codes_bytes);
-      std::memcpy(copy.data() + at.scale_off, one.scale.data(), at.scale_bytes);
-      std::memcpy(copy.data() + at.beta_off, one.beta.data(), at.beta_bytes);
+      std::memcpy(copy.data() + at.pair_off, one.pairs.data(), at.pair_bytes);
       for (std::int64_t c = 0; c < copies; ++c)
         f.write(copy.data(), static_cast<std::streamsize>(copy.size()));
       if (!f) {
@@ -230,10 +225,8 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
     p.row_tile = row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::view_of(reinterpret_cast<std::uint8_t*>(base),
                                                         one.codes.size(), owner);
-    p.scale = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.scale_off),
-                                                 one.scale.size(), owner);
-    p.beta = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.beta_off),
-                                                one.beta.size(), owner);
+    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::view_of(
+        reinterpret_cast<k3k::fp16_t*>(base + at.pair_off), one.pairs.size(), owner);
     out.push_back(std::move(p));
   }
   return out;
@@ -274,8 +267,7 @@ k3k::W4B64Packed synthetic_w4b64_packed(
     const auto tiles = static_cast<std::size_t>(p.row_tiles());
     p.codes =
         k3k::AlignedBuffer<std::uint8_t>(tiles * static_cast<std::size_t>(p.tile_code_bytes()));
-    p.scale = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
-    p.beta = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
+    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>(2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
     if (load_parts(file, h, parts_of(p))) return p;
   }
   const BuildTimer building(!dir.empty());
