@@ -190,6 +190,30 @@ inline float max_of(const float* s, int n) {
   return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredmax_vs_f32m4_f32m1(m, init, vlmax));
 }
 
+// max |x_i| over n floats (NaN ignored, as vfmax does; 0 for n = 0).
+inline float max_abs(const float* x, std::int64_t n) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m8();
+  vfloat32m8_t m = __riscv_vfmv_v_f_f32m8(0.0f, vlmax);
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    m = __riscv_vfmax_vv_f32m8_tu(m, m, __riscv_vfabs_v_f32m8(__riscv_vle32_v_f32m8(x + i, vl), vl),
+                                  vl);
+    i += static_cast<std::int64_t>(vl);
+  }
+  return __riscv_vfmv_f_s_f32m1_f32(
+      __riscv_vfredmax_vs_f32m8_f32m1(m, __riscv_vfmv_s_f_f32m1(0.0f, 1), vlmax));
+}
+
+// dst = src * f over n floats (dst may be src).
+inline void scale_row(const float* src, float* dst, std::int64_t n, float f) {
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    __riscv_vse32_v_f32m8(dst + i,
+                          __riscv_vfmul_vf_f32m8(__riscv_vle32_v_f32m8(src + i, vl), f, vl), vl);
+    i += static_cast<std::int64_t>(vl);
+  }
+}
+
 // ---- exp ----------------------------------------------------------------------------------------
 
 inline vfloat32m4_t vexp(vfloat32m4_t x_in, std::size_t vl) {
