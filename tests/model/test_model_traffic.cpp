@@ -123,7 +123,9 @@ void check_config(const k3model::ModelConfig& c, std::int64_t depth, std::int64_
     // streams is it to within the row tiles' padding (< 1% on the model shapes).
     const double floor = 9.0 / 16 * double(c.body_params() + c.embedding_params() + c.hidden) +
                          d.kv_read + d.kv_write + d.state;
-    if (model_shapes) EXPECT_LE(double(step.streamed()), 1.01 * floor) << what;
+    if (model_shapes) {
+      EXPECT_LE(double(step.streamed()), 1.01 * floor) << what;
+    }
     EXPECT_GE(double(step.streamed()), floor) << what;
     std::printf("  %-16s %-7s decode @%-5lld streamed %12lld B/token, floor %12.0f (+%.3f%%)\n",
                 c.id.c_str(), k3k::to_string(path), static_cast<long long>(depth),
