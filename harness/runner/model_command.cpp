@@ -23,6 +23,7 @@
 #include "harness/runner/path_option.h"
 #include "harness/runner/tcm_context.h"
 #include "harness/runner/tuning_params.h"
+#include "harness/runner/weight_cache.h"
 #include "k3k/dispatch.h"
 #include "k3k/tuning.h"
 
@@ -278,7 +279,7 @@ int run_model_command(const ModelCommandOptions& o) {
   doc["environment"] = environment_static();
 
   const auto gen0 = Clock::now();
-  const model::ModelWeights weights = model::make_synthetic_weights(
+  const model::ModelWeights weights = cached_model_weights(
       config, {static_cast<std::uint64_t>(params.integer("weight_seed")), 0}, decision.path, pool);
   doc["weights"] = {{"bytes", weights.bytes()},
                     {"decode_bytes_per_token", weights.decode_bytes_per_token()},

@@ -24,6 +24,7 @@ constexpr std::uint32_t kGeneratorVersion = 2;  // 2: fp16 (beta, scale) pairs
 constexpr char kStorageMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
 constexpr char kPackedMagic[8] = {'K', '3', 'W', '4', 'P', 'K', 'D', '\0'};
 constexpr char kRotationMagic[8] = {'K', '3', 'W', '4', 'R', 'O', 'T', '\0'};
+constexpr char kModelMagic[8] = {'K', '3', 'W', '4', 'M', 'D', 'L', '\0'};
 constexpr std::size_t kPage = 4096;
 
 struct Header {
@@ -278,6 +279,33 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   }
   if (!dir.empty()) store_parts(dir, file, h, parts_of(p));
   return p;
+}
+
+model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
+                                         const model::WeightOptions& options, k3k::KernelPath path,
+                                         k3k::WorkerPool& pool) {
+  const auto dir = cache_dir();
+  if (dir.empty() || options.zero)
+    return model::make_synthetic_weights(config, options, path, pool);
+  // The shapes, layouts and rows per tile, from weights of the same shapes (zero: no generation).
+  model::WeightOptions zero = options;
+  zero.zero = true;
+  model::ModelWeights w = model::make_synthetic_weights(config, zero, path, pool);
+  std::uint64_t key = 0xcbf29ce484222325ull;  // FNV-1a over the description and the options
+  const std::string text =
+      fmt::format("{}|seed {}|hqq {}", w.describe(), options.seed, options.hqq_iterations);
+  for (const char ch : text) key = (key ^ static_cast<unsigned char>(ch)) * 0x100000001b3ull;
+  std::vector<Part> parts;
+  w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
+  const auto file = dir / fmt::format("model-{:016x}-v{}.bin", key, kGeneratorVersion);
+  const Header h = header_of(kModelMagic, 0, static_cast<std::int64_t>(parts.size()), 0, key);
+  if (load_parts(file, h, parts)) return w;
+  const BuildTimer building(true);
+  w = model::make_synthetic_weights(config, options, path, pool);
+  parts.clear();
+  w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
+  store_parts(dir, file, h, parts);
+  return w;
 }
 
 double weight_cache_build_s() {

@@ -100,6 +100,47 @@ std::int64_t ModelWeights::bytes() const {
   return b;
 }
 
+namespace {
+
+// The matrices and vectors of a layer, in the order for_each_buffer and describe walk them.
+template <typename Layer, typename Matrix, typename Vector>
+void walk_layer(Layer& l, Matrix&& matrix, Vector&& vector) {
+  for (auto* m : {&l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.gdn.qkv, &l.gdn.z, &l.gdn.a,
+                  &l.gdn.b, &l.gdn.out, &l.gate, &l.up, &l.down})
+    matrix(*m);
+  for (auto* v : {&l.input_norm, &l.post_norm, &l.attn.q_norm, &l.attn.k_norm, &l.gdn.conv,
+                  &l.gdn.a_log, &l.gdn.dt_bias, &l.gdn.norm})
+    vector(*v);
+}
+
+}  // namespace
+
+void ModelWeights::for_each_buffer(const std::function<void(void*, std::size_t)>& fn) {
+  auto matrix = [&](k3k::W4B64Packed& m) {
+    fn(m.codes.data(), m.codes.size_bytes());
+    fn(m.pairs.data(), m.pairs.size_bytes());
+  };
+  auto vector = [&](k3k::AlignedBuffer<float>& v) { fn(v.data(), v.size_bytes()); };
+  matrix(embedding);
+  matrix(lm_head);
+  vector(final_norm);
+  for (auto& l : layers) walk_layer(l, matrix, vector);
+}
+
+std::string ModelWeights::describe() const {
+  std::string s;
+  auto matrix = [&](const k3k::W4B64Packed& m) {
+    s += std::to_string(m.n) + "x" + std::to_string(m.k) + ":" + k3k::to_string(m.layout) + ":" +
+         std::to_string(m.row_tile) + ";";
+  };
+  auto vector = [&](const k3k::AlignedBuffer<float>& v) { s += std::to_string(v.size()) + ";"; };
+  matrix(embedding);
+  matrix(lm_head);
+  vector(final_norm);
+  for (const auto& l : layers) walk_layer(l, matrix, vector);
+  return s;
+}
+
 std::int64_t ModelWeights::decode_bytes_per_token() const {
   const std::int64_t lookup =
       lm_head.n > 0 ? embedding.bytes() : 0;  // untied: the table is only looked up

@@ -7,6 +7,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "k3k/aligned_buffer.h"
@@ -48,6 +50,10 @@ struct ModelWeights {
   // the norms (the embedding row it looks up is noise).
   std::int64_t bytes() const;
   std::int64_t decode_bytes_per_token() const;
+  // Every buffer (each matrix's codes and pairs, each vector), in one fixed order; with
+  // describe(), what the weights cache keys a file by (shapes, layouts, rows per tile).
+  void for_each_buffer(const std::function<void(void* data, std::size_t bytes)>& fn);
+  std::string describe() const;
 };
 
 struct WeightOptions {

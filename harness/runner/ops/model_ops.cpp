@@ -21,6 +21,7 @@
 #include "harness/runner/model/model_tuning.h"
 #include "harness/runner/model/model_weights.h"
 #include "harness/runner/ops/op_lists.h"
+#include "harness/runner/weight_cache.h"
 
 namespace k3runner {
 namespace {
@@ -96,7 +97,7 @@ class ModelCase final : public OpCase {
     if (const k3k::TuningTable* table = k3k::active_tuning_table())
       tuned_linears_ = model::apply_table_to_linears(*table, config_, in.path, pp_, params_);
     const auto t0 = Clock::now();
-    weights_ = model::make_synthetic_weights(
+    weights_ = cached_model_weights(
         config_, {static_cast<std::uint64_t>(in.params.integer("weight_seed")), 0}, in.path, pool_);
     weights_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
     // The depth is prefilled in batches of at most max(pp, 512) tokens (the activation buffers
