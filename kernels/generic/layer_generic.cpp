@@ -45,7 +45,7 @@ const ukernel::LayerKernels& kernels() {
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
       .embedding = {"embedding-w4b64-generic", ukernel::reads_rows_layouts, embedding_row},
       .attention_prefill = {"attention_prefill-f32-online-lanes16-generic",
-                            attention_rotate_scale_q, fp16_row, attention_online_block,
+                            attention_rotate_scale_q, fp16_rows, attention_online_block,
                             attention_divide_row},
       .attention_decode = {"attention_decode-f32-chunked-lanes16-generic", attention_rotate_scale_q,
                            attention_decode_chunk, attention_merge_chunks},
