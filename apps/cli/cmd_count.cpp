@@ -129,9 +129,9 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   nlohmann::json out = nlohmann::json::array();
   if (!ctx.json) {
     std::cout << fmt::format(
-        "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n", "path", "op",
-        "shape", "vlen", "ran", "ime2/call", "other/call", "total/call", "ime2/unit", "other/unit",
-        "total/unit");
+        "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} {:>12}\n", "path",
+        "op", "shape", "vlen", "ran", "ime2/call", "other/call", "total/call", "ime2/unit",
+        "other/unit", "total/unit", "bytes/call");
   }
   for (const auto& [path, bin] : runners) {
     std::vector<k3bench::CountCase> todo;
@@ -143,6 +143,11 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
       const auto& c = todo[i];
       const double u = r.units > 0 ? r.units : 1;
       const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+      // The kernels' accounting of the call's bytes by source (k3bench's traffic.by_source).
+      const nlohmann::json bytes = r.runner_json.is_object()
+                                       ? r.runner_json.value("traffic", nlohmann::json::object())
+                                             .value("by_source", nlohmann::json(nullptr))
+                                       : nlohmann::json(nullptr);
       if (ctx.json) {
         out.push_back({{"runner", bin},
                        {"path", path},
@@ -155,13 +160,17 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
                        {"instructions_per_call", r.instructions},
                        {"units_per_call", r.units},
                        {"jitter", r.jitter},
-                       {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr}});
+                       {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr},
+                       {"bytes_per_call", bytes}});
       } else {
-        std::cout << fmt::format("{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9}\n", path,
-                                 c.op, c.shape, c.vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
-                                 fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
-                                 r.units > 0 ? fixed(r.other / u, 5) : "",
-                                 r.units > 0 ? fixed(r.instructions / u, 5) : "")
+        std::cout << fmt::format(
+                         "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} "
+                         "{:>12}\n",
+                         path, c.op, c.shape, c.vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
+                         fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
+                         r.units > 0 ? fixed(r.other / u, 5) : "",
+                         r.units > 0 ? fixed(r.instructions / u, 5) : "",
+                         bytes.is_object() ? fixed(bytes.value("total", 0.0), 0) : "")
                   << std::flush;
       }
     });

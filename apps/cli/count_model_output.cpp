@@ -24,17 +24,24 @@ std::string label(const k3bench::ModelCountResult& r) {
   return fmt::format("{}@{}", r.c.path, r.c.vlen);
 }
 
-// Bytes one token moves: decode streams every weight once and reads the KV cache at the depth
-// (and reads and writes the recurrent states); a prefill reads the weights once for its tokens.
-double bytes_per_token(const k3model::ModelConfig& m, const k3bench::ModelCountResult& r,
-                       bool decode) {
-  if (!decode) return r.decode_weight_bytes / std::max(1, r.c.prefill_tokens);
-  const std::string kv = r.runner_json.at("params").value("kv_dtype", "f16");
+// Bytes one token streams, from the kernels' own accounting in the counted forward (weights,
+// pairs, KV read and written, states: everything but the activations, which live in cache).
+double bytes_per_token(const k3bench::PhaseCount& p) {
+  return p.bytes.streamed() / std::max(1.0, p.tokens);
+}
+
+// The format's floor for one decode step at `depth` from the model config alone: every weight the
+// step reads at 4.5 bits (the projections, the lm_head, the embedding row it looks up), the KV
+// cache read at depth + 1 and the new token's K and V written, in the counted cache type, and the
+// recurrent and convolution states read and written.
+double floor_bytes_per_token(const k3model::ModelConfig& m, int depth, const std::string& kv) {
+  const double weights = double(m.body_params()) + double(m.embedding_params()) + m.hidden;
   const double kv_bytes = kv == "f32" ? 4 : 2;
-  const double cache = double(m.full_layers()) * 2.0 * double(m.kv_dim()) * r.c.depth * kv_bytes;
-  const double states =
-      double(m.linear_layers()) * m.lin_v_heads * double(m.lin_k_dim) * m.lin_v_dim * 4.0 * 2.0;
-  return r.decode_weight_bytes + cache + states;
+  const double cache = double(m.full_layers()) * 2.0 * double(m.kv_dim()) * (depth + 2) * kv_bytes;
+  const double states = double(m.linear_layers()) * 2.0 * 4.0 *
+                        (double(m.lin_v_heads) * m.lin_k_dim * m.lin_v_dim +
+                         double(m.conv_kernel - 1) * m.conv_dim());
+  return weights * 9.0 / 16.0 + cache + states;
 }
 
 k3bench::TokenCost cost_of(const k3bench::PhaseCount& p, double bytes) {
@@ -87,6 +94,54 @@ void print_phase(const std::vector<k3bench::ModelCountResult>& all, bool decode)
     }
     std::cout << "\n";
   }
+}
+
+// Bytes per token of each op (the kernels' accounting) and of the phase by source; for a decode
+// step also the floor from the model config and how far the streamed bytes are above it.
+void print_bytes(const std::vector<k3bench::ModelCountResult>& all, bool decode,
+                 const k3model::ModelConfig& model) {
+  std::vector<std::string> ops;
+  for (const auto& r : all)
+    for (const auto& o : (decode ? r.decode : r.prefill).ops)
+      if (o.bytes.total() > 0 && std::find(ops.begin(), ops.end(), o.op) == ops.end())
+        ops.push_back(o.op);
+  std::cout << fmt::format(
+      "\n{}, bytes per token (read and written, by the kernels' accounting):\n",
+      decode ? "decode step" : "prefill");
+  std::cout << fmt::format("{:<12}", "op");
+  for (const auto& r : all) std::cout << fmt::format(" {:>16}", label(r));
+  std::cout << "\n";
+  const auto row = [&](const std::string& name, auto&& figure) {
+    std::cout << fmt::format("{:<12}", name);
+    for (const auto& r : all) {
+      const auto& p = decode ? r.decode : r.prefill;
+      std::cout << fmt::format(" {:>16.0f}", figure(p) / std::max(1.0, p.tokens));
+    }
+    std::cout << "\n";
+  };
+  for (const auto& op : ops)
+    row(op, [&](const k3bench::PhaseCount& p) {
+      const auto it =
+          std::find_if(p.ops.begin(), p.ops.end(), [&](const auto& o) { return o.op == op; });
+      return it == p.ops.end() ? 0.0 : it->bytes.total();
+    });
+  row("weights", [](const k3bench::PhaseCount& p) { return p.bytes.weights; });
+  row("metadata", [](const k3bench::PhaseCount& p) { return p.bytes.metadata; });
+  row("kv_read", [](const k3bench::PhaseCount& p) { return p.bytes.kv_read; });
+  row("kv_write", [](const k3bench::PhaseCount& p) { return p.bytes.kv_write; });
+  row("state", [](const k3bench::PhaseCount& p) { return p.bytes.state; });
+  row("activations", [](const k3bench::PhaseCount& p) { return p.bytes.activations; });
+  row("streamed", [](const k3bench::PhaseCount& p) { return p.bytes.streamed(); });
+  if (!decode) return;
+  std::cout << fmt::format("{:<12}", "floor");
+  for (const auto& r : all)
+    std::cout << fmt::format(" {:>16.0f}", floor_bytes_per_token(model, r.c.depth, r.kv_dtype));
+  std::cout << fmt::format("\n{:<12}", "over floor");
+  for (const auto& r : all) {
+    const double floor = floor_bytes_per_token(model, r.c.depth, r.kv_dtype);
+    std::cout << fmt::format(" {:>15.3f}%", 100.0 * (bytes_per_token(r.decode) / floor - 1.0));
+  }
+  std::cout << "\n";
 }
 
 }  // namespace
@@ -169,27 +224,32 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
       for (const auto& op : p.ops)
         ops.push_back({{"op", op.op},
                        {"calls", op.calls},
+                       {"bytes_per_token", op.bytes.scaled(1.0 / std::max(1.0, p.tokens)).json()},
                        {"ime2", op.ime2},
                        {"other", op.other},
                        {"vector", op.vector},
                        {"per_token", op.total() / std::max(1.0, p.tokens)}});
-      out["counts"].push_back({{"path", r.c.path},
-                               {"ran", r.emulated ? r.path_taken + "(emu)" : r.path_taken},
-                               {"vlen", r.c.vlen},
-                               {"phase", decode ? "decode" : "prefill"},
-                               {"test", p.test},
-                               {"tokens", p.tokens},
-                               {"ime2", p.ime2},
-                               {"other", p.other},
-                               {"vector", p.vector},
-                               {"instructions", p.total()},
-                               {"per_token", p.per_token()},
-                               {"ops", ops}});
+      out["counts"].push_back(
+          {{"path", r.c.path},
+           {"bytes_per_token", p.bytes.scaled(1.0 / std::max(1.0, p.tokens)).json()},
+           {"ran", r.emulated ? r.path_taken + "(emu)" : r.path_taken},
+           {"vlen", r.c.vlen},
+           {"phase", decode ? "decode" : "prefill"},
+           {"test", p.test},
+           {"tokens", p.tokens},
+           {"ime2", p.ime2},
+           {"other", p.other},
+           {"vector", p.vector},
+           {"instructions", p.total()},
+           {"per_token", p.per_token()},
+           {"ops", ops}});
     }
   }
   if (!ctx.json && !done.empty()) {
     print_phase(done, false);
     print_phase(done, true);
+    print_bytes(done, false, model);
+    print_bytes(done, true, model);
   }
 
   // The model: counts at the K3's VLEN (1024) only.
@@ -205,18 +265,22 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
   for (const auto* r : k3) {
     for (const bool decode : {false, true}) {
       const auto& p = decode ? r->decode : r->prefill;
-      const double bytes = bytes_per_token(model, *r, decode);
+      const double bytes = bytes_per_token(p);
       const auto e = k3bench::estimate_throughput(facts, cost_of(p, bytes));
       const std::string test =
           decode ? fmt::format("tg@d{}", o.depth) : fmt::format("pp{}", o.prefill_tokens);
-      out["modelled"].push_back({{"path", r->c.path},
-                                 {"test", test},
-                                 {"bytes_per_token", bytes},
-                                 {"cycles_per_token", e.cycles_per_token},
-                                 {"compute_tokens_per_s", e.compute_tokens_per_s},
-                                 {"bandwidth_tokens_per_s", e.bandwidth_tokens_per_s},
-                                 {"tokens_per_s", e.tokens_per_s},
-                                 {"bound", e.bound}});
+      out["modelled"].push_back(
+          {{"path", r->c.path},
+           {"test", test},
+           {"bytes_per_token", bytes},
+           {"floor_bytes_per_token",
+            decode ? nlohmann::json(floor_bytes_per_token(model, o.depth, r->kv_dtype))
+                   : nlohmann::json(nullptr)},
+           {"cycles_per_token", e.cycles_per_token},
+           {"compute_tokens_per_s", e.compute_tokens_per_s},
+           {"bandwidth_tokens_per_s", e.bandwidth_tokens_per_s},
+           {"tokens_per_s", e.tokens_per_s},
+           {"bound", e.bound}});
       if (!ctx.json)
         std::cout << fmt::format("{:<14} {:<16} {:>13.0f} {:>12.1f} {:>14.1f} {:>13.1f}  {}\n",
                                  label(*r), test, e.cycles_per_token, e.compute_tokens_per_s,

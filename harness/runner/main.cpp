@@ -221,8 +221,12 @@ int run_case(const Options& o, Clock::time_point process_start) {
                 {"warmup_s", m.calibration.warmup_s},
                 {"measured_s", m.measured_s}};
     r.params = c->params_used();  // again: some ops add what the timed calls reported (e.g. TCM
-                                  // copy vs compute time)
-    if (c_b) r.params_b = c_b->params_used();
+                                  // copy vs compute time; a model's bytes per op)
+    r.traffic = c->traffic();
+    if (c_b) {
+      r.params_b = c_b->params_used();
+      r.traffic_b = c_b->traffic();
+    }
     if (!o.dump_dir.empty() && o.check == "none") dump();
   }
   r.environment["readings_after"] = environment_readings();

@@ -24,6 +24,7 @@
 #include "harness/runner/path_option.h"
 #include "harness/runner/tcm_context.h"
 #include "harness/runner/tuning_params.h"
+#include "harness/runner/weight_cache.h"
 #include "k3k/dispatch.h"
 #include "k3k/tuning.h"
 
@@ -67,7 +68,9 @@ struct TestResult {
         {"ms_per_token", 1e3 * wall / double(tokens * std::int64_t(seconds.size()))},
         {"logits_checksum", checksums.empty() ? "" : checksums.front()},
         {"identical_logits_every_repetition", same},
-        {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))}};
+        {"breakdown", model::breakdown_json(ops, wall, static_cast<std::int64_t>(seconds.size()))},
+        {"bytes_per_token",
+         model::traffic_json(ops.total_bytes(), double(tokens) * double(seconds.size()))}};
     if (!prefill_seconds.empty()) {
       std::vector<double> decode_seconds;
       for (std::size_t i = 0; i < seconds.size(); ++i)
@@ -280,7 +283,7 @@ int run_model_command(const ModelCommandOptions& o) {
   doc["environment"] = environment_static();
 
   const auto gen0 = Clock::now();
-  const model::ModelWeights weights = model::make_synthetic_weights(
+  const model::ModelWeights weights = cached_model_weights(
       config, {static_cast<std::uint64_t>(params.integer("weight_seed")), 0}, decision.path, pool);
   doc["weights"] = {{"bytes", weights.bytes()},
                     {"decode_bytes_per_token", weights.decode_bytes_per_token()},

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 
 #include "harness/runner/args.h"
 #include "k3k/dispatch.h"
+#include "k3k/traffic.h"
 #include "k3k/worker_pool.h"
 
 namespace k3runner {
@@ -22,6 +24,14 @@ struct Traffic {
   std::int64_t weight_bytes = 0;      // bytes of weights (or streamed tables) read
   std::int64_t activation_bytes = 0;  // bytes of inputs read and outputs written
   std::int64_t ops = 0;               // arithmetic operations (a multiply-add counts as 2)
+  // The kernels' own accounting by source (k3k/traffic.h), for the ops that run kernels (the
+  // probes of memory and compute have none). weight_bytes is then its weights, metadata and KV
+  // read (the streamed tables), activation_bytes the rest.
+  std::optional<k3k::Traffic> by_source;
+  static Traffic of(const k3k::Traffic& bytes, std::int64_t ops) {
+    return {bytes.weights + bytes.metadata + bytes.kv_read,
+            bytes.kv_write + bytes.state + bytes.activations, ops, bytes};
+  }
 };
 
 struct Accuracy {

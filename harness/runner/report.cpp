@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "harness/runner/model/model_report.h"
+
 namespace k3runner {
 namespace {
 
@@ -44,8 +46,10 @@ nlohmann::json summary_json(const Summary& s, const Traffic& traffic) {
 }
 
 nlohmann::json traffic_json(const Traffic& t) {
-  return {
+  nlohmann::json j = {
       {"weight_bytes", t.weight_bytes}, {"activation_bytes", t.activation_bytes}, {"ops", t.ops}};
+  if (t.by_source) j["by_source"] = model::traffic_json(*t.by_source);
+  return j;
 }
 
 nlohmann::json accuracy_json(const std::optional<Accuracy>& accuracy) {

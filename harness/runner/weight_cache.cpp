@@ -20,10 +20,11 @@ namespace k3runner {
 namespace {
 
 // Bump when the generator, the quantiser or a packing changes what a seed produces.
-constexpr std::uint32_t kGeneratorVersion = 1;
+constexpr std::uint32_t kGeneratorVersion = 2;  // 2: fp16 (beta, scale) pairs
 constexpr char kStorageMagic[8] = {'K', '3', 'W', '4', 'B', '6', '4', '\0'};
 constexpr char kPackedMagic[8] = {'K', '3', 'W', '4', 'P', 'K', 'D', '\0'};
 constexpr char kRotationMagic[8] = {'K', '3', 'W', '4', 'R', 'O', 'T', '\0'};
+constexpr char kModelMagic[8] = {'K', '3', 'W', '4', 'M', 'D', 'L', '\0'};
 constexpr std::size_t kPage = 4096;
 
 struct Header {
@@ -121,15 +122,13 @@ std::size_t round_up(std::size_t x, std::size_t a) {
 
 // Where one copy's arrays sit inside the rotation file (each 64-byte aligned, copies page aligned).
 struct RotationLayout {
-  std::size_t codes_bytes, scale_bytes, beta_bytes;
-  std::size_t scale_off, beta_off, stride, first;
+  std::size_t codes_bytes, pair_bytes;
+  std::size_t pair_off, stride, first;
   explicit RotationLayout(const k3k::W4B64Packed& p)
       : codes_bytes(p.codes.size_bytes()),
-        scale_bytes(p.scale.size_bytes()),
-        beta_bytes(p.beta.size_bytes()),
-        scale_off(round_up(codes_bytes, k3k::kBufferAlignment)),
-        beta_off(round_up(scale_off + scale_bytes, k3k::kBufferAlignment)),
-        stride(round_up(beta_off + beta_bytes, kPage)),
+        pair_bytes(p.pairs.size_bytes()),
+        pair_off(round_up(codes_bytes, k3k::kBufferAlignment)),
+        stride(round_up(pair_off + pair_bytes, kPage)),
         first(kPage) {}
 };
 
@@ -161,9 +160,7 @@ class BuildTimer {
 };
 
 std::vector<Part> parts_of(k3k::W4B64Packed& p) {
-  return {{p.codes.data(), p.codes.size_bytes()},
-          {p.scale.data(), p.scale.size_bytes()},
-          {p.beta.data(), p.beta.size_bytes()}};
+  return {{p.codes.data(), p.codes.size_bytes()}, {p.pairs.data(), p.pairs.size_bytes()}};
 }
 
 }  // namespace
@@ -193,8 +190,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
       f.write(header.data(), static_cast<std::streamsize>(header.size()));
       std::vector<char> copy(at.stride, 0);
       std::memcpy(copy.data(), one.codes.data(), at.codes_bytes);
-      std::memcpy(copy.data() + at.scale_off, one.scale.data(), at.scale_bytes);
-      std::memcpy(copy.data() + at.beta_off, one.beta.data(), at.beta_bytes);
+      std::memcpy(copy.data() + at.pair_off, one.pairs.data(), at.pair_bytes);
       for (std::int64_t c = 0; c < copies; ++c)
         f.write(copy.data(), static_cast<std::streamsize>(copy.size()));
       if (!f) {
@@ -230,10 +226,8 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
     p.row_tile = row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::view_of(reinterpret_cast<std::uint8_t*>(base),
                                                         one.codes.size(), owner);
-    p.scale = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.scale_off),
-                                                 one.scale.size(), owner);
-    p.beta = k3k::AlignedBuffer<float>::view_of(reinterpret_cast<float*>(base + at.beta_off),
-                                                one.beta.size(), owner);
+    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::view_of(
+        reinterpret_cast<k3k::fp16_t*>(base + at.pair_off), one.pairs.size(), owner);
     out.push_back(std::move(p));
   }
   return out;
@@ -274,8 +268,7 @@ k3k::W4B64Packed synthetic_w4b64_packed(
     const auto tiles = static_cast<std::size_t>(p.row_tiles());
     p.codes =
         k3k::AlignedBuffer<std::uint8_t>(tiles * static_cast<std::size_t>(p.tile_code_bytes()));
-    p.scale = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
-    p.beta = k3k::AlignedBuffer<float>(tiles * static_cast<std::size_t>(p.tile_floats()));
+    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>(2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
     if (load_parts(file, h, parts_of(p))) return p;
   }
   const BuildTimer building(!dir.empty());
@@ -286,6 +279,33 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   }
   if (!dir.empty()) store_parts(dir, file, h, parts_of(p));
   return p;
+}
+
+model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
+                                         const model::WeightOptions& options, k3k::KernelPath path,
+                                         k3k::WorkerPool& pool) {
+  const auto dir = cache_dir();
+  if (dir.empty() || options.zero)
+    return model::make_synthetic_weights(config, options, path, pool);
+  // The shapes, layouts and rows per tile, from weights of the same shapes (zero: no generation).
+  model::WeightOptions zero = options;
+  zero.zero = true;
+  model::ModelWeights w = model::make_synthetic_weights(config, zero, path, pool);
+  std::uint64_t key = 0xcbf29ce484222325ull;  // FNV-1a over the description and the options
+  const std::string text =
+      fmt::format("{}|seed {}|hqq {}", w.describe(), options.seed, options.hqq_iterations);
+  for (const char ch : text) key = (key ^ static_cast<unsigned char>(ch)) * 0x100000001b3ull;
+  std::vector<Part> parts;
+  w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
+  const auto file = dir / fmt::format("model-{:016x}-v{}.bin", key, kGeneratorVersion);
+  const Header h = header_of(kModelMagic, 0, static_cast<std::int64_t>(parts.size()), 0, key);
+  if (load_parts(file, h, parts)) return w;
+  const BuildTimer building(true);
+  w = model::make_synthetic_weights(config, options, path, pool);
+  parts.clear();
+  w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
+  store_parts(dir, file, h, parts);
+  return w;
 }
 
 double weight_cache_build_s() {

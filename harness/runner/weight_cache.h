@@ -23,9 +23,18 @@
 #include <functional>
 #include <vector>
 
+#include "harness/runner/model/model_weights.h"
 #include "k3k/w4b64.h"
 
 namespace k3runner {
+
+// A whole model's synthetic weights (model::make_synthetic_weights), cached the same way in one
+// file per model shapes, seed, packing (layouts and rows per tile of this CPU) and generator
+// version: generated once, then read back. Generating Qwen3-0.6B's under qemu-user is ~93G
+// instructions, most of a whole-model count's wall time; the weights are the same bits either way.
+model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
+                                         const model::WeightOptions& options, k3k::KernelPath path,
+                                         k3k::WorkerPool& pool);
 
 k3k::W4B64Storage synthetic_w4b64(std::int64_t n, std::int64_t k, std::uint64_t seed);
 

@@ -28,11 +28,17 @@ double rope_inv_freq(const RopeConfig& rope, int i) {
 namespace {
 constexpr std::int64_t kTablePositionsPerTask = 64;
 constexpr std::int64_t kRopeTokensPerTask = 16;
+
+// rope_inv_freq of every pair, computed once per table (not per task).
+std::vector<double> inv_freqs(const RopeConfig& rope) {
+  std::vector<double> f(static_cast<std::size_t>(rope.rotary_dim / 2));
+  for (int i = 0; i < rope.rotary_dim / 2; ++i)
+    f[static_cast<std::size_t>(i)] = rope_inv_freq(rope, i);
+  return f;
+}
 }  // namespace
 
-void RopeTable::fill(const RopeConfig& rope, std::int64_t begin, std::int64_t end) {
-  std::vector<double> inv_freq(static_cast<std::size_t>(half_));
-  for (int i = 0; i < half_; ++i) inv_freq[static_cast<std::size_t>(i)] = rope_inv_freq(rope, i);
+void RopeTable::fill(const std::vector<double>& inv_freq, std::int64_t begin, std::int64_t end) {
   for (std::int64_t r = begin; r < end; ++r) {
     const double pos = static_cast<double>(first_pos_ + r);
     float* c = cos_.data() + r * half_;
@@ -53,7 +59,7 @@ RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_
       sin_(static_cast<std::size_t>(count * (rope.rotary_dim / 2))) {
   if (first_pos < 0) detail::fail("RopeTable: first_pos (", first_pos, ") is negative");
   if (count < 0) detail::fail("RopeTable: count (", count, ") is negative");
-  fill(rope, 0, count);
+  fill(inv_freqs(rope), 0, count);
 }
 
 RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count,
@@ -66,10 +72,11 @@ RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_
   if (first_pos < 0) detail::fail("RopeTable: first_pos (", first_pos, ") is negative");
   if (count < 0) detail::fail("RopeTable: count (", count, ") is negative");
   if (half_ == 0) return;
+  const std::vector<double> inv_freq = inv_freqs(rope);
   const std::int64_t tasks = (count + kTablePositionsPerTask - 1) / kTablePositionsPerTask;
   pool.parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * kTablePositionsPerTask;
-    fill(rope, begin, std::min(count, begin + kTablePositionsPerTask));
+    fill(inv_freq, begin, std::min(count, begin + kTablePositionsPerTask));
   });
 }
 

@@ -57,6 +57,18 @@ W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows) {
   return packing.pack(std::move(rowtile32), rows);
 }
 
+W4B64Packed rowtile32_of(const W4B64Packed& w) {
+  for (const KernelPath path : {KernelPath::kGeneric, KernelPath::kRvv, KernelPath::kIme2}) {
+    const dispatch::Layer* layer = dispatch::find_layer(path);
+    if (layer == nullptr) continue;
+    const ukernel::WeightPacking& packing = layer->kernels().weight_packing;
+    if (packing.layout == w.layout) return packing.unpack(w);
+  }
+  throw std::invalid_argument(std::string("rowtile32_of: no layer compiled into this binary packs "
+                                          "the ") +
+                              to_string(w.layout) + " layout");
+}
+
 int default_weight_rows(KernelPath path, std::int64_t n, std::int64_t k,
                         std::int64_t tcm_block_bytes) {
   return usable_kernels(path, "default_weight_rows").weight_packing.default_rows(n, k, tcm_block_bytes);
@@ -192,6 +204,10 @@ void rmsnorm(KernelPath path, std::span<const float> x, std::span<const float> w
 void swiglu(KernelPath path, std::span<const float> gate, std::span<const float> up,
             std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
   driver::swiglu(usable_kernels(path, "swiglu").swiglu, gate, up, out, rows, dim, pool);
+}
+
+std::int64_t argmax(KernelPath path, std::span<const float> x) {
+  return driver::argmax(usable_kernels(path, "argmax").argmax, x);
 }
 
 void residual_add(KernelPath path, std::span<const float> a, std::span<const float> b,

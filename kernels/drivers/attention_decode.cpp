@@ -34,46 +34,56 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   const std::int64_t n_chunks = (context + chunk - 1) / chunk;
   const bool f16 = cache.dtype() == KvDtype::f16;
 
+  // The calling thread's buffers, kept between calls (a decode step calls this once per layer;
+  // allocating and zeroing them was a tenth of a call): every element is written before it is
+  // read (each (query head, chunk) partial by its chunk's task).
+  thread_local AlignedBuffer<float> qs_buffer, part_buffer, scratch_buffer;
+  auto at_least = [](AlignedBuffer<float>& b, std::int64_t n) {
+    if (b.size() < static_cast<std::size_t>(n))
+      b = AlignedBuffer<float>::for_overwrite(static_cast<std::size_t>(n));
+    return b.data();
+  };
   // Rotated and scaled queries of every head (n_q_heads * head_dim values: not worth a task).
-  AlignedBuffer<float> qs(static_cast<std::size_t>(n_q_heads) * hd);
+  float* const qs = at_least(qs_buffer, std::int64_t(n_q_heads) * hd);
   {
     std::optional<RopeTable> own_table;
     const RopeTable& table = detail::query_rope_table(cache, pos, 1, nullptr, own_table);
     for (int h = 0; h < n_q_heads; ++h) {
       uk.rotate_scale_q(q.data() + static_cast<std::int64_t>(h) * hd,
-                        qs.data() + static_cast<std::int64_t>(h) * hd, hd, table.half(),
-                        table.cos_at(pos), table.sin_at(pos), sc);
+                        qs + static_cast<std::int64_t>(h) * hd, hd, table.half(), table.cos_at(pos),
+                        table.sin_at(pos), sc);
     }
   }
 
   // Partial results per (query head, chunk): max, sum and unnormalised accumulator.
-  const std::size_t n_part = static_cast<std::size_t>(n_q_heads * n_chunks);
-  AlignedBuffer<float> part_m(n_part), part_l(n_part), part_acc(n_part * hd);
+  const std::int64_t n_part = n_q_heads * n_chunks;
+  float* const part_m = at_least(part_buffer, n_part * (2 + hd));
+  float* const part_l = part_m + n_part;
+  float* const part_acc = part_l + n_part;
   // Per-worker scratch: scores of the group against the chunk, a gathered K row (layers that read
   // keys one at a time) and a converted V row (fp16).
   using detail::scratch_stride;
   const std::int64_t off_kb = scratch_stride(static_cast<std::int64_t>(group) * chunk);
   const std::int64_t off_vb = off_kb + scratch_stride(hd);
   const std::int64_t stride = off_vb + (f16 ? scratch_stride(hd) : 0);
-  AlignedBuffer<float> scratch(static_cast<std::size_t>(stride * pool.size()));
+  float* const scratch = at_least(scratch_buffer, stride * pool.size());
 
   pool.parallel_for(n_kv * n_chunks, [&](std::int64_t task, int worker) {
     const int g = static_cast<int>(task / n_chunks);
     const std::int64_t c = task % n_chunks;
     const std::int64_t c0 = lo + c * chunk;
-    float* s = scratch.data() + worker * stride;
+    float* s = scratch + worker * stride;
     const std::int64_t first =
         static_cast<std::int64_t>(g) * group * n_chunks + c;  // (head g*group, chunk c)
     uk.chunk({&cache, g, c0, static_cast<int>(std::min<std::int64_t>(chunk, pos + 1 - c0)), group,
-              qs.data() + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb,
-              s + off_vb, part_m.data() + first, part_l.data() + first,
-              part_acc.data() + first * hd, n_chunks, tiling.prefetch_bytes});
+              qs + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb, s + off_vb,
+              part_m + first, part_l + first, part_acc + first * hd, n_chunks,
+              tiling.prefetch_bytes});
   });
 
   pool.parallel_for(n_q_heads, [&](std::int64_t h, int) {
     const std::int64_t base = h * n_chunks;
-    uk.merge(part_acc.data() + base * hd, part_m.data() + base, part_l.data() + base, n_chunks, hd,
-             out.data() + h * hd);
+    uk.merge(part_acc + base * hd, part_m + base, part_l + base, n_chunks, hd, out.data() + h * hd);
   });
 }
 

@@ -45,10 +45,10 @@ void stage_keys(const PrefillCall& c, int g, std::int64_t p0, std::int64_t n, in
       const std::int64_t piece = std::min({run - i, kb - slot % kb, block - at % block});
       const std::size_t src = cache.k_offset(g, slot);
       float* dst = kt + (at / block) * block * hd + at % block;
-      for (std::int64_t d = 0; d < hd; ++d) {
-        if (f16) {
-          c.uk->f16_row(cache.k_f16() + src + d * kb, dst + d * block, piece);
-        } else {
+      if (f16) {
+        c.uk->f16_rows(cache.k_f16() + src, kb, dst, block, hd, piece);  // a row per dim
+      } else {
+        for (std::int64_t d = 0; d < hd; ++d) {
           tcm::stream_copy(dst + d * block, cache.k_f32() + src + d * kb,
                            static_cast<std::size_t>(piece) * sizeof(float));
         }
@@ -75,7 +75,7 @@ std::int64_t stage_rows(const PrefillCall& c, int g, std::int64_t p0, std::int64
     if (f16) {
       prefetch_ahead(cache.k_f16() + k_block, k_bytes, c.prefetch_bytes);
       prefetch_ahead(cache.v_f16() + off, bytes, c.prefetch_bytes);
-      c.uk->f16_row(cache.v_f16() + off, vd, run * hd);
+      c.uk->f16_rows(cache.v_f16() + off, 0, vd, 0, 1, run * hd);
     } else {
       prefetch_ahead(cache.k_f32() + k_block, k_bytes, c.prefetch_bytes);
       prefetch_ahead(cache.v_f32() + off, bytes, c.prefetch_bytes);

@@ -67,6 +67,7 @@ void swiglu(const ukernel::Swiglu& uk, std::span<const float> gate, std::span<co
 void residual_add(const ukernel::ResidualAdd& uk, std::span<const float> a,
                   std::span<const float> b, std::span<float> out, std::int64_t rows,
                   std::int64_t dim, WorkerPool& pool);
+std::int64_t argmax(const ukernel::Argmax& uk, std::span<const float> x);
 
 // Gated DeltaNet (drivers/deltanet.cpp, drivers/deltanet_rows.cpp).
 void gdn_prefill(const ukernel::GatedDeltaNet& uk, const GdnDims& dims, std::int64_t tokens,

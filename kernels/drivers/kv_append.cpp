@@ -1,9 +1,18 @@
-// KV-cache appends: kv_append splits (kv head x 64-token chunk) over the pool after building the
+// KV-cache appends: kv_append splits (kv head x 64-token chunk) over the pool after taking the
 // RoPE table of the new positions (kept in the cache for attention over them); kv_append_one runs
 // one task per kv head. Each stored row has one writer and no reduction, so the stored bits do not
 // depend on the worker count.
+//
+// Every layer of a model appends the same positions under the same RoPE, so the appends share
+// their tables: the last table built is kept with its key (rotary_dim, theta, positions) and handed
+// to the next append that needs the same one. A table depends only on its key, so the stored bits
+// are those of a table of its own (a decode step's 28 layers build one table instead of 28: the
+// table's double cos and sin were three quarters of an append). The row scratch is the calling
+// thread's, kept between calls.
 #include <algorithm>
 #include <memory>
+#include <mutex>
+#include <vector>
 
 #include "common/checks.h"
 #include "common/op_checks.h"
@@ -40,9 +49,34 @@ void write_rows(const ukernel::KvAppend& uk, KvCache& cache, const float* k, con
   }
 }
 
-AlignedBuffer<float> row_scratch(const KvCache& cache, WorkerPool& pool) {
-  return AlignedBuffer<float>(
-      static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size()));
+// head_dim floats per worker of `pool`, the calling thread's buffer (grown, never shrunk).
+float* row_scratch(const KvCache& cache, WorkerPool& pool) {
+  thread_local AlignedBuffer<float> scratch;
+  const auto need =
+      static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size());
+  if (scratch.size() < need) scratch = AlignedBuffer<float>::for_overwrite(need);
+  return scratch.data();
+}
+
+// The RoPE table of positions [first_pos, first_pos + count): the last one built when its key is
+// the same, else a new one (built in parallel over `pool` when given), kept for the next append.
+std::shared_ptr<const RopeTable> shared_table(const RopeConfig& rope, std::int64_t first_pos,
+                                              std::int64_t count, WorkerPool* pool) {
+  static std::mutex mu;
+  static RopeConfig last_rope;
+  static std::int64_t last_first = -1, last_count = -1;
+  static std::shared_ptr<const RopeTable> last;
+  const std::lock_guard lock(mu);
+  if (last != nullptr && last_rope.rotary_dim == rope.rotary_dim && last_rope.theta == rope.theta &&
+      last_first == first_pos && last_count == count) {
+    return last;
+  }
+  last = pool != nullptr ? std::make_shared<const RopeTable>(rope, first_pos, count, *pool)
+                         : std::make_shared<const RopeTable>(rope, first_pos, count);
+  last_rope = rope;
+  last_first = first_pos;
+  last_count = count;
+  return last;
 }
 
 }  // namespace
@@ -51,14 +85,14 @@ void kv_append(const ukernel::KvAppend& uk, KvCache& cache, std::span<const floa
                std::span<const float> v, std::int64_t tokens, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), tokens, "kv_append");
   if (tokens == 0) return;
-  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), tokens, pool);
+  auto table = shared_table(cache.rope(), cache.length(), tokens, &pool);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
-  AlignedBuffer<float> scratch = row_scratch(cache, pool);
+  float* const scratch = row_scratch(cache, pool);
   const std::int64_t chunks = (tokens + kAppendTokensPerTask - 1) / kAppendTokensPerTask;
   pool.parallel_for(cache.n_kv_heads() * chunks, [&](std::int64_t task, int worker) {
     const int head = static_cast<int>(task / chunks);
     const std::int64_t t0 = (task % chunks) * kAppendTokensPerTask;
-    float* s = scratch.data() + worker * stride;
+    float* s = scratch + worker * stride;
     write_rows(uk, cache, k.data(), v.data(), *table, head, t0,
                std::min(tokens, t0 + kAppendTokensPerTask), s);
   });
@@ -70,11 +104,11 @@ void kv_append_one(const ukernel::KvAppend& uk, KvCache& cache, std::span<const 
                    std::span<const float> v, WorkerPool& pool) {
   detail::check_kv_append(cache, k.size(), v.size(), 1, "kv_append_one");
   // Serial: rotary_dim/2 cos+sin.
-  auto table = std::make_shared<const RopeTable>(cache.rope(), cache.length(), 1);
+  auto table = shared_table(cache.rope(), cache.length(), 1, nullptr);
   const std::int64_t stride = detail::scratch_stride(cache.head_dim());
-  AlignedBuffer<float> scratch = row_scratch(cache, pool);
+  float* const scratch = row_scratch(cache, pool);
   pool.parallel_for(cache.n_kv_heads(), [&](std::int64_t task, int worker) {
-    float* s = scratch.data() + worker * stride;
+    float* s = scratch + worker * stride;
     write_rows(uk, cache, k.data(), v.data(), *table, static_cast<int>(task), 0, 1, s);
   });
   cache.set_length(cache.length() + 1);

@@ -1,7 +1,7 @@
 // Decode Linear ("M1"), weights read from DRAM: one activation row; a task covers tile_n output
 // columns, computed one weight tile (w.row_tile rows) at a time by the layer's tile body. The call
-// is memory-bound (4.5 bits of weight per multiply-add): the activation row stays in L1 and the
-// weights are read exactly once, in order.
+// is memory-bound (4.5 bits of weight, codes and fp16 pairs, per multiply-add): the activation row
+// stays in L1 and the weights are read exactly once, in order.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
@@ -37,8 +37,8 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
     const std::int64_t t1 = std::min(tiles, (col1 + rows - 1) / rows);
     for (std::int64_t t = col0 / rows; t < t1; t += span_tiles) {
       const std::int64_t count = std::min(span_tiles, t1 - t);
-      body->run_tiles(w.codes.data() + t * at.code_bytes, w.scale.data() + t * at.floats,
-                      w.beta.data() + t * at.floats, count, at, acc);
+      body->run_tiles(w.codes.data() + t * at.code_bytes, w.pairs.data() + 2 * t * at.pairs, count,
+                      at, acc);
       const std::int64_t lo = std::max(col0, t * rows);
       const std::int64_t hi = std::min(col1, (t + count) * rows);
       store(ep, out, 1, n, 0, 1, lo, hi - lo, &sa, acc + (lo - t * rows), 0);

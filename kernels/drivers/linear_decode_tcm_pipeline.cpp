@@ -101,8 +101,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     const std::int64_t span_tiles = detail::kDecodeSpanRows / rows;
     for (std::int64_t i = 0; i < count; i += span_tiles) {
       const std::int64_t tiles = std::min(span_tiles, count - i);
-      body->run_tiles(v.codes + i * at.code_bytes, v.scale + i * at.floats, v.beta + i * at.floats,
-                      tiles, at, acc);
+      body->run_tiles(v.codes + i * at.code_bytes, v.pairs + 2 * i * at.pairs, tiles, at, acc);
       const std::int64_t row0 = (t0 + i) * rows;
       store(ep, out, 1, n, 0, 1, row0, std::min(tiles * rows, n - row0), &sa, acc, 0);
     }
@@ -112,14 +111,12 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     const tcm_detail::SlabView from = tcm_detail::dram_slab(w, t0);
     const tcm_detail::SlabView to = tcm_detail::tcm_slab(w, buffer, count);
     const std::int64_t code_bytes = count * tcm_detail::tile_code_bytes(w);
-    const std::int64_t float_bytes =
-        count * tcm_detail::tile_floats(w) * static_cast<std::int64_t>(sizeof(float));
+    const std::int64_t pair_bytes = count * tcm_detail::tile_pair_bytes(w);
     tcm::stream_copy(const_cast<std::uint8_t*>(to.codes), from.codes,
                      static_cast<std::size_t>(code_bytes));
-    tcm::stream_copy(const_cast<float*>(to.scale), from.scale,
-                     static_cast<std::size_t>(float_bytes));
-    tcm::stream_copy(const_cast<float*>(to.beta), from.beta, static_cast<std::size_t>(float_bytes));
-    return code_bytes + 2 * float_bytes;
+    tcm::stream_copy(const_cast<fp16_t*>(to.pairs), from.pairs,
+                     static_cast<std::size_t>(pair_bytes));
+    return code_bytes + pair_bytes;
   };
 
   // A tracer sees every copy, compute and pair wait (k3bench --model --trace); none: no clock reads

@@ -54,8 +54,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
   // reloaded).
   const ukernel::PrefillTileBody* const tile_body = body.get();
   const std::uint8_t* const codes0 = w.codes.data();
-  const float* const scale0 = w.scale.data();
-  const float* const beta0 = w.beta.data();
+  const fp16_t* const pairs0 = w.pairs.data();
   const float* const row_scale = a.scale.data();
   pool.parallel_for_on(
       tiling.max_workers, col_tiles * runs_per_col, [=, &ep](std::int64_t job, int) {
@@ -73,7 +72,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
           for (std::int64_t t = t0; t < t1; t += span_tiles) {
             const std::int64_t count = std::min(span_tiles, t1 - t);
             tile_body->run_groups(group, chunk, group_rows, m, codes0 + t * at.code_bytes,
-                                  scale0 + t * at.floats, beta0 + t * at.floats, count, at, acc);
+                                  pairs0 + 2 * t * at.pairs, count, at, acc);
             const std::int64_t lo = std::max(col0, t * rows_per_tile);
             const std::int64_t hi = std::min(col1, (t + count) * rows_per_tile);
             store(ep, out, m, n, row0, rows, lo, hi - lo, row_scale + row0,

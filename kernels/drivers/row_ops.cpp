@@ -2,6 +2,7 @@
 // add split the elements into fixed chunks. Every task owns disjoint outputs, so results are
 // bitwise identical for any worker count.
 #include <algorithm>
+#include <stdexcept>
 
 #include "common/op_checks.h"
 #include "drivers/drivers.h"
@@ -43,6 +44,11 @@ void swiglu(const ukernel::Swiglu& uk, std::span<const float> gate, std::span<co
             std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool) {
   detail::check_swiglu(gate, up, out, rows, dim);
   elementwise(uk.range, gate, up, out, rows * dim, kSwigluElementsPerTask, pool);
+}
+
+std::int64_t argmax(const ukernel::Argmax& uk, std::span<const float> x) {
+  if (x.empty()) throw std::invalid_argument("argmax: x is empty");
+  return std::max<std::int64_t>(0, uk.range(x.data(), static_cast<std::int64_t>(x.size())));
 }
 
 void residual_add(const ukernel::ResidualAdd& uk, std::span<const float> a,

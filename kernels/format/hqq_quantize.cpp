@@ -36,7 +36,7 @@ BlockQuant quantize_block(const float* w, std::uint8_t* codes, int iterations) {
     hi = std::max<double>(hi, w[i]);
   }
   if (hi - lo < 1e-30) {
-    // Constant block: all codes 8 and the value carried by beta exactly (see dequant formula).
+    // Constant block: all codes 8 and the value carried by beta (see dequant formula; to fp16).
     std::fill(codes, codes + kW4BlockK, 8);
     return {1.0, 8.0 - lo};
   }
@@ -102,8 +102,9 @@ W4B64Storage quantize_w4b64_hqq(std::span<const float> weights, std::int64_t n, 
     for (std::int64_t b = 0; b < nb; ++b) {
       const float* w = weights.data() + row * k + b * kW4BlockK;
       const BlockQuant q = quantize_block(w, block_codes, iterations);
-      const double scale = 1.0 / q.quant_scale;        // dequantisation scale s
-      const double beta = scale * (8.0 - q.zero);       // beta = s * (8 - z)
+      // The pairs as fp16 values (what the packed layouts hold): s rounded first, beta from it.
+      const double scale = w4b64_pair_value(static_cast<float>(1.0 / q.quant_scale));
+      const double beta = w4b64_pair_value(static_cast<float>(scale * (8.0 - q.zero)));
       s.alpha[static_cast<std::size_t>((row * nb + b) * 2)] = static_cast<float>(beta);
       s.alpha[static_cast<std::size_t>((row * nb + b) * 2 + 1)] = static_cast<float>(scale);
       std::uint8_t* dst = s.codes.data() + row * (k / 2) + b * (kW4BlockK / 2);

@@ -1,9 +1,25 @@
+#include <cmath>
 #include <stdexcept>
 #include <string>
 
 #include "k3k/w4b64.h"
 
 namespace k3k {
+
+namespace {
+
+// A storage-form scale or beta as the packed layouts hold it: fp16, nearest even, finite.
+fp16_t packed_pair(float x, const char* what, std::int64_t row, std::int64_t block) {
+  const fp16_t h = fp32_to_fp16(x);
+  if ((h & 0x7C00u) == 0x7C00u) {
+    throw std::invalid_argument("pack_w4b64_generic: " + std::string(what) + " of row " +
+                                std::to_string(row) + ", block " + std::to_string(block) + " (" +
+                                std::to_string(x) + ") has no finite fp16 value");
+  }
+  return h;
+}
+
+}  // namespace
 
 W4B64Packed pack_w4b64_generic(const W4B64Storage& storage) {
   W4B64Packed p;
@@ -12,13 +28,11 @@ W4B64Packed pack_w4b64_generic(const W4B64Storage& storage) {
   const std::int64_t nb = storage.blocks_per_row();
   const std::int64_t tiles = p.row_tiles();
   p.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * nb * 32 * kW4RowTile));
-  p.scale = AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * kW4RowTile));
-  p.beta = AlignedBuffer<float>(static_cast<std::size_t>(tiles * nb * kW4RowTile));
+  p.pairs = AlignedBuffer<fp16_t>(static_cast<std::size_t>(2 * tiles * nb * kW4RowTile));
   for (std::int64_t t = 0; t < tiles; ++t) {
     for (std::int64_t b = 0; b < nb; ++b) {
       std::uint8_t* dst = p.codes.data() + (t * nb + b) * 32 * kW4RowTile;
-      float* scale = p.scale.data() + (t * nb + b) * kW4RowTile;
-      float* beta = p.beta.data() + (t * nb + b) * kW4RowTile;
+      fp16_t* pair = p.pairs.data() + 2 * (t * nb + b) * kW4RowTile;
       for (int r = 0; r < kW4RowTile; ++r) {
         const std::int64_t row = t * kW4RowTile + r;
         const std::int64_t k0 = b * kW4BlockK;
@@ -28,8 +42,8 @@ W4B64Packed pack_w4b64_generic(const W4B64Storage& storage) {
           const std::uint8_t hi = row < p.n ? storage.code(row, k0 + 32 + j) : 8;
           dst[j * kW4RowTile + r] = static_cast<std::uint8_t>(lo | (hi << 4));
         }
-        scale[r] = row < p.n ? storage.scale(row, b) : 0.0f;
-        beta[r] = row < p.n ? storage.beta(row, b) : 0.0f;
+        pair[2 * r] = row < p.n ? packed_pair(storage.beta(row, b), "beta", row, b) : 0;
+        pair[2 * r + 1] = row < p.n ? packed_pair(storage.scale(row, b), "scale", row, b) : 0;
       }
     }
   }
@@ -67,8 +81,7 @@ W4B64Packed pack_w4b64_signed_rows(const W4B64Packed& w, int rows) {
   p.row_tile = rows;
   const std::int64_t nb = w.blocks_per_row(), tiles = p.row_tiles();
   p.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * p.tile_code_bytes()));
-  p.scale = AlignedBuffer<float>(static_cast<std::size_t>(tiles * p.tile_floats()));
-  p.beta = AlignedBuffer<float>(static_cast<std::size_t>(tiles * p.tile_floats()));
+  p.pairs = AlignedBuffer<fp16_t>(static_cast<std::size_t>(2 * tiles * p.tile_pairs()));
   for (std::int64_t t = 0; t < tiles; ++t) {
     for (std::int64_t b = 0; b < nb; ++b) {
       const std::int64_t unit = t * nb + b;
@@ -87,8 +100,45 @@ W4B64Packed pack_w4b64_signed_rows(const W4B64Packed& w, int rows) {
               static_cast<std::uint8_t>(byte ^ 0x88);
         }
         const auto src = static_cast<std::size_t>(src_unit * kW4RowTile + lane);
-        p.scale[static_cast<std::size_t>(unit * rows + r)] = real ? w.scale[src] : 0.0f;
-        p.beta[static_cast<std::size_t>(unit * rows + r)] = real ? w.beta[src] : 0.0f;
+        const auto dst = static_cast<std::size_t>(2 * (unit * rows + r));
+        p.pairs[dst] = real ? w.pairs[2 * src] : fp16_t{0};
+        p.pairs[dst + 1] = real ? w.pairs[2 * src + 1] : fp16_t{0};
+      }
+    }
+  }
+  return p;
+}
+
+W4B64Packed unpack_w4b64_signed_rows(const W4B64Packed& w) {
+  if (w.layout != W4B64Layout::kSignedRows) {
+    throw std::invalid_argument(std::string("unpack_w4b64_signed_rows: weights must be in the "
+                                            "kSignedRows layout, got ") +
+                                to_string(w.layout));
+  }
+  W4B64Packed p;
+  p.n = w.n;
+  p.k = w.k;
+  const std::int64_t nb = w.blocks_per_row(), tiles = p.row_tiles(), rows = w.row_tile;
+  p.codes = AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * p.tile_code_bytes()));
+  p.pairs = AlignedBuffer<fp16_t>(static_cast<std::size_t>(2 * tiles * p.tile_pairs()));
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t b = 0; b < nb; ++b) {
+      const std::int64_t unit = t * nb + b;
+      for (int r = 0; r < kW4RowTile; ++r) {
+        const std::int64_t row = t * kW4RowTile + r;
+        const bool real = row < w.n;
+        // Source: tile row / R, lane row % R of the kSignedRows arrays.
+        const std::int64_t src_unit = (row / rows) * nb + b, lane = row % rows;
+        for (int j = 0; j < 32; ++j) {
+          const std::uint8_t byte =
+              real ? w.codes[static_cast<std::size_t>((src_unit * 32 + j) * rows + lane)] : 0;
+          p.codes[static_cast<std::size_t>((unit * 32 + j) * kW4RowTile + r)] =
+              static_cast<std::uint8_t>(byte ^ 0x88);
+        }
+        const auto src = static_cast<std::size_t>(2 * (src_unit * rows + lane));
+        const auto dst = static_cast<std::size_t>(2 * (unit * kW4RowTile + r));
+        p.pairs[dst] = real ? w.pairs[src] : fp16_t{0};
+        p.pairs[dst + 1] = real ? w.pairs[src + 1] : fp16_t{0};
       }
     }
   }
@@ -98,8 +148,8 @@ W4B64Packed pack_w4b64_signed_rows(const W4B64Packed& w, int rows) {
 void dequantize_w4b64_row(const W4B64Storage& storage, std::int64_t row, double* out) {
   const std::int64_t nb = storage.blocks_per_row();
   for (std::int64_t b = 0; b < nb; ++b) {
-    const double s = storage.scale(row, b);
-    const double beta = storage.beta(row, b);
+    const double s = w4b64_pair_value(storage.scale(row, b));
+    const double beta = w4b64_pair_value(storage.beta(row, b));
     for (int j = 0; j < kW4BlockK; ++j) {
       const std::int64_t col = b * kW4BlockK + j;
       out[col] = s * (static_cast<double>(storage.code(row, col)) - 8.0) + beta;

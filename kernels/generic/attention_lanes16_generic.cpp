@@ -63,8 +63,10 @@ void attention_online_block(const float* q, int rows, int nv0, const ukernel::Ke
   }
 }
 
-void fp16_row(const fp16_t* src, float* dst, std::int64_t n) {
-  fp16_to_fp32_row(src, dst, n);
+void fp16_rows(const fp16_t* src, std::ptrdiff_t src_stride, float* dst, std::ptrdiff_t dst_stride,
+               std::int64_t rows, std::int64_t n) {
+  for (std::int64_t r = 0; r < rows; ++r)
+    fp16_to_fp32_row(src + r * src_stride, dst + r * dst_stride, n);
 }
 
 void attention_divide_row(const float* acc, float l, float* out, int head_dim) {

@@ -15,6 +15,15 @@ constexpr ukernel::LinearDecode kDecode{"linear_decode-w4b64-rowtile32-m1n32-gen
                                         ukernel::reads_rowtile32,
                                         ukernel::bind_row_tile<linear_decode_row_tile>};
 
+W4B64Packed copy_rowtile32(const W4B64Packed& w) {
+  W4B64Packed p;
+  p.n = w.n;
+  p.k = w.k;
+  p.codes = AlignedBuffer<std::uint8_t>::copy_of(w.codes.span());
+  p.pairs = AlignedBuffer<fp16_t>::copy_of(w.pairs.span());
+  return p;
+}
+
 // The generic kernels read kRowTile32 as it comes.
 W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
   if (rows != kW4RowTile) {
@@ -29,13 +38,14 @@ W4B64Packed keep_rowtile32(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-generic", quantize_row},
-      .weight_packing = {"rowtile32", ukernel::rowtile32_rows, keep_rowtile32},
+      .weight_packing = {"rowtile32", ukernel::rowtile32_rows, keep_rowtile32,
+                         W4B64Layout::kRowTile32, copy_rowtile32},
       .linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>},
       .linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>},
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
-      .embedding = {"embedding-w4b64-rowtile32-generic", embedding_row},
+      .embedding = {"embedding-w4b64-generic", ukernel::reads_rows_layouts, embedding_row},
       .attention_prefill = {"attention_prefill-f32-online-lanes16-generic",
-                            attention_rotate_scale_q, fp16_row, attention_online_block,
+                            attention_rotate_scale_q, fp16_rows, attention_online_block,
                             attention_divide_row},
       .attention_decode = {"attention_decode-f32-chunked-lanes16-generic", attention_rotate_scale_q,
                            attention_decode_chunk, attention_merge_chunks},
@@ -43,6 +53,7 @@ const ukernel::LayerKernels& kernels() {
       .rmsnorm = {"rmsnorm-f32-lanes16-generic", rmsnorm_row},
       .swiglu = {"swiglu-f32-generic", swiglu_range},
       .residual_add = {"residual_add-f32-generic", residual_add_range},
+      .argmax = {"argmax-f32-generic", argmax_range},
       .gated_deltanet = {"gated_deltanet-f32-chunk-cols-generic", gdn_dot, gdn_chunk_columns},
       .gdn_gates = {"gdn_gates-f32-generic", gdn_gates_row},
       .l2norm = {"l2norm-f32-lanes16-generic", l2norm_row},

@@ -17,8 +17,11 @@ void prefill_m4_tile(const ukernel::PrefillTileArgs& t, float* out) {
     const std::int8_t* base = t.x + b * kPrefillRowsPerTask * 64;
     const std::int8_t* x[kPrefillRowsPerTask] = {base, base + 64, base + 128, base + 192};
     tile_block_dot<kPrefillRowsPerTask>(t.codes + b * 32 * kW4RowTile, x, d);
-    const float* sc = t.scale + b * kW4RowTile;
-    const float* be = t.beta + b * kW4RowTile;
+    float sc[kW4RowTile], be[kW4RowTile];  // the block's pairs, converted once for the 4 rows
+    for (int i = 0; i < kW4RowTile; ++i) {
+      sc[i] = packed_scale(t.pairs, b * kW4RowTile + i);
+      be[i] = packed_beta(t.pairs, b * kW4RowTile + i);
+    }
     for (int r = 0; r < kPrefillRowsPerTask; ++r) {
       sums[r][0] = r < t.rows ? t.sums[r * t.nb + b] : 0;
       const float s_rb = static_cast<float>(sums[r][0]);

@@ -1,5 +1,5 @@
 // Generic row-wise microkernels: RMSNorm (sum of squares by the fixed-order 16-lane dot), SwiGLU
-// (scalar expf) and the residual add.
+// (scalar expf), the residual add and the argmax (one scalar pass).
 #include <cmath>
 
 #include "common/rms_inverse.h"
@@ -22,6 +22,13 @@ void swiglu_range(const float* g, const float* u, float* o, std::int64_t n) {
 
 void residual_add_range(const float* a, const float* b, float* o, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) o[i] = a[i] + b[i];
+}
+
+std::int64_t argmax_range(const float* x, std::int64_t n) {
+  std::int64_t best = -1;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!std::isnan(x[i]) && (best < 0 || x[i] > x[best])) best = i;
+  return best;
 }
 
 }  // namespace k3k::generic

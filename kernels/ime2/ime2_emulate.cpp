@@ -6,7 +6,9 @@
 //              .4byte <IME2 word, opcode 0x0B>  (custom-0: never executed, skipped on return)
 // Trampoline:  saves x1, x3..x31, f0..f31, vl, vtype, fcsr, vcsr and v0..v31 on the stack, calls
 //              k3_ime2_emulate_word(word address, register image, vlenb), restores everything
-//              (vd and vd+1 now hold the result) and returns to the word address + 4.
+//              (vd and vd+1 now hold the result) and returns to the word address + 4. The vector
+//              registers move as 64-bit elements (vse64 / vl8re64): qemu-user copies a register
+//              an element at a time, and bytes made the copy eight times longer than the model.
 // Nothing but ra changes for the caller, so the caller's code is the real build's.
 #include <atomic>
 #include <cstdint>
@@ -173,13 +175,14 @@ k3_ime2_emulate_insn:
     sub sp, sp, t0
     slli t1, t1, 3
     mv t2, sp
-    vs8r.v v0, (t2)
+    vsetvli t0, zero, e64, m8, ta, ma
+    vse64.v v0, (t2)
     add t2, t2, t1
-    vs8r.v v8, (t2)
+    vse64.v v8, (t2)
     add t2, t2, t1
-    vs8r.v v16, (t2)
+    vse64.v v16, (t2)
     add t2, t2, t1
-    vs8r.v v24, (t2)
+    vse64.v v24, (t2)
     mv a0, ra
     mv a1, sp
     csrr a2, vlenb
@@ -187,13 +190,13 @@ k3_ime2_emulate_insn:
     csrr t1, vlenb
     slli t1, t1, 3
     mv t2, sp
-    vl8re8.v v0, (t2)
+    vl8re64.v v0, (t2)
     add t2, t2, t1
-    vl8re8.v v8, (t2)
+    vl8re64.v v8, (t2)
     add t2, t2, t1
-    vl8re8.v v16, (t2)
+    vl8re64.v v16, (t2)
     add t2, t2, t1
-    vl8re8.v v24, (t2)
+    vl8re64.v v24, (t2)
     slli t1, t1, 2
     add sp, sp, t1
     ld t0, 512(sp)

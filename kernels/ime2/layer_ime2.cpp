@@ -35,7 +35,9 @@ W4B64Packed pack_ime2(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k = [] {
     ukernel::LayerKernels t = rvv::kernels();
-    t.weight_packing = {"ime2", ukernel::rowtile32_rows, pack_ime2};
+    t.weight_packing = {"ime2", ukernel::rowtile32_rows, pack_ime2, W4B64Layout::kIme2,
+                        unpack_w4b64};
+    t.embedding = {"embedding-w4b64-any-ime2", embedding_reads, embedding_row};
     t.linear_prefill = {{&kPrefill, 1}, ukernel::pick_only<kPrefill>};
     t.linear_decode = {{&kDecode, 1}, ukernel::pick_only<kDecode>};
     t.linear_decode_fp16_block_scale = {"linear_decode-w4b64-ime2-m1n32-hp-ime2", reads_ime2,

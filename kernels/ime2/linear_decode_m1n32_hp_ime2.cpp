@@ -29,42 +29,25 @@ namespace {
 
 constexpr std::size_t kScales = 32;  // block scales per unit (one per row of the 32-row tile)
 
-// fp32 -> fp16 bits, round to nearest even, for lanes that are 0 or fp16-normal (checked first).
-vuint32m1_t fp16_bits_normal(vfloat32m1_t x) {
-  const vuint32m1_t bits = __riscv_vreinterpret_v_f32m1_u32m1(x);
-  const vuint32m1_t abs = __riscv_vand_vx_u32m1(bits, 0x7FFFFFFFu, kScales);
-  vuint32m1_t h =
-      __riscv_vsub_vx_u32m1(__riscv_vsrl_vx_u32m1(abs, 13, kScales), 112u << 10, kScales);
-  const vuint32m1_t rem = __riscv_vand_vx_u32m1(abs, 0x1FFFu, kScales);
-  const vbool32_t tie_odd = __riscv_vmand_mm_b32(
-      __riscv_vmseq_vx_u32m1_b32(rem, 0x1000u, kScales),
-      __riscv_vmsne_vx_u32m1_b32(__riscv_vand_vx_u32m1(h, 1, kScales), 0, kScales), kScales);
-  const vbool32_t up =
-      __riscv_vmor_mm_b32(__riscv_vmsgtu_vx_u32m1_b32(rem, 0x1000u, kScales), tie_odd, kScales);
-  h = __riscv_vadd_vx_u32m1_mu(up, h, h, 1, kScales);
-  h = __riscv_vmerge_vxm_u32m1(h, 0, __riscv_vmseq_vx_u32m1_b32(abs, 0, kScales), kScales);
-  return __riscv_vor_vv_u32m1(
-      h, __riscv_vand_vx_u32m1(__riscv_vsrl_vx_u32m1(bits, 16, kScales), 0x8000u, kScales),
-      kScales);
-}
-
-// The v0 image of one unit: lanes 0..31 fp16(s), lanes 32..63 fp16(16 s) (exponent + 4, exact).
-// Returns false when a scale is outside {0} u [kHpScaleMin, kHpScaleMax] (or NaN).
-bool scale_image(const float* scale, vuint16m1_t& image) {
-  const vfloat32m1_t s = __riscv_vle32_v_f32m1(scale, kScales);
-  const vfloat32m1_t a = __riscv_vfabs_v_f32m1(s, kScales);
+// The v0 image of one unit from its 32 (beta, scale) pair words: lanes 0..31 the fp16 scales
+// (the words' high halves, as stored), lanes 32..63 fp16(16 s) (exponent + 4, exact). Returns
+// false when a scale is outside {0} u [kHpScaleMin, kHpScaleMax] (or NaN), checked on the bits.
+bool scale_image(const fp16_t* pairs, vuint16m1_t& image) {
+  const vuint32m1_t words =
+      __riscv_vle32_v_u32m1(reinterpret_cast<const std::uint32_t*>(pairs), kScales);
+  const vuint16mf2_t h = __riscv_vnsrl_wx_u16mf2(words, 16, kScales);
+  const vuint16mf2_t a = __riscv_vand_vx_u16mf2(h, 0x7FFF, kScales);
+  static_assert(kHpScaleMin == 0x1p-14f && kHpScaleMax == 0.5f);  // fp16 0x0400 and 0x3800
   const vbool32_t ok = __riscv_vmor_mm_b32(
-      __riscv_vmfeq_vf_f32m1_b32(a, 0.0f, kScales),
-      __riscv_vmand_mm_b32(__riscv_vmfge_vf_f32m1_b32(a, kHpScaleMin, kScales),
-                           __riscv_vmfle_vf_f32m1_b32(a, kHpScaleMax, kScales), kScales),
+      __riscv_vmseq_vx_u16mf2_b32(a, 0, kScales),
+      __riscv_vmand_mm_b32(__riscv_vmsgeu_vx_u16mf2_b32(a, 0x0400, kScales),
+                           __riscv_vmsleu_vx_u16mf2_b32(a, 0x3800, kScales), kScales),
       kScales);
   if (__riscv_vcpop_m_b32(ok, kScales) != kScales) return false;
-  const vuint32m1_t h = fp16_bits_normal(s);
-  const vuint32m1_t h16 =
-      __riscv_vadd_vx_u32m1_mu(__riscv_vmsne_vx_u32m1_b32(h, 0, kScales), h, h, 4u << 10, kScales);
-  const vuint16m1_t lo = __riscv_vlmul_ext_v_u16mf2_u16m1(__riscv_vncvt_x_x_w_u16mf2(h, kScales));
-  const vuint16m1_t hi = __riscv_vlmul_ext_v_u16mf2_u16m1(__riscv_vncvt_x_x_w_u16mf2(h16, kScales));
-  image = __riscv_vslideup_vx_u16m1(lo, hi, kScales, 2 * kScales);
+  const vuint16mf2_t h16 = __riscv_vadd_vx_u16mf2_mu(__riscv_vmsne_vx_u16mf2_b32(a, 0, kScales), h,
+                                                     h, 4u << 10, kScales);
+  image = __riscv_vslideup_vx_u16m1(__riscv_vlmul_ext_v_u16mf2_u16m1(h),
+                                    __riscv_vlmul_ext_v_u16mf2_u16m1(h16), kScales, 2 * kScales);
   return true;
 }
 
@@ -88,7 +71,7 @@ vfloat32m2_t row0_to_fp32(vuint16m1_t c16) {
 
 template <int Sub>
 vfloat32m2_t block_sub(vfloat32m2_t acc, const std::uint8_t* img, const std::uint8_t* unit,
-                       vuint16m1_t scales, const float* beta, float block_sum) {
+                       vuint16m1_t scales, const fp16_t* pairs, float block_sum_2p112) {
   const vuint8m1_t a_lo0 = __riscv_vle8_v_u8m1(img, kRegBytes);
   const vuint8m1_t a_hi0 = __riscv_vle8_v_u8m1(img + kRegBytes, kRegBytes);
   const vuint8m1_t a_lo1 = __riscv_vle8_v_u8m1(img + 2 * kRegBytes, kRegBytes);
@@ -99,8 +82,15 @@ vfloat32m2_t block_sub(vfloat32m2_t acc, const std::uint8_t* img, const std::uin
       __riscv_vle8_v_u8m1(unit + kHalfUnitBytes + Sub * kRegBytes, kRegBytes), 0x88, kRegBytes);
   vuint16m1_t c16 = __riscv_vmv_v_x_u16m1(0, 2 * kScales);
   c16 = w4a8_block_hp<Sub>(c16, a_lo0, a_hi0, a_lo1, a_hi1, b0, b1, scales);
-  const vfloat32m2_t t = __riscv_vfmacc_vf_f32m2(row0_to_fp32(c16), block_sum,
-                                                 __riscv_vle32_v_f32m2(beta + 8 * Sub, 8), 8);
+  // beta * 2^-112 from the pair words (w4b64.h "Scaled pairs") times S * 2^112: the product is
+  // exactly beta * S, so the fused step rounds as it would on the values.
+  const vint32m2_t words =
+      __riscv_vle32_v_i32m2(reinterpret_cast<const std::int32_t*>(pairs + 2 * 8 * Sub), 8);
+  const vfloat32m2_t beta = __riscv_vreinterpret_v_u32m2_f32m2(
+      __riscv_vand_vx_u32m2(__riscv_vreinterpret_v_i32m2_u32m2(
+                                __riscv_vsra_vx_i32m2(__riscv_vsll_vx_i32m2(words, 16, 8), 3, 8)),
+                            kPairScaledMask, 8));
+  const vfloat32m2_t t = __riscv_vfmacc_vf_f32m2(row0_to_fp32(c16), block_sum_2p112, beta, 8);
   return __riscv_vfadd_vv_f32m2(acc, t, 8);
 }
 
@@ -112,24 +102,23 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
   DecodeM1Hp(const PackedActivations& a, const W4B64Packed& w)
       : images_(make_images_decode(a)), block_sum_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
 
-  void run(const std::uint8_t* codes, const float* scale, const float* beta,
-           float* acc) const override {
+  void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const override {
     alignas(64) float tile[4][8];
     vfloat32m2_t acc0 = __riscv_vfmv_v_f_f32m2(0.0f, 8), acc1 = acc0, acc2 = acc0, acc3 = acc0;
     for (std::int64_t b = 0; b < nb_; ++b) {
       vuint16m1_t scales;
-      if (!scale_image(scale + b * kScales, scales)) {
+      const fp16_t* pb = pairs + 2 * b * kScales;
+      if (!scale_image(pb, scales)) {
         in_range_.store(false, std::memory_order_relaxed);
         return;
       }
       const std::uint8_t* img = images_.data() + b * kImageBytes;
       const std::uint8_t* unit = codes + b * kUnitBytes;
-      const float* be = beta + b * kScales;
-      const float s_sum = static_cast<float>(block_sum_[b]);
-      acc0 = block_sub<0>(acc0, img, unit, scales, be, s_sum);
-      acc1 = block_sub<1>(acc1, img, unit, scales, be, s_sum);
-      acc2 = block_sub<2>(acc2, img, unit, scales, be, s_sum);
-      acc3 = block_sub<3>(acc3, img, unit, scales, be, s_sum);
+      const float s_sum = static_cast<float>(block_sum_[b]) * 0x1p112f;  // exact: |S| < 2^13
+      acc0 = block_sub<0>(acc0, img, unit, scales, pb, s_sum);
+      acc1 = block_sub<1>(acc1, img, unit, scales, pb, s_sum);
+      acc2 = block_sub<2>(acc2, img, unit, scales, pb, s_sum);
+      acc3 = block_sub<3>(acc3, img, unit, scales, pb, s_sum);
     }
     __riscv_vse32_v_f32m2(tile[0], acc0, 8);
     __riscv_vse32_v_f32m2(tile[1], acc1, 8);

@@ -18,28 +18,24 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
         nb_(w.blocks_per_row()),
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
-  void run(const std::uint8_t* codes, const float* scale, const float* beta,
-           float* acc) const override {
-    detail::decode_tile_outputs(images_.data(), block_sum_, codes, scale, beta, nb_, transpose_,
-                                acc);
+  void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const override {
+    detail::decode_tile_outputs(images_.data(), block_sum_, codes, pairs, nb_, transpose_, acc);
   }
 
   // Pairs of tiles through the two-tile loop (kIme2 weights; an odd last tile, and transposed
   // kRowTile32 weights, one tile at a time).
-  void run_tiles(const std::uint8_t* codes, const float* scale, const float* beta,
-                 std::int64_t tiles, const ukernel::TileStrides& at, float* acc) const override {
+  void run_tiles(const std::uint8_t* codes, const fp16_t* pairs, std::int64_t tiles,
+                 const ukernel::TileStrides& at, float* acc) const override {
     std::int64_t i = 0;
     if (!transpose_) {
       for (; i + 2 <= tiles; i += 2) {
         detail::decode_tile_pair_outputs(images_.data(), codes + i * at.code_bytes,
-                                         scale + i * at.floats, beta + i * at.floats, nb_,
-                                         at.code_bytes, at.floats, acc + i * at.rows);
+                                         pairs + 2 * i * at.pairs, nb_, at.code_bytes, at.pairs,
+                                         acc + i * at.rows);
       }
     }
-    for (; i < tiles; ++i) {
-      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats,
-          acc + i * at.rows);
-    }
+    for (; i < tiles; ++i)
+      run(codes + i * at.code_bytes, pairs + 2 * i * at.pairs, acc + i * at.rows);
   }
 
  private:

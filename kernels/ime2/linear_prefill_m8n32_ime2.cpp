@@ -18,16 +18,16 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
         nb_(w.blocks_per_row()),
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
-  void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-           const float* beta, float* acc) const override {
+  void run(std::int64_t group, int rows, const std::uint8_t* codes, const fp16_t* pairs,
+           float* acc) const override {
     if (!transpose_) {  // the kIme2 weights an engine loads: outputs by row, no copy
-      detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, scale, beta,
-                                  nb_, 1, acc, kW4RowTile);
+      detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, pairs, nb_, 1,
+                                  acc, kW4RowTile);
       return;
     }
     alignas(64) float tile[4][64];  // [sub][8m + n]
-    detail::tile_outputs(images_.data() + group * nb_ * kImageBytes, codes, scale, beta, nb_,
-                         transpose_, tile);
+    detail::tile_outputs(images_.data() + group * nb_ * kImageBytes, codes, pairs, nb_, transpose_,
+                         tile);
     for (int r = 0; r < rows; ++r)
       for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];
   }
@@ -35,11 +35,11 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
   // kIme2 weights: a span of tiles in one asm loop, by row straight into the accumulators.
   std::int64_t tiles_per_call() const override { return transpose_ ? 1 : kMaxRowTile / kW4RowTile; }
   void run_groups(std::int64_t group, std::int64_t groups, int group_rows, std::int64_t m,
-                  const std::uint8_t* codes, const float* scale, const float* beta,
-                  std::int64_t tiles, const ukernel::TileStrides& at, float* acc) const override {
+                  const std::uint8_t* codes, const fp16_t* pairs, std::int64_t tiles,
+                  const ukernel::TileStrides& at, float* acc) const override {
     if (transpose_) {
-      ukernel::PrefillTileBody::run_groups(group, groups, group_rows, m, codes, scale, beta, tiles,
-                                           at, acc);
+      ukernel::PrefillTileBody::run_groups(group, groups, group_rows, m, codes, pairs, tiles, at,
+                                           acc);
       return;
     }
     // kIme2 tiles are consecutive in the pack (the asm loop walks them); each group writes all
@@ -47,11 +47,11 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
     (void)m;
     (void)at;
     assert(group_rows == kGroupRows && at.code_bytes == nb_ * kUnitBytes &&
-           at.floats == nb_ * kW4RowTile);
+           at.pairs == nb_ * kW4RowTile);
     const std::int64_t width = tiles * kW4RowTile;
     for (std::int64_t g = 0; g < groups; ++g) {
-      detail::tile_outputs_by_row(images_.data() + (group + g) * nb_ * kImageBytes, codes, scale,
-                                  beta, nb_, tiles, acc + g * kGroupRows * width, width);
+      detail::tile_outputs_by_row(images_.data() + (group + g) * nb_ * kImageBytes, codes, pairs,
+                                  nb_, tiles, acc + g * kGroupRows * width, width);
     }
   }
 

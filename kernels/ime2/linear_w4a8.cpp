@@ -70,15 +70,28 @@ inline void write_image(const std::int8_t* lower, int lower_rows, const std::int
                         __riscv_vfcvt_f_x_v_f32m8(s, lanes), lanes);
 }
 
-// Lane p of the result = v[p % 8] (a per-column value spread over the 8 rows of a C tile).
-inline vfloat32m2_t per_column(const float* v, vuint32m2_t col_idx) {
-  return __riscv_vrgather_vv_f32m2(__riscv_vle32_v_f32m2(v, 8), col_idx, kLanes);
+// Lane p of the result = pair word w[p % 8] (a per-column pair spread over the 8 rows of a C tile).
+inline vint32m2_t per_column(const fp16_t* pairs, vuint32m2_t col_idx) {
+  return __riscv_vrgather_vv_i32m2(
+      __riscv_vle32_v_i32m2(reinterpret_cast<const std::int32_t*>(pairs), 8), col_idx, kLanes);
+}
+// The scale and beta of pair words times 2^-112 (w4b64.h "Scaled pairs").
+inline vfloat32m2_t scaled_float(vint32m2_t x) {
+  return __riscv_vreinterpret_v_u32m2_f32m2(
+      __riscv_vand_vx_u32m2(__riscv_vreinterpret_v_i32m2_u32m2(x), kPairScaledMask, kLanes));
+}
+inline vfloat32m2_t scaled_scale(vint32m2_t w) {
+  return scaled_float(__riscv_vsra_vx_i32m2(w, 3, kLanes));
+}
+inline vfloat32m2_t scaled_beta(vint32m2_t w) {
+  return scaled_float(__riscv_vsra_vx_i32m2(__riscv_vsll_vx_i32m2(w, 16, kLanes), 3, kLanes));
 }
 
-// One block of one 8x8 tile: acc += s*D + beta*S.
+// One block of one 8x8 tile: acc += s*D + beta*S, on the pairs times 2^-112 (tile_outputs scales
+// the sums back).
 inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img,
-                               const std::uint8_t* b_unit, int sub, const float* scale,
-                               const float* beta, vuint32m2_t col_idx) {
+                               const std::uint8_t* b_unit, int sub, const fp16_t* pairs,
+                               vuint32m2_t col_idx) {
   vint32m2_t lo = __riscv_vmv_v_x_i32m2(0, kLanes), hi = lo;
   const vuint8m1_t a_lo0 = __riscv_vle8_v_u8m1(img, kRegBytes);
   const vuint8m1_t a_hi0 = __riscv_vle8_v_u8m1(img + kRegBytes, kRegBytes);
@@ -96,8 +109,9 @@ inline vfloat32m2_t block_tile(vfloat32m2_t acc, const std::uint8_t* img,
   const vfloat32m2_t df = __riscv_vfcvt_f_x_v_f32m2(d, kLanes);  // |D| < 2^17: exact
   const vfloat32m2_t sf =
       __riscv_vle32_v_f32m2(reinterpret_cast<const float*>(img + kImageSumsFOffset), kLanes);
-  vfloat32m2_t t = __riscv_vfmul_vv_f32m2(per_column(scale + 8 * sub, col_idx), df, kLanes);
-  t = __riscv_vfmacc_vv_f32m2(t, sf, per_column(beta + 8 * sub, col_idx), kLanes);
+  const vint32m2_t words = per_column(pairs + 2 * 8 * sub, col_idx);
+  vfloat32m2_t t = __riscv_vfmul_vv_f32m2(scaled_scale(words), df, kLanes);
+  t = __riscv_vfmacc_vv_f32m2(t, sf, scaled_beta(words), kLanes);
   return __riscv_vfadd_vv_f32m2(acc, t, kLanes);
 }
 
@@ -152,8 +166,8 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
   return images;
 }
 
-void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
-                  const float* beta, std::int64_t nb, bool transpose, float tile[4][kLanes]) {
+void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,
+                  std::int64_t nb, bool transpose, float tile[4][kLanes]) {
   const vuint32m2_t col_idx = __riscv_vand_vx_u32m2(__riscv_vid_v_u32m2(kLanes), 7, kLanes);
   const vuint16m8_t t_idx = __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes);
   alignas(64) std::uint8_t unit[kUnitBytes];
@@ -165,23 +179,22 @@ void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const f
       unit_codes = unit;
     }
     const std::uint8_t* img = images + b * kImageBytes;
-    const float* sc = scale + b * kW4RowTile;
-    const float* be = beta + b * kW4RowTile;
-    acc0 = block_tile(acc0, img, unit_codes, 0, sc, be, col_idx);
-    acc1 = block_tile(acc1, img, unit_codes, 1, sc, be, col_idx);
-    acc2 = block_tile(acc2, img, unit_codes, 2, sc, be, col_idx);
-    acc3 = block_tile(acc3, img, unit_codes, 3, sc, be, col_idx);
+    const fp16_t* pb = pairs + 2 * b * kW4RowTile;
+    acc0 = block_tile(acc0, img, unit_codes, 0, pb, col_idx);
+    acc1 = block_tile(acc1, img, unit_codes, 1, pb, col_idx);
+    acc2 = block_tile(acc2, img, unit_codes, 2, pb, col_idx);
+    acc3 = block_tile(acc3, img, unit_codes, 3, pb, col_idx);
   }
-  __riscv_vse32_v_f32m2(tile[0], acc0, kLanes);
-  __riscv_vse32_v_f32m2(tile[1], acc1, kLanes);
-  __riscv_vse32_v_f32m2(tile[2], acc2, kLanes);
-  __riscv_vse32_v_f32m2(tile[3], acc3, kLanes);
+  __riscv_vse32_v_f32m2(tile[0], __riscv_vfmul_vf_f32m2(acc0, 0x1p112f, kLanes), kLanes);
+  __riscv_vse32_v_f32m2(tile[1], __riscv_vfmul_vf_f32m2(acc1, 0x1p112f, kLanes), kLanes);
+  __riscv_vse32_v_f32m2(tile[2], __riscv_vfmul_vf_f32m2(acc2, 0x1p112f, kLanes), kLanes);
+  __riscv_vse32_v_f32m2(tile[3], __riscv_vfmul_vf_f32m2(acc3, 0x1p112f, kLanes), kLanes);
 }
 
 namespace {
 
-// Byte offsets of the 256 lanes p = 64 sub + 8m + n into a block's 32 scales (or betas): weight
-// row 8 sub + n. The indexed loads spread the per-column values over the four C tiles.
+// Byte offsets of the 256 lanes p = 64 sub + 8m + n into a block's 32 pair words: weight row
+// 8 sub + n. The indexed load spreads the per-column pairs over the four C tiles.
 constexpr std::array<std::uint16_t, kImageLanes> kColumnOffsets = [] {
   std::array<std::uint16_t, kImageLanes> t{};
   for (int p = 0; p < kImageLanes; ++p)
@@ -210,18 +223,21 @@ constexpr std::array<std::uint16_t, kImageLanes> kByRow = [] {
 //   v24..v27  the block's A image: A_lo ks0, A_hi ks0, A_lo ks1, A_hi ks1
 //   v28..v31  the unit's B registers of one K-step (sub-tiles 0..3), then of the other
 // After the 16 vmadot: D = C_lo + 16*C_hi (= 16hi + lo - 8S, README.md §3), exact in float; the
-// scales and betas of the 32 weight rows go to their 256 lanes with one indexed load each (offsets
-// in v20..v23, C_hi's space once D is formed); S comes from the image; then t = s*D, t += S*beta
-// (fused), acc += t: the operations of block_tile in the same order, so the bits are its bits.
-void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const float* scale,
-                         const float* beta, std::int64_t nb, std::int64_t tiles, float* out,
-                         std::int64_t row_stride) {
+// (beta, scale) pair words of the 32 weight rows go to their 256 lanes with one indexed load
+// (offsets in v20..v23, C_hi's space once D is formed) and become the scales (v16..v23) and betas
+// (v24..v31) times 2^-112 (w4b64.h "Scaled pairs"); S comes from the image; then t = s*D,
+// t += S*beta (fused), acc += t: the operations of block_tile in the same order, so the bits are
+// its bits (the accumulators are scaled back by 2^112 once per tile).
+void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,
+                         std::int64_t nb, std::int64_t tiles, float* out, std::int64_t row_stride) {
   const std::uint8_t* a_image = images;
   const std::uint8_t* minus_8s = images;
   const std::uint8_t* sums_f = images;
-  const float* scale_end = scale;
-  const std::int64_t sixteen = 16, image_bytes = kImageBytes;
-  const std::int64_t tile_scale_bytes = nb * kW4RowTile * static_cast<std::int64_t>(sizeof(float));
+  const fp16_t* pairs_end = pairs;
+  const std::int64_t sixteen = 16, image_bytes = kImageBytes, mask = kPairScaledMask;
+  const float unscale = 0x1p112f;
+  const std::int64_t tile_pair_bytes =
+      nb * kW4RowTile * 2 * static_cast<std::int64_t>(sizeof(fp16_t));
   const std::int64_t row_bytes = row_stride * static_cast<std::int64_t>(sizeof(float));
 #define K3_PREFILL_KSTEP(lo, hi)                                                           \
   K3_IME2_INSN "%[fu], %[f7], v8, " lo ", v28\n\t" K3_IME2_INSN "%[fsu], %[f7], v16, " hi  \
@@ -230,7 +246,7 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
                ", v30\n\t" K3_IME2_INSN "%[fsu], %[f7], v20, " hi ", v30\n\t" K3_IME2_INSN \
                "%[fu], %[f7], v14, " lo ", v31\n\t" K3_IME2_INSN "%[fsu], %[f7], v22, " hi \
                ", v31\n\t"
-// One block of the tile (16 IME2 instructions, 24 others): the image and unit pointers advance.
+// One block of the tile (16 IME2 instructions, 28 others): the image and unit pointers advance.
 #define K3_PREFILL_BLOCK \
   "vl8re32.v v8, (%[minus_8s])\n\t" \
   "vl4re8.v v24, (%[a_image])\n\t" \
@@ -244,9 +260,13 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
   "vmacc.vx v8, %[c16], v16\n\t" \
   "vfcvt.f.x.v v8, v8\n\t" \
   "vl4re16.v v20, (%[columns])\n\t" \
-  "vluxei16.v v24, (%[scale]), v20\n\t" \
-  "vfmul.vv v8, v8, v24\n\t" \
-  "vluxei16.v v24, (%[beta]), v20\n\t" \
+  "vluxei16.v v24, (%[pairs]), v20\n\t" \
+  "vsra.vi v16, v24, 3\n\t" \
+  "vand.vx v16, v16, %[mask]\n\t" \
+  "vfmul.vv v8, v8, v16\n\t" \
+  "vsll.vi v24, v24, 16\n\t" \
+  "vsra.vi v24, v24, 3\n\t" \
+  "vand.vx v24, v24, %[mask]\n\t" \
   "vl8re32.v v16, (%[sums_f])\n\t" \
   "vfmacc.vv v8, v16, v24\n\t" \
   "vfadd.vv v0, v0, v8\n\t" \
@@ -255,9 +275,8 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
   "add %[minus_8s], %[minus_8s], %[image_bytes]\n\t" \
   "add %[sums_f], %[sums_f], %[image_bytes]\n\t" \
   "addi %[unit], %[unit], %[unit_bytes]\n\t" \
-  "addi %[scale], %[scale], %[row_bytes]\n\t" \
-  "addi %[beta], %[beta], %[row_bytes]\n\t"
-  // Tiles are consecutive in the pack (codes nb units apart, scales and betas nb * 32 floats), so
+  "addi %[pairs], %[pairs], %[row_bytes]\n\t"
+  // Tiles are consecutive in the pack (codes nb units apart, pairs nb * 32 words), so
   // the block loop leaves the weight pointers at the next tile; only the image pointers rewind.
   asm volatile(
       "vsetvli t0, zero, e32, m8, ta, ma\n\t"
@@ -267,15 +286,16 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
       "mv %[a_image], %[images]\n\t"
       "addi %[minus_8s], %[images], %[m8s_off]\n\t"
       "addi %[sums_f], %[images], %[sums_off]\n\t"
-      "add %[scale_end], %[scale], %[tile_scale_bytes]\n\t"
-      "andi t2, %[tile_scale_bytes], %[row_bytes]\n\t"  // nb odd: one block first
+      "add %[pairs_end], %[pairs], %[tile_pair_bytes]\n\t"
+      "andi t2, %[tile_pair_bytes], %[row_bytes]\n\t"  // nb odd: one block first
       "beqz t2, 3f\n\t" K3_PREFILL_BLOCK
       "3:\n\t"
-      "beq %[scale], %[scale_end], 4f\n\t"
+      "beq %[pairs], %[pairs_end], 4f\n\t"
       "1:\n\t"  // then two blocks a pass
       K3_PREFILL_BLOCK K3_PREFILL_BLOCK
-      "bne %[scale], %[scale_end], 1b\n\t"
+      "bne %[pairs], %[pairs_end], 1b\n\t"
       "4:\n\t"
+      "vfmul.vf v0, v0, %[unscale]\n\t"  // the sums of the scaled pairs, scaled back
       "vl4re16.v v16, (%[by_row])\n\t"
       "vrgatherei16.vv v8, v0, v16\n\t"  // row m of the tile in v8+m (32 floats = one register)
       "mv t1, %[out]\n\t"
@@ -298,13 +318,14 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
       "addi %[tiles], %[tiles], -1\n\t"
       "bnez %[tiles], 2b"
       : [a_image] "+&r"(a_image), [minus_8s] "+&r"(minus_8s), [sums_f] "+&r"(sums_f),
-        [unit] "+&r"(codes), [scale] "+&r"(scale), [beta] "+&r"(beta), [out] "+&r"(out),
-        [scale_end] "+&r"(scale_end), [tiles] "+&r"(tiles)
+        [unit] "+&r"(codes), [pairs] "+&r"(pairs), [out] "+&r"(out), [pairs_end] "+&r"(pairs_end),
+        [tiles] "+&r"(tiles)
       : [images] "r"(images), [columns] "r"(kColumnOffsets.data()), [by_row] "r"(kByRow.data()),
         [out_step] "r"(row_bytes), [c16] "r"(sixteen), [image_bytes] "r"(image_bytes),
-        [tile_scale_bytes] "r"(tile_scale_bytes), [m8s_off] "i"(kImageMinus8SOffset),
-        [sums_off] "i"(kImageSumsFOffset), [half_unit] "i"(kHalfUnitBytes),
-        [unit_bytes] "i"(kUnitBytes), [row_bytes] "i"(kW4RowTile * sizeof(float)),
+        [tile_pair_bytes] "r"(tile_pair_bytes), [mask] "r"(mask), [unscale] "f"(unscale),
+        [m8s_off] "i"(kImageMinus8SOffset), [sums_off] "i"(kImageSumsFOffset),
+        [half_unit] "i"(kHalfUnitBytes), [unit_bytes] "i"(kUnitBytes),
+        [row_bytes] "i"(kW4RowTile * 2 * sizeof(fp16_t)),
         [tile_row_bytes] "i"(kW4RowTile * sizeof(float)),
         [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)),
         [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))

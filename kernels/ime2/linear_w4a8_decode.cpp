@@ -13,6 +13,7 @@
 
 #include "ime2/ime2_insn.h"
 #include "ime2/w4b64_ime2_layout.h"
+#include "k3k/w4b64.h"
 
 namespace k3k::ime2::detail {
 
@@ -48,6 +49,22 @@ inline void transpose_unit(const std::uint8_t* src, std::uint8_t* dst, vuint16m8
 }
 
 // lo + 16*hi - 128*ones of one C tile, in lanes 0..15 (lanes 16..31 are don't-care).
+// A tile's 32 (beta, scale) pair words of one block and the two floats times 2^-112 each holds
+// (w4b64.h "Scaled pairs").
+inline vint32m1_t pair_words(const fp16_t* pairs) {
+  return __riscv_vle32_v_i32m1(reinterpret_cast<const std::int32_t*>(pairs), kRows);
+}
+inline vfloat32m1_t scaled_float(vint32m1_t x) {
+  return __riscv_vreinterpret_v_u32m1_f32m1(
+      __riscv_vand_vx_u32m1(__riscv_vreinterpret_v_i32m1_u32m1(x), kPairScaledMask, kRows));
+}
+inline vfloat32m1_t scaled_scale(vint32m1_t w) {
+  return scaled_float(__riscv_vsra_vx_i32m1(w, 3, kRows));
+}
+inline vfloat32m1_t scaled_beta(vint32m1_t w) {
+  return scaled_float(__riscv_vsra_vx_i32m1(__riscv_vsll_vx_i32m1(w, 16, kRows), 3, kRows));
+}
+
 inline vint32m1_t combine(vint32m2_t c) {
   const vint32m1_t lo_hi = __riscv_vget_v_i32m2_i32m1(c, 0);  // lanes 0..15 lo, 16..31 hi+8
   const vint32m1_t ones = __riscv_vget_v_i32m2_i32m1(c, 1);   // lanes 0..15 Q
@@ -88,8 +105,8 @@ AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a
 }
 
 void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_sum,
-                         const std::uint8_t* codes, const float* scale, const float* beta,
-                         std::int64_t nb, bool transpose, float out[32]) {
+                         const std::uint8_t* codes, const fp16_t* pairs, std::int64_t nb,
+                         bool transpose, float out[32]) {
   alignas(64) std::uint8_t unit[kUnitBytes];
   const vuint16m8_t t_idx = transpose ? __riscv_vle16_v_u16m8(kTransposeHalf.data(), kHalfUnitBytes)
                                       : __riscv_vundefined_u16m8();
@@ -114,13 +131,13 @@ void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_s
         __riscv_vslideup_vx_i32m1(combine(x), combine(y), kHalf, kRows);  // tile rows 0..31
     d = __riscv_vsub_vx_i32m1(d, 8 * s, kRows);
     const vfloat32m1_t df = __riscv_vfcvt_f_x_v_f32m1(d, kRows);  // |D| < 2^17: exact
-    vfloat32m1_t t =
-        __riscv_vfmul_vv_f32m1(__riscv_vle32_v_f32m1(scale + b * kRows, kRows), df, kRows);
-    t = __riscv_vfmacc_vf_f32m1(t, static_cast<float>(s),
-                                __riscv_vle32_v_f32m1(beta + b * kRows, kRows), kRows);
+    // The float steps on the pairs times 2^-112, the sum scaled back once (w4b64.h).
+    const vint32m1_t words = pair_words(pairs + 2 * b * kRows);
+    vfloat32m1_t t = __riscv_vfmul_vv_f32m1(scaled_scale(words), df, kRows);
+    t = __riscv_vfmacc_vf_f32m1(t, static_cast<float>(s), scaled_beta(words), kRows);
     acc = __riscv_vfadd_vv_f32m1(acc, t, kRows);
   }
-  __riscv_vse32_v_f32m1(out, acc, kRows);
+  __riscv_vse32_v_f32m1(out, __riscv_vfmul_vf_f32m1(acc, 0x1p112f, kRows), kRows);
 }
 
 namespace {
@@ -146,20 +163,20 @@ constexpr std::array<std::uint8_t, 32> kPairKeepMask = [] {
 //             D = lo + 16*hi - 128*ones - 8*S (README.md §3.2) is two slides, two vmacc and a vadd
 //             on all four at once, and one vcompress under the keep mask (v1) packs the 64 D
 //             values into v16..v17 (tile 0's rows, then tile 1's);
-//   v18, v19 / v20, v21  the two tiles' scales / betas (whole-register loads: 32 floats each),
-//             then t = s*D, t += S*beta (fused), acc += t on 64 lanes: the operations of
+//   v18, v19  the two tiles' (beta, scale) pair words (whole-register loads: 32 words each), then
+//             at e32m2: v20..v21 their scales and v22..v23 their betas times 2^-112 (w4b64.h
+//             "Scaled pairs": a shift and an and, a shift pair and an and, both tiles at once)
+//             and t = s*D, t += S*beta (fused), acc += t on 64 lanes: the operations of
 //             decode_tile_outputs in the same order, so each tile's outputs are bitwise its.
 // C is zeroed for the next block under the same vsetvli as the combination.
 void decode_tile_pair_outputs(const std::uint8_t* images, const std::uint8_t* codes,
-                              const float* scale, const float* beta, std::int64_t nb,
-                              std::int64_t code_stride, std::int64_t float_stride, float out[64]) {
+                              const fp16_t* pairs, std::int64_t nb, std::int64_t code_stride,
+                              std::int64_t pair_stride, float out[64]) {
   const std::uint8_t* w0 = codes;
   const std::uint8_t* w1 = codes + code_stride;
-  const float* s0 = scale;
-  const float* s1 = scale + float_stride;
-  const float* b0 = beta;
-  const float* b1 = beta + float_stride;
-  const std::int64_t sixteen = 16, thirty_two = 32, minus_128 = -128;
+  const fp16_t* p0 = pairs;
+  const fp16_t* p1 = pairs + 2 * pair_stride;
+  const std::int64_t sixteen = 16, thirty_two = 32, minus_128 = -128, mask = kPairScaledMask;
   const std::uint8_t* const end = images + nb * kDecodeImageStride;
   std::int64_t minus_8s = 0;
   float sum_f = 0.0f;
@@ -192,36 +209,37 @@ void decode_tile_pair_outputs(const std::uint8_t* images, const std::uint8_t* co
       "vadd.vx v8, v8, %[minus_8s]\n\t"  // - 8*S
       "vcompress.vm v16, v8, v1\n\t"
       "vmv.v.i v8, 0\n\t"
-      "vl1re32.v v18, (%[s0])\n\t"
-      "vl1re32.v v19, (%[s1])\n\t"
-      "vl1re32.v v20, (%[b0])\n\t"
-      "vl1re32.v v21, (%[b1])\n\t"
+      "vl1re32.v v18, (%[p0])\n\t"
+      "vl1re32.v v19, (%[p1])\n\t"
       "vsetvli t0, zero, e32, m2, ta, ma\n\t"
+      "vsra.vi v20, v18, 3\n\t"
+      "vand.vx v20, v20, %[mask]\n\t"  // scales * 2^-112
+      "vsll.vi v22, v18, 16\n\t"
+      "vsra.vi v22, v22, 3\n\t"
+      "vand.vx v22, v22, %[mask]\n\t"  // betas * 2^-112
       "vfcvt.f.x.v v16, v16\n\t"  // |D| < 2^17: exact
-      "vfmul.vv v16, v18, v16\n\t"
-      "vfmacc.vf v16, %[sum_f], v20\n\t"
+      "vfmul.vv v16, v20, v16\n\t"
+      "vfmacc.vf v16, %[sum_f], v22\n\t"
       "vfadd.vv %[acc], %[acc], v16\n\t"
       "addi %[img], %[img], %[image_bytes]\n\t"
       "addi %[w0], %[w0], %[unit_bytes]\n\t"
       "addi %[w1], %[w1], %[unit_bytes]\n\t"
-      "addi %[s0], %[s0], %[row_bytes]\n\t"
-      "addi %[s1], %[s1], %[row_bytes]\n\t"
-      "addi %[b0], %[b0], %[row_bytes]\n\t"
-      "addi %[b1], %[b1], %[row_bytes]\n\t"
+      "addi %[p0], %[p0], %[row_bytes]\n\t"
+      "addi %[p1], %[p1], %[row_bytes]\n\t"
       "bne %[img], %[end], 1b"
       : [acc] "+vr"(acc), [img] "+r"(images), [w0] "+r"(w0),
-        [w1] "+r"(w1), [s0] "+r"(s0), [s1] "+r"(s1), [b0] "+r"(b0), [b1] "+r"(b1),
+        [w1] "+r"(w1), [p0] "+r"(p0), [p1] "+r"(p1),
         [minus_8s] "=&r"(minus_8s), [sum_f] "=&f"(sum_f)
       : [end] "r"(end), [keep] "r"(kPairKeepMask.data()), [c16] "r"(sixteen), [c32] "r"(thirty_two),
-        [c128] "r"(minus_128), [image_bytes] "i"(kDecodeImageStride),
+        [c128] "r"(minus_128), [mask] "r"(mask), [image_bytes] "i"(kDecodeImageStride),
         [terms] "i"(kDecodeTermsOffset), [terms_f] "i"(kDecodeTermsOffset + offsetof(BlockTerms, s)), [unit_bytes] "i"(kUnitBytes),
-        [row_bytes] "i"(kRows * sizeof(float)), [f3] "i"(encoding::vmadot_funct3(Sign::kUU)),
+        [row_bytes] "i"(kRows * 2 * sizeof(fp16_t)), [f3] "i"(encoding::vmadot_funct3(Sign::kUU)),
         [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
       : "t0", "v1", "v8", "v9", "v10", "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18",
         "v19", "v20", "v21", "v22", "v23", "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31",
         "memory" K3_IME2_CLOBBER_RA);
 #undef K3_PAIR_TILE
-  __riscv_vse32_v_f32m2(out, acc, 2 * kRows);
+  __riscv_vse32_v_f32m2(out, __riscv_vfmul_vf_f32m2(acc, 0x1p112f, 2 * kRows), 2 * kRows);
 }
 
 }  // namespace k3k::ime2::detail

@@ -30,6 +30,7 @@
 #include <cstdint>
 
 #include "k3k/aligned_buffer.h"
+#include "k3k/fp16.h"
 #include "k3k/quantize.h"
 
 namespace k3k::ime2::detail {
@@ -41,12 +42,13 @@ inline constexpr int kDecodeImageStride = 576;  // per block (64-byte aligned)
 // The decode A images of row 0 of `a`: [K/64 blocks][kDecodeImageStride bytes].
 AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a);
 
-// One 32-row weight tile (codes: its nb units; scale, beta: its nb x 32 floats) against the decode
-// images; block_sum: the row's nb block sums S. out[r] = sum over blocks of s*D + beta*S for tile
-// row r (before the epilogue). transpose: the codes are kRowTile32 (permuted per unit).
+// One 32-row weight tile (codes: its nb units; pairs: its nb x 32 (beta, scale) fp16 pairs)
+// against the decode images; block_sum: the row's nb block sums S. out[r] = sum over blocks of
+// s*D + beta*S for tile row r (before the epilogue). transpose: the codes are kRowTile32
+// (permuted per unit).
 void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_sum,
-                         const std::uint8_t* codes, const float* scale, const float* beta,
-                         std::int64_t nb, bool transpose, float out[32]);
+                         const std::uint8_t* codes, const fp16_t* pairs, std::int64_t nb,
+                         bool transpose, float out[32]);
 
 // A block's terms of the combination, after its image: -8*S (integer) and S (as the float the
 // beta term multiplies), read by the two-tile loop with two loads off the image pointer.
@@ -56,10 +58,10 @@ struct BlockTerms {
 };
 
 // Two neighbouring tiles (kIme2 layout) in one pass over the blocks: out[0..32) the first tile's
-// decode_tile_outputs, out[32..64) the second's, bitwise. The second tile's codes, scale and beta
-// are code_stride bytes and float_stride floats after the first's.
+// decode_tile_outputs, out[32..64) the second's, bitwise. The second tile's codes and pairs are
+// code_stride bytes and pair_stride pairs after the first's.
 void decode_tile_pair_outputs(const std::uint8_t* images, const std::uint8_t* codes,
-                              const float* scale, const float* beta, std::int64_t nb,
-                              std::int64_t code_stride, std::int64_t float_stride, float out[64]);
+                              const fp16_t* pairs, std::int64_t nb, std::int64_t code_stride,
+                              std::int64_t pair_stride, float out[64]);
 
 }  // namespace k3k::ime2::detail

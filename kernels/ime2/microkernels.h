@@ -23,6 +23,11 @@ std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActiv
 std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions&);
 
+// Embedding lookup of kIme2 tables (a tied embedding packed for the IME2 lm_head), and of the
+// RVV layer's layouts through its row function.
+bool embedding_reads(const W4B64Packed& w);
+void embedding_row(const W4B64Packed& table, std::int64_t row, float* dst);
+
 const ukernel::LayerKernels& kernels();
 // The CPU probe dispatch consults before handing out these microkernels.
 const LayerProbe& probe();

@@ -21,7 +21,7 @@ std::vector<double> linear_hp_extra_bound(const W4B64Storage& w, const std::int8
           const int hi = x[j] >> 4, lo = x[j] & 15;
           block += (lo + 16.0 * std::abs(hi)) * std::abs(static_cast<int>(w.code(n, j)) - 8);
         }
-        sum += gamma * std::fabs(w.scale(n, b)) * block;
+        sum += gamma * std::fabs(w4b64_pair_value(w.scale(n, b))) * block;
       }
       extra[static_cast<std::size_t>(r * n_cols + n)] = std::fabs(sa[r]) * sum;
     }

@@ -66,8 +66,9 @@ LinearResult linear_w4b64(const W4B64Storage& w, const std::int8_t* codes, const
           d += std::int64_t(x[kk]) * (std::int64_t(w.code(col, kk)) - 8);
           s += x[kk];
         }
-        const double sd = double(w.scale(col, b)) * double(d);
-        const double bs = double(w.beta(col, b)) * double(s);
+        // The pairs as the packed layouts hold them (fp16): the values the kernels compute with.
+        const double sd = double(w4b64_pair_value(w.scale(col, b))) * double(d);
+        const double bs = double(w4b64_pair_value(w.beta(col, b))) * double(s);
         y += sd + bs;
         magnitude += std::fabs(sd) + std::fabs(bs);
       }
@@ -118,7 +119,8 @@ LinearResult embedding_lookup(const W4B64Storage& table, const std::int32_t* tok
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t row = tokens[t];
     for (std::int64_t i = 0; i < k; ++i) {
-      const double s = table.scale(row, i / kW4BlockK), beta = table.beta(row, i / kW4BlockK);
+      const double s = w4b64_pair_value(table.scale(row, i / kW4BlockK));
+      const double beta = w4b64_pair_value(table.beta(row, i / kW4BlockK));
       const double q = double(table.code(row, i)) - 8.0;
       r.y[static_cast<std::size_t>(t * k + i)] = s * q + beta;
       r.bound[static_cast<std::size_t>(t * k + i)] = g * (std::fabs(s * q) + std::fabs(beta)) + 0x1.0p-149;

@@ -14,6 +14,8 @@
 //     slots. LMUL m4: 2 accumulators + V strip + the fp16 conversion temporaries stay within the
 //     32 registers;
 //   * merge: o = o * alpha + acc_c * beta and o / l as e32m4 vector ops.
+// fp16 caches take the scaled halves' path first (attention_decode_scaled_rvv.cpp: the same
+// results, a third of the instructions), this one when it does not apply.
 // Results differ from the generic layer only through the score and sum orders and the vector exp
 // (reference::rvv_decode_error_model); per-output order depends on (head_dim, chunk, VLEN) only,
 // so outputs are bitwise identical for every worker count and key block size.
@@ -22,6 +24,7 @@
 
 #include "common/kv_runs.h"
 #include "common/prefetch.h"
+#include "rvv/decode_scaled.h"
 #include "rvv/key_scores.h"
 #include "rvv/microkernels.h"
 #include "rvv/rvv_math.h"
@@ -47,6 +50,12 @@ inline vfloat32m4_t v_strip(const KvCache& cache, std::size_t row_off, int d, st
 
 void attention_decode_chunk(const ukernel::DecodeChunk& c) {
   const KvCache& cache = *c.cache;
+  // fp16 caches: the scaled halves' path, bitwise these results (attention_decode_scaled_rvv.cpp),
+  // unless a query or a cached value is outside what it covers. Without prefetch: the scaled path
+  // issues none.
+  if (cache.dtype() == KvDtype::f16 && c.prefetch_bytes == 0 &&
+      attention_decode_chunk_f16_scaled(c))
+    return;
   const int hd = cache.head_dim(), n = c.n, group = c.group, g = c.kv_head;
   const bool f16 = cache.dtype() == KvDtype::f16;
   const std::int64_t c0 = c.first_pos, chunk = c.score_stride, heads = c.head_stride;

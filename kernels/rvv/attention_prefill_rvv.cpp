@@ -121,8 +121,17 @@ void attention_rotate_scale_q(const float* src, float* dst, int head_dim, int ha
   rvv_detail::rope_rotate(src, dst, head_dim, half, cos, sin, scale);
 }
 
-void fp16_row(const fp16_t* src, float* dst, std::int64_t n) {
-  rvv_detail::f16_to_f32_row(src, dst, n);
+void fp16_rows(const fp16_t* src, std::ptrdiff_t src_stride, float* dst, std::ptrdiff_t dst_stride,
+               std::int64_t rows, std::int64_t n) {
+  if (rows == 1 || n > static_cast<std::int64_t>(__riscv_vsetvlmax_e32m4())) {
+    for (std::int64_t r = 0; r < rows; ++r)
+      rvv_detail::f16_to_f32_row(src + r * src_stride, dst + r * dst_stride, n);
+    return;
+  }
+  // Short rows (a piece of a key block's dims, staged): one strip per row, one vsetvl for all.
+  const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(n));
+  for (std::int64_t r = 0; r < rows; ++r, src += src_stride, dst += dst_stride)
+    __riscv_vse32_v_f32m4(dst, rvv_detail::f16_to_f32(__riscv_vle16_v_u16m2(src, vl), vl), vl);
 }
 
 }  // namespace k3k::rvv

@@ -1,14 +1,11 @@
 // The RVV layer's microkernel table (contracts: kernels/ukernels/) and its CPU probe.
 //
 // Linear: the weights are packed at load time in kSignedRows with R rows per tile, R chosen for
-// the running VLEN and the weight's shape (default_rows): a strip's vl, and with it the work per
-// instruction, grows with VLEN. R = max(64, VLEN/4), one full LMUL-2 strip, when the weight still
-// makes 8 tiles (one per A100 core) and, if the decode TCM pipeline will stage it, two tiles fit
-// in a TCM block; else R = max(64, VLEN/8), one LMUL-1 strip (the narrow choice never leaves
-// fewer tasks than the wide one would). Measured (qemu instruction counts, N = K = 2048, one
-// worker, per weight in decode / per multiply-add in prefill): VLEN 256, 64-row LMUL-2 tiles
-// 0.097 / 0.084 (32-row LMUL-1 tiles: 0.163 / 0.116); VLEN 1024, 256-row tiles 0.033 / 0.028,
-// 128-row tiles 0.049 / 0.036. weight_rows is tunable and a table's value wins. The variants
+// the running VLEN and the weight's shape (default_rows below): a strip's vl, and with it the work
+// per instruction, grows with VLEN. Measured (qemu instruction counts, N = K = 2048, one worker,
+// per weight in decode / per multiply-add in prefill): VLEN 256, 64-row LMUL-2 tiles 0.097 /
+// 0.084 (32-row LMUL-1 tiles: 0.163 / 0.116); VLEN 1024, 256-row tiles 0.033 / 0.028, 128-row
+// tiles 0.049 / 0.036. weight_rows is tunable and a table's value wins. The variants
 // differ in LMUL (strip = VLEN/8 * L rows) and, for prefill, in how many activation rows share a
 // pass; the default takes the LMUL whose strip covers a tile.
 #include <algorithm>
@@ -52,17 +49,23 @@ const ukernel::LinearPrefill* pick_prefill(const W4B64Packed& w) {
   return reads_strips(w) ? &kPrefill[wide_tile(w) ? 1 : 0] : nullptr;
 }
 
-// The K3 has 8 A100 cores: a default tile narrower than N / 8 keeps all of them busy.
-constexpr std::int64_t kTilesForAllCores = 8;
-
+// Rows per tile for the running VLEN: one LMUL-2 strip of rows, min(256, VLEN/4), the fewest
+// strips and so the fewest instructions per weight (a strip's K loop costs the same whatever its
+// vl), but no more rows than the weight has (rounded up to whole strips of 16: padded rows cost
+// bytes and never instructions), and, when the decode TCM pipeline will stage the tiles, tiles
+// small enough for two to fit in one TCM block (else one LMUL-1 strip, or less). One worker's
+// count at VLEN 1024 is within 3% of the best rows on every model shape (docs/kernels.md); at VLEN
+// 256 it is 64 rows as before. With several workers a weight of few tiles has few tasks (N = 1024
+// at VLEN 1024: four): the instruction count is the objective here; a table's weight_rows wins.
 int default_rows(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes) {
   const int vlenb = static_cast<int>(cpu_features().vlenb);
-  const int narrow = std::max(64, std::min(vlenb, kMaxRowTile));
   const int wide = std::max(64, std::min(2 * vlenb, kMaxRowTile));
-  if (wide == narrow || n < kTilesForAllCores * wide) return narrow;
-  const std::int64_t two_tiles = 2 * W4B64Packed::packed_bytes(wide, k, wide);
-  if (tcm_block_bytes > 0 && two_tiles > tcm_block_bytes) return narrow;
-  return wide;
+  const int fit = static_cast<int>(std::clamp<std::int64_t>(
+      (n + kMinSignedRows - 1) / kMinSignedRows * kMinSignedRows, kMinSignedRows, wide));
+  if (tcm_block_bytes <= 0) return fit;
+  for (int rows = fit; rows >= kMinSignedRows; rows -= kMinSignedRows)
+    if (2 * W4B64Packed::packed_bytes(rows, k, rows) <= tcm_block_bytes) return rows;
+  return kMinSignedRows;
 }
 
 W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
@@ -74,12 +77,13 @@ W4B64Packed pack_signed_rows(W4B64Packed w, int rows) {
 const ukernel::LayerKernels& kernels() {
   static const ukernel::LayerKernels k{
       .quantize = {"quantize_pack-f32-i8b64-rvv", quantize_row},
-      .weight_packing = {"srows", default_rows, pack_signed_rows},
+      .weight_packing = {"srows", default_rows, pack_signed_rows, W4B64Layout::kSignedRows,
+                         unpack_w4b64_signed_rows},
       .linear_prefill = {kPrefill, pick_prefill},
       .linear_decode = {kDecode, pick_decode},
       .linear_decode_fp16_block_scale = {nullptr, nullptr, nullptr},
-      .embedding = {"embedding-w4b64-rowtile32-rvv", embedding_row},
-      .attention_prefill = {"attention_prefill-f32-online-rvv", attention_rotate_scale_q, fp16_row,
+      .embedding = {"embedding-w4b64-rvv", ukernel::reads_rows_layouts, embedding_row},
+      .attention_prefill = {"attention_prefill-f32-online-rvv", attention_rotate_scale_q, fp16_rows,
                             attention_online_block, attention_divide_row},
       .attention_decode = {"attention_decode-f32-chunked-pairs-rvv", attention_rotate_scale_q,
                            attention_decode_chunk, attention_merge_chunks},
@@ -87,6 +91,7 @@ const ukernel::LayerKernels& kernels() {
       .rmsnorm = {"rmsnorm-f32-rvv", rmsnorm_row},
       .swiglu = {"swiglu-f32-rvv", swiglu_range},
       .residual_add = {"residual_add-f32-rvv", residual_add_range},
+      .argmax = {"argmax-f32-rvv", argmax_range},
       .gated_deltanet = {"gated_deltanet-f32-chunk-cols-rvv", gdn_dot, gdn_chunk_columns},
       .gdn_gates = {"gdn_gates-f32-rvv", gdn_gates_row},
       .l2norm = {"l2norm-f32-rvv", l2norm_row},

@@ -11,9 +11,9 @@ namespace k3k::rvv {
 namespace {
 
 template <int L, bool kRowTile32, bool kPrefetch>
-void decode_tile(const std::uint8_t* codes, const float* scale, const float* beta,
-                 const std::int8_t* x, const std::int32_t* sums, std::int64_t nb, int rows,
-                 std::ptrdiff_t prefetch, float* acc_rows) {
+void decode_tile(const std::uint8_t* codes, const fp16_t* pairs, const std::int8_t* x,
+                 const std::int32_t* sums, std::int64_t nb, int rows, std::ptrdiff_t prefetch,
+                 float* acc_rows) {
   using E = strip::E8<L>;
   for (int i0 = 0; i0 < rows;) {
     const std::size_t vl = E::setvl(static_cast<std::size_t>(rows - i0));
@@ -25,26 +25,28 @@ void decode_tile(const std::uint8_t* codes, const float* scale, const float* bet
       strip::block_dot<L, kRowTile32, kPrefetch>(codes + b * 32 * rows + i0, rows, x + b * 64, vl,
                                                  prefetch, lo, hi);
       const float s = static_cast<float>(sums[b]);
-      const float* sc = scale + b * rows + i0;
-      const float* be = beta + b * rows + i0;
-      acc0 = strip::accumulate_part(acc0, E::template part<0>(lo), E::template part<0>(hi), sc, be,
-                                    s, parts.first);
+      const fp16_t* pb = pairs + 2 * (b * rows + i0);
+      acc0 = strip::accumulate_part(acc0, E::template part<0>(lo), E::template part<0>(hi), pb, s,
+                                    parts.first);
       if constexpr (L == 2) {
         if (parts.second != 0) {
           acc1 = strip::accumulate_part(acc1, E::template part<1>(lo), E::template part<1>(hi),
-                                        sc + parts.first, be + parts.first, s, parts.second);
+                                        pb + 2 * parts.first, s, parts.second);
         }
       }
     }
-    __riscv_vse32_v_f32m4(acc_rows + i0, acc0, parts.first);
+    __riscv_vse32_v_f32m4(acc_rows + i0, __riscv_vfmul(acc0, strip::kPairUnscale, parts.first),
+                          parts.first);
     if constexpr (L == 2) {
-      if (parts.second != 0) __riscv_vse32_v_f32m4(acc_rows + i0 + parts.first, acc1, parts.second);
+      if (parts.second != 0)
+        __riscv_vse32_v_f32m4(acc_rows + i0 + parts.first,
+                              __riscv_vfmul(acc1, strip::kPairUnscale, parts.second), parts.second);
     }
     i0 += static_cast<int>(vl);
   }
 }
 
-using DecodeTileFn = void (*)(const std::uint8_t*, const float*, const float*, const std::int8_t*,
+using DecodeTileFn = void (*)(const std::uint8_t*, const fp16_t*, const std::int8_t*,
                               const std::int32_t*, std::int64_t, int, std::ptrdiff_t, float*);
 
 template <int L>
@@ -62,9 +64,8 @@ class DecodeStrips final : public ukernel::DecodeTileBody {
         nb_(w.blocks_per_row()),
         rows_(w.row_tile),
         prefetch_(prefetch) {}
-  void run(const std::uint8_t* codes, const float* scale, const float* beta,
-           float* acc) const override {
-    fn_(codes, scale, beta, x_, sums_, nb_, rows_, prefetch_, acc);
+  void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const override {
+    fn_(codes, pairs, x_, sums_, nb_, rows_, prefetch_, acc);
   }
 
  private:

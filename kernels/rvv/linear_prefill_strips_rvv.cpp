@@ -27,8 +27,7 @@ void prefill_tile(const ukernel::PrefillTileArgs& t, float* out) {
     }
     for (std::int64_t b = 0; b < t.nb; ++b) {
       const std::uint8_t* cb = t.codes + b * 32 * rows + i0;
-      const float* sc = t.scale + b * rows + i0;
-      const float* be = t.beta + b * rows + i0;
+      const fp16_t* pb = t.pairs + 2 * (b * rows + i0);
       // Row r's contribution of this block, from its accumulators.
       auto update = [&](int r, typename E::I16 lo, typename E::I16 hi) {
         const float s = static_cast<float>(r < t.rows ? t.sums[r * t.nb + b] : 0);
@@ -36,7 +35,7 @@ void prefill_tile(const ukernel::PrefillTileArgs& t, float* out) {
         __riscv_vse32_v_f32m4(
             o,
             strip::accumulate_part(__riscv_vle32_v_f32m4(o, parts.first), E::template part<0>(lo),
-                                   E::template part<0>(hi), sc, be, s, parts.first),
+                                   E::template part<0>(hi), pb, s, parts.first),
             parts.first);
         if constexpr (L == 2) {
           if (parts.second != 0) {
@@ -45,7 +44,7 @@ void prefill_tile(const ukernel::PrefillTileArgs& t, float* out) {
                 o1,
                 strip::accumulate_part(__riscv_vle32_v_f32m4(o1, parts.second),
                                        E::template part<1>(lo), E::template part<1>(hi),
-                                       sc + parts.first, be + parts.first, s, parts.second),
+                                       pb + 2 * parts.first, s, parts.second),
                 parts.second);
           }
         }
@@ -68,6 +67,15 @@ void prefill_tile(const ukernel::PrefillTileArgs& t, float* out) {
           update(r0 + 1, lo1, hi1);
         }
       }
+    }
+    // The strip's sums were accumulated times 2^-112 (scaled pairs): scaled back once.
+    auto unscale = [](float* o, std::size_t n) {
+      __riscv_vse32_v_f32m4(o, __riscv_vfmul(__riscv_vle32_v_f32m4(o, n), strip::kPairUnscale, n),
+                            n);
+    };
+    for (int r = 0; r < kPrefillRowsPerTask; ++r) {
+      unscale(out + r * rows + i0, parts.first);
+      if (parts.second != 0) unscale(out + r * rows + i0 + parts.first, parts.second);
     }
     i0 += static_cast<int>(vl);
   }

@@ -15,6 +15,9 @@ namespace k3k::rvv {
 // The Linear epilogue over contiguous outputs (ukernel::BindStoreFn), vectorized and specialised
 // per epilogue shape; the IME2 layer's Linear variants use it too.
 ukernel::StoreTileFn bind_store_linear_tile(const LinearEpilogue& ep, std::int64_t m);
+// One block (64 values) of an embedding row, located by the table's layer; the IME2 layer's lookup
+// of kIme2 tables uses it too.
+void embedding_block_row(const ukernel::EmbeddingBlock& e, float* dst);
 
 const ukernel::LayerKernels& kernels();
 // The CPU probe dispatch consults before handing out these microkernels.

@@ -16,7 +16,15 @@
 // Residual add: one vfadd per e32m8 strip (LMUL m8: a purely streaming loop, a and b are 16
 // registers, fewest vsetvl per element). One correctly rounded addition per element, as in the
 // generic layer, so the results are bitwise identical to it.
+//
+// Argmax: two streaming passes at e32m8 (a vector of 256 logits per instruction at VLEN 1024):
+// the maximum (vfmax into lanes that start at -inf, tail undisturbed: a NaN loses to any number,
+// as it does in the generic comparison; one vfredmax), then the first index equal to it (vmfeq +
+// vfirst per strip, stopping at the first hit). The same index as the generic layer's: the first
+// of the largest non-NaN values (-0 and +0 compare equal in both).
 #include <riscv_vector.h>
+
+#include <cmath>
 
 #include "common/rms_inverse.h"
 #include "rvv/microkernels.h"
@@ -45,6 +53,26 @@ void swiglu_range(const float* gp, const float* up, float* o, std::int64_t n) {
                           __riscv_vfmul_vv_f32m4(silu, __riscv_vle32_v_f32m4(up + i, vl), vl), vl);
     i += static_cast<std::int64_t>(vl);
   }
+}
+
+std::int64_t argmax_range(const float* x, std::int64_t n) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m8();
+  vfloat32m8_t m = __riscv_vfmv_v_f_f32m8(-INFINITY, vlmax);
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    m = __riscv_vfmax_vv_f32m8_tu(m, m, __riscv_vle32_v_f32m8(x + i, vl), vl);
+    i += static_cast<std::int64_t>(vl);
+  }
+  const float best = __riscv_vfmv_f_s_f32m1_f32(
+      __riscv_vfredmax_vs_f32m8_f32m1(m, __riscv_vfmv_s_f_f32m1(-INFINITY, 1), vlmax));
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    const long at = __riscv_vfirst_m_b4(
+        __riscv_vmfeq_vf_f32m8_b4(__riscv_vle32_v_f32m8(x + i, vl), best, vl), vl);
+    if (at >= 0) return i + at;
+    i += static_cast<std::int64_t>(vl);
+  }
+  return -1;  // every value NaN
 }
 
 void residual_add_range(const float* a, const float* b, float* o, std::int64_t n) {

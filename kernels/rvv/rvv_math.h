@@ -190,6 +190,30 @@ inline float max_of(const float* s, int n) {
   return __riscv_vfmv_f_s_f32m1_f32(__riscv_vfredmax_vs_f32m4_f32m1(m, init, vlmax));
 }
 
+// max |x_i| over n floats (NaN ignored, as vfmax does; 0 for n = 0).
+inline float max_abs(const float* x, std::int64_t n) {
+  const std::size_t vlmax = __riscv_vsetvlmax_e32m8();
+  vfloat32m8_t m = __riscv_vfmv_v_f_f32m8(0.0f, vlmax);
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    m = __riscv_vfmax_vv_f32m8_tu(m, m, __riscv_vfabs_v_f32m8(__riscv_vle32_v_f32m8(x + i, vl), vl),
+                                  vl);
+    i += static_cast<std::int64_t>(vl);
+  }
+  return __riscv_vfmv_f_s_f32m1_f32(
+      __riscv_vfredmax_vs_f32m8_f32m1(m, __riscv_vfmv_s_f_f32m1(0.0f, 1), vlmax));
+}
+
+// dst = src * f over n floats (dst may be src).
+inline void scale_row(const float* src, float* dst, std::int64_t n, float f) {
+  for (std::int64_t i = 0; i < n;) {
+    const std::size_t vl = __riscv_vsetvl_e32m8(static_cast<std::size_t>(n - i));
+    __riscv_vse32_v_f32m8(dst + i,
+                          __riscv_vfmul_vf_f32m8(__riscv_vle32_v_f32m8(src + i, vl), f, vl), vl);
+    i += static_cast<std::int64_t>(vl);
+  }
+}
+
 // ---- exp ----------------------------------------------------------------------------------------
 
 inline vfloat32m4_t vexp(vfloat32m4_t x_in, std::size_t vl) {
@@ -242,22 +266,23 @@ inline float exp_shift_sum(float* s, int n, float m) {
 
 // ---- fp16 <-> fp32 ------------------------------------------------------------------------------
 
-// Same construction as k3k::fp16_to_fp32_row: the sign-less half bits shifted into place read as
-// 2^-112 times the value (normal and subnormal alike), scaled exactly by 2^112; exponent 31
-// (inf/NaN) is selected separately.
+// The half sign-extended and shifted left by 13 with bits 28..30 cleared reads as 2^-112 times its
+// value (normal and subnormal alike; k3k/fp16.h fp16_scaled_2m112), scaled exactly by 2^112;
+// exponent 31 (inf/NaN) lands on a finite 2^16 (1.m), whose exponent one or then sets to 255 (the
+// top five bits of the half's magnitude, shifted to the word's top, are all ones exactly there):
+// six operations where the field-by-field construction took eleven, the same bits.
 inline vfloat32m4_t f16_to_f32(vuint16m2_t h16, std::size_t vl) {
-  const vuint32m4_t h = __riscv_vzext_vf2_u32m4(h16, vl);
-  const vuint32m4_t mag = __riscv_vsll_vx_u32m4(__riscv_vand_vx_u32m4(h, 0x7FFFu, vl), 13, vl);
-  const vfloat32m4_t finite =
-      __riscv_vfmul_vf_f32m4(__riscv_vreinterpret_v_u32m4_f32m4(mag), 0x1.0p112f, vl);
+  const vint32m4_t w =
+      __riscv_vwmul_vx_i32m4(__riscv_vreinterpret_v_u16m2_i16m2(h16), kFp16ScaledShift, vl);
+  const vuint32m4_t wu = __riscv_vreinterpret_v_i32m4_u32m4(w);
+  const vfloat32m4_t f = __riscv_vfmul_vf_f32m4(
+      __riscv_vreinterpret_v_u32m4_f32m4(__riscv_vand_vx_u32m4(wu, kFp16ScaledMask, vl)),
+      0x1.0p112f, vl);
   const vbool8_t special =
-      __riscv_vmseq_vx_u32m4_b8(__riscv_vand_vx_u32m4(h, 0x7C00u, vl), 0x7C00u, vl);
-  vuint32m4_t bits =
-      __riscv_vmerge_vvm_u32m4(__riscv_vreinterpret_v_f32m4_u32m4(finite),
-                               __riscv_vor_vx_u32m4(mag, 0x7F800000u, vl), special, vl);
-  bits = __riscv_vor_vv_u32m4(
-      bits, __riscv_vsll_vx_u32m4(__riscv_vand_vx_u32m4(h, 0x8000u, vl), 16, vl), vl);
-  return __riscv_vreinterpret_v_u32m4_f32m4(bits);
+      __riscv_vmsgeu_vx_u32m4_b8(__riscv_vsll_vx_u32m4(wu, 4, vl), 0xF8000000u, vl);
+  const vuint32m4_t bits = __riscv_vreinterpret_v_f32m4_u32m4(f);
+  return __riscv_vreinterpret_v_u32m4_f32m4(
+      __riscv_vor_vx_u32m4_mu(special, bits, bits, 0x7F800000u, vl));
 }
 
 // Round to nearest even, as k3k::fp32_to_fp16:

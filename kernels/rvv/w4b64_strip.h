@@ -12,7 +12,8 @@
 // Exactness: |qa| <= 127, |q - 8| <= 8, so a half-block (32 products) stays below 2^15 in int16;
 // the halves meet in int32 (vwadd), and D (< 2^17) converts to float exactly. The float steps per
 // block are those of every earlier RVV kernel: t = s * D, t += S * beta (one fused rounding),
-// acc += t; so outputs are bitwise identical for every strip width, LMUL and layout.
+// acc += t, on the fp16 pairs scaled by 2^-112 (scaled_pairs) and scaled back once per strip; so
+// outputs are bitwise identical for every strip width, LMUL and layout.
 #pragma once
 
 #include <riscv_vector.h>
@@ -23,6 +24,7 @@
 #include <utility>
 
 #include "common/prefetch.h"
+#include "k3k/w4b64.h"
 
 namespace k3k::rvv::strip {
 
@@ -68,17 +70,37 @@ inline void signed_halves(typename E8<L>::I8 c, typename E8<L>::I8& lo, typename
   lo = __riscv_vsra(__riscv_vsll(c, 4, vl), 4, vl);
 }
 
+// The block's (beta, scale) pair words of lanes [0, vl), and the two floats times 2^-112 each
+// holds (w4b64.h "Scaled pairs"): integer operations at e32m4, no change of element width.
+inline vint32m4_t pair_words(const fp16_t* pairs, std::size_t vl) {
+  return __riscv_vle32_v_i32m4(reinterpret_cast<const std::int32_t*>(pairs), vl);
+}
+inline vfloat32m4_t scaled_float(vint32m4_t x, std::size_t vl) {
+  return __riscv_vreinterpret_v_u32m4_f32m4(
+      __riscv_vand_vx_u32m4(__riscv_vreinterpret_v_i32m4_u32m4(x), kPairScaledMask, vl));
+}
+inline vfloat32m4_t scaled_scale(vint32m4_t words, std::size_t vl) {
+  return scaled_float(__riscv_vsra_vx_i32m4(words, 3, vl), vl);
+}
+inline vfloat32m4_t scaled_beta(vint32m4_t words, std::size_t vl) {
+  return scaled_float(__riscv_vsra_vx_i32m4(__riscv_vsll_vx_i32m4(words, 16, vl), 3, vl), vl);
+}
+
 // One block's float contribution to the parts [0, vl) of a strip: t = s*D + beta*S (two
 // roundings, the evaluation the Linear reference bound assumes), added to acc. e32m4 per part.
+// The pairs (the words at `pairs`) enter scaled by 2^-112 and so does the accumulator, until the
+// strip's sums are stored times 2^112 (kPairUnscale): the bits are those of the same steps on the
+// pairs' values.
 inline vfloat32m4_t accumulate_part(vfloat32m4_t acc, vint16m2_t lo, vint16m2_t hi,
-                                    const float* scale, const float* beta, float block_sum,
-                                    std::size_t vl) {
+                                    const fp16_t* pairs, float block_sum, std::size_t vl) {
+  const vint32m4_t words = pair_words(pairs, vl);
   const vint32m4_t d = __riscv_vwadd_vv_i32m4(lo, hi, vl);   // exact D
   const vfloat32m4_t df = __riscv_vfcvt_f_x_v_f32m4(d, vl);  // |D| < 2^17: exact
-  vfloat32m4_t t = __riscv_vfmul_vv_f32m4(__riscv_vle32_v_f32m4(scale, vl), df, vl);
-  t = __riscv_vfmacc_vf_f32m4(t, block_sum, __riscv_vle32_v_f32m4(beta, vl), vl);
+  vfloat32m4_t t = __riscv_vfmul_vv_f32m4(scaled_scale(words, vl), df, vl);
+  t = __riscv_vfmacc_vf_f32m4(t, block_sum, scaled_beta(words, vl), vl);
   return __riscv_vfadd_vv_f32m4(acc, t, vl);
 }
+inline constexpr float kPairUnscale = 0x1p112f;
 
 // The float lanes of part p of an LMUL-L strip of vl rows: [p * VLMAX(e8, m1), ...).
 struct Parts {

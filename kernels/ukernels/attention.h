@@ -37,7 +37,10 @@ using RotateScaleQFn = void (*)(const float* src, float* dst, int head_dim, int 
 struct AttentionPrefill {
   const char* name;  // e.g. "attention_prefill-f32-online-rvv"
   RotateScaleQFn rotate_scale_q;
-  void (*f16_row)(const fp16_t* src, float* dst, std::int64_t n);  // exact fp16 -> fp32
+  // Exact fp16 -> fp32 of `rows` rows of n values (row r at src + r * src_stride, to dst + r *
+  // dst_stride): V rows (one row of a run), a staged key block's dims (one row per dim).
+  void (*f16_rows)(const fp16_t* src, std::ptrdiff_t src_stride, float* dst,
+                   std::ptrdiff_t dst_stride, std::int64_t rows, std::int64_t n);
   // `rows` query rows of consecutive positions (row r at q + r * head_dim, rotated and scaled)
   // against one block of n keys k (transposed, KeysT) / values vp[j] (rows); row r sees the first
   // min(n, nv0 + r) keys (nv0 >= 1, causal). For each row, with its m[r], l[r] and accumulator

@@ -26,6 +26,7 @@ struct LayerKernels {
   Rmsnorm rmsnorm;
   Swiglu swiglu;
   ResidualAdd residual_add;
+  Argmax argmax;
   // Gated DeltaNet (Qwen3.5 linear attention) and the attention output gate.
   GatedDeltaNet gated_deltanet;
   GdnGates gdn_gates;

@@ -26,8 +26,9 @@ namespace k3k::ukernel {
 // ---- decode ("M1": one activation row)
 
 // acc[i] = sum over blocks b (ascending) of scale[b][i] * D[b][i] + beta[b][i] * sums[b] for the 32
-// rows i of one tile: codes [nb][32 j][32 rows], scale and beta [nb][32 rows], x the K int8 codes.
-using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const float* scale, const float* beta,
+// rows i of one tile: codes [nb][32 j][32 rows], pairs [nb][32 rows][2] (beta, scale; w4b64.h), x
+// the K int8 codes.
+using DecodeRowTileFn = void (*)(const std::uint8_t* codes, const fp16_t* pairs,
                                  const std::int8_t* x, const std::int32_t* sums, std::int64_t nb,
                                  float* acc);
 
@@ -56,28 +57,25 @@ struct LinearOptions {
 // call here). run() computes acc[0..w.row_tile) for one tile from weight pointers in DRAM or in
 // TCM; it is called concurrently from several workers.
 // Where tile i of consecutive weight tiles starts, relative to the first (the same in DRAM and in
-// a TCM slab): codes + i * code_bytes, scale and beta + i * floats; its rows go to acc + i * rows.
+// a TCM slab): codes + i * code_bytes, pairs + 2 * i * pairs; its rows go to acc + i * rows.
 struct TileStrides {
-  std::int64_t code_bytes, floats, rows;
+  std::int64_t code_bytes, pairs, rows;
   static TileStrides of(const W4B64Packed& w) {
-    return {w.tile_code_bytes(), w.tile_floats(), w.row_tile};
+    return {w.tile_code_bytes(), w.tile_pairs(), w.row_tile};
   }
 };
 
 class DecodeTileBody {
  public:
   virtual ~DecodeTileBody() = default;
-  virtual void run(const std::uint8_t* codes, const float* scale, const float* beta,
-                   float* acc) const = 0;
+  virtual void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const = 0;
   // `tiles` consecutive tiles at once (the drivers call this): run() per tile, unless the layer
   // shares per-block work between neighbouring tiles (the IME2 decode combines four tiles' lanes
   // in one instruction). Each tile's outputs are bitwise those of run().
-  virtual void run_tiles(const std::uint8_t* codes, const float* scale, const float* beta,
-                         std::int64_t tiles, const TileStrides& at, float* acc) const {
-    for (std::int64_t i = 0; i < tiles; ++i) {
-      run(codes + i * at.code_bytes, scale + i * at.floats, beta + i * at.floats,
-          acc + i * at.rows);
-    }
+  virtual void run_tiles(const std::uint8_t* codes, const fp16_t* pairs, std::int64_t tiles,
+                         const TileStrides& at, float* acc) const {
+    for (std::int64_t i = 0; i < tiles; ++i)
+      run(codes + i * at.code_bytes, pairs + 2 * i * at.pairs, acc + i * at.rows);
   }
   // After all tiles: throws when the microkernel met data it cannot compute (the IME2 `.hp` body's
   // out-of-range block scales: std::domain_error). Default: nothing to report.
@@ -110,9 +108,8 @@ std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const 
    public:
     Body(const PackedActivations& a, const W4B64Packed& w)
         : x_(a.codes.data()), sums_(a.block_sum.data()), nb_(w.blocks_per_row()) {}
-    void run(const std::uint8_t* codes, const float* scale, const float* beta,
-             float* acc) const override {
-      Fn(codes, scale, beta, x_, sums_, nb_, acc);
+    void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const override {
+      Fn(codes, pairs, x_, sums_, nb_, acc);
     }
 
    private:
@@ -128,13 +125,13 @@ std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const 
 inline constexpr int kMaxGroupRows = 8;  // activation rows per prefill task, at most
 
 // acc[r * w.row_tile + i] (r < rows, i < w.row_tile) = the block-reduced sum of activation row
-// group * group_rows + r against weight row i of one tile (codes, scale, beta as for decode),
-// before the epilogue.
+// group * group_rows + r against weight row i of one tile (codes, pairs as for decode), before
+// the epilogue.
 class PrefillTileBody {
  public:
   virtual ~PrefillTileBody() = default;
-  virtual void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-                   const float* beta, float* acc) const = 0;
+  virtual void run(std::int64_t group, int rows, const std::uint8_t* codes, const fp16_t* pairs,
+                   float* acc) const = 0;
   // Consecutive tiles one run_groups call may take (1: a tile at a time).
   virtual std::int64_t tiles_per_call() const { return 1; }
   // `groups` consecutive groups from `group` (group_rows rows each; rows past M are the pack's
@@ -143,13 +140,13 @@ class PrefillTileBody {
   // acc[r * at.rows + j] of group g and tile i, so the driver stores a run of groups' span with one
   // epilogue call. Default: run() per group.
   virtual void run_groups(std::int64_t group, std::int64_t groups, int group_rows, std::int64_t m,
-                          const std::uint8_t* codes, const float* scale, const float* beta,
-                          std::int64_t tiles, const TileStrides& at, float* acc) const {
+                          const std::uint8_t* codes, const fp16_t* pairs, std::int64_t tiles,
+                          const TileStrides& at, float* acc) const {
     (void)tiles;  // 1 unless tiles_per_call() says otherwise
     for (std::int64_t g = 0; g < groups; ++g) {
       const std::int64_t row0 = (group + g) * group_rows;
-      run(group + g, static_cast<int>(std::min<std::int64_t>(group_rows, m - row0)), codes, scale,
-          beta, acc + g * group_rows * at.rows);
+      run(group + g, static_cast<int>(std::min<std::int64_t>(group_rows, m - row0)), codes, pairs,
+          acc + g * group_rows * at.rows);
     }
   }
 };
@@ -160,8 +157,7 @@ struct PrefillTileArgs {
   const std::int32_t* sums;   // block sum of row r, block b at sums[r * nb + b] (r < rows)
   int rows;                   // valid rows of the group (padded rows have zero codes)
   const std::uint8_t* codes;  // the weight tile, as for decode
-  const float* scale;
-  const float* beta;
+  const fp16_t* pairs;
   std::int64_t nb;  // K / 64
   int row_tile;     // weight rows of the tile (R)
 };
@@ -178,10 +174,10 @@ std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
    public:
     Body(const PackedActivations& a, const W4B64Packed& w)
         : a_(a), nb_(w.blocks_per_row()), row_tile_(w.row_tile) {}
-    void run(std::int64_t group, int rows, const std::uint8_t* codes, const float* scale,
-             const float* beta, float* acc) const override {
+    void run(std::int64_t group, int rows, const std::uint8_t* codes, const fp16_t* pairs,
+             float* acc) const override {
       Fn({a_.codes.data() + group * nb_ * kPrefillRowsPerTask * 64,
-          a_.block_sum.data() + group * kPrefillRowsPerTask * nb_, rows, codes, scale, beta, nb_,
+          a_.block_sum.data() + group * kPrefillRowsPerTask * nb_, rows, codes, pairs, nb_,
           row_tile_},
          acc);
     }
@@ -234,10 +230,13 @@ const auto* pick_only(const W4B64Packed& w) {
 // default_rows: the layer's rows per tile for the running VLEN and an N x K weight;
 // tcm_block_bytes > 0: the decode TCM pipeline will stage tiles in blocks of that size, so two
 // tiles must fit in one.
+// unpack: the inverse, back to kRowTile32 (for references and dumps: k3k::rowtile32_of).
 struct WeightPacking {
   const char* name;  // the layout, e.g. "srows"
   int (*default_rows)(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes);
   W4B64Packed (*pack)(W4B64Packed rowtile32, int rows);
+  W4B64Layout layout;  // what pack produces
+  W4B64Packed (*unpack)(const W4B64Packed& packed);
 };
 
 // default_rows of the layers that read 32-row tiles only (generic, ime2).

@@ -25,4 +25,11 @@ struct ResidualAdd {
   ElementwiseFn range;  // out = a + b
 };
 
+struct Argmax {
+  const char* name;  // e.g. "argmax-f32-rvv"
+  // The first index of the largest of x[0..n) that is not NaN (ties: the smallest index; -0 and
+  // +0 tie); -1 when every value is NaN.
+  std::int64_t (*range)(const float* x, std::int64_t n);
+};
+
 }  // namespace k3k::ukernel

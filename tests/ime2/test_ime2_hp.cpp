@@ -230,7 +230,10 @@ TEST(Ime2Hp, RefusesScalesOutsideItsRangeAndRowTile32Weights) {
   EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, pack_w4b64_generic(s), {}, out.data(), pool, {},
                                          k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale}),
                std::invalid_argument);
-  for (float bad : {0.75f, 1e-6f, NAN}) {
+  // A scale without a finite fp16 never reaches a kernel: packing refuses it.
+  s.alpha[2 * 37 + 1] = NAN;  // scale of (row 18, block 1)
+  EXPECT_THROW(pack_w4b64_generic(s), std::invalid_argument);
+  for (float bad : {0.75f, 1e-6f}) {
     s.alpha[2 * 37 + 1] = bad;  // scale of (row 18, block 1)
     const W4B64Packed p = ime2::pack_w4b64(pack_w4b64_generic(s));
     EXPECT_THROW(k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act, p, {}, out.data(), pool, {},

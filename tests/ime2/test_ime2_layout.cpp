@@ -27,8 +27,7 @@ TEST(Ime2Layout, PackedUnitsHoldTheDocumentedCodes) {
   const W4B64Packed p = ime2::pack_w4b64(g);
   ASSERT_EQ(p.layout, W4B64Layout::kIme2);
   ASSERT_EQ(p.codes.size(), g.codes.size());
-  ASSERT_EQ(0, std::memcmp(p.scale.data(), g.scale.data(), g.scale.size_bytes()));
-  ASSERT_EQ(0, std::memcmp(p.beta.data(), g.beta.data(), g.beta.size_bytes()));
+  ASSERT_EQ(0, std::memcmp(p.pairs.data(), g.pairs.data(), g.pairs.size_bytes()));
   const std::int64_t nb = k / 64;
   for (std::int64_t t = 0; t < p.row_tiles(); ++t)
     for (std::int64_t b = 0; b < nb; ++b)
@@ -48,7 +47,10 @@ TEST(Ime2Layout, PackedUnitsHoldTheDocumentedCodes) {
   EXPECT_THROW(ime2::pack_w4b64(p), std::invalid_argument);
 }
 
+// The IME2 layer's embedding reads its own layout (a tied table is packed once, for the lm_head):
+// the kRowTile32 table's row, bit for bit; the other layers refuse the layout.
 TEST(Ime2Layout, OtherLayersRefuseIme2Weights) {
+  const W4B64Packed rowtile32 = pack_w4b64_generic(hqq_weights(32, 64, 5));
   const W4B64Packed p = ime2::pack_w4b64(pack_w4b64_generic(hqq_weights(32, 64, 5)));
   WorkerPool pool(1);
   auto act = make_packed_activations(1, 64, ActivationLayout::kRowK256);
@@ -58,10 +60,16 @@ TEST(Ime2Layout, OtherLayersRefuseIme2Weights) {
       std::invalid_argument);
   EXPECT_THROW(k3k::linear_decode_w4b64(KernelPath::kRvv, act, p, {}, out.data(), pool, {}),
                std::invalid_argument);
-  const std::int32_t token = 0;
-  std::vector<float> row(64);
-  EXPECT_THROW(k3k::embedding_lookup_w4b64(KernelPath::kIme2, p, &token, 1, row.data(), pool),
-               std::invalid_argument);
+  const std::int32_t token = 19;
+  std::vector<float> row(64), want(64);
+  for (KernelPath other : {KernelPath::kGeneric, KernelPath::kRvv})
+    EXPECT_THROW(k3k::embedding_lookup_w4b64(other, p, &token, 1, row.data(), pool),
+                 std::invalid_argument);
+  if (!ime2::unusable_because()) {
+    k3k::embedding_lookup_w4b64(KernelPath::kIme2, rowtile32, &token, 1, want.data(), pool);
+    k3k::embedding_lookup_w4b64(KernelPath::kIme2, p, &token, 1, row.data(), pool);
+    EXPECT_TRUE(k3test::bitwise_equal(row, want));
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "k3k/embedding.h"
 #include "kernels/linear_test_support.h"
 #include "support/layer_sweep.h"
+#include "support/test_data.h"
 
 namespace k3k::linear_test {
 namespace {
@@ -177,9 +178,11 @@ TEST_P(LinearContract, InvalidArgumentsThrowBeforeWriting) {
 
 // Weights in a layout a layer does not read, or a microkernel variant it does not have, are
 // refused: every layer reads kRowTile32 and its own load-time layout only (k3k/linear.h), the
-// embedding table only kRowTile32 (k3k/embedding.h). Checked both ways between the layer under
-// test and every other layer that runs here (the generic layer refusing the others' layouts and
-// variant names is checked by their instances: its own runs on the host, where they do not exist).
+// embedding table kRowTile32, kSignedRows and its own layout (a tied table is packed for the
+// lm_head, k3k/embedding.h), and a layout it reads gives the kRowTile32 table's row. Checked both
+// ways between the layer under test and every other layer that runs here (the generic layer
+// refusing the others' layouts and variant names is checked by their instances: its own runs on
+// the host, where they do not exist).
 TEST_P(LinearContract, UnreadLayoutsAndOtherLayersVariantsAreRefused) {
   const Weights w = make_weights(KernelPath::kGeneric, 64, 128, 61);
   const W4B64Packed& rowtile32 = w.packed;
@@ -195,11 +198,17 @@ TEST_P(LinearContract, UnreadLayoutsAndOtherLayersVariantsAreRefused) {
                                     << "'s weights and variants");
     const W4B64Layout own = pack_w4b64_for(reader, k3test::clone_packed(rowtile32)).layout;
     const W4B64Packed p = pack_w4b64_for(writer, k3test::clone_packed(rowtile32));
-    if (p.layout != W4B64Layout::kRowTile32) {
-      const std::int32_t token = 0;
+    const std::int32_t token = 5;
+    if (p.layout != W4B64Layout::kRowTile32 && p.layout != W4B64Layout::kSignedRows &&
+        p.layout != own) {
       EXPECT_THROW(embedding_lookup_w4b64(reader, p, &token, 1, out.data(), pool),
                    std::invalid_argument)
           << to_string(p.layout);
+    } else {
+      std::vector<float> want(128), got(128);
+      embedding_lookup_w4b64(reader, rowtile32, &token, 1, want.data(), pool);
+      embedding_lookup_w4b64(reader, p, &token, 1, got.data(), pool);
+      EXPECT_TRUE(k3test::bitwise_equal(got, want)) << to_string(p.layout);
     }
     if (p.layout != W4B64Layout::kRowTile32 && p.layout != own) {
       EXPECT_THROW(linear_decode_w4b64(reader, dec.pack, p, {}, out.data(), pool),

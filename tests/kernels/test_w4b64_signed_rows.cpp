@@ -38,15 +38,18 @@ TEST(W4B64SignedRows, BytesScalesAndPaddingFollowTheStatedLayout) {
     ASSERT_EQ(p.k, k);
     const std::int64_t tiles = (n + rows - 1) / rows;
     ASSERT_EQ(p.codes.size(), sz(tiles * nb * 32 * rows));
-    ASSERT_EQ(p.scale.size(), sz(tiles * nb * rows));
+    ASSERT_EQ(p.pairs.size(), sz(2 * tiles * nb * rows));
     ASSERT_EQ(p.bytes(), W4B64Packed::packed_bytes(n, k, rows));
     for (std::int64_t row = 0; row < tiles * rows; ++row) {
       const std::int64_t t = row / rows, r = row % rows;
       for (std::int64_t b = 0; b < nb; ++b) {
         const std::int64_t unit = t * nb + b;
-        const float sc = p.scale[sz(unit * rows + r)], be = p.beta[sz(unit * rows + r)];
-        ASSERT_EQ(sc, row < n ? s.scale(row, b) : 0.0f) << "row " << row << " block " << b;
-        ASSERT_EQ(be, row < n ? s.beta(row, b) : 0.0f) << "row " << row << " block " << b;
+        // The pair word of (tile, block, row): beta, then scale, as fp16.
+        const float be = p.beta_at(unit * rows + r), sc = p.scale_at(unit * rows + r);
+        ASSERT_EQ(sc, row < n ? w4b64_pair_value(s.scale(row, b)) : 0.0f)
+            << "row " << row << " block " << b;
+        ASSERT_EQ(be, row < n ? w4b64_pair_value(s.beta(row, b)) : 0.0f)
+            << "row " << row << " block " << b;
         for (int j = 0; j < 32; ++j) {
           const std::uint8_t byte = p.codes[sz((unit * 32 + j) * rows + r)];
           const int lo = row < n ? s.code(row, 64 * b + j) - 8 : 0;

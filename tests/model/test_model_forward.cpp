@@ -156,8 +156,7 @@ TEST(ModelForward, WeightsDoNotDependOnTheWorkerCount) {
   const auto other = synthetic_matrix(100, 192, 43, 0.02, 0, pool(3));
   ASSERT_EQ(a.codes.size(), b.codes.size());
   EXPECT_EQ(std::memcmp(a.codes.data(), b.codes.data(), a.codes.size()), 0);
-  EXPECT_EQ(std::memcmp(a.scale.data(), b.scale.data(), a.scale.size_bytes()), 0);
-  EXPECT_EQ(std::memcmp(a.beta.data(), b.beta.data(), a.beta.size_bytes()), 0);
+  EXPECT_EQ(std::memcmp(a.pairs.data(), b.pairs.data(), a.pairs.size_bytes()), 0);
   EXPECT_NE(std::memcmp(a.codes.data(), other.codes.data(), a.codes.size()), 0);
   EXPECT_EQ(a.row_tiles(), 4);  // 100 rows: the last tile padded
 }

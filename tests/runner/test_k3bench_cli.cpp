@@ -83,8 +83,8 @@ TEST(K3benchCli, DecodeResultDocument) {
     EXPECT_GT(rep["ns"].get<double>(), 0.0);
     EXPECT_GE(rep["iterations"].get<long long>(), 1);
   }
-  // Weights per call: 96 rows of 256 codes at 4 bits + (scale, beta) floats per 64-block.
-  EXPECT_EQ(j["traffic"]["weight_bytes"], 96 * 128 + 96 * 4 * 8);
+  // Weights per call: 96 rows of 256 codes at 4 bits + an fp16 (beta, scale) pair per 64-block.
+  EXPECT_EQ(j["traffic"]["weight_bytes"], 96 * 128 + 96 * 4 * 4);
   EXPECT_EQ(j["traffic"]["ops"], 2 * 96 * 256);
   EXPECT_TRUE(j["accuracy"]["pass"]);
   EXPECT_EQ(j["accuracy"]["checked"], 96);

@@ -10,6 +10,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -299,4 +301,38 @@ TEST(K3benchModel, CountMarksDescribeTheirRegions) {
   const auto reps = k3test::run_k3bench("--model " + kTiny + " --pp 8 --tg 0 --count-marks --reps 2");
   EXPECT_EQ(reps.exit_code, 2);
   EXPECT_NE(reps.err.find("--count-marks: one repetition and no warm-up"), std::string::npos) << reps.err;
+}
+
+// The whole model's weights cache is invisible in the results: without a cache, cold, warm, and
+// over a damaged cache file (truncated: regenerated), the logits are the same bits; another seed
+// is another file and other logits.
+TEST(K3benchModel, WeightCacheGivesTheGeneratedWeights) {
+  const auto base = std::filesystem::temp_directory_path() /
+                    ("k3bench_model_cache_test_" + std::to_string(getpid()));
+  std::filesystem::remove_all(base);
+  const auto cache = base / "cache";
+  auto run = [&](const std::string& dir, const std::string& params) {
+    const auto r = k3test::run_k3bench(
+        "--model " + kTiny + " --pp 8 --tg 2 --reps 1 --warmup 0 --json --params " + params,
+        "K3BENCH_CACHE_DIR=" + dir);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    return j["results"][0]["logits_checksum"].dump() + j["results"][1]["logits_checksum"].dump();
+  };
+  auto model_files = [&] {
+    std::vector<std::filesystem::path> files;
+    for (const auto& e : std::filesystem::directory_iterator(cache))
+      if (e.path().filename().string().rfind("model-", 0) == 0) files.push_back(e.path());
+    return files;
+  };
+  const std::string uncached = run("off", "workers=2");
+  EXPECT_EQ(run(cache.string(), "workers=2"), uncached);  // cold: generated and stored
+  ASSERT_EQ(model_files().size(), 1u);
+  EXPECT_EQ(run(cache.string(), "workers=2"), uncached);  // warm: read back
+  const auto file = model_files().front();
+  std::filesystem::resize_file(file, std::filesystem::file_size(file) / 2);
+  EXPECT_EQ(run(cache.string(), "workers=2"), uncached);  // damaged: regenerated
+  EXPECT_NE(run(cache.string(), "workers=2,weight_seed=7"), uncached);
+  EXPECT_EQ(model_files().size(), 2u);
+  std::filesystem::remove_all(base);
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -77,19 +78,23 @@ TEST(RvvLinearVariants, TcmPipelineOnSignedRowsEqualsDram) {
   }
 }
 
-// Default rows per tile: one full LMUL-2 strip (VLEN/4 rows, at least 64, at most 256) when the
-// weight still makes 8 such tiles and, staged through TCM, two of them fit in a block; else one
-// LMUL-1 strip (VLEN/8 rows, at least 64).
+// Default rows per tile: one full LMUL-2 strip (VLEN/4 rows, at least 64, at most 256), no more
+// rows than the weight has (in strips of 16), and, staged through TCM, tiles of which two fit in a
+// block (the largest such multiple of 16).
 TEST(RvvLinearVariants, DefaultRowsFollowTheVectorLengthAndTheShape) {
   const int vlenb = cpu_features().vlenb;
-  const int narrow = std::max(64, vlenb);
   const int wide = std::max(64, std::min(2 * vlenb, kMaxRowTile));
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048), wide);
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide - 16, 2048), narrow);
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 64, 64), narrow);
+  for (const std::int64_t n : {wide, 4 * wide, 8 * wide, 8 * wide - 16, 151936})
+    EXPECT_EQ(default_weight_rows(KernelPath::kRvv, n, 2048), wide) << n;
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 16, 1024), 16);
+  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 40, 1024), std::min(48, wide));
   const std::int64_t two_wide = 2 * W4B64Packed::packed_bytes(wide, 2048, wide);
   EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048, two_wide), wide);
-  EXPECT_EQ(default_weight_rows(KernelPath::kRvv, 8 * wide, 2048, two_wide - 1), narrow);
+  const int staged = default_weight_rows(KernelPath::kRvv, 8 * wide, 2048, two_wide - 1);
+  EXPECT_EQ(staged, wide - 16);
+  EXPECT_LE(2 * W4B64Packed::packed_bytes(staged, 2048, staged), two_wide - 1);
+  const int narrow = default_weight_rows(KernelPath::kRvv, 64, 64);
+  EXPECT_EQ(narrow, 64);
 
   // The LMUL "auto" takes covers the default tile: LMUL 2 for a wide tile (and up to VLEN 256,
   // where 64 rows exceed an LMUL-1 strip), else LMUL 1.
@@ -102,6 +107,25 @@ TEST(RvvLinearVariants, DefaultRowsFollowTheVectorLengthAndTheShape) {
         << default_linear_decode(KernelPath::kRvv, w);
     EXPECT_NE(default_linear_prefill(KernelPath::kRvv, w).find(lmul), std::string::npos)
         << default_linear_prefill(KernelPath::kRvv, w);
+  }
+}
+
+// The defaults never change a result: decode and prefill outputs of weights packed with the
+// default rows per tile (for DRAM and for TCM staging) are bitwise those of 32-row kRowTile32
+// weights, on shapes smaller than a strip, between strips and of many tiles.
+TEST(RvvLinearVariants, DefaultRowsDoNotChangeOutputs) {
+  WorkerPool pool(2);
+  for (const auto& [m, n, k] :
+       {std::tuple{1, 16, 128}, std::tuple{1, 40, 192}, std::tuple{5, 300, 256},
+        std::tuple{1, 1030, 512}, std::tuple{9, 520, 128}}) {
+    const LinearProblem p = make_problem(m, n, k, 71);
+    const std::vector<float> want = k3test::run_linear(p, KernelPath::kRvv, p.rowtile32, {}, pool);
+    for (const std::int64_t tcm_block : {std::int64_t{0}, std::int64_t{96} << 10}) {
+      const int rows = default_weight_rows(KernelPath::kRvv, n, k, tcm_block);
+      const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32), rows);
+      EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, KernelPath::kRvv, w, {}, pool), want))
+          << "m=" << m << " n=" << n << " k=" << k << " rows=" << rows;
+    }
   }
 }
 
@@ -120,8 +144,7 @@ TEST(RvvLinearVariants, DefaultRowsForTcmStagingPassTheTcmGate) {
   w.row_tile = rows;
   w.codes =
       AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(w.row_tiles() * w.tile_code_bytes()));
-  w.scale = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
-  w.beta = AlignedBuffer<float>(static_cast<std::size_t>(w.row_tiles() * w.tile_floats()));
+  w.pairs = AlignedBuffer<fp16_t>(static_cast<std::size_t>(2 * w.row_tiles() * w.tile_pairs()));
   TcmDecodeParams params;
   params.use = TcmUse::kOn;
   params.compute_workers = pool.size();

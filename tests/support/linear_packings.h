@@ -23,8 +23,7 @@ inline k3k::W4B64Packed clone_packed(const k3k::W4B64Packed& src) {
   p.layout = src.layout;
   p.row_tile = src.row_tile;
   p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
-  p.scale = k3k::AlignedBuffer<float>::copy_of(src.scale.span());
-  p.beta = k3k::AlignedBuffer<float>::copy_of(src.beta.span());
+  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::copy_of(src.pairs.span());
   return p;
 }
 

@@ -174,7 +174,8 @@ TEST(TcmPipeline, GateDecisionsAndReasons) {
   EXPECT_TRUE(d.use_tcm) << d.reason;
   EXPECT_EQ(d.workers, 6);
   EXPECT_EQ(d.slab_rows % 32, 0);
-  EXPECT_LE(2 * (d.slab_rows / 32) * (2048 / 64 * 1280), 384 * 1024);
+  // Two slabs fit in a block: per 32-row tile and 64-block, 1024 code bytes and 32 fp16 pairs.
+  EXPECT_LE(2 * (d.slab_rows / 32) * (2048 / 64 * (1024 + 32 * 4)), 384 * 1024);
 
   d = decide(KernelPath::kGeneric, short_k, p, &ws);
   EXPECT_FALSE(d.use_tcm);

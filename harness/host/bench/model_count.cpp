@@ -1,5 +1,6 @@
 #include "harness/host/bench/model_count.h"
 
+#include <algorithm>
 #include <map>
 
 #include <fmt/format.h>
@@ -7,6 +8,33 @@
 #include "harness/host/bench/user_error.h"
 
 namespace k3bench {
+
+Bytes& Bytes::operator+=(const Bytes& o) {
+  weights += o.weights;
+  metadata += o.metadata;
+  kv_read += o.kv_read;
+  kv_write += o.kv_write;
+  state += o.state;
+  activations += o.activations;
+  return *this;
+}
+
+Bytes Bytes::scaled(double f) const {
+  return {weights * f, metadata * f, kv_read * f, kv_write * f, state * f, activations * f};
+}
+
+Bytes Bytes::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) return {};
+  return {j.value("weights", 0.0),  j.value("metadata", 0.0), j.value("kv_read", 0.0),
+          j.value("kv_write", 0.0), j.value("state", 0.0),    j.value("activations", 0.0)};
+}
+
+nlohmann::json Bytes::json() const {
+  return {{"weights", weights},     {"metadata", metadata}, {"kv_read", kv_read},
+          {"kv_write", kv_write},   {"state", state},       {"activations", activations},
+          {"streamed", streamed()}, {"total", total()}};
+}
+
 namespace {
 
 PhaseCount read_phase(const CountedProcess& p, const nlohmann::json& marks, int test,
@@ -18,8 +46,12 @@ PhaseCount read_phase(const CountedProcess& p, const nlohmann::json& marks, int 
   const auto& names = marks.at("ops");
   const auto& ime2 = marks.at("ime2");
   std::map<std::string, double> calls;
-  for (const auto& o : result.at("breakdown").at("ops"))
+  std::map<std::string, Bytes> bytes;
+  for (const auto& o : result.at("breakdown").at("ops")) {
     calls[o.at("op").get<std::string>()] = o.value("kernel_calls_per_call", 0.0);
+    bytes[o.at("op").get<std::string>()] =
+        Bytes::from_json(o.value("bytes_per_call", nlohmann::json()));
+  }
   for (int slot = 0; slot < per_test; ++slot) {
     const int region = 1 + test * per_test + slot;
     const auto it = p.regions.find(region);
@@ -33,10 +65,12 @@ PhaseCount read_phase(const CountedProcess& p, const nlohmann::json& marks, int 
       o.other -= i->value("calls", 0.0);
     }
     o.calls = calls.contains(o.op) ? calls[o.op] : 0;
+    if (bytes.contains(o.op)) o.bytes = bytes[o.op];
     if (o.total() == 0) continue;
     phase.ime2 += o.ime2;
     phase.other += o.other;
     phase.vector += o.vector;
+    phase.bytes += o.bytes;
     phase.ops.push_back(o);
   }
   return phase;
@@ -62,6 +96,7 @@ ModelCountResult read_model_count(const ModelCountCase& c, const CountedProcess&
   r.path_taken = p.json.at("dispatch").value("path", "");
   r.emulated = p.json.at("dispatch").value("emulated", false);
   r.decode_weight_bytes = p.json.at("weights").value("decode_bytes_per_token", 0.0);
+  r.kv_dtype = p.json.at("params").value("kv_dtype", "f16");
   const auto& marks = p.json.at("count_marks");
   const auto& results = p.json.at("results");
   if (marks.at("tests").size() != 2 || results.size() != 2)
@@ -139,10 +174,16 @@ std::vector<CountResult> model_count_results(const ModelCountResult& r) {
     c.wall_ns = r.wall_ns;
     // Stored with the process (its runner_json): the per-op split of this phase.
     nlohmann::json ops = nlohmann::json::object();
+    const double per_token = 1.0 / std::max(1.0, phase.tokens);
     for (const auto& o : phase.ops)
-      ops[o.op] = {{"ime2", o.ime2}, {"other", o.other}, {"vector", o.vector}, {"calls", o.calls}};
+      ops[o.op] = {{"ime2", o.ime2},
+                   {"other", o.other},
+                   {"vector", o.vector},
+                   {"calls", o.calls},
+                   {"bytes_per_token", o.bytes.scaled(per_token).json()}};
     c.runner_json["instruction_breakdown"] = {
         {"test", phase.test}, {"tokens", phase.tokens}, {"ops", ops}};
+    c.runner_json["bytes_per_token"] = phase.bytes.scaled(per_token).json();
     c.method =
         "whole-model instruction count: one qemu-user process, the forward's kernel calls and its "
         "glue marked by the runner (k3bench --count-marks) and summed; set-up and context fill "

@@ -8,7 +8,9 @@
 // The depth is filled with seeded values (--context-fill synthetic), not by a prefill: instruction
 // counts do not depend on the values in the cache, and prefilling 512 tokens takes minutes under
 // qemu. IME2 emulation builds: per region, ime2 = the emulated IME2 instructions and other = the
-// counted instructions minus the calls into the software model (instruction_count.h).
+// counted instructions minus the calls into the software model (instruction_count.h). Next to the
+// instructions, each op's bytes by source come from the runner's JSON (the kernels' own accounting,
+// k3k/traffic.h: breakdown.ops[].bytes_per_call of each test).
 #pragma once
 
 #include <cstdint>
@@ -37,10 +39,22 @@ struct ModelCountCase {
   int vlen = 1024;
 };
 
+// Bytes read and written by source (the runner's names and units: bytes).
+struct Bytes {
+  double weights = 0, metadata = 0, kv_read = 0, kv_write = 0, state = 0, activations = 0;
+  double streamed() const { return weights + metadata + kv_read + kv_write + state; }
+  double total() const { return streamed() + activations; }
+  Bytes& operator+=(const Bytes& o);
+  Bytes scaled(double factor) const;
+  static Bytes from_json(const nlohmann::json& j);  // k3bench's traffic object
+  nlohmann::json json() const;                      // the same names, plus streamed and total
+};
+
 struct OpInstructions {
   std::string op;  // the forward's op kind (k3bench's breakdown names) or "glue"
   double ime2 = 0, other = 0, vector = 0;
   double calls = 0;  // kernel calls of this kind in the test (0 for glue)
+  Bytes bytes;       // moved by this op's kernel calls in the test (glue: none)
   double total() const { return ime2 + other; }
 };
 
@@ -49,6 +63,7 @@ struct PhaseCount {
   double tokens = 0;                // tokens the phase processes (prefill: N; decode: 1)
   std::vector<OpInstructions> ops;  // in the forward's op order, glue last; zero ops left out
   double ime2 = 0, other = 0, vector = 0;
+  Bytes bytes;  // the test's, summed over its ops
   double total() const { return ime2 + other; }
   double per_token() const { return tokens > 0 ? total() / tokens : 0; }
 };
@@ -59,6 +74,7 @@ struct ModelCountResult {
   bool emulated = false;
   PhaseCount prefill, decode;
   double decode_weight_bytes = 0;  // bytes of weights one decode step streams (the runner's)
+  std::string kv_dtype;            // the KV cache's element type in the counted forward
   nlohmann::json runner_json;
   std::int64_t wall_ns = 0;
 };
@@ -72,7 +88,8 @@ ModelCountResult count_model(const CountTools& tools, const ModelCountCase& c);
 
 // The two phases as storable results (ops model_prefill "model=<id>,tokens=<N>" and model_decode
 // "model=<id>,depth=<D>", unit "token"; the per-op split in the process's runner_json under
-// "instruction_breakdown").
+// "instruction_breakdown", each op with its bytes per token, and the phase's bytes per token by
+// source under "bytes_per_token").
 std::vector<CountResult> model_count_results(const ModelCountResult& r);
 
 }  // namespace k3bench

@@ -12,6 +12,7 @@
 #include "k3k/rope.h"
 #include "k3k/seeded_random.h"
 #include "k3k/small_ops.h"
+#include "k3k/traffic.h"
 
 namespace k3runner::model {
 namespace {
@@ -212,7 +213,7 @@ const k3k::PackedActivations& Forward::quantize(const float* x, std::int64_t m, 
              .first;
   }
   k3k::PackedActivations& p = it->second;
-  timer_.time(Op::kQuantize, [&] {
+  timer_.time(Op::kQuantize, k3k::quantize_pack_traffic(p), [&] {
     if (m == 1)
       k3k::quantize_pack_decode(path_, x, p);
     else
@@ -226,7 +227,7 @@ void Forward::linear(Op op, const k3k::PackedActivations& a, const k3k::W4B64Pac
   k3k::LinearEpilogue ep;
   ep.residual = residual;
   const Tilings& t = tilings_.at(&w);
-  timer_.time(op, [&] {
+  timer_.time(op, k3k::linear_traffic(a, w, ep), [&] {
     if (a.m == 1) {
       k3k::LinearDecodeOptions options;  // the TCM pipeline where this matrix's gate said yes
       if (t.tcm.use_tcm) {
@@ -246,7 +247,7 @@ std::span<const float> Forward::prefill(std::span<const std::int32_t> tokens) {
     throw std::invalid_argument("Forward::prefill: " + std::to_string(n) + " tokens (1 to " +
                                 std::to_string(max_prompt_) + " supported)");
   }
-  timer_.time(Op::kEmbedding, [&] {
+  timer_.time(Op::kEmbedding, k3k::embedding_traffic(w_.embedding, n), [&] {
     k3k::embedding_lookup_w4b64(path_, w_.embedding, tokens.data(), n, x_.data(), pool_);
   });
   return forward(n);
@@ -262,7 +263,7 @@ std::span<const float> Forward::prefill_in_batches(std::span<const std::int32_t>
 
 std::span<const float> Forward::decode(std::int32_t token) {
   one_token_[0] = token;
-  timer_.time(Op::kEmbedding, [&] {
+  timer_.time(Op::kEmbedding, k3k::embedding_traffic(w_.embedding, 1), [&] {
     k3k::embedding_lookup_w4b64(path_, w_.embedding, one_token_.data(), 1, x_.data(), pool_);
   });
   return forward(1);
@@ -287,7 +288,7 @@ std::span<const float> Forward::forward(std::int64_t tokens) {
 
 void Forward::final_logits(std::int64_t tokens) {
   const std::int64_t hd = c_.hidden;
-  timer_.time(Op::kNorm, [&] {
+  timer_.time(Op::kNorm, k3k::rowwise_traffic(hd, 1, hd), [&] {
     k3k::rmsnorm(path_, std::span(x_.data() + (tokens - 1) * hd, static_cast<std::size_t>(hd)),
                  w_.final_norm.span(), last_.span(), 1, c_.hidden, static_cast<float>(c_.rms_eps),
                  pool_);
@@ -296,13 +297,10 @@ void Forward::final_logits(std::int64_t tokens) {
 }
 
 std::int32_t Forward::argmax() {
-  std::int32_t best = 0;
-  timer_.time(Op::kSample, [&] {
-    const float* l = logits_.data();
-    for (std::int32_t i = 1; i < c_.vocab; ++i)
-      if (l[i] > l[best]) best = i;
-  });
-  return best;
+  std::int64_t best = 0;
+  timer_.time(Op::kSample, k3k::argmax_traffic(c_.vocab),
+              [&] { best = k3k::argmax(path_, logits_.span()); });
+  return static_cast<std::int32_t>(best);
 }
 
 const char* op_name(Op op) {

@@ -8,6 +8,14 @@
 
 namespace k3runner::model {
 
+nlohmann::json traffic_json(const k3k::Traffic& t, double per) {
+  const auto d = [per](std::int64_t bytes) { return static_cast<double>(bytes) / per; };
+  return {{"weights", d(t.weights)},     {"metadata", d(t.metadata)},
+          {"kv_read", d(t.kv_read)},     {"kv_write", d(t.kv_write)},
+          {"state", d(t.state)},         {"activations", d(t.activations)},
+          {"streamed", d(t.streamed())}, {"total", d(t.total())}};
+}
+
 nlohmann::json breakdown_json(const OpTimer& timer, double wall_s, std::int64_t calls) {
   std::vector<Op> ops;
   for (int i = 0; i < static_cast<int>(Op::kCount); ++i)
@@ -16,11 +24,14 @@ nlohmann::json breakdown_json(const OpTimer& timer, double wall_s, std::int64_t 
             [&](Op a, Op b) { return timer.seconds(a) > timer.seconds(b); });
   const double n = static_cast<double>(std::max<std::int64_t>(calls, 1));
   nlohmann::json rows = nlohmann::json::array();
+  k3k::Traffic bytes;
   for (const Op op : ops) {
     rows.push_back({{"op", op_name(op)},
                     {"seconds_per_call", timer.seconds(op) / n},
                     {"kernel_calls_per_call", static_cast<double>(timer.calls(op)) / n},
-                    {"share", wall_s > 0 ? timer.seconds(op) / wall_s : 0.0}});
+                    {"share", wall_s > 0 ? timer.seconds(op) / wall_s : 0.0},
+                    {"bytes_per_call", traffic_json(timer.bytes(op), n)}});
+    bytes += timer.bytes(op);
   }
   const double sum = timer.total();
   double kernel_calls = 0;
@@ -37,6 +48,7 @@ nlohmann::json breakdown_json(const OpTimer& timer, double wall_s, std::int64_t 
   const double glue_per_call = kernel_calls > 0 ? rest_s / kernel_calls : 0.0;
   const bool ok = rest >= -0.001 && (rest <= 0.02 || glue_per_call <= kGluePerCall);
   return {{"ops", rows},
+          {"bytes_per_call", traffic_json(bytes, n)},
           {"wall_s_per_call", wall_s / n},
           {"ops_sum_s_per_call", sum / n},
           {"unattributed_share", rest},

@@ -14,10 +14,15 @@
 namespace k3runner::model {
 
 // The per-op share of `wall_s` (the timed calls' wall time, `calls` of them): ops in descending
-// time, each with seconds per call, calls per call and share; the ops' sum against the wall time
-// ("sum_check": ok when the unattributed rest -- the glue between kernel calls -- is within 2% of
-// the wall time or within 1 us per kernel call; never when the ops exceed the wall time).
+// time, each with seconds per call, calls per call, share and the bytes it moved per call by source
+// (k3k/traffic.h); the ops' sum against the wall time ("sum_check": ok when the unattributed rest
+// -- the glue between kernel calls -- is within 2% of the wall time or within 1 us per kernel
+// call; never when the ops exceed the wall time) and the bytes of all ops per call.
 nlohmann::json breakdown_json(const OpTimer& timer, double wall_s, std::int64_t calls);
+
+// {"weights", "metadata", "kv_read", "kv_write", "state", "activations", "streamed", "total"}:
+// bytes, each divided by `per` (calls or tokens).
+nlohmann::json traffic_json(const k3k::Traffic& t, double per = 1.0);
 
 // FNV-1a 64 over the logits' bytes, chained over calls.
 class LogitsChecksum {

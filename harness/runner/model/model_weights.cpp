@@ -3,9 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#if defined(K3_HAVE_IME2)
-#include "k3k/ime2.h"
-#endif
+#include "k3k/linear.h"
 
 namespace k3runner::model {
 namespace {
@@ -55,10 +53,9 @@ k3k::W4B64Packed synthetic_matrix(std::int64_t n, std::int64_t k, std::uint64_t 
   p.n = n;
   p.k = k;
   const std::int64_t nb = k / k3k::kW4BlockK, tiles = p.row_tiles();
-  const std::int64_t tile_codes = nb * 32 * k3k::kW4RowTile, tile_floats = nb * k3k::kW4RowTile;
+  const std::int64_t tile_codes = nb * 32 * k3k::kW4RowTile, tile_pairs = 2 * nb * k3k::kW4RowTile;
   p.codes = k3k::AlignedBuffer<std::uint8_t>(static_cast<std::size_t>(tiles * tile_codes));
-  p.scale = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * tile_floats));
-  p.beta = k3k::AlignedBuffer<float>(static_cast<std::size_t>(tiles * tile_floats));
+  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>(static_cast<std::size_t>(tiles * tile_pairs));
   pool.parallel_for(tiles, [&](std::int64_t t, int) {
     const std::int64_t rows = std::min<std::int64_t>(k3k::kW4RowTile, n - t * k3k::kW4RowTile);
     std::vector<float> w(static_cast<std::size_t>(rows * k));
@@ -67,11 +64,27 @@ k3k::W4B64Packed synthetic_matrix(std::int64_t n, std::int64_t k, std::uint64_t 
     const k3k::W4B64Packed tile =
         k3k::pack_w4b64_generic(k3k::quantize_w4b64_hqq(w, rows, k, hqq_iterations));
     std::memcpy(p.codes.data() + t * tile_codes, tile.codes.data(), tile.codes.size_bytes());
-    std::memcpy(p.scale.data() + t * tile_floats, tile.scale.data(), tile.scale.size_bytes());
-    std::memcpy(p.beta.data() + t * tile_floats, tile.beta.data(), tile.beta.size_bytes());
+    std::memcpy(p.pairs.data() + t * tile_pairs, tile.pairs.data(), tile.pairs.size_bytes());
   });
   return p;
 }
+
+namespace {
+
+// codes 8 (q - 8 = 0) and pairs 0: a zero matrix in kRowTile32.
+k3k::W4B64Packed zero_matrix(std::int64_t n, std::int64_t k) {
+  k3k::W4B64Packed p;
+  p.n = n;
+  p.k = k;
+  const auto tiles = static_cast<std::size_t>(p.row_tiles());
+  p.codes = k3k::AlignedBuffer<std::uint8_t>::for_overwrite(
+      tiles * static_cast<std::size_t>(p.tile_code_bytes()));
+  std::memset(p.codes.data(), 0x88, p.codes.size_bytes());
+  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>(2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
+  return p;
+}
+
+}  // namespace
 
 std::int64_t ModelWeights::bytes() const {
   std::int64_t b =
@@ -87,6 +100,47 @@ std::int64_t ModelWeights::bytes() const {
   return b;
 }
 
+namespace {
+
+// The matrices and vectors of a layer, in the order for_each_buffer and describe walk them.
+template <typename Layer, typename Matrix, typename Vector>
+void walk_layer(Layer& l, Matrix&& matrix, Vector&& vector) {
+  for (auto* m : {&l.attn.q, &l.attn.k, &l.attn.v, &l.attn.o, &l.gdn.qkv, &l.gdn.z, &l.gdn.a,
+                  &l.gdn.b, &l.gdn.out, &l.gate, &l.up, &l.down})
+    matrix(*m);
+  for (auto* v : {&l.input_norm, &l.post_norm, &l.attn.q_norm, &l.attn.k_norm, &l.gdn.conv,
+                  &l.gdn.a_log, &l.gdn.dt_bias, &l.gdn.norm})
+    vector(*v);
+}
+
+}  // namespace
+
+void ModelWeights::for_each_buffer(const std::function<void(void*, std::size_t)>& fn) {
+  auto matrix = [&](k3k::W4B64Packed& m) {
+    fn(m.codes.data(), m.codes.size_bytes());
+    fn(m.pairs.data(), m.pairs.size_bytes());
+  };
+  auto vector = [&](k3k::AlignedBuffer<float>& v) { fn(v.data(), v.size_bytes()); };
+  matrix(embedding);
+  matrix(lm_head);
+  vector(final_norm);
+  for (auto& l : layers) walk_layer(l, matrix, vector);
+}
+
+std::string ModelWeights::describe() const {
+  std::string s;
+  auto matrix = [&](const k3k::W4B64Packed& m) {
+    s += std::to_string(m.n) + "x" + std::to_string(m.k) + ":" + k3k::to_string(m.layout) + ":" +
+         std::to_string(m.row_tile) + ";";
+  };
+  auto vector = [&](const k3k::AlignedBuffer<float>& v) { s += std::to_string(v.size()) + ";"; };
+  matrix(embedding);
+  matrix(lm_head);
+  vector(final_norm);
+  for (const auto& l : layers) walk_layer(l, matrix, vector);
+  return s;
+}
+
 std::int64_t ModelWeights::decode_bytes_per_token() const {
   const std::int64_t lookup =
       lm_head.n > 0 ? embedding.bytes() : 0;  // untied: the table is only looked up
@@ -96,19 +150,22 @@ std::int64_t ModelWeights::decode_bytes_per_token() const {
 ModelWeights make_synthetic_weights(const k3model::ModelConfig& c, const WeightOptions& o,
                                     k3k::KernelPath path, k3k::WorkerPool& pool) {
   constexpr double kStd = 0.02;  // HF's initializer_range for Qwen3 / Qwen3.5
+  auto generate = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
+    return o.zero ? zero_matrix(n, k) : synthetic_matrix(n, k, seed, kStd, o.hqq_iterations, pool);
+  };
+  // Packed as an engine packs them at load time (k3k::pack_w4b64_for, the layer's default rows).
   auto matrix = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
-    k3k::W4B64Packed m = synthetic_matrix(n, k, seed, kStd, o.hqq_iterations, pool);
-#if defined(K3_HAVE_IME2)
-    if (path == k3k::KernelPath::kIme2) m = k3k::ime2::pack_w4b64(m);
-#else
-    (void)path;
-#endif
-    return m;
+    return k3k::pack_w4b64_for(path, generate(n, k, seed));
   };
   ModelWeights w;
   const std::int64_t h = c.hidden;
-  w.embedding = synthetic_matrix(c.vocab, h, mix(o.seed, 1u << 20), kStd, o.hqq_iterations, pool);
-  if (!c.tied_embeddings) w.lm_head = matrix(c.vocab, h, mix(o.seed, 2u << 20));
+  // A tied embedding is the lm_head: packed for the path too (the lookup reads that layout); an
+  // untied one is only looked up and stays kRowTile32.
+  w.embedding = generate(c.vocab, h, mix(o.seed, 1u << 20));
+  if (c.tied_embeddings)
+    w.embedding = k3k::pack_w4b64_for(path, std::move(w.embedding));
+  else
+    w.lm_head = matrix(c.vocab, h, mix(o.seed, 2u << 20));
   w.final_norm = vector_of(h, mix(o.seed, 3u << 20), 1.0, 0.1);
   w.layers.resize(static_cast<std::size_t>(c.layers));
   for (int i = 0; i < c.layers; ++i) {

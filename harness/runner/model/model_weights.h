@@ -1,11 +1,14 @@
-// A model's weights as the forward pass reads them: every projection in W4B64 (kRowTile32, or the
-// IME2 layout on the ime2 path), norms and the small per-head vectors in fp32. Synthetic and
+// A model's weights as the forward pass reads them: every projection in W4B64 packed for the path's
+// layer (k3k::pack_w4b64_for: kRowTile32 on generic, kSignedRows on rvv, kIme2 on ime2; a tied
+// embedding too, the lookup reads it), norms and the small per-head vectors in fp32. Synthetic and
 // seeded: each 32-row tile of a matrix is generated, HQQ-quantised and packed straight into the
 // matrix's buffer (never the whole float matrix: Qwen3-1.7B's fp32 embedding alone is 1.24 GB),
 // tiles in parallel, each from its own seed, so the bits do not depend on the worker count.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "k3k/aligned_buffer.h"
@@ -37,7 +40,7 @@ struct LayerWeights {
 };
 
 struct ModelWeights {
-  k3k::W4B64Packed embedding;  // [vocab][hidden], kRowTile32: token lookup and the tied lm_head
+  k3k::W4B64Packed embedding;  // [vocab][hidden]: token lookup and the tied lm_head
   k3k::W4B64Packed lm_head;    // untied models only (n == 0 when tied)
   k3k::AlignedBuffer<float> final_norm;
   std::vector<LayerWeights> layers;
@@ -47,16 +50,22 @@ struct ModelWeights {
   // the norms (the embedding row it looks up is noise).
   std::int64_t bytes() const;
   std::int64_t decode_bytes_per_token() const;
+  // Every buffer (each matrix's codes and pairs, each vector), in one fixed order; with
+  // describe(), what the weights cache keys a file by (shapes, layouts, rows per tile).
+  void for_each_buffer(const std::function<void(void* data, std::size_t bytes)>& fn);
+  std::string describe() const;
 };
 
 struct WeightOptions {
   std::uint64_t seed = 1;
   int hqq_iterations = 0;  // 0: HQQ's initial min/max scale and zero (the weights' values do not
                            // change any timing; refining zeros costs ~10x the generation time)
+  // Every matrix all zero (codes 8, pairs 0) instead of generated: the shapes, layouts and bytes
+  // of the real thing in no time, for what does not depend on the values (traffic accounting).
+  bool zero = false;
 };
 
-// Generates the weights; on the ime2 path the projections are repacked into the IME2 layout (the
-// embedding stays kRowTile32: the lookup reads that layout).
+// Generates the weights, packed for `path` (an untied embedding stays kRowTile32).
 ModelWeights make_synthetic_weights(const k3model::ModelConfig& config,
                                     const WeightOptions& options, k3k::KernelPath path,
                                     k3k::WorkerPool& pool);

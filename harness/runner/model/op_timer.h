@@ -1,11 +1,16 @@
 // Where a forward pass's time goes: steady_clock around every kernel call, summed per op kind, in
 // the same run as the total it is compared with (the sum must account for the total; the rest is
-// the glue between calls). Two clock reads per call (~50 ns) against calls of microseconds.
+// the glue between calls). Two clock reads per call (~50 ns) against calls of microseconds. Each
+// call also brings the bytes it moves by source (k3k/traffic.h, the kernels' own accounting),
+// summed per op kind the same way.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <utility>
+
+#include "k3k/traffic.h"
 
 namespace k3runner::model {
 
@@ -51,6 +56,11 @@ class OpTimer {
  public:
   using Clock = std::chrono::steady_clock;
   template <typename Fn>
+  void time(Op op, const k3k::Traffic& bytes, Fn&& fn) {
+    bytes_[static_cast<int>(op)] += bytes;
+    time(op, std::forward<Fn>(fn));
+  }
+  template <typename Fn>
   void time(Op op, Fn&& fn) {
     const auto t0 = Clock::now();
     if (marks_ != nullptr) count_mark_op(*marks_, op, true);
@@ -84,13 +94,21 @@ class OpTimer {
     for (std::size_t i = 0; i < seconds_.size(); ++i) {
       seconds_[i] += other.seconds_[i];
       calls_[i] += other.calls_[i];
+      bytes_[i] += other.bytes_[i];
     }
   }
   void clear() {
     seconds_.fill(0.0);
     calls_.fill(0);
+    bytes_.fill({});
   }
   double seconds(Op op) const { return seconds_[static_cast<int>(op)]; }
+  const k3k::Traffic& bytes(Op op) const { return bytes_[static_cast<int>(op)]; }
+  k3k::Traffic total_bytes() const {
+    k3k::Traffic t;
+    for (const auto& b : bytes_) t += b;
+    return t;
+  }
   std::int64_t calls(Op op) const { return calls_[static_cast<int>(op)]; }
   double total() const {
     double s = 0;
@@ -101,6 +119,7 @@ class OpTimer {
  private:
   std::array<double, static_cast<int>(Op::kCount)> seconds_{};
   std::array<std::int64_t, static_cast<int>(Op::kCount)> calls_{};
+  std::array<k3k::Traffic, static_cast<int>(Op::kCount)> bytes_{};
   int layer_ = -1;
   TraceRecorder* trace_ = nullptr;
   CountMarks* marks_ = nullptr;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "k3k/linear.h"
 #include "k3k/rope.h"
 
 namespace k3runner::model {
@@ -256,9 +257,11 @@ class Model {
 
 }  // namespace
 
-std::vector<double> dequantize(const k3k::W4B64Packed& w) {
-  if (w.layout != k3k::W4B64Layout::kRowTile32)
-    throw std::invalid_argument("reference_forward: weights must be kRowTile32");
+std::vector<double> dequantize(const k3k::W4B64Packed& packed) {
+  // Weights packed for a layer are read through their kRowTile32 form (the packing's inverse).
+  k3k::W4B64Packed unpacked;
+  if (packed.layout != k3k::W4B64Layout::kRowTile32) unpacked = k3k::rowtile32_of(packed);
+  const k3k::W4B64Packed& w = packed.layout == k3k::W4B64Layout::kRowTile32 ? packed : unpacked;
   const std::int64_t nb = w.blocks_per_row();
   std::vector<double> out(static_cast<std::size_t>(w.n * w.k));
   for (std::int64_t t = 0; t < w.row_tiles(); ++t) {
@@ -267,8 +270,8 @@ std::vector<double> dequantize(const k3k::W4B64Packed& w) {
       for (int r = 0; r < k3k::kW4RowTile; ++r) {
         const std::int64_t row = t * k3k::kW4RowTile + r;
         if (row >= w.n) break;
-        const double s = w.scale[static_cast<std::size_t>((t * nb + b) * k3k::kW4RowTile + r)];
-        const double beta = w.beta[static_cast<std::size_t>((t * nb + b) * k3k::kW4RowTile + r)];
+        const double s = w.scale_at((t * nb + b) * k3k::kW4RowTile + r);
+        const double beta = w.beta_at((t * nb + b) * k3k::kW4RowTile + r);
         for (int j = 0; j < 32; ++j) {
           const std::uint8_t byte = codes[j * k3k::kW4RowTile + r];
           out[static_cast<std::size_t>(row * w.k + b * 64 + j)] = s * ((byte & 0xF) - 8) + beta;

@@ -20,14 +20,14 @@ struct ReferenceOptions {
 };
 
 // Logits of the last prompt token, then of each decode token (fed in order after the prompt).
-// The weights must be in the kRowTile32 layout.
+// The weights may be packed for any layer compiled in (read through k3k::rowtile32_of).
 std::vector<std::vector<double>> reference_logits(const k3model::ModelConfig& config,
                                                   const ModelWeights& weights,
                                                   std::span<const std::int32_t> prompt,
                                                   std::span<const std::int32_t> decode_tokens,
                                                   const ReferenceOptions& options);
 
-// Float64 dequantisation of a kRowTile32 matrix: [n][k] row-major.
+// Float64 dequantisation of a packed matrix (any layout a compiled layer packs): [n][k] row-major.
 std::vector<double> dequantize(const k3k::W4B64Packed& w);
 
 }  // namespace k3runner::model

@@ -69,12 +69,10 @@ class AttentionCase final : public OpCase {
 
   Traffic traffic() const override {
     // KV bytes read once per KV head group (GQA shares them), Q read and the output written.
-    const std::int64_t elem = config_.dtype == k3k::KvDtype::f16 ? 2 : 4;
-    const std::int64_t ctx = past_ + seq_;
-    const std::int64_t kv = 2 * ctx * config_.n_kv_heads * config_.head_dim * elem;
     // Causal pairs (query i sees past + i + 1 keys); QK and PV each a multiply-add per element.
     const std::int64_t pairs = seq_ * past_ + seq_ * (seq_ + 1) / 2;
-    return {kv, 2 * std::int64_t(q_.size()) * 4, 4 * pairs * q_heads_ * config_.head_dim};
+    return Traffic::of(k3k::attention_traffic(cache_, seq_, q_heads_),
+                       4 * pairs * q_heads_ * config_.head_dim);
   }
 
   Accuracy check(bool) override {

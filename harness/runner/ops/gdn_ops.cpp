@@ -89,15 +89,12 @@ class GdnCase final : public OpCase {
   }
 
   Traffic traffic() const override {
-    const std::int64_t s = dims_.state_floats() * 4;
-    const std::int64_t chunks = decode_ ? 1 : (tokens_ + ptiling_.chunk - 1) / ptiling_.chunk;
     const std::int64_t c = decode_ ? 1 : ptiling_.chunk;
-    const std::int64_t io =
-        tokens_ * (2 * dims_.k_heads * dims_.k_dim + 2 * dims_.v_heads * dims_.v_dim) * 4;
     const std::int64_t per_token =
         std::int64_t(dims_.v_heads) *
         (3 * std::int64_t(dims_.k_dim) * dims_.v_dim + c * (dims_.k_dim + dims_.v_dim));
-    return {0, 3 * s * chunks + io, 2 * per_token * tokens_};
+    return Traffic::of(k3k::gdn_traffic(dims_, decode_ ? 1 : tokens_, ptiling_.chunk),
+                       2 * per_token * tokens_);
   }
 
   Accuracy check(bool) override {
@@ -214,8 +211,12 @@ class GdnRowsCase final : public OpCase {
 
   Traffic traffic() const override {
     const std::int64_t n = rows_ * dim_;
-    return {0, (op_ == "l2norm" ? 2 : 3) * n * 4,
-            (op_ == "causal_conv1d" ? 2 * kernel_ + 4 : 6) * n};
+    const k3k::Traffic bytes = op_ == "causal_conv1d" ? k3k::conv_traffic(rows_, dim_, kernel_)
+                               : op_ == "l2norm"      ? k3k::rowwise_traffic(n, 1)
+                               : op_ == "gdn_gates"
+                                   ? k3k::rowwise_traffic(2 * n, 2, 2 * dim_)
+                                   : k3k::rowwise_traffic(n, 2, op_ == "gated_rmsnorm" ? dim_ : 0);
+    return Traffic::of(bytes, (op_ == "causal_conv1d" ? 2 * kernel_ + 4 : 6) * n);
   }
 
   Accuracy check(bool) override {

@@ -76,9 +76,8 @@ class KvAppendCase final : public OpCase {
   }
 
   Traffic traffic() const override {
-    const std::int64_t elem = config_.dtype == k3k::KvDtype::f16 ? 2 : 4;
-    const std::int64_t n = tokens_ * config_.n_kv_heads * config_.head_dim;
-    return {0, 2 * n * 4 + 2 * n * elem, 3 * tokens_ * config_.n_kv_heads * config_.rope.rotary_dim};
+    return Traffic::of(k3k::kv_append_traffic(cache_, tokens_),
+                       3 * tokens_ * config_.n_kv_heads * config_.rope.rotary_dim);
   }
 
   // Stored K vs float64 RoPE of the same input (bound from the reference); stored V bit-exact

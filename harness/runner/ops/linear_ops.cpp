@@ -136,12 +136,11 @@ class LinearCase final : public OpCase {
     }
   }
 
+  // The timed call: the activation quantisation, then the Linear over one weight copy.
   Traffic traffic() const override {
-    Traffic t;
-    t.weight_bytes = weights_.front().bytes();
-    t.activation_bytes = (m_ * k_ + k3k::output_elements(ep_.layout, m_, n_)) * 4;
-    t.ops = 2 * m_ * n_ * k_;
-    return t;
+    k3k::Traffic bytes = k3k::quantize_pack_traffic(act_);
+    bytes += k3k::linear_traffic(act_, weights_.front(), ep_);
+    return Traffic::of(bytes, 2 * m_ * n_ * k_);
   }
 
   Accuracy check(bool full) override {
@@ -410,8 +409,7 @@ class LinearCase final : public OpCase {
     p.layout = src.layout;
     p.row_tile = src.row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
-    p.scale = k3k::AlignedBuffer<float>::copy_of(src.scale.span());
-    p.beta = k3k::AlignedBuffer<float>::copy_of(src.beta.span());
+    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::copy_of(src.pairs.span());
     return p;
   }
 

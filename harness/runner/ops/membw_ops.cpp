@@ -51,7 +51,11 @@ class MembwCase final : public OpCase {
 
   Traffic traffic() const override {
     const std::int64_t streams = mode_ == "read" ? 1 : mode_ == "copy" ? 2 : 3;
-    return {0, streams * count_ * 4, mode_ == "read" ? count_ : mode_ == "triad" ? 2 * count_ : 0};
+    return {0, streams * count_ * 4,
+            mode_ == "read"    ? count_
+            : mode_ == "triad" ? 2 * count_
+                               : 0,
+            std::nullopt};
   }
 
   // read: each chunk's float sum vs float64 (8 lanes of ~n/8 sequential adds: gamma_{n/8+8} bound);

@@ -21,6 +21,7 @@
 #include "harness/runner/model/model_tuning.h"
 #include "harness/runner/model/model_weights.h"
 #include "harness/runner/ops/op_lists.h"
+#include "harness/runner/weight_cache.h"
 
 namespace k3runner {
 namespace {
@@ -96,7 +97,7 @@ class ModelCase final : public OpCase {
     if (const k3k::TuningTable* table = k3k::active_tuning_table())
       tuned_linears_ = model::apply_table_to_linears(*table, config_, in.path, pp_, params_);
     const auto t0 = Clock::now();
-    weights_ = model::make_synthetic_weights(
+    weights_ = cached_model_weights(
         config_, {static_cast<std::uint64_t>(in.params.integer("weight_seed")), 0}, in.path, pool_);
     weights_s_ = std::chrono::duration<double>(Clock::now() - t0).count();
     // The depth is prefilled in batches of at most max(pp, 512) tokens (the activation buffers
@@ -135,12 +136,22 @@ class ModelCase final : public OpCase {
     ++calls_;
   }
 
+  // Before the timed calls: decode streams every weight once per token, a prefill once per call
+  // (M4 tiles reuse B). After them: the bytes the forward's kernel calls accounted (k3k/traffic.h),
+  // per timed call.
   Traffic traffic() const override {
-    const std::int64_t per_token_ops = 2 * (config_.body_params() + config_.embedding_params());
-    // Decode streams every weight once per token; a prefill once per call (M4 tiles reuse B).
-    const std::int64_t weight_passes = (decode_ ? 0 : 1) + tg_;
-    return {weights_.decode_bytes_per_token() * weight_passes, fwd_->state_bytes(),
-            per_token_ops * tokens_per_call()};
+    const std::int64_t ops =
+        2 * (config_.body_params() + config_.embedding_params()) * tokens_per_call();
+    if (calls_ == 0) {
+      const std::int64_t weight_passes = (decode_ ? 0 : 1) + tg_;
+      return {weights_.decode_bytes_per_token() * weight_passes, fwd_->state_bytes(), ops, {}};
+    }
+    const k3k::Traffic sum = fwd_->timer().total_bytes();
+    k3k::Traffic per_call;
+    const auto per = [this](std::int64_t b) { return b / calls_; };
+    per_call = {per(sum.weights),  per(sum.metadata), per(sum.kv_read),
+                per(sum.kv_write), per(sum.state),    per(sum.activations)};
+    return Traffic::of(per_call, ops);
   }
   std::int64_t tokens_per_call() const { return decode_ ? tg_ : pp_ + tg_; }
 
@@ -190,7 +201,11 @@ class ModelCase final : public OpCase {
                         {"peak_rss_bytes", static_cast<std::int64_t>(ru.ru_maxrss) * 1024},
                         {"logits_checksum", last_logits_checksum()}};
     if (!tuned_linears_.is_null()) j["tuned_linears"] = tuned_linears_;
-    if (calls_ > 0) j["breakdown"] = model::breakdown_json(fwd_->timer(), wall_s_, calls_);
+    if (calls_ > 0) {
+      j["breakdown"] = model::breakdown_json(fwd_->timer(), wall_s_, calls_);
+      j["bytes_per_token"] = model::traffic_json(fwd_->timer().total_bytes(),
+                                                 static_cast<double>(calls_ * tokens_per_call()));
+    }
     if (generate_ && calls_ > 0) {
       j["prefill_s_per_call"] = prefill_s_ / double(calls_);
       j["generate_s_per_call"] = (wall_s_ - prefill_s_) / double(calls_);

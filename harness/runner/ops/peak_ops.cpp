@@ -132,7 +132,7 @@ class PeakCase final : public OpCase {
   }
 
   Traffic traffic() const override {
-    return {0, 0, 2 * steps_ * kChains * lanes_ * pool_.size()};
+    return {0, 0, 2 * steps_ * kChains * lanes_ * pool_.size(), std::nullopt};
   }
 
   // Every lane of every chain against the same recurrence in float64 (f32) or exact integers

@@ -33,7 +33,7 @@ class QuantizeCase final : public OpCase {
   }
 
   Traffic traffic() const override {
-    return {0, m_ * k_ * 4 + m_ * k_ + m_ * (k_ / 64) * 4 + m_ * 4, 3 * m_ * k_};
+    return Traffic::of(k3k::quantize_pack_traffic(act_), 3 * m_ * k_);
   }
 
   // Codes must equal round-half-even(a / sa) computed in float64, except where that quotient lies

@@ -38,8 +38,9 @@ class ElementwiseCase final : public OpCase {
 
   Traffic traffic() const override {
     const std::int64_t n = rows_ * dim_;
-    const std::int64_t reads = op_ == "rmsnorm" ? n + dim_ : 2 * n;
-    return {0, (reads + n) * 4, op_ == "rmsnorm" ? 4 * n : op_ == "swiglu" ? 5 * n : n};
+    const k3k::Traffic bytes =
+        op_ == "rmsnorm" ? k3k::rowwise_traffic(n, 1, dim_) : k3k::rowwise_traffic(n, 2);
+    return Traffic::of(bytes, op_ == "rmsnorm" ? 4 * n : op_ == "swiglu" ? 5 * n : n);
   }
 
   Accuracy check(bool) override {
@@ -102,7 +103,9 @@ class EmbeddingCase final : public OpCase {
   void run_once() override {
     k3k::embedding_lookup_w4b64(path_, table_, ids_.data(), tokens_, out_.data(), pool_);
   }
-  Traffic traffic() const override { return {tokens_ * (dim_ / 2 + dim_ / 64 * 8), tokens_ * dim_ * 4, 2 * tokens_ * dim_}; }
+  Traffic traffic() const override {
+    return Traffic::of(k3k::embedding_traffic(table_, tokens_), 2 * tokens_ * dim_);
+  }
   Accuracy check(bool) override {
     run_once();
     const auto ref = k3k::reference::embedding_lookup(storage_, ids_.data(), tokens_);

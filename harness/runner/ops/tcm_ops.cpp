@@ -81,7 +81,7 @@ class TcmBwCase final : public OpCase {
     });
   }
 
-  Traffic traffic() const override { return {0, bytes_ * workers_, 0}; }
+  Traffic traffic() const override { return {0, bytes_ * workers_, 0, std::nullopt}; }
 
   // copy_in: the block holds exactly the bytes copied; read/dram_read: the XOR fold matches a
   // scalar fold of the same bytes. Exact comparisons (bound 0).

@@ -57,4 +57,22 @@ inline fp16_t fp32_to_fp16(float f) {
   return static_cast<fp16_t>(sign | half);
 }
 
+// A finite half times 2^-112, as a float, by integer operations only: the half sign-extended to 32
+// bits and shifted left by 13 puts its exponent and mantissa in the float's bits 27..13 and its
+// sign in bits 31..28; clearing bits 30..28 leaves a float whose exponent field is the half's
+// (2^(e-15) becomes 2^(e-127)). Exact for every finite half: normal halves become normal floats,
+// subnormal ones float subnormals (m 2^-24 becomes m 2^-136), zero stays zero; inf and NaN do not
+// (the packed W4B64 pairs, which these convert, are finite by construction). Vector kernels do the
+// same with one widening multiply by 2^13 and one and.
+inline constexpr std::int32_t kFp16ScaledShift = 8192;  // 2^13
+inline constexpr std::uint32_t kFp16ScaledMask = 0x8FFFFFFFu;
+inline float fp16_scaled_2m112(fp16_t h) {
+  const auto widened = static_cast<std::int32_t>(static_cast<std::int16_t>(h)) * kFp16ScaledShift;
+  return std::bit_cast<float>(static_cast<std::uint32_t>(widened) & kFp16ScaledMask);
+}
+// The finite half's value (the scaled one times 2^112, exact), branch-free.
+inline float fp16_finite_to_fp32(fp16_t h) {
+  return fp16_scaled_2m112(h) * 0x1p112f;
+}
+
 }  // namespace k3k

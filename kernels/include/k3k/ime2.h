@@ -74,9 +74,11 @@ struct SelftestCase {
 std::vector<SelftestCase> selftest();
 
 // Repacks weights from the kRowTile32 layout into the IME2 operand order (layout kIme2): same
-// sizes, same scale/beta arrays, each 1024-byte (row tile, block) unit permuted. Throws
+// sizes, same pairs, each 1024-byte (row tile, block) unit permuted. Throws
 // std::invalid_argument if `w` is not kRowTile32. Portable (no vector code).
 W4B64Packed pack_w4b64(const W4B64Packed& w);
+// The inverse: kIme2 -> kRowTile32 (throws std::invalid_argument for another layout).
+W4B64Packed unpack_w4b64(const W4B64Packed& w);
 
 // Block scales the `.hp` decode (Accumulation::kFp16BlockScale, k3k/linear.h) accepts: 0 or a
 // magnitude in [kHpScaleMin, kHpScaleMax] (fp16-normal, no overflow).

@@ -90,6 +90,10 @@ struct LinearDecodeOptions {
 // read best on this CPU (generic: unchanged; rvv: kSignedRows with `rows` rows per tile, 0 = the
 // default for the running VLEN; ime2: kIme2, rows 0 or 32). The layout is recorded in the result.
 W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows = 0);
+// The kRowTile32 form of weights in any layout a layer compiled into this binary packs (the
+// inverse of pack_w4b64_for; a copy for kRowTile32), for references and dumps. Throws
+// std::invalid_argument when no compiled layer packs w's layout.
+W4B64Packed rowtile32_of(const W4B64Packed& w);
 // The rows per tile pack_w4b64_for(path, w, 0) chooses here for an n x k weight. With
 // tcm_block_bytes > 0 (the decode TCM pipeline will stage tiles in blocks of that size) the tiles
 // are kept small enough for two to fit in a block; pack_w4b64_for(path, w, 0) assumes no TCM.

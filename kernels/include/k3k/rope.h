@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "k3k/aligned_buffer.h"
 #include "k3k/worker_pool.h"
@@ -53,7 +54,7 @@ class RopeTable {
   const float* sin_at(std::int64_t pos) const { return sin_.data() + (pos - first_pos_) * half_; }
 
  private:
-  void fill(const RopeConfig& rope, std::int64_t begin, std::int64_t end);
+  void fill(const std::vector<double>& inv_freq, std::int64_t begin, std::int64_t end);
   int half_ = 0;
   std::int64_t first_pos_ = 0;
   std::int64_t count_ = 0;

@@ -31,4 +31,10 @@ void swiglu(KernelPath path, std::span<const float> gate, std::span<const float>
 void residual_add(KernelPath path, std::span<const float> a, std::span<const float> b,
                   std::span<float> out, std::int64_t rows, std::int64_t dim, WorkerPool& pool);
 
+// The greedy choice over logits: the first index of the largest value that is not NaN (0 when
+// every value is NaN); the same index on every layer. One pass on the calling thread (a decode
+// step's 150k logits are a few microseconds of streaming). Throws std::invalid_argument when x
+// is empty.
+std::int64_t argmax(KernelPath path, std::span<const float> x);
+
 }  // namespace k3k
