@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
 #include "farm_test_support.h"
+#include "harness/host/store/database.h"
 
 namespace {
 
@@ -51,18 +51,9 @@ class FarmSweep : public ::testing::Test {
                                   "n=64,k=128",
                                   "--grid",
                                   "workers=1,2",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "-R",
-                                  "2",
-                                  "--min-time",
-                                  "0.002",
                                   "--cells-per-probe",
                                   "2"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return k3tune(db, args);
+    return k3tune(db, with_args(with_args(args, quick_measure("0.002")), extra));
   }
   static std::int64_t count(const std::string& db, const std::string& sql) {
     return k3store::open_database(db, k3store::OpenMode::kReadOnly)->scalar_int(sql);
