@@ -160,19 +160,10 @@ TEST(FarmState, ControllersSharingADatabaseShareOneQueue) {
                                   "--board",
                                   board,
                                   "--shared-queue",
-                                  "--op",
-                                  "linear_decode",
-                                  "--shape",
-                                  "n=96,k=256",
-                                  "--shape",
-                                  "n=128,k=256",
-                                  "--shape",
-                                  "n=64,k=128",
-                                  "--grid",
-                                  "workers=1,2",
                                   "--cells-per-probe",
                                   "1"};
-    return run(with_args(with_args(argv, quick_measure("0.02")), extra));
+    argv = with_args(with_args(argv, six_decode_cells()), quick_measure("0.02"));
+    return run(with_args(argv, extra));
   };
   const auto bad = job("l1", {"--shard", "1/2"});
   EXPECT_EQ(bad.code, 2);

@@ -37,23 +37,10 @@ class FarmSweep : public ::testing::Test {
   }
   // Six tiny decode cells (three shapes x two worker counts), two processes each.
   Cmd bench(const std::string& db, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args{"--json",
-                                  "bench",
-                                  "--farm",
-                                  tmp_ / "farm.toml",
-                                  "--op",
-                                  "linear_decode",
-                                  "--shape",
-                                  "n=96,k=256",
-                                  "--shape",
-                                  "n=128,k=256",
-                                  "--shape",
-                                  "n=64,k=128",
-                                  "--grid",
-                                  "workers=1,2",
-                                  "--cells-per-probe",
-                                  "2"};
-    return k3tune(db, with_args(with_args(args, quick_measure("0.002")), extra));
+    std::vector<std::string> args{
+        "--json", "bench", "--farm", tmp_ / "farm.toml", "--cells-per-probe", "2"};
+    args = with_args(with_args(args, six_decode_cells()), quick_measure("0.002"));
+    return k3tune(db, with_args(args, extra));
   }
   static std::int64_t count(const std::string& db, const std::string& sql) {
     return k3store::open_database(db, k3store::OpenMode::kReadOnly)->scalar_int(sql);

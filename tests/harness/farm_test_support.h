@@ -74,6 +74,12 @@ inline std::vector<std::string> quick_measure(const std::string& min_time) {
   return {"-P", "2", "--target-ci", "0", "-R", "2", "--min-time", min_time};
 }
 
+// Six tiny decode cells: three shapes, each with one and two workers.
+inline std::vector<std::string> six_decode_cells() {
+  return {"--op",        "linear_decode", "--shape",    "n=96,k=256", "--shape",
+          "n=128,k=256", "--shape",       "n=64,k=128", "--grid",     "workers=1,2"};
+}
+
 // `argv` with `more` appended.
 inline std::vector<std::string> with_args(std::vector<std::string> argv,
                                           const std::vector<std::string>& more) {
