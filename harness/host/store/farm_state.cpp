@@ -61,13 +61,13 @@ void insert_quarantine(Connection& c, const QuarantineRow& row) {
 }
 
 std::vector<QuarantineRow> quarantine_rows(Connection& c, const std::string& run_uuid) {
-  auto s = c.query(
-      "SELECT run_uuid, board, fault, reason, at FROM farm_quarantine WHERE run_uuid = ?1 "
-      "ORDER BY at, board",
-      run_uuid);
-  std::vector<QuarantineRow> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4)});
-  return out;
+  const auto read = [](const Statement& s) {
+    return QuarantineRow{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4)};
+  };
+  return select_rows(c, read,
+                     "SELECT run_uuid, board, fault, reason, at FROM farm_quarantine"
+                     " WHERE run_uuid = ?1 ORDER BY at, board",
+                     run_uuid);
 }
 
 void insert_board_event(Connection& c, const BoardEventRow& r) {
@@ -101,15 +101,14 @@ void insert_probe(Connection& c, const std::string& run_uuid, const std::string&
 }
 
 std::vector<FarmProbeRow> probe_rows(Connection& c, const std::string& run_uuid) {
-  auto s = c.query(
-      "SELECT run_uuid, board, seq, taken_at, ok, probe_json FROM farm_probes WHERE run_uuid = ?1"
-      " ORDER BY board, seq",
-      run_uuid);
-  std::vector<FarmProbeRow> out;
-  while (s.step())
-    out.push_back({s.text(0), s.text(1), static_cast<int>(s.integer(2)), s.text(3),
-                   s.integer(4) != 0, s.text(5)});
-  return out;
+  const auto read = [](const Statement& s) {
+    return FarmProbeRow{s.text(0), s.text(1),         static_cast<int>(s.integer(2)),
+                        s.text(3), s.integer(4) != 0, s.text(5)};
+  };
+  return select_rows(c, read,
+                     "SELECT run_uuid, board, seq, taken_at, ok, probe_json FROM farm_probes"
+                     " WHERE run_uuid = ?1 ORDER BY board, seq",
+                     run_uuid);
 }
 
 }  // namespace k3store
