@@ -29,9 +29,7 @@ std::string now_utc_us() {
 }
 
 void upsert_build(Connection& c, const BuildRecord& b) {
-  const std::optional<int> dirty =
-      b.source_dirty ? std::optional<int>(*b.source_dirty ? 1 : 0) : std::nullopt;
-  c.run(
+  auto s = c.query(
       "INSERT INTO builds(build_hash, variant, binary_path, compiler, flags, cmake_options, "
       "source_revision,"
       " source_dirty, recorded_by, created_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
@@ -42,7 +40,13 @@ void upsert_build(Connection& c, const BuildRecord& b) {
       " recorded_by=excluded.recorded_by"
       " WHERE excluded.recorded_by = 'k3tune build'",
       b.build_hash, b.variant, b.binary_path, b.compiler, b.flags, b.cmake_options_json,
-      b.source_revision, dirty, b.recorded_by, now_utc());
+      b.source_revision);
+  if (b.source_dirty)
+    s.bind(8, *b.source_dirty ? 1 : 0);
+  else
+    s.bind_null(8);
+  s.bind(9, b.recorded_by).bind(10, now_utc());
+  s.run();
 }
 
 namespace {
