@@ -17,6 +17,54 @@ json finite_or_null(double x) {
   return std::isfinite(x) ? json(x) : json(nullptr);
 }
 
+// A chart with one row per value (18 px each), drawn as `layers`.
+json row_chart(const json& values, int width, json layers) {
+  return {{"$schema", kSchema},
+          {"data", {{"values", values}}},
+          {"width", width},
+          {"height", {{"step", 18}}},
+          {"layer", std::move(layers)}};
+}
+
+// A rule on each row from field `low` to field `high`: the 95% interval over the row's mark.
+json ci_rule_layer(const char* name, const json& y, const char* low, const char* high) {
+  return {
+      {"name", name},
+      {"mark", {{"type", "rule"}, {"color", "#222"}}},
+      {"encoding",
+       {{"y", y}, {"x", {{"field", low}, {"type", "quantitative"}}}, {"x2", {{"field", high}}}}}};
+}
+
+// A bar on each row from 1 to the row's speed-up (right of 1 is faster); `mark` adds to the bar.
+json speedup_bars_layer(const char* name, const json& y, const json& mark, const char* title,
+                        json tooltip) {
+  json bar = {{"type", "bar"}, {"height", {{"band", 0.7}}}};
+  bar.update(mark);
+  return {{"name", name},
+          {"mark", bar},
+          {"encoding",
+           {{"y", y},
+            {"x",
+             {{"field", "speedup"},
+              {"type", "quantitative"},
+              {"title", title},
+              {"scale", {{"zero", false}}}}},
+            {"x2", {{"datum", 1}}},
+            {"tooltip", std::move(tooltip)}}}};
+}
+
+// Tooltip entries for `fields`, in order; those also in `numbers` shown with `format`.
+json tooltip(std::initializer_list<const char*> fields, std::initializer_list<std::string> numbers,
+             const char* format = ".3f") {
+  json tips = json::array();
+  for (const char* field : fields) {
+    json tip = {{"field", field}};
+    if (std::find(numbers.begin(), numbers.end(), field) != numbers.end()) tip["format"] = format;
+    tips.push_back(std::move(tip));
+  }
+  return tips;
+}
+
 json outcome_color() {
   return {{"field", "outcome"},
           {"type", "nominal"},
@@ -34,7 +82,9 @@ Chart speedups_chart(const k3verdict::Verdict& v) {
   for (const auto& c : v.cells)
     if (c.timing.outcome != k3verdict::Outcome::kNotCompared) cells.push_back(&c);
   std::stable_sort(cells.begin(), cells.end(),
-                   [](const k3verdict::CellVerdict* a, const k3verdict::CellVerdict* b) { return a->op < b->op; });
+                   [](const k3verdict::CellVerdict* a, const k3verdict::CellVerdict* b) {
+                     return a->op < b->op;
+                   });
   for (const k3verdict::CellVerdict* c : cells) {
     std::string outcome = to_string(c->timing.outcome);
     if (c->timing.outcome == k3verdict::Outcome::kRegression && !c->timing_regression())
@@ -54,39 +104,18 @@ Chart speedups_chart(const k3verdict::Verdict& v) {
                   {"title", nullptr},
                   {"sort", {{"field", "order"}}},
                   {"axis", {{"labelLimit", 420}}}};
-  json spec = {{"$schema", kSchema},
-               {"data", {{"values", values}}},
-               {"width", 520},
-               {"height", {{"step", 18}}},
-               {"layer",
-                {{{"name", "speedup_bars"},
-                  {"mark", {{"type", "bar"}, {"height", {{"band", 0.7}}}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x",
-                     {{"field", "speedup"},
-                      {"type", "quantitative"},
-                      {"title", "speed-up (baseline time / candidate time)"},
-                      {"scale", {{"zero", false}}}}},
-                    {"x2", {{"datum", 1}}},
-                    {"color", outcome_color()},
-                    {"tooltip",
-                     {{{"field", "label"}},
-                      {{"field", "change"}},
-                      {{"field", "speedup"}, {"format", ".3f"}},
-                      {{"field", "low"}, {"format", ".3f"}},
-                      {{"field", "high"}, {"format", ".3f"}},
-                      {{"field", "confirmation"}}}}}}},
-                 {{"name", "speedup_ci"},
-                  {"mark", {{"type", "rule"}, {"color", "#222"}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x", {{"field", "low"}, {"type", "quantitative"}}},
-                    {"x2", {{"field", "high"}}}}}},
-                 {{"name", "speedup_one"},
-                  {"data", {{"values", json::array({json::object()})}}},
-                  {"mark", {{"type", "rule"}, {"strokeDash", {4, 3}}, {"color", "#555"}}},
-                  {"encoding", {{"x", {{"datum", 1}}}}}}}}};
+  json bars = speedup_bars_layer(
+      "speedup_bars", y, json::object(), "speed-up (baseline time / candidate time)",
+      tooltip({"label", "change", "speedup", "low", "high", "confirmation"},
+              {"speedup", "low", "high"}));
+  bars["encoding"]["color"] = outcome_color();
+  json spec = row_chart(values, 520,
+                        {bars,
+                         ci_rule_layer("speedup_ci", y, "low", "high"),
+                         {{"name", "speedup_one"},
+                          {"data", {{"values", json::array({json::object()})}}},
+                          {"mark", {{"type", "rule"}, {"strokeDash", {4, 3}}, {"color", "#555"}}},
+                          {"encoding", {{"x", {{"datum", 1}}}}}}});
   return {
       "chart-speedups", "speedups", "Speed-up per cell",
       "Baseline time / candidate time with its 95% interval (" +
@@ -120,34 +149,20 @@ Chart times_chart(const k3verdict::RunData& run) {
       {"title", nullptr},
       {"sort", nullptr},  // the run's order; a sort field in two layers makes Vega-Lite warn
       {"axis", {{"labelLimit", 420}}}};
-  json spec = {{"$schema", kSchema},
-               {"data", {{"values", values}}},
-               {"width", 520},
-               {"height", {{"step", 18}}},
-               {"layer",
-                // Points, not bars: a bar on a log axis starts at zero, which has no position.
-                {{{"name", "time_points"},
-                  {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x",
-                     {{"field", "mean_us"},
-                      {"type", "quantitative"},
-                      {"title", "time per call (us)"},
-                      {"scale", {{"type", "log"}}}}},
-                    {"color", {{"field", "op"}, {"type", "nominal"}}},
-                    {"tooltip",
-                     {{{"field", "label"}},
-                      {{"field", "mean_us"}, {"format", ".3f"}},
-                      {{"field", "low_us"}, {"format", ".3f"}},
-                      {{"field", "high_us"}, {"format", ".3f"}},
-                      {{"field", "processes"}}}}}}},
-                 {{"name", "time_ci"},
-                  {"mark", {{"type", "rule"}, {"color", "#222"}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x", {{"field", "low_us"}, {"type", "quantitative"}}},
-                    {"x2", {{"field", "high_us"}}}}}}}}};
+  // Points, not bars: a bar on a log axis starts at zero, which has no position.
+  const json points = {{"name", "time_points"},
+                       {"mark", {{"type", "point"}, {"filled", true}, {"size", 60}}},
+                       {"encoding",
+                        {{"y", y},
+                         {"x",
+                          {{"field", "mean_us"},
+                           {"type", "quantitative"},
+                           {"title", "time per call (us)"},
+                           {"scale", {{"type", "log"}}}}},
+                         {"color", {{"field", "op"}, {"type", "nominal"}}},
+                         {"tooltip", tooltip({"label", "mean_us", "low_us", "high_us", "processes"},
+                                             {"mean_us", "low_us", "high_us"})}}}};
+  json spec = row_chart(values, 520, {points, ci_rule_layer("time_ci", y, "low_us", "high_us")});
   return {"chart-times", "speedups", "Time per call",
           "No baseline: mean time per call with its 95% interval (log scale).", spec};
 }
@@ -352,33 +367,12 @@ Chart table_chart(const TuningTable& t, int index) {
   }
   const json y = {
       {"field", "id"}, {"type", "nominal"}, {"title", nullptr}, {"axis", {{"labelLimit", 400}}}};
-  json spec = {{"$schema", kSchema},
-               {"data", {{"values", values}}},
-               {"width", 420},
-               {"height", {{"step", 18}}},
-               {"layer",
-                {{{"name", "table_bars"},
-                  {"mark", {{"type", "bar"}, {"height", {{"band", 0.7}}}, {"color", "#2c6fbb"}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x",
-                     {{"field", "speedup"},
-                      {"type", "quantitative"},
-                      {"title", "speed-up over the defaults"},
-                      {"scale", {{"zero", false}}}}},
-                    {"x2", {{"datum", 1}}},
-                    {"tooltip",
-                     {{{"field", "id"}},
-                      {{"field", "speedup"}, {"format", ".3f"}},
-                      {{"field", "low"}, {"format", ".3f"}},
-                      {{"field", "high"}, {"format", ".3f"}},
-                      {{"field", "processes"}}}}}}},
-                 {{"name", "table_ci"},
-                  {"mark", {{"type", "rule"}, {"color", "#222"}}},
-                  {"encoding",
-                   {{"y", y},
-                    {"x", {{"field", "low"}, {"type", "quantitative"}}},
-                    {"x2", {{"field", "high"}}}}}}}}};
+  json spec = row_chart(
+      values, 420,
+      {speedup_bars_layer(
+           "table_bars", y, {{"color", "#2c6fbb"}}, "speed-up over the defaults",
+           tooltip({"id", "speedup", "low", "high", "processes"}, {"speedup", "low", "high"})),
+       ci_rule_layer("table_ci", y, "low", "high")});
   return {
       fmt::format("chart-table-{}", index), "tables",
       fmt::format("Table {} ({})", t.table_id.substr(0, 12), t.path.empty() ? "no path" : t.path),
@@ -424,6 +418,9 @@ Chart trend_chart(const std::vector<TrendSeries>& series, const TrendChartLayout
   };
   const std::string unit = layout.per_call.instructions ? "instructions per call" : "us per call";
   const char* format = layout.per_call.instructions ? ".0f" : ".3f";
+  json trend_tips =
+      tooltip({"run", "build", "t", "mean", "low", "high"}, {"mean", "low", "high"}, format);
+  trend_tips[2] = {{"field", "t"}, {"type", "temporal"}, {"format", "%Y-%m-%d %H:%M"}};
   json layer = {
       {{"name", "trend_lines"},
        {"transform", json::array({only("point")})},
@@ -446,15 +443,7 @@ Chart trend_chart(const std::vector<TrendSeries>& series, const TrendChartLayout
        {"transform", json::array({only("point")})},
        {"mark", {{"type", "point"}, {"filled", true}, {"color", "#2c6fbb"}}},
        {"encoding",
-        {{"x", x},
-         {"y", {{"field", "mean"}, {"type", "quantitative"}}},
-         {"tooltip",
-          {{{"field", "run"}},
-           {{"field", "build"}},
-           {{"field", "t"}, {"type", "temporal"}, {"format", "%Y-%m-%d %H:%M"}},
-           {{"field", "mean"}, {"format", format}},
-           {{"field", "low"}, {"format", format}},
-           {{"field", "high"}, {"format", format}}}}}}},
+        {{"x", x}, {"y", {{"field", "mean"}, {"type", "quantitative"}}}, {"tooltip", trend_tips}}}},
       {{"name", "trend_changes"},
        {"transform", json::array({only("change")})},
        {"mark",

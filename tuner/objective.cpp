@@ -31,10 +31,8 @@ nlohmann::json visible(const k3bench::CellSpec& cell) {
 
 TimeObjective::TimeObjective(const k3targets::Target& target, std::string build_hash,
                              k3store::Connection& db, std::string run_uuid, double timeout_s)
-    : target_(target),
-      build_hash_(std::move(build_hash)),
+    : TimedObjective(target, std::move(build_hash), db),
       run_uuid_(std::move(run_uuid)),
-      db_(db),
       timeout_s_(timeout_s) {}
 
 Measurement TimeObjective::measure(const k3bench::CellSpec& cell, int index, int /*round*/) {
@@ -152,7 +150,7 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
 
 ReplayTimeObjective::ReplayTimeObjective(const k3targets::Target& target, std::string build_hash,
                                          k3store::Connection& db)
-    : target_(target), build_hash_(std::move(build_hash)), db_(db) {}
+    : TimedObjective(target, std::move(build_hash), db) {}
 
 Measurement ReplayTimeObjective::measure(const k3bench::CellSpec& cell, int index, int /*round*/) {
   Measurement m;

@@ -28,7 +28,7 @@ namespace k3tuner {
 struct Measurement {
   bool rejected = false;  // accuracy failure, unsupported configuration, runner failure
   std::string reason;
-  double value = 0;          // ns per call, or instructions per call
+  double value = 0;  // ns per call, or instructions per call
   // A process alternating two parameter sets (MeasureSettings::params_b): value is side A's and
   // value_b side B's geometric mean over the process's repetitions of that side (time only).
   double value_b = 0;
@@ -49,20 +49,31 @@ class Objective {
   virtual Measurement measure(const k3bench::CellSpec& cell, int index, int round) = 0;
 };
 
-// Runner processes on a target, stored under run `run_uuid` (whose row the caller made).
-class TimeObjective final : public Objective {
+// Time per call of the runner built as `build_hash` on a target, with the database the times are
+// stored in (measured, or replayed).
+class TimedObjective : public Objective {
  public:
-  TimeObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db,
-                std::string run_uuid, double timeout_s);
   std::string name() const override { return "time"; }
   std::string unit() const override { return "ns per call"; }
   bool deterministic() const override { return false; }
+
+ protected:
+  TimedObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db)
+      : target_(target), build_hash_(std::move(build_hash)), db_(db) {}
+  const k3targets::Target& target_;
+  std::string build_hash_;
+  k3store::Connection& db_;
+};
+
+// Runner processes on a target, stored under run `run_uuid` (whose row the caller made).
+class TimeObjective final : public TimedObjective {
+ public:
+  TimeObjective(const k3targets::Target& target, std::string build_hash, k3store::Connection& db,
+                std::string run_uuid, double timeout_s);
   Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
 
  private:
-  const k3targets::Target& target_;
-  std::string build_hash_, run_uuid_;
-  k3store::Connection& db_;
+  std::string run_uuid_;
   double timeout_s_;
   std::map<std::string, std::int64_t> iterations_;  // calibrated calls per repetition, per cell
   int order_ = 0;
@@ -105,19 +116,13 @@ class InstructionObjective final : public Objective {
 // tune --replay with a time objective: the measurements tuning sessions stored for the same cell
 // (target, op, shape, params, build, settings), served in the order they were taken; a strategy
 // that asks for more than were stored gets "unavailable". Nothing is run.
-class ReplayTimeObjective final : public Objective {
+class ReplayTimeObjective final : public TimedObjective {
  public:
   ReplayTimeObjective(const k3targets::Target& target, std::string build_hash,
                       k3store::Connection& db);
-  std::string name() const override { return "time"; }
-  std::string unit() const override { return "ns per call"; }
-  bool deterministic() const override { return false; }
   Measurement measure(const k3bench::CellSpec& cell, int index, int round) override;
 
  private:
-  const k3targets::Target& target_;
-  std::string build_hash_;
-  k3store::Connection& db_;
   std::map<std::string, std::vector<std::pair<double, bool>>>
       stored_;  // (value, disturbed) per cell key
 };

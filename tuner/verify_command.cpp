@@ -268,8 +268,8 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
     const k3verdict::TimingVerdict t =
         failure.empty()
-            ? k3verdict::paired_timing_verdict(p.entry.op, defaults.rounds, defaults.values,
-                                               tuned.rounds, tuned.values, rules, noise_floor)
+            ? k3verdict::paired_timing_verdict(p.entry.op, {defaults.rounds, defaults.values},
+                                               {tuned.rounds, tuned.values}, rules, noise_floor)
             : k3verdict::TimingVerdict{};
     if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
       v.verdict = EntryVerdict::kFailed;

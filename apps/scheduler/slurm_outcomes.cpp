@@ -7,9 +7,8 @@
 #include <nlohmann/json.hpp>
 
 namespace k3scheduler {
-namespace {
 
-nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
+nlohmann::json slurm_json(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
   nlohmann::json tasks = nlohmann::json::array(), cells = nlohmann::json::array();
   for (const auto& t : o.tasks)
     tasks.push_back({{"job", t.id},
@@ -52,7 +51,7 @@ nlohmann::json slurm_bench_json(const k3slurm::SlurmBenchOutcome& o, const std::
           {"database", db_path}};
 }
 
-void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
+void print_slurm(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path) {
   fmt::print("{:<46} {:<10} {:<12} {:>11}  {}\n", "cell", "board", "job", "mean us", "notes");
   for (const auto& [i, c] : o.cells)
     fmt::print(
@@ -73,7 +72,7 @@ void print_slurm_bench(const k3slurm::SlurmBenchOutcome& o, const std::string& d
       o.samples_before, o.samples_after, db_path, o.wall_s, o.job_dir);
 }
 
-nlohmann::json slurm_tune_json(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path) {
+nlohmann::json slurm_json(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path) {
   nlohmann::json jobs = nlohmann::json::array(), sessions = nlohmann::json::array();
   for (const auto& t : o.tasks)
     jobs.push_back({{"job", t.id},
@@ -122,7 +121,7 @@ nlohmann::json slurm_tune_json(const k3slurm::SlurmTuneOutcome& o, const std::st
           {"database", db_path}};
 }
 
-void print_slurm_tune(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path) {
+void print_slurm(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path) {
   fmt::print("{:<52} {:<10} {:<12} {}\n", "session", "board", "job", "status");
   for (const auto& [i, s] : o.sessions)
     fmt::print("{:<52} {:<10} {:<12} {}\n", s.label, s.board.empty() ? "-" : s.board,
@@ -142,47 +141,28 @@ void print_slurm_tune(const k3slurm::SlurmTuneOutcome& o, const std::string& db_
              o.farm_name, o.tuned(), o.total_sessions, o.wall_s, db_path, o.job_dir);
 }
 
-}  // namespace
-
-nlohmann::json SlurmCellsWork::to_json() const {
-  return slurm_bench_json(out_, db_path_);
+std::vector<std::string> slurm_problems(const k3slurm::SlurmBenchOutcome& o) {
+  if (o.fault.empty()) return {};
+  return {o.fault + "; committed samples kept"};
 }
 
-void SlurmCellsWork::print_text() const {
-  print_slurm_bench(out_, db_path_);
-}
-
-std::vector<std::string> SlurmCellsWork::problems() const {
-  if (out_.fault.empty()) return {};
-  return {out_.fault + "; committed samples kept"};
-}
-
-WorkStatus SlurmCellsWork::status() const {
-  if (!out_.fault.empty()) return WorkStatus::kProblems;
-  return out_.count(k3farmbench::CellStatus::kFailed) +
-                     out_.count(k3farmbench::CellStatus::kUnmeasured) >
+WorkStatus slurm_status(const k3slurm::SlurmBenchOutcome& o) {
+  if (!o.fault.empty()) return WorkStatus::kProblems;
+  return o.count(k3farmbench::CellStatus::kFailed) + o.count(k3farmbench::CellStatus::kUnmeasured) >
                  0
              ? WorkStatus::kCellsFailed
              : WorkStatus::kOk;
 }
 
-nlohmann::json SlurmSessionsWork::to_json() const {
-  return slurm_tune_json(out_, db_path_);
-}
-
-void SlurmSessionsWork::print_text() const {
-  print_slurm_tune(out_, db_path_);
-}
-
-std::vector<std::string> SlurmSessionsWork::problems() const {
-  if (!out_.fault.empty()) return {out_.fault + "; what the jobs committed is kept"};
-  if (!out_.complete()) return {"no table: " + out_.problem};
+std::vector<std::string> slurm_problems(const k3slurm::SlurmTuneOutcome& o) {
+  if (!o.fault.empty()) return {o.fault + "; what the jobs committed is kept"};
+  if (!o.complete()) return {"no table: " + o.problem};
   return {};
 }
 
-WorkStatus SlurmSessionsWork::status() const {
-  if (!out_.fault.empty()) return WorkStatus::kProblems;
-  return out_.complete() ? WorkStatus::kOk : WorkStatus::kCellsFailed;
+WorkStatus slurm_status(const k3slurm::SlurmTuneOutcome& o) {
+  if (!o.fault.empty()) return WorkStatus::kProblems;
+  return o.complete() ? WorkStatus::kOk : WorkStatus::kCellsFailed;
 }
 
 }  // namespace k3scheduler

@@ -12,33 +12,34 @@
 
 namespace k3scheduler {
 
-class SlurmCellsWork final : public WorkOutcome {
+// What each outcome type gives a SlurmWork (defined in slurm_outcomes.cpp).
+nlohmann::json slurm_json(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path);
+void print_slurm(const k3slurm::SlurmBenchOutcome& o, const std::string& db_path);
+std::vector<std::string> slurm_problems(const k3slurm::SlurmBenchOutcome& o);
+WorkStatus slurm_status(const k3slurm::SlurmBenchOutcome& o);
+nlohmann::json slurm_json(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path);
+void print_slurm(const k3slurm::SlurmTuneOutcome& o, const std::string& db_path);
+std::vector<std::string> slurm_problems(const k3slurm::SlurmTuneOutcome& o);
+WorkStatus slurm_status(const k3slurm::SlurmTuneOutcome& o);
+
+// A Slurm controller's outcome (cells or tuning sessions) with the database its jobs wrote to.
+template <class Outcome>
+class SlurmWork final : public WorkOutcome {
  public:
-  SlurmCellsWork(k3slurm::SlurmBenchOutcome outcome, std::string db_path)
+  SlurmWork(Outcome outcome, std::string db_path)
       : out_(std::move(outcome)), db_path_(std::move(db_path)) {}
-  nlohmann::json to_json() const override;
-  void print_text() const override;
-  std::vector<std::string> problems() const override;
-  WorkStatus status() const override;
+  nlohmann::json to_json() const override { return slurm_json(out_, db_path_); }
+  void print_text() const override { print_slurm(out_, db_path_); }
+  std::vector<std::string> problems() const override { return slurm_problems(out_); }
+  WorkStatus status() const override { return slurm_status(out_); }
 
  private:
-  k3slurm::SlurmBenchOutcome out_;
+  Outcome out_;
   std::string db_path_;
 };
 
-class SlurmSessionsWork final : public WorkOutcome {
- public:
-  SlurmSessionsWork(k3slurm::SlurmTuneOutcome outcome, std::string db_path)
-      : out_(std::move(outcome)), db_path_(std::move(db_path)) {}
-  nlohmann::json to_json() const override;
-  void print_text() const override;
-  std::vector<std::string> problems() const override;
-  WorkStatus status() const override;
-
- private:
-  k3slurm::SlurmTuneOutcome out_;
-  std::string db_path_;
-};
+using SlurmCellsWork = SlurmWork<k3slurm::SlurmBenchOutcome>;
+using SlurmSessionsWork = SlurmWork<k3slurm::SlurmTuneOutcome>;
 
 // Slurm did not answer before any job was submitted: nothing to print, merge or resume.
 class NothingSubmitted final : public WorkOutcome {

@@ -37,6 +37,7 @@
 #include "harness/host/store/database.h"
 #include "harness/host/store/nightlies.h"
 #include "harness/host/targets/process.h"
+#include "tests/support/git_scratch.h"
 
 namespace fs = std::filesystem;
 
@@ -76,16 +77,7 @@ class BisectCli : public ::testing::Test {
   }
   static std::string repo() { return (dir_ / "repo").string(); }
   static std::string db() { return (dir_ / "results.db").string(); }
-  static std::string git(std::vector<std::string> args) {
-    std::vector<std::string> argv = {"git",         "-C", repo(),          "-c",
-                                     "user.name=t", "-c", "user.email=t@t"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(60));
-    EXPECT_TRUE(r.ok()) << r.err;
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
+  static std::string git(std::vector<std::string> args) { return k3test::git_in(repo(), args); }
   // Rewrites `from` to `to` in a file of the scratch repository (which must contain it) and
   // commits.
   static std::string commit_edit(const std::string& file, const std::string& from,

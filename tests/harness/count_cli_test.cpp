@@ -23,6 +23,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "count_cli_fixture.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -30,22 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct CountCli : ::testing::Test {
-  fs::path dir = fs::temp_directory_path() / ("k3count-" + std::to_string(::getpid()));
-  void SetUp() override {
-    for (const char* bin : {K3_COUNT_RVV_RUNNER, K3_COUNT_IME2_RUNNER, K3_COUNT_PLUGIN}) {
-      ASSERT_TRUE(fs::exists(bin))
-          << bin << " is missing (scripts/test.sh builds every tree first)";
-    }
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string db() const { return (dir / "results.db").string(); }
-  k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
-  }
+struct CountCli : CountCliFixture {
+  CountCli() : CountCliFixture("k3count-", 600) {}
   std::vector<std::string> count_args(std::vector<std::string> cases,
                                       const std::string& vlens) const {
     std::vector<std::string> a = {"--json",   "count",

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "count_cli_fixture.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -40,21 +41,8 @@ double ime2_prefill(int m, int n, int k) {
   return std::ceil(m / 8.0) * std::ceil(n / 8.0) * (k / 64) * 4;
 }
 
-struct CountModelCli : ::testing::Test {
-  fs::path dir = fs::temp_directory_path() / ("k3countmodel-" + std::to_string(::getpid()));
-  void SetUp() override {
-    for (const char* bin : {K3_COUNT_RVV_RUNNER, K3_COUNT_IME2_RUNNER, K3_COUNT_PLUGIN})
-      ASSERT_TRUE(fs::exists(bin))
-          << bin << " is missing (scripts/test.sh builds every tree first)";
-    fs::create_directories(dir);
-  }
-  void TearDown() override { fs::remove_all(dir); }
-  std::string db() const { return (dir / "results.db").string(); }
-  k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db()};
-    argv.insert(argv.end(), args.begin(), args.end());
-    return k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
-  }
+struct CountModelCli : CountCliFixture {
+  CountModelCli() : CountCliFixture("k3countmodel-", 900) {}
   // The plugin's lines of one k3bench process under qemu-user at VLEN 256.
   std::string plugin_output(const std::vector<std::string>& args) const {
     const std::string out = (dir / "plugin.txt").string();

@@ -114,30 +114,10 @@ TEST(FarmState, AFarmBeyondTheOpenFileHardLimitIsRefusedOneWithinItRuns) {
   write_file(tmp / "farm.toml", farm);
   const std::string db = tmp / "results.db";
   auto bench = [&](const std::string& nofile) {
-    return run({"prlimit",
-                "--nofile=" + nofile,
-                K3TUNE_PATH,
-                "--root",
-                K3TUNE_ROOT,
-                "--db",
-                db,
-                "-q",
-                "--json",
-                "bench",
-                "--farm",
-                tmp / "farm.toml",
-                "--op",
-                "linear_decode",
-                "--shape",
-                "n=64,k=128",
-                "-P",
-                "2",
-                "--target-ci",
-                "0",
-                "-R",
-                "2",
-                "--min-time",
-                "0.002"});
+    return run(with_args({"prlimit", "--nofile=" + nofile, K3TUNE_PATH, "--root", K3TUNE_ROOT,
+                          "--db", db, "-q", "--json", "bench", "--farm", tmp / "farm.toml", "--op",
+                          "linear_decode", "--shape", "n=64,k=128"},
+                         quick_measure("0.002")));
   };
   const auto refused = bench("128:128");
   EXPECT_EQ(refused.code, 2) << refused.err;
@@ -180,28 +160,10 @@ TEST(FarmState, ControllersSharingADatabaseShareOneQueue) {
                                   "--board",
                                   board,
                                   "--shared-queue",
-                                  "--op",
-                                  "linear_decode",
-                                  "--shape",
-                                  "n=96,k=256",
-                                  "--shape",
-                                  "n=128,k=256",
-                                  "--shape",
-                                  "n=64,k=128",
-                                  "--grid",
-                                  "workers=1,2",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "-R",
-                                  "2",
-                                  "--min-time",
-                                  "0.02",
                                   "--cells-per-probe",
                                   "1"};
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return run(argv);
+    argv = with_args(with_args(argv, six_decode_cells()), quick_measure("0.02"));
+    return run(with_args(argv, extra));
   };
   const auto bad = job("l1", {"--shard", "1/2"});
   EXPECT_EQ(bad.code, 2);

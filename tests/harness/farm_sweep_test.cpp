@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/store/database.h"
 #include "farm_test_support.h"
+#include "harness/host/store/database.h"
 
 namespace {
 
@@ -37,32 +37,10 @@ class FarmSweep : public ::testing::Test {
   }
   // Six tiny decode cells (three shapes x two worker counts), two processes each.
   Cmd bench(const std::string& db, std::vector<std::string> extra = {}) const {
-    std::vector<std::string> args{"--json",
-                                  "bench",
-                                  "--farm",
-                                  tmp_ / "farm.toml",
-                                  "--op",
-                                  "linear_decode",
-                                  "--shape",
-                                  "n=96,k=256",
-                                  "--shape",
-                                  "n=128,k=256",
-                                  "--shape",
-                                  "n=64,k=128",
-                                  "--grid",
-                                  "workers=1,2",
-                                  "-P",
-                                  "2",
-                                  "--target-ci",
-                                  "0",
-                                  "-R",
-                                  "2",
-                                  "--min-time",
-                                  "0.002",
-                                  "--cells-per-probe",
-                                  "2"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    return k3tune(db, args);
+    std::vector<std::string> args{
+        "--json", "bench", "--farm", tmp_ / "farm.toml", "--cells-per-probe", "2"};
+    args = with_args(with_args(args, six_decode_cells()), quick_measure("0.002"));
+    return k3tune(db, with_args(args, extra));
   }
   static std::int64_t count(const std::string& db, const std::string& sql) {
     return k3store::open_database(db, k3store::OpenMode::kReadOnly)->scalar_int(sql);

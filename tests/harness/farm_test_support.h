@@ -68,6 +68,25 @@ class TempDir {
   std::string path_;
 };
 
+// The farm tests' quick fixed count: 2 processes of 2 repetitions, no CI target, each repetition
+// at least `min_time` seconds.
+inline std::vector<std::string> quick_measure(const std::string& min_time) {
+  return {"-P", "2", "--target-ci", "0", "-R", "2", "--min-time", min_time};
+}
+
+// Six tiny decode cells: three shapes, each with one and two workers.
+inline std::vector<std::string> six_decode_cells() {
+  return {"--op",        "linear_decode", "--shape",    "n=96,k=256", "--shape",
+          "n=128,k=256", "--shape",       "n=64,k=128", "--grid",     "workers=1,2"};
+}
+
+// `argv` with `more` appended.
+inline std::vector<std::string> with_args(std::vector<std::string> argv,
+                                          const std::vector<std::string>& more) {
+  argv.insert(argv.end(), more.begin(), more.end());
+  return argv;
+}
+
 inline void run_or_throw(const std::vector<std::string>& argv) {
   const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(60));
   if (!r.ok()) throw std::runtime_error(argv[0] + ": " + r.failure_reason(60) + " " + r.err);

@@ -14,6 +14,7 @@
 #include "harness/host/store/nightlies.h"
 #include "harness/host/store/results.h"
 #include "harness/host/targets/process.h"
+#include "tests/support/git_scratch.h"
 
 namespace {
 
@@ -28,16 +29,7 @@ struct FarmNightlyAncestry : ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir); }
   std::string repo() const { return (dir / "repo").string(); }
-  std::string git(std::vector<std::string> args) const {
-    std::vector<std::string> argv = {"git",         "-C", repo(),          "-c",
-                                     "user.name=t", "-c", "user.email=t@t"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(60));
-    EXPECT_TRUE(r.ok()) << r.err;
-    std::string out = r.out;
-    while (!out.empty() && out.back() == '\n') out.pop_back();
-    return out;
-  }
+  std::string git(std::vector<std::string> args) const { return k3test::git_in(repo(), args); }
   std::string commit(const std::string& text) {
     std::ofstream(dir / "repo" / "f.txt") << text;
     git({"add", "f.txt"});

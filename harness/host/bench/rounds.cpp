@@ -145,21 +145,11 @@ void RoundPlanner::update_group(std::size_t group) {
     }
     const bool round_complete = fewest == most;
     const bool reached = all && round_complete && group_reaches_target(group);
-    for (std::size_t u = 0; u < units_.size(); ++u) {
-      if (group_of_[u] != group) continue;
-      UnitProgress& p = units_[u];
-      if (p.done) continue;
-      if (!p.failure.empty()) {
-        p.done = true;
-        p.stop_reason = "failed: " + p.failure;
-      } else if (reached) {
-        p.done = true;
-        p.stop_reason = "MDE within target";
-      } else if (at_max && round_complete) {
-        p.done = true;
-        p.stop_reason = "max processes (MDE not reached)";
-      }
-    }
+    stop_units(group, [&](const UnitProgress&) -> const char* {
+      if (reached) return "MDE within target";
+      if (at_max && round_complete) return "max processes (MDE not reached)";
+      return nullptr;
+    });
     return;
   }
   // Two-stage: once the first stage of the group is in, fix N for all its units (once).
@@ -177,24 +167,27 @@ void RoundPlanner::update_group(std::size_t group) {
   bool all = true;
   for (std::size_t u = 0; u < units_.size(); ++u)
     if (group_of_[u] == group && !unit_satisfied(units_[u])) all = false;
+  // A failed unit stops on its own; the others of its group go on (their own figures stand).
+  stop_units(group, [&](const UnitProgress& p) -> const char* {
+    if (!all) return nullptr;
+    if (options_.target_ci <= 0) return "fixed count";
+    if (p.planned_total >= options_.max_processes)
+      return "max processes (the two-stage N wanted more)";
+    return "CI within target";
+  });
+}
+
+void RoundPlanner::stop_units(std::size_t group,
+                              const std::function<const char*(const UnitProgress&)>& why_stop) {
   for (std::size_t u = 0; u < units_.size(); ++u) {
-    if (group_of_[u] != group) continue;
     UnitProgress& p = units_[u];
-    if (p.done) continue;
-    // A failed unit stops on its own; the others of its group go on (their own figures stand).
+    if (group_of_[u] != group || p.done) continue;
     if (!p.failure.empty()) {
       p.done = true;
       p.stop_reason = "failed: " + p.failure;
-      continue;
-    }
-    if (!all) continue;
-    p.done = true;
-    if (options_.target_ci <= 0) {
-      p.stop_reason = "fixed count";
-    } else if (p.planned_total >= options_.max_processes) {
-      p.stop_reason = "max processes (the two-stage N wanted more)";
-    } else {
-      p.stop_reason = "CI within target";
+    } else if (const char* why = why_stop(p)) {
+      p.done = true;
+      p.stop_reason = why;
     }
   }
 }

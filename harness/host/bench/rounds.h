@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -99,6 +100,10 @@ class RoundPlanner {
   // After the first stage of a group: the total N its spread calls for (0 while the stage runs).
   int group_total(std::size_t group) const;
   void update_group(std::size_t group);
+  // Ends each unit of `group` still measuring: a failed one with its failure, any other when
+  // `why_stop` gives it a stop reason (nullptr: it goes on).
+  void stop_units(std::size_t group,
+                  const std::function<const char*(const UnitProgress&)>& why_stop);
   // A disturbed process of `unit` (its latest): grant the replacement the rules above give.
   void grant_replacement(std::size_t unit);
 

@@ -7,52 +7,40 @@
 namespace k3store {
 
 void begin_bisection(Connection& c, const BisectionRecord& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO bisections(bisection_id, good_revision, bad_revision, metric, variant, place,"
       " cases_json, commits, status, started_at, nightly_id)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,'running',?9,?10)");
-  s.bind(1, r.bisection_id).bind(2, r.good_revision).bind(3, r.bad_revision).bind(4, r.metric);
-  s.bind(5, r.variant).bind(6, r.place).bind(7, r.cases_json).bind(8, r.commits).bind(9, now_utc());
-  s.bind_or_null(10, r.nightly_id);
-  s.run();
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,'running',?9,?10)",
+      r.bisection_id, r.good_revision, r.bad_revision, r.metric, r.variant, r.place, r.cases_json,
+      r.commits, now_utc(), NullIfEmpty{r.nightly_id});
 }
 
 void insert_bisection_probe(Connection& c, const BisectionProbeRecord& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR REPLACE INTO bisection_probes(bisection_id, seq, case_label, revision, position,"
       " outcome, reason, build_hash, run_uuid, effect, ci_low, ci_high, mde, rounds, attempts,"
-      " verdict, at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)");
-  s.bind(1, r.bisection_id).bind(2, r.seq).bind(3, r.case_label).bind(4, r.revision);
-  s.bind(5, r.position).bind(6, r.outcome);
-  s.bind_or_null(7, r.reason).bind_or_null(8, r.build_hash).bind_or_null(9, r.run_uuid);
-  s.bind(10, r.effect).bind(11, r.ci_low).bind(12, r.ci_high).bind(13, r.mde);
-  s.bind(14, r.rounds).bind(15, r.attempts).bind_or_null(16, r.verdict);
-  s.bind(17, now_utc());
-  s.run();
+      " verdict, at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17)",
+      r.bisection_id, r.seq, r.case_label, r.revision, r.position, r.outcome, NullIfEmpty{r.reason},
+      NullIfEmpty{r.build_hash}, NullIfEmpty{r.run_uuid}, r.effect, r.ci_low, r.ci_high, r.mde,
+      r.rounds, r.attempts, NullIfEmpty{r.verdict}, now_utc());
 }
 
 void finish_bisection(Connection& c, const std::string& bisection_id, const std::string& status,
                       const std::string& first_bad, const std::vector<std::string>& range,
                       double wall_s) {
-  auto s = c.prepare(
+  const std::string range_json = range.empty() ? "" : nlohmann::json(range).dump();
+  c.run(
       "UPDATE bisections SET status = ?2, first_bad = ?3, range_json = ?4, finished_at = ?5,"
-      " wall_s = ?6 WHERE bisection_id = ?1");
-  s.bind(1, bisection_id).bind(2, status);
-  s.bind_or_null(3, first_bad);
-  if (range.empty())
-    s.bind_null(4);
-  else
-    s.bind(4, nlohmann::json(range).dump());
-  s.bind(5, now_utc()).bind(6, wall_s);
-  s.run();
+      " wall_s = ?6 WHERE bisection_id = ?1",
+      bisection_id, status, NullIfEmpty{first_bad}, NullIfEmpty{range_json}, now_utc(), wall_s);
 }
 
 std::vector<BisectionProbeRecord> bisection_probes(Connection& c, const std::string& bisection_id) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT seq, case_label, revision, position, outcome, reason, build_hash, run_uuid, effect,"
       " ci_low, ci_high, mde, rounds, attempts, verdict FROM bisection_probes"
-      " WHERE bisection_id = ?1 ORDER BY seq, case_label");
-  s.bind(1, bisection_id);
+      " WHERE bisection_id = ?1 ORDER BY seq, case_label",
+      bisection_id);
   std::vector<BisectionProbeRecord> out;
   while (s.step()) {
     BisectionProbeRecord r;

@@ -21,7 +21,8 @@ std::vector<std::string> check_database(Connection& c) {
   }
   {
     auto s = c.prepare(
-        "SELECT p.run_uuid, p.cell_key, p.process_index, json_extract(c.measure_json, '$.repetitions') AS reps,"
+        "SELECT p.run_uuid, p.cell_key, p.process_index, json_extract(c.measure_json, "
+        "'$.repetitions') AS reps,"
         " (SELECT count(*) FROM samples x WHERE x.run_uuid = p.run_uuid AND x.cell_key = p.cell_key"
         "   AND x.process_index = p.process_index) AS n"
         " FROM processes p JOIN cells c USING (cell_key) WHERE p.status = 'ok' AND n <> reps");
@@ -33,7 +34,8 @@ std::vector<std::string> check_database(Connection& c) {
   }
   {
     auto s = c.prepare(
-        "SELECT run_uuid, cell_key FROM aggregates a WHERE status = 'ok' AND processes + excluded_processes <>"
+        "SELECT run_uuid, cell_key FROM aggregates a WHERE status = 'ok' AND processes + "
+        "excluded_processes <>"
         " (SELECT count(*) FROM processes p WHERE p.cell_key = a.cell_key AND p.status = 'ok' AND"
         "  (p.run_uuid = a.run_uuid OR a.source_runs LIKE '%\"' || p.run_uuid || '\"%'))");
     while (s.step()) {

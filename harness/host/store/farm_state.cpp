@@ -25,75 +25,65 @@ constexpr const char* kLeaseColumns =
 
 std::optional<LeaseRow> insert_lease(Connection& c, const LeaseRow& row) {
   Transaction tx(c);
-  auto find =
-      c.prepare(std::string("SELECT ") + kLeaseColumns + " FROM farm_leases WHERE board = ?1");
-  find.bind(1, row.board);
+  auto find = c.query(std::string("SELECT ") + kLeaseColumns + " FROM farm_leases WHERE board = ?1",
+                      row.board);
   if (find.step()) return read_lease(find);
-  auto ins = c.prepare(
+  c.run(
       "INSERT INTO farm_leases(board, farm, run_uuid, holder_host, holder_pid, holder_start, "
-      "remote_pid, acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)");
-  ins.bind(1, row.board).bind(2, row.farm).bind(3, row.run_uuid).bind(4, row.holder_host);
-  ins.bind(5, row.holder_pid).bind(6, row.holder_start).bind(7, row.acquired_at);
-  ins.run();
+      "remote_pid, acquired_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, NULL, ?7)",
+      row.board, row.farm, row.run_uuid, row.holder_host, row.holder_pid, row.holder_start,
+      row.acquired_at);
   tx.commit();
   return std::nullopt;
 }
 
 void set_lease_remote_pid(Connection& c, const std::string& board, std::int64_t pid) {
-  auto s = c.prepare("UPDATE farm_leases SET remote_pid = ?2 WHERE board = ?1");
-  s.bind(1, board).bind(2, pid);
-  s.run();
+  c.run("UPDATE farm_leases SET remote_pid = ?2 WHERE board = ?1", board, pid);
 }
 
 void delete_lease(Connection& c, const LeaseRow& row) {
-  auto s = c.prepare(
+  c.run(
       "DELETE FROM farm_leases WHERE board = ?1 AND holder_host = ?2 AND holder_pid = ?3 AND "
-      "holder_start = ?4");
-  s.bind(1, row.board).bind(2, row.holder_host).bind(3, row.holder_pid).bind(4, row.holder_start);
-  s.run();
+      "holder_start = ?4",
+      row.board, row.holder_host, row.holder_pid, row.holder_start);
 }
 
 std::vector<LeaseRow> lease_rows(Connection& c) {
-  auto s = c.prepare(std::string("SELECT ") + kLeaseColumns + " FROM farm_leases ORDER BY board");
-  std::vector<LeaseRow> out;
-  while (s.step()) out.push_back(read_lease(s));
-  return out;
+  return select_rows(c, read_lease,
+                     std::string("SELECT ") + kLeaseColumns + " FROM farm_leases ORDER BY board");
 }
 
 void insert_quarantine(Connection& c, const QuarantineRow& row) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR IGNORE INTO farm_quarantine(run_uuid, board, fault, reason, at) "
-      "VALUES (?1, ?2, ?3, ?4, ?5)");
-  s.bind(1, row.run_uuid).bind(2, row.board).bind(3, row.fault).bind(4, row.reason).bind(5, row.at);
-  s.run();
+      "VALUES (?1, ?2, ?3, ?4, ?5)",
+      row.run_uuid, row.board, row.fault, row.reason, row.at);
 }
 
 std::vector<QuarantineRow> quarantine_rows(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
-      "SELECT run_uuid, board, fault, reason, at FROM farm_quarantine WHERE run_uuid = ?1 "
-      "ORDER BY at, board");
-  s.bind(1, run_uuid);
-  std::vector<QuarantineRow> out;
-  while (s.step()) out.push_back({s.text(0), s.text(1), s.text(2), s.text(3), s.text(4)});
-  return out;
+  const auto read = [](const Statement& s) {
+    return QuarantineRow{s.text(0), s.text(1), s.text(2), s.text(3), s.text(4)};
+  };
+  return select_rows(c, read,
+                     "SELECT run_uuid, board, fault, reason, at FROM farm_quarantine"
+                     " WHERE run_uuid = ?1 ORDER BY at, board",
+                     run_uuid);
 }
 
 void insert_board_event(Connection& c, const BoardEventRow& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR IGNORE INTO farm_board_events(farm, board, at, event, fault, reason, run_uuid, "
-      "actor) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''), ?8)");
-  s.bind(1, r.farm).bind(2, r.board).bind(3, r.at).bind(4, r.event).bind(5, r.fault);
-  s.bind(6, r.reason).bind(7, r.run_uuid).bind(8, r.actor);
-  s.run();
+      "actor) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''), ?8)",
+      r.farm, r.board, r.at, r.event, r.fault, r.reason, r.run_uuid, r.actor);
 }
 
 std::map<std::string, BoardEventRow> board_states(Connection& c, const std::string& farm) {
   // Ties in `at` (two controllers in the same microsecond) resolve to the quarantine: the safe
   // side.
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT farm, board, at, event, coalesce(fault, ''), reason, coalesce(run_uuid, ''), actor "
-      "FROM farm_board_events WHERE farm = ?1 ORDER BY board, at, event = 'quarantined'");
-  s.bind(1, farm);
+      "FROM farm_board_events WHERE farm = ?1 ORDER BY board, at, event = 'quarantined'",
+      farm);
   std::map<std::string, BoardEventRow> out;
   while (s.step())
     out[s.text(1)] = {s.text(0), s.text(1), s.text(2), s.text(3),
@@ -103,24 +93,22 @@ std::map<std::string, BoardEventRow> board_states(Connection& c, const std::stri
 
 void insert_probe(Connection& c, const std::string& run_uuid, const std::string& board, bool ok,
                   const std::string& probe_json) {
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO farm_probes(run_uuid, board, seq, taken_at, ok, probe_json) VALUES (?1, ?2, "
       "(SELECT coalesce(max(seq), -1) + 1 FROM farm_probes WHERE run_uuid = ?1 AND board = ?2), "
-      "?3, ?4, ?5)");
-  s.bind(1, run_uuid).bind(2, board).bind(3, now_utc()).bind(4, ok ? 1 : 0).bind(5, probe_json);
-  s.run();
+      "?3, ?4, ?5)",
+      run_uuid, board, now_utc(), ok ? 1 : 0, probe_json);
 }
 
 std::vector<FarmProbeRow> probe_rows(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
-      "SELECT run_uuid, board, seq, taken_at, ok, probe_json FROM farm_probes WHERE run_uuid = ?1"
-      " ORDER BY board, seq");
-  s.bind(1, run_uuid);
-  std::vector<FarmProbeRow> out;
-  while (s.step())
-    out.push_back({s.text(0), s.text(1), static_cast<int>(s.integer(2)), s.text(3),
-                   s.integer(4) != 0, s.text(5)});
-  return out;
+  const auto read = [](const Statement& s) {
+    return FarmProbeRow{s.text(0), s.text(1),         static_cast<int>(s.integer(2)),
+                        s.text(3), s.integer(4) != 0, s.text(5)};
+  };
+  return select_rows(c, read,
+                     "SELECT run_uuid, board, seq, taken_at, ok, probe_json FROM farm_probes"
+                     " WHERE run_uuid = ?1 ORDER BY board, seq",
+                     run_uuid);
 }
 
 }  // namespace k3store

@@ -5,42 +5,28 @@
 namespace k3store {
 
 void insert_sweep_cell(Connection& c, const SweepCellRow& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR REPLACE INTO farm_sweep_cells(sweep_uuid, cell_index, attempt, board, run_uuid,"
       " cell_key, outcome, reason, shard, at) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''),"
-      " NULLIF(?6, ''), ?7, NULLIF(?8, ''), ?9, ?10)");
-  s.bind(1, r.sweep_uuid);
-  s.bind(2, static_cast<std::int64_t>(r.cell_index));
-  s.bind(3, static_cast<std::int64_t>(r.attempt));
-  s.bind(4, r.board);
-  s.bind(5, r.run_uuid);
-  s.bind(6, r.cell_key);
-  s.bind(7, r.outcome);
-  s.bind(8, r.reason);
-  s.bind(9, r.shard);
-  s.bind(10, now_utc());
-  s.run();
+      " NULLIF(?6, ''), ?7, NULLIF(?8, ''), ?9, ?10)",
+      r.sweep_uuid, static_cast<std::int64_t>(r.cell_index), static_cast<std::int64_t>(r.attempt),
+      r.board, r.run_uuid, r.cell_key, r.outcome, r.reason, r.shard, now_utc());
 }
 
 int mark_run_disturbed(Connection& c, const std::string& run_uuid, const std::string& reason) {
   Transaction tx(c);
-  auto p = c.prepare("UPDATE processes SET disturbed = 1 WHERE run_uuid = ?1");
-  p.bind(1, run_uuid);
-  p.run();
+  c.run("UPDATE processes SET disturbed = 1 WHERE run_uuid = ?1", run_uuid);
   const int marked = static_cast<int>(c.changes());
-  auto a = c.prepare("UPDATE aggregates SET status = 'failed', reason = ?2 WHERE run_uuid = ?1");
-  a.bind(1, run_uuid);
-  a.bind(2, reason);
-  a.run();
+  c.run("UPDATE aggregates SET status = 'failed', reason = ?2 WHERE run_uuid = ?1", run_uuid,
+        reason);
   tx.commit();
   return marked;
 }
 
 bool run_measured_cell(Connection& c, const std::string& run_uuid, const std::string& cell_key) {
   auto s =
-      c.prepare("SELECT 1 FROM aggregates WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'");
-  s.bind(1, run_uuid);
-  s.bind(2, cell_key);
+      c.query("SELECT 1 FROM aggregates WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'",
+              run_uuid, cell_key);
   return s.step();
 }
 
@@ -54,10 +40,10 @@ std::set<std::string> ok_aggregate_keys(Connection& c) {
 ClaimOutcome claim_queue_cell(Connection& c, const QueueClaimRow& mine,
                               const std::function<bool(const QueueClaimRow&)>& may_take_over) {
   Transaction tx(c);
-  auto find = c.prepare(
+  auto find = c.query(
       "SELECT queue_key, cell_index, sweep_uuid, holder_host, holder_pid, holder_start, state"
-      " FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2");
-  find.bind(1, mine.queue_key).bind(2, mine.cell_index);
+      " FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2",
+      mine.queue_key, mine.cell_index);
   ClaimOutcome out;
   if (find.step()) {
     QueueClaimRow other{find.text(0),    static_cast<int>(find.integer(1)),
@@ -68,13 +54,11 @@ ClaimOutcome claim_queue_cell(Connection& c, const QueueClaimRow& mine,
     out.other = std::move(other);
     if (!may_take_over(*out.other)) return out;
   }
-  auto put = c.prepare(
+  c.run(
       "INSERT OR REPLACE INTO farm_queue_claims(queue_key, cell_index, sweep_uuid, holder_host, "
-      "holder_pid, holder_start, state, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'taken', ?7)");
-  put.bind(1, mine.queue_key).bind(2, mine.cell_index).bind(3, mine.sweep_uuid);
-  put.bind(4, mine.holder_host).bind(5, mine.holder_pid).bind(6, mine.holder_start);
-  put.bind(7, now_utc());
-  put.run();
+      "holder_pid, holder_start, state, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'taken', ?7)",
+      mine.queue_key, mine.cell_index, mine.sweep_uuid, mine.holder_host, mine.holder_pid,
+      mine.holder_start, now_utc());
   tx.commit();
   out.taken = true;
   return out;
@@ -82,21 +66,18 @@ ClaimOutcome claim_queue_cell(Connection& c, const QueueClaimRow& mine,
 
 void finish_claim(Connection& c, const std::string& queue_key, int cell_index,
                   const std::string& sweep_uuid) {
-  auto s = c.prepare(
+  c.run(
       "UPDATE farm_queue_claims SET state = 'done', at = ?4 WHERE queue_key = ?1 AND "
-      "cell_index = ?2 AND sweep_uuid = ?3");
-  s.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
-  s.bind(4, now_utc());
-  s.run();
+      "cell_index = ?2 AND sweep_uuid = ?3",
+      queue_key, static_cast<std::int64_t>(cell_index), sweep_uuid, now_utc());
 }
 
 void drop_claim(Connection& c, const std::string& queue_key, int cell_index,
                 const std::string& sweep_uuid) {
-  auto s = c.prepare(
+  c.run(
       "DELETE FROM farm_queue_claims WHERE queue_key = ?1 AND cell_index = ?2 AND sweep_uuid = "
-      "?3 AND state = 'taken'");
-  s.bind(1, queue_key).bind(2, static_cast<std::int64_t>(cell_index)).bind(3, sweep_uuid);
-  s.run();
+      "?3 AND state = 'taken'",
+      queue_key, static_cast<std::int64_t>(cell_index), sweep_uuid);
 }
 
 }  // namespace k3store

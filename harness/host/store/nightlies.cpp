@@ -34,127 +34,100 @@ NightlyStepRow read_step(const Statement& s) {
 }  // namespace
 
 void begin_nightly(Connection& c, const NightlyRow& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO nightlies(nightly_id, profile, dir, started_at, status) VALUES (?1, ?2, ?3, ?4,"
       " 'running') ON CONFLICT(nightly_id) DO UPDATE SET status = 'running', finished_at = NULL,"
-      " exit_code = NULL");
-  s.bind(1, r.nightly_id);
-  s.bind(2, r.profile);
-  s.bind(3, r.dir);
-  s.bind(4, now_utc());
-  s.run();
+      " exit_code = NULL",
+      r.nightly_id, r.profile, r.dir, now_utc());
 }
 
 void finish_nightly(Connection& c, const std::string& id, const std::string& status, int exit_code,
                     const std::string& host_hash, const std::string& verdict_run) {
-  auto s = c.prepare(
+  c.run(
       "UPDATE nightlies SET status = ?2, exit_code = ?3, finished_at = ?4,"
-      " host_build_hash = NULLIF(?5, ''), verdict_run_uuid = NULLIF(?6, '') WHERE nightly_id = ?1");
-  s.bind(1, id);
-  s.bind(2, status);
-  s.bind(3, exit_code);
-  s.bind(4, now_utc());
-  s.bind(5, host_hash);
-  s.bind(6, verdict_run);
-  s.run();
+      " host_build_hash = NULLIF(?5, ''), verdict_run_uuid = NULLIF(?6, '') WHERE nightly_id = ?1",
+      id, status, exit_code, now_utc(), host_hash, verdict_run);
 }
 
 std::vector<NightlyRow> earlier_nightlies(Connection& c, const std::string& id) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
-      " WHERE n.nightly_id <> ?1 AND n.status IN ('ok', 'regression')"
-      " AND n.host_build_hash IS NOT NULL ORDER BY n.finished_at DESC, n.rowid DESC",
-      kNightlyColumns));
-  s.bind(1, id);
-  std::vector<NightlyRow> out;
-  while (s.step()) out.push_back(read_nightly(s));
-  return out;
+  return select_rows(
+      c, read_nightly,
+      fmt::format(
+          "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
+          " WHERE n.nightly_id <> ?1 AND n.status IN ('ok', 'regression')"
+          " AND n.host_build_hash IS NOT NULL ORDER BY n.finished_at DESC, n.rowid DESC",
+          kNightlyColumns),
+      id);
 }
 
 std::vector<NightlyRow> all_nightlies(Connection& c) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
-      " ORDER BY n.started_at, n.rowid",
-      kNightlyColumns));
-  std::vector<NightlyRow> out;
-  while (s.step()) out.push_back(read_nightly(s));
-  return out;
+  return select_rows(
+      c, read_nightly,
+      fmt::format(
+          "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
+          " ORDER BY n.started_at, n.rowid",
+          kNightlyColumns));
 }
 
 std::optional<NightlyStepRow> previous_step(Connection& c, const std::string& id,
                                             const std::string& step) {
-  auto s = c.prepare(
+  auto s = c.query(
       fmt::format("SELECT {} FROM nightlies n JOIN nightly_steps st ON st.nightly_id = n.nightly_id"
                   " WHERE n.nightly_id <> ?1 AND st.step = ?2 AND st.status = 'done'"
                   " AND n.status IN ('ok', 'regression') ORDER BY n.finished_at DESC LIMIT 1",
-                  kStepColumns));
-  s.bind(1, id);
-  s.bind(2, step);
+                  kStepColumns),
+      id, step);
   if (!s.step()) return std::nullopt;
   return read_step(s);
 }
 
 std::string nightly_dir(Connection& c, const std::string& id) {
-  auto s = c.prepare("SELECT dir FROM nightlies WHERE nightly_id = ?1");
-  s.bind(1, id);
+  auto s = c.query("SELECT dir FROM nightlies WHERE nightly_id = ?1", id);
   return s.step() ? s.text(0) : std::string();
 }
 
 std::optional<std::string> nightly_verdict_run(Connection& c, const std::string& id) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT COALESCE(n.verdict_run_uuid, json_extract(v.detail_json, '$.run_uuid'), '')"
       " FROM nightlies n LEFT JOIN nightly_steps v ON v.nightly_id = n.nightly_id"
-      " AND v.step = 'verdict-bench' WHERE n.nightly_id = ?1");
-  s.bind(1, id);
+      " AND v.step = 'verdict-bench' WHERE n.nightly_id = ?1",
+      id);
   if (!s.step()) return std::nullopt;
   return s.text(0);
 }
 
 std::optional<NightlyStepRow> find_step(Connection& c, const std::string& id,
                                         const std::string& step) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM nightly_steps st WHERE st.nightly_id = ?1 AND st.step = ?2", kStepColumns));
-  s.bind(1, id);
-  s.bind(2, step);
+  auto s = c.query(
+      fmt::format("SELECT {} FROM nightly_steps st WHERE st.nightly_id = ?1 AND st.step = ?2",
+                  kStepColumns),
+      id, step);
   if (!s.step()) return std::nullopt;
   return read_step(s);
 }
 
 std::vector<NightlyStepRow> all_nightly_steps(Connection& c) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM nightly_steps st ORDER BY st.nightly_id, st.seq, st.step", kStepColumns));
-  std::vector<NightlyStepRow> out;
-  while (s.step()) out.push_back(read_step(s));
-  return out;
+  return select_rows(
+      c, read_step,
+      fmt::format("SELECT {} FROM nightly_steps st ORDER BY st.nightly_id, st.seq, st.step",
+                  kStepColumns));
 }
 
 void begin_step(Connection& c, const std::string& id, const std::string& step, int seq,
                 const std::string& command) {
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO nightly_steps(nightly_id, step, seq, status, command, started_at) VALUES"
       " (?1, ?2, ?3, 'running', ?4, ?5) ON CONFLICT(nightly_id, step) DO UPDATE SET"
-      " status = 'running', command = ?4, started_at = ?5, finished_at = NULL, exit_code = NULL");
-  s.bind(1, id);
-  s.bind(2, step);
-  s.bind(3, seq);
-  s.bind(4, command);
-  s.bind(5, now_utc());
-  s.run();
+      " status = 'running', command = ?4, started_at = ?5, finished_at = NULL, exit_code = NULL",
+      id, step, seq, command, now_utc());
 }
 
 void finish_step(Connection& c, const std::string& id, const std::string& step, bool done,
                  int exit_code, double wall_s, const std::string& detail_json) {
-  auto s = c.prepare(
+  c.run(
       "UPDATE nightly_steps SET status = ?3, exit_code = ?4, finished_at = ?5, wall_s = ?6,"
-      " detail_json = ?7 WHERE nightly_id = ?1 AND step = ?2");
-  s.bind(1, id);
-  s.bind(2, step);
-  s.bind(3, std::string(done ? "done" : "failed"));
-  s.bind(4, exit_code);
-  s.bind(5, now_utc());
-  s.bind(6, wall_s);
-  s.bind(7, detail_json);
-  s.run();
+      " detail_json = ?7 WHERE nightly_id = ?1 AND step = ?2",
+      id, step, std::string(done ? "done" : "failed"), exit_code, now_utc(), wall_s, detail_json);
 }
 
 }  // namespace k3store

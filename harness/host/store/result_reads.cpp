@@ -110,18 +110,14 @@ std::optional<ProcessReport> report_if_any(Statement& s) {
 }  // namespace
 
 std::vector<RunRecord> runs_with_prefix(Connection& c, const std::string& uuid_prefix) {
-  auto s = c.prepare(fmt::format("SELECT {} FROM runs WHERE run_uuid LIKE ?1 || '%'", kRunColumns));
-  s.bind(1, uuid_prefix);
-  std::vector<RunRecord> out;
-  while (s.step()) out.push_back(read_run(s));
-  return out;
+  return select_rows(c, read_run,
+                     fmt::format("SELECT {} FROM runs WHERE run_uuid LIKE ?1 || '%'", kRunColumns),
+                     uuid_prefix);
 }
 
 std::vector<RunRecord> all_runs(Connection& c) {
-  auto s = c.prepare(fmt::format("SELECT {} FROM runs ORDER BY started_at, rowid", kRunColumns));
-  std::vector<RunRecord> out;
-  while (s.step()) out.push_back(read_run(s));
-  return out;
+  return select_rows(c, read_run,
+                     fmt::format("SELECT {} FROM runs ORDER BY started_at, rowid", kRunColumns));
 }
 
 std::optional<std::string> latest_run_uuid(Connection& c) {
@@ -133,31 +129,32 @@ std::optional<std::string> latest_run_uuid(Connection& c) {
 std::vector<std::string> earlier_runs(Connection& c, const std::string& target,
                                       const std::string& except_uuid,
                                       const std::string& started_at) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT run_uuid FROM runs WHERE target = ?1 AND run_uuid <> ?2 AND started_at <= ?3"
-      " ORDER BY started_at DESC, rowid DESC");
-  s.bind(1, target).bind(2, except_uuid).bind(3, started_at);
+      " ORDER BY started_at DESC, rowid DESC",
+      target, except_uuid, started_at);
   return first_column(s);
 }
 
 std::vector<std::string> runs_in_window(Connection& c, const std::string& target,
                                         const std::string& since, const std::string& until,
                                         std::int64_t limit) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT run_uuid FROM runs WHERE target = ?1 AND started_at <= ?2 AND started_at >= ?3"
-      " ORDER BY started_at DESC, rowid DESC LIMIT ?4");
-  s.bind(1, target).bind(2, until).bind(3, since).bind(4, limit);
+      " ORDER BY started_at DESC, rowid DESC LIMIT ?4",
+      target, until, since, limit);
   return first_column(s);
 }
 
 std::vector<CellAggregate> run_cells(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {}, {} FROM cells c LEFT JOIN aggregates a ON a.cell_key = c.cell_key"
-      " AND a.run_uuid = ?1 WHERE c.cell_key IN (SELECT value FROM runs, json_each(runs.order_json)"
-      "                      WHERE runs.run_uuid = ?1)"
-      " ORDER BY c.op, c.shape_json, c.params_json, c.build_hash",
-      kCellColumns, kAggregateColumns));
-  s.bind(1, run_uuid);
+  auto s = c.query(
+      fmt::format("SELECT {}, {} FROM cells c LEFT JOIN aggregates a ON a.cell_key = c.cell_key"
+                  " AND a.run_uuid = ?1 WHERE c.cell_key IN (SELECT value FROM runs, "
+                  "json_each(runs.order_json)"
+                  "                      WHERE runs.run_uuid = ?1)"
+                  " ORDER BY c.op, c.shape_json, c.params_json, c.build_hash",
+                  kCellColumns, kAggregateColumns),
+      run_uuid);
   std::vector<CellAggregate> out;
   while (s.step()) {
     CellAggregate x{read_cell(s, 0), std::nullopt};
@@ -168,37 +165,35 @@ std::vector<CellAggregate> run_cells(Connection& c, const std::string& run_uuid)
 }
 
 std::vector<CellRecord> ok_cells_of_run_build(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM aggregates a JOIN cells c USING (cell_key) WHERE a.run_uuid = ?1"
-      " AND a.status = 'ok' AND c.build_hash = (SELECT build_hash FROM runs WHERE run_uuid = ?1)",
-      kCellColumns));
-  s.bind(1, run_uuid);
+  auto s = c.query(
+      fmt::format("SELECT {} FROM aggregates a JOIN cells c USING (cell_key) WHERE a.run_uuid = ?1"
+                  " AND a.status = 'ok' AND c.build_hash = (SELECT build_hash FROM runs WHERE "
+                  "run_uuid = ?1)",
+                  kCellColumns),
+      run_uuid);
   std::vector<CellRecord> out;
   while (s.step()) out.push_back(read_cell(s, 0));
   return out;
 }
 
 std::vector<AggregatePoint> run_points(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM runs r JOIN aggregates a ON a.run_uuid = r.run_uuid AND a.status = 'ok'"
-      " JOIN cells c ON c.cell_key = a.cell_key AND c.build_hash = r.build_hash"
-      " WHERE r.run_uuid = ?1",
-      kPointColumns));
-  s.bind(1, run_uuid);
-  std::vector<AggregatePoint> out;
-  while (s.step()) out.push_back(read_point(s));
-  return out;
+  return select_rows(
+      c, read_point,
+      fmt::format(
+          "SELECT {} FROM runs r JOIN aggregates a ON a.run_uuid = r.run_uuid AND a.status = 'ok'"
+          " JOIN cells c ON c.cell_key = a.cell_key AND c.build_hash = r.build_hash"
+          " WHERE r.run_uuid = ?1",
+          kPointColumns),
+      run_uuid);
 }
 
 std::vector<AggregatePoint> all_points(Connection& c) {
-  auto s = c.prepare(
+  return select_rows(
+      c, read_point,
       fmt::format("SELECT {} FROM aggregates a JOIN runs r ON r.run_uuid = a.run_uuid"
                   " JOIN cells c ON c.cell_key = a.cell_key AND c.build_hash = r.build_hash"
                   " WHERE a.status = 'ok' AND a.mean_ns IS NOT NULL ORDER BY r.started_at, r.rowid",
                   kPointColumns));
-  std::vector<AggregatePoint> out;
-  while (s.step()) out.push_back(read_point(s));
-  return out;
 }
 
 std::vector<RunTargetCounts> aggregate_counts(Connection& c) {
@@ -213,7 +208,7 @@ std::vector<RunTargetCounts> aggregate_counts(Connection& c) {
 }
 
 std::vector<ProcessMean> counted_process_means(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT a.cell_key, p.process_index, avg(x.ns) FROM aggregates a"
       " JOIN processes p ON p.cell_key = a.cell_key AND p.status = 'ok'"
       "   AND (p.disturbed = 0 OR a.processes = 0 OR a.excluded_processes = 0)"
@@ -221,72 +216,72 @@ std::vector<ProcessMean> counted_process_means(Connection& c, const std::string&
       " JOIN samples x ON x.run_uuid = p.run_uuid AND x.cell_key = p.cell_key"
       "   AND x.process_index = p.process_index"
       " WHERE a.run_uuid = ?1 AND a.status = 'ok'"
-      " GROUP BY a.cell_key, p.run_uuid, p.process_index ORDER BY a.cell_key, p.process_index");
-  s.bind(1, run_uuid);
+      " GROUP BY a.cell_key, p.run_uuid, p.process_index ORDER BY a.cell_key, p.process_index",
+      run_uuid);
   std::vector<ProcessMean> out;
   while (s.step()) out.push_back({s.text(0), static_cast<int>(s.integer(1)), s.real(2)});
   return out;
 }
 
 std::optional<ProcessReport> first_process_report(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
+  auto s = c.query(
       fmt::format("SELECT {} FROM processes WHERE run_uuid = ?1 AND status = 'ok'"
                   " AND runner_json IS NOT NULL AND runner_json <> '' ORDER BY order_index LIMIT 1",
-                  kReportColumns));
-  s.bind(1, run_uuid);
+                  kReportColumns),
+      run_uuid);
   return report_if_any(s);
 }
 
 std::optional<ProcessReport> checked_process_report(Connection& c, const std::string& cell_key,
                                                     const std::string& run_uuid) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM processes WHERE cell_key = ?1 AND status = 'ok'"
-      " AND runner_json IS NOT NULL AND runner_json <> ''"
-      " ORDER BY (json_type(runner_json, '$.accuracy') = 'object') DESC, (run_uuid = ?2) DESC,"
-      " order_index LIMIT 1",
-      kReportColumns));
-  s.bind(1, cell_key).bind(2, run_uuid);
+  auto s = c.query(
+      fmt::format(
+          "SELECT {} FROM processes WHERE cell_key = ?1 AND status = 'ok'"
+          " AND runner_json IS NOT NULL AND runner_json <> ''"
+          " ORDER BY (json_type(runner_json, '$.accuracy') = 'object') DESC, (run_uuid = ?2) DESC,"
+          " order_index LIMIT 1",
+          kReportColumns),
+      cell_key, run_uuid);
   return report_if_any(s);
 }
 
 std::optional<ProcessReport> first_counted_report(Connection& c, const std::string& run_uuid,
                                                   const std::string& cell_key) {
-  auto s = c.prepare(
+  auto s = c.query(
       fmt::format("SELECT {} FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'"
                   " ORDER BY disturbed, process_index LIMIT 1",
-                  kReportColumns));
-  s.bind(1, run_uuid).bind(2, cell_key);
+                  kReportColumns),
+      run_uuid, cell_key);
   return report_if_any(s);
 }
 
 std::vector<ProcessReport> ok_process_reports(Connection& c, const std::string& run_uuid,
                                               const std::string& cell_key) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'",
-      kReportColumns));
-  s.bind(1, run_uuid).bind(2, cell_key);
-  std::vector<ProcessReport> out;
-  while (s.step()) out.push_back(read_report(s));
-  return out;
+  return select_rows(
+      c, read_report,
+      fmt::format(
+          "SELECT {} FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'",
+          kReportColumns),
+      run_uuid, cell_key);
 }
 
 std::vector<double> counted_sample_times(Connection& c, const std::string& run_uuid,
                                          const std::string& cell_key) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT s.ns FROM samples s JOIN processes p ON p.run_uuid = s.run_uuid AND p.cell_key = "
       "s.cell_key AND p.process_index = s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 "
-      "AND p.status = 'ok' AND p.disturbed = 0 ORDER BY s.process_index, s.rep_index");
-  s.bind(1, run_uuid).bind(2, cell_key);
+      "AND p.status = 'ok' AND p.disturbed = 0 ORDER BY s.process_index, s.rep_index",
+      run_uuid, cell_key);
   std::vector<double> out;
   while (s.step()) out.push_back(s.real(0));
   return out;
 }
 
 ProcessCounts process_counts(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT coalesce(sum(status = 'ok'), 0), coalesce(sum(status = 'failed'), 0),"
-      " coalesce(sum(disturbed), 0) FROM processes WHERE run_uuid = ?1");
-  s.bind(1, run_uuid);
+      " coalesce(sum(disturbed), 0) FROM processes WHERE run_uuid = ?1",
+      run_uuid);
   ProcessCounts n;
   if (s.step())
     n = {static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)),

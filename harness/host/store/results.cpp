@@ -29,7 +29,7 @@ std::string now_utc_us() {
 }
 
 void upsert_build(Connection& c, const BuildRecord& b) {
-  auto s = c.prepare(
+  auto s = c.query(
       "INSERT INTO builds(build_hash, variant, binary_path, compiler, flags, cmake_options, "
       "source_revision,"
       " source_dirty, recorded_by, created_at) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10)"
@@ -38,13 +38,9 @@ void upsert_build(Connection& c, const BuildRecord& b) {
       " compiler=excluded.compiler, flags=excluded.flags, cmake_options=excluded.cmake_options,"
       " source_revision=excluded.source_revision, source_dirty=excluded.source_dirty,"
       " recorded_by=excluded.recorded_by"
-      " WHERE excluded.recorded_by = 'k3tune build'");
-  s.bind(1, b.build_hash)
-      .bind(2, b.variant)
-      .bind(3, b.binary_path)
-      .bind(4, b.compiler)
-      .bind(5, b.flags);
-  s.bind(6, b.cmake_options_json).bind(7, b.source_revision);
+      " WHERE excluded.recorded_by = 'k3tune build'",
+      b.build_hash, b.variant, b.binary_path, b.compiler, b.flags, b.cmake_options_json,
+      b.source_revision);
   if (b.source_dirty)
     s.bind(8, *b.source_dirty ? 1 : 0);
   else
@@ -67,33 +63,32 @@ BuildRecord read_build(const Statement& s) {
 }
 
 std::vector<BuildRecord> read_builds(Statement& s) {
-  std::vector<BuildRecord> out;
-  while (s.step()) out.push_back(read_build(s));
-  return out;
+  return read_rows(s, read_build);
 }
 
 }  // namespace
 
 std::optional<BuildRecord> find_build(Connection& c, const std::string& build_hash) {
-  auto s = c.prepare(fmt::format("SELECT {} FROM builds WHERE build_hash = ?1", kBuildColumns));
-  s.bind(1, build_hash);
+  auto s = c.query(fmt::format("SELECT {} FROM builds WHERE build_hash = ?1", kBuildColumns),
+                   build_hash);
   if (!s.step()) return std::nullopt;
   return read_build(s);
 }
 
 std::vector<BuildRecord> builds_with_prefix(Connection& c, const std::string& hash_prefix) {
-  auto s = c.prepare(
-      fmt::format("SELECT {} FROM builds WHERE build_hash LIKE ?1 || '%'", kBuildColumns));
-  s.bind(1, hash_prefix);
+  auto s =
+      c.query(fmt::format("SELECT {} FROM builds WHERE build_hash LIKE ?1 || '%'", kBuildColumns),
+              hash_prefix);
   return read_builds(s);
 }
 
 std::vector<BuildRecord> clean_builds(Connection& c, const std::string& source_revision,
                                       const std::string& variant) {
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM builds WHERE source_revision = ?1 AND variant = ?2 AND source_dirty = 0",
-      kBuildColumns));
-  s.bind(1, source_revision).bind(2, variant);
+  auto s = c.query(
+      fmt::format(
+          "SELECT {} FROM builds WHERE source_revision = ?1 AND variant = ?2 AND source_dirty = 0",
+          kBuildColumns),
+      source_revision, variant);
   return read_builds(s);
 }
 
@@ -103,72 +98,41 @@ std::vector<BuildRecord> all_builds(Connection& c) {
 }
 
 void insert_run(Connection& c, const RunRecord& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO runs(run_uuid, command, target, build_hash, host, processes, repetitions, "
       "warmup, order_json,"
-      " started_at, status, settings_json) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',?11)");
-  s.bind(1, r.run_uuid).bind(2, r.command).bind(3, r.target).bind(4, r.build_hash).bind(5, r.host);
-  s.bind(6, r.processes)
-      .bind(7, r.repetitions)
-      .bind(8, r.warmup)
-      .bind(9, r.order_json)
-      .bind(10, now_utc())
-      .bind(11, r.settings_json);
-  s.run();
+      " started_at, status, settings_json) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,'running',?11)",
+      r.run_uuid, r.command, r.target, r.build_hash, r.host, r.processes, r.repetitions, r.warmup,
+      r.order_json, now_utc(), r.settings_json);
 }
 
 void finish_run(Connection& c, const std::string& run_uuid, double wall_s, double kernel_s,
                 double warmup_s) {
-  auto s = c.prepare(
+  c.run(
       "UPDATE runs SET status='finished', finished_at=?2, wall_s=?3, kernel_s=?4, warmup_s=?5,"
-      " overhead_s=?6 WHERE run_uuid=?1");
-  s.bind(1, run_uuid).bind(2, now_utc()).bind(3, wall_s).bind(4, kernel_s).bind(5, warmup_s);
-  s.bind(6, wall_s - kernel_s - warmup_s);
-  s.run();
+      " overhead_s=?6 WHERE run_uuid=?1",
+      run_uuid, now_utc(), wall_s, kernel_s, warmup_s, wall_s - kernel_s - warmup_s);
 }
 
 void insert_cell(Connection& c, const CellRecord& cell) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR IGNORE INTO cells(cell_key, target, op, shape_json, params_json, build_hash, "
       "measure_json)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7)");
-  s.bind(1, cell.cell_key).bind(2, cell.target).bind(3, cell.op).bind(4, cell.shape_json);
-  s.bind(5, cell.params_json).bind(6, cell.build_hash).bind(7, cell.measure_json);
-  s.run();
+      " VALUES (?1,?2,?3,?4,?5,?6,?7)",
+      cell.cell_key, cell.target, cell.op, cell.shape_json, cell.params_json, cell.build_hash,
+      cell.measure_json);
 }
 
 void insert_process(Connection& c, const ProcessRecord& p) {
   Transaction tx(c);
-  auto s = c.prepare(
+  c.run(
       "INSERT INTO processes(run_uuid, cell_key, process_index, order_index, status, exit_code, "
       "reason, wall_ns,"
       " kernel_ns, path, runner_json, finished_at, disturbed, timing_json) VALUES "
-      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)");
-  s.bind(1, p.run_uuid).bind(2, p.cell_key).bind(3, p.process_index).bind(4, p.order_index);
-  s.bind(5, std::string(p.ok ? "ok" : "failed"));
-  if (p.exit_code)
-    s.bind(6, *p.exit_code);
-  else
-    s.bind_null(6);
-  if (p.reason.empty())
-    s.bind_null(7);
-  else
-    s.bind(7, p.reason);
-  s.bind(8, p.wall_ns).bind(9, p.kernel_ns);
-  if (p.path.empty())
-    s.bind_null(10);
-  else
-    s.bind(10, p.path);
-  if (p.runner_json.empty())
-    s.bind_null(11);
-  else
-    s.bind(11, p.runner_json);
-  s.bind(12, now_utc()).bind(13, p.disturbed ? 1 : 0);
-  if (p.timing_json.empty())
-    s.bind_null(14);
-  else
-    s.bind(14, p.timing_json);
-  s.run();
+      "(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14)",
+      p.run_uuid, p.cell_key, p.process_index, p.order_index, std::string(p.ok ? "ok" : "failed"),
+      p.exit_code, NullIfEmpty{p.reason}, p.wall_ns, p.kernel_ns, NullIfEmpty{p.path},
+      NullIfEmpty{p.runner_json}, now_utc(), p.disturbed ? 1 : 0, NullIfEmpty{p.timing_json});
   auto ins = c.prepare(
       "INSERT INTO samples(run_uuid, cell_key, process_index, rep_index, ns, cpu_ns, iterations, "
       "cycles,"
@@ -185,11 +149,8 @@ void insert_process(Connection& c, const ProcessRecord& p) {
                                                          {"context_switches", 16}};
   for (std::size_t i = 0; i < p.samples.size(); ++i) {
     const auto& r = p.samples[i];
-    ins.bind(1, p.run_uuid)
-        .bind(2, p.cell_key)
-        .bind(3, p.process_index)
-        .bind(4, static_cast<int>(i));
-    ins.bind(5, r.ns).bind(6, r.cpu_ns).bind(7, r.iterations);
+    ins.bind_all(p.run_uuid, p.cell_key, p.process_index, static_cast<int>(i), r.ns, r.cpu_ns,
+                 r.iterations);
     for (const auto& [name, column] : counter_columns) {
       auto it = r.counters.find(name);
       if (it != r.counters.end())
@@ -197,55 +158,41 @@ void insert_process(Connection& c, const ProcessRecord& p) {
       else
         ins.bind_null(column);
     }
-    ins.bind(13, r.outlier ? 1 : 0);
-    if (r.flags.empty())
-      ins.bind_null(14);
-    else
-      ins.bind(14, nlohmann::json(r.flags).dump());
+    const std::string flags = r.flags.empty() ? "" : nlohmann::json(r.flags).dump();
+    ins.bind(13, r.outlier ? 1 : 0).bind(14, NullIfEmpty{flags});
     ins.run();
   }
   tx.commit();
 }
 
 void insert_aggregate(Connection& c, const AggregateRecord& a) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR REPLACE INTO aggregates(run_uuid, cell_key, status, reason, processes, samples, "
       "source_runs,"
       " mean_ns, ci_low_ns, ci_high_ns, ci_rel_half_width, cv_between, cv_all, min_ns, median_ns, "
       "outliers,"
       " wide_ci, method, excluded_processes, stop_reason)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)");
-  s.bind(1, a.run_uuid).bind(2, a.cell_key).bind(3, std::string(a.ok ? "ok" : "failed"));
-  if (a.reason.empty())
-    s.bind_null(4);
-  else
-    s.bind(4, a.reason);
-  s.bind(5, a.processes).bind(6, a.samples).bind(7, a.source_runs_json);
-  s.bind(8, a.mean_ns).bind(9, a.ci_low_ns).bind(10, a.ci_high_ns).bind(11, a.ci_rel_half_width);
-  s.bind(12, a.cv_between).bind(13, a.cv_all).bind(14, a.min_ns).bind(15, a.median_ns);
-  s.bind(16, a.outliers).bind(17, a.wide_ci ? 1 : 0).bind(18, a.method);
-  s.bind(19, a.excluded_processes);
-  if (a.stop_reason.empty())
-    s.bind_null(20);
-  else
-    s.bind(20, a.stop_reason);
-  s.run();
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20)",
+      a.run_uuid, a.cell_key, std::string(a.ok ? "ok" : "failed"), NullIfEmpty{a.reason},
+      a.processes, a.samples, a.source_runs_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns,
+      a.ci_rel_half_width, a.cv_between, a.cv_all, a.min_ns, a.median_ns, a.outliers,
+      a.wide_ci ? 1 : 0, a.method, a.excluded_processes, NullIfEmpty{a.stop_reason});
 }
 
 bool cell_has_ok_aggregate(Connection& c, const std::string& cell_key) {
-  auto s = c.prepare("SELECT 1 FROM aggregates WHERE cell_key = ?1 AND status = 'ok' LIMIT 1");
-  s.bind(1, cell_key);
+  auto s =
+      c.query("SELECT 1 FROM aggregates WHERE cell_key = ?1 AND status = 'ok' LIMIT 1", cell_key);
   return s.step();
 }
 
 std::vector<ProcessRef> orphan_processes(Connection& c, const std::string& cell_key) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT p.run_uuid, p.process_index FROM processes p JOIN runs r USING (run_uuid)"
       " WHERE p.cell_key = ?1 AND p.status = 'ok' AND r.status <> 'finished'"
       " AND NOT EXISTS (SELECT 1 FROM aggregates a WHERE a.cell_key = p.cell_key"
       "   AND (a.run_uuid = p.run_uuid OR a.source_runs LIKE '%\"' || p.run_uuid || '\"%'))"
-      " ORDER BY r.started_at, p.order_index");
-  s.bind(1, cell_key);
+      " ORDER BY r.started_at, p.order_index",
+      cell_key);
   std::vector<ProcessRef> out;
   while (s.step()) out.push_back({s.text(0), static_cast<int>(s.integer(1))});
   return out;
@@ -268,11 +215,11 @@ std::vector<std::vector<double>> process_times(Connection& c, const std::string&
 }
 
 ProcessState process_state(Connection& c, const std::string& cell_key, const ProcessRef& p) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT disturbed, (SELECT iterations FROM samples x WHERE x.run_uuid = p.run_uuid AND"
       " x.cell_key = p.cell_key AND x.process_index = p.process_index ORDER BY rep_index LIMIT 1)"
-      " FROM processes p WHERE run_uuid = ?1 AND cell_key = ?2 AND process_index = ?3");
-  s.bind(1, p.run_uuid).bind(2, cell_key).bind(3, p.process_index);
+      " FROM processes p WHERE run_uuid = ?1 AND cell_key = ?2 AND process_index = ?3",
+      p.run_uuid, cell_key, p.process_index);
   ProcessState st;
   if (s.step()) {
     st.disturbed = s.integer(0) != 0;
@@ -282,28 +229,26 @@ ProcessState process_state(Connection& c, const std::string& cell_key, const Pro
 }
 
 void insert_noise_floor(Connection& c, const NoiseFloorRecord& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR REPLACE INTO noise_floors(target, cpu_model, op, shape_json, measured_at, trials,"
       " mean_processes, noise_floor, abs_diff_q95, minimum_detectable_effect, settings_json)"
-      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)");
-  s.bind(1, r.target).bind(2, r.cpu_model).bind(3, r.op).bind(4, r.shape_json);
-  s.bind(5, r.measured_at.empty() ? now_utc() : r.measured_at).bind(6, r.trials);
-  s.bind(7, r.mean_processes).bind(8, r.noise_floor).bind(9, r.abs_diff_q95);
-  s.bind(10, r.minimum_detectable_effect).bind(11, r.settings_json);
-  s.run();
+      " VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11)",
+      r.target, r.cpu_model, r.op, r.shape_json, r.measured_at.empty() ? now_utc() : r.measured_at,
+      r.trials, r.mean_processes, r.noise_floor, r.abs_diff_q95, r.minimum_detectable_effect,
+      r.settings_json);
 }
 
 std::optional<NoiseFloorRecord> latest_noise_floor(Connection& c, const std::string& target,
                                                    const std::string& cpu_model) {
   // The largest floor among the cells measured in the latest selfcheck: a verdict must clear the
   // noisiest representative cell, not the quietest.
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT target, cpu_model, op, shape_json, measured_at, trials, mean_processes, noise_floor,"
       " abs_diff_q95, minimum_detectable_effect, settings_json FROM noise_floors"
       " WHERE target = ?1 AND cpu_model = ?2 AND measured_at ="
       "  (SELECT max(measured_at) FROM noise_floors WHERE target = ?1 AND cpu_model = ?2)"
-      " ORDER BY noise_floor DESC LIMIT 1");
-  s.bind(1, target).bind(2, cpu_model);
+      " ORDER BY noise_floor DESC LIMIT 1",
+      target, cpu_model);
   if (!s.step()) return std::nullopt;
   NoiseFloorRecord r{.target = s.text(0),
                      .cpu_model = s.text(1),
@@ -325,10 +270,8 @@ std::int64_t sample_count(Connection& c) {
 }
 
 void mark_interrupted(Connection& c, const std::string& run_uuid) {
-  auto s = c.prepare(
-      "UPDATE runs SET status = 'interrupted' WHERE run_uuid = ?1 AND status = 'running'");
-  s.bind(1, run_uuid);
-  s.run();
+  c.run("UPDATE runs SET status = 'interrupted' WHERE run_uuid = ?1 AND status = 'running'",
+        run_uuid);
 }
 
 }  // namespace k3store

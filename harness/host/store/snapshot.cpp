@@ -3,8 +3,7 @@
 namespace k3store {
 
 void snapshot_database(Connection& c, const std::string& out_path) {
-  auto s = c.prepare("VACUUM INTO ?1");
-  s.bind(1, out_path);
+  auto s = c.query("VACUUM INTO ?1", out_path);
   s.step();
 }
 

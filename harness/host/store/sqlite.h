@@ -8,6 +8,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace k3store {
 
@@ -15,11 +18,19 @@ struct StoreError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Text bound as NULL when empty (columns where empty text means "none": a reason, a path, an
+// optional id).
+struct NullIfEmpty {
+  const std::string& text;
+};
+
 class Statement {
  public:
   Statement(sqlite3* db, const std::string& sql);
   ~Statement();
   Statement(const Statement&) = delete;
+  Statement(Statement&& other) noexcept
+      : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
   Statement& operator=(const Statement&) = delete;
 
   Statement& bind(int index, const std::string& v);
@@ -36,9 +47,16 @@ class Statement {
   Statement& bind(int index, const std::optional<int>& v) {
     return v ? bind(index, *v) : bind_null(index);
   }
-  // NULL for "" (columns where empty text means "none": a reason, a path, an optional id).
   Statement& bind_or_null(int index, const std::string& v) {
     return v.empty() ? bind_null(index) : bind(index, v);
+  }
+  Statement& bind(int index, NullIfEmpty v) { return bind_or_null(index, v.text); }
+  // Binds ?1, ?2, ... to `values`, in order.
+  template <class... Values>
+  Statement& bind_all(const Values&... values) {
+    int index = 0;
+    (bind(++index, values), ...);
+    return *this;
   }
   // Steps once: true while a row is available.
   bool step();
@@ -75,6 +93,18 @@ class Connection {
   // The primary result code of the last call that failed (SQLITE_BUSY, ...).
   int last_error() const { return sqlite3_errcode(db_) & 0xff; }
   Statement prepare(const std::string& sql) { return Statement(db_, sql); }
+  // `sql` prepared with ?1, ?2, ... bound to `values`, in order.
+  template <class... Values>
+  Statement query(const std::string& sql, const Values&... values) {
+    Statement s = prepare(sql);
+    s.bind_all(values...);
+    return s;
+  }
+  // Runs `sql` (an INSERT, UPDATE or DELETE) with ?1, ?2, ... bound to `values`, in order.
+  template <class... Values>
+  void run(const std::string& sql, const Values&... values) {
+    prepare(sql).bind_all(values...).run();
+  }
   std::int64_t scalar_int(const std::string& sql);
   std::int64_t changes() const { return sqlite3_changes64(db_); }
 
@@ -82,6 +112,21 @@ class Connection {
   sqlite3* db_ = nullptr;
   std::string path_;
 };
+
+// Every row `s` still has, each read by `read`.
+template <class Read>
+auto read_rows(Statement& s, Read read) {
+  std::vector<std::invoke_result_t<Read&, const Statement&>> out;
+  while (s.step()) out.push_back(read(s));
+  return out;
+}
+
+// The rows `sql` selects with ?1, ?2, ... bound to `values`, each read by `read`.
+template <class Read, class... Values>
+auto select_rows(Connection& c, Read read, const std::string& sql, const Values&... values) {
+  Statement s = c.query(sql, values...);
+  return read_rows(s, read);
+}
 
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so busy_timeout applies),
 // ROLLBACK in the destructor unless commit() was called. Inside a transaction already open on the

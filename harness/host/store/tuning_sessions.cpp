@@ -91,9 +91,7 @@ std::vector<TuningMeasurementRecord> TuningSessionStore::measurements(
                               " ORDER BY round, point_key, measurement",
                               kMeasurementColumns));
   s.bind(1, session_id);
-  std::vector<TuningMeasurementRecord> out;
-  while (s.step()) out.push_back(read_measurement(s));
-  return out;
+  return read_rows(s, read_measurement);
 }
 
 void TuningSessionStore::add(const std::string& session_id, const TuningMeasurementRecord& m) {
@@ -147,44 +145,38 @@ bool has_tuning_rows(Connection& c) {
 
 std::vector<TuningSessionRecord> tuning_sessions(Connection& c, const std::string& target,
                                                  const std::string& until, std::int64_t limit) {
-  auto s =
-      c.prepare(fmt::format("SELECT {} FROM tuning_sessions WHERE target = ?1 AND created_at <= ?2"
-                            " ORDER BY created_at DESC LIMIT ?3",
-                            kSessionColumns));
-  s.bind(1, target).bind(2, until).bind(3, limit);
-  std::vector<TuningSessionRecord> out;
-  while (s.step()) out.push_back(read_session(s));
-  return out;
+  return select_rows(
+      c, read_session,
+      fmt::format("SELECT {} FROM tuning_sessions WHERE target = ?1 AND created_at <= ?2"
+                  " ORDER BY created_at DESC LIMIT ?3",
+                  kSessionColumns),
+      target, until, limit);
 }
 
 std::vector<TuningPointRecord> tuning_points(Connection& c, const std::string& session_id) {
-  auto s =
-      c.prepare(fmt::format("SELECT {} FROM tuning_points WHERE session_id = ?1 ORDER BY point_key",
-                            kTuningPointColumns));
-  s.bind(1, session_id);
-  std::vector<TuningPointRecord> out;
-  while (s.step()) out.push_back(read_tuning_point(s));
-  return out;
+  return select_rows(
+      c, read_tuning_point,
+      fmt::format("SELECT {} FROM tuning_points WHERE session_id = ?1 ORDER BY point_key",
+                  kTuningPointColumns),
+      session_id);
 }
 
 std::vector<TuningMeasurementRecord> stored_measurements_of_cell(Connection& c,
                                                                  const std::string& cell_key) {
-  auto s = c.prepare(
+  return select_rows(
+      c, read_measurement,
       fmt::format("SELECT {} FROM tuning_measurements m JOIN tuning_sessions s USING (session_id)"
                   " WHERE m.cell_key = ?1 AND m.rejected = 0 AND m.value IS NOT NULL"
                   " ORDER BY s.created_at, m.session_id, m.measurement",
-                  kMeasurementColumns));
-  s.bind(1, cell_key);
-  std::vector<TuningMeasurementRecord> out;
-  while (s.step()) out.push_back(read_measurement(s));
-  return out;
+                  kMeasurementColumns),
+      cell_key);
 }
 
 std::optional<std::string> session_process_path(Connection& c, const std::string& session_id) {
-  auto s = c.prepare(
+  auto s = c.query(
       "SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
-      " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1");
-  s.bind(1, session_id);
+      " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1",
+      session_id);
   if (!s.step()) return std::nullopt;
   return s.text(0);
 }

@@ -15,29 +15,26 @@ TuningTableRecord read_tuning_table(const Statement& s) {
 }
 
 std::vector<TuningTableRecord> read_tuning_tables(Statement& s) {
-  std::vector<TuningTableRecord> out;
-  while (s.step()) out.push_back(read_tuning_table(s));
-  return out;
+  return read_rows(s, read_tuning_table);
 }
 
 }  // namespace
 
 void insert_tuning_table(Connection& c, const TuningTableRecord& r) {
-  auto s = c.prepare(
+  c.run(
       "INSERT OR IGNORE INTO tuning_tables(table_id, created_at, sessions_json, path, table_json)"
-      " VALUES (?1,?2,?3,?4,?5)");
-  s.bind(1, r.table_id).bind(2, now_utc()).bind(3, r.sessions_json).bind(4, r.path);
-  s.bind(5, r.table_json);
-  s.run();
+      " VALUES (?1,?2,?3,?4,?5)",
+      r.table_id, now_utc(), r.sessions_json, r.path, r.table_json);
 }
 
 std::vector<TuningTableRecord> tables_of_session(Connection& c, const std::string& session_id) {
   // A table can draw on several sessions (sessions_json).
-  auto s = c.prepare(fmt::format(
-      "SELECT {} FROM tuning_tables t WHERE EXISTS (SELECT 1 FROM json_each(t.sessions_json) s"
-      " WHERE s.value = ?1) ORDER BY t.created_at",
-      kTableColumns));
-  s.bind(1, session_id);
+  auto s = c.query(
+      fmt::format(
+          "SELECT {} FROM tuning_tables t WHERE EXISTS (SELECT 1 FROM json_each(t.sessions_json) s"
+          " WHERE s.value = ?1) ORDER BY t.created_at",
+          kTableColumns),
+      session_id);
   return read_tuning_tables(s);
 }
 

@@ -228,13 +228,10 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
 
 namespace {
 
-k3stats::Comparison paired_rounds_comparison(const std::vector<int>& rounds_a,
-                                             const std::vector<double>& means_a,
-                                             const std::vector<int>& rounds_b,
-                                             const std::vector<double>& means_b,
+k3stats::Comparison paired_rounds_comparison(RoundMeans a, RoundMeans b,
                                              const RegressionConfig& config, double threshold,
                                              int first_stage, Speedup* speedup) {
-  const auto [pa, pb] = k3stats::pair_by_round(rounds_a, means_a, rounds_b, means_b);
+  const auto [pa, pb] = k3stats::pair_by_round(a.rounds, a.means, b.rounds, b.means);
   if (pa.size() < 2) throw std::invalid_argument("fewer than 2 rounds measured both sides");
   const int m = first_stage >= 2 && first_stage < static_cast<int>(pa.size()) ? first_stage : 0;
   const auto c = k3stats::compare_paired_rounds(pa, pb, options(config, threshold), m);
@@ -247,25 +244,22 @@ k3stats::Comparison paired_rounds_comparison(const std::vector<int>& rounds_a,
 k3stats::Comparison paired_comparison(const CellFigures& a, const CellFigures& b,
                                       const RegressionConfig& config, double threshold,
                                       int first_stage, Speedup* speedup) {
-  return paired_rounds_comparison(a.process_rounds, a.process_means, b.process_rounds,
-                                  b.process_means, config, threshold, first_stage, speedup);
+  return paired_rounds_comparison({a.process_rounds, a.process_means},
+                                  {b.process_rounds, b.process_means}, config, threshold,
+                                  first_stage, speedup);
 }
 
-TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int>& rounds_a,
-                                    const std::vector<double>& means_a,
-                                    const std::vector<int>& rounds_b,
-                                    const std::vector<double>& means_b,
+TimingVerdict paired_timing_verdict(const std::string& op, RoundMeans a, RoundMeans b,
                                     const RegressionConfig& config,
                                     const std::optional<k3store::NoiseFloorRecord>& noise_floor,
                                     int first_stage) {
   TimingVerdict t;
   t.threshold = verdict_threshold(op, config, noise_floor);
   t.confirmation = Confirmation::kInterleaved;
-  t.processes_a = static_cast<int>(means_a.size());
-  t.processes_b = static_cast<int>(means_b.size());
+  t.processes_a = static_cast<int>(a.means.size());
+  t.processes_b = static_cast<int>(b.means.size());
   try {
-    t.cmp = paired_rounds_comparison(rounds_a, means_a, rounds_b, means_b, config, t.threshold,
-                                     first_stage, &t.speedup);
+    t.cmp = paired_rounds_comparison(a, b, config, t.threshold, first_stage, &t.speedup);
     t.outcome = outcome_of(t.cmp);
   } catch (const std::invalid_argument& e) {
     t.not_compared = e.what();
@@ -288,8 +282,9 @@ CellVerdict paired_cell_verdict(const CellFigures& a, const CellFigures& b,
     cv.timing.processes_b = static_cast<int>(b.process_means.size());
     cv.timing.not_compared = fmt::format("failed in the {}", !b.ok ? b_side : a_side);
   } else {
-    cv.timing = paired_timing_verdict(b.op, a.process_rounds, a.process_means, b.process_rounds,
-                                      b.process_means, config, noise_floor, first_stage);
+    cv.timing = paired_timing_verdict(b.op, {a.process_rounds, a.process_means},
+                                      {b.process_rounds, b.process_means}, config, noise_floor,
+                                      first_stage);
     cv.accuracy = accuracy_of(a, b, config);
   }
   return cv;

@@ -139,22 +139,25 @@ Verdict compare_within_run(const RunData& run, const RegressionConfig& config,
 Verdict compare_table_within_run(const RunData& run, const RegressionConfig& config,
                                  const std::optional<k3store::NoiseFloorRecord>& noise_floor);
 
-// The smallest relative change a timing verdict of `op` calls: the op's minimum effect of the rules,
-// raised to the target's noise floor when the rules use it (and one is stored).
+// The smallest relative change a timing verdict of `op` calls: the op's minimum effect of the
+// rules, raised to the target's noise floor when the rules use it (and one is stored).
 double verdict_threshold(const std::string& op, const RegressionConfig& config,
                          const std::optional<k3store::NoiseFloorRecord>& noise_floor);
+
+// One side of a within-run pair: the mean of each counted process and the round it ran in.
+struct RoundMeans {
+  const std::vector<int>& rounds;
+  const std::vector<double>& means;
+};
 
 // The within-run timing verdict of one pair of configurations measured in the same rounds (A B,
 // B A, ...): the one rule of every within-run A/B (bench --baseline-runner through
 // compare_within_run, the confirm step, table verify). The paired test on per-round log ratios
-// (the rules' estimator) at the rules' alpha; a change only when significant and at least the op's minimum effect raised
-// to the noise floor. `first_stage` > 0: the process count came from Stein's two-stage procedure.
-// B slower than A is kRegression, faster kImprovement; fewer than 2 rounds with both sides is
-// kNotCompared with the reason.
-TimingVerdict paired_timing_verdict(const std::string& op, const std::vector<int>& rounds_a,
-                                    const std::vector<double>& means_a,
-                                    const std::vector<int>& rounds_b,
-                                    const std::vector<double>& means_b,
+// (the rules' estimator) at the rules' alpha; a change only when significant and at least the op's
+// minimum effect raised to the noise floor. `first_stage` > 0: the process count came from Stein's
+// two-stage procedure. B slower than A is kRegression, faster kImprovement; fewer than 2 rounds
+// with both sides is kNotCompared with the reason.
+TimingVerdict paired_timing_verdict(const std::string& op, RoundMeans a, RoundMeans b,
                                     const RegressionConfig& config,
                                     const std::optional<k3store::NoiseFloorRecord>& noise_floor,
                                     int first_stage = 0);
