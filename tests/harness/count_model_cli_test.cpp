@@ -46,7 +46,11 @@ struct CountModelCli : CountCliFixture {
   // The plugin's lines of one k3bench process under qemu-user at VLEN 256.
   std::string plugin_output(const std::vector<std::string>& args) const {
     const std::string out = (dir / "plugin.txt").string();
-    std::vector<std::string> argv = {"qemu-riscv64",
+    // No weight cache: a process that fills one (the first in a fresh home) does more set-up
+    // than the next, which reads it; every process generating its weights does the same.
+    std::vector<std::string> argv = {"env",
+                                     "K3BENCH_CACHE_DIR=off",
+                                     "qemu-riscv64",
                                      "-cpu",
                                      "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0",
                                      "-plugin",
@@ -107,7 +111,8 @@ TEST_F(CountModelCli, CountsAWholeForwardPerOpModelsItAndStoresIt) {
       {"mlp_gate_up", kLayers * 2 * ime2_decode(kInter, kHidden)},
       {"mlp_down", kLayers * ime2_decode(kHidden, kInter)},
       {"lm_head", ime2_decode(kVocab, kHidden)}};
-  std::map<std::string, double> total;
+  std::map<std::string, double> total, linears;
+  const std::set<std::string> linear_ops = {"attn_proj", "attn_out", "mlp_gate_up", "mlp_down"};
   for (const auto& c : counts) {
     const std::string path = c["path"], phase = c["phase"];
     const int vlen = c["vlen"];
@@ -121,6 +126,8 @@ TEST_F(CountModelCli, CountsAWholeForwardPerOpModelsItAndStoresIt) {
       sum += o["per_token"].get<double>() * c["tokens"].get<double>();
       ime2_sum += o["ime2"].get<double>();
       ops.insert(o["op"].get<std::string>());
+      if (linear_ops.count(o["op"].get<std::string>()))
+        linears[what] += o["ime2"].get<double>() + o["other"].get<double>();
       EXPECT_GT(o["ime2"].get<double>() + o["other"].get<double>(), 0) << what;
     }
     EXPECT_NEAR(sum, c["instructions"].get<double>(), 1e-6 * sum) << what;
@@ -153,8 +160,11 @@ TEST_F(CountModelCli, CountsAWholeForwardPerOpModelsItAndStoresIt) {
                 total[std::string("rvv ") + phase + " 256"],
                 0.03 * total[std::string("rvv ") + phase + " 256"])
         << phase;
-  // IME2 replaces most of the prefill's instructions.
-  EXPECT_LT(total["ime2 prefill 1024"], 0.6 * total["rvv prefill 1024"]);
+  // IME2 replaces most of the prefill Linears' instructions (in this tiny model the attention,
+  // kv_append and quantisation, the same code in both binaries, are most of the rest: at VLEN 1024
+  // the RVV Linears count 318k of 643k, the IME2 Linears 117k).
+  EXPECT_LT(linears["ime2 prefill 1024"], 0.5 * linears["rvv prefill 1024"]);
+  EXPECT_LT(total["ime2 prefill 1024"], total["rvv prefill 1024"]);
 
   // The modelled figure follows its formula from the facts it prints (VLEN 1024 counts only).
   std::map<std::string, double> fact;
@@ -226,7 +236,12 @@ TEST_F(CountModelCli, RegionsHoldTheWholeForwardAndRepeatExactly) {
   for (const auto& [id, n] : regions(marked_a))
     if (id != 0) forward += n;
   ASSERT_GT(forward, 100000);
-  EXPECT_NEAR(difference, forward, 0.03 * forward);
+  // The marked forward is a process's first: it also builds what later forwards reuse (the
+  // attention's per-thread buffers, the RoPE tables of its positions), so one more repetition
+  // adds a little less than the marks hold (VLEN 256: 1.048 M and 1.058 M for the second and
+  // third forwards, 1.091 M marked).
+  EXPECT_LE(difference, 1.01 * forward);
+  EXPECT_GE(difference, 0.93 * forward);
   auto a = regions(marked_a), b = regions(marked_b);
   a.erase(0);  // set-up: timer and /proc reads vary by process
   b.erase(0);
@@ -234,7 +249,7 @@ TEST_F(CountModelCli, RegionsHoldTheWholeForwardAndRepeatExactly) {
 }
 
 // A context of seeded values (--context-fill synthetic) counts the decode step like a prefilled
-// one: the Linears within 0.5% and the step within 1% (the attention's and the greedy choice's
+// one: the Linears within 0.5% and the step within 5% (the attention's and the greedy choice's
 // branches follow the values; and each decode Linear binds its tile body on the heap, where
 // malloc's path -- a few dozen instructions -- depends on the state the two fills leave: two
 // processes that fill alike count alike exactly, RegionsHoldTheWholeForwardAndRepeatExactly).
@@ -252,7 +267,10 @@ TEST_F(CountModelCli, ASyntheticContextCountsLikeAPrefilledOne) {
   double a = 0, b = 0;
   for (const auto& [id, n] : prefilled) a += n;
   for (const auto& [id, n] : synthetic) b += n;
-  EXPECT_NEAR(a, b, 0.01 * a);
+  // The synthetic context's step is its process's first forward (no prefill ran before it): it
+  // builds the attention's per-thread buffers and RoPE tables a prefilled step finds built, about
+  // 5k instructions of the tiny model's 150k.
+  EXPECT_NEAR(a, b, 0.05 * a);
   // Regions 1 + slot: attn_proj (3), attn_out (9), mlp_gate_up (17), mlp_down (19), lm_head (20).
   for (const int slot : {3, 9, 17, 19, 20})
     EXPECT_NEAR(prefilled.at(1 + slot), synthetic.at(1 + slot), 0.005 * prefilled.at(1 + slot))
