@@ -7,6 +7,7 @@
 // figure against its formula, the stored rows, and that bad input stores nothing.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -249,10 +250,11 @@ TEST_F(CountModelCli, RegionsHoldTheWholeForwardAndRepeatExactly) {
 }
 
 // A context of seeded values (--context-fill synthetic) counts the decode step like a prefilled
-// one: the Linears within 0.5% and the step within 5% (the attention's and the greedy choice's
-// branches follow the values; and each decode Linear binds its tile body on the heap, where
-// malloc's path -- a few dozen instructions -- depends on the state the two fills leave: two
-// processes that fill alike count alike exactly, RegionsHoldTheWholeForwardAndRepeatExactly).
+// one: the Linears within 0.5% (or 300 instructions) and the step within 5% (the attention's and
+// the greedy choice's branches follow the values; and each decode Linear binds its tile body on the
+// heap, where malloc's path -- up to a few hundred instructions -- depends on the state the two
+// fills leave: two processes that fill alike count alike exactly,
+// RegionsHoldTheWholeForwardAndRepeatExactly).
 TEST_F(CountModelCli, ASyntheticContextCountsLikeAPrefilledOne) {
   auto decode_regions = [&](const std::string& fill) {
     const std::string text =
@@ -272,8 +274,12 @@ TEST_F(CountModelCli, ASyntheticContextCountsLikeAPrefilledOne) {
   // 5k instructions of the tiny model's 150k.
   EXPECT_NEAR(a, b, 0.05 * a);
   // Regions 1 + slot: attn_proj (3), attn_out (9), mlp_gate_up (17), mlp_down (19), lm_head (20).
+  // Each call binds its tile body on the heap: malloc's path after the two fills differs by up to
+  // a few hundred instructions (213 of a 32,963-instruction mlp_gate_up seen in a fresh clone), so
+  // the bound is 0.5% or 300 instructions, whichever is larger, on the tiny model's small calls.
   for (const int slot : {3, 9, 17, 19, 20})
-    EXPECT_NEAR(prefilled.at(1 + slot), synthetic.at(1 + slot), 0.005 * prefilled.at(1 + slot))
+    EXPECT_NEAR(prefilled.at(1 + slot), synthetic.at(1 + slot),
+                std::max(0.005 * prefilled.at(1 + slot), 300.0))
         << slot;
 }
 
