@@ -257,7 +257,7 @@ NightlyFarm nightly_farm(const NightlyRequest& rq) {
       config, {.root = rq.root, .db_path = rq.db_path, .targets_file = rq.targets_file});
   scheduler->accept_reservation(rq.reservation);  // bad input: nothing runs
   f.boards_only_in_jobs = scheduler->boards_only_in_jobs();
-  f.scheduler = scheduler->name();
+  f.scheduler = scheduler->title();
   for (const auto& b : config.boards) {
     f.boards.push_back(b.name);
     try {

@@ -92,7 +92,7 @@ struct NightlyFarm {
   // Its scheduler touches boards only inside its jobs (each job deploys and probes the board it
   // is given, and takes it out when it is faulty): the nightly has no deploy step of its own.
   bool boards_only_in_jobs = false;
-  std::string scheduler = "builtin";  // its name, for the step notes
+  std::string scheduler = "built-in";  // its title, for the step notes
 };
 
 // Throws UserError for an unknown profile. `build`: include the build steps. On the built-in farm

@@ -18,6 +18,7 @@ class BuiltinScheduler : public Scheduler {
       : farm_(std::move(farm)), caller_(std::move(caller)) {}
 
   std::string name() const override { return k3farm::to_string(k3farm::SchedulerKind::kBuiltin); }
+  std::string title() const override { return "built-in"; }
   std::vector<std::string> boards_for_this_process(std::vector<std::string> chosen) const override {
     return chosen;
   }

@@ -97,6 +97,8 @@ class Scheduler {
   virtual ~Scheduler() = default;
   // "builtin", "slurm": how outputs name the scheduler (k3farm::to_string of its kind).
   virtual std::string name() const = 0;
+  // "built-in", "Slurm": how sentences for people name it ("Slurm farm: ...").
+  virtual std::string title() const = 0;
 
   // ---- Boards
   // The boards a command may measure on in this process, of those chosen: inside one of the

@@ -17,6 +17,7 @@ class SlurmScheduler final : public BuiltinScheduler {
   SlurmScheduler(k3farm::FarmConfig farm, Caller caller);
 
   std::string name() const override { return k3farm::to_string(k3farm::SchedulerKind::kSlurm); }
+  std::string title() const override { return "Slurm"; }
   std::vector<std::string> boards_for_this_process(std::vector<std::string> chosen) const override;
   bool boards_only_in_jobs() const override { return true; }
   void accept_reservation(const std::string&) const override {}
