@@ -26,6 +26,10 @@ packages=(
   slurm-client slurmctld slurmd munge
   # Reports: the browser test opens report.html in headless chromium (fonts for its screenshot).
   chromium fonts-dejavu-core
+  # The lab around the farm: pdudaemon power-cycles dead boards (the tests run it on loopback
+  # with its localcmdline driver); Google Benchmark's compare.py (libbenchmark-tools, which needs
+  # scipy) reads the runs `k3tune db export` writes.
+  pdudaemon libbenchmark-tools python3-scipy
 )
 # Node.js runs npm (vendoring) and the browser test's driver. Debian's nodejs (18) is enough; a
 # newer one already on the machine (e.g. from NodeSource, which bundles npm) is used as it is.
