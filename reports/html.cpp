@@ -91,9 +91,7 @@ std::string figures_section(const k3verdict::RunData& run) {
     }
     out += row({esc(c.label), esc(c.model), esc(c.path), std::to_string(c.processes),
                 run.per_call.text(c.mean_ns),
-                c.ci_low_ns && c.ci_high_ns
-                    ? run.per_call.text(c.ci_low_ns) + " .. " + run.per_call.text(c.ci_high_ns)
-                    : "-",
+                run.per_call.interval(c.ci_low_ns, c.ci_high_ns, c.processes),
                 c.cv_between ? fmt::format("{:.1f}%", 100 * *c.cv_between) : "-",
                 run.per_call.rate(c.bytes_per_call, c.mean_ns),
                 run.per_call.rate(c.ops_per_call, c.mean_ns),
@@ -158,13 +156,11 @@ std::string tuning_section(const Report& r, const std::vector<Chart>& charts) {
                   "<code>" +
                       esc(is_object ? e.value("params", nlohmann::json::object()).dump() : "{}") +
                       "</code>",
-                  esc(evidence_value_text(ev, ev.mean)),
-                  ev.ci_low && ev.ci_high ? esc(evidence_value_text(ev, ev.ci_low) + " .. " +
-                                                evidence_value_text(ev, ev.ci_high))
-                                          : "-",
+                  esc(evidence_value_text(ev, ev.mean)), esc(evidence_interval_text(ev)),
                   ev.processes ? std::to_string(*ev.processes) : "-",
                   esc(evidence_value_text(ev, ev.default_mean)),
-                  ev.speedup ? fmt::format("{:.3f}", *ev.speedup) : "-"});
+                  ev.speedup ? esc(fmt::format("{:.3f} {}", *ev.speedup, speedup_interval_text(ev)))
+                             : "-"});
     }
     out += "</tbody></table>\n";
   }

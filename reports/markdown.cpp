@@ -264,9 +264,8 @@ void section_figures(const k3verdict::RunData& run, std::string& out) {
         continue;
       }
       const std::string ci =
-          !(c->ci_low_ns && c->ci_high_ns) ? "-"
-          : pc.instructions
-              ? pc.text(c->ci_low_ns) + ".." + pc.text(c->ci_high_ns)
+          !(c->ci_low_ns && c->ci_high_ns) || pc.instructions
+              ? pc.interval(c->ci_low_ns, c->ci_high_ns, c->processes, "..")
               : fmt::format("{:.2f}..{:.2f}", *c->ci_low_ns / 1e3, *c->ci_high_ns / 1e3);
       t.add({label, std::to_string(c->processes), pc.text(c->mean_ns), ci,
              c->cv_between ? fmt::format("{:.1f}%", 100 * *c->cv_between) : "-",
@@ -359,8 +358,8 @@ void section_tuning(const TuningData& t, std::string& out) {
         params += (params.empty() ? "" : ",") + k + "=" +
                   (v.is_string() ? v.get<std::string>() : v.dump());
       std::string speedup = ev.speedup ? fmt::format("{:.3f}", *ev.speedup) : "-";
-      if (ev.speedup && ev.speedup_low && ev.speedup_high)
-        speedup += fmt::format(" [{:.3f}, {:.3f}]", *ev.speedup_low, *ev.speedup_high);
+      const std::string interval = speedup_interval_text(ev);
+      if (ev.speedup && !interval.empty()) speedup += " " + interval;
       e.add({entry.is_object() ? entry.value("id", "?") : "?", params,
              evidence_value_text(ev, ev.mean), speedup});
     }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/store/result_reads.h"
+#include "harness/host/verdict/value_text.h"
 #include "reports/distribution_trend.h"
 #include "reports/report_error.h"
 
@@ -70,8 +71,11 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run,
       p.started_at = point.started_at;
       p.build_hash = point.build_hash;
       p.mean_ns = *point.mean_ns;
-      p.ci_low_ns = point.ci_low_ns;
-      p.ci_high_ns = point.ci_high_ns;
+      if (k3verdict::PerCall::of(nlohmann::json::parse(point.measure_json)).instructions ||
+          point.processes >= 3) {  // as RunData: no two-process interval of a time
+        p.ci_low_ns = point.ci_low_ns;
+        p.ci_high_ns = point.ci_high_ns;
+      }
       p.processes = point.processes;
       if (auto m = process_ns.find(point.cell_key); m != process_ns.end()) p.process_ns = m->second;
       it->second.points.push_back(p);

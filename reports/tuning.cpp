@@ -133,7 +133,33 @@ EntryEvidence evidence_of(const nlohmann::json& entry) {
   if (ev.contains("processes") && ev["processes"].is_number_integer())
     e.processes = ev["processes"].get<int>();
   if (ev.contains("unit") && ev["unit"].is_string()) e.unit = ev["unit"].get<std::string>();
+  if (ev.contains("conclusive") && ev["conclusive"].is_boolean())
+    e.conclusive = ev["conclusive"].get<bool>();
+  if (ev.contains("paired_rounds") && ev["paired_rounds"].is_number_integer())
+    e.paired_rounds = ev["paired_rounds"].get<int>();
+  if (e.processes && *e.processes < 3) e.ci_low = e.ci_high = std::nullopt;
+  if (!e.conclusive) e.speedup_low = e.speedup_high = std::nullopt;
   return e;
+}
+
+namespace {
+
+std::string too_few(int n, const char* one, const char* many) {
+  return fmt::format("{} {}: too few for an interval", n, n == 1 ? one : many);
+}
+
+}  // namespace
+
+std::string evidence_interval_text(const EntryEvidence& e) {
+  if (e.ci_low && e.ci_high)
+    return evidence_value_text(e, e.ci_low) + " .. " + evidence_value_text(e, e.ci_high);
+  return e.processes && *e.processes < 3 ? too_few(*e.processes, "process", "processes") : "-";
+}
+
+std::string speedup_interval_text(const EntryEvidence& e, const char* open, const char* close) {
+  if (e.speedup_low && e.speedup_high)
+    return fmt::format("{}{:.3f}, {:.3f}{}", open, *e.speedup_low, *e.speedup_high, close);
+  return e.conclusive ? "" : "(" + too_few(e.paired_rounds, "paired round", "paired rounds") + ")";
 }
 
 std::string evidence_value_text(const EntryEvidence& e, const std::optional<double>& value) {

@@ -54,8 +54,20 @@ struct EntryEvidence {
   std::optional<double> mean, ci_low, ci_high, default_mean, speedup, speedup_low, speedup_high;
   std::optional<int> processes;
   std::string unit;
+  // The table's own word on the speed-up: measured against the defaults in enough paired rounds
+  // (`conclusive`; tables without the field are taken as conclusive).
+  bool conclusive = true;
+  int paired_rounds = 0;
 };
+// Reads the evidence. Intervals the data cannot support are left empty: the mean's below three
+// processes, the speed-up's when the table says the paired rounds were too few (a one-round
+// "interval" has zero width).
 EntryEvidence evidence_of(const nlohmann::json& entry);
+// "low .. high" in the evidence's unit, or why there is no interval ("2 processes: too few for an
+// interval", "1 paired round: too few for an interval").
+std::string evidence_interval_text(const EntryEvidence& e);
+std::string speedup_interval_text(const EntryEvidence& e, const char* open = "[",
+                                  const char* close = "]");
 // A value of the evidence in its unit: "12.345 us" for ns per call, "1.2e+05 instructions per
 // call" for the proxy; "-" when absent.
 std::string evidence_value_text(const EntryEvidence& e, const std::optional<double>& value);

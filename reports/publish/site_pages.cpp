@@ -75,8 +75,8 @@ std::string joined(const std::set<std::string>& items) {
 std::string figure_text(const k3reports::TrendPoint& p, bool counts) {
   const k3verdict::PerCall unit{counts};
   std::string out = unit.text(p.mean_ns) + " " + unit.unit();
-  if (p.ci_low_ns && p.ci_high_ns)
-    out += " (" + unit.text(p.ci_low_ns) + " .. " + unit.text(p.ci_high_ns) + ")";
+  const std::string interval = unit.interval(p.ci_low_ns, p.ci_high_ns, p.processes);
+  if (interval != "-") out += " (" + interval + ")";
   return out;
 }
 
@@ -374,10 +374,7 @@ class SiteRenderer {
           "</thead><tbody>\n";
       for (auto p = s.points.rbegin(); p != s.points.rend(); ++p)
         b += row({esc(p->started_at), run_link(p->run_uuid), code(short_id(p->build_hash)),
-                  unit.text(p->mean_ns),
-                  p->ci_low_ns && p->ci_high_ns
-                      ? unit.text(p->ci_low_ns) + " .. " + unit.text(p->ci_high_ns)
-                      : "-",
+                  unit.text(p->mean_ns), unit.interval(p->ci_low_ns, p->ci_high_ns, p->processes),
                   std::to_string(p->processes)});
       b += "</tbody></table></details>\n";
     }

@@ -81,6 +81,32 @@ TEST(HarnessStats, TukeyFlagsWithoutDropping) {
   EXPECT_TRUE(s.wide_ci);  // three processes spread 10..14: CI far wider than 5%
 }
 
+// A time's interval is the Student interval of ln(process means) applied as a factor around the
+// mean: with means {1, 1, 100} the Student interval on the means themselves reaches -108.4; the
+// log one stays positive. Reference by hand: ln means {0, 0, ln 100}, sd = ln(100)/sqrt(3),
+// t(0.975, df 2) = 4.302652729911275, half = t * sd / sqrt(3) = t * ln(100) / 3.
+TEST(HarnessStats, ATimesIntervalIsInLogSpaceAndNeverNegative) {
+  const auto s = k3stats::summarize_cell({{1}, {1}, {100}});
+  const double half = 4.302652729911275 * std::log(100.0) / 3;
+  EXPECT_NEAR(s.mean, 34, 1e-12);
+  EXPECT_NEAR(s.ci.low, 34 * std::exp(-half), 1e-9);
+  EXPECT_NEAR(s.ci.high, 34 * std::exp(half), 1e-9 * s.ci.high);
+  EXPECT_GT(s.ci.low, 0);
+  EXPECT_FALSE(s.ci.too_few);
+  EXPECT_LT(k3stats::t_interval({1, 1, 100}).low, -100);  // what the mean's Student interval gives
+}
+
+// Two processes are too few for a time's interval: it is infinite and says so (outputs print
+// words, the store no interval), where Student's would print a finite, possibly negative one.
+TEST(HarnessStats, TwoProcessesAreTooFewForAnInterval) {
+  const auto s = k3stats::summarize_cell({{794.9, 795}, {100, 101}});
+  EXPECT_TRUE(s.ci.too_few);
+  EXPECT_FALSE(std::isfinite(s.ci.half_width));
+  EXPECT_TRUE(s.wide_ci);
+  EXPECT_TRUE(k3stats::log_interval({5, 6}, 0.95, 2).too_few == false);
+  EXPECT_TRUE(k3stats::log_interval({5}, 0.95, 1).too_few);  // one value: never an interval
+}
+
 TEST(HarnessStats, TightCellHasNoWideCiWarning) {
   const auto s =
       k3stats::summarize_cell({{100, 101, 99}, {100, 100, 100}, {101, 100, 99}}, {0.95, 0.05});

@@ -62,6 +62,28 @@ ConfidenceInterval t_interval(const std::vector<double>& x, double confidence) {
   return ci;
 }
 
+LogInterval log_interval(const std::vector<double>& x, double confidence, std::size_t min_count) {
+  LogInterval li;
+  static_cast<ConfidenceInterval&>(li) = t_interval(x, confidence);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (x.size() < std::max<std::size_t>(min_count, 2)) {
+    li.too_few = true;
+    li.half_width = li.rel_half_width = inf;
+    li.low = -inf;
+    li.high = inf;
+    return li;
+  }
+  if (!std::all_of(x.begin(), x.end(), [](double v) { return v > 0; })) return li;
+  std::vector<double> logs(x.size());
+  std::transform(x.begin(), x.end(), logs.begin(), [](double v) { return std::log(v); });
+  const double log_half = t_interval(logs, confidence).half_width;
+  li.low = li.mean * std::exp(-log_half);
+  li.high = li.mean * std::exp(log_half);
+  li.half_width = (li.high - li.low) / 2;
+  li.rel_half_width = li.half_width / li.mean;
+  return li;
+}
+
 std::vector<std::size_t> tukey_outliers(const std::vector<double>& x, double k) {
   std::vector<std::size_t> out;
   if (x.size() < 4) return out;  // quartiles of fewer than 4 values say nothing
@@ -90,7 +112,7 @@ CellSummary summarize_cell(const std::vector<std::vector<double>>& per_process,
   }
   s.processes = per_process.size();
   s.samples = all.size();
-  s.ci = t_interval(s.process_means, opt.confidence);
+  s.ci = log_interval(s.process_means, opt.confidence);
   s.mean = s.ci.mean;
   s.cv_between = s.mean != 0 ? sample_stddev(s.process_means) / s.mean : 0.0;
   const double mean_all = mean(all);

@@ -46,6 +46,19 @@ struct ConfidenceInterval {
 // Student-t interval of the mean of x (n >= 2; with n == 1 the interval is infinite).
 ConfidenceInterval t_interval(const std::vector<double>& x, double confidence = 0.95);
 
+// The interval of a time's (or a ratio's) mean that such a quantity can have: the Student-t
+// interval of ln(x), df = n - 1, applied as a factor around the arithmetic mean, so the low end is
+// never negative and a spread that is a fraction of the mean stays that fraction on both sides.
+// Below `min_count` values (the count the rule needs: 3 processes for a time) the interval is
+// infinite and `too_few` is set: outputs say so in words instead of printing an interval. Values
+// that are not all positive fall back to the Student interval on x.
+struct LogInterval : ConfidenceInterval {
+  bool too_few = false;
+};
+inline constexpr std::size_t kMinProcessesForInterval = 3;
+LogInterval log_interval(const std::vector<double>& x, double confidence = 0.95,
+                         std::size_t min_count = kMinProcessesForInterval);
+
 // Indices of values outside Tukey's fences (k = 1.5) within one process's repetitions.
 std::vector<std::size_t> tukey_outliers(const std::vector<double>& x, double k = 1.5);
 
@@ -58,7 +71,7 @@ struct CellSummary {
   std::size_t processes = 0, samples = 0;
   std::vector<double> process_means;
   double mean = 0;  // mean of process means
-  ConfidenceInterval ci;
+  LogInterval ci;   // log-space interval of the mean; infinite (too_few) below 3 processes
   double cv_between = 0;  // stddev of process means / mean
   double cv_all = 0;      // stddev of all repetitions / their mean
   double min = 0, median = 0;
@@ -66,7 +79,9 @@ struct CellSummary {
   std::vector<std::vector<bool>> outlier_flags;
   std::size_t outliers = 0;
   bool wide_ci = false;
-  std::string method = "student-t on process means, df=P-1; Tukey 1.5 IQR outlier flags";
+  std::string method =
+      "student-t on ln(process means), df=P-1, as a factor around the mean (3 processes or more); "
+      "Tukey 1.5 IQR outlier flags";
 };
 // per_process[p] = the R repetition values of process p (ns). Throws std::invalid_argument when
 // empty or when a process has no repetitions.

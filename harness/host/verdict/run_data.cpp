@@ -118,8 +118,12 @@ CellFigures cell_figures(const k3store::CellAggregate& row, const std::string& m
   c.processes = a.processes;
   c.excluded_processes = a.excluded_processes;
   c.mean_ns = a.mean_ns;
-  c.ci_low_ns = a.ci_low_ns;
-  c.ci_high_ns = a.ci_high_ns;
+  // A time's interval needs three processes; databases written before that rule hold two-process
+  // Student intervals (possibly below zero): they are not read. Counts carry their jitter.
+  if (k3verdict::PerCall::of(c.measure).instructions || a.processes >= 3) {
+    c.ci_low_ns = a.ci_low_ns;
+    c.ci_high_ns = a.ci_high_ns;
+  }
   c.cv_between = a.cv_between;
   c.median_ns = a.median_ns;
   c.min_ns = a.min_ns;

@@ -28,6 +28,16 @@ struct PerCall {
     if (!value) return "-";
     return instructions ? fmt::format("{:.0f}", *value) : us(value);
   }
+  // A cell's 95% interval, or why it has none: a time's interval needs three processes (a Student
+  // interval on two can reach below zero), and saying so beats printing a dash.
+  std::string interval(std::optional<double> low, std::optional<double> high, int processes,
+                       const char* between = " .. ") const {
+    // (Databases written before the log-space rule hold two-process intervals: never shown.)
+    if (!instructions && processes > 0 && processes < 3)
+      return fmt::format("{} process{}: too few for an interval", processes,
+                         processes == 1 ? "" : "es");
+    return low && high ? text(low) + between + text(high) : "-";
+  }
   // Per second of a per-call quantity (bytes, operations: GB/s, GOPS), only for timed runs.
   std::string rate(std::optional<double> per_call, std::optional<double> value) const {
     if (instructions || !per_call || !value) return "-";
