@@ -226,14 +226,20 @@ VendoredScripts load_vendored_scripts(const std::string& js_dir) {
   return s;
 }
 
-bool add_text_section(std::string& page, const std::string& id, const std::string& title,
-                      const std::string& text) {
-  const auto scripts = page.find("<script type=\"application/json\" id=\"k3-report\">");
-  if (scripts == std::string::npos ||
-      page.find("<section id=\"" + esc(id) + "\">") != std::string::npos)
+bool lead_with_night(std::string& page, const std::string& title, const std::string& night_html) {
+  const std::string h1 = "<h1>k3tune report: run ";
+  const auto head = page.find(h1);
+  const auto head_end = head == std::string::npos ? head : page.find("</h1>", head);
+  const auto title_at = page.find("<title>");
+  const auto title_end = title_at == std::string::npos ? title_at : page.find("</title>", title_at);
+  if (head_end == std::string::npos || title_end == std::string::npos ||
+      page.find("<section id=\"nightly\">") != std::string::npos)
     return false;
-  page.insert(scripts, "<section id=\"" + esc(id) + "\"><h2>" + esc(title) + "</h2>\n<pre>" +
-                           esc(text) + "</pre></section>\n");
+  const std::string run = page.substr(head + h1.size(), head_end - head - h1.size());
+  page.replace(head, head_end + 5 - head,
+               "<section id=\"nightly\">\n" + night_html +
+                   "</section>\n<h2>Tonight's bench run: run " + run + "</h2>");
+  page.replace(title_at, title_end + 8 - title_at, "<title>" + esc(title) + "</title>");
   return true;
 }
 

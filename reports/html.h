@@ -20,11 +20,10 @@ VendoredScripts load_vendored_scripts(const std::string& js_dir);
 
 std::string report_html(const Report& report, const std::string& js_dir);
 
-// Adds a section of preformatted text (escaped) to a page report_html() wrote, before its
-// scripts: how a caller that runs after the report (the nightly) makes the page cover more.
-// Returns false, and changes nothing, when the page already has a section `id` or is not one of
-// these pages.
-bool add_text_section(std::string& page, const std::string& id, const std::string& title,
-                      const std::string& text);
+// Puts a night at the head of a page report_html() wrote, for the nightly that runs after the
+// report: `night_html` (rendered, with its own <h1>) becomes section `nightly` first on the page,
+// the page is titled `title`, and the run's own <h1> becomes an <h2> "Tonight's bench run: ...".
+// Returns false, and changes nothing, when the page already has a night or is not one of these.
+bool lead_with_night(std::string& page, const std::string& title, const std::string& night_html);
 
 }  // namespace k3reports

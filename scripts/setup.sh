@@ -26,6 +26,8 @@ packages=(
   slurm-client slurmctld slurmd munge
   # Reports: the browser test opens report.html in headless chromium (fonts for its screenshot).
   chromium fonts-dejavu-core
+  # The nightly's text rendered in report.html: cmark-gfm with its tables extension.
+  libcmark-gfm-dev libcmark-gfm-extensions-dev
   # The lab around the farm: pdudaemon power-cycles dead boards (the tests run it on loopback
   # with its localcmdline driver); Google Benchmark's compare.py (libbenchmark-tools, which needs
   # scipy) reads the runs `k3tune db export` writes.

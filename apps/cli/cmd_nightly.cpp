@@ -29,6 +29,9 @@ void add_nightly_command(CLI::App& app, AppContext& ctx) {
                   "cells are kept");
   cmd->add_option("--reservation", rq->reservation,
                   "a farm scheduled by Slurm: run the bench steps' jobs in this Slurm reservation");
+  cmd->add_option("--site", rq->site,
+                  "folder of the site `k3tune publish` updates after the night (default: 'site' "
+                  "beside the nightly's folder; 'none': no site)");
   cmd->add_flag("--no-build", *no_build, "use the runners already built (no build steps)");
   cmd->callback([&ctx, rq, no_build] {
     k3nightly::NightlyRequest r = *rq;
@@ -43,8 +46,9 @@ void add_nightly_command(CLI::App& app, AppContext& ctx) {
     const k3nightly::NightlyOutcome o = k3nightly::run_nightly(r);
     fmt::print(
         "nightly {}: {} ({:.0f} s, exit {})\n  summary  {}/summary.md (steps: {}/nightly.md)\n"
-        "  report   {}/report.html\n  tables   {}/tables/\n  database {}\n",
-        o.id, o.verdict, o.wall_s, o.exit_code, o.dir, o.dir, o.dir, o.dir, r.db_path);
+        "  report   {}/report.html\n  site     {}\n  tables   {}/tables/\n  database {}\n",
+        o.id, o.verdict, o.wall_s, o.exit_code, o.dir, o.dir, o.dir,
+        o.site.empty() ? o.publish_note : o.site + "/index.html", o.dir, r.db_path);
     exit_code() = o.exit_code;
   });
 }

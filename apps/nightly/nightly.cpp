@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/nightly/night_summary.h"
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
@@ -27,6 +28,7 @@
 #include "harness/host/store/nightlies.h"
 #include "harness/host/targets/target.h"
 #include "reports/html.h"
+#include "reports/markdown_html.h"
 #include "reports/runner_store.h"
 #include "tuner/table.h"
 
@@ -169,81 +171,6 @@ void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const st
                                 prev->nightly_id, prev->host_build_hash.substr(0, 12), choice.note);
 }
 
-struct StepLine {
-  std::string name, status, note;
-  int exit_code = 0;
-  double wall_s = 0;
-};
-
-std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
-                         const std::vector<StepLine>& lines, const NightlyState& s) {
-  std::string t = fmt::format("# Nightly {} ({} profile, farm {})\n\n", o.id, rq.profile, rq.farm);
-  t += fmt::format("Verdict: {} (exit {})\n\n", o.verdict, o.exit_code);
-  if (!s.baseline_note.empty()) t += fmt::format("Baseline: {}\n\n", s.baseline_note);
-  t += "| step | status | exit | wall s | note |\n|---|---|---|---|---|\n";
-  for (const auto& l : lines)
-    t += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", l.name, l.status, l.exit_code, l.wall_s,
-                     l.note);
-  // The verdict of each board fingerprint: its report's summary (paired A/B on the board).
-  for (const auto& l : lines) {
-    if (l.name.rfind("board-judge-", 0) != 0) continue;
-    const std::string board = l.name.substr(std::string("board-judge-").size());
-    t += fmt::format(
-        "\n## Board {}: tonight's runner against the previous nightly's, on the board\n\n", board);
-    const std::string report = o.dir + "/boards/" + board + "/summary.md";
-    if (l.status == "done" && fs::exists(report)) {
-      std::string text = read_text(report);  // the verdict; the figures are in its report.html
-      if (const auto figures = text.find("\n## Figures"); figures != std::string::npos)
-        text.resize(figures + 1);
-      t += text + fmt::format("\nFigures: {}/boards/{}/report.html\n", o.dir, board);
-    } else {
-      t += fmt::format("{}: {}\n", l.status, l.note);
-    }
-  }
-  // Tonight's tables against the previous nightly's of the same name (`k3tune table diff`).
-  if (fs::exists(o.dir + "/tables")) {
-    std::vector<std::string> names;
-    for (const auto& f : fs::directory_iterator(o.dir + "/tables"))
-      if (f.path().extension() == ".json") names.push_back(f.path().filename().string());
-    std::sort(names.begin(), names.end());
-    if (!names.empty())
-      t += fmt::format("\n## Tables against nightly {}\n\n",
-                       s.previous_tables_nightly.empty() ? "(none)" : s.previous_tables_nightly);
-    for (const auto& name : names) {
-      const std::string old_table = s.previous_tables_dir + "/tables/" + name;
-      if (s.previous_tables_dir.empty() || !fs::exists(old_table)) {
-        t += fmt::format("{}: new tonight (no table of that name before)\n", name);
-        continue;
-      }
-      try {
-        const std::string diff = k3tuner::diff_tables(
-            k3tuner::read_table(old_table), k3tuner::read_table(o.dir + "/tables/" + name));
-        t += fmt::format("{}:\n```\n{}```\n", name, diff.empty() ? "identical\n" : diff);
-      } catch (const std::exception& e) {
-        t += fmt::format("{}: not compared: {}\n", name, e.what());
-      }
-    }
-  }
-  // The exact verdicts of the instruction counts, one section per counted path.
-  for (const auto& l : lines) {
-    if (l.name.rfind("count-verdict-", 0) != 0) continue;
-    const std::string path = l.name.substr(std::string("count-verdict-").size());
-    t +=
-        fmt::format("\n## Instruction counts, {} runner: exact verdict against nightly {}\n\n",
-                    path, s.previous_counts_nightly.empty() ? "(none)" : s.previous_counts_nightly);
-    const std::string out = o.dir + "/logs/" + l.name + ".out";
-    if (l.status == "done" && fs::exists(out))
-      t += read_text(out) + "\n";
-    else
-      t += fmt::format("{}: {}\n", l.status, l.note);
-  }
-  t += fmt::format(
-      "\nReport: {0}/report.html, {0}/summary.md\nTables: {0}/tables/\nLogs: {0}/logs/\n"
-      "Database: {1}\n",
-      o.dir, rq.db_path);
-  return t;
-}
-
 }  // namespace
 
 // The farm's shape for the plan: built-in or not, its scheduler (which refuses a --reservation it
@@ -273,6 +200,29 @@ NightlyFarm nightly_farm(const NightlyRequest& rq) {
   return f;
 }
 
+// The site after the night: `k3tune publish` (incremental; it leaves pages a person edited and
+// files it did not write). Its outcome is one line and never the night's verdict: a site that
+// cannot be written is a note, the night's exit code stands.
+namespace {
+
+void publish_site(const NightlyRequest& rq, NightlyOutcome& o) {
+  if (o.site.empty()) {
+    o.publish_note = "not published (--site none)";
+    return;
+  }
+  std::vector<std::string> argv{rq.self_exe, "--root", rq.root,   "--db",
+                                rq.db_path,  "-q",     "publish", o.site};
+  const int code = run_step(argv, o.dir + "/logs/publish.out", o.dir + "/logs/publish.log");
+  if (code != 0) {
+    o.publish_note = fmt::format("publish failed (exit {}): see {}/logs/publish.log", code, o.dir);
+    o.site.clear();
+  }
+  fmt::print("site: {}\n", o.site.empty() ? o.publish_note : o.site + "/index.html");
+  std::fflush(stdout);
+}
+
+}  // namespace
+
 NightlyOutcome run_nightly(const NightlyRequest& in) {
   const auto start = Clock::now();
   NightlyRequest rq = in;
@@ -287,6 +237,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     rq.farm = j.value("farm", rq.farm);
     rq.build = j.value("build", rq.build);
     rq.reservation = j.value("reservation", rq.reservation);
+    rq.site = j.value("site", rq.site);
     o.dir = fs::absolute(rq.resume).lexically_normal().string();
   } else {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
@@ -297,6 +248,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   }
   if (!o.dir.empty() && o.dir.back() == '/') o.dir.pop_back();
   o.id = fs::path(o.dir).filename().string();
+  if (rq.site.empty()) rq.site = (fs::path(o.dir).parent_path() / "site").string();
+  if (rq.site != "none") o.site = fs::absolute(rq.site).lexically_normal().string();
   const NightlyFarm farm = nightly_farm(rq);
   const auto steps = nightly_steps(rq.profile, rq.build, farm);
 
@@ -307,6 +260,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"farm", rq.farm},
                                                            {"build", rq.build},
                                                            {"reservation", rq.reservation},
+                                                           {"site", rq.site},
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
@@ -470,20 +424,24 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   finish_nightly(*db, o.id, status, o.exit_code, failed ? "" : state.host_hash,
                  state.details.value("verdict-bench", nlohmann::json::object())
                      .value("run_uuid", std::string()));
+  if (failed)
+    o.site.clear(), o.publish_note = "not published: a step failed";
+  else
+    publish_site(rq, o);
   o.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const std::string text = summary_text(o, rq, lines, state);
+  const std::string text = night_summary(o, rq, lines, state);
   std::ofstream(o.dir + "/nightly.md") << text;
   // The report's summary.md gets the nightly's steps appended once (the verdict stays first).
   const std::string summary = o.dir + "/summary.md";
   if (fs::exists(summary) && !failed &&
       read_text(summary).find("\n# Nightly ") == std::string::npos)
     std::ofstream(summary, std::ios::app) << "\n" << text;
-  // report.html too: the night's text (steps, per-board and count verdicts, table diffs) as a
-  // section of the page, once.
+  // report.html leads with the night (verdict, boards, counts, tables, steps), rendered, once.
   const std::string report_html = o.dir + "/report.html";
   if (fs::exists(report_html) && !failed) {
     std::string page = read_text(report_html);
-    if (k3reports::add_text_section(page, "nightly", "The night", text))
+    if (k3reports::lead_with_night(page, "k3tune nightly " + o.id,
+                                   k3reports::markdown_to_html(text)))
       std::ofstream(report_html) << page;
   }
   // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.

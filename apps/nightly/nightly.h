@@ -35,10 +35,15 @@ struct NightlyRequest {
   std::string self_exe;  // the k3tune binary the steps run
   // A farm scheduled by Slurm: the bench steps' jobs run in this reservation (bench --reservation).
   std::string reservation;
+  // The site `k3tune publish` updates (incrementally) after the night's report: "" is the folder
+  // beside the nightly's own (<dir>/../site); "none" publishes nothing.
+  std::string site;
 };
 
 struct NightlyOutcome {
   std::string id, dir;
+  std::string site;  // the published site's folder ("" : not published, see publish_note)
+  std::string publish_note;
   int exit_code = 0;
   std::string verdict;  // one line
   double wall_s = 0;

@@ -157,6 +157,29 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   ASSERT_EQ(rows.size(), 1u) << rows.dump();
   EXPECT_EQ(rows[0]["path"], "rvv");
   EXPECT_GT(rows[0]["instructions_per_call"].get<double>(), 128 * 64 / 64) << rows.dump();
+  // The first night's page leads with the night, rendered: its heading, then tonight's counts (a
+  // table with the figure: there is no verdict yet), the steps, and only then the bench run.
+  {
+    const std::string page = read_file(tmp_ / "nightly/n1/report.html");
+    const auto night = page.find("<section id=\"nightly\">\n<h1>Nightly n1 (smoke profile");
+    const auto counts = page.find("<h2>Tonight's instruction counts</h2>\n<table>");
+    const auto steps = page.find("<h2>Steps</h2>\n<table>");
+    const auto run = page.find("<h2>Tonight's bench run: run ");
+    const auto verdict = page.find("<section id=\"verdict\">");
+    EXPECT_NE(night, std::string::npos) << page.substr(0, 4000);
+    EXPECT_TRUE(night < counts && counts < steps && steps < run && run < verdict)
+        << night << " " << counts << " " << steps << " " << run << " " << verdict;
+    EXPECT_NE(
+        page.find(fmt::format(">{:.0f}</td>", rows[0]["instructions_per_call"].get<double>())),
+        std::string::npos);
+    EXPECT_EQ(page.find("|---|"), std::string::npos);  // no raw Markdown table left
+    EXPECT_NE(page.find("<title>k3tune nightly n1</title>"), std::string::npos);
+    // The site is published after the night, beside it, and the summary links it.
+    EXPECT_TRUE(fs::exists(tmp_ / "nightly/site/index.html"));
+    EXPECT_NE(read_file(tmp_ / "nightly/n1/summary.md")
+                  .find("Site: " + (tmp_ / "nightly/site/index.html")),
+              std::string::npos);
+  }
 
   const auto second = night("n2", {});
   ASSERT_EQ(second.exit_code, 0) << second.out << second.err;
@@ -178,7 +201,7 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
   }
   // Tonight's table against last night's of the same name (table diff).
   EXPECT_NE(same.find("## Tables against nightly n1"), std::string::npos) << same;
-  EXPECT_NE(same.find("farm.json:\n```\n"), std::string::npos) << same;
+  EXPECT_NE(same.find("farm.json:\n\n```\n"), std::string::npos) << same;
   EXPECT_NE(same.find("entries unchanged"), std::string::npos) << same;
 
   const auto planted = night("n3", {"K3BENCH_EXTRA_WORK_SPINS=50000"});
@@ -207,8 +230,8 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
       << report["nightly"].dump();
   EXPECT_EQ(report["nightly"]["instruction_counts"]["rvv"]["against"], "n2");
   const std::string page = read_file(tmp_ / "nightly/n3/report.html");
-  EXPECT_NE(page.find("<section id=\"nightly\"><h2>The night</h2>"), std::string::npos);
-  EXPECT_NE(page.find("## Instruction counts, rvv runner: exact verdict against nightly n2"),
+  EXPECT_NE(page.find("<section id=\"nightly\">\n<h1>Nightly n3"), std::string::npos);
+  EXPECT_NE(page.find("<h2>Instruction counts, rvv runner: exact verdict against nightly n2</h2>"),
             std::string::npos);
 }
 
