@@ -58,8 +58,8 @@ void run_farm_doctor(const AppContext& ctx, const FarmDoctorArgs& a) {
   const auto names = chosen_boards(farm, a);
   const k3farm::BoardCheckOptions options{ctx.root, a.min_free_mib};
   if (!ctx.json)
-    fmt::print("farm {} ({}): {} boards; a night needs {} MiB free in work_dir\n", farm.name,
-               farm.source, names.size(), a.min_free_mib);
+    fmt::print("farm {} ({}): {} board{}; a night needs {} MiB free in work_dir\n", farm.name,
+               farm.source, names.size(), names.size() == 1 ? "" : "s", a.min_free_mib);
   std::vector<k3farm::CheckRow> rows;
   for (const auto& name : names) {
     std::vector<k3farm::CheckRow> board_rows;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <regex>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -23,8 +24,23 @@ std::string lowercase(std::string s) {
   return s;
 }
 
+// Ascending CPUs as the inventory writes them: "0,2-5".
 std::string cpu_list(const std::vector<int>& cpus) {
-  return cpus.empty() ? "-" : fmt::format("{}", fmt::join(cpus, ","));
+  if (cpus.empty()) return "-";
+  std::vector<std::string> runs;
+  for (std::size_t i = 0; i < cpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    runs.push_back(j == i ? std::to_string(cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]));
+    i = j + 1;
+  }
+  return fmt::format("{}", fmt::join(runs, ","));
+}
+
+// taskset names the pid it failed on; CPUs failing alike read as one.
+std::string without_pid(const std::string& error) {
+  static const std::regex pid(R"(pid \d+'s )");
+  return std::regex_replace(error, pid, "");
 }
 
 struct Checker {
@@ -251,12 +267,16 @@ void check_pin(Checker& c, const DoctorFacts& f) {
     return c.bad("pin", required, "no taskset on the board: pinning not checked",
                  "apt-get install util-linux");
   std::vector<int> pinned;
-  std::vector<std::string> failed;
+  std::map<std::string, std::vector<int>> by_error;
   for (const auto& [cpu, error] : f.pin_errors)
     if (error.empty())
       pinned.push_back(cpu);
     else
-      failed.push_back(fmt::format("CPU {}: {}", cpu, error));
+      by_error[without_pid(error)].push_back(cpu);
+  std::vector<std::string> failed;
+  for (const auto& [error, cpus] : by_error)
+    failed.push_back(
+        fmt::format("CPU{} {}: {}", cpus.size() > 1 ? "s" : "", cpu_list(cpus), error));
   if (failed.empty())
     return c.add("pin", CheckStatus::kOk, required,
                  fmt::format("CPUs {} take an affinity{}", cpu_list(pinned),
