@@ -142,9 +142,17 @@ std::string expected_perf() {
 
 TEST_F(FarmSshDoctor, AHealthyBoardAndAK3BoardAreReadyAndNothingIsStored) {
   start(1);
-  farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, k3_board("k3ok"));
+  ASSERT_TRUE(fs::exists(K3_FARM_RISCV_TCM_DOUBLE)) << K3_FARM_RISCV_TCM_DOUBLE;
+  // "warm": a slow governor and a hot zone (hooks) -- advisory: the board is still ready.
+  hook("warm", "extra_facts",
+       "cpufreq 0 schedutil 1200000 2000000 2000000\nthermal thermal_zone0 cpu-thermal 97000\n");
+  hook("warm", "doctor_facts", "thermal_zones 1\n");
+  farm_file_ = lab_->write_farm(
+      K3_FARM_RISCV_RUNNER,
+      k3_board("k3ok", "env = { K3_TCM_LIBRARY = \"" K3_FARM_RISCV_TCM_DOUBLE "\" }\n") +
+          board("warm", ""));
   const Rows rows = rows_of({}, 0);
-  EXPECT_EQ(rows.size(), 2 * std::size(kChecks));
+  EXPECT_EQ(rows.size(), 3 * std::size(kChecks));
   const std::string kh = lab_->known_hosts();
   expect_row(rows, "b1/reachable", "ok", true, where(1) + " answers");
   expect_row(rows, "b1/host-key", "ok", true, "matches " + kh);
@@ -179,14 +187,23 @@ TEST_F(FarmSshDoctor, AHealthyBoardAndAK3BoardAreReadyAndNothingIsStored) {
   // The K3 board: its A100 facts pass, VLEN is the runner's own under qemu (1024).
   expect_row(rows, "k3ok/marchid", "ok", true, "0x8000000041000002 (A100)");
   expect_row(rows, "k3ok/vlenb", "ok", true, "vlenb 128 (VLEN 1024)");
-  EXPECT_EQ(rows.at("k3ok/tcm")["status"], "warn");  // emulated TCM: advisory on a K3
-  EXPECT_NE(detail(rows, "k3ok/tcm").find("the emulated TCM will be used"), std::string::npos);
+  EXPECT_EQ(rows.at("k3ok/tcm")["status"], "ok");  // the test double as the vendor library
+  EXPECT_EQ(detail(rows, "k3ok/tcm").rfind("real (", 0), 0u) << detail(rows, "k3ok/tcm");
+  EXPECT_EQ(rows.at("b1/tcm")["status"], "info");
+  EXPECT_EQ(detail(rows, "b1/tcm").rfind("emulated (", 0), 0u) << detail(rows, "b1/tcm");
   expect_row(rows, "k3ok/ai-thread", "ok", true,
              "/proc/set_ai_thread writable (threads opt in to the A100 cores)");
   expect_row(rows, "k3ok/pin", "ok", true, "CPUs 0 take an affinity after the opt-in");
-  EXPECT_TRUE(last_text_.ends_with("2 of 2 boards ready for a night\n")) << last_text_;
+  expect_row(rows, "warm/cpufreq", "warn", false,
+             "governor schedutil on CPUs 0 (not performance); current 1200 MHz, maximum 2000 MHz",
+             "cpupower frequency-set -g performance (or write performance to "
+             "/sys/devices/system/cpu/cpuN/cpufreq/scaling_governor at boot)");
+  expect_row(rows, "warm/thermal", "warn", false,
+             "1 zones readable, hottest thermal_zone0:cpu-thermal at 97.0 C (limit 95 C)",
+             "cool the board (fan, airflow) before a night");
+  EXPECT_TRUE(last_text_.ends_with("3 of 3 boards ready for a night\n")) << last_text_;
   EXPECT_EQ(last_text_.rfind("farm loopback (" + farm_file_ +
-                                 "): 2 boards; a night needs 1024 "
+                                 "): 3 boards; a night needs 1024 "
                                  "MiB free in work_dir\n",
                              0),
             0u)
@@ -198,8 +215,8 @@ TEST_F(FarmSshDoctor, AHealthyBoardAndAK3BoardAreReadyAndNothingIsStored) {
             std::string::npos);
 }
 
-TEST_F(FarmSshDoctor, UnreachableSilentAndChangedHostKeyBoardsFailFastWithTheirFix) {
-  start(2);
+TEST_F(FarmSshDoctor, UnreachableSilentChangedKeyAndRefusedLoginFailFastWithTheirFix) {
+  start(3);
   // b2 is down; "silent" accepts TCP but never speaks SSH (a hung board); b1's host key changes.
   lab_->sshd(2).kill_all();
   const int silent_port = free_loopback_port();
@@ -213,9 +230,15 @@ TEST_F(FarmSshDoctor, UnreachableSilentAndChangedHostKeyBoardsFailFastWithTheirF
   lab_->sshd(1).kill_all();
   lab_->sshd(1).new_host_key();
   lab_->sshd(1).start();  // known_hosts keeps the old key
+  // b3 logs in with a key the board does not know.
+  const std::string stranger = lab_->dir() / "stranger_ed25519";
+  run_or_throw({"ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", stranger});
   farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER,
                                 "\n[boards.silent]\nport = " + std::to_string(silent_port) +
                                     "\nwork_dir = \"" + lab_->work_dir("silent") + "\"\n");
+  std::string text = read_file(farm_file_);
+  text.insert(text.find("\n", text.find("[boards.b3]")) + 1, "identity = \"" + stranger + "\"\n");
+  write_file(farm_file_, text);
   const auto t0 = std::chrono::steady_clock::now();
   const Rows rows = rows_of({}, 1);
   close(listener);
@@ -243,9 +266,20 @@ TEST_F(FarmSshDoctor, UnreachableSilentAndChangedHostKeyBoardsFailFastWithTheirF
   EXPECT_EQ(detail(rows, "silent/reachable").rfind("board silent: unreachable: ", 0), 0u)
       << detail(rows, "silent/reachable");
   expect_skipped_after(rows, "silent", "reachable", "board not reached");
+  const std::string p3 = std::to_string(lab_->sshd(3).port());
+  EXPECT_EQ(
+      detail(rows, "b3/reachable").rfind("board b3: login to 127.0.0.1:" + p3 + " refused (", 0),
+      0u)
+      << detail(rows, "b3/reachable");
+  EXPECT_EQ(rows.at("b3/reachable")["fix"],
+            "append " + stranger +
+                ".pub to ~/.ssh/authorized_keys of the board's user (ssh-copy-id -i " + stranger +
+                " -p " + p3 + " " + user_name() + "@127.0.0.1)");
+  expect_row(rows, "b3/host-key", "ok", true, "matches " + kh + " (checked before the login)");
+  expect_skipped_after(rows, "b3", "host-key", "board not reached");
   EXPECT_TRUE(last_text_.ends_with(
-      "0 of 3 boards ready for a night; not ready: b1 (host-key), b2 (reachable), silent "
-      "(reachable)\n"))
+      "0 of 4 boards ready for a night; not ready: b1 (host-key), b2 (reachable), b3 "
+      "(reachable), silent (reachable)\n"))
       << last_text_;
   EXPECT_FALSE(fs::exists(lab_->work_dir("b1")));  // nothing ran behind the refused key
 }

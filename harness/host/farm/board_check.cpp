@@ -68,10 +68,8 @@ struct Checker {
     for (const auto& c : kChecks)
       if (!done(c)) add(c, CheckStatus::kSkip, false, why);
   }
-  std::string ssh_hint() const {
-    return fmt::format("ssh -p {} {}{}", cfg.port, cfg.user.empty() ? "" : cfg.user + "@",
-                       cfg.host);
-  }
+  std::string login() const { return (cfg.user.empty() ? "" : cfg.user + "@") + cfg.host; }
+  std::string ssh_hint() const { return fmt::format("ssh -p {} {}", cfg.port, login()); }
   // How known_hosts names the board: "host", or "[host]:port" off port 22.
   std::string known_name() const {
     return cfg.port == 22 ? cfg.host : fmt::format("[{}]:{}", cfg.host, cfg.port);
@@ -115,7 +113,7 @@ bool check_connection(Checker& c) {
     c.bad("reachable", true, why,
           fmt::format("append {}.pub to ~/.ssh/authorized_keys of the board's user (ssh-copy-id "
                       "-i {} -p {} {})",
-                      c.cfg.identity, c.cfg.identity, c.cfg.port, c.cfg.host));
+                      c.cfg.identity, c.cfg.identity, c.cfg.port, c.login()));
     c.add("host-key", CheckStatus::kOk, true,
           fmt::format("matches {} (checked before the login)", c.cfg.known_hosts));
     return false;
@@ -307,7 +305,8 @@ void check_cpufreq(Checker& c, const HealthSample& s) {
     return c.add("cpufreq", CheckStatus::kInfo, false,
                  "no cpufreq in sysfs (a VM, or a kernel without it): frequency not checked");
   const std::string now =
-      fmt::format("current {}-{} MHz, maximum {} MHz", lo / 1000, hi / 1000, max / 1000);
+      lo == hi ? fmt::format("current {} MHz, maximum {} MHz", lo / 1000, max / 1000)
+               : fmt::format("current {}-{} MHz, maximum {} MHz", lo / 1000, hi / 1000, max / 1000);
   std::vector<std::string> signs;
   for (const auto& sign : throttle_signs(s, c.cfg.cpus, c.farm.max_temp_c))
     if (sign.rfind("cpu", 0) == 0) signs.push_back(sign);
