@@ -1,5 +1,6 @@
 #include "apps/cli/cmd_doctor_farm.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -29,9 +30,10 @@ std::vector<std::string> chosen_boards(const k3farm::FarmConfig& farm, const Far
   }
 }
 
-void print_row(const k3farm::CheckRow& r) {
-  fmt::print("{:<12} {:<10} {:<5} {}{}\n", r.board, r.check, k3farm::to_string(r.status), r.detail,
-             r.fix.empty() ? "" : " -- fix: " + r.fix);
+// `width`: the board column, as wide as the longest name (at least 12).
+void print_row(const k3farm::CheckRow& r, std::size_t width) {
+  fmt::print("{:<{}} {:<10} {:<5} {}{}\n", r.board, width, r.check, k3farm::to_string(r.status),
+             r.detail, r.fix.empty() ? "" : " -- fix: " + r.fix);
 }
 
 // "2 of 3 boards ready for a night; not ready: b2 (reachable, host-key)".
@@ -60,6 +62,8 @@ void run_farm_doctor(const AppContext& ctx, const FarmDoctorArgs& a) {
   if (!ctx.json)
     fmt::print("farm {} ({}): {} board{}; a night needs {} MiB free in work_dir\n", farm.name,
                farm.source, names.size(), names.size() == 1 ? "" : "s", a.min_free_mib);
+  std::size_t width = 12;
+  for (const auto& name : names) width = std::max(width, name.size());
   std::vector<k3farm::CheckRow> rows;
   for (const auto& name : names) {
     std::vector<k3farm::CheckRow> board_rows;
@@ -69,7 +73,7 @@ void run_farm_doctor(const AppContext& ctx, const FarmDoctorArgs& a) {
       throw k3bench::UserError(e.what());
     }
     for (const auto& r : board_rows) {
-      if (!ctx.json) print_row(r);
+      if (!ctx.json) print_row(r, width);
       rows.push_back(r);
     }
     if (!ctx.json) std::fflush(stdout);  // a slow board: what is known so far is on screen

@@ -284,32 +284,50 @@ TEST_F(FarmSshDoctor, UnreachableSilentChangedKeyAndRefusedLoginFailFastWithThei
   EXPECT_FALSE(fs::exists(lab_->work_dir("b1")));  // nothing ran behind the refused key
 }
 
-TEST_F(FarmSshDoctor, EachBrokenBoardFailsTheCheckItBreaksAndNoOther) {
-  start(1);
-  hook("x100", "doctor_facts",
-       "ai_thread writable\ncpu_marchid 0 0x8000000058000002\ncpu_marchid 1 0x8000000041000002\n");
-  const std::string qemu256 =
-      "exec_prefix = [\"qemu-riscv64\", \"-L\", \"/usr/riscv64-linux-gnu\", \"-cpu\", "
-      "\"rv64,v=true,vlen=256,elen=64,vext_spec=v1.0\"]\n";
-  std::string extra = board("x100", "tags = [\"k3\"]\ncpus = \"0\"\n") + k3_board("optin") +
-                      k3_board("vlen256", qemu256) + k3_board("nocpu") +
-                      board("nobuild", "runner = \"" + lab_->dir() / "missing/k3bench" + "\"\n");
-  hook("optin", "doctor_facts", "ai_thread readonly\n");
-  extra.replace(extra.find("cpus = \"0\"", extra.find("[boards.nocpu]")), 10, "cpus = \"1023\"");
-  farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, extra);
-  const Rows rows = rows_of({"--board", "x100", "--board", "optin", "--board", "vlen256", "--board",
-                             "nocpu", "--board", "nobuild"},
-                            1);
-  // Exactly one required check fails per board.
-  std::map<std::string, std::string> failed;
-  for (const auto& [key, r] : rows)
-    if (r["status"] == "FAIL")
-      failed[r["board"]] += (failed[r["board"]].empty() ? "" : ",") + r["check"].get<std::string>();
-  EXPECT_EQ(failed, (std::map<std::string, std::string>{{"x100", "marchid"},
-                                                        {"optin", "ai-thread"},
-                                                        {"vlen256", "vlenb"},
-                                                        {"nocpu", "pin"},
-                                                        {"nobuild", "runner"}}));
+// One loopback sshd carrying a board broken one way each (own work_dir and hooks).
+class FarmSshDoctorBroken : public FarmSshDoctor {
+ protected:
+  void SetUp() override {
+    FarmSshDoctor::SetUp();
+    start(1);
+    hook("x100", "doctor_facts",
+         "ai_thread writable\ncpu_marchid 0 0x8000000058000002\ncpu_marchid 1 "
+         "0x8000000041000002\n");
+    const std::string sigill_prefix =
+        "exec_prefix = [\"sh\", \"-c\", 'case \"$*\" in *--op*) echo \"Illegal instruction\" "
+        ">&2; exit 132;; esac; exec qemu-riscv64 -L /usr/riscv64-linux-gnu -cpu "
+        "rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0 \"$@\"', \"sigill\"]\n";
+    const std::string qemu256 =
+        "exec_prefix = [\"qemu-riscv64\", \"-L\", \"/usr/riscv64-linux-gnu\", \"-cpu\", "
+        "\"rv64,v=true,vlen=256,elen=64,vext_spec=v1.0\"]\n";
+    std::string extra = board("x100", "tags = [\"k3\"]\ncpus = \"0\"\n") + k3_board("optin") +
+                        k3_board("vlen256", qemu256) + k3_board("nocpu") +
+                        board("nobuild", "runner = \"" + missing_runner() + "\"\n") +
+                        // Describes itself, but its kernels die (built for what the board lacks).
+                        board("sigill", sigill_prefix);
+    hook("optin", "doctor_facts", "ai_thread readonly\n");
+    extra.replace(extra.find("cpus = \"0\"", extra.find("[boards.nocpu]")), 10, "cpus = \"1023\"");
+    farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, extra);
+  }
+  std::string missing_runner() const { return lab_->dir() / "missing/k3bench"; }
+  // Board -> its failed checks: exactly one per broken board is what the tests expect.
+  static std::map<std::string, std::string> failed_checks(const Rows& rows) {
+    std::map<std::string, std::string> failed;
+    for (const auto& [key, r] : rows)
+      if (r["status"] == "FAIL")
+        failed[r["board"]] +=
+            (failed[r["board"]].empty() ? "" : ",") + r["check"].get<std::string>();
+    return failed;
+  }
+};
+
+TEST_F(FarmSshDoctorBroken, K3BoardsWithWrongA100FactsFailOnlyThatCheck) {
+  const Rows rows =
+      rows_of({"--board", "x100", "--board", "optin", "--board", "vlen256", "--board", "nocpu"}, 1);
+  EXPECT_EQ(
+      failed_checks(rows),
+      (std::map<std::string, std::string>{
+          {"x100", "marchid"}, {"optin", "ai-thread"}, {"vlen256", "vlenb"}, {"nocpu", "pin"}}));
   EXPECT_EQ(detail(rows, "x100/marchid"),
             "CPU 0 of cpus 0 has marchid 0x8000000058000002, not an A100's (0x8000000041000002)");
   EXPECT_EQ(rows.at("x100/marchid")["fix"].get<std::string>().rfind(
@@ -322,27 +340,46 @@ TEST_F(FarmSshDoctor, EachBrokenBoardFailsTheCheckItBreaksAndNoOther) {
   EXPECT_EQ(detail(rows, "vlen256/vlenb"), "vlenb 32 (VLEN 256), not 128 (an A100's VLEN 1024)");
   EXPECT_EQ(detail(rows, "nocpu/pin"),
             "CPU 1023: taskset: failed to set affinity: Invalid argument");
-  const std::string missing = lab_->dir() / "missing/k3bench";
+  EXPECT_NE(last_text_.find("0 of 4 boards ready for a night; not ready: x100 (marchid), optin "
+                            "(ai-thread), vlen256 (vlenb), nocpu (pin)"),
+            std::string::npos)
+      << last_text_;
+  EXPECT_FALSE(fs::exists(db()));
+}
+
+TEST_F(FarmSshDoctorBroken, NoRunnerARunnerThatDiesAndAFullDiskFailWithTheirFix) {
+  const Rows rows = rows_of({"--board", "nobuild", "--board", "sigill"}, 1);
+  EXPECT_EQ(failed_checks(rows),
+            (std::map<std::string, std::string>{{"nobuild", "runner"}, {"sigill", "runner"}}));
+  const std::string missing = missing_runner();
   expect_row(rows, "nobuild/runner", "FAIL", true,
              "runner " + missing + ": " + missing +
                  ": cannot read (build it: k3tune build --variant rvv-dynamic)",
              "k3tune build --variant rvv-dynamic");
   expect_row(rows, "nobuild/vlenb", "skip", false, "the runner did not run");
   EXPECT_EQ(rows.at("nobuild/disk")["status"], "ok");  // the board's own checks still run
-  EXPECT_NE(last_text_.find("0 of 5 boards ready for a night; not ready: x100 (marchid), optin "
-                            "(ai-thread), vlen256 (vlenb), nocpu (pin), nobuild (runner)"),
-            std::string::npos)
+  EXPECT_EQ(detail(rows, "sigill/runner")
+                .rfind("board sigill: the runner describes itself but one residual_add call "
+                       "failed: ",
+                       0),
+            0u)
+      << detail(rows, "sigill/runner");
+  EXPECT_NE(detail(rows, "sigill/runner").find("Illegal instruction"), std::string::npos);
+  EXPECT_EQ(rows.at("sigill/vlenb")["status"], "info");  // its facts were read
+  EXPECT_TRUE(last_text_.ends_with(
+      "0 of 2 boards ready for a night; not ready: nobuild (runner), sigill (runner)\n"))
       << last_text_;
   // Too little free disk: the threshold is the command's (--min-free-mib), stated in the row.
-  const Rows full = rows_of({"--board", "x100", "--min-free-mib", "1000000000"}, 1);
-  const std::string d = detail(full, "x100/disk");
-  EXPECT_EQ(full.at("x100/disk")["status"], "FAIL");
-  EXPECT_NE(d.find(" MiB free in " + lab_->work_dir("x100") + " (a night needs 1000000000 MiB)"),
+  const Rows full = rows_of({"--board", "b1", "--min-free-mib", "1000000000"}, 1);
+  const std::string d = detail(full, "b1/disk");
+  EXPECT_EQ(full.at("b1/disk")["status"], "FAIL");
+  EXPECT_NE(d.find(" MiB free in " + lab_->work_dir("b1") + " (a night needs 1000000000 MiB)"),
             std::string::npos)
       << d;
-  EXPECT_EQ(full.at("x100/disk")["fix"],
-            "free space on the board's filesystem of " + lab_->work_dir("x100") +
-                " (runners of old builds: " + lab_->work_dir("x100") + "/runners)");
+  EXPECT_EQ(full.at("b1/disk")["fix"],
+            "free space on the board's filesystem of " + lab_->work_dir("b1") +
+                " (runners of old builds: " + lab_->work_dir("b1") + "/runners)");
+  EXPECT_EQ(failed_checks(full), (std::map<std::string, std::string>{{"b1", "disk"}}));
   EXPECT_FALSE(fs::exists(db()));
 }
 

@@ -130,6 +130,19 @@ bool check_connection(Checker& c) {
 
 // Deploys the runner and probes the board (which runs the runner's --facts). The sample is
 // returned even when the runner failed: the facts script's part is still good then.
+// One small call of a kernel with its accuracy check: the runner does more than describe itself.
+const std::vector<std::string> kSmokeCall = {
+    "--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "1", "--iterations",
+    "1",    "--warmup",     "0",       "--json"};
+
+std::string by_hand(const Checker& c, const std::string& remote, const std::string& args) {
+  const auto& prefix = c.cfg.exec_prefix;
+  return fmt::format(
+      "run it by hand: {} {}{} {} (a dynamically linked variant needs the board's "
+      "libc and libstdc++; variant \"rvv\" is static)",
+      c.ssh_hint(), prefix.empty() ? "" : fmt::format("{} ", fmt::join(prefix, " ")), remote, args);
+}
+
 HealthSample check_runner(Checker& c, bool* runner_ran) {
   std::optional<DeployResult> d;
   std::string deploy_error;
@@ -147,16 +160,18 @@ HealthSample check_runner(Checker& c, bool* runner_ran) {
             ? fmt::format("k3tune build --variant {}", c.cfg.variant)
             : fmt::format("check that {} on the board is writable and has space", c.cfg.work_dir));
   } else if (!s.ok) {
-    c.bad("runner", true, s.error,
-          fmt::format("run it by hand: {} {}{} --facts (a dynamically linked variant needs the "
-                      "board's libc and libstdc++; variant \"rvv\" is static)",
-                      c.ssh_hint(), fmt::format("{} ", fmt::join(c.cfg.exec_prefix, " ")),
-                      d->remote_path));
+    c.bad("runner", true, s.error, by_hand(c, d->remote_path, "--facts"));
+  } else if (const auto call = c.board.run_runner(kSmokeCall, std::min(c.cfg.timeout_s, 120.0));
+             !call.ok()) {
+    c.bad("runner", true,
+          fmt::format("board {}: the runner describes itself but one residual_add call failed: {}",
+                      c.cfg.name, call.reason),
+          by_hand(c, d->remote_path, fmt::format("{}", fmt::join(kSmokeCall, " "))));
   } else {
     c.add("runner", CheckStatus::kOk, true,
-          fmt::format("{} runner k3bench-{} {}; runs: k3bench {}", c.cfg.variant,
-                      d->sha256.substr(0, 12), d->copied ? "copied (" + d->why + ")" : "present",
-                      s.runner_version));
+          fmt::format("{} runner k3bench-{} {}; runs: k3bench {}, one residual_add call checked",
+                      c.cfg.variant, d->sha256.substr(0, 12),
+                      d->copied ? "copied (" + d->why + ")" : "present", s.runner_version));
   }
   return s;
 }
