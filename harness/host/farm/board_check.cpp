@@ -119,17 +119,15 @@ bool check_connection(Checker& c) {
     return false;
   }
   c.bad("reachable", true,
-        f == Fault::kUnresponsive
-            ? fmt::format("{}: no answer within {:g} s", c.cfg.name, c.farm.connect_timeout_s + 10)
-            : why,
+        f == Fault::kUnresponsive ? fmt::format("board {}: no answer within {:g} s", c.cfg.name,
+                                                c.farm.connect_timeout_s + 10)
+                                  : why,
         fmt::format("check the board's power, network and sshd; then `{} true` must work "
                     "(connect timeout {:g} s: [farm] connect_timeout_s)",
                     c.ssh_hint(), c.farm.connect_timeout_s));
   return false;
 }
 
-// Deploys the runner and probes the board (which runs the runner's --facts). The sample is
-// returned even when the runner failed: the facts script's part is still good then.
 // One small call of a kernel with its accuracy check: the runner does more than describe itself.
 const std::vector<std::string> kSmokeCall = {
     "--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "1", "--iterations",
@@ -143,6 +141,9 @@ std::string by_hand(const Checker& c, const std::string& remote, const std::stri
       c.ssh_hint(), prefix.empty() ? "" : fmt::format("{} ", fmt::join(prefix, " ")), remote, args);
 }
 
+// Deploys the runner, probes the board (which runs the runner's --facts) and makes one call. The
+// sample is returned even when the runner failed: the facts script's part is still good then.
+// `runner_ran`: the runner's facts (vlenb, TCM) were read.
 HealthSample check_runner(Checker& c, bool* runner_ran) {
   std::optional<DeployResult> d;
   std::string deploy_error;
