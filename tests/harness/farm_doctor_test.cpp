@@ -73,3 +73,58 @@ TEST(FarmDoctorLocalBoard, EveryCheckRunsOnThisMachine) {
 }
 
 }  // namespace
+
+namespace {
+
+using namespace k3farm_test;
+
+// A local board tagged k3 whose /proc/cpuinfo marchids and opt-in file come from its test hook.
+std::map<std::string, k3farm::CheckRow> k3_local_board(const TempDir& tmp, const std::string& cpus,
+                                                       const std::string& facts) {
+  write_file(tmp / "farm.toml",
+             "[farm]\nname = \"here\"\n[defaults]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
+             "\"\n[boards.k]\nwork_dir = \"" +
+                 (tmp / "k") + "\"\ntest_hooks = true\ntags = [\"k3\"]\n" + cpus);
+  fs::create_directories(tmp / "k/test-hooks");
+  write_file(tmp / "k/test-hooks/doctor_facts", facts);
+  const auto farm = k3farm::load_farm(tmp / "farm.toml");
+  std::map<std::string, k3farm::CheckRow> by;
+  for (const auto& r : k3farm::check_board(farm, farm.boards.at(0), {K3TUNE_ROOT, 1}))
+    by[r.check] = r;
+  return by;
+}
+
+TEST(FarmDoctorLocalBoard, MarchidIsJudgedPerCpuOfTheBoard) {
+  const std::string ids =
+      "ai_thread writable\ncpu_marchid 0 0x8000000058000002\ncpu_marchid 1 0x8000000041000002\n";
+  {
+    TempDir tmp;
+    auto by = k3_local_board(tmp, "cpus = \"1\"\n", ids);
+    EXPECT_EQ(by["marchid"].status, k3farm::CheckStatus::kOk);
+    EXPECT_EQ(by["marchid"].detail, "CPUs 1 are A100 (0x8000000041000002)");
+    // The host runner has no RVV: a board tagged k3 needs vlenb 128.
+    EXPECT_EQ(by["vlenb"].status, k3farm::CheckStatus::kFail);
+    EXPECT_EQ(by["vlenb"].detail, "no RVV in the runner, not 128 (an A100's VLEN 1024)");
+  }
+  {
+    TempDir tmp;
+    auto by = k3_local_board(tmp, "", ids);
+    EXPECT_EQ(by["marchid"].status, k3farm::CheckStatus::kOk);
+    EXPECT_EQ(by["marchid"].detail,
+              "A100 (0x8000000041000002) on CPUs 1; cpus unset: the runner pins there itself");
+  }
+  {
+    TempDir tmp;
+    auto by = k3_local_board(tmp, "", "cpu_marchid 0 0x8000000058000002\n");
+    EXPECT_EQ(by["marchid"].status, k3farm::CheckStatus::kFail);
+    EXPECT_EQ(by["marchid"].detail,
+              "no CPU shows the A100's marchid 0x8000000041000002 (CPU 0 has 0x8000000058000002)");
+    if (!fs::exists("/proc/set_ai_thread")) {  // not a K3 kernel: the real file is absent
+      EXPECT_EQ(by["ai-thread"].status, k3farm::CheckStatus::kFail);
+      EXPECT_EQ(by["ai-thread"].detail,
+                "no /proc/set_ai_thread: threads cannot opt in to the A100 cores");
+    }
+  }
+}
+
+}  // namespace
