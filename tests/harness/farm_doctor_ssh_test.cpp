@@ -310,6 +310,12 @@ class FarmSshDoctorBroken : public FarmSshDoctor {
     farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, extra);
   }
   std::string missing_runner() const { return lab_->dir() / "missing/k3bench"; }
+  // The line of the farm file where [boards.nobuild] starts (the inventory's defined_in).
+  std::string nobuild_line() const {
+    const std::string text = read_file(farm_file_);
+    const auto at = text.find("[boards.nobuild]");
+    return std::to_string(std::count(text.begin(), text.begin() + at, '\n') + 1);
+  }
   // Board -> its failed checks: exactly one per broken board is what the tests expect.
   static std::map<std::string, std::string> failed_checks(const Rows& rows) {
     std::map<std::string, std::string> failed;
@@ -355,7 +361,10 @@ TEST_F(FarmSshDoctorBroken, NoRunnerARunnerThatDiesAndAFullDiskFailWithTheirFix)
   expect_row(rows, "nobuild/runner", "FAIL", true,
              "runner " + missing + ": " + missing +
                  ": cannot read (build it: k3tune build --variant rvv-dynamic)",
-             "k3tune build --variant rvv-dynamic");
+             "build the runner that runner = \"" + missing + "\" names (" + farm_file_ + ":" +
+                 nobuild_line() +
+                 "), or drop the key to deploy variant rvv-dynamic's (k3tune "
+                 "build --variant rvv-dynamic)");
   expect_row(rows, "nobuild/vlenb", "skip", false, "the runner did not run");
   EXPECT_EQ(rows.at("nobuild/disk")["status"], "ok");  // the board's own checks still run
   EXPECT_EQ(detail(rows, "sigill/runner")

@@ -141,6 +141,19 @@ std::string by_hand(const Checker& c, const std::string& remote, const std::stri
       c.ssh_hint(), prefix.empty() ? "" : fmt::format("{} ", fmt::join(prefix, " ")), remote, args);
 }
 
+// A deploy that failed: no local runner (build it, or the inventory names one that is not there),
+// or the copy on the board failed.
+std::string deploy_fix(const Checker& c, const std::string& error) {
+  if (error.find("build it:") == std::string::npos)
+    return fmt::format("check that {} on the board is writable and has space", c.cfg.work_dir);
+  if (!c.cfg.runner.empty())
+    return fmt::format(
+        "build the runner that runner = \"{}\" names ({}), or drop the key to "
+        "deploy variant {}'s (k3tune build --variant {})",
+        c.cfg.runner, c.cfg.defined_in, c.cfg.variant, c.cfg.variant);
+  return fmt::format("k3tune build --variant {}", c.cfg.variant);
+}
+
 // Deploys the runner, probes the board (which runs the runner's --facts) and makes one call. The
 // sample is returned even when the runner failed: the facts script's part is still good then.
 // `runner_ran`: the runner's facts (vlenb, TCM) were read.
@@ -155,11 +168,7 @@ HealthSample check_runner(Checker& c, bool* runner_ran) {
   HealthSample s = c.board.probe();
   *runner_ran = d && s.ok;
   if (!d) {
-    c.bad(
-        "runner", true, deploy_error,
-        deploy_error.find("build it:") != std::string::npos
-            ? fmt::format("k3tune build --variant {}", c.cfg.variant)
-            : fmt::format("check that {} on the board is writable and has space", c.cfg.work_dir));
+    c.bad("runner", true, deploy_error, deploy_fix(c, deploy_error));
   } else if (!s.ok) {
     c.bad("runner", true, s.error, by_hand(c, d->remote_path, "--facts"));
   } else if (const auto call = c.board.run_runner(kSmokeCall, std::min(c.cfg.timeout_s, 120.0));
