@@ -1,7 +1,12 @@
 #include "apps/cli/cmd_doctor_farm.h"
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
+#include <future>
 #include <iostream>
+#include <map>
+#include <thread>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -52,6 +57,64 @@ std::string summary(const std::vector<std::string>& names,
   return line;
 }
 
+// Boards are checked side by side (a dead board's timeout overlaps the others' checks), at most
+// this many at a time; their rows come out in inventory order all the same.
+constexpr std::size_t kBoardsAtOnce = 8;
+
+// Indexes of `names` by login (user, host, port): boards behind one login share one ssh
+// connection (ControlPath), which a board's check closes at its end, so they go one at a time.
+std::vector<std::vector<std::size_t>> by_login(const k3farm::FarmConfig& farm,
+                                               const std::vector<std::string>& names) {
+  std::map<std::string, std::size_t> group_of;
+  std::vector<std::vector<std::size_t>> groups;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& b = *farm.find(names[i]);
+    const std::string login = b.kind == k3targets::TargetKind::kSsh
+                                  ? fmt::format("{}@{}:{}", b.user, b.host, b.port)
+                                  : "local";
+    if (!group_of.count(login)) {
+      group_of[login] = groups.size();
+      groups.emplace_back();
+    }
+    groups[group_of[login]].push_back(i);
+  }
+  return groups;
+}
+
+using BoardRows = std::vector<k3farm::CheckRow>;
+
+// Checks every board on up to kBoardsAtOnce threads (one login at a time each); `take` gets each
+// board's rows in `names` order as soon as they are known. A controller-side failure ends the
+// command (UserError).
+void check_boards(const k3farm::FarmConfig& farm, const std::vector<std::string>& names,
+                  const k3farm::BoardCheckOptions& options,
+                  const std::function<void(const BoardRows&)>& take) {
+  std::vector<std::promise<BoardRows>> promised(names.size());
+  std::vector<std::future<BoardRows>> results;
+  for (auto& p : promised) results.push_back(p.get_future());
+  const auto groups = by_login(farm, names);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::jthread> workers;  // joined before the promises go
+  for (std::size_t w = 0; w < std::min(kBoardsAtOnce, groups.size()); ++w)
+    workers.emplace_back([&] {
+      for (std::size_t g; (g = next++) < groups.size();)
+        for (std::size_t i : groups[g]) {
+          try {
+            promised[i].set_value(k3farm::check_board(farm, *farm.find(names[i]), options));
+          } catch (...) {
+            promised[i].set_exception(std::current_exception());
+          }
+        }
+    });
+  for (auto& r : results) {
+    try {
+      take(r.get());
+    } catch (const k3farm::ControllerFailure& e) {
+      throw k3bench::UserError(e.what());
+    }
+  }
+}
+
 }  // namespace
 
 void run_farm_doctor(const AppContext& ctx, const FarmDoctorArgs& a) {
@@ -65,19 +128,13 @@ void run_farm_doctor(const AppContext& ctx, const FarmDoctorArgs& a) {
   std::size_t width = 12;
   for (const auto& name : names) width = std::max(width, name.size());
   std::vector<k3farm::CheckRow> rows;
-  for (const auto& name : names) {
-    std::vector<k3farm::CheckRow> board_rows;
-    try {
-      board_rows = k3farm::check_board(farm, *farm.find(name), options);
-    } catch (const k3farm::ControllerFailure& e) {
-      throw k3bench::UserError(e.what());
-    }
+  check_boards(farm, names, options, [&](const BoardRows& board_rows) {
     for (const auto& r : board_rows) {
       if (!ctx.json) print_row(r, width);
       rows.push_back(r);
     }
     if (!ctx.json) std::fflush(stdout);  // a slow board: what is known so far is on screen
-  }
+  });
   const bool ready = k3farm::night_ready(rows);
   if (ctx.json) {
     nlohmann::json out = nlohmann::json::array();
