@@ -133,12 +133,20 @@ const std::vector<std::string> kSmokeCall = {
     "--op", "residual_add", "--shape", "rows=1,dim=256", "--reps", "1", "--iterations",
     "1",    "--warmup",     "0",       "--json"};
 
-std::string by_hand(const Checker& c, const std::string& remote, const std::string& args) {
+// The command line that runs the board's runner at `remote` with `args`, from here.
+std::string runner_command(const Checker& c, const std::string& remote, const std::string& args) {
   const auto& prefix = c.cfg.exec_prefix;
+  const bool ssh = c.cfg.kind == k3targets::TargetKind::kSsh;
+  return fmt::format("{}{}{} {}", ssh ? c.ssh_hint() + " " : "",
+                     prefix.empty() ? "" : fmt::format("{} ", fmt::join(prefix, " ")), remote,
+                     args);
+}
+
+std::string by_hand(const Checker& c, const std::string& remote, const std::string& args) {
   return fmt::format(
-      "run it by hand: {} {}{} {} (a dynamically linked variant needs the board's "
-      "libc and libstdc++; variant \"rvv\" is static)",
-      c.ssh_hint(), prefix.empty() ? "" : fmt::format("{} ", fmt::join(prefix, " ")), remote, args);
+      "run it by hand: {} (a dynamically linked variant needs the board's libc and libstdc++; "
+      "variant \"rvv\" is static)",
+      runner_command(c, remote, args));
 }
 
 // A deploy that failed: no local runner (build it, or the inventory names one that is not there),
@@ -229,7 +237,7 @@ void check_marchid(Checker& c, const HealthSample& s, const DoctorFacts* f) {
     return;
   }
   if (!ids.empty()) return check_marchid_per_cpu(c, ids);
-  // No per-CPU marchid (qemu-user, or a kernel that prints one): the probe's.
+  // No per-CPU marchid (qemu-user, x86, a kernel that prints none): the probe's, if any.
   if (lowercase(s.marchid) == kA100Marchid)
     c.add("marchid", CheckStatus::kOk, true, fmt::format("{} (A100)", s.marchid));
   else
@@ -257,10 +265,12 @@ void check_tcm(Checker& c, const HealthSample& s, bool runner_ran) {
   if (!runner_ran) return c.add("tcm", CheckStatus::kSkip, false, "the runner did not run");
   const std::string detail = fmt::format("{} ({})", s.tcm_backend, s.tcm_reason);
   if (!s.tcm_stale_blocks.empty())
-    return c.bad("tcm", false,
-                 fmt::format("{}; stale locks on blocks {}", detail,
-                             nlohmann::json(s.tcm_stale_blocks).dump()),
-                 fmt::format("k3tune tcm release on the board (a killed run left them)"));
+    return c.bad(
+        "tcm", false,
+        fmt::format("{}; stale locks on blocks {}", detail,
+                    nlohmann::json(s.tcm_stale_blocks).dump()),
+        fmt::format("a killed run left them; with nothing running on the board: {}",
+                    runner_command(c, c.board.deployed()->remote_path, "--tcm-force-release all")));
   if (s.tcm_backend == "real") return c.add("tcm", CheckStatus::kOk, false, detail);
   if (!c.k3) return c.add("tcm", CheckStatus::kInfo, false, detail + "; not tagged k3");
   c.bad("tcm", false, detail + "; the emulated TCM will be used",
