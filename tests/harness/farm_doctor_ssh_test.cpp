@@ -122,6 +122,9 @@ class FarmSshDoctor : public ::testing::Test {
     }
   }
   std::string db() const { return lab_->dir() / "results.db"; }
+  std::string where_cmd(int sshd) const {
+    return "ssh -p " + std::to_string(lab_->sshd(sshd).port()) + " " + user_name() + "@127.0.0.1";
+  }
   std::string where(int sshd) const {
     return "ssh " + user_name() + "@127.0.0.1:" + std::to_string(lab_->sshd(sshd).port());
   }
@@ -304,12 +307,31 @@ class FarmSshDoctorBroken : public FarmSshDoctor {
                         k3_board("vlen256", qemu256) + k3_board("nocpu") +
                         board("nobuild", "runner = \"" + missing_runner() + "\"\n") +
                         // Describes itself, but its kernels die (built for what the board lacks).
-                        board("sigill", sigill_prefix);
+                        board("sigill", sigill_prefix) +
+                        // The real TCM (the test double), with a lock a killed run left.
+                        board("stale", "env = { K3_TCM_LIBRARY = \"" K3_FARM_RISCV_TCM_DOUBLE
+                                       "\" }\nexec_prefix = [\"env\", \"FAKE_SPINE_TCM_STATE=" +
+                                           stale_tcm_state() +
+                                           "\", \"qemu-riscv64\", \"-L\", "
+                                           "\"/usr/riscv64-linux-gnu\", \"-cpu\", "
+                                           "\"rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0\"]\n");
     hook("optin", "doctor_facts", "ai_thread readonly\n");
     extra.replace(extra.find("cpus = \"0\"", extra.find("[boards.nocpu]")), 10, "cpus = \"1023\"");
     farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, extra);
   }
   std::string missing_runner() const { return lab_->dir() / "missing/k3bench"; }
+  // The test double's shared state (int owner_tid[8], int maps[8]) with block 2 acquired by a
+  // thread that has exited: a stale lock, as a killed run leaves one.
+  std::string stale_tcm_state() const {
+    const pid_t gone = fork();
+    if (gone == 0) _exit(0);
+    waitpid(gone, nullptr, 0);
+    int state[16] = {};
+    state[2] = static_cast<int>(gone);
+    const std::string path = lab_->dir() / "tcm.state";
+    write_file(path, std::string(reinterpret_cast<const char*>(state), sizeof(state)));
+    return path;
+  }
   // The line of the farm file where [boards.nobuild] starts (the inventory's defined_in).
   std::string nobuild_line() const {
     const std::string text = read_file(farm_file_);
@@ -353,8 +375,8 @@ TEST_F(FarmSshDoctorBroken, K3BoardsWithWrongA100FactsFailOnlyThatCheck) {
   EXPECT_FALSE(fs::exists(db()));
 }
 
-TEST_F(FarmSshDoctorBroken, NoRunnerARunnerThatDiesAndAFullDiskFailWithTheirFix) {
-  const Rows rows = rows_of({"--board", "nobuild", "--board", "sigill"}, 1);
+TEST_F(FarmSshDoctorBroken, RunnerAndDiskFailuresAndStaleTcmLocksCarryTheirFix) {
+  const Rows rows = rows_of({"--board", "nobuild", "--board", "sigill", "--board", "stale"}, 1);
   EXPECT_EQ(failed_checks(rows),
             (std::map<std::string, std::string>{{"nobuild", "runner"}, {"sigill", "runner"}}));
   const std::string missing = missing_runner();
@@ -375,8 +397,22 @@ TEST_F(FarmSshDoctorBroken, NoRunnerARunnerThatDiesAndAFullDiskFailWithTheirFix)
       << detail(rows, "sigill/runner");
   EXPECT_NE(detail(rows, "sigill/runner").find("Illegal instruction"), std::string::npos);
   EXPECT_EQ(rows.at("sigill/vlenb")["status"], "info");  // its facts were read
+  // Stale TCM locks: advisory, with the runner's own recovery on that board.
+  const auto& stale = rows.at("stale/tcm");
+  EXPECT_EQ(stale["status"], "warn");
+  EXPECT_EQ(stale["required"], false);
+  EXPECT_EQ(stale["detail"].get<std::string>().rfind("real (", 0), 0u) << stale.dump();
+  EXPECT_TRUE(stale["detail"].get<std::string>().ends_with("; stale locks on blocks [2]"))
+      << stale.dump();
+  EXPECT_EQ(stale["fix"].get<std::string>().rfind(
+                "a killed run left them; with nothing running on the board: " + where_cmd(1) +
+                    " env FAKE_SPINE_TCM_STATE=" + lab_->dir() / "tcm.state" + " qemu-riscv64 ",
+                0),
+            0u)
+      << stale.dump();
+  EXPECT_TRUE(stale["fix"].get<std::string>().ends_with(" --tcm-force-release all"));
   EXPECT_TRUE(last_text_.ends_with(
-      "0 of 2 boards ready for a night; not ready: nobuild (runner), sigill (runner)\n"))
+      "1 of 3 boards ready for a night; not ready: nobuild (runner), sigill (runner)\n"))
       << last_text_;
   // Too little free disk: the threshold is the command's (--min-free-mib), stated in the row.
   const Rows full = rows_of({"--board", "b1", "--min-free-mib", "1000000000"}, 1);
