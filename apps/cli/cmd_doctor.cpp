@@ -1,4 +1,5 @@
 // `k3tune doctor`: what this machine can do, and for each missing piece the command that fixes it.
+// With --farm: the first-night check of a farm's boards instead (cmd_doctor_farm.h).
 #include <filesystem>
 #include <iostream>
 
@@ -6,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/cli/app_context.h"
+#include "apps/cli/cmd_doctor_farm.h"
 #include "harness/host/bench/provenance.h"
 
 namespace k3cli {
@@ -43,7 +45,20 @@ Check file(const std::string& what, const std::string& path, const std::string& 
 void add_doctor_command(CLI::App& app, AppContext& ctx) {
   auto* cmd = app.add_subcommand(
       "doctor", "check compilers, cross toolchain, qemu, Google Benchmark and targets");
-  cmd->callback([&ctx] {
+  auto farm = std::make_shared<FarmDoctorArgs>();
+  cmd->fallthrough();  // global options (--json, --db) may follow
+  cmd->add_option("--farm", farm->farm,
+                  "check every board of this farm (file, or 'local') before its first night "
+                  "instead of this machine");
+  cmd->add_option("--board", farm->boards, "with --farm: only this board (repeatable)");
+  cmd->add_option("--tag", farm->tags, "with --farm: only boards with this tag (repeatable)");
+  auto* min_free = cmd->add_option(
+      "--min-free-mib", farm->min_free_mib,
+      "with --farm: free space a night needs in each board's work_dir (default 1024)");
+  cmd->callback([&ctx, farm, min_free] {
+    if (!farm->farm.empty()) return run_farm_doctor(ctx, *farm);
+    if (!farm->boards.empty() || !farm->tags.empty() || min_free->count() > 0)
+      throw k3bench::UserError("--board/--tag/--min-free-mib: only with --farm");
     const std::string& root = ctx.root;
     std::vector<Check> checks = {
         tool("CMake", "cmake", "cmake"),

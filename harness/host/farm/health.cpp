@@ -42,6 +42,7 @@ nlohmann::json HealthSample::to_json() const {
           {"vlenb", vlenb ? nlohmann::json(*vlenb) : nlohmann::json(nullptr)},
           {"runner_version", runner_version},
           {"tcm_backend", tcm_backend},
+          {"tcm_reason", tcm_reason},
           {"tcm_stale_blocks", tcm_stale_blocks},
           {"warnings", warnings}};
 }
@@ -81,6 +82,7 @@ void apply_runner_facts(const k3targets::RunnerFacts& facts, HealthSample& s) {
   if (s.marchid.empty() && facts.marchid) s.marchid = *facts.marchid;
   s.runner_version = fmt::format("{} {}", facts.runner_version, facts.source_revision);
   s.tcm_backend = facts.tcm_backend;
+  s.tcm_reason = facts.tcm_reason;
   s.tcm_stale_blocks = facts.tcm_stale_blocks;
   if (!s.tcm_stale_blocks.empty())
     s.warnings.push_back(fmt::format("stale TCM locks on blocks {} (recover: k3tune tcm release)",

@@ -35,6 +35,7 @@ struct HealthSample {
   std::optional<int> vlenb;                 // from the runner; nullopt: no RVV
   std::string runner_version;
   std::string tcm_backend;            // "real", "emulated", "off"
+  std::string tcm_reason;             // why that backend (e.g. why the emulated one is used)
   std::vector<int> tcm_stale_blocks;  // blocks left acquired by a dead thread
   std::vector<std::string> warnings;  // not faults: stale TCM locks, hot zones, ...
 
