@@ -29,6 +29,9 @@ void add_nightly_command(CLI::App& app, AppContext& ctx) {
                   "cells are kept");
   cmd->add_option("--reservation", rq->reservation,
                   "a farm scheduled by Slurm: run the bench steps' jobs in this Slurm reservation");
+  cmd->add_option("--config", rq->notify_config,
+                  "nightly configuration (TOML): notify = [\"cmd\", args...] run after a confirmed "
+                  "regression or a board fault, notify_timeout_s, report_base_url, site_url");
   cmd->add_flag("--no-build", *no_build, "use the runners already built (no build steps)");
   cmd->callback([&ctx, rq, no_build] {
     k3nightly::NightlyRequest r = *rq;

@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/nightly/notify.h"
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
@@ -287,6 +288,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     rq.farm = j.value("farm", rq.farm);
     rq.build = j.value("build", rq.build);
     rq.reservation = j.value("reservation", rq.reservation);
+    rq.notify_config = j.value("notify_config", rq.notify_config);
     o.dir = fs::absolute(rq.resume).lexically_normal().string();
   } else {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
@@ -299,6 +301,9 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   o.id = fs::path(o.dir).filename().string();
   const NightlyFarm farm = nightly_farm(rq);
   const auto steps = nightly_steps(rq.profile, rq.build, farm);
+  if (!rq.notify_config.empty()) rq.notify_config = fs::absolute(rq.notify_config).string();
+  const NotifyConfig notify =
+      rq.notify_config.empty() ? NotifyConfig{} : load_notify_config(rq.notify_config);
 
   fs::create_directories(o.dir + "/tables");
   fs::create_directories(o.dir + "/logs");
@@ -307,6 +312,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"farm", rq.farm},
                                                            {"build", rq.build},
                                                            {"reservation", rq.reservation},
+                                                           {"notify_config", rq.notify_config},
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
@@ -526,6 +532,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       std::ofstream(report_json) << report.dump(2) << "\n";
     }
   }
+  notify_after_night(notify,
+                     {o.id, o.dir, rq.profile, rq.farm, status, o.verdict, o.exit_code,
+                      state.details, state.exit_codes, state.previous_counts_nightly},
+                     *db, static_cast<int>(steps.size()));
   return o;
 }
 

@@ -35,6 +35,9 @@ struct NightlyRequest {
   std::string self_exe;  // the k3tune binary the steps run
   // A farm scheduled by Slurm: the bench steps' jobs run in this reservation (bench --reservation).
   std::string reservation;
+  // The nightly configuration file (TOML; notify.h): the hook run after a confirmed regression
+  // or a board fault. "" : none.
+  std::string notify_config;
 };
 
 struct NightlyOutcome {
