@@ -121,6 +121,14 @@ std::string percent(const json& v) {
   return v.is_number() ? fmt::format("{:+.1f}%", 100 * v.get<double>()) : "?";
 }
 
+std::string links_markdown(const json& p) {
+  const json& l = p["links"];
+  std::string md =
+      fmt::format("\nReport: {} (summary: {})", text_of(l["report"]), text_of(l["summary"]));
+  if (!l["site"].is_null()) md += fmt::format("; site: {}", text_of(l["site"]));
+  return md + "\n";
+}
+
 std::string regression_markdown(const json& p) {
   std::string md = fmt::format("### k3tune nightly {}: confirmed regression\n\n{}\n\n",
                                p["night"]["id"].get<std::string>(), text_of(p["verdict"]));
@@ -146,16 +154,17 @@ std::string regression_markdown(const json& p) {
     md += fmt::format("More instructions on the {} runner than nightly {} (exact rule): {}\n",
                       text_of(c["path"]), text_of(c["against"]), text_of(c["output"]));
   const json b = p["bisection"];
+  if (!md.ends_with("\n\n")) md += "\n";
   if (!p["suspect_commit"].is_null())
-    md += fmt::format("\nSuspect commit: `{}` (bisection {}, {}..{})\n",
-                      text_of(p["suspect_commit"]), text_of(member(b, "bisection_id")),
-                      text_of(member(b, "good")), text_of(member(b, "bad")));
+    md += fmt::format("Suspect commit: `{}` (bisection {}, {}..{})\n", text_of(p["suspect_commit"]),
+                      text_of(member(b, "bisection_id")), text_of(member(b, "good")),
+                      text_of(member(b, "bad")));
   else if (b.is_object())
-    md += fmt::format("\nBisection {}: {} ({})\n", text_of(member(b, "bisection_id")),
+    md += fmt::format("Bisection {}: {} ({})\n", text_of(member(b, "bisection_id")),
                       text_of(member(b, "status")), text_of(member(b, "why")));
   else
-    md += "\nNot bisected tonight.\n";
-  return md;
+    md += "Not bisected tonight.\n";
+  return md + links_markdown(p);
 }
 
 std::string board_fault_markdown(const json& p) {
@@ -165,7 +174,7 @@ std::string board_fault_markdown(const json& p) {
   for (const auto& b : p["boards"])
     md += fmt::format("- {} ({}): {}\n", b["board"].is_null() ? "a board" : text_of(b["board"]),
                       text_of(b["step"]), text_of(b["reason"]));
-  return md;
+  return md + links_markdown(p);
 }
 
 }  // namespace

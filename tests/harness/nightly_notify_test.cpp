@@ -147,6 +147,8 @@ TEST_F(NotifyHook, AConfirmedRegressionSendsItsCellsEffectSuspectAndLinks) {
   EXPECT_NE(md.find("confirmed regression"), std::string::npos) << md;
   EXPECT_NE(md.find("linear_decode"), std::string::npos) << md;
   EXPECT_NE(md.find("`ccc333`"), std::string::npos) << md;
+  EXPECT_NE(md.find("Report: " + night_ + "/report.html"), std::string::npos) << md;
+  EXPECT_NE(md.find("site: https://k3.example/site/"), std::string::npos) << md;
   const auto step = k3store::find_step(*db, "n1", "notify");
   ASSERT_TRUE(step);
   EXPECT_EQ(step->status, "done");
