@@ -12,6 +12,7 @@
 #include <valijson/schema_parser.hpp>
 #include <valijson/validator.hpp>
 
+#include "harness/host/bench/model_runs.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/result_reads.h"
 #include "reports/report_error.h"
@@ -118,6 +119,17 @@ void add_aggregates(json& out, const json& first, const std::vector<double>& rea
   }
 }
 
+// `amount` per call as a rate per second of the cell's mean time, with the run's interval of the
+// mean mapped through amount / time (a rate falls as the time grows: the interval's ends swap).
+json per_second(double amount, const k3verdict::CellFigures& cell) {
+  json rate = {{"value", amount / (*cell.mean_ns * 1e-9)}};
+  if (cell.ci_low_ns && cell.ci_high_ns && *cell.ci_low_ns > 0) {
+    rate["lower_value"] = amount / (*cell.ci_high_ns * 1e-9);
+    rate["upper_value"] = amount / (*cell.ci_low_ns * 1e-9);
+  }
+  return rate;
+}
+
 }  // namespace
 
 std::string export_name(const k3verdict::CellFigures& cell) {
@@ -178,7 +190,7 @@ json gbench_json(k3store::Connection& db, const k3verdict::RunData& run) {
 json bmf_json(const k3verdict::RunData& run) {
   json doc = json::object();
   for (const auto& cell : run.cells) {
-    if (!cell.ok || !cell.mean_ns) continue;
+    if (!cell.ok || !cell.mean_ns || !(*cell.mean_ns > 0)) continue;
     json measures = json::object();
     const double v = *cell.mean_ns;
     if (run.per_call.instructions) {
@@ -190,15 +202,10 @@ json bmf_json(const k3verdict::RunData& run) {
         latency["upper_value"] = *cell.ci_high_ns;
       }
       measures["latency"] = latency;
-      if (cell.ops_per_call && v > 0) {
-        json throughput = {{"value", *cell.ops_per_call / (v * 1e-9)}};
-        // Operations per second fall as the time grows: the interval's ends swap.
-        if (cell.ci_low_ns && cell.ci_high_ns && *cell.ci_low_ns > 0) {
-          throughput["lower_value"] = *cell.ops_per_call / (*cell.ci_high_ns * 1e-9);
-          throughput["upper_value"] = *cell.ops_per_call / (*cell.ci_low_ns * 1e-9);
-        }
-        measures["throughput"] = throughput;
-      }
+      if (cell.ops_per_call) measures["throughput"] = per_second(*cell.ops_per_call, cell);
+      // A whole-model cell's tokens per second, as `k3tune model` prints them.
+      if (const auto tokens = k3bench::model_tokens_per_call(cell.op, cell.shape); tokens > 0)
+        measures["tokens_per_s"] = per_second(static_cast<double>(tokens), cell);
     }
     if (cell.bytes_per_call) measures["bytes"] = {{"value", *cell.bytes_per_call}};
     doc[export_name(cell)] = measures;

@@ -13,9 +13,10 @@
 // bmf: the Bencher Metric Format: {"<name>": {"<measure>": {"value", "lower_value",
 //   "upper_value"}}}. Measures: latency (ns per call: the run's mean with its 95% interval, the
 //   figures the reports print), throughput (operations per second, from the kernels' accounting
-//   of a call's operations: the same interval mapped through ops / time), bytes (bytes a call
-//   moves, the kernels' accounting: exact, no interval), instructions (instructions per call of a
-//   count run: exact up to the jitter the count verdict allows, no interval).
+//   of a call's operations: the same interval mapped through ops / time), tokens_per_s (a
+//   whole-model cell of `k3tune model`: its tokens per call over the time, likewise), bytes (bytes
+//   a call moves, the kernels' accounting: exact, no interval), instructions (instructions per call
+//   of a count run: exact up to the jitter the count verdict allows, no interval).
 // Names: the cell's report label as a path, "op/shape[/varying settings][/build label]".
 #pragma once
 

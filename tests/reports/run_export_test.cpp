@@ -214,5 +214,25 @@ TEST_F(RunExport, InstructionCountsAreNeverTimes) {
           .empty());
 }
 
+// A whole-model decode cell (`k3tune model`: 16 decode steps per call): its tokens per second
+// with the run's interval of the time mapped through tokens / time, the ends swapped.
+TEST_F(RunExport, AModelCellsTokensPerSecondCarryTheTimesInterval) {
+  k3verdict::RunData run;
+  k3verdict::CellFigures cell;
+  cell.op = "model_tg";
+  cell.shape = {{"hidden", 1024}, {"pp", 1}, {"tg", 16}};
+  cell.label = "model_tg tg=16";
+  cell.ok = true;
+  cell.mean_ns = 8e6;  // 8 ms per call: 2000 tokens/s
+  cell.ci_low_ns = 7.5e6;
+  cell.ci_high_ns = 8.5e6;
+  run.cells.push_back(cell);
+  const json m = k3reports::bmf_json(run).at("model_tg/tg=16");
+  EXPECT_DOUBLE_EQ(m.at("tokens_per_s").at("value").get<double>(), 16 / 8e-3);
+  EXPECT_DOUBLE_EQ(m.at("tokens_per_s").at("lower_value").get<double>(), 16 / 8.5e-3);
+  EXPECT_DOUBLE_EQ(m.at("tokens_per_s").at("upper_value").get<double>(), 16 / 7.5e-3);
+  EXPECT_DOUBLE_EQ(m.at("latency").at("value").get<double>(), 8e6);
+}
+
 }  // namespace
 }  // namespace k3test::reports
