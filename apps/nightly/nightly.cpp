@@ -288,7 +288,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     rq.farm = j.value("farm", rq.farm);
     rq.build = j.value("build", rq.build);
     rq.reservation = j.value("reservation", rq.reservation);
-    rq.notify_config = j.value("notify_config", rq.notify_config);
+    // The night's own configuration, unless the resuming command names one.
+    if (rq.notify_config.empty()) rq.notify_config = j.value("notify_config", std::string());
     o.dir = fs::absolute(rq.resume).lexically_normal().string();
   } else {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
