@@ -16,8 +16,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
-#include "apps/nightly/notify.h"
 #include "apps/nightly/nightly_profile.h"
+#include "apps/nightly/notify.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/provenance.h"
