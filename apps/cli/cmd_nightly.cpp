@@ -32,6 +32,9 @@ void add_nightly_command(CLI::App& app, AppContext& ctx) {
   cmd->add_option("--site", rq->site,
                   "folder of the site `k3tune publish` updates after the night (default: 'site' "
                   "beside the nightly's folder; 'none': no site)");
+  cmd->add_option("--config", rq->notify_config,
+                  "nightly configuration (TOML): notify = [\"cmd\", args...] run after a confirmed "
+                  "regression or a board fault, notify_timeout_s, report_base_url, site_url");
   cmd->add_flag("--no-build", *no_build, "use the runners already built (no build steps)");
   cmd->callback([&ctx, rq, no_build] {
     k3nightly::NightlyRequest r = *rq;

@@ -18,6 +18,7 @@
 
 #include "apps/nightly/night_summary.h"
 #include "apps/nightly/nightly_profile.h"
+#include "apps/nightly/notify.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
 #include "harness/host/bench/provenance.h"
@@ -238,6 +239,8 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     rq.build = j.value("build", rq.build);
     rq.reservation = j.value("reservation", rq.reservation);
     rq.site = j.value("site", rq.site);
+    // The night's own configuration, unless the resuming command names one.
+    if (rq.notify_config.empty()) rq.notify_config = j.value("notify_config", std::string());
     o.dir = fs::absolute(rq.resume).lexically_normal().string();
   } else {
     o.dir = rq.dir.empty() ? rq.root + "/nightly/" + utc_stamp()
@@ -252,6 +255,9 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   if (rq.site != "none") o.site = fs::absolute(rq.site).lexically_normal().string();
   const NightlyFarm farm = nightly_farm(rq);
   const auto steps = nightly_steps(rq.profile, rq.build, farm);
+  if (!rq.notify_config.empty()) rq.notify_config = fs::absolute(rq.notify_config).string();
+  const NotifyConfig notify =
+      rq.notify_config.empty() ? NotifyConfig{} : load_notify_config(rq.notify_config);
 
   fs::create_directories(o.dir + "/tables");
   fs::create_directories(o.dir + "/logs");
@@ -261,6 +267,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"build", rq.build},
                                                            {"reservation", rq.reservation},
                                                            {"site", rq.site},
+                                                           {"notify_config", rq.notify_config},
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
@@ -484,6 +491,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
       std::ofstream(report_json) << report.dump(2) << "\n";
     }
   }
+  notify_after_night(notify,
+                     {o.id, o.dir, rq.profile, rq.farm, status, o.verdict, o.exit_code,
+                      state.details, state.exit_codes, state.previous_counts_nightly},
+                     *db, static_cast<int>(steps.size()));
   return o;
 }
 

@@ -38,6 +38,9 @@ struct NightlyRequest {
   // The site `k3tune publish` updates (incrementally) after the night's report: "" is the folder
   // beside the nightly's own (<dir>/../site); "none" publishes nothing.
   std::string site;
+  // The nightly configuration file (TOML; notify.h): the hook run after a confirmed regression
+  // or a board fault. "" : none.
+  std::string notify_config;
 };
 
 struct NightlyOutcome {

@@ -1,5 +1,7 @@
 #include "harness/host/bench/model_runs.h"
 
+#include <cstdlib>
+
 namespace k3bench {
 
 std::vector<std::tuple<std::string, std::map<std::string, std::string>, std::string>>
@@ -31,6 +33,19 @@ model_run_shapes(const k3model::ModelConfig& model, const ModelRuns& runs) {
     add("model_pg", with_depth(shape));
   }
   return out;
+}
+
+std::int64_t model_tokens_per_call(const std::string& op, const nlohmann::json& shape) {
+  const auto count = [&](const char* key) -> std::int64_t {
+    if (!shape.is_object() || !shape.contains(key)) return 0;
+    const auto& v = shape.at(key);
+    if (v.is_number_integer()) return v.get<std::int64_t>();
+    return v.is_string() ? std::atoll(v.get<std::string>().c_str()) : 0;
+  };
+  if (op == "model_tg") return count("tg");
+  if (op == "model_pg") return count("pp") + count("tg");
+  if (op == "model_pp") return count("pp");
+  return 0;
 }
 
 std::string model_test_name(const std::string& op,

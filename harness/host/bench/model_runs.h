@@ -5,11 +5,14 @@
 // runner needs no model file on the board and the cell key changes with any dimension.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "harness/common/model/model_config.h"
 
@@ -30,6 +33,10 @@ struct ModelRuns {
 
 // The test's name in tables: pp512, tg128, pp512+tg128, with @d4096 at a depth.
 std::string model_test_name(const std::string& op, const std::map<std::string, std::string>& shape);
+
+// Tokens of one timed call of a whole-model cell: tg decode steps (model_tg), a pp prefill
+// (model_pp), or both (model_pg, as llama-bench's pp+tg); 0 for any other op.
+std::int64_t model_tokens_per_call(const std::string& op, const nlohmann::json& shape);
 
 // (op, shape, role) of every cell, e.g. ("model_pp", {..., pp: "512"}, "pp512").
 std::vector<std::tuple<std::string, std::map<std::string, std::string>, std::string>>

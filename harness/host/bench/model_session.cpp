@@ -136,13 +136,7 @@ ModelOutcome run_model(const k3targets::Target& target, const std::string& root,
     std::map<std::string, std::string> shape;
     for (const auto& [key, value] : c.spec.shape.items())
       shape[key] = value.is_string() ? value.get<std::string>() : value.dump();
-    const auto count = [&](const char* key) {
-      return c.spec.shape.contains(key) ? c.spec.shape.at(key).get<std::int64_t>() : 0;
-    };
-    // Tokens of one timed call: tg decode steps, a pp prefill, or both (pp+tg, as llama-bench).
-    r.tokens = c.spec.op == "model_tg"   ? count("tg")
-               : c.spec.op == "model_pg" ? count("pp") + count("tg")
-                                         : count("pp");
+    r.tokens = model_tokens_per_call(c.spec.op, c.spec.shape);
     r.test = model_test_name(c.spec.op, shape);
     if (c.build < out.bench.builds.size()) r.build = out.bench.builds[c.build].label;
     if (!request.table.empty()) r.build = c.spec.settings.table.empty() ? "defaults" : "table";

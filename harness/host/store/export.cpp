@@ -41,7 +41,7 @@ void export_table(Connection& c, const std::string& table, const std::string& fo
                                  fmt::join(exportable_tables(), ", ")));
   }
   if (format != "csv" && format != "json")
-    throw StoreError(fmt::format("--format: '{}' is not csv or json", format));
+    throw StoreError(fmt::format("--format: '{}' is not csv, json, gbench or bmf", format));
   auto s = c.prepare(query_of(table));
   const int n = s.columns();
   if (format == "csv") {

@@ -277,6 +277,21 @@ std::vector<double> counted_sample_times(Connection& c, const std::string& run_u
   return out;
 }
 
+std::vector<SampleTiming> counted_sample_timings(Connection& c, const std::string& run_uuid,
+                                                 const std::string& cell_key) {
+  auto s = c.query(
+      "SELECT s.process_index, s.rep_index, s.ns, s.cpu_ns, s.iterations FROM samples s JOIN"
+      " processes p ON p.run_uuid = s.run_uuid AND p.cell_key = s.cell_key AND p.process_index ="
+      " s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 AND p.status = 'ok' AND"
+      " p.disturbed = 0 ORDER BY s.process_index, s.rep_index",
+      run_uuid, cell_key);
+  std::vector<SampleTiming> out;
+  while (s.step())
+    out.push_back({static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)), s.real(2),
+                   s.real(3), s.integer(4)});
+  return out;
+}
+
 ProcessCounts process_counts(Connection& c, const std::string& run_uuid) {
   auto s = c.query(
       "SELECT coalesce(sum(status = 'ok'), 0), coalesce(sum(status = 'failed'), 0),"

@@ -93,6 +93,14 @@ std::vector<ProcessReport> ok_process_reports(Connection& c, const std::string& 
 // process then repetition order.
 std::vector<double> counted_sample_times(Connection& c, const std::string& run_uuid,
                                          const std::string& cell_key);
+// The same repetitions with their CPU time and calls (exports in other tools' formats).
+struct SampleTiming {
+  int process_index = 0, rep_index = 0;
+  double ns = 0, cpu_ns = 0;  // per call
+  std::int64_t iterations = 0;
+};
+std::vector<SampleTiming> counted_sample_timings(Connection& c, const std::string& run_uuid,
+                                                 const std::string& cell_key);
 
 struct ProcessCounts {
   int ok = 0, failed = 0, disturbed = 0;
