@@ -194,10 +194,15 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
                        r.reason);
       continue;
     }
-    s += fmt::format(
-        "| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} | {:.2f}-{:.2f} | {} |\n", c.name,
-        gib, r.path, r.threads, r.build.empty() ? r.test : r.test + " (" + r.build + ")", r.tps,
-        r.tps_stddev, r.tps_ci_low, r.tps_ci_high, r.processes);
+    // No interval below three processes (k3stats::log_interval): words, not "0.00-0.00".
+    const std::string interval =
+        r.tps_ci_high > 0
+            ? fmt::format("{:.2f}-{:.2f}", r.tps_ci_low, r.tps_ci_high)
+            : fmt::format("{} process{}: too few", r.processes, r.processes == 1 ? "" : "es");
+    s += fmt::format("| {} | {:.2f} GiB | cpu {} | {} | {} | {:.2f} ± {:.2f} | {} | {} |\n", c.name,
+                     gib, r.path, r.threads,
+                     r.build.empty() ? r.test : r.test + " (" + r.build + ")", r.tps, r.tps_stddev,
+                     interval, r.processes);
   }
   if (!o.published.empty()) {
     s += "\nPublished figures from other engines on their own K3 boards (A100 x 8 threads unless "
@@ -239,22 +244,24 @@ std::string model_markdown(const ModelOutcome& o, const std::string& target) {
 nlohmann::json model_json(const ModelOutcome& o) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& r : o.rows) {
-    rows.push_back({{"test", r.test},
-                    {"build", r.build},
-                    {"tokens", r.tokens},
-                    {"ok", r.ok},
-                    {"reason", r.reason},
-                    {"path", r.path},
-                    {"threads", r.threads},
-                    {"processes", r.processes},
-                    {"samples", r.samples},
-                    {"tokens_per_s", r.tps},
-                    {"tokens_per_s_ci95", {r.tps_ci_low, r.tps_ci_high}},
-                    {"tokens_per_s_stddev", r.tps_stddev},
-                    {"breakdown", r.breakdown},
-                    {"peak_rss_bytes", r.peak_rss_bytes},
-                    {"decode_bytes_per_token", r.decode_bytes_per_token},
-                    {"logits_checksum", r.checksum}});
+    rows.push_back(
+        {{"test", r.test},
+         {"build", r.build},
+         {"tokens", r.tokens},
+         {"ok", r.ok},
+         {"reason", r.reason},
+         {"path", r.path},
+         {"threads", r.threads},
+         {"processes", r.processes},
+         {"samples", r.samples},
+         {"tokens_per_s", r.tps},
+         {"tokens_per_s_ci95", r.tps_ci_high > 0 ? nlohmann::json{r.tps_ci_low, r.tps_ci_high}
+                                                 : nlohmann::json{nullptr, nullptr}},
+         {"tokens_per_s_stddev", r.tps_stddev},
+         {"breakdown", r.breakdown},
+         {"peak_rss_bytes", r.peak_rss_bytes},
+         {"decode_bytes_per_token", r.decode_bytes_per_token},
+         {"logits_checksum", r.checksum}});
   }
   nlohmann::json published = nlohmann::json::array();
   for (const auto& f : o.published) {
