@@ -157,18 +157,20 @@ case "$action" in
 esac
 )sh");
     port_ = k3farm_test::free_loopback_port();
-    const nlohmann::json conf = {
-        {"daemon",
-         {{"hostname", "127.0.0.1"}, {"port", port_}, {"listener", "http"}, {"logging_level", "INFO"}}},
-        {"pdus",
-         {{"lab",
-           {{"driver", "localcmdline"},
-            {"cmd_on", "sh " + dir / "power.sh" + " on %s"},
-            {"cmd_off", "sh " + dir / "power.sh" + " off %s"}}}}}};
+    const nlohmann::json conf = {{"daemon",
+                                  {{"hostname", "127.0.0.1"},
+                                   {"port", port_},
+                                   {"listener", "http"},
+                                   {"logging_level", "INFO"}}},
+                                 {"pdus",
+                                  {{"lab",
+                                    {{"driver", "localcmdline"},
+                                     {"cmd_on", "sh " + dir / "power.sh" + " on %s"},
+                                     {"cmd_off", "sh " + dir / "power.sh" + " off %s"}}}}}};
     write_file(dir / "pdudaemon.conf", conf.dump(2));
-    daemon_ = std::make_unique<k3farm::BackgroundProcess>(std::vector<std::string>{
-        "/usr/sbin/pdudaemon", "--conf", dir / "pdudaemon.conf", "--logfile",
-        dir / "pdudaemon.log"});
+    daemon_ = std::make_unique<k3farm::BackgroundProcess>(
+        std::vector<std::string>{"/usr/sbin/pdudaemon", "--conf", dir / "pdudaemon.conf",
+                                 "--logfile", dir / "pdudaemon.log"});
     for (int i = 0; i < 200 && !k3farm_test::port_accepts(port_); ++i)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     if (!k3farm_test::port_accepts(port_))
@@ -233,8 +235,8 @@ TEST_F(FarmSshPower, KilledBoardIsPowerCycledBackIntoTheRunAndADeadOneIsGivenUp)
     const std::string header = "[boards." + board + "]\n";
     const int outlet = board == "b1" ? 1 : 2;
     farm.replace(farm.find(header), header.size(),
-                 header + "exec_prefix = []\npdu = { daemon = \"" +
-                     pdu.url() + "\", name = \"lab\", outlet = " + std::to_string(outlet) +
+                 header + "exec_prefix = []\npdu = { daemon = \"" + pdu.url() +
+                     "\", name = \"lab\", outlet = " + std::to_string(outlet) +
                      ", delay_s = 1, ssh_wait_s = " + (board == "b1" ? "30" : "1") +
                      " }\npower_attempts_per_day = 2\n");
   }
@@ -294,8 +296,9 @@ TEST_F(FarmSshPower, KilledBoardIsPowerCycledBackIntoTheRunAndADeadOneIsGivenUp)
   // pdudaemon switched each outlet off and on again (b2 twice).
   const std::string log = read_file(dir / "power.log");
   EXPECT_NE(log.find("off 1\non 1\n"), std::string::npos) << log;
-  EXPECT_EQ(count_in(db(), "SELECT count(*) FROM farm_board_events WHERE board = 'b2' AND event = "
-                           "'power_requested'"),
+  EXPECT_EQ(count_in(db(),
+                     "SELECT count(*) FROM farm_board_events WHERE board = 'b2' AND event = "
+                     "'power_requested'"),
             2);
 
   // `farm list` shows the steps; the given-up board stays out of the next run without another
@@ -310,8 +313,9 @@ TEST_F(FarmSshPower, KilledBoardIsPowerCycledBackIntoTheRunAndADeadOneIsGivenUp)
       farm_file_, {"--shape", "n=96,k=256", "--min-time", "0.05"}));
   const auto j2 = nlohmann::json::parse(again.out);
   EXPECT_EQ(j2["measured_cells"], 1) << again.out << again.err;
-  EXPECT_EQ(count_in(db(), "SELECT count(*) FROM farm_board_events WHERE board = 'b2' AND event = "
-                           "'power_requested'"),
+  EXPECT_EQ(count_in(db(),
+                     "SELECT count(*) FROM farm_board_events WHERE board = 'b2' AND event = "
+                     "'power_requested'"),
             2);
 }
 

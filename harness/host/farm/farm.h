@@ -122,8 +122,9 @@ class Farm {
   // are not used up, power-cycles it through pdudaemon, waits for SSH, deploys and probes it,
   // again while attempts are left. Healthy: the quarantine is lifted (here and in the database)
   // and true is returned; lease and prepare the board again to use it. Attempts used up: the
-  // board stays quarantined as given up (false). Every step is a board event. `keep_waiting` returning false
-  // ends the wait for SSH early (the run has nothing left for the board); `note` hears each step.
+  // board stays quarantined as given up (false). Every step is a board event. `keep_waiting`
+  // returning false ends the wait for SSH early (the run has nothing left for the board); `note`
+  // hears each step.
   bool power_recover(const std::string& board, const std::function<bool()>& keep_waiting = {},
                      const std::function<void(const std::string&)>& note = {});
 

@@ -312,7 +312,8 @@ class Parser {
         parse_pdu(table(v, key), key, b);
       } else if (k == "power_attempts_per_day") {
         const auto n = v.value<int64_t>();
-        if (!v.is_integer() || !n || *n < 0 || *n > 24) fail(v, key, "expected an integer in [0, 24]");
+        if (!v.is_integer() || !n || *n < 0 || *n > 24)
+          fail(v, key, "expected an integer in [0, 24]");
         b.power_attempts_per_day = static_cast<int>(*n);
       } else if (k == "recover_tcm_locks") {
         if (!v.is_boolean()) fail(v, key, "expected true or false");
@@ -329,11 +330,10 @@ class Parser {
           b.env[name] = string(ev, ekey);
         }
       } else {
-        fail(
-            v, key,
-            "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
-            "work_dir, cpus, tags, variant, runner, timeout_s, env, quarantine_until, pdu, "
-            "power_attempts_per_day, recover_tcm_locks, test_hooks)");
+        fail(v, key,
+             "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
+             "work_dir, cpus, tags, variant, runner, timeout_s, env, quarantine_until, pdu, "
+             "power_attempts_per_day, recover_tcm_locks, test_hooks)");
       }
     }
   }
@@ -353,10 +353,12 @@ class Parser {
       } else if (k == "name") {
         p.name = string(v, key);
         if (!std::regex_match(p.name, std::regex(R"([A-Za-z0-9_.:-]{1,64})")))
-          fail(v, key, "expected the PDU's name in pdudaemon's configuration (letters, digits, '_.:-')");
+          fail(v, key,
+               "expected the PDU's name in pdudaemon's configuration (letters, digits, '_.:-')");
       } else if (k == "outlet") {
         const auto n = v.value<int64_t>();
-        if (!v.is_integer() || !n || *n < 0 || *n > 9999) fail(v, key, "expected an integer in [0, 9999]");
+        if (!v.is_integer() || !n || *n < 0 || *n > 9999)
+          fail(v, key, "expected an integer in [0, 9999]");
         p.outlet = static_cast<int>(*n);
       } else if (k == "delay_s") {
         const auto d = v.value<double>();
@@ -375,8 +377,10 @@ class Parser {
                     const FarmConfig&) {
     if (b.pdu) {
       // Reported at the board's own line: [defaults] may have given part of the table.
-      if (b.pdu->daemon.empty()) fail(node, key + ".pdu.daemon", "missing (http://host:port of pdudaemon)");
-      if (b.pdu->name.empty()) fail(node, key + ".pdu.name", "missing (the PDU's name in pdudaemon)");
+      if (b.pdu->daemon.empty())
+        fail(node, key + ".pdu.daemon", "missing (http://host:port of pdudaemon)");
+      if (b.pdu->name.empty())
+        fail(node, key + ".pdu.name", "missing (the PDU's name in pdudaemon)");
       if (b.pdu->outlet < 0)
         fail(node, key + ".pdu.outlet", "missing (the board's port on the PDU)");
     }

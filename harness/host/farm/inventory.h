@@ -22,12 +22,12 @@ namespace k3farm {
 // A board's outlet on the lab's power distribution unit, switched through pdudaemon's HTTP
 // listener (GET <daemon>/power/control/reboot?hostname=<name>&port=<outlet>&delay=<delay_s>).
 struct PduOutlet {
-  std::string daemon;        // "http://host:port" of pdudaemon's listener
-  std::string name;          // the PDU's name in pdudaemon's configuration
-  int outlet = -1;           // the board's port on that PDU (-1: not given)
-  double delay_s = 5;        // off for this long before it is switched on again
-  double ssh_wait_s = 120;   // how long SSH may take to answer after the outlet is on again
-  std::string defined_in;    // file:line, for messages
+  std::string daemon;       // "http://host:port" of pdudaemon's listener
+  std::string name;         // the PDU's name in pdudaemon's configuration
+  int outlet = -1;          // the board's port on that PDU (-1: not given)
+  double delay_s = 5;       // off for this long before it is switched on again
+  double ssh_wait_s = 120;  // how long SSH may take to answer after the outlet is on again
+  std::string defined_in;   // file:line, for messages
 };
 
 struct BoardConfig {

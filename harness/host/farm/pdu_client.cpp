@@ -16,10 +16,9 @@ std::string pdu_reboot_url(const PduOutlet& o) {
 std::string request_pdu_reboot(const PduOutlet& o, double timeout_s) {
   const std::string url = pdu_reboot_url(o);
   // --fail-with-body: an HTTP error exits non-zero and still shows the daemon's words.
-  const auto r = k3targets::run_process(
-      {"curl", "--silent", "--show-error", "--fail-with-body", "--max-time",
-       fmt::format("{:g}", timeout_s), "--", url},
-      k3targets::ProcessOptions::with_timeout(timeout_s + 5));
+  const auto r = k3targets::run_process({"curl", "--silent", "--show-error", "--fail-with-body",
+                                         "--max-time", fmt::format("{:g}", timeout_s), "--", url},
+                                        k3targets::ProcessOptions::with_timeout(timeout_s + 5));
   if (r.spawn_failed) throw ControllerFailure(fmt::format("curl could not be started for {}", url));
   const std::string answer = k3targets::last_line(r.out);
   if (!r.ok())

@@ -102,8 +102,8 @@ bool Farm::bring_back_after_power(const std::string& board,
   };
   const auto switched = Clock::now();
   std::this_thread::sleep_for(std::chrono::duration<double>(pdu.delay_s));
-  say(k3store::BoardEvent::kPowerDone,
-      fmt::format("outlet {} of PDU {} off for {:g} s, then on", pdu.outlet, pdu.name, pdu.delay_s));
+  say(k3store::BoardEvent::kPowerDone, fmt::format("outlet {} of PDU {} off for {:g} s, then on",
+                                                   pdu.outlet, pdu.name, pdu.delay_s));
   // The shared connection (if any) died with the board: the next command opens a fresh one.
   s.board->transport().close();
   bool answered = false;
@@ -139,14 +139,14 @@ bool Farm::bring_back_after_power(const std::string& board,
     const std::string blocks = nlohmann::json(h.tcm_stale_blocks).dump();
     if (cfg.recover_tcm_locks) {
       // Only blocks whose owner is dead: no --force (cmd_tcm.cpp's release without it).
-      const RunResult r = s.board->run_runner({"--tcm-force-release", "all", "--json"},
-                                              cfg.timeout_s);
+      const RunResult r =
+          s.board->run_runner({"--tcm-force-release", "all", "--json"}, cfg.timeout_s);
       tcm = r.ok() ? fmt::format("; stale TCM blocks {} released (recover_tcm_locks)", blocks)
                    : fmt::format("; stale TCM blocks {} not released: {}", blocks, r.reason);
       h = s.board->probe();
     } else {
-      tcm = fmt::format("; stale TCM blocks {} left (recover_tcm_locks = false: k3tune tcm release)",
-                        blocks);
+      tcm = fmt::format(
+          "; stale TCM blocks {} left (recover_tcm_locks = false: k3tune tcm release)", blocks);
     }
   }
   db_->write([run = run_uuid_, board, ok = h.ok, json = h.to_json().dump()](auto& c) {
@@ -167,7 +167,8 @@ bool Farm::bring_back_after_power(const std::string& board,
     s.prepared = false;  // leased and prepared again before it measures
     s.baseline.reset();
   }
-  say(k3store::BoardEvent::kRecovered, fmt::format("power-cycled back into service (was: {})", was));
+  say(k3store::BoardEvent::kRecovered,
+      fmt::format("power-cycled back into service (was: {})", was));
   return true;
 }
 
