@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
-#include "harness/host/farm/background_process.h"
+#include "pdu_daemon_fixture.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/farm/pdu_client.h"
 #include "harness/host/store/database.h"
@@ -139,58 +139,6 @@ TEST(FarmPowerStore, EventsAreTypedAndOnlyStateEventsDecideTheState) {
                k3store::StoreError);
 }
 
-// pdudaemon on a free loopback port, with one PDU "lab" of driver localcmdline whose outlet N
-// runs `power.sh on|off N`: off kills board bN's sshd and all it started, on starts it again
-// (unless <dir>/dead-bN exists: that board never comes back).
-class PduDaemon {
- public:
-  explicit PduDaemon(const TempDir& dir) : dir_(dir.path()) {
-    write_file(dir / "power.sh", R"sh(#!/bin/sh
-dir=$(dirname "$0"); action=$1; outlet=$2
-echo "$action $outlet" >> "$dir/power.log"
-kill_tree() { for c in $(ps -o pid= --ppid "$1"); do kill_tree "$c"; done; kill -KILL "$1" 2>/dev/null; }
-pidfile="$dir/sshd-b$outlet/sshd.pid"
-case "$action" in
-  off) [ -f "$pidfile" ] && kill_tree "$(cat "$pidfile")"; rm -f "$pidfile" ;;
-  on) [ -e "$dir/dead-b$outlet" ] || /usr/sbin/sshd -f "$dir/sshd-b$outlet/sshd_config" \
-        -E "$dir/sshd-b$outlet/sshd.log" ;;
-esac
-)sh");
-    port_ = k3farm_test::free_loopback_port();
-    const nlohmann::json conf = {{"daemon",
-                                  {{"hostname", "127.0.0.1"},
-                                   {"port", port_},
-                                   {"listener", "http"},
-                                   {"logging_level", "INFO"}}},
-                                 {"pdus",
-                                  {{"lab",
-                                    {{"driver", "localcmdline"},
-                                     {"cmd_on", "sh " + dir / "power.sh" + " on %s"},
-                                     {"cmd_off", "sh " + dir / "power.sh" + " off %s"}}}}}};
-    write_file(dir / "pdudaemon.conf", conf.dump(2));
-    daemon_ = std::make_unique<k3farm::BackgroundProcess>(
-        std::vector<std::string>{"/usr/sbin/pdudaemon", "--conf", dir / "pdudaemon.conf",
-                                 "--logfile", dir / "pdudaemon.log"});
-    for (int i = 0; i < 200 && !k3farm_test::port_accepts(port_); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    if (!k3farm_test::port_accepts(port_))
-      throw std::runtime_error("pdudaemon did not listen: " + daemon_->stderr_text());
-  }
-  // The boards started by `power.sh on` are daemons of their own: switched off here.
-  ~PduDaemon() {
-    daemon_->stop(1);
-    for (int outlet = 1; outlet <= 2; ++outlet)
-      k3targets::run_process({"sh", dir_ + "/power.sh", "off", std::to_string(outlet)},
-                             k3targets::ProcessOptions::with_timeout(10));
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  std::string dir_;
-  int port_ = 0;
-  std::unique_ptr<k3farm::BackgroundProcess> daemon_;
-};
-
 std::int64_t count_in(const std::string& db, const std::string& sql) {
   return k3store::open_database(db, k3store::OpenMode::kReadOnly)->scalar_int(sql);
 }
@@ -228,18 +176,11 @@ class FarmSshPower : public ::testing::Test {
 TEST_F(FarmSshPower, KilledBoardIsPowerCycledBackIntoTheRunAndADeadOneIsGivenUp) {
   ASSERT_TRUE(fs::exists("/usr/sbin/pdudaemon")) << "pdudaemon missing (scripts/setup.sh)";
   const auto& dir = lab_->dir();
-  PduDaemon pdu(dir);
+  k3farm_test::PduDaemon pdu(dir);
   // Both boards run the host k3bench over their loopback sshd (no emulator: quick cells).
   std::string farm = read_file(farm_file_);
-  for (const std::string board : {"b1", "b2"}) {
-    const std::string header = "[boards." + board + "]\n";
-    const int outlet = board == "b1" ? 1 : 2;
-    farm.replace(farm.find(header), header.size(),
-                 header + "exec_prefix = []\npdu = { daemon = \"" + pdu.url() +
-                     "\", name = \"lab\", outlet = " + std::to_string(outlet) +
-                     ", delay_s = 1, ssh_wait_s = " + (board == "b1" ? "30" : "1") +
-                     " }\npower_attempts_per_day = 2\n");
-  }
+  farm = k3farm_test::with_outlet(farm, "b1", pdu, 30, "exec_prefix = []\n");
+  farm = k3farm_test::with_outlet(farm, "b2", pdu, 1, "exec_prefix = []\n");
   write_file(farm_file_, farm);
   // b2 is dead before the run and stays so: its outlet's "on" starts nothing.
   write_file(dir / "dead-b2", "");
