@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/nightly/board_events_section.h"
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/revision_ancestry.h"
 #include "apps/scheduler/scheduler.h"
@@ -237,6 +238,9 @@ std::string summary_text(const NightlyOutcome& o, const NightlyRequest& rq,
     else
       t += fmt::format("{}: {}\n", l.status, l.note);
   }
+  // Quarantines and power cycles of the farm's boards while the nightly ran.
+  t += board_events_section(rq.farm, rq.root, rq.db_path,
+                            static_cast<double>(std::time(nullptr)) - o.wall_s - 1);
   t += fmt::format(
       "\nReport: {0}/report.html, {0}/summary.md\nTables: {0}/tables/\nLogs: {0}/logs/\n"
       "Database: {1}\n",

@@ -10,11 +10,11 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
-#include "pdu_daemon_fixture.h"
 #include "harness/host/farm/inventory.h"
 #include "harness/host/farm/pdu_client.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/farm_state.h"
+#include "pdu_daemon_fixture.h"
 
 namespace {
 

@@ -23,9 +23,9 @@ TEST_F(SlurmFarm, ADrainedDeadBoardIsPowerCycledAndResumedOnlyOnceHealthy) {
   {
     auto db_conn = k3store::open_for_writing(db());
     k3store::insert_board_event(
-        *db_conn, {"loopback", "b1", k3store::now_utc_us(), k3store::BoardEvent::kQuarantined,
-                   "unreachable", "board b1: unreachable: sshd killed by the test", "earlier",
-                   "test:1"});
+        *db_conn,
+        {"loopback", "b1", k3store::now_utc_us(), k3store::BoardEvent::kQuarantined, "unreachable",
+         "board b1: unreachable: sshd killed by the test", "earlier", "test:1"});
   }
   slurm({"scontrol", "update", "nodename=b1", "state=drain",
          "reason=k3tune: unreachable: board b1: unreachable: sshd killed by the test"});
