@@ -32,6 +32,8 @@ packages=(
   # with its localcmdline driver); Google Benchmark's compare.py (libbenchmark-tools, which needs
   # scipy) reads the runs `k3tune db export` writes.
   pdudaemon libbenchmark-tools python3-scipy
+  # k3tune asks pdudaemon's HTTP listener for a power cycle with curl (harness/host/farm/pdu_client.h).
+  curl
 )
 # Node.js runs npm (vendoring) and the browser test's driver. Debian's nodejs (18) is enough; a
 # newer one already on the machine (e.g. from NodeSource, which bundles npm) is used as it is.

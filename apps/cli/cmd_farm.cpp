@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 
+#include <ctime>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -59,13 +60,31 @@ nlohmann::json lease_json(const k3farm::LeaseState& s) {
 }
 
 nlohmann::json state_json(const k3store::BoardEventRow& e) {
-  return {{"event", e.event},
+  return {{"event", k3store::to_string(e.event)},
           {"at", e.at},
           {"fault", e.fault},
           {"reason", e.reason},
           {"run_uuid", e.run_uuid},
           {"actor", e.actor},
           {"quarantined", e.quarantined()}};
+}
+
+nlohmann::json event_json(const k3store::BoardEventRow& e) {
+  return {{"event", k3store::to_string(e.event)},
+          {"at", e.at},
+          {"fault", e.fault},
+          {"reason", e.reason},
+          {"run_uuid", e.run_uuid}};
+}
+
+// "2026-12-06T10:00:00.000000Z" of 24 hours ago: the board events `list` shows.
+std::string day_ago_utc() {
+  const std::time_t t = std::time(nullptr) - 24 * 3600;
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
+  return buf;
 }
 
 // The scheduler's view of a board: "slurm drained since ... by root: k3tune: unreachable: ...;
@@ -89,10 +108,13 @@ void list(const AppContext& ctx, const FarmArgs& a) {
   const auto names = chosen(cfg, a);
   std::map<std::string, k3store::LeaseRow> rows;
   std::map<std::string, k3store::BoardEventRow> states;
+  std::map<std::string, nlohmann::json> events;  // board -> its events of the last 24 hours
   if (db_exists(ctx.db_path())) {
     auto db = k3store::open_database(ctx.db_path(), k3store::OpenMode::kReadOnly);
     for (auto& r : k3store::lease_rows(*db)) rows[r.board] = r;
     states = k3store::board_states(*db, cfg.name);
+    for (auto& e : k3store::board_events(*db, cfg.name, day_ago_utc()))
+      events[e.board].push_back(event_json(e));
   }
   k3farm::Farm farm(cfg, ctx.root, nullptr, "");
   // The scheduler's view next to k3tune's own state.
@@ -111,7 +133,13 @@ void list(const AppContext& ctx, const FarmArgs& a) {
                         {"runner", b.local_runner(ctx.root)},
                         {"lease", nullptr},
                         {"quarantine_until", b.config().quarantine_until},
-                        {"state", nullptr}};
+                        {"state", nullptr},
+                        {"events", events.count(name) ? events[name] : nlohmann::json::array()}};
+    if (const auto& pdu = b.config().pdu)
+      j["pdu"] = {{"daemon", pdu->daemon},
+                  {"name", pdu->name},
+                  {"outlet", pdu->outlet},
+                  {"power_attempts_per_day", b.config().power_attempts_per_day}};
     if (auto it = rows.find(name); it != rows.end())
       j["lease"] = lease_json(k3farm::judge_lease(it->second, &b));
     if (auto it = states.find(name); it != states.end()) j["state"] = state_json(it->second);
@@ -142,7 +170,7 @@ void list(const AppContext& ctx, const FarmArgs& a) {
     if (j.contains(scheduler->name()))
       print_scheduler_view(scheduler->name(), j[scheduler->name()]);
     const auto& st = j["state"];
-    if (!st.is_null() && st["event"] == "quarantined")
+    if (!st.is_null() && st["quarantined"].get<bool>())
       fmt::print("  {:<16} QUARANTINED since {} ({}, run {}): {}; until {}\n", "",
                  st["at"].get<std::string>(), st["fault"].get<std::string>(),
                  st["run_uuid"].get<std::string>(), st["reason"].get<std::string>(),
@@ -154,6 +182,14 @@ void list(const AppContext& ctx, const FarmArgs& a) {
       fmt::print("  {:<16} {} {} by {}: {}\n", "", st["event"].get<std::string>(),
                  st["at"].get<std::string>(), st["actor"].get<std::string>(),
                  st["reason"].get<std::string>());
+    if (j.contains("pdu"))
+      fmt::print("  {:<16} PDU {} outlet {} via {}, {} power cycles a day\n", "",
+                 j["pdu"]["name"].get<std::string>(), j["pdu"]["outlet"].get<int>(),
+                 j["pdu"]["daemon"].get<std::string>(),
+                 j["pdu"]["power_attempts_per_day"].get<int>());
+    for (const auto& e : j["events"])
+      fmt::print("  {:<16}   {} {:<15} {}\n", "", e["at"].get<std::string>().substr(0, 19),
+                 e["event"].get<std::string>(), e["reason"].get<std::string>());
   }
 }
 
@@ -289,7 +325,7 @@ void lift_quarantines(const AppContext& ctx, const FarmArgs& a) {
     }
     const auto& q = states[name];
     k3store::insert_board_event(
-        *db, {cfg.name, name, k3store::now_utc_us(), "released", "",
+        *db, {cfg.name, name, k3store::now_utc_us(), k3store::BoardEvent::kReleased, "",
               fmt::format("quarantine of {} lifted by hand ({}: {})", q.at, q.fault, q.reason), "",
               k3farm::this_actor()});
     out.push_back({{"board", name}, {"released", state_json(q)}});

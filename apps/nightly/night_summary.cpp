@@ -1,12 +1,14 @@
 #include "apps/nightly/night_summary.h"
 
 #include <algorithm>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "apps/nightly/board_events_section.h"
 #include "tuner/table.h"
 
 namespace k3nightly {
@@ -128,6 +130,9 @@ std::string night_summary(const NightlyOutcome& o, const NightlyRequest& rq,
   boards(t, o, lines);
   counts(t, o, lines, s);
   tables(t, o, s);
+  // Quarantines and power cycles of the farm's boards while the nightly ran.
+  t += board_events_section(rq.farm, rq.root, rq.db_path,
+                            static_cast<double>(std::time(nullptr)) - o.wall_s - 1);
   t += "\n## Steps\n\n| step | status | exit | wall s | note |\n|---|---|---:|---:|---|\n";
   for (const auto& l : lines)
     t += fmt::format("| {} | {} | {} | {:.1f} | {} |\n", l.name, l.status, l.exit_code, l.wall_s,

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 
 #include "harness/host/bench/user_error.h"
+#include "harness/host/farm/farm.h"
+#include "harness/host/store/database.h"
 #include "harness/host/slurm/slurm_bench.h"
 #include "harness/host/slurm/slurm_command.h"
 #include "harness/host/slurm/slurm_jobs.h"
@@ -43,6 +45,26 @@ void SlurmScheduler::board_faulty(const std::string& board, const std::string& f
   if (worker_) k3slurm::drain_faulty_board(slurm_, board, fault, reason);
 }
 
+void SlurmScheduler::power_recover_drained(const std::vector<std::string>& boards,
+                                           const std::string& db_path) const {
+  std::vector<std::string> with_outlet;
+  for (const auto& b : boards)
+    if (const auto* cfg = farm().find(b); cfg != nullptr && cfg->pdu) with_outlet.push_back(b);
+  if (with_outlet.empty()) return;
+  auto views = board_views(with_outlet);
+  std::vector<std::string> drained;
+  for (const auto& b : with_outlet)
+    if (views.count(b) && holds_out(views[b])) drained.push_back(b);
+  if (drained.empty()) return;
+  auto db = k3store::open_for_writing(db_path);
+  k3farm::Farm here(farm(), caller().root, db.get(), k3farm::new_run_uuid());
+  for (const auto& b : drained) {
+    if (!here.power_recover(b, {}, [this](const std::string& line) { caller().note(line); }))
+      continue;
+    caller().note(fmt::format("board {}: {}", b, bring_back(b, views[b])));
+  }
+}
+
 std::unique_ptr<WorkOutcome> SlurmScheduler::run_cells(const k3farmbench::FarmBenchRequest& rq,
                                                        const std::string& reservation) {
   if (worker_) {  // this job's cells on the board it holds
@@ -54,6 +76,7 @@ std::unique_ptr<WorkOutcome> SlurmScheduler::run_cells(const k3farmbench::FarmBe
   if (rq.shard.count > 1 || !rq.shard.positions.empty())
     throw k3bench::UserError(
         "--shard: a Slurm farm splits the cells itself (a job array, one task per board)");
+  power_recover_drained(choose_boards(farm(), rq.boards, rq.tags), rq.bench.db_path);
   k3slurm::SlurmBenchRequest s;
   s.farm = rq;
   s.root = caller().root;
@@ -76,6 +99,7 @@ std::unique_ptr<WorkOutcome> SlurmScheduler::run_sessions(const SessionsRequest&
         "--shard/--sessions: the share of a Slurm tuning campaign's job, set by its controller");
   if (rq.command.explain)
     throw k3bench::UserError("--explain: give --target (a Slurm farm plans on the boards)");
+  power_recover_drained(choose_boards(farm(), rq.boards, rq.tags), caller().db_path);
   k3slurm::SlurmTuneRequest s;
   s.farm_file = rq.farm_file;
   s.root = caller().root;

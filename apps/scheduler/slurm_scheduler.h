@@ -34,6 +34,13 @@ class SlurmScheduler final : public BuiltinScheduler {
   std::optional<JobResult> run_as_one_job(const OneJob& job) override;
 
  private:
+  // Before the jobs go out: each chosen board that Slurm holds out for k3tune's fault (a drain)
+  // and whose inventory names a PDU outlet is power-cycled from here (Farm::power_recover); the
+  // node is resumed only once the board has probed healthy. Inside a job a board that dies is
+  // power-cycled by the job's own sweep, and drained only when that gives up.
+  void power_recover_drained(const std::vector<std::string>& boards,
+                             const std::string& db_path) const;
+
   bool worker_ = false;  // this process runs inside one of the farm's jobs
   k3slurm::SlurmClient slurm_;
 };

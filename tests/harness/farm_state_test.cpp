@@ -55,15 +55,19 @@ TEST(FarmState, BoardEventsMergeFromShardsAndTheLatestIsTheState) {
   TempDir tmp;
   {
     auto a = k3store::open_database(tmp / "a.db", k3store::OpenMode::kCreateOrUpdate);
-    k3store::insert_board_event(*a, {"lab", "k3-01", "2026-12-01T10:00:00.000001Z", "quarantined",
-                                     "rebooted", "uptime went back", "run-a", "h:1"});
-    k3store::insert_board_event(*a, {"lab", "k3-02", "2026-12-01T10:00:00.000002Z", "quarantined",
-                                     "unreachable", "ssh: connection refused", "run-a", "h:1"});
+    k3store::insert_board_event(
+        *a, {"lab", "k3-01", "2026-12-01T10:00:00.000001Z", k3store::BoardEvent::kQuarantined,
+             "rebooted", "uptime went back", "run-a", "h:1"});
+    k3store::insert_board_event(
+        *a, {"lab", "k3-02", "2026-12-01T10:00:00.000002Z", k3store::BoardEvent::kQuarantined,
+             "unreachable", "ssh: connection refused", "run-a", "h:1"});
     auto b = k3store::open_database(tmp / "b.db", k3store::OpenMode::kCreateOrUpdate);
-    k3store::insert_board_event(*b, {"lab", "k3-01", "2026-12-01T11:00:00.000000Z", "released", "",
-                                     "lifted by hand", "", "h:2"});
-    k3store::insert_board_event(*b, {"other", "k3-02", "2026-12-01T12:00:00.000000Z", "released",
-                                     "", "another farm's board of the same name", "", "h:2"});
+    k3store::insert_board_event(
+        *b, {"lab", "k3-01", "2026-12-01T11:00:00.000000Z", k3store::BoardEvent::kReleased, "",
+             "lifted by hand", "", "h:2"});
+    k3store::insert_board_event(
+        *b, {"other", "k3-02", "2026-12-01T12:00:00.000000Z", k3store::BoardEvent::kReleased, "",
+             "another farm's board of the same name", "", "h:2"});
   }
   for (int pass = 0; pass < 2; ++pass) {
     const auto added = k3store::merge_databases(tmp / "all.db", {tmp / "a.db", tmp / "b.db"});
@@ -72,7 +76,8 @@ TEST(FarmState, BoardEventsMergeFromShardsAndTheLatestIsTheState) {
   auto all = k3store::open_database(tmp / "all.db", k3store::OpenMode::kReadOnly);
   const auto states = k3store::board_states(*all, "lab");
   ASSERT_EQ(states.size(), 2u);
-  EXPECT_EQ(states.at("k3-01").event, "released");  // released after its quarantine
+  EXPECT_EQ(states.at("k3-01").event,
+            k3store::BoardEvent::kReleased);  // released after its quarantine
   EXPECT_FALSE(states.at("k3-01").quarantined());
   EXPECT_TRUE(states.at("k3-02").quarantined());  // the other farm's release is not this farm's
   EXPECT_EQ(states.at("k3-02").fault, "unreachable");

@@ -134,7 +134,7 @@ TEST_F(FarmInventory, BadInputIsOneLineNamingFileLineAndKey) {
   EXPECT_EQ(error_of(head + "[boards.x]\nhost = \"h\"\ncolour = \"red\"\n"),
             f + ":8: boards.x.colour: unknown key (known: kind, host, port, user, identity, "
                 "known_hosts, exec_prefix, work_dir, cpus, tags, variant, runner, timeout_s, env, "
-                "quarantine_until, test_hooks)");
+                "quarantine_until, pdu, power_attempts_per_day, recover_tcm_locks, test_hooks)");
   EXPECT_EQ(
       error_of("[defaults]\nidentity = \"id\"\nwork_dir = \"/w\"\n[boards.x]\nhost = \"h\"\n"),
       f + ":4: boards.x.known_hosts: missing: host keys are always checked (set "

@@ -110,7 +110,10 @@ bool Farm::keep_out_standing(const std::string& board) {
 
 void Farm::lease(const std::string& board, const LeaseWait& wait) {
   if (db_ == nullptr) throw LeaseError("leasing needs the results database");
-  if (keep_out_standing(board)) throw BoardQuarantined(quarantined_boards().at(board).reason);
+  // An earlier run's quarantine stands, unless a power cycle brings the board back
+  // (power_recovery.h).
+  if (keep_out_standing(board) && !power_recover(board, wait.keep_waiting))
+    throw BoardQuarantined(quarantined_boards().at(board).reason);
   const auto start = std::chrono::steady_clock::now();
   bool told = false;
   for (;;) {
@@ -172,7 +175,7 @@ bool Farm::prepare(const std::string& board) {
   std::lock_guard lock(mu_);
   if (s.prepared && s.standing) {  // quarantine_until = "healthy", and it is
     db_->write([row = k3store::BoardEventRow{
-                    config_.name, board, k3store::now_utc_us(), "recovered", "",
+                    config_.name, board, k3store::now_utc_us(), k3store::BoardEvent::kRecovered, "",
                     fmt::format("probed healthy (quarantined since {}: {})", s.standing->at,
                                 s.standing->reason),
                     run_uuid_, this_actor()}](auto& c) { insert_board_event(c, row); });
@@ -254,8 +257,9 @@ void Farm::quarantine(const std::string& board, Fault fault, const std::string& 
   if (db_ == nullptr) return;
   db_->write(
       [q = k3store::QuarantineRow{run_uuid_, board, to_string(fault), reason, k3store::now_utc()},
-       e = k3store::BoardEventRow{config_.name, board, k3store::now_utc_us(), "quarantined",
-                                  to_string(fault), reason, run_uuid_, this_actor()}](auto& c) {
+       e = k3store::BoardEventRow{config_.name, board, k3store::now_utc_us(),
+                                  k3store::BoardEvent::kQuarantined, to_string(fault), reason,
+                                  run_uuid_, this_actor()}](auto& c) {
         k3store::Transaction tx(c);
         insert_quarantine(c, q);
         insert_board_event(c, e);

@@ -34,6 +34,7 @@
 #include "harness/host/farm/lease.h"
 #include "harness/host/farm/transport.h"
 #include "harness/host/store/database_access.h"
+#include "harness/host/store/farm_state.h"
 #include "harness/host/store/sqlite.h"
 #include "harness/host/targets/target.h"
 
@@ -116,6 +117,17 @@ class Farm {
   // Leased (when leasing is used), prepared and not quarantined, in inventory order.
   std::vector<std::string> healthy_boards() const;
 
+  // Power recovery (power_recovery.h): when the board is out as unreachable or hung (in this run,
+  // or by an earlier run's quarantine), its inventory names a PDU outlet and the day's attempts
+  // are not used up, power-cycles it through pdudaemon, waits for SSH, deploys and probes it,
+  // again while attempts are left. Healthy: the quarantine is lifted (here and in the database)
+  // and true is returned; lease and prepare the board again to use it. Attempts used up: the
+  // board stays quarantined as given up (false). Every step is a board event. `keep_waiting`
+  // returning false ends the wait for SSH early (the run has nothing left for the board); `note`
+  // hears each step.
+  bool power_recover(const std::string& board, const std::function<bool()>& keep_waiting = {},
+                     const std::function<void(const std::string&)>& note = {});
+
   // A Target for the sweep's existing code paths (probe, tcm, bench): name = board name, so the
   // cell identity includes the board. run() maps a board-side timeout to timed_out.
   std::unique_ptr<k3targets::Target> target(const std::string& board);
@@ -138,6 +150,14 @@ class Farm {
   // An earlier run's quarantine that the inventory does not let a probe lift: the board is out of
   // this run too (in memory only; the run that found the fault has the rows). True when so.
   bool keep_out_standing(const std::string& board);
+  // One row of farm_board_events for `board`, written now (power_recovery.cpp).
+  void board_event(const std::string& board, k3store::BoardEvent event, Fault fault,
+                   const std::string& reason);
+  // The steps of power_recover after the outlet was switched: false when the board is not back.
+  bool bring_back_after_power(const std::string& board, const std::function<bool()>& keep_waiting,
+                              const std::function<void(const std::string&)>& note);
+  // The board stays out: the day's power cycles are used up (once a day in the database).
+  void give_up_power(const std::string& board, Fault fault, int attempts);
   void init(const TransportFactory& transports);
   State& state(const std::string& board);
   const State& state(const std::string& board) const;

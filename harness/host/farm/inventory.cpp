@@ -308,6 +308,16 @@ class Parser {
           fail(v, key,
                "must be \"release\" (k3tune farm release --board) or \"healthy\" (a later "
                "probe)");
+      } else if (k == "pdu") {
+        parse_pdu(table(v, key), key, b);
+      } else if (k == "power_attempts_per_day") {
+        const auto n = v.value<int64_t>();
+        if (!v.is_integer() || !n || *n < 0 || *n > 24)
+          fail(v, key, "expected an integer in [0, 24]");
+        b.power_attempts_per_day = static_cast<int>(*n);
+      } else if (k == "recover_tcm_locks") {
+        if (!v.is_boolean()) fail(v, key, "expected true or false");
+        b.recover_tcm_locks = *v.value<bool>();
       } else if (k == "test_hooks") {
         if (!v.is_boolean()) fail(v, key, "expected true or false");
         b.test_hooks = *v.value<bool>();
@@ -320,16 +330,60 @@ class Parser {
           b.env[name] = string(ev, ekey);
         }
       } else {
-        fail(
-            v, key,
-            "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
-            "work_dir, cpus, tags, variant, runner, timeout_s, env, quarantine_until, test_hooks)");
+        fail(v, key,
+             "unknown key (known: kind, host, port, user, identity, known_hosts, exec_prefix, "
+             "work_dir, cpus, tags, variant, runner, timeout_s, env, quarantine_until, pdu, "
+             "power_attempts_per_day, recover_tcm_locks, test_hooks)");
       }
     }
   }
 
+  // pdu = { daemon = "http://127.0.0.1:16421", name = "lab", outlet = 3, delay_s = 5,
+  // ssh_wait_s = 120 }: a board's keys override those [defaults] gives (e.g. daemon and name).
+  void parse_pdu(const toml::table& t, const std::string& prefix, BoardConfig& b) const {
+    PduOutlet p = b.pdu.value_or(PduOutlet{});
+    p.defined_in = fmt::format("{}:{}", path_, t.source().begin.line);
+    for (const auto& [k, v] : t) {
+      const std::string key = prefix + "." + std::string(k.str());
+      if (k == "daemon") {
+        p.daemon = string(v, key);
+        if (!std::regex_match(p.daemon, std::regex(R"(https?://[A-Za-z0-9_.-]+(:[0-9]{1,5})?/?)")))
+          fail(v, key, "expected pdudaemon's listener as http://host:port");
+        if (p.daemon.back() == '/') p.daemon.pop_back();
+      } else if (k == "name") {
+        p.name = string(v, key);
+        if (!std::regex_match(p.name, std::regex(R"([A-Za-z0-9_.:-]{1,64})")))
+          fail(v, key,
+               "expected the PDU's name in pdudaemon's configuration (letters, digits, '_.:-')");
+      } else if (k == "outlet") {
+        const auto n = v.value<int64_t>();
+        if (!v.is_integer() || !n || *n < 0 || *n > 9999)
+          fail(v, key, "expected an integer in [0, 9999]");
+        p.outlet = static_cast<int>(*n);
+      } else if (k == "delay_s") {
+        const auto d = v.value<double>();
+        if (!d || *d < 0 || *d > 600) fail(v, key, "expected seconds in [0, 600]");
+        p.delay_s = *d;
+      } else if (k == "ssh_wait_s") {
+        p.ssh_wait_s = positive(v, key);
+      } else {
+        fail(v, key, "unknown key (known: daemon, name, outlet, delay_s, ssh_wait_s)");
+      }
+    }
+    b.pdu = p;
+  }
+
   void finish_board(const toml::node& node, const std::string& key, BoardConfig& b,
                     const FarmConfig&) {
+    if (b.pdu) {
+      // Reported at the board's own line: [defaults] may have given part of the table.
+      if (b.pdu->daemon.empty())
+        fail(node, key + ".pdu.daemon", "missing (http://host:port of pdudaemon)");
+      if (b.pdu->name.empty())
+        fail(node, key + ".pdu.name", "missing (the PDU's name in pdudaemon)");
+      if (b.pdu->outlet < 0)
+        fail(node, key + ".pdu.outlet", "missing (the board's port on the PDU)");
+    }
     if (b.work_dir.empty())
       fail(node, key + ".work_dir", "missing (an absolute path on the board)");
     if (b.kind == k3targets::TargetKind::kSsh) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,17 @@
 #include "harness/host/targets/target.h"
 
 namespace k3farm {
+
+// A board's outlet on the lab's power distribution unit, switched through pdudaemon's HTTP
+// listener (GET <daemon>/power/control/reboot?hostname=<name>&port=<outlet>&delay=<delay_s>).
+struct PduOutlet {
+  std::string daemon;       // "http://host:port" of pdudaemon's listener
+  std::string name;         // the PDU's name in pdudaemon's configuration
+  int outlet = -1;          // the board's port on that PDU (-1: not given)
+  double delay_s = 5;       // off for this long before it is switched on again
+  double ssh_wait_s = 120;  // how long SSH may take to answer after the outlet is on again
+  std::string defined_in;   // file:line, for messages
+};
 
 struct BoardConfig {
   std::string name;
@@ -40,6 +52,13 @@ struct BoardConfig {
   // farm release --board B`; "healthy" -- also the first probe of a later run that finds the
   // board healthy (the board is leased and probed again then). Farm-wide through [defaults].
   std::string quarantine_until = "release";
+  // Power recovery (harness/host/farm/power_recovery.h): a board quarantined as unreachable or
+  // hung is power-cycled through its outlet, at most power_attempts_per_day times a UTC day.
+  std::optional<PduOutlet> pdu;
+  int power_attempts_per_day = 3;
+  // Whether a probe that finds TCM blocks left acquired by a dead thread may release them (the
+  // runner's --tcm-release); otherwise they stay a warning for a person (k3tune tcm release).
+  bool recover_tcm_locks = false;
   std::string defined_in;  // file:line, for messages
 
   bool has_tag(const std::string& tag) const;

@@ -163,18 +163,43 @@ class BoardWorker {
   BoardWorker(SweepContext& ctx, std::string board) : ctx_(ctx), board_(std::move(board)) {}
 
   void operator()() {
+    // A board quarantined as unreachable or hung comes back when a power cycle through its PDU
+    // outlet cures it (power_recovery.h) while the run still has cells: it measures again.
+    while (measure_on_board()) {
+      try {
+        if (!back_after_power()) return;
+      } catch (const std::exception& e) {
+        ctx_.fail(fmt::format("while board {} was power-cycled: {}", board_, e.what()));
+        return;
+      }
+    }
+  }
+
+  // False: the run stops (a controller failure), or nothing is left for the board.
+  bool measure_on_board() {
     try {
-      if (!take_board()) return;
+      if (!take_board()) return true;
       while (measure_batch()) {
       }
     } catch (const std::exception& e) {
       // Board faults are judged where they happen (lease, prepare, judge, recheck) and quarantine
       // the board; anything else is the controller's own failure: the run stops, no board blamed.
-      if (board_lost(e))
-        note(fmt::format("board {} taken out of the run: {}", board_, e.what()));
-      else
+      if (!board_lost(e)) {
         ctx_.fail(fmt::format("while board {} measured: {}", board_, e.what()));
+        return false;
+      }
+      note(fmt::format("board {} taken out of the run: {}", board_, e.what()));
     }
+    return true;
+  }
+
+  // The board is out of the run and cells are left: a power cycle may bring it back.
+  bool back_after_power() {
+    if (ctx_.queue.done() || !ctx_.farm.quarantined(board_)) return false;
+    executor_.reset();
+    target_.reset();
+    return ctx_.farm.power_recover(
+        board_, [this] { return !ctx_.queue.done(); }, [](const std::string& line) { note(line); });
   }
 
   // Whether `e` comes from the board having been lost: BoardLost, or an error that followed a run
@@ -207,6 +232,10 @@ class BoardWorker {
       note(fmt::format("board {} quarantined: {}", board_,
                        ctx_.farm.quarantined_boards()[board_].reason));
       return false;
+    }
+    {
+      std::lock_guard lock(ctx_.queue.mu());
+      ctx_.out.unused.erase(board_);  // back after a power cycle
     }
     target_ = std::make_unique<JudgedBoardTarget>(ctx_.farm, board_, ctx_.root);
     hash_ = k3bench::sha256_file(target_->runner_path());

@@ -333,6 +333,27 @@ CREATE TABLE bisection_probes(
   at TEXT NOT NULL,
   PRIMARY KEY(bisection_id, seq, case_label));
 )sql",
+    // 9 -> 10: power recovery of dead boards (harness/host/farm/power_recovery.h): the steps of a
+    // power cycle through the lab's PDU daemon join the board events. SQLite cannot widen a CHECK
+    // in place: the table is copied into one with the wider list.
+    R"sql(
+CREATE TABLE farm_board_events_v10(
+  farm TEXT NOT NULL,
+  board TEXT NOT NULL,
+  at TEXT NOT NULL,                      -- UTC with microseconds
+  event TEXT NOT NULL CHECK(event IN ('quarantined', 'released', 'recovered', 'power_requested',
+                                      'power_done', 'came_back', 'not_back', 'healthy',
+                                      'unhealthy', 'given_up')),
+  fault TEXT,                            -- quarantined, given_up: unreachable, host-key, ...
+  reason TEXT NOT NULL,                  -- one line
+  run_uuid TEXT,                         -- the run that quarantined, re-probed or power-cycled it
+  actor TEXT NOT NULL,                   -- host:pid of the controller or of `k3tune farm release`
+  PRIMARY KEY(farm, board, at, event));
+INSERT INTO farm_board_events_v10 SELECT farm, board, at, event, fault, reason, run_uuid, actor
+  FROM farm_board_events;
+DROP TABLE farm_board_events;
+ALTER TABLE farm_board_events_v10 RENAME TO farm_board_events;
+)sql",
 };
 
 bool file_is_empty_or_missing(const std::string& path) {

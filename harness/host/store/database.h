@@ -16,7 +16,7 @@
 namespace k3store {
 
 constexpr int kApplicationId = 0x4B33544E;  // "K3TN" in the SQLite header (offset 68)
-constexpr int kSchemaVersion = 9;
+constexpr int kSchemaVersion = 10;
 
 enum class OpenMode {
   kCreateOrUpdate,  // create the file (and its folder) if missing, migrate an older schema

@@ -70,25 +70,83 @@ std::vector<QuarantineRow> quarantine_rows(Connection& c, const std::string& run
                      run_uuid);
 }
 
+namespace {
+
+struct EventName {
+  BoardEvent event;
+  const char* name;
+};
+constexpr EventName kEventNames[] = {
+    {BoardEvent::kQuarantined, "quarantined"}, {BoardEvent::kReleased, "released"},
+    {BoardEvent::kRecovered, "recovered"},     {BoardEvent::kPowerRequested, "power_requested"},
+    {BoardEvent::kPowerDone, "power_done"},    {BoardEvent::kCameBack, "came_back"},
+    {BoardEvent::kNotBack, "not_back"},        {BoardEvent::kHealthy, "healthy"},
+    {BoardEvent::kUnhealthy, "unhealthy"},     {BoardEvent::kGivenUp, "given_up"},
+};
+
+BoardEventRow read_event(const Statement& s) {
+  return {s.text(0), s.text(1), s.text(2), board_event_from_string(s.text(3)),
+          s.text(4), s.text(5), s.text(6), s.text(7)};
+}
+
+constexpr const char* kEventColumns =
+    "SELECT farm, board, at, event, coalesce(fault, ''), reason, coalesce(run_uuid, ''), actor "
+    "FROM farm_board_events ";
+
+}  // namespace
+
+const char* to_string(BoardEvent e) {
+  for (const auto& n : kEventNames)
+    if (n.event == e) return n.name;
+  return "quarantined";
+}
+
+BoardEvent board_event_from_string(const std::string& name) {
+  for (const auto& n : kEventNames)
+    if (name == n.name) return n.event;
+  throw StoreError("farm_board_events: unknown event '" + name + "'");
+}
+
+bool is_state_event(BoardEvent e) {
+  return e == BoardEvent::kQuarantined || e == BoardEvent::kReleased ||
+         e == BoardEvent::kRecovered || e == BoardEvent::kGivenUp;
+}
+
 void insert_board_event(Connection& c, const BoardEventRow& r) {
   c.run(
       "INSERT OR IGNORE INTO farm_board_events(farm, board, at, event, fault, reason, run_uuid, "
       "actor) VALUES (?1, ?2, ?3, ?4, NULLIF(?5, ''), ?6, NULLIF(?7, ''), ?8)",
-      r.farm, r.board, r.at, r.event, r.fault, r.reason, r.run_uuid, r.actor);
+      r.farm, r.board, r.at, std::string(to_string(r.event)), r.fault, r.reason, r.run_uuid,
+      r.actor);
 }
 
 std::map<std::string, BoardEventRow> board_states(Connection& c, const std::string& farm) {
-  // Ties in `at` (two controllers in the same microsecond) resolve to the quarantine: the safe
-  // side.
-  auto s = c.query(
-      "SELECT farm, board, at, event, coalesce(fault, ''), reason, coalesce(run_uuid, ''), actor "
-      "FROM farm_board_events WHERE farm = ?1 ORDER BY board, at, event = 'quarantined'",
-      farm);
+  // Only the state events decide; ties in `at` (two controllers in the same microsecond) resolve
+  // to a quarantine: the safe side.
+  auto s = c.query(std::string(kEventColumns) +
+                       "WHERE farm = ?1 AND event IN ('quarantined', 'released', 'recovered', "
+                       "'given_up') ORDER BY board, at, event IN ('quarantined', 'given_up')",
+                   farm);
   std::map<std::string, BoardEventRow> out;
-  while (s.step())
-    out[s.text(1)] = {s.text(0), s.text(1), s.text(2), s.text(3),
-                      s.text(4), s.text(5), s.text(6), s.text(7)};
+  while (s.step()) out[s.text(1)] = read_event(s);
   return out;
+}
+
+std::vector<BoardEventRow> board_events(Connection& c, const std::string& farm,
+                                        const std::string& since) {
+  return select_rows(c, read_event,
+                     std::string(kEventColumns) + "WHERE farm = ?1 AND at >= ?2 ORDER BY board, at",
+                     farm, since);
+}
+
+int power_requests_since(Connection& c, const std::string& farm, const std::string& board,
+                         const std::string& since) {
+  auto s = c.query(
+      "SELECT count(*) FROM farm_board_events WHERE farm = ?1 AND board = ?2 AND at >= ?3 AND "
+      "event = 'power_requested'",
+      farm, board, since);
+  s.step();
+  return static_cast<int>(s.integer(0));
 }
 
 void insert_probe(Connection& c, const std::string& run_uuid, const std::string& board, bool ok,
