@@ -4,14 +4,10 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
-#include <set>
 
 #include <fmt/format.h>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
+#include "harness/host/bench/json_schema.h"
 #include "harness/host/bench/model_runs.h"
 #include "harness/host/stats/stats.h"
 #include "harness/host/store/result_reads.h"
@@ -221,26 +217,9 @@ std::vector<std::string> schema_problems(const json& doc, const std::string& sch
     schema_doc = json::parse(f, nullptr, false);
     if (schema_doc.is_discarded()) throw ReportError(fmt::format("{}: not JSON", schema_file));
   }
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_doc);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter adapter(doc);
-  std::vector<std::string> problems;
-  if (validator.validate(schema, adapter, &results)) return problems;
-  valijson::ValidationResults::Error e;
-  std::set<std::string> seen;
-  while (results.popError(e)) {
-    // Each failure is reported again at every enclosing level; the innermost says what is wrong.
-    if (e.description.rfind("Failed to validate", 0) == 0) continue;
-    std::string where;
-    for (const auto& part : e.context) where += part;
-    std::string line = fmt::format("{}: {}", where, e.description);
-    if (seen.insert(line).second) problems.push_back(std::move(line));
-  }
-  if (problems.empty()) problems.push_back("does not conform to " + schema_file);
+  const k3bench::SchemaCheck check = k3bench::check_against_schema(schema_doc, doc);
+  std::vector<std::string> problems = check.problems;
+  if (!check.valid && problems.empty()) problems.push_back("does not conform to " + schema_file);
   return problems;
 }
 

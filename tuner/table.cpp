@@ -8,12 +8,9 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <valijson/adapters/nlohmann_json_adapter.hpp>
-#include <valijson/schema.hpp>
-#include <valijson/schema_parser.hpp>
-#include <valijson/validator.hpp>
 
 #include "harness/common/params/param_spec.h"
+#include "harness/host/bench/json_schema.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/store/results.h"
 #include "k3k/table_rules.h"
@@ -173,27 +170,9 @@ TableCheck validate_table(const nlohmann::json& table, const std::string& schema
       throw k3bench::UserError(fmt::format("{}: not JSON: {}", schema_file, e.what()));
     }
   }
-  valijson::Schema schema;
-  valijson::SchemaParser parser;
-  valijson::adapters::NlohmannJsonAdapter schema_adapter(schema_doc);
-  parser.populateSchema(schema_adapter, schema);
-  valijson::Validator validator;
-  valijson::ValidationResults results;
-  valijson::adapters::NlohmannJsonAdapter doc(table);
-  if (!validator.validate(schema, doc, &results)) {
-    valijson::ValidationResults::Error e;
-    std::set<std::string> seen;
-    while (results.popError(e)) {
-      std::string where;
-      for (const auto& part : e.context) where += part;
-      // valijson reports each failure again at every enclosing level ("Failed to validate against
-      // schema associated with property name 'k'"); only the innermost message says what is wrong.
-      if (e.description.rfind("Failed to validate", 0) == 0) continue;
-      const std::string line = fmt::format("{}: {}", where, e.description);
-      if (!seen.insert(line).second) continue;
-      ++check.schema_problems;
-      if (check.problems.size() < kMaxProblemLines) check.problems.push_back(line);
-    }
+  for (const auto& line : k3bench::check_against_schema(schema_doc, table).problems) {
+    ++check.schema_problems;
+    if (check.problems.size() < kMaxProblemLines) check.problems.push_back(line);
   }
   // The loader's own verdict, exactly as a kernel library of this build gives it, on the table's
   // own board (a table is validated anywhere, loaded only where it was made).
