@@ -79,12 +79,7 @@ nlohmann::json event_json(const k3store::BoardEventRow& e) {
 
 // "2026-12-06T10:00:00.000000Z" of 24 hours ago: the board events `list` shows.
 std::string day_ago_utc() {
-  const std::time_t t = std::time(nullptr) - 24 * 3600;
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
-  return buf;
+  return k3store::utc_us_at(std::time(nullptr) - 24 * 3600);
 }
 
 // The scheduler's view of a board: "slurm drained since ... by root: k3tune: unreachable: ...;

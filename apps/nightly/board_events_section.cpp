@@ -8,6 +8,7 @@
 #include "harness/host/farm/farm.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/farm_state.h"
+#include "harness/host/store/results.h"
 
 namespace k3nightly {
 
@@ -17,13 +18,9 @@ std::string board_events_section(const std::string& farm_spec, const std::string
   try {
     if (!std::filesystem::exists(db_path)) return "";
     const std::string farm = k3farm::Farm::load(farm_spec, root).name;
-    const std::time_t since = static_cast<std::time_t>(since_unix_s);
-    std::tm tm{};
-    gmtime_r(&since, &tm);
-    char at[40];
-    std::strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
-    events = k3store::board_events(*k3store::open_database(db_path, k3store::OpenMode::kReadOnly),
-                                   farm, at);
+    events =
+        k3store::board_events(*k3store::open_database(db_path, k3store::OpenMode::kReadOnly), farm,
+                              k3store::utc_us_at(static_cast<std::time_t>(since_unix_s)));
   } catch (const std::exception&) {
     return "";
   }

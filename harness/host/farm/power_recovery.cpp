@@ -29,11 +29,7 @@ bool power_recoverable(Fault f) {
 
 std::string utc_day_start() {
   const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof(buf), "%Y-%m-%dT00:00:00.000000Z", &tm);
-  return buf;
+  return k3store::utc_us_at(now - now % (24 * 3600));  // POSIX days are 86400 s: UTC midnight
 }
 
 void Farm::board_event(const std::string& board, k3store::BoardEvent event, Fault fault,

@@ -28,6 +28,14 @@ std::string now_utc_us() {
   return buf;
 }
 
+std::string utc_us_at(std::time_t t) {
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%S.000000Z", &tm);
+  return buf;
+}
+
 void upsert_build(Connection& c, const BuildRecord& b) {
   auto s = c.query(
       "INSERT INTO builds(build_hash, variant, binary_path, compiler, flags, cmake_options, "

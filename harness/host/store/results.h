@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <ctime>
 #include <map>
 #include <optional>
 #include <string>
@@ -125,5 +126,8 @@ std::string now_utc();
 // The same with microseconds ("2026-12-02T23:10:04.123456Z"), for rows whose order within one
 // second matters; sorts as text like now_utc().
 std::string now_utc_us();
+// A moment in the same form, whole seconds (".000000Z"): the bound of a query on such rows
+// ("events since midnight", "since the night began").
+std::string utc_us_at(std::time_t t);
 
 }  // namespace k3store
