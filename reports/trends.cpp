@@ -71,8 +71,8 @@ Trends load_trends(k3store::Connection& db, const k3verdict::RunData& run,
       p.started_at = point.started_at;
       p.build_hash = point.build_hash;
       p.mean_ns = *point.mean_ns;
-      if (k3verdict::PerCall::of(nlohmann::json::parse(point.measure_json)).instructions ||
-          point.processes >= 3) {  // as RunData: no two-process interval of a time
+      if (k3verdict::PerCall::of(nlohmann::json::parse(point.measure_json))
+              .shows_interval(point.processes)) {
         p.ci_low_ns = point.ci_low_ns;
         p.ci_high_ns = point.ci_high_ns;
       }

@@ -137,29 +137,28 @@ EntryEvidence evidence_of(const nlohmann::json& entry) {
     e.conclusive = ev["conclusive"].get<bool>();
   if (ev.contains("paired_rounds") && ev["paired_rounds"].is_number_integer())
     e.paired_rounds = ev["paired_rounds"].get<int>();
-  if (e.processes && *e.processes < 3) e.ci_low = e.ci_high = std::nullopt;
+  if (e.processes && *e.processes < static_cast<int>(k3stats::kMinProcessesForInterval))
+    e.ci_low = e.ci_high = std::nullopt;
   if (!e.conclusive) e.speedup_low = e.speedup_high = std::nullopt;
   return e;
 }
 
-namespace {
-
-std::string too_few(int n, const char* one, const char* many) {
-  return fmt::format("{} {}: too few for an interval", n, n == 1 ? one : many);
-}
-
-}  // namespace
-
 std::string evidence_interval_text(const EntryEvidence& e) {
   if (e.ci_low && e.ci_high)
     return evidence_value_text(e, e.ci_low) + " .. " + evidence_value_text(e, e.ci_high);
-  return e.processes && *e.processes < 3 ? too_few(*e.processes, "process", "processes") : "-";
+  return e.processes && *e.processes < static_cast<int>(k3stats::kMinProcessesForInterval)
+             ? k3verdict::too_few_for_an_interval(*e.processes, "process", "processes")
+             : "-";
 }
 
 std::string speedup_interval_text(const EntryEvidence& e, const char* open, const char* close) {
   if (e.speedup_low && e.speedup_high)
     return fmt::format("{}{:.3f}, {:.3f}{}", open, *e.speedup_low, *e.speedup_high, close);
-  return e.conclusive ? "" : "(" + too_few(e.paired_rounds, "paired round", "paired rounds") + ")";
+  return e.conclusive ? ""
+                      : "(" +
+                            k3verdict::too_few_for_an_interval(e.paired_rounds, "paired round",
+                                                               "paired rounds") +
+                            ")";
 }
 
 std::string evidence_value_text(const EntryEvidence& e, const std::optional<double>& value) {

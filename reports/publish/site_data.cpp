@@ -211,7 +211,7 @@ std::vector<History> load_histories(k3store::Connection& db, const std::vector<S
     p.started_at = row.started_at;
     p.build_hash = row.build_hash;
     p.mean_ns = row.mean_ns.value_or(0);  // all_points: every point has a mean
-    if (counts || row.processes >= 3) {   // as RunData: no two-process interval of a time
+    if (k3verdict::PerCall{counts}.shows_interval(row.processes)) {
       p.ci_low_ns = row.ci_low_ns;
       p.ci_high_ns = row.ci_high_ns;
     }

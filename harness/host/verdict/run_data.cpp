@@ -118,9 +118,7 @@ CellFigures cell_figures(const k3store::CellAggregate& row, const std::string& m
   c.processes = a.processes;
   c.excluded_processes = a.excluded_processes;
   c.mean_ns = a.mean_ns;
-  // A time's interval needs three processes; databases written before that rule hold two-process
-  // Student intervals (possibly below zero): they are not read. Counts carry their jitter.
-  if (k3verdict::PerCall::of(c.measure).instructions || a.processes >= 3) {
+  if (k3verdict::PerCall::of(c.measure).shows_interval(a.processes)) {
     c.ci_low_ns = a.ci_low_ns;
     c.ci_high_ns = a.ci_high_ns;
   }

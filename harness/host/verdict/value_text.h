@@ -7,7 +7,14 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/host/stats/stats.h"
+
 namespace k3verdict {
+
+// Why there is no interval: "2 processes: too few for an interval", "1 paired round: ...".
+inline std::string too_few_for_an_interval(int n, const char* one, const char* many) {
+  return fmt::format("{} {}: too few for an interval", n, n == 1 ? one : many);
+}
 
 // Nanoseconds as microseconds with three decimals; "-" when there is no value.
 inline std::string us(std::optional<double> ns) {
@@ -28,14 +35,17 @@ struct PerCall {
     if (!value) return "-";
     return instructions ? fmt::format("{:.0f}", *value) : us(value);
   }
-  // A cell's 95% interval, or why it has none: a time's interval needs three processes (a Student
-  // interval on two can reach below zero), and saying so beats printing a dash.
+  // Whether a cell of `processes` processes has an interval to show: a count always (its
+  // jitter); a time from three processes (k3stats::log_interval). Databases written before that
+  // rule hold two-process Student intervals, possibly below zero: every reader asks this first.
+  bool shows_interval(int processes) const {
+    return instructions || processes >= static_cast<int>(k3stats::kMinProcessesForInterval);
+  }
+  // A cell's 95% interval, or why it has none: saying so beats printing a dash.
   std::string interval(std::optional<double> low, std::optional<double> high, int processes,
                        const char* between = " .. ") const {
-    // (Databases written before the log-space rule hold two-process intervals: never shown.)
-    if (!instructions && processes > 0 && processes < 3)
-      return fmt::format("{} process{}: too few for an interval", processes,
-                         processes == 1 ? "" : "es");
+    if (!shows_interval(processes) && processes > 0)
+      return too_few_for_an_interval(processes, "process", "processes");
     return low && high ? text(low) + between + text(high) : "-";
   }
   // Per second of a per-call quantity (bytes, operations: GB/s, GOPS), only for timed runs.
