@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
+#include "pdu_daemon_fixture.h"
 
 namespace {
 
@@ -117,9 +118,21 @@ class FarmSshDoctor : public ::testing::Test {
                             const std::string& why) const {
     bool after = false;
     for (const auto& c : kChecks) {
-      if (after) expect_row(rows, board + "/" + c, "skip", false, why);
+      // The PDU is not the board: it is asked whether or not the board answers.
+      if (after && c != "pdu") expect_row(rows, board + "/" + c, "skip", false, why);
       after = after || c == last;
     }
+    expect_row(rows, board + "/pdu", "info", false,
+               "no PDU outlet named: a dead board stays out until `k3tune farm release`");
+  }
+  // Board -> its failed checks: exactly one per broken board is what the tests expect.
+  static std::map<std::string, std::string> failed_checks(const Rows& rows) {
+    std::map<std::string, std::string> failed;
+    for (const auto& [key, r] : rows)
+      if (r["status"] == "FAIL")
+        failed[r["board"]] +=
+            (failed[r["board"]].empty() ? "" : ",") + r["check"].get<std::string>();
+    return failed;
   }
   std::string db() const { return lab_->dir() / "results.db"; }
   std::string where_cmd(int sshd) const {
@@ -338,15 +351,6 @@ class FarmSshDoctorBroken : public FarmSshDoctor {
     const auto at = text.find("[boards.nobuild]");
     return std::to_string(std::count(text.begin(), text.begin() + at, '\n') + 1);
   }
-  // Board -> its failed checks: exactly one per broken board is what the tests expect.
-  static std::map<std::string, std::string> failed_checks(const Rows& rows) {
-    std::map<std::string, std::string> failed;
-    for (const auto& [key, r] : rows)
-      if (r["status"] == "FAIL")
-        failed[r["board"]] +=
-            (failed[r["board"]].empty() ? "" : ",") + r["check"].get<std::string>();
-    return failed;
-  }
 };
 
 TEST_F(FarmSshDoctorBroken, K3BoardsWithWrongA100FactsFailOnlyThatCheck) {
@@ -425,6 +429,43 @@ TEST_F(FarmSshDoctorBroken, RunnerAndDiskFailuresAndStaleTcmLocksCarryTheirFix) 
             "free space on the board's filesystem of " + lab_->work_dir("b1") +
                 " (runners of old builds: " + lab_->work_dir("b1") + "/runners)");
   EXPECT_EQ(failed_checks(full), (std::map<std::string, std::string>{{"b1", "disk"}}));
+  EXPECT_FALSE(fs::exists(db()));
+}
+
+TEST_F(FarmSshDoctor, APduOutletIsCheckedWithoutSwitchingAndEvenWhenItsBoardIsDead) {
+  ASSERT_TRUE(fs::exists("/usr/sbin/pdudaemon")) << "pdudaemon missing (scripts/setup.sh)";
+  start(2);
+  const PduDaemon pdu(lab_->dir());
+  // b2 is dead: its outlet is exactly what a night would need. "nodaemon" names a daemon that is
+  // not running (a port nothing listens on).
+  lab_->sshd(2).kill_all();
+  const std::string nowhere = "http://127.0.0.1:" + std::to_string(free_loopback_port());
+  farm_file_ = lab_->write_farm(
+      K3_FARM_RISCV_RUNNER,
+      board("nodaemon", "pdu = { daemon = \"" + nowhere + "\", name = \"lab\", outlet = 7 }\n"));
+  std::string farm = read_file(farm_file_);
+  farm = with_outlet(farm, "b1", pdu, 30);
+  farm = with_outlet(farm, "b2", pdu, 30);
+  write_file(farm_file_, farm);
+  const Rows rows = rows_of({}, 1);
+  const std::string answers = "pdudaemon at " + pdu.url() + " answers; PDU lab outlet ";
+  const std::string how = " not switched to check it (a reboot is off 1 s, then SSH within 30 s)";
+  expect_row(rows, "b1/pdu", "ok", true, answers + "1" + how);
+  EXPECT_EQ(rows.at("b1/runner")["status"], "ok") << detail(rows, "b1/runner");
+  // The dead board: every board check skipped, its outlet still asked.
+  EXPECT_EQ(rows.at("b2/reachable")["status"], "FAIL");
+  EXPECT_EQ(rows.at("b2/runner")["status"], "skip");
+  expect_row(rows, "b2/pdu", "ok", true, answers + "2" + how);
+  const std::string pdu_failure = detail(rows, "nodaemon/pdu");
+  EXPECT_EQ(pdu_failure.rfind("pdudaemon does not answer: " + nowhere + ": curl: (7) ", 0), 0u)
+      << pdu_failure;
+  EXPECT_EQ(rows.at("nodaemon/pdu")["status"], "FAIL");
+  const std::string fix = rows.at("nodaemon/pdu")["fix"];
+  EXPECT_NE(fix.find("correct pdu.daemon (" + farm_file_ + ":"), std::string::npos) << fix;
+  EXPECT_EQ(failed_checks(rows), (std::map<std::string, std::string>{
+                                        {"b2", "reachable"}, {"nodaemon", "pdu"}}));
+  // Asked, never switched: the outlets' command never ran.
+  EXPECT_FALSE(fs::exists(lab_->dir() / "power.log")) << read_file(lab_->dir() / "power.log");
   EXPECT_FALSE(fs::exists(db()));
 }
 

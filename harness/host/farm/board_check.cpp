@@ -10,6 +10,7 @@
 #include "harness/host/farm/board.h"
 #include "harness/host/farm/board_doctor_facts.h"
 #include "harness/host/farm/health.h"
+#include "harness/host/farm/pdu_client.h"
 
 namespace k3farm {
 namespace {
@@ -63,10 +64,11 @@ struct Checker {
   bool done(const std::string& check) const {
     return std::any_of(rows.begin(), rows.end(), [&](const auto& r) { return r.check == check; });
   }
-  // Every check not yet reported, skipped for `why`, in kChecks order.
+  // Every check of the board not yet reported, skipped for `why`, in kChecks order (the PDU's
+  // is not the board's: it always runs).
   void skip_rest(const std::string& why) {
     for (const auto& c : kChecks)
-      if (!done(c)) add(c, CheckStatus::kSkip, false, why);
+      if (c != "pdu" && !done(c)) add(c, CheckStatus::kSkip, false, why);
   }
   std::string login() const { return (cfg.user.empty() ? "" : cfg.user + "@") + cfg.host; }
   std::string ssh_hint() const { return fmt::format("ssh -p {} {}", cfg.port, login()); }
@@ -417,11 +419,25 @@ void check_perf(Checker& c, const DoctorFacts& f) {
         open ? "" : "sysctl -w kernel.perf_event_paranoid=2 (if counters are wanted)");
 }
 
-// The PDU outlet answers: checked here once the inventory names a board's outlet (power recovery
-// of dead boards). Until then every board has none.
+// The PDU outlet answers. It does not depend on the board: a dead board is when it matters, so it
+// is checked whether or not the board was reached. pdudaemon switches on any request that names
+// an outlet, so only the daemon is asked; a named outlet whose daemon does not answer fails, since
+// the inventory promises a recovery the night would not get.
 void check_pdu_outlet(Checker& c) {
-  c.add("pdu", CheckStatus::kInfo, false,
-        "no PDU outlet named: a dead board stays out until `k3tune farm release`");
+  if (!c.cfg.pdu)
+    return c.add("pdu", CheckStatus::kInfo, false,
+                 "no PDU outlet named: a dead board stays out until `k3tune farm release`");
+  const PduOutlet& o = *c.cfg.pdu;
+  const std::string why = check_pdu_daemon(o, c.farm.connect_timeout_s);
+  if (!why.empty())
+    return c.bad("pdu", true, "pdudaemon does not answer: " + why,
+                 fmt::format("start pdudaemon there (pdudaemon --conf FILE with its HTTP listener), "
+                             "or correct pdu.daemon ({})",
+                             o.defined_in.empty() ? c.cfg.defined_in : o.defined_in));
+  c.add("pdu", CheckStatus::kOk, true,
+        fmt::format("pdudaemon at {} answers; PDU {} outlet {} not switched to check it "
+                    "(a reboot is off {:g} s, then SSH within {:g} s)",
+                    o.daemon, o.name, o.outlet, o.delay_s, o.ssh_wait_s));
 }
 
 void check_board_facts(Checker& c, const HealthSample& s, bool runner_ran) {
@@ -431,7 +447,7 @@ void check_board_facts(Checker& c, const HealthSample& s, bool runner_ran) {
   check_vlenb(c, s, runner_ran);
   check_tcm(c, s, runner_ran);
   if (!f) {
-    c.skip_rest(why);  // pdu included: its own check comes with the inventory's outlet
+    c.skip_rest(why);
     return;
   }
   check_ai_thread(c, *f);
@@ -440,7 +456,6 @@ void check_board_facts(Checker& c, const HealthSample& s, bool runner_ran) {
   check_thermal(c, s, *f);
   check_disk(c, *f);
   check_perf(c, *f);
-  check_pdu_outlet(c);
 }
 
 }  // namespace
@@ -486,6 +501,7 @@ std::vector<CheckRow> check_board(const FarmConfig& farm, const BoardConfig& boa
       check_board_facts(c, s, runner_ran);
   }
   c.board.transport().close();
+  check_pdu_outlet(c);
   return c.rows;
 }
 

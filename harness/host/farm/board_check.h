@@ -6,7 +6,8 @@
 //
 // Checks, in order: reachable, host-key, runner (deploys and runs), marchid and vlenb (an A100's
 // and 128 on a board tagged k3), tcm, ai-thread (/proc/set_ai_thread), pin (CPUs take an
-// affinity), cpufreq, thermal, disk (free space in work_dir), perf (counter policy), pdu.
+// affinity), cpufreq, thermal, disk (free space in work_dir), perf (counter policy), and pdu (the
+// board's pdudaemon answers; asked even when the board does not, nothing switched).
 #pragma once
 
 #include <string>

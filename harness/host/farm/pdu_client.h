@@ -18,4 +18,13 @@ std::string pdu_reboot_url(const PduOutlet& outlet);
 // Throws ControllerFailure (board.h) when curl could not be started here.
 std::string request_pdu_reboot(const PduOutlet& outlet, double timeout_s = 10);
 
+// Whether the outlet's daemon answers as pdudaemon does, without switching anything: pdudaemon
+// has no status request, and it switches on any request that names a PDU and a port, so the
+// question is its "on" request naming neither, which pdudaemon refuses with HTTP 500 "Invalid
+// request".
+// The PDU name and outlet are therefore not checked here. Returns "" when pdudaemon answered,
+// else one line saying why not (no answer within `timeout_s`, another server's answer). Throws
+// ControllerFailure (board.h) when curl could not be started here.
+std::string check_pdu_daemon(const PduOutlet& outlet, double timeout_s = 10);
+
 }  // namespace k3farm
