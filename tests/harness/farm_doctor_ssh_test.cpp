@@ -462,8 +462,8 @@ TEST_F(FarmSshDoctor, APduOutletIsCheckedWithoutSwitchingAndEvenWhenItsBoardIsDe
   EXPECT_EQ(rows.at("nodaemon/pdu")["status"], "FAIL");
   const std::string fix = rows.at("nodaemon/pdu")["fix"];
   EXPECT_NE(fix.find("correct pdu.daemon (" + farm_file_ + ":"), std::string::npos) << fix;
-  EXPECT_EQ(failed_checks(rows), (std::map<std::string, std::string>{
-                                        {"b2", "reachable"}, {"nodaemon", "pdu"}}));
+  EXPECT_EQ(failed_checks(rows),
+            (std::map<std::string, std::string>{{"b2", "reachable"}, {"nodaemon", "pdu"}}));
   // Asked, never switched: the outlets' command never ran.
   EXPECT_FALSE(fs::exists(lab_->dir() / "power.log")) << read_file(lab_->dir() / "power.log");
   EXPECT_FALSE(fs::exists(db()));

@@ -430,10 +430,11 @@ void check_pdu_outlet(Checker& c) {
   const PduOutlet& o = *c.cfg.pdu;
   const std::string why = check_pdu_daemon(o, c.farm.connect_timeout_s);
   if (!why.empty())
-    return c.bad("pdu", true, "pdudaemon does not answer: " + why,
-                 fmt::format("start pdudaemon there (pdudaemon --conf FILE with its HTTP listener), "
-                             "or correct pdu.daemon ({})",
-                             o.defined_in.empty() ? c.cfg.defined_in : o.defined_in));
+    return c.bad(
+        "pdu", true, "pdudaemon does not answer: " + why,
+        fmt::format("start pdudaemon there (pdudaemon --conf FILE with its HTTP listener), "
+                    "or correct pdu.daemon ({})",
+                    o.defined_in.empty() ? c.cfg.defined_in : o.defined_in));
   c.add("pdu", CheckStatus::kOk, true,
         fmt::format("pdudaemon at {} answers; PDU {} outlet {} not switched to check it "
                     "(a reboot is off {:g} s, then SSH within {:g} s)",
