@@ -5,7 +5,8 @@
 # qemu-user at VLEN 256 and 1024, and two riscv64 IME2 trees: ime2-emu (IME2 instructions emulated
 # in software, so the IME2 kernels run under qemu) and ime2 (real instructions: checked in the
 # binary with objdump; under qemu the SIGILL probe must send dispatch to RVV); then runs ctest,
-# and last fuzzes the tuning-table parser for 60 s (scripts/fuzz-table.sh: libFuzzer, ASan + UBSan).
+# and fuzzes the tuning-table parser for 60 s beside the TSan run (scripts/fuzz-table.sh:
+# libFuzzer, ASan + UBSan).
 # The board-farm tests (label farm, in the Release tree) start one sshd per board on 127.0.0.1 and
 # run the dynamically linked riscv64 runner (build/rvv-dynamic) under qemu-user, so every tree is
 # built before any test runs. The Slurm farm tests (label slurm) start their own munged, slurmctld
@@ -70,8 +71,17 @@ in_tree test ctest --output-on-failure -j"$jobs" -LE '^(bisect-full|slurm-full)$
 phase "tests: asan+ubsan (kernel unit tests)"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   in_tree test-asan ctest --output-on-failure -j"$jobs" -L kernels || status=1
-phase "tests: tsan (randomized TCM pipeline runs, worker pool)"
+# The TSan run is one test and the fuzzer one process: side by side they take about as long as
+# the longer of the two (the fuzzer's output follows the TSan run's). The fuzzer runs in its own
+# process group, so an interrupted suite ends it and its children.
+phase "tests: tsan (randomized TCM pipeline runs, worker pool) beside fuzz: tuning-table parser (60 s, ASan+UBSan)"
+fuzz_log=$(mktemp)
+setsid bash "$root/scripts/fuzz-table.sh" 60 >"$fuzz_log" 2>&1 &
+fuzz_pid=$!
+trap 'kill -- -"$fuzz_pid" 2>/dev/null || true; rm -f "$fuzz_log"' EXIT
 in_tree test-tsan ctest --output-on-failure -L tsan || status=1
+wait "$fuzz_pid" || status=1
+cat "$fuzz_log"
 phase "tests: riscv64 under qemu-user (RVV layer vs generic)"
 labels=qemu
 [ "${K3_TEST_EXTRA_VLENS:-0}" = 1 ] && labels='qemu|qemu-extra'
@@ -83,8 +93,6 @@ in_tree test-ime2-emu ctest --output-on-failure -j"$jobs" -L "^($labels|binary)\
 phase "tests: riscv64 ime2 real instructions (objdump; probe falls back to RVV under qemu)"
 { in_tree test-ime2 ctest --output-on-failure -j"$jobs" -L '^binary$' &&
   in_tree test-ime2 ctest --output-on-failure -R '^kernels_qemu_vlen1024$'; } || status=1
-phase "fuzz: tuning-table parser (60 s, ASan+UBSan)"
-bash "$root/scripts/fuzz-table.sh" 60 || status=1
 phase ""
 echo "== time: total: $(( $(date +%s) - suite_start )) s"
 exit $status

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "browser_support.h"
 #include "farm_test_support.h"
 #include "harness/host/store/database.h"
 
@@ -174,6 +175,43 @@ TEST_F(Nightly, InstructionCountsAreJudgedAgainstThePreviousNightlyByTheExactRul
         std::string::npos);
     EXPECT_EQ(page.find("|---|"), std::string::npos);  // no raw Markdown table left
     EXPECT_NE(page.find("<title>k3tune nightly n1</title>"), std::string::npos);
+    // The same page as a reader sees it, in Debian's chromium: no error, the night's headings
+    // first and in order, its tables rendered as tables (cells, not pipes), tonight's count there.
+    const auto shown = k3test::check_in_browser(tmp_ / "nightly/n1/report.html",
+                                                tmp_ / "nightly/browser", "nightly-n1.png");
+    EXPECT_EQ(shown["console"], nlohmann::json::array()) << shown["console"].dump(1);
+    std::vector<std::string> headings;
+    for (const auto& h : shown["headings"])
+      headings.push_back(
+          fmt::format("h{} {}", h["level"].get<int>(), h["text"].get<std::string>()));
+    ASSERT_GE(headings.size(), 4u) << shown["headings"].dump(1);
+    for (const auto& h : headings) std::printf("n1 page: %s\n", h.c_str());
+    EXPECT_EQ(headings[0].rfind("h1 Nightly n1 (smoke profile", 0), 0u) << headings[0];
+    const auto at = [&](const std::string& prefix) {
+      for (std::size_t i = 0; i < headings.size(); ++i)
+        if (headings[i].rfind(prefix, 0) == 0) return static_cast<long>(i);
+      return -1L;
+    };
+    const long counts_at = at("h2 Tonight's instruction counts"), steps_at = at("h2 Steps"),
+               run_at = at("h2 Tonight's bench run: run ");
+    EXPECT_TRUE(0 < counts_at && counts_at < steps_at && steps_at < run_at)
+        << counts_at << " " << steps_at << " " << run_at << "\n"
+        << shown["headings"].dump(1);
+    bool counts_table = false;
+    for (const auto& t : shown["tables"]) {
+      for (const auto& row : t["rows"])
+        for (const auto& cell : row)
+          EXPECT_EQ(cell.get<std::string>().find("|"), std::string::npos) << t.dump();
+      if (t["under"] != "Tonight's instruction counts") continue;
+      counts_table = true;
+      EXPECT_EQ(t["header"], nlohmann::json({"runner", "VLEN", "op", "shape",
+                                             "instructions per call", "+- jitter"}));
+      ASSERT_EQ(t["rows"].size(), 1u) << t.dump();
+      EXPECT_EQ(t["rows"][0][0], "rvv");
+      EXPECT_EQ(t["rows"][0][4],
+                fmt::format("{:.0f}", rows[0]["instructions_per_call"].get<double>()));
+    }
+    EXPECT_TRUE(counts_table) << shown["tables"].dump(1);
     // The site is published after the night, beside it, and the summary links it.
     EXPECT_TRUE(fs::exists(tmp_ / "nightly/site/index.html"));
     EXPECT_NE(read_file(tmp_ / "nightly/n1/summary.md")

@@ -8,6 +8,9 @@
 //   charts    per chart container: rendered state and the number of drawn SVG elements of each
 //             named mark ("<name>_marks" groups, see reports/charts.h)
 //   links     the absolute URL of every <a href> on the page (the test checks they resolve)
+//   headings  every h1-h4 in document order: level and text as rendered
+//   tables    every <table> in document order: the heading it sits under, its header cells, and
+//             its body rows as cell texts
 //   screenshot  the PNG written
 // Usage: node browser_check.js REPORT.html OUTPUT_DIR [SCREENSHOT_NAME]
 // Exit: 0 when the page loaded (whatever it did: the test judges), 2 usage, 3 no browser or no
@@ -54,7 +57,8 @@ async function main() {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
            '--disable-component-update', '--disable-sync', `--log-net-log=${netlogPath}`],
   });
-  const result = { console: [], requests: [], netlog: [], netlog_background: 0, charts: [], links: [], screenshot: '' };
+  const result = { console: [], requests: [], netlog: [], netlog_background: 0, charts: [], links: [], headings: [],
+                   tables: [], screenshot: '' };
   context.on('request', (r) => result.requests.push(r.url()));
   const page = context.pages()[0] || (await context.newPage());
   page.on('console', (m) => result.console.push({ type: m.type(), text: m.text() }));
@@ -80,6 +84,17 @@ async function main() {
              svg: el.querySelectorAll('svg').length, marks };
   }));
   result.links = await page.evaluate(() => Array.from(document.querySelectorAll('a[href]')).map((a) => a.href));
+  result.headings = await page.evaluate(() => Array.from(document.querySelectorAll('h1, h2, h3, h4')).map(
+    (h) => ({ level: Number(h.tagName[1]), text: h.innerText.trim() })));
+  result.tables = await page.evaluate(() => Array.from(document.querySelectorAll('table')).map((t) => {
+    let under = '';
+    for (const h of document.querySelectorAll('h1, h2, h3, h4')) {
+      if (h.compareDocumentPosition(t) & Node.DOCUMENT_POSITION_FOLLOWING) under = h.innerText.trim();
+    }
+    const cells = (row) => Array.from(row.cells).map((c) => c.innerText.trim());
+    return { under, header: t.tHead ? cells(t.tHead.rows[0]) : [],
+             rows: Array.from(t.tBodies).flatMap((b) => Array.from(b.rows).map(cells)) };
+  }));
   result.screenshot = path.join(outDir, shotName);
   await page.screenshot({ path: result.screenshot, fullPage: true });
   await context.close();  // flushes the net log
@@ -94,7 +109,9 @@ async function main() {
     else result.netlog_background++;
   }
   fs.rmSync(profile, { recursive: true, force: true });
-  process.stdout.write(JSON.stringify(result, null, 1) + '\n');
+  // A pipe takes a large result in several writes: exit only once it has all of it (process.exit
+  // right after write() cuts a long document short).
+  await new Promise((resolve) => process.stdout.write(JSON.stringify(result, null, 1) + '\n', resolve));
   return finished ? 0 : 4;
 }
 
