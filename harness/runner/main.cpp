@@ -21,6 +21,7 @@
 #include "harness/runner/ime2_counts.h"
 #include "harness/runner/measure.h"
 #include "harness/runner/model_command.h"
+#include "harness/runner/models_dir.h"
 #include "harness/runner/op_case.h"
 #include "harness/runner/output_checksum.h"
 #include "harness/runner/path_option.h"
@@ -426,7 +427,7 @@ int main(int argc, char** argv) {
       ModelCommandOptions m = o.model;
       if (m.models_dir.empty()) {
         const char* env = std::getenv("K3BENCH_MODELS_DIR");
-        m.models_dir = env != nullptr ? env : K3_MODELS_DIR;
+        m.models_dir = env != nullptr ? env : k3runner::default_models_dir();
       }
       // --reps / --warmup keep their meaning: timed and untimed runs of each test.
       if (app.get_option("--reps")->count() > 0) m.reps = o.measure.repetitions;

@@ -33,15 +33,17 @@ class HarnessCli : public ::testing::Test {
             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-                                "\"\ntimeout_s = 120\n"
+    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" +
+                                    std::string(K3BENCH_PATH) + "\"\ntimeout_s = 120\n"
                              << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \""
                              << rvv_runner() << "\"\ntimeout_s = 600\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "results.db").string(); }
   std::string targets() const { return (dir_ / "targets.toml").string(); }
-  static std::string rvv_runner() { return K3TUNE_ROOT "/build/k3tune-rvv/harness/runner/k3bench"; }
+  static std::string rvv_runner() {
+    return std::string(K3TUNE_ROOT) + "/build/k3tune-rvv/harness/runner/k3bench";
+  }
 
   Cmd k3tune(std::vector<std::string> args, const std::vector<std::string>& env = {}) const {
     std::vector<std::string> argv = {"env"};
@@ -258,8 +260,8 @@ TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) 
 // where its size is exact (below, and the in-process tests of measurement_test.cpp).
 TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
   const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
-                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6", "--within-mde", "0",
-                         "--min-time", "0.002", "--no-store"});
+                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6",
+                         "--within-mde", "0", "--min-time", "0.002", "--no-store"});
   ASSERT_EQ(r.code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("within_process")) << r.out;
@@ -499,7 +501,7 @@ TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
   int status = 0;
   ASSERT_EQ(::waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-  const std::vector<std::string> env = {"K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM,
+  const std::vector<std::string> env = {"K3_TCM_LIBRARY=" + std::string(K3_FAKE_SPINE_TCM),
                                         "FAKE_SPINE_TCM_STATE=" + state};
 
   const auto probe = k3tune({"--json", "probe", "--target", "local", "--mib", "8"}, env);

@@ -27,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const std::string kTiny = K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml";
+const std::string kTiny = std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml";
 // tiny-qwen3: hidden 128, intermediate 320, 3 layers, 4 q heads and 2 kv heads of 32, vocab 777.
 constexpr int kHidden = 128, kInter = 320, kLayers = 3, kQ = 128, kKv = 64, kVocab = 777;
 constexpr int kPrefill = 16, kDepth = 40;

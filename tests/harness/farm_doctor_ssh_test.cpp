@@ -164,9 +164,9 @@ TEST_F(FarmSshDoctor, AHealthyBoardAndAK3BoardAreReadyAndNothingIsStored) {
        "cpufreq 0 schedutil 1200000 2000000 2000000\nthermal thermal_zone0 cpu-thermal 97000\n");
   hook("warm", "doctor_facts", "thermal_zones 1\n");
   farm_file_ = lab_->write_farm(
-      K3_FARM_RISCV_RUNNER,
-      k3_board("k3ok", "env = { K3_TCM_LIBRARY = \"" K3_FARM_RISCV_TCM_DOUBLE "\" }\n") +
-          board("warm", ""));
+      K3_FARM_RISCV_RUNNER, k3_board("k3ok", "env = { K3_TCM_LIBRARY = \"" +
+                                                 std::string(K3_FARM_RISCV_TCM_DOUBLE) + "\" }\n") +
+                                board("warm", ""));
   const Rows rows = rows_of({}, 0);
   EXPECT_EQ(rows.size(), 3 * std::size(kChecks));
   const std::string kh = lab_->known_hosts();
@@ -316,18 +316,19 @@ class FarmSshDoctorBroken : public FarmSshDoctor {
     const std::string qemu256 =
         "exec_prefix = [\"qemu-riscv64\", \"-L\", \"/usr/riscv64-linux-gnu\", \"-cpu\", "
         "\"rv64,v=true,vlen=256,elen=64,vext_spec=v1.0\"]\n";
-    std::string extra = board("x100", "tags = [\"k3\"]\ncpus = \"0\"\n") + k3_board("optin") +
-                        k3_board("vlen256", qemu256) + k3_board("nocpu") +
-                        board("nobuild", "runner = \"" + missing_runner() + "\"\n") +
-                        // Describes itself, but its kernels die (built for what the board lacks).
-                        board("sigill", sigill_prefix) +
-                        // The real TCM (the test double), with a lock a killed run left.
-                        board("stale", "env = { K3_TCM_LIBRARY = \"" K3_FARM_RISCV_TCM_DOUBLE
-                                       "\" }\nexec_prefix = [\"env\", \"FAKE_SPINE_TCM_STATE=" +
-                                           stale_tcm_state() +
-                                           "\", \"qemu-riscv64\", \"-L\", "
-                                           "\"/usr/riscv64-linux-gnu\", \"-cpu\", "
-                                           "\"rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0\"]\n");
+    std::string extra =
+        board("x100", "tags = [\"k3\"]\ncpus = \"0\"\n") + k3_board("optin") +
+        k3_board("vlen256", qemu256) + k3_board("nocpu") +
+        board("nobuild", "runner = \"" + missing_runner() + "\"\n") +
+        // Describes itself, but its kernels die (built for what the board lacks).
+        board("sigill", sigill_prefix) +
+        // The real TCM (the test double), with a lock a killed run left.
+        board("stale",
+              "env = { K3_TCM_LIBRARY = \"" + std::string(K3_FARM_RISCV_TCM_DOUBLE) +
+                  "\" }\nexec_prefix = [\"env\", \"FAKE_SPINE_TCM_STATE=" + stale_tcm_state() +
+                  "\", \"qemu-riscv64\", \"-L\", "
+                  "\"/usr/riscv64-linux-gnu\", \"-cpu\", "
+                  "\"rv64,v=true,vlen=1024,elen=64,vext_spec=v1.0\"]\n");
     hook("optin", "doctor_facts", "ai_thread readonly\n");
     extra.replace(extra.find("cpus = \"0\"", extra.find("[boards.nocpu]")), 10, "cpus = \"1023\"");
     farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER, extra);

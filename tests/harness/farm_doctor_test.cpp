@@ -43,8 +43,8 @@ TEST(FarmDoctorFacts, ParsesTheScriptAndLaterLinesWin) {
 TEST(FarmDoctorLocalBoard, EveryCheckRunsOnThisMachine) {
   TempDir tmp;
   const std::string path = tmp / "farm.toml";
-  write_file(path, "[farm]\nname = \"here\"\n[defaults]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-                   "\"\n[boards.l1]\nwork_dir = \"" +
+  write_file(path, "[farm]\nname = \"here\"\n[defaults]\nkind = \"local\"\nrunner = \"" +
+                       std::string(K3BENCH_PATH) + "\"\n[boards.l1]\nwork_dir = \"" +
                        (tmp / "l1/deeper") + "\"\ncpus = \"0\"\n");
   const auto farm = k3farm::load_farm(path);
   const auto rows = k3farm::check_board(farm, farm.boards.at(0), {K3TUNE_ROOT, 1});
@@ -82,9 +82,9 @@ using namespace k3farm_test;
 std::map<std::string, k3farm::CheckRow> k3_local_board(const TempDir& tmp, const std::string& cpus,
                                                        const std::string& facts) {
   write_file(tmp / "farm.toml",
-             "[farm]\nname = \"here\"\n[defaults]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-             "\"\n[boards.k]\nwork_dir = \"" +
-                 (tmp / "k") + "\"\ntest_hooks = true\ntags = [\"k3\"]\n" + cpus);
+             "[farm]\nname = \"here\"\n[defaults]\nkind = \"local\"\nrunner = \"" +
+                 std::string(K3BENCH_PATH) + "\"\n[boards.k]\nwork_dir = \"" + (tmp / "k") +
+                 "\"\ntest_hooks = true\ntags = [\"k3\"]\n" + cpus);
   fs::create_directories(tmp / "k/test-hooks");
   write_file(tmp / "k/test-hooks/doctor_facts", facts);
   const auto farm = k3farm::load_farm(tmp / "farm.toml");

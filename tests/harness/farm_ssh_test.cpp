@@ -452,7 +452,7 @@ TEST_F(FarmSsh, ProbeCommandReportsBoardsAndTheRealTcmLibraryOnTheBoard) {
   // b2 gets the riscv64 TCM test double as its "vendor library" through the board's settings.
   std::string text = read_file(farm_file_);
   text.insert(text.find("\n", text.find("[boards.b2]")) + 1,
-              "env = { K3_TCM_LIBRARY = \"" K3_FARM_RISCV_TCM_DOUBLE "\" }\n");
+              "env = { K3_TCM_LIBRARY = \"" + std::string(K3_FARM_RISCV_TCM_DOUBLE) + "\" }\n");
   write_file(farm_file_, text);
   auto probe = k3tune({"--json", "farm", "--farm", farm_file_, "probe"});
   ASSERT_EQ(probe.code, 0) << probe.out << probe.err;

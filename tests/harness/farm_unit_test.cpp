@@ -151,7 +151,7 @@ TEST_F(FarmInventory, BadInputIsOneLineNamingFileLineAndKey) {
 }
 
 TEST_F(FarmInventory, ShippedExampleAndBuiltInFarmLoad) {
-  const auto example = k3farm::load_farm(K3TUNE_ROOT "/configs/farm.example.toml");
+  const auto example = k3farm::load_farm(std::string(K3TUNE_ROOT) + "/configs/farm.example.toml");
   ASSERT_FALSE(example.boards.empty());
   for (const auto& b : example.boards) {
     EXPECT_EQ(k3targets::to_string(b.kind), std::string("ssh"));
@@ -213,9 +213,9 @@ TEST(FarmHealth, RebootAndThrottlingBetweenTwoProbes) {
 std::string local_farm(const TempDir& tmp, const std::string& farm_extra = "") {
   const std::string path = tmp / "farm.toml";
   write_file(path, "[farm]\nname = \"here\"\n" + farm_extra +
-                       "\n[defaults]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-                       "\"\ntimeout_s = 60\n[boards.l1]\nwork_dir = \"" +
-                       (tmp / "l1") + "\"\n[boards.l2]\nwork_dir = \"" + (tmp / "l2") + "\"\n");
+                       "\n[defaults]\nkind = \"local\"\nrunner = \"" + std::string(K3BENCH_PATH) +
+                       "\"\ntimeout_s = 60\n[boards.l1]\nwork_dir = \"" + (tmp / "l1") +
+                       "\"\n[boards.l2]\nwork_dir = \"" + (tmp / "l2") + "\"\n");
   return path;
 }
 

@@ -25,8 +25,8 @@ class ModelCli : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("k3tune_model_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
-    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH
-                                "\"\ntimeout_s = 120\n";
+    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" +
+                                    std::string(K3BENCH_PATH) + "\"\ntimeout_s = 120\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "results.db").string(); }
@@ -45,8 +45,8 @@ class ModelCli : public ::testing::Test {
 
 TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
   const auto r =
-      k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.5.toml", "--pp",
-              "8,16", "--tg", "4", "-P", "2", "-R", "2", "--params", "workers=2"});
+      k3tune({"model", "--model", std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.5.toml",
+              "--pp", "8,16", "--tg", "4", "-P", "2", "-R", "2", "--params", "workers=2"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(
       r.out.find("| model | modelSize | backend | threads | test | t/s | 95% CI | processes |"),
@@ -75,9 +75,10 @@ TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {
 // adds one traced run of the three tests, linked from the output.
 TEST_F(ModelCli, DepthAndPrefillThenGenerateAreTheirOwnCells) {
   const std::string trace = (dir_ / "trace.json").string();
-  const auto r = k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
-                         "--pp", "8", "--tg", "4", "--depth", "24", "--pg", "6,3", "-P", "2", "-R",
-                         "2", "--params", "workers=2", "--trace", trace});
+  const auto r =
+      k3tune({"model", "--model", std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml",
+              "--pp", "8", "--tg", "4", "--depth", "24", "--pg", "6,3", "-P", "2", "-R", "2",
+              "--params", "workers=2", "--trace", trace});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Trace of pp8@d24, tg4@d24, pp6+tg3@d24 (one untimed-by-the-sweep run, the "
                        "first repetition of each test): " +
@@ -117,7 +118,8 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
     const std::string path = (dir_ / name).string();
     std::ofstream(path) << "#!/bin/sh\n"
                         << (plant.empty() ? "" : "K3BENCH_SYNTHETIC_PLANT=" + plant + " ")
-                        << "exec bash '" K3TUNE_ROOT "/tests/support/synthetic-k3bench.sh' '"
+                        << "exec bash '" + std::string(K3TUNE_ROOT) +
+                               "/tests/support/synthetic-k3bench.sh' '"
                         << K3BENCH_PATH << "' 100000 \"$@\"\n";
     fs::permissions(path, fs::perms::owner_all);
     return path;
@@ -126,9 +128,10 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
   const std::string baseline = synthetic("plain-k3bench", "");
   std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" << candidate
                            << "\"\ntimeout_s = 120\n";
-  const auto r = k3tune(
-      {"--json", "model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml", "--pp", "",
-       "--tg", "4", "-P", "8", "-R", "3", "--params", "workers=1", "--baseline-runner", baseline});
+  const auto r =
+      k3tune({"--json", "model", "--model",
+              std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml", "--pp", "", "--tg",
+              "4", "-P", "8", "-R", "3", "--params", "workers=1", "--baseline-runner", baseline});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["comparison"].size(), 1u) << j.dump();
@@ -161,7 +164,7 @@ TEST_F(ModelCli, ABAttributesAPlantedSlowdownToItsOp) {
 // rounds, judged per test with the per-op attribution; the table's side loaded it and gave the
 // model's Linears its entries, the defaults' side loaded nothing.
 TEST_F(ModelCli, TableAgainstTheDefaultsInTheSameRounds) {
-  const std::string model = K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml";
+  const std::string model = std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml";
   const std::string table = (dir_ / "T.json").string();
   const auto tune = k3tune({"tune", "--model", model, "--op", "linear_decode", "--strategy",
                             "random", "--budget", "2", "--processes", "2", "--out", table});
@@ -204,7 +207,7 @@ TEST_F(ModelCli, TableAgainstTheDefaultsInTheSameRounds) {
 }
 
 TEST_F(ModelCli, BadTableComparisonsWriteNothing) {
-  const std::string model = K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml";
+  const std::string model = std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml";
   const auto missing = k3tune({"model", "--model", model, "--pp", "", "--tg", "2", "--table",
                                (dir_ / "none.json").string()});
   EXPECT_EQ(missing.exit_code, 2);
@@ -230,8 +233,9 @@ TEST_F(ModelCli, BadModelWritesNothing) {
   const auto lengths = k3tune({"model", "--model", "qwen3-0.6b", "--pp", "64,x"});
   EXPECT_EQ(lengths.exit_code, 2);
   EXPECT_NE(lengths.err.find("--pp: 'x' is not a token count"), std::string::npos) << lengths.err;
-  const auto trace = k3tune({"model", "--model", K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml",
-                             "--pp", "8", "--tg", "", "--trace", "/nonexistent/dir/t.json"});
+  const auto trace =
+      k3tune({"model", "--model", std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml",
+              "--pp", "8", "--tg", "", "--trace", "/nonexistent/dir/t.json"});
   EXPECT_EQ(trace.exit_code, 2);
   EXPECT_NE(trace.err.find("--trace /nonexistent/dir/t.json: no directory /nonexistent/dir"),
             std::string::npos)
@@ -242,8 +246,10 @@ TEST_F(ModelCli, BadModelWritesNothing) {
 // Published figures are printed apart from ours, labelled as another machine's.
 TEST(ModelTable, PublishedFiguresAreLabelledAndApart) {
   k3bench::ModelOutcome o;
-  o.config = k3model::load_model_config(K3TUNE_ROOT "/configs/models/qwen3-0.6b.toml");
-  for (const auto& f : k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml"))
+  o.config =
+      k3model::load_model_config(std::string(K3TUNE_ROOT) + "/configs/models/qwen3-0.6b.toml");
+  for (const auto& f :
+       k3bench::load_published(std::string(K3TUNE_ROOT) + "/configs/published/k3.toml"))
     if (f.model == o.config.id) o.published.push_back(f);
   k3bench::ModelRow row;
   row.test = "pp512";

@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModels = K3TUNE_ROOT "/configs/models";
+const std::string kModels = std::string(K3TUNE_ROOT) + "/configs/models";
 
 k3model::ModelConfig load(const std::string& id) {
   return k3model::load_model_config(kModels + "/" + id + ".toml");
@@ -155,7 +155,7 @@ class BadModelFile : public ::testing::Test {
 };
 
 std::string good_model() {
-  std::ifstream in(K3TUNE_ROOT "/tests/data/models/tiny-qwen3.toml");
+  std::ifstream in(std::string(K3TUNE_ROOT) + "/tests/data/models/tiny-qwen3.toml");
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
@@ -188,7 +188,8 @@ TEST_F(BadModelFile, OneLineNamingFileLineAndKey) {
 }
 
 TEST(PublishedFigures, LoadWithSources) {
-  const auto figures = k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml");
+  const auto figures =
+      k3bench::load_published(std::string(K3TUNE_ROOT) + "/configs/published/k3.toml");
   std::set<std::string> models;
   for (const auto& f : figures) {
     models.insert(f.model);
@@ -211,7 +212,8 @@ TEST(PublishedFigures, MnnFiguresAreTheMergedReportsAndEarlierOnesAreMarked) {
       {{"qwen3.5-2b", "pp512"}, 85.60},    {{"qwen3.5-2b", "tg128"}, 17.68}};
   std::set<std::pair<std::string, std::string>> seen;
   int earlier = 0;
-  for (const auto& f : k3bench::load_published(K3TUNE_ROOT "/configs/published/k3.toml")) {
+  for (const auto& f :
+       k3bench::load_published(std::string(K3TUNE_ROOT) + "/configs/published/k3.toml")) {
     const bool mnn_report =
         f.source.find("docs/perf/riscv_k3_ime2_asymmetric_w4b64.md") != std::string::npos;
     if (!mnn_report) {

@@ -131,7 +131,8 @@ TEST(RunnerFacts, ABrokenDocumentIsRefusedNamingItsField) {
 }
 
 TEST(BuildPresets, CMakeListsTheSameVisiblePresetsAsTheReader) {
-  const auto listed = run_ok({"sh", "-c", "cd '" K3TUNE_ROOT "' && cmake --list-presets"});
+  const auto listed =
+      run_ok({"sh", "-c", "cd '" + std::string(K3TUNE_ROOT) + "' && cmake --list-presets"});
   const auto presets = k3targets::load_build_presets(K3TUNE_ROOT);
   std::size_t quoted = 0;
   for (std::size_t at = listed.find('"'); at != std::string::npos; at = listed.find('"', at + 1))

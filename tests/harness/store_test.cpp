@@ -110,6 +110,73 @@ TEST_F(HarnessStore, ForeignKeysAreEnforced) {
   EXPECT_EQ(c->scalar_int("SELECT count(*) FROM processes"), 0);  // the transaction rolled back
 }
 
+// A database of schema 9 (board events could only be quarantined, released, recovered): read-only
+// opens refuse it until a writing command migrates it; the migration keeps every event as it was,
+// and the power recovery's steps fit afterwards while an unknown event is still refused.
+TEST_F(HarnessStore, Version9BoardEventsSurviveTheMigrationToPowerSteps) {
+  const std::string db = path("v9.db");
+  {
+    auto c = k3store::open_database(db, k3store::OpenMode::kCreateOrUpdate);
+    // The table as schema 9 created it (test data: the old definition, written out).
+    c->exec(R"sql(
+DROP TABLE farm_board_events;
+CREATE TABLE farm_board_events(
+  farm TEXT NOT NULL, board TEXT NOT NULL, at TEXT NOT NULL,
+  event TEXT NOT NULL CHECK(event IN ('quarantined', 'released', 'recovered')),
+  fault TEXT, reason TEXT NOT NULL, run_uuid TEXT, actor TEXT NOT NULL,
+  PRIMARY KEY(farm, board, at, event));
+INSERT INTO farm_board_events VALUES
+  ('lab', 'k3-01', '2026-12-01T03:00:00.000001Z', 'quarantined', 'unreachable', 'ssh exit 255',
+   'run-1', 'ctl:1'),
+  ('lab', 'k3-01', '2026-12-01T09:00:00.000002Z', 'released', NULL, 'by hand', NULL, 'me:2'),
+  ('lab', 'k3-02', '2026-12-02T03:00:00.000003Z', 'recovered', NULL, 'probe passed', 'run-2',
+   'ctl:3');
+PRAGMA user_version = 9;
+)sql");
+    EXPECT_THROW(
+        c->exec("INSERT INTO farm_board_events VALUES ('lab', 'k3-01', 'x', 'power_requested', "
+                "NULL, 'r', NULL, 'a')"),
+        k3store::StoreError);
+  }
+  try {
+    k3store::open_database(db, k3store::OpenMode::kReadOnly);
+    ADD_FAILURE() << "a schema-9 database opened read-only";
+  } catch (const k3store::StoreError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              db + ": older schema; open it once with a writing command to migrate");
+  }
+  const auto rows_of = [](k3store::Connection& c) {
+    std::vector<std::string> rows;
+    auto q = c.prepare(
+        "SELECT farm || '|' || board || '|' || at || '|' || event || '|' || ifnull(fault, '-') || "
+        "'|' || reason || '|' || ifnull(run_uuid, '-') || '|' || actor FROM farm_board_events "
+        "ORDER BY at");
+    while (q.step()) rows.push_back(q.text(0));
+    return rows;
+  };
+  auto c = k3store::open_database(db, k3store::OpenMode::kCreateOrUpdate);
+  EXPECT_EQ(c->scalar_int("PRAGMA user_version"), k3store::kSchemaVersion);
+  EXPECT_EQ(rows_of(*c),
+            (std::vector<std::string>{
+                "lab|k3-01|2026-12-01T03:00:00.000001Z|quarantined|unreachable|ssh exit 255|run-1|"
+                "ctl:1",
+                "lab|k3-01|2026-12-01T09:00:00.000002Z|released|-|by hand|-|me:2",
+                "lab|k3-02|2026-12-02T03:00:00.000003Z|recovered|-|probe passed|run-2|ctl:3"}));
+  c->exec(
+      "INSERT INTO farm_board_events VALUES ('lab', 'k3-01', '2026-12-03T03:00:00Z', "
+      "'power_requested', NULL, 'cycle 1', 'run-3', 'ctl:4')");
+  EXPECT_EQ(rows_of(*c).size(), 4u);
+  EXPECT_THROW(c->exec("INSERT INTO farm_board_events VALUES ('lab', 'k3-01', 'y', 'exploded', "
+                       "NULL, 'r', NULL, 'a')"),
+               k3store::StoreError);
+  // The primary key came with the copy: the same event at the same moment is one row.
+  EXPECT_THROW(c->exec("INSERT INTO farm_board_events VALUES ('lab', 'k3-01', "
+                       "'2026-12-03T03:00:00Z', 'power_requested', NULL, 'again', NULL, 'ctl:5')"),
+               k3store::StoreError);
+  c.reset();
+  EXPECT_NO_THROW(k3store::open_database(db, k3store::OpenMode::kReadOnly));
+}
+
 TEST_F(HarnessStore, RefusesNonSqliteFileWithoutTouchingIt) {
   const std::string p = path("notes.txt");
   std::ofstream(p) << "these are not the results you are looking for\n";

@@ -39,7 +39,8 @@ bandwidth_gbs_source = "g"
 )";
 
 TEST(ThroughputModel, TheBoardFileHasEveryFactWithItsSource) {
-  const auto f = k3bench::load_throughput_facts(K3TUNE_ROOT "/configs/boards/k3.toml");
+  const auto f =
+      k3bench::load_throughput_facts(std::string(K3TUNE_ROOT) + "/configs/boards/k3.toml");
   ASSERT_EQ(f.facts.size(), 7u);
   for (const auto& fact : f.facts) EXPECT_GT(fact.source.size(), 10u) << fact.name;
   EXPECT_EQ(f.cores, 8);

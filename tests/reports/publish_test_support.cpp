@@ -14,7 +14,8 @@ namespace k3test::publish {
 
 Cmd k3tune(const std::string& db, const std::vector<std::string>& args) {
   std::vector<std::string> argv = {
-      "env", "K3TUNE_JS_DIR=" K3_JS_DIR, K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db};
+      "env", "K3TUNE_JS_DIR=" + std::string(K3_JS_DIR), K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db",
+      db};
   argv.insert(argv.end(), args.begin(), args.end());
   const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
   return {r.exit_code, r.out, r.err};

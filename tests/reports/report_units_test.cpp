@@ -10,14 +10,14 @@
 #include "harness/host/store/database.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/store/probes.h"
+#include "harness/host/verdict/regression_config.h"
+#include "harness/host/verdict/verdict.h"
 #include "report_test_support.h"
 #include "reports/boards.h"
 #include "reports/change_points.h"
-#include "harness/host/verdict/regression_config.h"
 #include "reports/report_error.h"
 #include "reports/text_table.h"
 #include "reports/tuning.h"
-#include "harness/host/verdict/verdict.h"
 
 namespace fs = std::filesystem;
 
@@ -92,7 +92,8 @@ class ReportFiles : public ::testing::Test {
 };
 
 TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
-  const auto rules = k3verdict::load_regression_config(K3TUNE_ROOT "/configs/regression.toml");
+  const auto rules =
+      k3verdict::load_regression_config(std::string(K3TUNE_ROOT) + "/configs/regression.toml");
   EXPECT_EQ(rules.min_effect_for("linear_decode"), 0.03);
   EXPECT_EQ(rules.min_effect_for("rmsnorm"), rules.min_effect);
   EXPECT_TRUE(rules.identical_outputs.count("quant_pack_prefill"));
@@ -132,7 +133,7 @@ TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {
 }
 
 TEST_F(ReportFiles, BoardFilesMatchTheRunTheyDescribe) {
-  const auto boards = k3reports::load_boards(K3TUNE_ROOT "/configs/boards");
+  const auto boards = k3reports::load_boards(std::string(K3TUNE_ROOT) + "/configs/boards");
   ASSERT_GE(boards.size(), 2u);
   k3verdict::RunData k3, qemu, host;
   k3.marchid = "0x8000000041000002";

@@ -24,7 +24,7 @@ inline ProcessResult run_k3bench(const std::string& args, const std::string& env
   // ctest runs tests as parallel processes in one directory: the pid keeps the files apart.
   const std::string err_file =
       "k3bench_test_stderr_" + std::to_string(getpid()) + "_" + std::to_string(++counter) + ".txt";
-  const std::string cmd = env + " " K3BENCH_PATH " " + args + " 2>" + err_file;
+  const std::string cmd = env + " " + std::string(K3BENCH_PATH) + " " + args + " 2>" + err_file;
   ProcessResult r;
   FILE* p = popen(cmd.c_str(), "r");
   if (p == nullptr) return r;

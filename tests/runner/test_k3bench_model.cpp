@@ -19,7 +19,7 @@
 
 namespace {
 
-const std::string kTiny = K3_TEST_MODELS_DIR "/tiny-qwen3.5.toml";
+const std::string kTiny = std::string(K3_TEST_MODELS_DIR) + "/tiny-qwen3.5.toml";
 
 nlohmann::json model_run(const std::string& extra) {
   const auto r = k3test::run_k3bench("--model " + kTiny +
@@ -239,7 +239,8 @@ TEST(K3benchModel, TraceShowsTheTcmPipelinesStagesPerWorkerPair) {
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("k3_tcm_trace_" + std::to_string(::getpid()) + ".json"))
                                .string();
-  const std::string run = "--model " + kTiny + " --pp 4 --tg 2 --reps 1 --warmup 0 --json --params workers=2";
+  const std::string run =
+      "--model " + kTiny + " --pp 4 --tg 2 --reps 1 --warmup 0 --json --params workers=2";
   const auto on = k3test::run_k3bench(run + " --tcm on --tcm-backend emulated --trace " + path);
   ASSERT_EQ(on.exit_code, 0) << on.err;
   const auto off = k3test::run_k3bench(run + " --tcm off");
@@ -256,7 +257,7 @@ TEST(K3benchModel, TraceShowsTheTcmPipelinesStagesPerWorkerPair) {
   const nlohmann::json trace = nlohmann::json::parse(in);
   std::filesystem::remove(path);
   std::map<std::string, int> stages;
-  std::map<int, std::set<int>> lanes;  // tid -> lanes
+  std::map<int, std::set<int>> lanes;                               // tid -> lanes
   std::map<std::pair<int, std::int64_t>, double> copied, computed;  // (pid, slab) -> end / start
   int inside = 0, all = 0;
   for (const auto& e : trace["traceEvents"]) {
@@ -268,7 +269,8 @@ TEST(K3benchModel, TraceShowsTheTcmPipelinesStagesPerWorkerPair) {
     const double b = e["ts"].get<double>(), f = b + e["dur"].get<double>();
     for (const auto& w : trace["traceEvents"]) {
       if (w["ph"] == "X" && w["cat"] == "worker" && w["pid"] == e["pid"] && w["tid"] == e["tid"] &&
-          b >= w["ts"].get<double>() - 0.01 && f <= w["ts"].get<double>() + w["dur"].get<double>() + 0.01) {
+          b >= w["ts"].get<double>() - 0.01 &&
+          f <= w["ts"].get<double>() + w["dur"].get<double>() + 0.01) {
         ++inside;
         break;
       }
@@ -298,9 +300,11 @@ TEST(K3benchModel, CountMarksDescribeTheirRegions) {
   EXPECT_EQ(marks["ops"].back(), "glue");
   EXPECT_EQ(j["params"]["context_fill"], "synthetic");
   EXPECT_EQ(j["results"][1]["depth"], 12);
-  const auto reps = k3test::run_k3bench("--model " + kTiny + " --pp 8 --tg 0 --count-marks --reps 2");
+  const auto reps =
+      k3test::run_k3bench("--model " + kTiny + " --pp 8 --tg 0 --count-marks --reps 2");
   EXPECT_EQ(reps.exit_code, 2);
-  EXPECT_NE(reps.err.find("--count-marks: one repetition and no warm-up"), std::string::npos) << reps.err;
+  EXPECT_NE(reps.err.find("--count-marks: one repetition and no warm-up"), std::string::npos)
+      << reps.err;
 }
 
 // The whole model's weights cache is invisible in the results: without a cache, cold, warm, and

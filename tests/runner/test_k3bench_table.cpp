@@ -211,7 +211,8 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
          ("k3_engine_" + std::to_string(::getpid()) + "_" + std::to_string(++calls)))
             .string();
     const int rc = std::system(
-        (env + " " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 > " + out + " 2>&1").c_str());
+        (env + " " + std::string(K3_EXAMPLE_ENGINE) + " --k 256 --n 96 --m 5 > " + out + " 2>&1")
+            .c_str());
     std::ifstream f(out);
     std::string text((std::istreambuf_iterator<char>(f)), {});
     fs::remove(out);
@@ -240,11 +241,10 @@ TEST_F(K3benchTable, ExampleEngineRunsWithAndWithoutATable) {
 
   // The printed checksums are FNV-1a of the outputs: hash the dumped floats here and compare.
   const std::string dump = (dir_ / "outputs.f32").string();
-  ASSERT_EQ(
-      std::system(("env -u K3_TUNING_TABLE " K3_EXAMPLE_ENGINE " --k 256 --n 96 --m 5 --dump " +
-                   dump + " >/dev/null")
-                      .c_str()),
-      0);
+  ASSERT_EQ(std::system(("env -u K3_TUNING_TABLE " + std::string(K3_EXAMPLE_ENGINE) +
+                         " --k 256 --n 96 --m 5 --dump " + dump + " >/dev/null")
+                            .c_str()),
+            0);
   std::ifstream f(dump, std::ios::binary);
   const std::string bytes((std::istreambuf_iterator<char>(f)), {});
   ASSERT_EQ(bytes.size(), (96 + 5 * 96) * sizeof(float));
@@ -261,7 +261,7 @@ TEST_F(K3benchTable, AModelRunUsesTheTableAndItsLogitsDoNotChange) {
   const std::string path = best_path();
   const std::string file = table(fingerprint(), path);
   auto run = [](const std::string& extra) {
-    const auto r = k3test::run_k3bench("--model " K3_TEST_MODELS_DIR
+    const auto r = k3test::run_k3bench("--model " + std::string(K3_TEST_MODELS_DIR) +
                                        "/tiny-qwen3.toml --pp 8 --tg 4 --reps 1 "
                                        "--warmup 0 --json --params workers=2 " +
                                        extra);

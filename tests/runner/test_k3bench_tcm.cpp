@@ -78,7 +78,8 @@ TEST(K3benchTcm, StaleLockIsReportedAndRecoveredOnlyOnRequest) {
                              ("k3bench-tcm-" + std::to_string(::getpid()) + ".state"))
                                 .string();
   std::filesystem::remove(state);
-  const std::string env = "K3_TCM_LIBRARY=" K3_FAKE_SPINE_TCM " FAKE_SPINE_TCM_STATE=" + state;
+  const std::string env =
+      "K3_TCM_LIBRARY=" + std::string(K3_FAKE_SPINE_TCM) + " FAKE_SPINE_TCM_STATE=" + state;
   // A child process takes block 4 through the vendor API and dies without releasing it.
   const pid_t child = ::fork();
   ASSERT_GE(child, 0);

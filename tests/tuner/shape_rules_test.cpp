@@ -174,7 +174,7 @@ TEST(ShapeRules, TheFuzzersRuleSeedsAreAcceptedOrRefusedAsNamed) {
   board.tcm_blocks = 8;
   board.tcm_block_bytes = 393216;
   auto load = [&](const std::string& name, std::string& problem) {
-    std::ifstream f(std::string(K3TUNE_ROOT "/tests/fuzz/corpus/tuning_table/") + name + ".json");
+    std::ifstream f(std::string(K3TUNE_ROOT) + "/tests/fuzz/corpus/tuning_table/" + name + ".json");
     std::stringstream text;
     text << f.rdbuf();
     EXPECT_FALSE(text.str().empty()) << name;

@@ -16,7 +16,8 @@
 TEST_F(TuneCli, TheMeasurementCacheCountsEachConfigurationOnceAndReplaysStrategiesOnIt) {
   ASSERT_TRUE(fs::exists(rvv_runner()))
       << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
-  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+  ASSERT_TRUE(
+      fs::exists(std::string(K3TUNE_ROOT) + "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
   auto space = [&](const std::string& values) {
     write_space(
@@ -87,7 +88,8 @@ TEST_F(TuneCli, TheMeasurementCacheCountsEachConfigurationOnceAndReplaysStrategi
 TEST_F(TuneCli, HeldOutRuleIsNeverWorseThanTheNearestClassOnAverageOnExactCounts) {
   ASSERT_TRUE(fs::exists(rvv_runner()))
       << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
-  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+  ASSERT_TRUE(
+      fs::exists(std::string(K3TUNE_ROOT) + "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
   write_space(
       "[space]\nop = \"linear_decode\"\nmeaningful_on = [\"qemu\"]\n[knobs.weight_rows]\n"
@@ -269,7 +271,8 @@ TEST_F(TuneCli, ASeedTableHoldsWhatTheBoardsDifferingFactsDoNotTouch) {
 TEST_F(TuneCli, InstructionCountsDoNotDependOnTheWeightCache) {
   ASSERT_TRUE(fs::exists(rvv_runner()))
       << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
-  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+  ASSERT_TRUE(
+      fs::exists(std::string(K3TUNE_ROOT) + "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
   write_space(R"(
 [space]
@@ -283,17 +286,38 @@ default = 64
   // One database per run: the measurement cache would otherwise answer the second run.
   auto counts_with = [&](const std::string& cache_dir, const std::string& name) {
     ::setenv("K3BENCH_CACHE_DIR", cache_dir.c_str(), 1);
-    const auto r = k3targets::run_process(
-        {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", (dir_ / (name + ".db")).string(), "--targets",
-         (dir_ / "targets.toml").string(), "-q", "--json", "tune", "--target", "qemu", "--spaces",
-         spaces(), "--op", "linear_decode", "--shape", "n=128,k=256", "--params", "workers=1",
-         "--objective", "instructions", "--strategy", "exhaustive"},
-        k3targets::ProcessOptions::with_timeout(1800));
+    const auto r = k3targets::run_process({K3TUNE_PATH,
+                                           "--root",
+                                           K3TUNE_ROOT,
+                                           "--db",
+                                           (dir_ / (name + ".db")).string(),
+                                           "--targets",
+                                           (dir_ / "targets.toml").string(),
+                                           "-q",
+                                           "--json",
+                                           "tune",
+                                           "--target",
+                                           "qemu",
+                                           "--spaces",
+                                           spaces(),
+                                           "--op",
+                                           "linear_decode",
+                                           "--shape",
+                                           "n=128,k=256",
+                                           "--params",
+                                           "workers=1",
+                                           "--objective",
+                                           "instructions",
+                                           "--strategy",
+                                           "exhaustive"},
+                                          k3targets::ProcessOptions::with_timeout(1800));
     ::unsetenv("K3BENCH_CACHE_DIR");
     EXPECT_EQ(r.exit_code, 0) << r.err;
     std::map<std::string, double> by_config;
-    auto db = k3store::open_database((dir_ / (name + ".db")).string(), k3store::OpenMode::kReadOnly);
-    auto rows = db->prepare("SELECT config_json, mean_ns FROM tuning_points WHERE status = 'measured'");
+    auto db =
+        k3store::open_database((dir_ / (name + ".db")).string(), k3store::OpenMode::kReadOnly);
+    auto rows =
+        db->prepare("SELECT config_json, mean_ns FROM tuning_points WHERE status = 'measured'");
     while (rows.step()) by_config[rows.text(0)] = rows.real(1);
     return by_config;
   };

@@ -22,7 +22,6 @@ namespace fs = std::filesystem;
 // whose tests use two classes of one name).
 namespace k3test {
 
-
 struct Cmd {
   int code;
   std::string out, err;
@@ -37,12 +36,15 @@ class TuneCli : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_ / "spaces");
     std::ofstream(dir_ / "targets.toml")
-        << "[targets.local]\nkind = \"local\"\nrunner = \"" K3BENCH_PATH "\"\ntimeout_s = 120\n"
+        << "[targets.local]\nkind = \"local\"\nrunner = \"" + std::string(K3BENCH_PATH) +
+               "\"\ntimeout_s = 120\n"
         << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
         << "\"\ntimeout_s = 600\n";
   }
   void TearDown() override { fs::remove_all(dir_); }
-  static std::string rvv_runner() { return K3TUNE_ROOT "/build/rvv/harness/runner/k3bench"; }
+  static std::string rvv_runner() {
+    return std::string(K3TUNE_ROOT) + "/build/rvv/harness/runner/k3bench";
+  }
   std::string db() const { return (dir_ / "results.db").string(); }
   std::string spaces() const { return (dir_ / "spaces").string(); }
   void write_space(const std::string& text, const std::string& op = "linear_decode") const {

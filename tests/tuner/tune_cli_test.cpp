@@ -187,8 +187,8 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   // a loose target is reached at the sixth process exactly; one no process can reach stops at the
   // ceiling. Either way the verdict says which rule ended it.
   auto adaptive = [&](const char* mde, const char* most) {
-    const auto r = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2",
-                           "-R", "2", "--min-time", "0.002", "--mde", mde, "--max-processes", most});
+    const auto r = k3tune({"--json", "table", "verify", "--table", table, "--processes", "2", "-R",
+                           "2", "--min-time", "0.002", "--mde", mde, "--max-processes", most});
     EXPECT_TRUE(r.code == 0 || r.code == 1) << r.err;
     return nlohmann::json::parse(r.out)["entries"].at(0);
   };
@@ -200,8 +200,8 @@ TEST_F(TuneCli, LocalTuneWritesATableThatValidatesAndAResumeMeasuresNothing) {
   EXPECT_EQ(unreachable["evidence"]["processes"], 7) << unreachable;
   EXPECT_EQ(unreachable["stop_reason"].get<std::string>().rfind("max processes (7;", 0), 0u)
       << unreachable;
-  const auto rounds_mde = k3tune({"table", "verify", "--table", table, "--design", "rounds",
-                                  "--mde", "0.05"});
+  const auto rounds_mde =
+      k3tune({"table", "verify", "--table", table, "--design", "rounds", "--mde", "0.05"});
   EXPECT_EQ(rounds_mde.code, 2);
   EXPECT_NE(rounds_mde.err.find("--mde: adds processes of the within design only"),
             std::string::npos)
@@ -349,7 +349,8 @@ rules = ["q_tile <= seq"]
 TEST_F(TuneCli, QemuInstructionCountCoordinateFindsTheExhaustiveBestWithAQuarterOfItsMeasurements) {
   ASSERT_TRUE(fs::exists(rvv_runner()))
       << rvv_runner() << " missing (scripts/test.sh builds build/rvv)";
-  ASSERT_TRUE(fs::exists(K3TUNE_ROOT "/build/third_party/qemu-plugin/libinsn_count.so"))
+  ASSERT_TRUE(
+      fs::exists(std::string(K3TUNE_ROOT) + "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
   write_space(kQemuSpace, "attn_prefill");
   auto tune = [&](const std::string& strategy) {

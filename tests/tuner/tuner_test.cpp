@@ -342,7 +342,8 @@ TEST_F(Tuner, TheChosenSpeedUpOverTheDefaultsComesFromEnoughPairedRounds) {
 // derived quantities too). On the decode space: workers on cpus, slab_rows on the TCM block size
 // (2 * slab_bytes <= tcm_block_bytes, slab_bytes = slab_rows * row_bytes), tile_n on no board fact.
 TEST_F(Tuner, SeedTablesHoldOnlyTheKnobsNoDifferingBoardFactTouches) {
-  const auto space = k3tuner::SearchSpace::load(K3TUNE_ROOT "/configs/spaces/linear_decode.toml");
+  const auto space =
+      k3tuner::SearchSpace::load(std::string(K3TUNE_ROOT) + "/configs/spaces/linear_decode.toml");
   const auto workers = k3tuner::knob_dependencies(space, "workers");
   EXPECT_TRUE(workers.contains("cpus"));
   const auto slab = k3tuner::knob_dependencies(space, "slab_rows");
@@ -440,7 +441,7 @@ TEST_F(Tuner, WrittenTablesValidateAgainstTheSchemaAndDamageIsReported) {
   const auto table = k3tuner::make_table(
       fake_target(), src, {{"synthetic", {{"n", 64}}, "s1", &r, &space, "units", "rvv"}},
       {{"tcm_decode", {{"use", "threshold"}, {"k_min", 2048}, {"b_min_bytes", 0}}}});
-  const std::string schema = K3TUNE_ROOT "/configs/schema/tuning-table.schema.json";
+  const std::string schema = std::string(K3TUNE_ROOT) + "/configs/schema/tuning-table.schema.json";
   // The schema takes any op; the kernel library's loader only the ops a table may tune, and
   // validate says so (its verdict is the loader's).
   const auto synthetic = k3tuner::validate_table(table, schema);

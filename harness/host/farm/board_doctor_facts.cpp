@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/farm/board.h"
+#include "harness/host/farm/health.h"
 
 namespace k3farm {
 namespace {
@@ -54,13 +55,13 @@ echo "perf_user_access $(cat /proc/sys/kernel/perf_user_access 2>/dev/null || ec
 if [ "$hooks" = 1 ] && [ -r "$wd/test-hooks/doctor_facts" ]; then cat "$wd/test-hooks/doctor_facts"; fi
 echo end)sh";
 
-std::string rest_of(std::istringstream& in) {
+std::string rest_of(std::istream& in) {
   std::string rest;
   std::getline(in >> std::ws, rest);
   return rest;
 }
 
-void parse_pin(std::istringstream& in, DoctorFacts& f) {
+void parse_pin(std::istream& in, DoctorFacts& f) {
   int cpu = -1;
   std::string result;
   if (!(in >> cpu >> result)) return;
@@ -71,12 +72,7 @@ void parse_pin(std::istringstream& in, DoctorFacts& f) {
 }  // namespace
 
 void parse_doctor_facts(const std::string& text, DoctorFacts& f) {
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream in(line);
-    std::string key;
-    in >> key;
+  for_each_fact_line(text, [&](const std::string& key, std::istream& in) {
     if (key == "ai_thread") {
       in >> f.ai_thread;
     } else if (key == "cpus_online") {
@@ -102,7 +98,7 @@ void parse_doctor_facts(const std::string& text, DoctorFacts& f) {
     } else if (key == "perf_user_access") {
       in >> f.perf_user_access;
     }
-  }
+  });
 }
 
 std::optional<DoctorFacts> read_doctor_facts(const Board& board, const std::vector<int>& cpus,

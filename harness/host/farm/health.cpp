@@ -47,13 +47,21 @@ nlohmann::json HealthSample::to_json() const {
           {"warnings", warnings}};
 }
 
-void parse_facts(const std::string& text, HealthSample& s) {
+void for_each_fact_line(
+    const std::string& text,
+    const std::function<void(const std::string& key, std::istream& rest)>& fact) {
   std::istringstream lines(text);
   std::string line;
   while (std::getline(lines, line)) {
     std::istringstream in(line);
     std::string key;
     in >> key;
+    fact(key, in);
+  }
+}
+
+void parse_facts(const std::string& text, HealthSample& s) {
+  for_each_fact_line(text, [&](const std::string& key, std::istream& in) {
     if (key == "uptime_s") {
       in >> s.uptime_s;
     } else if (key == "boot_id") {
@@ -74,7 +82,7 @@ void parse_facts(const std::string& text, HealthSample& s) {
       std::string colon;
       in >> colon >> s.marchid;  // "marchid : 0x8000000041000002"
     }
-  }
+  });
 }
 
 void apply_runner_facts(const k3targets::RunnerFacts& facts, HealthSample& s) {

@@ -4,6 +4,8 @@
 // suspect and must be measured again.
 #pragma once
 
+#include <functional>
+#include <istream>
 #include <map>
 #include <optional>
 #include <string>
@@ -46,6 +48,12 @@ struct HealthSample {
 
 // Parses the facts script's output ("key value..." lines; see board.cpp) into `s`.
 void parse_facts(const std::string& text, HealthSample& s);
+
+// The board scripts' output is one fact a line, "key value...": `fact` gets each line's key and
+// a stream of the rest (the probe's facts above and doctor's, board_doctor_facts.h).
+void for_each_fact_line(
+    const std::string& text,
+    const std::function<void(const std::string& key, std::istream& rest)>& fact);
 // Fills vlenb, marchid (when the script found none), the runner version and the TCM fields from
 // the runner's own description (`k3bench --facts --json`).
 void apply_runner_facts(const k3targets::RunnerFacts& facts, HealthSample& s);
