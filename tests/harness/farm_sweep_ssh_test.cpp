@@ -16,6 +16,7 @@
 
 #include <future>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
@@ -49,25 +50,42 @@ class FarmSshSweep : public LoopbackFarmTest {
         "SELECT count(*) FROM samples s JOIN processes p USING (run_uuid, cell_key, process_index)"
         " WHERE p.status = 'ok' AND p.disturbed = 0");
   }
-  // Processes that count, and the processes the cells' figures say they rest on.
+  // What a sweep of `cells` cells x `reps` repetitions stored, whatever the machine's load did
+  // (how many processes a loaded machine disturbs, and so measures once more, is not these tests'
+  // business: the plumbing is):
+  //   - every counted process (ok, undisturbed) has its repetitions;
+  //   - `cells` more cells have figures, and each cell's figures rest on exactly its run's counted
+  //     processes, the disturbed ones excluded; only when every process of the cell was disturbed
+  //     do they rest on all of them (with nothing excluded), which the process rows then show.
   std::int64_t counted_processes() const {
     return count("SELECT count(*) FROM processes WHERE status = 'ok' AND disturbed = 0");
   }
-  std::int64_t aggregated_processes() const {
-    return count("SELECT coalesce(sum(processes), 0) FROM aggregates WHERE status = 'ok'");
+  std::int64_t ok_aggregates() const {
+    return count("SELECT count(*) FROM aggregates WHERE status = 'ok'");
   }
-  // What a sweep of `cells` cells of 2 processes x `reps` repetitions stored, whatever the
-  // machine's load did: every counted process has its repetitions, the cells' figures rest on
-  // exactly the counted processes, and each cell has at least one. (How many processes a loaded
-  // machine disturbs, and so how many are measured once more, is not this test's business: the
-  // plumbing is.)
-  void expect_counted(std::int64_t processes_before, std::int64_t samples_before,
-                      std::int64_t aggregated_before, int cells, int reps) const {
-    const auto processes = counted_processes() - processes_before;
-    EXPECT_EQ(counted_samples() - samples_before, reps * processes);
-    EXPECT_EQ(aggregated_processes() - aggregated_before, processes);
-    EXPECT_GE(processes, cells);
-    EXPECT_LE(processes, 2 * cells);
+  void expect_counted(std::int64_t aggregates_before, int cells, int reps) const {
+    EXPECT_EQ(counted_samples(), reps * counted_processes());
+    EXPECT_EQ(ok_aggregates() - aggregates_before, cells);
+    const std::string per_cell =
+        "(SELECT count(*) FROM processes p WHERE p.run_uuid = a.run_uuid AND p.cell_key ="
+        " a.cell_key AND p.status = 'ok'";
+    const std::string good = per_cell + " AND p.disturbed = 0)", all = per_cell + ")";
+    const std::string expected_processes =
+        "CASE WHEN " + good + " > 0 THEN " + good + " ELSE " + all + " END";
+    const std::string expected_excluded =
+        "CASE WHEN " + good + " > 0 THEN " + all + " - " + good + " ELSE 0 END";
+    std::string rows;  // each figure's processes and the process rows beside it, for a failure
+    auto db_rows = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
+    for (auto s = db_rows->prepare("SELECT a.processes, a.excluded_processes, " + good + ", " +
+                                   all + " FROM aggregates a WHERE a.status = 'ok'");
+         s.step();)
+      rows += fmt::format("[aggregate {}/{} excluded; processes {} counted of {}] ", s.integer(0),
+                          s.integer(1), s.integer(2), s.integer(3));
+    EXPECT_EQ(count("SELECT count(*) FROM aggregates a WHERE a.status = 'ok' AND (a.processes < 1"
+                    " OR a.processes != " +
+                    expected_processes + " OR a.excluded_processes != " + expected_excluded + ")"),
+              0)
+        << rows;
   }
   std::int64_t samples_on(const std::string& board) const {
     return count("SELECT count(*) FROM samples s JOIN cells c USING(cell_key) WHERE c.target = '" +
@@ -125,7 +143,7 @@ TEST_F(FarmSshSweep, SshdKilledMidSweepCellsMoveNothingIsLost) {
 
 TEST_F(FarmSshSweep, HangingRunnerIsKilledItsCellFailsTheSweepGoesOn) {
   const auto before = samples(), counted_before = counted_samples();
-  const auto processes_before = counted_processes(), aggregated_before = aggregated_processes();
+  const auto aggregates_before = ok_aggregates();
   // The middle cell asks for 100 s per repetition: killed on its board after the 8 s timeout.
   auto r = sweep({"--shape", "n=64,k=256", "--grid", "min_time_s=0.002,100,0.003", "-R", "2",
                   "--timeout", "8"})
@@ -141,7 +159,7 @@ TEST_F(FarmSshSweep, HangingRunnerIsKilledItsCellFailsTheSweepGoesOn) {
   EXPECT_NE(j["cells"][1]["reason"].get<std::string>().find("timeout"), std::string::npos)
       << j["cells"][1].dump();
   EXPECT_TRUE(j["quarantined"].empty()) << j["quarantined"].dump();  // one timeout: a cell fault
-  expect_counted(processes_before, counted_before, aggregated_before, 2, 2);  // 2 cells, 2 reps
+  expect_counted(aggregates_before, 2, 2);                           // 2 cells, 2 reps
   EXPECT_GE(samples() - before, counted_samples() - counted_before);
   EXPECT_EQ(processes_mentioning(lab_->work_dir("b1") + "/runners"), std::vector<pid_t>{});
   EXPECT_EQ(processes_mentioning(lab_->work_dir("b2") + "/runners"), std::vector<pid_t>{});
@@ -265,7 +283,7 @@ TEST_F(FarmSshSweep, ChangedHostKeyIsRefusedAndNothingRunsOnTheBoard) {
   lab_->sshd(1).start();  // same port, new key; known_hosts still holds the old one
   farm_file_ = lab_->write_farm(K3_FARM_RISCV_RUNNER);  // the port may have changed
   const auto before = samples(), counted_before = counted_samples();
-  const auto processes_before = counted_processes(), aggregated_before = aggregated_processes();
+  const auto aggregates_before = ok_aggregates();
   const auto r =
       sweep({"--shape", "n=64,k=256", "--shape", "n=96,k=256", "-R", "2", "--min-time", "0.002"})
           .get();
@@ -279,7 +297,7 @@ TEST_F(FarmSshSweep, ChangedHostKeyIsRefusedAndNothingRunsOnTheBoard) {
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE target = 'b1'"), 0);
   EXPECT_FALSE(fs::exists(lab_->work_dir("b1") + "/runners"));  // not even a deploy
   EXPECT_EQ(j["measured_cells"], 2);
-  expect_counted(processes_before, counted_before, aggregated_before, 2, 2);  // 2 cells, 2 reps
+  expect_counted(aggregates_before, 2, 2);  // 2 cells, 2 reps
   EXPECT_GE(samples() - before, counted_samples() - counted_before);
 }
 
