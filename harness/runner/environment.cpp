@@ -10,18 +10,14 @@
 
 #include <fmt/format.h>
 
-#include "k3k/dispatch.h"
+#include "harness/common/sys/first_line.h"
 #include "harness/runner/placement.h"
+#include "k3k/dispatch.h"
 
 namespace k3runner {
 namespace {
 
-std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
+using k3sys::read_first_line;
 
 // First value of a "key : value" line in /proc/cpuinfo.
 std::string cpuinfo_field(const std::string& key) {
@@ -41,7 +37,6 @@ std::string cpuinfo_field(const std::string& key) {
   return "";
 }
 
-
 nlohmann::json vlenb() {
   const auto& cpu = k3k::cpu_features();
   return cpu.vector ? nlohmann::json(cpu.vlenb) : nlohmann::json(nullptr);  // null: no RVV
@@ -57,8 +52,9 @@ nlohmann::json environment_static() {
   if (model.empty()) model = cpuinfo_field("isa");
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  nlohmann::json marchid = cpuinfo_field("marchid").empty() ? nlohmann::json(nullptr)
-                                                            : nlohmann::json(cpuinfo_field("marchid"));
+  nlohmann::json marchid = cpuinfo_field("marchid").empty()
+                               ? nlohmann::json(nullptr)
+                               : nlohmann::json(cpuinfo_field("marchid"));
   return {
       {"cpu_model", model},
       {"cpus_allowed", allowed_cpu_list()},
@@ -67,7 +63,8 @@ nlohmann::json environment_static() {
       {"marchid", marchid},
       {"hostname", host},
       {"kernel", fmt::format("{} {} {}", u.sysname, u.release, u.machine)},
-      {"runner", {{"name", "k3bench"}, {"version", K3_VERSION}, {"source_revision", K3_SOURCE_REVISION}}},
+      {"runner",
+       {{"name", "k3bench"}, {"version", K3_VERSION}, {"source_revision", K3_SOURCE_REVISION}}},
       {"build",
        {{"compiler", K3_COMPILER},
         {"build_type", K3_BUILD_TYPE},

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "harness/common/sys/elapsed.h"
 #include "harness/runner/call_marks.h"
 #include "harness/runner/dump.h"
 #include "harness/runner/environment.h"
@@ -72,9 +73,7 @@ struct Options {
 };
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using k3sys::seconds_since;
 
 void list_ops(bool json) {
   nlohmann::json out = nlohmann::json::array();

@@ -51,19 +51,8 @@ void RopeTable::fill(const std::vector<double>& inv_freq, std::int64_t begin, st
   }
 }
 
-RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count)
-    : half_(rope.rotary_dim / 2),
-      first_pos_(first_pos),
-      count_(count),
-      cos_(static_cast<std::size_t>(count * (rope.rotary_dim / 2))),
-      sin_(static_cast<std::size_t>(count * (rope.rotary_dim / 2))) {
-  if (first_pos < 0) detail::fail("RopeTable: first_pos (", first_pos, ") is negative");
-  if (count < 0) detail::fail("RopeTable: count (", count, ") is negative");
-  fill(inv_freqs(rope), 0, count);
-}
-
 RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count,
-                     WorkerPool& pool)
+                     WorkerPool* pool)
     : half_(rope.rotary_dim / 2),
       first_pos_(first_pos),
       count_(count),
@@ -73,8 +62,12 @@ RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_
   if (count < 0) detail::fail("RopeTable: count (", count, ") is negative");
   if (half_ == 0) return;
   const std::vector<double> inv_freq = inv_freqs(rope);
+  if (pool == nullptr) {
+    fill(inv_freq, 0, count);
+    return;
+  }
   const std::int64_t tasks = (count + kTablePositionsPerTask - 1) / kTablePositionsPerTask;
-  pool.parallel_for(tasks, [&](std::int64_t task, int) {
+  pool->parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * kTablePositionsPerTask;
     fill(inv_freq, begin, std::min(count, begin + kTablePositionsPerTask));
   });

@@ -7,17 +7,13 @@
 #include "k3k/fp16.h"
 #include "k3k/reference/attention.h"
 #include "k3k/rounding.h"
+#include "reference_checks.h"
 
 namespace k3k::reference {
 
 namespace {
 
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  throw std::invalid_argument(os.str());
-}
+using detail::fail;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
   return (a + b - 1) / b;

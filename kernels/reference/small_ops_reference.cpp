@@ -4,17 +4,11 @@
 
 #include "k3k/reference/small_ops.h"
 #include "k3k/rounding.h"
+#include "reference_checks.h"
 
 namespace k3k::reference {
 
-namespace {
-template <typename... Args>
-[[noreturn]] void fail(const Args&... args) {
-  std::ostringstream os;
-  (os << ... << args);
-  throw std::invalid_argument(os.str());
-}
-}  // namespace
+using detail::fail;
 
 std::vector<double> rmsnorm(std::span<const float> x, std::span<const float> weight,
                             std::int64_t rows, int dim, float eps) {

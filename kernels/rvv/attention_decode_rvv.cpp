@@ -24,6 +24,7 @@
 
 #include "common/kv_runs.h"
 #include "common/prefetch.h"
+#include "rvv/decode_chunk_passes.h"
 #include "rvv/decode_scaled.h"
 #include "rvv/key_scores.h"
 #include "rvv/microkernels.h"
@@ -58,7 +59,7 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
     return;
   const int hd = cache.head_dim(), n = c.n, group = c.group, g = c.kv_head;
   const bool f16 = cache.dtype() == KvDtype::f16;
-  const std::int64_t c0 = c.first_pos, chunk = c.score_stride, heads = c.head_stride;
+  const std::int64_t c0 = c.first_pos, chunk = c.score_stride;
   const std::size_t elem = f16 ? sizeof(fp16_t) : sizeof(float);
   const int kb = cache.key_block();
   float* s = c.scores;
@@ -93,38 +94,22 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
         }
       });
   // Softmax numerators, chunk max and sum.
-  for (int gi = 0; gi < group; ++gi) {
-    float* sg = s + static_cast<std::int64_t>(gi) * chunk;
-    const float m = rvv_detail::max_of(sg, n);
-    const float l = rvv_detail::exp_shift_sum(sg, n, m);
-    c.m[gi * heads] = m;
-    c.l[gi * heads] = l;
-  }
+  rvv_detail::chunk_softmax_numerators(c);
   // Unnormalised chunk accumulators, two query heads per pass over V, a run of V rows at a time.
-  for (int gi = 0; gi < group; gi += 2) {
-    const bool pair = gi + 1 < group;
-    const float* p0 = s + static_cast<std::int64_t>(gi) * chunk;
-    const float* p1 = pair ? p0 + chunk : p0;
-    float* a0 = c.acc + gi * heads * hd;
-    float* a1 = pair ? a0 + heads * hd : a0;
-    for (int d = 0; d < hd;) {
-      const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(hd - d));
-      vfloat32m4_t acc0 = __riscv_vfmv_v_f_f32m4(0.0f, vl);
-      vfloat32m4_t acc1 = __riscv_vfmv_v_f_f32m4(0.0f, vl);
-      k3k::detail::for_each_slot_run(
-          cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
-            std::size_t off = cache.v_offset(g, slot);
-            for (std::int64_t j = j0; j < j0 + run; ++j, off += static_cast<std::size_t>(hd)) {
-              const vfloat32m4_t v = v_strip(cache, off, d, vl);
-              acc0 = __riscv_vfmacc_vf_f32m4(acc0, p0[j], v, vl);
-              if (pair) acc1 = __riscv_vfmacc_vf_f32m4(acc1, p1[j], v, vl);
-            }
-          });
-      __riscv_vse32_v_f32m4(a0 + d, acc0, vl);
-      if (pair) __riscv_vse32_v_f32m4(a1 + d, acc1, vl);
-      d += static_cast<int>(vl);
-    }
-  }
+  rvv_detail::chunk_value_pass(
+      c, hd,
+      [&](bool pair, const float* p0, const float* p1, int d, std::size_t vl, vfloat32m4_t& acc0,
+          vfloat32m4_t& acc1) {
+        k3k::detail::for_each_slot_run(
+            cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
+              std::size_t off = cache.v_offset(g, slot);
+              for (std::int64_t j = j0; j < j0 + run; ++j, off += static_cast<std::size_t>(hd)) {
+                const vfloat32m4_t v = v_strip(cache, off, d, vl);
+                acc0 = __riscv_vfmacc_vf_f32m4(acc0, p0[j], v, vl);
+                if (pair) acc1 = __riscv_vfmacc_vf_f32m4(acc1, p1[j], v, vl);
+              }
+            });
+      });
 }
 
 void attention_merge_chunks(const float* acc, const float* m_c, const float* l_c,

@@ -23,6 +23,7 @@
 #include <utility>
 
 #include "common/kv_runs.h"
+#include "rvv/decode_chunk_passes.h"
 #include "rvv/decode_scaled.h"
 #include "rvv/key_scores.h"
 #include "rvv/rvv_math.h"
@@ -181,7 +182,7 @@ bool attention_decode_chunk_f16_scaled(const ukernel::DecodeChunk& c) {
   const std::int64_t qn = std::int64_t(group) * hd;
   if (std::fabs(rvv_detail::max_abs(c.q, qn)) >= kQueryLimit) return false;
   thread_local std::array<float, 2 * kMaxHeadDim> qs;  // the pair of query heads being scored
-  const std::int64_t c0 = c.first_pos, chunk = c.score_stride, heads = c.head_stride;
+  const std::int64_t c0 = c.first_pos, chunk = c.score_stride;
   const int kb = cache.key_block();
   float* s = c.scores;
   vuint16m2_t mx2 = __riscv_vmv_v_x_u16m2(0, __riscv_vsetvlmax_e16m2());
@@ -204,36 +205,21 @@ bool attention_decode_chunk_f16_scaled(const ukernel::DecodeChunk& c) {
   }
   // Softmax numerators and the chunk's max and sum, as the exact path; then the numerators times
   // 2^112 for P.V (exact: they are in [0, 1]).
-  for (int gi = 0; gi < group; ++gi) {
-    float* sg = s + static_cast<std::int64_t>(gi) * chunk;
-    const float m = rvv_detail::max_of(sg, n);
-    const float l = rvv_detail::exp_shift_sum(sg, n, m);
-    c.m[gi * heads] = m;
-    c.l[gi * heads] = l;
-    rvv_detail::scale_row(sg, sg, n, kUp);
-  }
-  for (int gi = 0; gi < group; gi += 2) {
-    const bool pair = gi + 1 < group;
-    const float* p0 = s + static_cast<std::int64_t>(gi) * chunk;
-    const float* p1 = pair ? p0 + chunk : p0;
-    float* a0 = c.acc + gi * heads * hd;
-    float* a1 = pair ? a0 + heads * hd : a0;
-    for (int d = 0; d < hd;) {
-      const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(hd - d));
-      vfloat32m4_t acc0 = __riscv_vfmv_v_f_f32m4(0.0f, vl), acc1 = acc0;
-      k3k::detail::for_each_slot_run(
-          cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
-            const fp16_t* v = cache.v_f16() + cache.v_offset(g, slot);
-            if (pair)
-              run_values<true>(v, hd, d, vl, run, p0 + j0, p1 + j0, acc0, acc1, mx2, mx4);
-            else
-              run_values<false>(v, hd, d, vl, run, p0 + j0, p0 + j0, acc0, acc1, mx2, mx4);
-          });
-      __riscv_vse32_v_f32m4(a0 + d, acc0, vl);
-      if (pair) __riscv_vse32_v_f32m4(a1 + d, acc1, vl);
-      d += static_cast<int>(vl);
-    }
-  }
+  rvv_detail::chunk_softmax_numerators(c,
+                                       [&](float* sg) { rvv_detail::scale_row(sg, sg, n, kUp); });
+  rvv_detail::chunk_value_pass(
+      c, hd,
+      [&](bool pair, const float* p0, const float* p1, int d, std::size_t vl, vfloat32m4_t& acc0,
+          vfloat32m4_t& acc1) {
+        k3k::detail::for_each_slot_run(
+            cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
+              const fp16_t* v = cache.v_f16() + cache.v_offset(g, slot);
+              if (pair)
+                run_values<true>(v, hd, d, vl, run, p0 + j0, p1 + j0, acc0, acc1, mx2, mx4);
+              else
+                run_values<false>(v, hd, d, vl, run, p0 + j0, p0 + j0, acc0, acc1, mx2, mx4);
+            });
+      });
   const vuint16m1_t zero = __riscv_vmv_s_x_u16m1(0, 1);
   const std::uint16_t seen = std::max(__riscv_vmv_x_s_u16m1_u16(__riscv_vredmaxu_vs_u16m2_u16m1(
                                           mx2, zero, __riscv_vsetvlmax_e16m2())),

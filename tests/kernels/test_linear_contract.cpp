@@ -196,8 +196,8 @@ TEST_P(LinearContract, UnreadLayoutsAndOtherLayersVariantsAreRefused) {
   auto expect_refuses = [&](KernelPath reader, KernelPath writer) {
     SCOPED_TRACE(testing::Message() << to_string(reader) << " given " << to_string(writer)
                                     << "'s weights and variants");
-    const W4B64Layout own = pack_w4b64_for(reader, k3test::clone_packed(rowtile32)).layout;
-    const W4B64Packed p = pack_w4b64_for(writer, k3test::clone_packed(rowtile32));
+    const W4B64Layout own = pack_w4b64_for(reader, rowtile32.deep_copy()).layout;
+    const W4B64Packed p = pack_w4b64_for(writer, rowtile32.deep_copy());
     const std::int32_t token = 5;
     if (p.layout != W4B64Layout::kRowTile32 && p.layout != W4B64Layout::kSignedRows &&
         p.layout != own) {

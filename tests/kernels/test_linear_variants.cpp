@@ -27,7 +27,6 @@
 namespace {
 
 using namespace k3k;
-using k3test::clone_packed;
 
 using k3test::LinearProblem;
 
@@ -58,11 +57,11 @@ TEST_P(LinearPackings, DefaultOnEveryRowsPerTileGivesTheBytesOfRowTile32) {
           k3test::run_linear(p, KernelPath::kGeneric, p.rowtile32, {}, pool);
       k3test::expect_linear_within_bound(p.storage, p.act, p.ep, s.m, s.n, want, &generic);
     }
-    const W4B64Layout own = pack_w4b64_for(layer(), clone_packed(p.rowtile32)).layout;
+    const W4B64Layout own = pack_w4b64_for(layer(), p.rowtile32.deep_copy()).layout;
     const std::vector<int> rows = k3test::packable_rows(layer(), p.rowtile32);
     ASSERT_FALSE(rows.empty());
     for (int r : rows) {
-      const W4B64Packed w = pack_w4b64_for(layer(), clone_packed(p.rowtile32), r);
+      const W4B64Packed w = pack_w4b64_for(layer(), p.rowtile32.deep_copy(), r);
       ASSERT_EQ(w.layout, own);
       ASSERT_EQ(w.row_tile, r);
       EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, layer(), w, {}, pool), want))
@@ -116,7 +115,7 @@ TEST_P(LinearVariants, EveryRowsPerTileAndTileNGivesTheBytesOfTheDefault) {
           << "rowtile32, tile_n=" << tile_n;
     }
     for (int rows : k3test::packable_rows(v.path, p.rowtile32)) {
-      const W4B64Packed w = pack_w4b64_for(v.path, clone_packed(p.rowtile32), rows);
+      const W4B64Packed w = pack_w4b64_for(v.path, p.rowtile32.deep_copy(), rows);
       for (int tile_n : {rows, 2 * rows, 40}) {
         tiling.tile_n = tile_n;
         EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, v.path, w, tiling, pool), want))
@@ -212,7 +211,7 @@ TEST_P(LinearIntegerDotProducts, ExactAtExtremesForEveryDecodeVariantAndRowsPerT
   rows.push_back(0);  // 0: the kRowTile32 weights themselves
   for (int r : rows) {
     const W4B64Packed w =
-        r == 0 ? clone_packed(rowtile32) : pack_w4b64_for(layer(), clone_packed(rowtile32), r);
+        r == 0 ? rowtile32.deep_copy() : pack_w4b64_for(layer(), rowtile32.deep_copy(), r);
     for (const std::string& v : linear_variants(layer()).decode) {
       LinearTiling tiling{64};
       tiling.ukernel = v;
@@ -244,7 +243,7 @@ TEST_P(LinearDecodePrefetch, DistanceNeverChangesResults) {
 #endif
   const LinearProblem p = k3test::make_linear_problem(layer(), 1, 200, 1024, 41);
   WorkerPool pool(2);
-  const W4B64Packed w = pack_w4b64_for(layer(), clone_packed(p.rowtile32));
+  const W4B64Packed w = pack_w4b64_for(layer(), p.rowtile32.deep_copy());
   const std::vector<float> off = k3test::run_linear(p, layer(), w, {}, pool);
   for (int distance : {64, 1024, 1 << 16}) {
     LinearTiling tiling;

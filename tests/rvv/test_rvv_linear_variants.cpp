@@ -26,7 +26,6 @@ namespace {
 
 using namespace k3k;
 
-using k3test::clone_packed;
 using k3test::LinearProblem;
 
 LinearProblem make_problem(std::int64_t m, std::int64_t n, std::int64_t k, std::uint64_t seed) {
@@ -41,7 +40,7 @@ TEST(RvvLinearVariants, TwoOrMoreVariantsPerOpAndSignedRowsPacking) {
   EXPECT_GE(names.prefill.size(), 2u);
   const LinearProblem p = make_problem(1, 64, 128, 61);
   for (int rows : {0, 16, 32, 256}) {
-    const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32), rows);
+    const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, p.rowtile32.deep_copy(), rows);
     EXPECT_EQ(w.layout, W4B64Layout::kSignedRows) << rows;
     EXPECT_EQ(w.row_tile, rows == 0 ? default_weight_rows(KernelPath::kRvv, 64, 128) : rows);
   }
@@ -52,7 +51,7 @@ TEST(RvvLinearVariants, TcmPipelineOnSignedRowsEqualsDram) {
   auto tcm = tcm::make_emulated({});
   WorkerPool pool(3);
   const int rows = default_weight_rows(KernelPath::kRvv, 520, 512);
-  const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
+  const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, p.rowtile32.deep_copy());
   ASSERT_EQ(w.row_tile, rows);
   const std::vector<float> dram = k3test::run_linear(p, KernelPath::kRvv, w, {}, pool);
   for (int slab_rows : {0, rows, 2 * rows}) {
@@ -100,7 +99,7 @@ TEST(RvvLinearVariants, DefaultRowsFollowTheVectorLengthAndTheShape) {
   // where 64 rows exceed an LMUL-1 strip), else LMUL 1.
   for (const auto& [n, rows] : {std::pair{64, narrow}, std::pair{8 * wide, wide}}) {
     const LinearProblem p = make_problem(1, n, 64, 51);
-    const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32));
+    const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, p.rowtile32.deep_copy());
     ASSERT_EQ(w.row_tile, rows) << "n=" << n;
     const std::string lmul = rows > vlenb ? "e8m2" : "e8m1";
     EXPECT_NE(default_linear_decode(KernelPath::kRvv, w).find(lmul), std::string::npos)
@@ -122,7 +121,7 @@ TEST(RvvLinearVariants, DefaultRowsDoNotChangeOutputs) {
     const std::vector<float> want = k3test::run_linear(p, KernelPath::kRvv, p.rowtile32, {}, pool);
     for (const std::int64_t tcm_block : {std::int64_t{0}, std::int64_t{96} << 10}) {
       const int rows = default_weight_rows(KernelPath::kRvv, n, k, tcm_block);
-      const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, clone_packed(p.rowtile32), rows);
+      const W4B64Packed w = pack_w4b64_for(KernelPath::kRvv, p.rowtile32.deep_copy(), rows);
       EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, KernelPath::kRvv, w, {}, pool), want))
           << "m=" << m << " n=" << n << " k=" << k << " rows=" << rows;
     }

@@ -15,18 +15,6 @@
 
 namespace k3test {
 
-// A deep copy (packing consumes its argument).
-inline k3k::W4B64Packed clone_packed(const k3k::W4B64Packed& src) {
-  k3k::W4B64Packed p;
-  p.n = src.n;
-  p.k = src.k;
-  p.layout = src.layout;
-  p.row_tile = src.row_tile;
-  p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
-  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::copy_of(src.pairs.span());
-  return p;
-}
-
 struct Packing {
   std::string name;  // "rowtile32", or the layout and its rows per tile ("srows_r64")
   k3k::W4B64Packed w;
@@ -40,8 +28,8 @@ inline std::string packing_name(const k3k::W4B64Packed& w) {
 // kRowTile32 and, when it differs, the layer's default load-time packing of these weights.
 inline std::vector<Packing> packings_of(k3k::KernelPath path, const k3k::W4B64Packed& rowtile32) {
   std::vector<Packing> v;
-  v.push_back({"rowtile32", clone_packed(rowtile32)});
-  k3k::W4B64Packed own = k3k::pack_w4b64_for(path, clone_packed(rowtile32));
+  v.push_back({"rowtile32", rowtile32.deep_copy()});
+  k3k::W4B64Packed own = k3k::pack_w4b64_for(path, rowtile32.deep_copy());
   if (own.layout != k3k::W4B64Layout::kRowTile32) {
     std::string name = packing_name(own);
     v.push_back({std::move(name), std::move(own)});
@@ -61,7 +49,7 @@ inline std::vector<int> packable_rows(k3k::KernelPath path, const k3k::W4B64Pack
   std::vector<int> rows;
   for (int r : candidates) {
     try {
-      k3k::pack_w4b64_for(path, clone_packed(rowtile32), r);
+      k3k::pack_w4b64_for(path, rowtile32.deep_copy(), r);
       rows.push_back(r);
     } catch (const std::invalid_argument&) {
     }

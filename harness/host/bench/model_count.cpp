@@ -9,24 +9,14 @@
 
 namespace k3bench {
 
-Bytes& Bytes::operator+=(const Bytes& o) {
-  weights += o.weights;
-  metadata += o.metadata;
-  kv_read += o.kv_read;
-  kv_write += o.kv_write;
-  state += o.state;
-  activations += o.activations;
-  return *this;
-}
-
 Bytes Bytes::scaled(double f) const {
-  return {weights * f, metadata * f, kv_read * f, kv_write * f, state * f, activations * f};
+  return {{weights * f, metadata * f, kv_read * f, kv_write * f, state * f, activations * f}};
 }
 
 Bytes Bytes::from_json(const nlohmann::json& j) {
   if (!j.is_object()) return {};
-  return {j.value("weights", 0.0),  j.value("metadata", 0.0), j.value("kv_read", 0.0),
-          j.value("kv_write", 0.0), j.value("state", 0.0),    j.value("activations", 0.0)};
+  return {{j.value("weights", 0.0), j.value("metadata", 0.0), j.value("kv_read", 0.0),
+           j.value("kv_write", 0.0), j.value("state", 0.0), j.value("activations", 0.0)}};
 }
 
 nlohmann::json Bytes::json() const {

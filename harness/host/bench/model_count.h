@@ -21,6 +21,7 @@
 
 #include "harness/common/model/model_config.h"
 #include "harness/host/bench/instruction_count.h"
+#include "k3k/traffic_by_source.h"
 
 namespace k3bench {
 
@@ -40,11 +41,7 @@ struct ModelCountCase {
 };
 
 // Bytes read and written by source (the runner's names and units: bytes).
-struct Bytes {
-  double weights = 0, metadata = 0, kv_read = 0, kv_write = 0, state = 0, activations = 0;
-  double streamed() const { return weights + metadata + kv_read + kv_write + state; }
-  double total() const { return streamed() + activations; }
-  Bytes& operator+=(const Bytes& o);
+struct Bytes : k3k::TrafficBySource<double> {
   Bytes scaled(double factor) const;
   static Bytes from_json(const nlohmann::json& j);  // k3bench's traffic object
   nlohmann::json json() const;                      // the same names, plus streamed and total

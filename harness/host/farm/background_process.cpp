@@ -1,5 +1,6 @@
 #include "harness/host/farm/background_process.h"
 
+#include "harness/common/sys/elapsed.h"
 #include "harness/host/targets/process.h"
 
 #include <fcntl.h>
@@ -19,10 +20,7 @@ namespace k3farm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using k3sys::seconds_since;
 
 }  // namespace
 

@@ -5,17 +5,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "harness/common/sys/first_line.h"
+
 namespace k3farm {
-namespace {
-
-std::string read_first_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string line;
-  if (f) std::getline(f, line);
-  return line;
-}
-
-}  // namespace
+using k3sys::read_first_line;
 
 std::string this_host() {
   char name[256] = {};

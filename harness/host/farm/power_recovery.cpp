@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/common/sys/elapsed.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/farm/pdu_client.h"
 #include "harness/host/store/results.h"
@@ -16,10 +17,7 @@ namespace k3farm {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
+using k3sys::seconds_since;
 
 }  // namespace
 

@@ -8,15 +8,15 @@
 #include <fmt/ranges.h>
 
 #include "harness/runner/errors.h"
-#include "k3k/linear.h"
-#include "k3k/reference/linear.h"
-#include "k3k/quantize.h"
-#include "k3k/tcm_linear.h"
 #include "harness/runner/ops/op_lists.h"
 #include "harness/runner/ops/op_support.h"
 #include "harness/runner/run_settings.h"
 #include "harness/runner/tcm_context.h"
 #include "harness/runner/weight_cache.h"
+#include "k3k/linear.h"
+#include "k3k/quantize.h"
+#include "k3k/reference/linear.h"
+#include "k3k/tcm_linear.h"
 
 namespace k3runner {
 namespace {
@@ -27,7 +27,8 @@ std::int64_t last_level_cache_bytes() {
   // The largest "size" among cpu0's caches in sysfs; 32 MiB when unknown.
   std::int64_t best = 0;
   for (int i = 0; i < 8; ++i) {
-    FILE* f = std::fopen(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i).c_str(), "r");
+    FILE* f =
+        std::fopen(fmt::format("/sys/devices/system/cpu/cpu0/cache/index{}/size", i).c_str(), "r");
     if (!f) continue;
     long v = 0;
     char unit = 0;
@@ -53,7 +54,8 @@ class LinearCase final : public OpCase {
     }
     tiling_.tile_n = static_cast<int>(in.params.integer("tile_n"));
     configure_microkernel(in.params, in.path, decode);
-    ep_.layout = in.params.text("layout") == "c4" ? k3k::OutputLayout::kC4 : k3k::OutputLayout::kRowMajor;
+    ep_.layout =
+        in.params.text("layout") == "c4" ? k3k::OutputLayout::kC4 : k3k::OutputLayout::kRowMajor;
     const bool with_bias = in.params.integer("bias") != 0;
     const bool with_residual = in.params.integer("residual") != 0;
     if (in.params.integer("clamp") != 0) {
@@ -74,7 +76,9 @@ class LinearCase final : public OpCase {
     // come mapped from the weight cache's rotation file (weight_load = mmap) or are made in this
     // process (read: the first read from the packed cache, the others copied from it); the storage
     // form (for the accuracy check and --dump) is loaded only when asked for.
-    auto repack = [&](k3k::W4B64Packed w) { return k3k::pack_w4b64_for(in.path, std::move(w), weight_rows_); };
+    auto repack = [&](k3k::W4B64Packed w) {
+      return k3k::pack_w4b64_for(in.path, std::move(w), weight_rows_);
+    };
     const k3k::W4B64Layout layout = layout_for(in.path);
     copies_ = in.params.integer("copies");
     if (copies_ == 0) {
@@ -87,7 +91,7 @@ class LinearCase final : public OpCase {
     if (weights_.empty()) {
       weights_.push_back(synthetic_w4b64_packed(n_, k_, in.seed, layout, weight_rows_, repack));
       weights_.reserve(static_cast<std::size_t>(copies_));
-      for (std::int64_t c = 1; c < copies_; ++c) weights_.push_back(clone(weights_.front()));
+      for (std::int64_t c = 1; c < copies_; ++c) weights_.push_back(weights_.front().deep_copy());
     }
 
     a_ = make_activations(m_, k_, in.seed + 1);
@@ -116,7 +120,8 @@ class LinearCase final : public OpCase {
       }
       // Decided once (the first call is the untimed accuracy check): the gate is per shape, and
       // every weight copy has the same shape.
-      if (calls_ == 0) gate_ = k3k::decide_tcm_decode(path_, w, workspace_, tcm_params_, pool_.size());
+      if (calls_ == 0)
+        gate_ = k3k::decide_tcm_decode(path_, w, workspace_, tcm_params_, pool_.size());
       k3k::TcmPipelineStats stats;
       k3k::LinearDecodeOptions options;
       options.tcm_workspace = workspace_;
@@ -164,19 +169,22 @@ class LinearCase final : public OpCase {
       sa.push_back(act_.scale[static_cast<std::size_t>(r)]);
       a_rows.insert(a_rows.end(), a_.begin() + r * k_, a_.begin() + (r + 1) * k_);
       got.insert(got.end(), out_rm.begin() + r * n_, out_rm.begin() + (r + 1) * n_);
-      if (ep_.residual) residual_rows.insert(residual_rows.end(), res_rm.begin() + r * n_, res_rm.begin() + (r + 1) * n_);
+      if (ep_.residual)
+        residual_rows.insert(residual_rows.end(), res_rm.begin() + r * n_,
+                             res_rm.begin() + (r + 1) * n_);
     }
     const auto nrows = static_cast<std::int64_t>(rows.size());
-    const auto ref = k3k::reference::linear_w4b64(storage(), codes.data(), sa.data(), nrows, ep_.bias,
-                                                  ep_.residual ? residual_rows.data() : nullptr,
-                                                  ep_.clamp_min, ep_.clamp_max);
+    const auto ref = k3k::reference::linear_w4b64(
+        storage(), codes.data(), sa.data(), nrows, ep_.bias,
+        ep_.residual ? residual_rows.data() : nullptr, ep_.clamp_min, ep_.clamp_max);
     std::vector<double> bound = ref.bound;
     if (fp16_accumulation_) add_fp16_accumulation_bound(codes, sa, rows, bound);
-    Accuracy acc = compare_outputs(got, ref.y, bound,
-                                   "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
+    Accuracy acc = compare_outputs(
+        got, ref.y, bound, "float64 dequantised W4B64 on the same int8 activations", m_ * n_);
     // Information only: the whole W4A8 scheme against float activations (no epilogue terms).
     if (!ep_.bias && !ep_.residual && ep_.clamp_max == INFINITY) {
-      const auto exact = k3k::reference::linear_unquantized_activations(storage(), a_rows.data(), nrows);
+      const auto exact =
+          k3k::reference::linear_unquantized_activations(storage(), a_rows.data(), nrows);
       double max_err = 0.0, max_ref = 0.0;
       for (std::size_t i = 0; i < exact.size(); ++i) {
         max_err = std::max(max_err, std::fabs(got[i] - exact[i]));
@@ -190,22 +198,23 @@ class LinearCase final : public OpCase {
   }
 
   nlohmann::json params_used() const override {
-    return {{"workers", pool_.size()},
-            {"tile_n", tiling_.tile_n},
-            {"layout", ep_.layout == k3k::OutputLayout::kC4 ? "c4" : "rowmajor"},
-            {"bias", ep_.bias != nullptr},
-            {"residual", ep_.residual != nullptr},
-            {"clamp", ep_.clamp_max != INFINITY ? nlohmann::json::array({ep_.clamp_min, ep_.clamp_max})
-                                                : nlohmann::json(nullptr)},
-            {"copies", copies_},
-            {"weight_layout", k3k::to_string(weights_.front().layout)},
-            {"weight_rows", weights_.front().row_tile},
-            {"ukernel", ukernel_name()},
-            {"prefetch", tiling_.prefetch_bytes},
-            {"rows_per_task", decode_ ? 1 : k3k::kPrefillRowsPerTask},
-            {"accumulate", fp16_accumulation_ ? "fp16 (IME2 .hp block scale)" : "int32"},
-            {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"},
-            {"tcm", tcm_json()}};
+    return {
+        {"workers", pool_.size()},
+        {"tile_n", tiling_.tile_n},
+        {"layout", ep_.layout == k3k::OutputLayout::kC4 ? "c4" : "rowmajor"},
+        {"bias", ep_.bias != nullptr},
+        {"residual", ep_.residual != nullptr},
+        {"clamp", ep_.clamp_max != INFINITY ? nlohmann::json::array({ep_.clamp_min, ep_.clamp_max})
+                                            : nlohmann::json(nullptr)},
+        {"copies", copies_},
+        {"weight_layout", k3k::to_string(weights_.front().layout)},
+        {"weight_rows", weights_.front().row_tile},
+        {"ukernel", ukernel_name()},
+        {"prefetch", tiling_.prefetch_bytes},
+        {"rows_per_task", decode_ ? 1 : k3k::kPrefillRowsPerTask},
+        {"accumulate", fp16_accumulation_ ? "fp16 (IME2 .hp block scale)" : "int32"},
+        {"timed_call", "quantize_pack + linear (fused dynamic activation quantisation included)"},
+        {"tcm", tcm_json()}};
   }
 
   int rotation() const override { return static_cast<int>(copies_); }
@@ -232,17 +241,19 @@ class LinearCase final : public OpCase {
 
   std::vector<DumpArray> dump_arrays() const override {
     a_codes_ = k3k::reference::unpack_codes(act_);
-    const std::string out_layout = ep_.layout == k3k::OutputLayout::kC4 ? "MNN C4: [ceil(N/4)][M][4], pad lanes 0"
-                                                                        : "row-major [M][N]";
+    const std::string out_layout = ep_.layout == k3k::OutputLayout::kC4
+                                       ? "MNN C4: [ceil(N/4)][M][4], pad lanes 0"
+                                       : "row-major [M][N]";
     const std::int64_t out_elems = k3k::output_elements(ep_.layout, m_, n_);
     std::vector<DumpArray> v = {
         dump_of("activations", "f32", {m_, k_}, "row-major [M][K]", a_.data(), m_ * k_),
         dump_of("weight_codes", "u8", {n_, k_ / 2},
-                "MNN W4: row-major [N][K/2], two 4-bit codes per byte, first (even k) in the high nibble",
+                "MNN W4: row-major [N][K/2], two 4-bit codes per byte, first (even k) in the high "
+                "nibble",
                 storage().codes.data(), n_ * k_ / 2),
         dump_of("weight_alpha", "f32", {n_, k_ / 64, 2},
-                "per (row n, block b) the pair (beta, scale); w = scale*(q-8) + beta", storage().alpha.data(),
-                n_ * k_ / 64 * 2),
+                "per (row n, block b) the pair (beta, scale); w = scale*(q-8) + beta",
+                storage().alpha.data(), n_ * k_ / 64 * 2),
         dump_of("activation_codes", "i8", {m_, k_}, "row-major [M][K], qa = round(a*127/absmax)",
                 a_codes_.data(), m_ * k_),
         dump_of("activation_scale", "f32", {m_}, "[M] sa = absmax/127", act_.scale.data(), m_),
@@ -251,7 +262,8 @@ class LinearCase final : public OpCase {
         dump_of("output", "f32", {out_elems}, out_layout, out_.data(), out_elems),
     };
     if (ep_.bias) v.push_back(dump_of("bias", "f32", {n_}, "[N]", ep_.bias, n_));
-    if (ep_.residual) v.push_back(dump_of("residual", "f32", {out_elems}, out_layout, ep_.residual, out_elems));
+    if (ep_.residual)
+      v.push_back(dump_of("residual", "f32", {out_elems}, out_layout, ep_.residual, out_elems));
     return v;
   }
 
@@ -270,30 +282,32 @@ class LinearCase final : public OpCase {
   // of this path by contract name, or auto) and, for decode, the prefetch distance.
   void configure_microkernel(const KeyValues& p, k3k::KernelPath path, bool decode) {
     const std::int64_t rows = p.integer("weight_rows");
-    weight_rows_ = rows == 0 ? k3k::default_weight_rows(path, n_, k_, decode ? tcm_staging_block_bytes(p) : 0)
-                             : static_cast<int>(rows);
+    weight_rows_ =
+        rows == 0 ? k3k::default_weight_rows(path, n_, k_, decode ? tcm_staging_block_bytes(p) : 0)
+                  : static_cast<int>(rows);
     const bool signed_rows = layout_for(path) == k3k::W4B64Layout::kSignedRows;
     if (signed_rows ? (weight_rows_ % k3k::kMinSignedRows != 0) : weight_rows_ != k3k::kW4RowTile) {
-      throw UnsupportedShape(fmt::format("--params: weight_rows={} is not a {} layout ({})", rows,
-                                         k3k::to_string(path),
-                                         signed_rows ? "a multiple of 16 in [16, 256]" : "32 rows per tile"));
+      throw UnsupportedShape(fmt::format(
+          "--params: weight_rows={} is not a {} layout ({})", rows, k3k::to_string(path),
+          signed_rows ? "a multiple of 16 in [16, 256]" : "32 rows per tile"));
     }
     ukernel_ = p.text("ukernel");
     if (ukernel_ != "auto") {
       const k3k::LinearVariantNames names = k3k::linear_variants(path);
       const auto& known = decode ? names.decode : names.prefill;
       if (std::find(known.begin(), known.end(), ukernel_) == known.end()) {
-        throw UnsupportedShape(fmt::format("--params: ukernel={} is not a {} {} microkernel (have: {})", ukernel_,
-                                           k3k::to_string(path), decode ? "decode" : "prefill",
-                                           fmt::join(known, ", ")));
+        throw UnsupportedShape(fmt::format(
+            "--params: ukernel={} is not a {} {} microkernel (have: {})", ukernel_,
+            k3k::to_string(path), decode ? "decode" : "prefill", fmt::join(known, ", ")));
       }
       tiling_.ukernel = ukernel_;
     }
     if (decode) {
       tiling_.prefetch_bytes = static_cast<int>(p.integer("prefetch"));
       if (tiling_.prefetch_bytes != 0 && !k3k::prefetch_built()) {
-        throw UnsupportedShape(fmt::format("--params: prefetch={} needs a build with Zicbop (K3_ENABLE_ZICBOP)",
-                                           tiling_.prefetch_bytes));
+        throw UnsupportedShape(
+            fmt::format("--params: prefetch={} needs a build with Zicbop (K3_ENABLE_ZICBOP)",
+                        tiling_.prefetch_bytes));
       }
     }
   }
@@ -319,9 +333,11 @@ class LinearCase final : public OpCase {
     if (!fp16_accumulation_) return;
 #if defined(K3_HAVE_IME2)
     if (path != k3k::KernelPath::kIme2) {
-      throw UnsupportedShape("--params: accumulate=fp16 is the IME2 .hp kernel: it needs --path ime2");
+      throw UnsupportedShape(
+          "--params: accumulate=fp16 is the IME2 .hp kernel: it needs --path ime2");
     }
-    if (p.text("tcm") == "on") throw UsageError("--params: accumulate=fp16 has no TCM pipeline (use tcm=off|auto)");
+    if (p.text("tcm") == "on")
+      throw UsageError("--params: accumulate=fp16 has no TCM pipeline (use tcm=off|auto)");
 #else
     (void)path;
     throw UnsupportedShape("--params: accumulate=fp16 needs the IME2 layer (not in this build)");
@@ -332,7 +348,7 @@ class LinearCase final : public OpCase {
 #if defined(K3_HAVE_IME2)
     try {
       k3k::linear_decode_w4b64(k3k::KernelPath::kIme2, act_, w, ep_, out_.data(), pool_, tiling_,
-                                     k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
+                               k3k::LinearDecodeOptions{k3k::Accumulation::kFp16BlockScale});
     } catch (const std::domain_error& e) {
       throw UnsupportedShape(std::string("accumulate=fp16: ") + e.what());
     }
@@ -340,8 +356,10 @@ class LinearCase final : public OpCase {
   }
 
   // The extra term of the .hp bound per checked output (k3k/reference/linear.h).
-  void add_fp16_accumulation_bound(const std::vector<std::int8_t>& codes, const std::vector<float>& sa,
-                                   const std::vector<std::int64_t>& rows, std::vector<double>& bound) const {
+  void add_fp16_accumulation_bound(const std::vector<std::int8_t>& codes,
+                                   const std::vector<float>& sa,
+                                   const std::vector<std::int64_t>& rows,
+                                   std::vector<double>& bound) const {
     const std::vector<double> extra = k3k::reference::linear_hp_extra_bound(
         storage(), codes.data(), sa.data(), static_cast<std::int64_t>(rows.size()));
     for (std::size_t i = 0; i < extra.size(); ++i) bound[i] += extra[i];
@@ -360,7 +378,9 @@ class LinearCase final : public OpCase {
 
   void configure_tcm(const KeyValues& p) {
     const std::string use = p.text("tcm");
-    tcm_params_.use = use == "on" ? k3k::TcmUse::kOn : use == "off" ? k3k::TcmUse::kOff : k3k::TcmUse::kAuto;
+    tcm_params_.use = use == "on"    ? k3k::TcmUse::kOn
+                      : use == "off" ? k3k::TcmUse::kOff
+                                     : k3k::TcmUse::kAuto;
     tcm_params_.slab_rows = static_cast<int>(p.integer("slab_rows"));
     if (tcm_params_.slab_rows % weight_rows_ != 0) {
       throw UsageError(fmt::format("--params: slab_rows={} is not a multiple of weight_rows ({})",
@@ -386,31 +406,25 @@ class LinearCase final : public OpCase {
                         {"k_min", tcm_params_.k_min},
                         {"b_min_bytes", tcm_params_.b_min},
                         {"pairing", tcm_params_.pairing},
-                        {"backend", tcm_ != nullptr && tcm_->tcm != nullptr ? k3k::tcm::to_string(tcm_->tcm->backend()) : "off"},
+                        {"backend", tcm_ != nullptr && tcm_->tcm != nullptr
+                                        ? k3k::tcm::to_string(tcm_->tcm->backend())
+                                        : "off"},
                         {"backend_reason", tcm_ != nullptr ? tcm_->reason : "tcm=off"},
                         {"placement", pool_placement_json(pool_)}};
     if (calls_ == 0) return j;
-    j["gate"] = {{"use_tcm", gate_.use_tcm}, {"reason", gate_.reason}, {"slab_rows", gate_.slab_rows},
+    j["gate"] = {{"use_tcm", gate_.use_tcm},
+                 {"reason", gate_.reason},
+                 {"slab_rows", gate_.slab_rows},
                  {"workers", gate_.workers}};
     const double n = static_cast<double>(calls_);
-    j["per_call"] = {{"calls", calls_},
-                     {"copy_seconds", totals_.copy_seconds / n},
-                     {"compute_seconds", totals_.compute_seconds / n},
-                     {"pair_wait_seconds", totals_.wait_seconds / n},
-                     {"bytes_copied", static_cast<double>(totals_.bytes_copied) / n},
-                     {"workers_without_block", static_cast<double>(totals_.workers_without_block) / n}};
+    j["per_call"] = {
+        {"calls", calls_},
+        {"copy_seconds", totals_.copy_seconds / n},
+        {"compute_seconds", totals_.compute_seconds / n},
+        {"pair_wait_seconds", totals_.wait_seconds / n},
+        {"bytes_copied", static_cast<double>(totals_.bytes_copied) / n},
+        {"workers_without_block", static_cast<double>(totals_.workers_without_block) / n}};
     return j;
-  }
-
-  static k3k::W4B64Packed clone(const k3k::W4B64Packed& src) {
-    k3k::W4B64Packed p;
-    p.n = src.n;
-    p.k = src.k;
-    p.layout = src.layout;
-    p.row_tile = src.row_tile;
-    p.codes = k3k::AlignedBuffer<std::uint8_t>::copy_of(src.codes.span());
-    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::copy_of(src.pairs.span());
-    return p;
   }
 
   bool decode_;
@@ -442,7 +456,8 @@ class LinearCase final : public OpCase {
 // The variant names of every compiled layer (decode or prefill); table_key adds "auto".
 std::vector<std::string> ukernel_choices(bool decode) {
   std::vector<std::string> v;
-  for (k3k::KernelPath path : {k3k::KernelPath::kGeneric, k3k::KernelPath::kRvv, k3k::KernelPath::kIme2}) {
+  for (k3k::KernelPath path :
+       {k3k::KernelPath::kGeneric, k3k::KernelPath::kRvv, k3k::KernelPath::kIme2}) {
     const k3k::LinearVariantNames names = k3k::linear_variants(path);
     for (const auto& n : decode ? names.decode : names.prefill) v.push_back(n);
   }
@@ -452,16 +467,24 @@ std::vector<std::string> ukernel_choices(bool decode) {
 std::vector<KeySpec> linear_params(bool decode) {
   const std::string_view op = decode ? "linear_decode" : "linear_prefill";
   std::vector<KeySpec> p = {workers_param(op)};
-  p.push_back(table_key(op, "tile_n", "output columns per task (multiples of weight_rows fit the packed row tiles)", "64"));
-  p.push_back(table_key(op, "ukernel", "microkernel variant by contract name (auto: the path's default for the weights and VLEN)",
-                        "auto", ukernel_choices(decode)));
-  p.push_back(table_key(op, "weight_rows", "rows per packed weight tile (rvv: multiple of 16 in [16, 256]; generic, ime2: 32; 0: the path's default for this VLEN)",
+  p.push_back(table_key(
+      op, "tile_n", "output columns per task (multiples of weight_rows fit the packed row tiles)",
+      "64"));
+  p.push_back(table_key(
+      op, "ukernel",
+      "microkernel variant by contract name (auto: the path's default for the weights and VLEN)",
+      "auto", ukernel_choices(decode)));
+  p.push_back(table_key(op, "weight_rows",
+                        "rows per packed weight tile (rvv: multiple of 16 in [16, 256]; generic, "
+                        "ime2: 32; 0: the path's default for this VLEN)",
                         "0"));
   p.push_back(enum_key("layout", "output layout", "rowmajor", {"rowmajor", "c4"}));
   p.push_back(int_key("bias", "add a bias vector (0/1)", "1", 0, 1));
   p.push_back(int_key("residual", "fuse a residual add (0/1)", "0", 0, 1));
   p.push_back(int_key("clamp", "clamp outputs to [-4, 4] (0/1)", "0", 0, 1));
-  p.push_back(int_key("copies", "weight copies rotated per call (0: auto, > 2x last-level cache for decode)", "0", 0, 4096));
+  p.push_back(int_key("copies",
+                      "weight copies rotated per call (0: auto, > 2x last-level cache for decode)",
+                      "0", 0, 4096));
   return p;
 }
 
@@ -469,17 +492,28 @@ std::vector<KeySpec> linear_params(bool decode) {
 std::vector<KeySpec> decode_params() {
   constexpr std::string_view op = "linear_decode";
   std::vector<KeySpec> p = linear_params(true);
-  p.push_back(table_key(op, "prefetch", "software prefetch distance in bytes ahead of the weight stream, 0 = off (Zicbop builds only)",
+  p.push_back(table_key(op, "prefetch",
+                        "software prefetch distance in bytes ahead of the weight stream, 0 = off "
+                        "(Zicbop builds only)",
                         "0"));
-  p.push_back(table_key(op, "accumulate", "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)",
-                        "int32"));
-  p.push_back(table_key(op, "tcm", "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)", "auto"));
+  p.push_back(table_key(
+      op, "accumulate",
+      "int32 (exact block sums), fp16 (IME2 .hp block-scale kernel, looser bound)", "int32"));
+  p.push_back(table_key(op, "tcm",
+                        "TCM copy/compute pipeline: auto (gated), on (skip size gates), off (DRAM)",
+                        "auto"));
   p.push_back(tcm_backend_param());
-  p.push_back(table_key(op, "slab_rows", "weight rows per TCM slab, a multiple of weight_rows (0: auto: two fit a block, two or more per worker)", "0"));
-  p.push_back(table_key(op, "tcm_workers", "pipeline (compute) workers, capped by workers and usable blocks", "6"));
-  p.push_back(table_key(op, "pairing", "pair workers: one copies while its partner computes (0/1)", "1"));
+  p.push_back(table_key(op, "slab_rows",
+                        "weight rows per TCM slab, a multiple of weight_rows (0: auto: two fit a "
+                        "block, two or more per worker)",
+                        "0"));
+  p.push_back(table_key(op, "tcm_workers",
+                        "pipeline (compute) workers, capped by workers and usable blocks", "6"));
+  p.push_back(
+      table_key(op, "pairing", "pair workers: one copies while its partner computes (0/1)", "1"));
   p.push_back(table_key(op, "k_min", "gate: smallest K for the pipeline (tcm=auto)", "2048"));
-  p.push_back(table_key(op, "b_min_kib", "gate: smallest packed weight size in KiB (tcm=auto)", "2048"));
+  p.push_back(
+      table_key(op, "b_min_kib", "gate: smallest packed weight size in KiB (tcm=auto)", "2048"));
   return p;
 }
 
@@ -497,20 +531,23 @@ void add_linear_ops(std::vector<OpInfo>& ops) {
     // float weights + HQQ storage during setup, packed copies, activations and outputs.
     return n * k * 4 + w * (copies + 1) + m * k * 5 + 3 * m * n * 4;
   };
-  ops.push_back(OpInfo{
-      "linear_prefill",
-      "W4B64-asym Linear, prefill M4 kernel (quantise+pack A fused, direct epilogue)",
-      {dim("m", "activation rows (tokens)"), dim("n", "output features"), dim("k", "input features, multiple of 64")},
-      linear_params(false),
-      [footprint](const KeyValues& s, const KeyValues& p) { return footprint(s.integer("m"), s, p); },
-      [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, false); }});
-  ops.push_back(OpInfo{
-      "linear_decode",
-      "W4B64-asym Linear, decode M1 kernel (one token; weights streamed from DRAM)",
-      {dim("n", "output features"), dim("k", "input features, multiple of 64")},
-      decode_params(),
-      [footprint](const KeyValues& s, const KeyValues& p) { return footprint(1, s, p); },
-      [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, true); }});
+  ops.push_back(
+      OpInfo{"linear_prefill",
+             "W4B64-asym Linear, prefill M4 kernel (quantise+pack A fused, direct epilogue)",
+             {dim("m", "activation rows (tokens)"), dim("n", "output features"),
+              dim("k", "input features, multiple of 64")},
+             linear_params(false),
+             [footprint](const KeyValues& s, const KeyValues& p) {
+               return footprint(s.integer("m"), s, p);
+             },
+             [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, false); }});
+  ops.push_back(
+      OpInfo{"linear_decode",
+             "W4B64-asym Linear, decode M1 kernel (one token; weights streamed from DRAM)",
+             {dim("n", "output features"), dim("k", "input features, multiple of 64")},
+             decode_params(),
+             [footprint](const KeyValues& s, const KeyValues& p) { return footprint(1, s, p); },
+             [](const CaseInputs& in) { return std::make_unique<LinearCase>(in, true); }});
 }
 
 }  // namespace k3runner

@@ -43,9 +43,11 @@ class RopeTable {
  public:
   RopeTable() = default;
   // Building is parallel over positions (one double cos + sin per entry).
-  RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count, WorkerPool& pool);
+  RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count, WorkerPool& pool)
+      : RopeTable(rope, first_pos, count, &pool) {}
   // Serial build, for a handful of positions (decode).
-  RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count);
+  RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count)
+      : RopeTable(rope, first_pos, count, nullptr) {}
 
   int half() const { return half_; }
   std::int64_t first_pos() const { return first_pos_; }
@@ -54,6 +56,8 @@ class RopeTable {
   const float* sin_at(std::int64_t pos) const { return sin_.data() + (pos - first_pos_) * half_; }
 
  private:
+  // pool == nullptr: the serial build.
+  RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count, WorkerPool* pool);
   void fill(const std::vector<double>& inv_freq, std::int64_t begin, std::int64_t end);
   int half_ = 0;
   std::int64_t first_pos_ = 0;

@@ -24,32 +24,12 @@
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
 #include "k3k/quantize.h"
+#include "k3k/traffic_by_source.h"
 #include "k3k/w4b64.h"
 
 namespace k3k {
 
-struct Traffic {
-  std::int64_t weights = 0;      // packed weight codes (and embedding table rows) read
-  std::int64_t metadata = 0;     // the packed weights' fp16 (beta, scale) pairs read
-  std::int64_t kv_read = 0;      // KV cache read
-  std::int64_t kv_write = 0;     // KV cache written
-  std::int64_t state = 0;        // recurrent and convolution state read and written
-  std::int64_t activations = 0;  // activations and other operands read and written
-
-  // What a decode step streams from memory: everything but the activations, which live in cache.
-  std::int64_t streamed() const { return weights + metadata + kv_read + kv_write + state; }
-  std::int64_t total() const { return streamed() + activations; }
-  Traffic& operator+=(const Traffic& o) {
-    weights += o.weights;
-    metadata += o.metadata;
-    kv_read += o.kv_read;
-    kv_write += o.kv_write;
-    state += o.state;
-    activations += o.activations;
-    return *this;
-  }
-  friend bool operator==(const Traffic&, const Traffic&) = default;
-};
+using Traffic = TrafficBySource<std::int64_t>;
 
 // linear_prefill_w4b64 / linear_decode_w4b64 (without the activation quantisation).
 Traffic linear_traffic(const PackedActivations& a, const W4B64Packed& w, const LinearEpilogue& ep);

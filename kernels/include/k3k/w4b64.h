@@ -95,6 +95,19 @@ struct W4B64Packed {
   AlignedBuffer<std::uint8_t> codes;
   AlignedBuffer<fp16_t> pairs;  // 2 per (tile, block, row): beta, then scale
 
+  // A deep copy: packing for a layer consumes its argument, and a benchmark or a test that packs
+  // the same weights several ways keeps the original.
+  W4B64Packed deep_copy() const {
+    W4B64Packed p;
+    p.n = n;
+    p.k = k;
+    p.layout = layout;
+    p.row_tile = row_tile;
+    p.codes = AlignedBuffer<std::uint8_t>::copy_of(codes.span());
+    p.pairs = AlignedBuffer<fp16_t>::copy_of(pairs.span());
+    return p;
+  }
+
   std::int64_t blocks_per_row() const { return k / kW4BlockK; }
   std::int64_t row_tiles() const { return (n + row_tile - 1) / row_tile; }
   // Bytes of one tile's codes (all blocks) and its (beta, scale) pairs (all blocks).
@@ -141,7 +154,8 @@ struct SyntheticWeightSpec {
   double outlier_fraction = 0.002;
   double outlier_scale = 12.0;  // outliers are normal(0, stddev * outlier_scale)
 };
-AlignedBuffer<float> make_synthetic_weights(std::int64_t n, std::int64_t k, const SyntheticWeightSpec&);
+AlignedBuffer<float> make_synthetic_weights(std::int64_t n, std::int64_t k,
+                                            const SyntheticWeightSpec&);
 
 // HQQ quantisation (half-quadratic proximal solver updating the zero only, as in MNN's exporter):
 // initial scale 15/(max-min) and zero round(-min*scale); up to `iterations` refinement steps with
