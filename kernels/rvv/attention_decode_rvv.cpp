@@ -97,18 +97,13 @@ void attention_decode_chunk(const ukernel::DecodeChunk& c) {
   rvv_detail::chunk_softmax_numerators(c);
   // Unnormalised chunk accumulators, two query heads per pass over V, a run of V rows at a time.
   rvv_detail::chunk_value_pass(
-      c, hd,
-      [&](bool pair, const float* p0, const float* p1, int d, std::size_t vl, vfloat32m4_t& acc0,
-          vfloat32m4_t& acc1) {
-        k3k::detail::for_each_slot_run(
-            cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
-              std::size_t off = cache.v_offset(g, slot);
-              for (std::int64_t j = j0; j < j0 + run; ++j, off += static_cast<std::size_t>(hd)) {
-                const vfloat32m4_t v = v_strip(cache, off, d, vl);
-                acc0 = __riscv_vfmacc_vf_f32m4(acc0, p0[j], v, vl);
-                if (pair) acc1 = __riscv_vfmacc_vf_f32m4(acc1, p1[j], v, vl);
-              }
-            });
+      c, [&](const rvv_detail::ValueRun& r, vfloat32m4_t& acc0, vfloat32m4_t& acc1) {
+        std::size_t off = cache.v_offset(g, r.slot);
+        for (std::int64_t j = r.j0; j < r.j0 + r.run; ++j, off += static_cast<std::size_t>(hd)) {
+          const vfloat32m4_t v = v_strip(cache, off, r.d, r.vl);
+          acc0 = __riscv_vfmacc_vf_f32m4(acc0, r.p0[j], v, r.vl);
+          if (r.pair) acc1 = __riscv_vfmacc_vf_f32m4(acc1, r.p1[j], v, r.vl);
+        }
       });
 }
 

@@ -208,17 +208,13 @@ bool attention_decode_chunk_f16_scaled(const ukernel::DecodeChunk& c) {
   rvv_detail::chunk_softmax_numerators(c,
                                        [&](float* sg) { rvv_detail::scale_row(sg, sg, n, kUp); });
   rvv_detail::chunk_value_pass(
-      c, hd,
-      [&](bool pair, const float* p0, const float* p1, int d, std::size_t vl, vfloat32m4_t& acc0,
-          vfloat32m4_t& acc1) {
-        k3k::detail::for_each_slot_run(
-            cache, c0, n, [&](std::int64_t j0, std::int64_t slot, std::int64_t run) {
-              const fp16_t* v = cache.v_f16() + cache.v_offset(g, slot);
-              if (pair)
-                run_values<true>(v, hd, d, vl, run, p0 + j0, p1 + j0, acc0, acc1, mx2, mx4);
-              else
-                run_values<false>(v, hd, d, vl, run, p0 + j0, p0 + j0, acc0, acc1, mx2, mx4);
-            });
+      c, [&](const rvv_detail::ValueRun& r, vfloat32m4_t& acc0, vfloat32m4_t& acc1) {
+        const fp16_t* v = cache.v_f16() + cache.v_offset(g, r.slot);
+        const float* p0 = r.p0 + r.j0;
+        if (r.pair)
+          run_values<true>(v, hd, r.d, r.vl, r.run, p0, r.p1 + r.j0, acc0, acc1, mx2, mx4);
+        else
+          run_values<false>(v, hd, r.d, r.vl, r.run, p0, p0, acc0, acc1, mx2, mx4);
       });
   const vuint16m1_t zero = __riscv_vmv_s_x_u16m1(0, 1);
   const std::uint16_t seen = std::max(__riscv_vmv_x_s_u16m1_u16(__riscv_vredmaxu_vs_u16m2_u16m1(
