@@ -1,10 +1,8 @@
 // k3tune end to end: the real k3tune binary drives real k3bench processes into a real SQLite file.
 // Covers counts and provenance, resume after a mid-sweep kill, failed cells (crash, timeout),
 // bad input (nothing written), the IME2 build message, and the qemu-user target.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 #include <cmath>
 
@@ -13,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/stale_tcm_lock.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -488,19 +487,7 @@ TEST_F(HarnessCli, QemuSweepEndToEnd) {
 TEST_F(HarnessCli, TcmStaleLockIsReportedByProbeAndReleasedOnlyByTheCommand) {
   // A killed run's lock, through the vendor-library test double: a child takes block 2 and dies.
   const std::string state = (dir_ / "tcm.state").string();
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
-    void* h = ::dlopen(K3_FAKE_SPINE_TCM, RTLD_NOW);
-    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(
-                            ::dlsym(h, "spine_tcm_runtime_mem_try_wait"))
-                      : nullptr;
-    ::_exit(try_wait != nullptr && try_wait(2, 0) != nullptr ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  ASSERT_GT(k3test::leave_stale_tcm_lock(K3_FAKE_SPINE_TCM, state, 2), 0);
   const std::vector<std::string> env = {"K3_TCM_LIBRARY=" + std::string(K3_FAKE_SPINE_TCM),
                                         "FAKE_SPINE_TCM_STATE=" + state};
 

@@ -274,12 +274,14 @@ TEST_F(CountModelCli, ASyntheticContextCountsLikeAPrefilledOne) {
   // 5k instructions of the tiny model's 150k.
   EXPECT_NEAR(a, b, 0.05 * a);
   // Regions 1 + slot: attn_proj (3), attn_out (9), mlp_gate_up (17), mlp_down (19), lm_head (20).
-  // Each call binds its tile body on the heap: malloc's path after the two fills differs by up to
-  // a few hundred instructions (213 of a 32,963-instruction mlp_gate_up seen in a fresh clone), so
-  // the bound is 0.5% or 300 instructions, whichever is larger, on the tiny model's small calls.
+  // Each call binds its tile body on the heap: malloc's path after the two fills differs by a few
+  // hundred instructions, and by how many moves with the heap's layout, which any change to the
+  // runner's allocations shifts (213 of a 32,963-instruction mlp_gate_up seen in one build, 305
+  // in the next), so the bound is 1% or 400 instructions, whichever is larger, on the tiny
+  // model's small calls: a difference in what the op computes is thousands.
   for (const int slot : {3, 9, 17, 19, 20})
     EXPECT_NEAR(prefilled.at(1 + slot), synthetic.at(1 + slot),
-                std::max(0.005 * prefilled.at(1 + slot), 300.0))
+                std::max(0.01 * prefilled.at(1 + slot), 400.0))
         << slot;
 }
 

@@ -53,17 +53,6 @@ inline Weights make_weights(KernelPath path, std::int64_t n, std::int64_t k, std
   return out;
 }
 
-inline W4B64Storage clone_storage(const W4B64Storage& s) {
-  W4B64Storage c;
-  c.n = s.n;
-  c.k = s.k;
-  c.codes = AlignedBuffer<std::uint8_t>(s.codes.size());
-  c.alpha = AlignedBuffer<float>(s.alpha.size());
-  std::memcpy(c.codes.data(), s.codes.data(), s.codes.size_bytes());
-  std::memcpy(c.alpha.data(), s.alpha.data(), s.alpha.size_bytes());
-  return c;
-}
-
 inline void set_storage_code(W4B64Storage& s, std::int64_t row, std::int64_t col, int q) {
   std::uint8_t& byte = s.codes[sz(row * (s.k / 2) + col / 2)];
   byte = (col % 2 == 0) ? static_cast<std::uint8_t>((byte & 0x0F) | (q << 4))

@@ -34,7 +34,7 @@ TEST_P(LinearContract, MutatedWeightCodeIsDetectedAtItsOutputColumn) {
       const std::int64_t row_w = (c * 7) % n;
       SCOPED_TRACE(testing::Message()
                    << (decode ? "decode" : "prefill") << " weight (" << row_w << "," << c << ")");
-      W4B64Storage mutated = clone_storage(w.storage);
+      W4B64Storage mutated = w.storage.deep_copy();
       set_storage_code(mutated, row_w, c, mutated.code(row_w, c) ^ 0x8);  // code +- 8
       const W4B64Packed packed = pack_for(layer(), mutated);
       const std::vector<float> out =
@@ -67,7 +67,7 @@ TEST_P(LinearContract, MutatedScaleOrBetaIsDetected) {
   const Acts a = quantize(layer(), make_activations(1, k, 3), 1, k, true, pool);
   const reference::LinearResult ref = reference_for(a, w.storage, Epi{});
   for (int which : {0, 1}) {  // alpha pair element: 0 = beta, 1 = scale
-    W4B64Storage mutated = clone_storage(w.storage);
+    W4B64Storage mutated = w.storage.deep_copy();
     const std::int64_t row = 5, block = 2, nb = k / 64;
     float& v = mutated.alpha[sz((row * nb + block) * 2 + which)];
     v = v * 1.5f + (which == 0 ? 0.01f : 0.0f);

@@ -92,7 +92,7 @@ TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesPara
   json t = valid_table(running_board(), layer);
   t["entries"][0]["params"] = {{"tile_n", 32}, {"workers", 1}};
   ASSERT_TRUE(load_tuning_table(write("t.json", t)).loaded);
-  const AutoLinearWeights aw = pack_linear_auto(clone_storage(w.storage));
+  const AutoLinearWeights aw = pack_linear_auto(w.storage.deep_copy());
   EXPECT_EQ(to_string(aw.path), layer);
   EXPECT_EQ(aw.path_reason, "table entry linear_decode/" + layer + "/k256/n96");
   EXPECT_EQ(aw.decode.tiling.tile_n, 32);
@@ -123,7 +123,7 @@ TEST_F(TuningTableFile, AutoCallsAreBitwiseEqualToExplicitCallsWithTheTablesPara
   }
   // Without a table: the defaults and the best usable layer.
   clear_tuning_table();
-  const AutoLinearWeights plain = pack_linear_auto(clone_storage(w.storage));
+  const AutoLinearWeights plain = pack_linear_auto(w.storage.deep_copy());
   EXPECT_EQ(plain.table, nullptr);
   EXPECT_EQ(plain.decode.tiling.tile_n, LinearTiling{}.tile_n);
   EXPECT_EQ(plain.path, decide_path().path);
@@ -150,7 +150,7 @@ class Ime2DecodePathGate : public TuningTableFile {
   void check(std::int64_t n, std::int64_t k, KernelPath wanted, const std::string& why) {
     using namespace linear_test;
     const Weights w = make_weights(KernelPath::kGeneric, n, k, 21);
-    const AutoLinearWeights aw = pack_linear_auto(clone_storage(w.storage));
+    const AutoLinearWeights aw = pack_linear_auto(w.storage.deep_copy());
     const auto [path, reason] = expected(wanted, why);
     // In the XML report (--gtest_output=xml): which layer each run took, and why.
     RecordProperty(std::to_string(n) + "x" + std::to_string(k), aw.path_reason);
@@ -188,13 +188,13 @@ TEST_F(Ime2DecodePathGate, AnEntryForTheExactShapeWinsOverTheGate) {
       entry("linear_decode", to_string(best), {{"k", k}, {"n", n}}, {{"tile_n", 32}}));
   ASSERT_TRUE(load_tuning_table(write("t.json", t)).loaded);
   const linear_test::Weights w = linear_test::make_weights(KernelPath::kGeneric, n, k, 23);
-  const AutoLinearWeights aw = pack_linear_auto(linear_test::clone_storage(w.storage));
+  const AutoLinearWeights aw = pack_linear_auto(w.storage.deep_copy());
   EXPECT_EQ(aw.path, best);
   EXPECT_EQ(aw.path_reason,
             "table entry linear_decode/" + std::string(to_string(best)) + "/k512/n64");
   // Another shape: the gate.
   const linear_test::Weights other = linear_test::make_weights(KernelPath::kGeneric, n, 2 * k, 24);
-  const AutoLinearWeights g = pack_linear_auto(linear_test::clone_storage(other.storage));
+  const AutoLinearWeights g = pack_linear_auto(other.storage.deep_copy());
   EXPECT_EQ(g.path_reason.rfind("table gates/decode_path", 0), 0u) << g.path_reason;
 }
 

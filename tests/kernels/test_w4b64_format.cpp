@@ -21,17 +21,8 @@
 namespace k3k {
 namespace {
 
-std::size_t sz(std::int64_t v) { return static_cast<std::size_t>(v); }
-
-W4B64Storage clone_storage(const W4B64Storage& s) {
-  W4B64Storage c;
-  c.n = s.n;
-  c.k = s.k;
-  c.codes = AlignedBuffer<std::uint8_t>(s.codes.size());
-  c.alpha = AlignedBuffer<float>(s.alpha.size());
-  std::memcpy(c.codes.data(), s.codes.data(), s.codes.size_bytes());
-  std::memcpy(c.alpha.data(), s.alpha.data(), s.alpha.size_bytes());
-  return c;
+std::size_t sz(std::int64_t v) {
+  return static_cast<std::size_t>(v);
 }
 
 // Writes a code into the storage form by hand: first element of each pair in the HIGH nibble.
@@ -54,10 +45,10 @@ int raw_code(const W4B64Storage& s, std::int64_t row, std::int64_t col) {
 // cannot improve on it and the result is exact for any iteration count.
 struct ExactMatrix {
   std::int64_t n, k;
-  std::vector<int> q;        // [N][K]
-  std::vector<float> s;      // [N][K/64]
-  std::vector<float> beta;   // [N][K/64]
-  std::vector<float> w;      // [N][K]
+  std::vector<int> q;       // [N][K]
+  std::vector<float> s;     // [N][K/64]
+  std::vector<float> beta;  // [N][K/64]
+  std::vector<float> w;     // [N][K]
 };
 
 ExactMatrix make_exact_matrix(std::int64_t n, std::int64_t k) {
@@ -96,17 +87,19 @@ void expect_storage_equals_exact(const W4B64Storage& st, const ExactMatrix& m) {
   for (std::int64_t r = 0; r < m.n; ++r) {
     for (std::int64_t col = 0; col < m.k; col += 2) {
       const std::uint8_t byte = st.codes[sz(r * (m.k / 2) + col / 2)];
-      ASSERT_EQ(byte >> 4, m.q[sz(r * m.k + col)]) << "high nibble must hold the even element, row " << r
-                                                    << " col " << col;
-      ASSERT_EQ(byte & 0x0F, m.q[sz(r * m.k + col + 1)]) << "low nibble must hold the odd element, row "
-                                                          << r << " col " << col + 1;
+      ASSERT_EQ(byte >> 4, m.q[sz(r * m.k + col)])
+          << "high nibble must hold the even element, row " << r << " col " << col;
+      ASSERT_EQ(byte & 0x0F, m.q[sz(r * m.k + col + 1)])
+          << "low nibble must hold the odd element, row " << r << " col " << col + 1;
       ASSERT_EQ(st.code(r, col), m.q[sz(r * m.k + col)]);
       ASSERT_EQ(st.code(r, col + 1), m.q[sz(r * m.k + col + 1)]);
     }
     for (std::int64_t b = 0; b < nb; ++b) {
       // alpha pairs are (beta, scale), blocks row-major.
-      EXPECT_EQ(st.alpha[sz((r * nb + b) * 2)], m.beta[sz(r * nb + b)]) << "beta of row " << r << " block " << b;
-      EXPECT_EQ(st.alpha[sz((r * nb + b) * 2 + 1)], m.s[sz(r * nb + b)]) << "scale of row " << r << " block " << b;
+      EXPECT_EQ(st.alpha[sz((r * nb + b) * 2)], m.beta[sz(r * nb + b)])
+          << "beta of row " << r << " block " << b;
+      EXPECT_EQ(st.alpha[sz((r * nb + b) * 2 + 1)], m.s[sz(r * nb + b)])
+          << "scale of row " << r << " block " << b;
       EXPECT_EQ(st.beta(r, b), m.beta[sz(r * nb + b)]);
       EXPECT_EQ(st.scale(r, b), m.s[sz(r * nb + b)]);
     }
@@ -122,7 +115,8 @@ TEST(W4B64Format, StorageNibbleOrderAndAlphaPairsOnExactBlocks) {
     std::vector<double> row(sz(m.k));
     for (std::int64_t r = 0; r < m.n; ++r) {
       dequantize_w4b64_row(st, r, row.data());
-      for (std::int64_t c = 0; c < m.k; ++c) ASSERT_EQ(row[sz(c)], double(m.w[sz(r * m.k + c)])) << r << "," << c;
+      for (std::int64_t c = 0; c < m.k; ++c)
+        ASSERT_EQ(row[sz(c)], double(m.w[sz(r * m.k + c)])) << r << "," << c;
     }
   }
 }
@@ -214,8 +208,9 @@ TEST(W4B64Format, HqqErrorIsSmallOnSyntheticWeights) {
   }
   // Refinement must have improved the matrix as a whole (it ran and was kept somewhere).
   EXPECT_LT(sum_err, sum_err0);
-  std::printf("[          ] HQQ worst block mean-abs-error / (R/30) = %.4f; refined/initial total = %.4f\n",
-              worst_ratio, sum_err / sum_err0);
+  std::printf(
+      "[          ] HQQ worst block mean-abs-error / (R/30) = %.4f; refined/initial total = %.4f\n",
+      worst_ratio, sum_err / sum_err0);
 }
 
 TEST(W4B64Format, HqqZeroIsNonIntegerAfterRefinement) {
@@ -239,7 +234,8 @@ TEST(W4B64Format, HqqZeroIsNonIntegerAfterRefinement) {
     }
   }
   // Typically ~80% of blocks end up with a fractional zero; require at least half.
-  EXPECT_GE(non_integer, n * nb / 2) << non_integer << " of " << n * nb << " blocks have a fractional zero";
+  EXPECT_GE(non_integer, n * nb / 2)
+      << non_integer << " of " << n * nb << " blocks have a fractional zero";
 }
 
 // A constant block is carried by beta with scale 1: its value is the fp16 rounding of the constant
@@ -253,7 +249,8 @@ TEST(W4B64Format, ConstantBlocksReproduceTheirFp16ValueExactly) {
   for (std::int64_t r = 0; r < n; ++r) {
     // Block 0 constant, block 1 ordinary (so constant handling is per block).
     for (std::int64_t c = 0; c < 64; ++c) w[sz(r * k + c)] = constants[r];
-    for (std::int64_t c = 64; c < k; ++c) w[sz(r * k + c)] = static_cast<float>(rng.normal(0.0, 0.02));
+    for (std::int64_t c = 64; c < k; ++c)
+      w[sz(r * k + c)] = static_cast<float>(rng.normal(0.0, 0.02));
   }
   const W4B64Storage st = quantize_w4b64_hqq(w, n, k);
   std::vector<double> row(sz(k));
@@ -273,7 +270,8 @@ TEST(W4B64Format, ConstantBlocksReproduceTheirFp16ValueExactly) {
   std::vector<std::int32_t> tokens(sz(n));
   for (std::int64_t r = 0; r < n; ++r) tokens[sz(r)] = static_cast<std::int32_t>(r);
   std::vector<float> out(sz(n * k));
-  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(),
+                              pool);
   for (std::int64_t r = 0; r < n; ++r)
     for (std::int64_t c = 0; c < 64; ++c)
       ASSERT_EQ(out[sz(r * k + c)], w4b64_pair_value(constants[r])) << r << "," << c;
@@ -300,7 +298,8 @@ TEST(W4B64Format, SyntheticWeightsAreSeededAndRealistic) {
   const AlignedBuffer<float> b = make_synthetic_weights(n, k, {.seed = 42});
   const AlignedBuffer<float> c = make_synthetic_weights(n, k, {.seed = 43});
   ASSERT_EQ(a.size(), sz(n * k));
-  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size_bytes()), 0) << "same seed must give the same bits";
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size_bytes()), 0)
+      << "same seed must give the same bits";
   std::size_t differ = 0;
   for (std::size_t i = 0; i < a.size(); ++i) differ += (a[i] != c[i]);
   EXPECT_GT(differ, a.size() * 99 / 100) << "different seeds must give different data";
@@ -324,7 +323,8 @@ TEST(W4B64Format, SyntheticWeightsAreSeededAndRealistic) {
   EXPECT_GT(double(large) / count, 0.0008);
   EXPECT_LT(double(large) / count, 0.0017);
 
-  const AlignedBuffer<float> plain = make_synthetic_weights(64, 1024, {.seed = 3, .outlier_fraction = 0.0});
+  const AlignedBuffer<float> plain =
+      make_synthetic_weights(64, 1024, {.seed = 3, .outlier_fraction = 0.0});
   std::size_t plain_large = 0;
   for (float x : plain) plain_large += std::fabs(x) > 6 * 0.02;
   EXPECT_EQ(plain_large, 0u) << "without outliers nothing should exceed 6 sd";
@@ -344,7 +344,8 @@ TEST(W4B64Format, GenericPackRoundTripsThroughEmbeddingKernel) {
   for (std::int64_t r = 0; r < n; ++r) tokens[sz(r)] = static_cast<std::int32_t>(n - 1 - r);
   std::vector<float> out(sz(n * k));
   WorkerPool pool(2);
-  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(), pool);
+  k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, packed, tokens.data(), n, out.data(),
+                              pool);
   const reference::LinearResult ref = reference::embedding_lookup(st, tokens.data(), n);
   const reference::CompareResult cmp = reference::compare_to_reference(out, ref.y, ref.bound);
   EXPECT_TRUE(cmp.pass) << reference::describe(cmp, out, ref.y, ref.bound);
@@ -361,9 +362,10 @@ TEST(W4B64Format, EverySingleCodeChangeMovesExactlyOneKernelOutput) {
   std::vector<float> before(sz(k)), after(sz(k));
   for (std::int64_t r = 0; r < n; ++r) {
     const std::int32_t token = static_cast<std::int32_t>(r);
-    k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, base_packed, &token, 1, before.data(), pool);
+    k3k::embedding_lookup_w4b64(k3k::KernelPath::kGeneric, base_packed, &token, 1, before.data(),
+                                pool);
     for (std::int64_t col = 0; col < k; ++col) {
-      W4B64Storage mutated = clone_storage(base);
+      W4B64Storage mutated = base.deep_copy();
       const int q_new = (raw_code(base, r, col) + 5) % 16;
       set_storage_code(mutated, r, col, static_cast<std::uint8_t>(q_new));
       ASSERT_EQ(raw_code(mutated, r, col), q_new);
@@ -373,11 +375,13 @@ TEST(W4B64Format, EverySingleCodeChangeMovesExactlyOneKernelOutput) {
         if (c == col) {
           const double s = base.scale(r, c / 64), beta = base.beta(r, c / 64);
           const double want = s * (q_new - 8) + beta;
-          ASSERT_LE(std::fabs(after[sz(c)] - want), gamma_f32(2) * (std::fabs(s * (q_new - 8)) + std::fabs(beta)))
+          ASSERT_LE(std::fabs(after[sz(c)] - want),
+                    gamma_f32(2) * (std::fabs(s * (q_new - 8)) + std::fabs(beta)))
               << "row " << r << " col " << col;
           ASSERT_NE(after[sz(c)], before[sz(c)]) << "row " << r << " col " << col;
         } else {
-          ASSERT_EQ(after[sz(c)], before[sz(c)]) << "changing (" << r << "," << col << ") moved col " << c;
+          ASSERT_EQ(after[sz(c)], before[sz(c)])
+              << "changing (" << r << "," << col << ") moved col " << c;
         }
       }
     }

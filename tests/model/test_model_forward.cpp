@@ -10,12 +10,13 @@
 #include <utility>
 #include <vector>
 
-#include "harness/runner/model/forward.h"
-#include "k3k/dispatch.h"
-#include "harness/runner/model/model_check.h"
 #include "harness/common/model/model_config.h"
+#include "harness/runner/model/forward.h"
+#include "harness/runner/model/model_check.h"
 #include "harness/runner/model/model_weights.h"
 #include "harness/runner/model/reference_forward.h"
+#include "k3k/dispatch.h"
+#include "model_layers.h"
 
 namespace {
 
@@ -28,18 +29,6 @@ k3model::ModelConfig tiny(const char* name) {
 k3k::WorkerPool& pool(int n) {
   static k3k::WorkerPool p1(1), p2(2), p3(3);
   return n == 1 ? p1 : n == 2 ? p2 : p3;
-}
-
-std::vector<k3k::KernelPath> layers() {
-  std::vector<k3k::KernelPath> out = {k3k::KernelPath::kGeneric};
-  if (k3k::path_compiled(k3k::KernelPath::kRvv)) {
-    try {
-      k3k::decide_path(k3k::KernelPath::kRvv);
-      out.push_back(k3k::KernelPath::kRvv);
-    } catch (const std::invalid_argument&) {
-    }
-  }
-  return out;
 }
 
 // On the generic layer the fixed seeds below give runs without an int8 code on a rounding
@@ -61,14 +50,14 @@ void expect_check(const char* model, k3k::KernelPath path, int chunk) {
 }
 
 TEST(ModelForward, TinyHybridMatchesTheFloat64Forward) {
-  for (const auto path : layers()) {
+  for (const auto path : k3test::model_layers()) {
     expect_check("tiny-qwen3.5", path, 64);
     expect_check("tiny-qwen3.5", path, 4);  // three chunks of the 12-token prompt
   }
 }
 
 TEST(ModelForward, TinyDenseMatchesTheFloat64Forward) {
-  for (const auto path : layers()) expect_check("tiny-qwen3", path, 64);
+  for (const auto path : k3test::model_layers()) expect_check("tiny-qwen3", path, 64);
 }
 
 // The worst step error of the kernels' forward (config c, weights w) against the quantising
@@ -137,7 +126,7 @@ std::vector<float> run(const k3model::ModelConfig& c, const ModelWeights& w, k3k
 TEST(ModelForward, SameLogitsForAnyWorkerCount) {
   for (const char* model : {"tiny-qwen3.5", "tiny-qwen3"}) {
     const auto c = tiny(model);
-    for (const auto path : layers()) {
+    for (const auto path : k3test::model_layers()) {
       const ModelWeights w = make_synthetic_weights(c, {3, 0}, path, pool(1));
       const auto base = run(c, w, path, pool(1));
       for (int n : {2, 3}) {

@@ -19,6 +19,7 @@
 #include "harness/runner/model/model_weights.h"
 #include "k3k/dispatch.h"
 #include "k3k/linear.h"
+#include "model_layers.h"
 
 namespace {
 
@@ -27,18 +28,6 @@ using namespace k3runner::model;
 k3k::WorkerPool& pool() {
   static k3k::WorkerPool p(2);
   return p;
-}
-
-std::vector<k3k::KernelPath> paths() {
-  std::vector<k3k::KernelPath> out = {k3k::KernelPath::kGeneric};
-  if (k3k::path_compiled(k3k::KernelPath::kRvv)) {
-    try {
-      k3k::decide_path(k3k::KernelPath::kRvv);
-      out.push_back(k3k::KernelPath::kRvv);
-    } catch (const std::invalid_argument&) {
-    }
-  }
-  return out;
 }
 
 // The bytes the config implies, by source (doubles: exact below 2^53).
@@ -103,7 +92,7 @@ void expect_bytes(const k3k::Traffic& got, const Expected& want, const std::stri
 void check_config(const k3model::ModelConfig& c, std::int64_t depth, std::int64_t pp,
                   bool model_shapes) {
   const double fp16_kv = 2.0 * double(c.kv_dim()) * 2;  // K and V of one token, fp16 (the default)
-  for (const k3k::KernelPath path : paths()) {
+  for (const k3k::KernelPath path : k3test::model_layers()) {
     const std::string what = c.id + " " + k3k::to_string(path);
     const ModelWeights w = make_synthetic_weights(c, {1, 0, /*zero=*/true}, path, pool());
     ModelParams params;  // fp16 KV, the forward's default

@@ -2,9 +2,7 @@
 // emulated backend), the decode Linear's tcm parameters and gate report, and the stale-lock
 // workflow against the vendor-library test double: a process dies holding a block, --tcm-status
 // reports it, nothing recovers it implicitly, --tcm-force-release does.
-#include <dlfcn.h>
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/stale_tcm_lock.h"
 #include "k3bench_process.h"
 
 namespace {
@@ -81,19 +80,8 @@ TEST(K3benchTcm, StaleLockIsReportedAndRecoveredOnlyOnRequest) {
   const std::string env =
       "K3_TCM_LIBRARY=" + std::string(K3_FAKE_SPINE_TCM) + " FAKE_SPINE_TCM_STATE=" + state;
   // A child process takes block 4 through the vendor API and dies without releasing it.
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::setenv("FAKE_SPINE_TCM_STATE", state.c_str(), 1);
-    void* h = ::dlopen(K3_FAKE_SPINE_TCM, RTLD_NOW);
-    auto try_wait = h ? reinterpret_cast<void* (*)(int, std::size_t)>(
-                            ::dlsym(h, "spine_tcm_runtime_mem_try_wait"))
-                      : nullptr;
-    ::_exit(try_wait != nullptr && try_wait(4, 0) != nullptr ? 0 : 1);
-  }
-  int status = 0;
-  ASSERT_EQ(::waitpid(child, &status, 0), child);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  const pid_t child = k3test::leave_stale_tcm_lock(K3_FAKE_SPINE_TCM, state, 4);
+  ASSERT_GT(child, 0);
 
   auto status_json = [&] {
     const auto r = run_k3bench("--tcm-status --json", env);

@@ -35,6 +35,16 @@ struct W4B64Storage {
   AlignedBuffer<std::uint8_t> codes;
   AlignedBuffer<float> alpha;
 
+  // A deep copy (a test mutates one and keeps the original).
+  W4B64Storage deep_copy() const {
+    W4B64Storage c;
+    c.n = n;
+    c.k = k;
+    c.codes = AlignedBuffer<std::uint8_t>::copy_of(codes.span());
+    c.alpha = AlignedBuffer<float>::copy_of(alpha.span());
+    return c;
+  }
+
   std::int64_t blocks_per_row() const { return k / kW4BlockK; }
   std::uint8_t code(std::int64_t row, std::int64_t col) const {
     const std::uint8_t byte = codes[static_cast<std::size_t>(row * (k / 2) + col / 2)];
