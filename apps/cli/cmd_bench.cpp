@@ -11,6 +11,7 @@
 #include "apps/cli/farm_work.h"
 #include "apps/cli/measuring_place.h"
 #include "harness/host/bench/bench_session.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/bench/defaults.h"
 #include "harness/host/farmbench/farm_sweep.h"
 #include "harness/host/stats/stats.h"
@@ -200,7 +201,8 @@ nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db
   for (const auto& bd : b.builds)
     builds.push_back(
         {{"build_hash", bd.build_hash}, {"label", bd.label}, {"runner", bd.target->runner_path()}});
-  return {{"run_uuid", r.run_uuid},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
+          {"run_uuid", r.run_uuid},
           {"target", b.builds.back().target->name()},
           {"build_hash", b.builds.back().build_hash},
           {"builds", builds},

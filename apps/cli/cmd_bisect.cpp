@@ -11,6 +11,7 @@
 #include "apps/bisect/nightly_regression.h"
 #include "apps/cli/app_context.h"
 #include "apps/cli/measuring_place.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/bench/measure_settings.h"
 #include "reports/runner_store.h"
 
@@ -44,11 +45,17 @@ nlohmann::json result_json(const k3bisect::BisectResult& r) {
   }
   nlohmann::json chased = nlohmann::json::array();
   for (const auto& e : r.chased) chased.push_back(effect_json(e));
-  return {{"bisection_id", r.id},       {"good", r.range.good},
-          {"bad", r.range.bad},         {"commits", r.range.commits.size()},
-          {"status", r.status},         {"why", r.why},
-          {"candidates", r.candidates}, {"chased", chased},
-          {"probes", probes},           {"skipped", r.skipped()},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBisect)},
+          {"bisection_id", r.id},
+          {"good", r.range.good},
+          {"bad", r.range.bad},
+          {"commits", r.range.commits.size()},
+          {"status", r.status},
+          {"why", r.why},
+          {"candidates", r.candidates},
+          {"chased", chased},
+          {"probes", probes},
+          {"skipped", r.skipped()},
           {"wall_s", r.wall_s}};
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "apps/nightly/board_events_section.h"
+#include "harness/common/sys/text_file.h"
 #include "tuner/table.h"
 
 namespace k3nightly {
@@ -17,10 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string summary_file_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return k3sys::read_text(path);
 }
 
 // The part of a step's name after `prefix` ("" when the step is not one of that kind).

@@ -20,7 +20,9 @@
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/notify.h"
 #include "apps/nightly/revision_ancestry.h"
+#include "apps/nightly/step_detail.h"
 #include "apps/scheduler/scheduler.h"
+#include "harness/common/sys/text_file.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/board.h"
@@ -48,12 +50,7 @@ std::string utc_stamp() {
   return buf;
 }
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using k3sys::read_text;
 
 // Runs `argv` in this process group (a kill of the nightly takes its steps with it), stdout to
 // `out_path`, stderr to `log_path`. Returns the exit code (128 + signal when killed).
@@ -81,45 +78,6 @@ int run_step(const std::vector<std::string>& argv, const std::string& out_path,
   while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-// What later steps and the summary need from a step's JSON output.
-nlohmann::json detail_of(const std::string& out_path) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(read_text(out_path));
-  } catch (const nlohmann::json::exception&) {
-    return nlohmann::json::object();
-  }
-  nlohmann::json d = nlohmann::json::object();
-  for (const char* k : {"run_uuid", "build_hash", "builds", "sweep_uuid", "runs", "quarantined",
-                        "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
-                        "unmeasured_cells", "samples_before", "samples_after", "comparisons"})
-    if (j.is_object() && j.contains(k)) d[k] = j[k];
-  // `tune --farm --json`: per fingerprint group its boards, table and objective (no jobs).
-  if (j.is_object() && j.contains("groups") && j["groups"].is_array()) {
-    d["groups"] = nlohmann::json::array();
-    for (const auto& g : j["groups"])
-      d["groups"].push_back({{"boards", g.value("boards", nlohmann::json::array())},
-                             {"table", g.value("table", "")},
-                             {"objective", g.value("objective", "")},
-                             {"lost", g.value("lost", nlohmann::json::object())},
-                             {"unfinished", g.value("unfinished", nlohmann::json::array())}});
-  }
-  // `count --json`: one row per counted case, each naming the run of its runner.
-  if (j.is_array()) {
-    d["counts"] = nlohmann::json::array();
-    for (const auto& row : j)
-      if (row.is_object() && row.contains("run_uuid"))
-        d["counts"].push_back({{"path", row.value("path", "")},
-                               {"op", row.value("op", "")},
-                               {"shape", row.value("shape", "")},
-                               {"vlen", row.value("vlen", 0)},
-                               {"instructions_per_call", row.value("instructions_per_call", 0.0)},
-                               {"jitter", row.value("jitter", 0.0)},
-                               {"run_uuid", row["run_uuid"]}});
-  }
-  return d;
 }
 
 std::string host_runner(const NightlyRequest& rq) {
@@ -349,12 +307,16 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     }
     begin_step(*db, o.id, step.name, static_cast<int>(i), command);
     const auto t0 = Clock::now();
-    const std::string out_path = o.dir + "/logs/" + step.name + (step.json ? ".json" : ".out");
+    const bool json_output = step.output != k3bench::ChildOutput::kNone;
+    const std::string out_path = o.dir + "/logs/" + step.name + (json_output ? ".json" : ".out");
     const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log", step.env);
     line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     line.exit_code = code;
-    nlohmann::json detail = step.json ? detail_of(out_path) : nlohmann::json::object();
-    const bool ok = step.ok_codes.count(code) > 0;
+    std::vector<std::string> output_problems;
+    nlohmann::json detail = json_output
+                                ? step_detail(rq.root, step.output, out_path, output_problems)
+                                : nlohmann::json::object();
+    const bool ok = step.ok_codes.count(code) > 0 && output_problems.empty();
     // Tonight's board runner is kept by build hash: the next nightly measures against it (a
     // first night's farm bench, without a baseline, does not print the hash: it is the file's).
     if (ok && step.name.rfind("board-verdict-", 0) == 0) {
@@ -371,7 +333,11 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
     if (!ok) {
       failed = true;
       line.status = "FAILED";
-      line.note = fmt::format("see {}/logs/{}.log", o.dir, step.name);
+      line.note = output_problems.empty() ? fmt::format("see {}/logs/{}.log", o.dir, step.name)
+                                          : fmt::format("{}: does not follow {} ({}): {}", out_path,
+                                                        k3bench::schema_id(step.output),
+                                                        k3bench::schema_path(rq.root, step.output),
+                                                        output_problems.front());
     } else if (code == 3) {
       cells_failed = true;
       line.note = "some cells failed or boards were quarantined";

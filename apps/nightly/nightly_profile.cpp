@@ -158,7 +158,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                        return cat(cat(a, p.bench_cells), p.bench_plan);
                      },
                      {0, 3},
-                     true,
+                     k3bench::ChildOutput::kBench,
                      false,
                      true});
   if (p.ime2_emu)
@@ -185,7 +185,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                                    "0.02"};
                      },
                      {0, 3},
-                     true,
+                     k3bench::ChildOutput::kBench,
                      false,
                      false,
                      // qemu-user has no /proc/cpuinfo marchid: the IME2 gate is told the K3's.
@@ -205,7 +205,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
            return a;
          },
          {0, 3},
-         true,
+         k3bench::ChildOutput::kTuneFarm,
          false,
          true});
     NightlyStep verify{
@@ -219,7 +219,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
           return a;
         },
         {0, 1},
-        false,
+        k3bench::ChildOutput::kNone,
         false,
         true};
     verify.skip = [](const NightlyState& s) -> std::string {
@@ -276,7 +276,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
             return a;
           },
           {0, 3},
-          true,
+          k3bench::ChildOutput::kBench,
           false,
           true};
       bench.skip = [board](const NightlyState& s) -> std::string {
@@ -304,7 +304,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                               "-o", s.dir + "/boards/" + board};
                         },
                         {0, 3, 4},
-                        false,
+                        k3bench::ChildOutput::kNone,
                         true};
       judge.skip = [board](const NightlyState& s) -> std::string {
         const auto d = s.details.value("board-verdict-" + board, nlohmann::json());
@@ -331,7 +331,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                      return a;
                    },
                    {0, 3},
-                   true});
+                   k3bench::ChildOutput::kBench});
   // Exact instruction counts of tonight's riscv64 runners, each path judged against the previous
   // nightly's counts of the same cases (`compare`: the exact rule, exit 4 on more instructions).
   if (!p.count_cases.empty()) {
@@ -342,7 +342,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                        return cat(a, p.count_cases);
                      },
                      {0},
-                     true});
+                     k3bench::ChildOutput::kCount});
     for (const auto& path : p.count_paths) {
       NightlyStep judge{"count-verdict-" + path,
                         [path](const NightlyState& s) {
@@ -350,7 +350,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                                       count_run(s.details["count"], path)};
                         },
                         {0, 4},
-                        false,
+                        k3bench::ChildOutput::kNone,
                         true};
       judge.skip = [path](const NightlyState& s) -> std::string {
         if (count_run(s.details.value("count", nlohmann::json()), path).empty())
@@ -369,7 +369,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                                  s.dir};
                    },
                    {0, 3, 4},
-                   false,
+                   k3bench::ChildOutput::kNone,
                    true});
   // The commit that made tonight slower: the verdict's regressed cells bisected between the
   // previous night's revision and tonight's, on the verdict's target. It explains the verdict and
@@ -382,7 +382,7 @@ std::vector<NightlyStep> nightly_steps(const std::string& name, bool build,
                                      s.dir,    "--target", "local"};
                        },
                        {0, 1, 2},
-                       true};
+                       k3bench::ChildOutput::kBisect};
     bisect.skip = [](const NightlyState& s) -> std::string {
       const auto it = s.exit_codes.find("report");
       if (it == s.exit_codes.end() || it->second != 4)

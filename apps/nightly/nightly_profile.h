@@ -30,6 +30,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/host/bench/child_output.h"
+
 namespace k3nightly {
 
 // What a step's command line may depend on: the run's directory and the results of the steps
@@ -74,9 +76,11 @@ struct NightlyStep {
   std::string name;
   std::function<std::vector<std::string>(const NightlyState&)> args;  // k3tune arguments
   std::set<int> ok_codes{0};  // exit codes that finish the step (others fail the nightly)
-  bool json = false;          // the step prints JSON on stdout: kept as its detail
-  bool verdict = false;       // the report step: its exit code is the verdict
-  bool leases = false;        // the step leases farm boards (see nightly.h: stale leases)
+  // What the step prints on stdout: a form of k3tune's JSON (checked against its schema and kept
+  // as the step's detail), or text (kNone).
+  k3bench::ChildOutput output = k3bench::ChildOutput::kNone;
+  bool verdict = false;  // the report step: its exit code is the verdict
+  bool leases = false;   // the step leases farm boards (see nightly.h: stale leases)
   std::map<std::string, std::string> env{};  // set for the step's process (and its runners)
   // Why the step does not run tonight ("" : it runs), e.g. nothing to compare with.
   std::function<std::string(const NightlyState&)> skip{};

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/host/bench/child_output.h"
 #include "tuner/tune_output.h"
 
 namespace k3scheduler {
@@ -47,7 +48,8 @@ nlohmann::json CampaignWork::to_json() const {
   nlohmann::json quarantined = nlohmann::json::object();
   for (const auto& [board, q] : out_.quarantined)
     quarantined[board] = {{"fault", q.first}, {"reason", q.second}};
-  return {{"farm", farm_name_},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kTuneFarm)},
+          {"farm", farm_name_},
           {"groups", groups},
           {"not_used", out_.not_used},
           {"quarantined", quarantined},

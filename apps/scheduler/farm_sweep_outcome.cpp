@@ -1,4 +1,5 @@
 #include "apps/scheduler/farm_sweep_outcome.h"
+#include "harness/host/bench/child_output.h"
 
 #include <iostream>
 
@@ -35,7 +36,8 @@ nlohmann::json farm_bench_json(const k3farmbench::FarmBenchOutcome& o, const std
   nlohmann::json quarantined = nlohmann::json::object();
   for (const auto& [board, q] : o.quarantined)
     quarantined[board] = {{"fault", k3farm::to_string(q.fault)}, {"reason", q.reason}};
-  return {{"sweep_uuid", o.sweep_uuid},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
+          {"sweep_uuid", o.sweep_uuid},
           {"farm", o.farm_name},
           {"farm_source", o.farm_source},
           {"boards", o.boards},

@@ -1,4 +1,5 @@
 #include "apps/scheduler/slurm_outcomes.h"
+#include "harness/host/bench/child_output.h"
 
 #include <iostream>
 #include <set>
@@ -30,7 +31,8 @@ nlohmann::json slurm_json(const k3slurm::SlurmBenchOutcome& o, const std::string
                      {"reason", c.reason},
                      {"job", c.task},
                      {"mean_ns", c.mean_ns}});
-  return {{"scheduler", "slurm"},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
+          {"scheduler", "slurm"},
           {"farm", o.farm_name},
           {"farm_source", o.farm_source},
           {"job_dir", o.job_dir},
@@ -100,7 +102,8 @@ nlohmann::json slurm_json(const k3slurm::SlurmTuneOutcome& o, const std::string&
   }
   nlohmann::json fingerprints = nlohmann::json::array();
   for (const auto& f : o.fingerprints) fingerprints.push_back(nlohmann::json::parse(f));
-  return {{"scheduler", "slurm"},
+  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kTuneFarm)},
+          {"scheduler", "slurm"},
           {"farm", o.farm_name},
           {"farm_source", o.farm_source},
           {"job_dir", o.job_dir},

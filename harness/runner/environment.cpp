@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/common/sys/first_line.h"
+#include "harness/common/sys/text_file.h"
 #include "harness/runner/placement.h"
 #include "k3k/dispatch.h"
 

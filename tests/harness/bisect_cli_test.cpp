@@ -34,6 +34,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/nightlies.h"
 #include "harness/host/targets/process.h"
@@ -211,6 +212,8 @@ TEST_F(BisectCli, FindsThePlantedSlowdownAroundSkippedCommits) {
                          "6", "-R", "3", "--min-time", "0.02", "--no-remeasure", "-j", "2"});
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kBisect, j),
+            std::vector<std::string>{});
   EXPECT_EQ(j["status"], "found") << r.err;
   expect_named_by_its_probes(j, "bisect");
   EXPECT_EQ(j["commits"], commits.size());

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/stale_tcm_lock.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -108,6 +109,9 @@ TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
   EXPECT_EQ(doc["cells"][0]["status"], "ok");
   EXPECT_EQ(doc["cells"][0]["process_means_ns"].size(), 2u);
   EXPECT_GT(doc["overhead"]["kernel_s"].get<double>(), 0.0);
+  // ... and follows its published form (the nightly reads it through that schema).
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kBench, doc),
+            std::vector<std::string>{});
 }
 
 TEST_F(HarnessCli, AColdWeightCacheIsFilledOnceAndShownApartFromTheOverhead) {

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "count_cli_fixture.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -60,6 +61,8 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
   ASSERT_TRUE(r.ok()) << r.err;
   const auto rows = nlohmann::json::parse(r.out);
   ASSERT_EQ(rows.size(), 8u);  // 2 runners x 2 cases x 2 VLENs
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kCount, rows),
+            std::vector<std::string>{});
   std::map<std::string, double> total;
   for (const auto& row : rows) {
     const std::string op = row["op"], path = row["path"], ran = row["ran"];

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/farm/background_process.h"
 #include "harness/host/store/database.h"
 
@@ -292,6 +293,8 @@ TEST_F(FarmSshSweep, ChangedHostKeyIsRefusedAndNothingRunsOnTheBoard) {
   std::printf("changed host key of b1: samples %lld before, %lld after (b1: %lld)\n",
               static_cast<long long>(before), static_cast<long long>(samples()),
               static_cast<long long>(samples_on("b1")));
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kBench, j),
+            std::vector<std::string>{});
   EXPECT_EQ(j["quarantined"]["b1"]["fault"], "host-key") << j.dump();
   EXPECT_NE(j["quarantined"]["b1"]["reason"].get<std::string>().find("changed"), std::string::npos);
   EXPECT_EQ(count("SELECT count(*) FROM cells WHERE target = 'b1'"), 0);

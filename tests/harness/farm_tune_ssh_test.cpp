@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "farm_test_support.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 
 namespace {
@@ -58,6 +59,8 @@ TEST_F(FarmSshTune, AnExactTuneOnABoardRecordsTheBoardsFingerprintAndRepeatsExac
   const auto first = k3tune(tune_args({"--board", "b2"}, t1));
   ASSERT_EQ(first.code, 0) << first.out << first.err;
   const auto j1 = nlohmann::json::parse(first.out);
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kTuneFarm, j1),
+            std::vector<std::string>{});
   ASSERT_EQ(j1["groups"].size(), 1u) << first.out;
   EXPECT_EQ(group(j1)["boards"], nlohmann::json::array({"b2"}));
   EXPECT_EQ(group(j1)["jobs"][0]["measurements_new"], 0) << first.out;  // the table's pass

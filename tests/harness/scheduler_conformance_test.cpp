@@ -17,6 +17,7 @@
 
 #include "apps/scheduler/scheduler.h"
 #include "farm_test_support.h"
+#include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 
 namespace {
@@ -129,10 +130,12 @@ TYPED_TEST(SchedulerConformance, EveryCellOnceADeadBoardsCellsElsewhereAndTheBoa
                          "--shape", "n=160,k=256", "-R", "2"}));
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
-  // The outcome's common core, whichever scheduler ran the work.
+  // The outcome's common core, whichever scheduler ran the work, in the published form.
   for (const char* key : {"total_cells", "measured_cells", "failed_cells", "unmeasured_cells",
                           "samples_before", "samples_after", "wall_s"})
     EXPECT_TRUE(j.contains(key)) << key << " missing: " << r.out;
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kBench, j),
+            std::vector<std::string>{});
   EXPECT_EQ(j["total_cells"], 4);
   EXPECT_EQ(j["measured_cells"], 4) << r.out;
   EXPECT_EQ(j["failed_cells"], 0);
@@ -166,6 +169,8 @@ TYPED_TEST(SchedulerConformance, ACampaignsSessionIsTunedAndItsTableWritten) {
                                "--strategy", "exhaustive", "--out", table});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(k3bench::child_output_problems(K3TUNE_ROOT, k3bench::ChildOutput::kTuneFarm, j),
+            std::vector<std::string>{});
   EXPECT_EQ(j["total_sessions"], 1) << r.out;
   ASSERT_EQ(j["groups"].size(), 1u) << r.out;
   EXPECT_EQ(j["groups"][0]["table"], table);

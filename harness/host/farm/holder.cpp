@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "harness/common/sys/first_line.h"
+#include "harness/common/sys/text_file.h"
 
 namespace k3farm {
 using k3sys::read_first_line;

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness/common/sys/text_file.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/user_error.h"
@@ -41,10 +42,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string read_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
+  return k3sys::read_text(p.string());
 }
 
 void write_text(const fs::path& p, const std::string& text) {
