@@ -108,6 +108,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
                   .job_options = out.job_options,
                   .job_name = "k3tune-bench",
                   .total_key = "total_cells",
+                  .form = k3bench::ChildOutput::kBench,
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
                  slurm, job_directory(rq.farm.bench.db_path, identity, rq.farm.bench.resume));

@@ -230,17 +230,24 @@ void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& qu
 }
 
 std::optional<nlohmann::json> SlurmJobs::outcome(SlurmTask& t, bool finished) const {
-  try {
-    auto j = nlohmann::json::parse(read_text(dir_ / ("job-" + t.id + ".json")));
-    t.state = TaskState::kFinished;
-    return j;
-  } catch (const std::exception&) {
-    t.state = finished ? TaskState::kFailed : TaskState::kLeft;
-    const fs::path err = dir_ / ("job-" + t.id + ".err");
-    t.error = fs::exists(err) ? k3targets::last_line(read_text(err)) : "";
-    if (t.error.empty()) t.error = "the job left no outcome";
+  const fs::path out = dir_ / ("job-" + t.id + ".json");
+  auto j = nlohmann::json::parse(read_text(out), nullptr, false);
+  if (!j.is_discarded()) {
+    const auto problems = k3bench::child_output_problems(config_.root, config_.form, j);
+    if (problems.empty()) {
+      t.state = TaskState::kFinished;
+      return j;
+    }
+    t.state = TaskState::kFailed;
+    t.error = fmt::format("{}: does not follow {}: {}", out.string(),
+                          k3bench::schema_id(config_.form), problems.front());
     return std::nullopt;
   }
+  t.state = finished ? TaskState::kFailed : TaskState::kLeft;
+  const fs::path err = dir_ / ("job-" + t.id + ".err");
+  t.error = fs::exists(err) ? k3targets::last_line(read_text(err)) : "";
+  if (t.error.empty()) t.error = "the job left no outcome";
+  return std::nullopt;
 }
 
 std::string SlurmJobs::output(const SlurmTask& t) const {

@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/host/bench/child_output.h"
 #include "harness/host/slurm/slurm_client.h"
 
 namespace k3slurm {
@@ -67,6 +68,10 @@ struct SlurmJobsConfig {
   // "total_sessions"; "" : none). Once a task reports it, the pending tasks of a `--shard i/n`
   // array whose share is empty (i above it) are cancelled (state "empty").
   std::string total_key;
+  // The form of a task's outcome (k3bench::ChildOutput: its schema in configs/schema/ under
+  // `root`); an outcome that does not follow it counts as the task failing, with the first field
+  // that departs named (kNone: the outcome is not read).
+  k3bench::ChildOutput form = k3bench::ChildOutput::kNone;
   // k3tune's global flags in every task: the outcome is JSON for the controller to read; a
   // command run as one job for its own output (slurm_command.h) keeps the caller's choice.
   std::vector<std::string> global_flags = {"--json", "-q"};

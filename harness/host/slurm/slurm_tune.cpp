@@ -97,6 +97,7 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
                   .job_options = out.job_options,
                   .job_name = "k3tune-tune",
                   .total_key = "total_sessions",
+                  .form = k3bench::ChildOutput::kTuneFarm,
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
                  slurm, job_directory(rq.db_path, identity, rq.resume));
