@@ -182,10 +182,12 @@ void publish_site(const NightlyRequest& rq, NightlyOutcome& o) {
 
 }  // namespace
 
-NightlyOutcome run_nightly(const NightlyRequest& in) {
-  const auto start = Clock::now();
-  NightlyRequest rq = in;
-  NightlyOutcome o;
+namespace {
+
+// A new night's directory (refused where a night already ran), or the one --resume names with the
+// request that night was started with (what the resuming command does not name again); o.dir and
+// o.id, and rq.site, are set.
+void open_night_directory(NightlyRequest& rq, NightlyOutcome& o) {
   if (!rq.resume.empty()) {
     const std::string meta = rq.resume + "/nightly.json";
     if (!fs::exists(meta))
@@ -211,14 +213,10 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   o.id = fs::path(o.dir).filename().string();
   if (rq.site.empty()) rq.site = (fs::path(o.dir).parent_path() / "site").string();
   if (rq.site != "none") o.site = fs::absolute(rq.site).lexically_normal().string();
-  const NightlyFarm farm = nightly_farm(rq);
-  const auto steps = nightly_steps(rq.profile, rq.build, farm);
-  if (!rq.notify_config.empty()) rq.notify_config = fs::absolute(rq.notify_config).string();
-  const NotifyConfig notify =
-      rq.notify_config.empty() ? NotifyConfig{} : load_notify_config(rq.notify_config);
+}
 
-  fs::create_directories(o.dir + "/tables");
-  fs::create_directories(o.dir + "/logs");
+// nightly.json: what --resume reads back (the night's request).
+void write_night_meta(const NightlyRequest& rq, const NightlyOutcome& o) {
   std::ofstream(o.dir + "/nightly.json") << nlohmann::json{{"id", o.id},
                                                            {"profile", rq.profile},
                                                            {"farm", rq.farm},
@@ -229,6 +227,49 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
                                                            {"database", rq.db_path}}
                                                 .dump(2)
                                          << "\n";
+}
+
+// What tonight's steps compare with: the previous nightly's board verdicts, its tables and its
+// instruction counts.
+void take_what_earlier_nights_left(k3store::Connection& db, const std::string& night,
+                                   const std::vector<NightlyStep>& steps, NightlyState& state) {
+  for (const auto& step : steps) {
+    if (step.name.rfind("board-verdict-", 0) != 0) continue;
+    if (const auto prev = previous_step(db, night, step.name))
+      state.previous_steps[step.name] = {
+          {"nightly", prev->nightly_id},
+          {"detail", prev->detail_json.empty() ? nlohmann::json::object()
+                                               : nlohmann::json::parse(prev->detail_json)}};
+  }
+  for (const char* tuning : {"tune-farm", "tune-local"})
+    if (const auto prev = previous_step(db, night, tuning);
+        prev && state.previous_tables_dir.empty()) {
+      state.previous_tables_nightly = prev->nightly_id;
+      state.previous_tables_dir = nightly_dir(db, prev->nightly_id);
+    }
+  if (const auto prev = previous_step(db, night, "count")) {
+    state.previous_counts =
+        prev->detail_json.empty() ? nlohmann::json() : nlohmann::json::parse(prev->detail_json);
+    state.previous_counts_nightly = prev->nightly_id;
+  }
+}
+
+}  // namespace
+
+NightlyOutcome run_nightly(const NightlyRequest& in) {
+  const auto start = Clock::now();
+  NightlyRequest rq = in;
+  NightlyOutcome o;
+  open_night_directory(rq, o);
+  const NightlyFarm farm = nightly_farm(rq);
+  const auto steps = nightly_steps(rq.profile, rq.build, farm);
+  if (!rq.notify_config.empty()) rq.notify_config = fs::absolute(rq.notify_config).string();
+  const NotifyConfig notify =
+      rq.notify_config.empty() ? NotifyConfig{} : load_notify_config(rq.notify_config);
+
+  fs::create_directories(o.dir + "/tables");
+  fs::create_directories(o.dir + "/logs");
+  write_night_meta(rq, o);
   auto db = k3store::open_for_writing(rq.db_path);
   begin_nightly(*db, {o.id, rq.profile, o.dir, "", "running", std::nullopt, "", "", ""});
   fmt::print("nightly {}: {} profile, farm {}, {} steps; artifacts {}; database {}\n", o.id,
@@ -241,25 +282,7 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   state.reservation = rq.reservation;
   state.runners_dir = k3reports::default_runners_dir(rq.db_path);
   state.board_runner = farm.board_runner;
-  for (const auto& step : steps) {
-    if (step.name.rfind("board-verdict-", 0) != 0) continue;
-    if (const auto prev = previous_step(*db, o.id, step.name))
-      state.previous_steps[step.name] = {
-          {"nightly", prev->nightly_id},
-          {"detail", prev->detail_json.empty() ? nlohmann::json::object()
-                                               : nlohmann::json::parse(prev->detail_json)}};
-  }
-  for (const char* tuning : {"tune-farm", "tune-local"})
-    if (const auto prev = previous_step(*db, o.id, tuning);
-        prev && state.previous_tables_dir.empty()) {
-      state.previous_tables_nightly = prev->nightly_id;
-      state.previous_tables_dir = nightly_dir(*db, prev->nightly_id);
-    }
-  if (const auto prev = previous_step(*db, o.id, "count")) {
-    state.previous_counts =
-        prev->detail_json.empty() ? nlohmann::json() : nlohmann::json::parse(prev->detail_json);
-    state.previous_counts_nightly = prev->nightly_id;
-  }
+  take_what_earlier_nights_left(*db, o.id, steps, state);
   std::vector<StepLine> lines;
   bool failed = false, cells_failed = false;
   int verdict_code = -1;
