@@ -132,88 +132,34 @@ std::vector<CandidateShape> candidate_shapes(const TuneCommand& c, const k3bench
   return out;
 }
 
-}  // namespace
+// --seed-table: another board's table, read and checked (the loader's form) before anything runs.
+struct Seed {
+  nlohmann::json table;
+  std::shared_ptr<const k3k::TuningTable> loaded;  // parsed once, for every job's plan
+  std::string sha256;
+  std::map<std::string, std::set<std::string>> differing;
+};
 
-TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command) {
-  TuneOutcome out;
-  if (command.objective != "time" && command.objective != "instructions" &&
-      command.objective != "auto")
-    throw UserError(
-        fmt::format("--objective: '{}' is not time, instructions or auto", command.objective));
-  // auto: exact counts where the runner is emulated (qemu-user), time where it runs natively; so
-  // one campaign over a mixed farm tunes each board the way that means something there.
-  TuneCommand c = command;
-  if (c.objective == "auto") c.objective = target.emulated() ? "instructions" : "time";
-  if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) ==
-      strategy_names().end())
-    throw UserError(fmt::format(
-        "--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
-  const auto refuse_emulated_time = [&] {
-    throw UserError(
-        fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
-                    "Tune with --objective instructions (a deterministic proxy), or --force to "
-                    "time it anyway (the table is then labelled)",
-                    target.name()));
-  };
-  // Refused before the target is even probed: its kind alone decides.
-  if (c.objective == "time" && target.emulated() && !c.force) refuse_emulated_time();
-  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
-  out.facts = probe_target(target);
-  Variables facts = out.facts.facts;
-  // --seed-table: another board's table, read and checked (the loader's form) before anything runs.
-  struct Seed {
-    nlohmann::json table;
-    std::shared_ptr<const k3k::TuningTable> loaded;  // parsed once, for every job's plan
-    std::string sha256;
-    std::map<std::string, std::set<std::string>> differing;
-  };
-  std::optional<Seed> seed;
-  if (!c.seed_table.empty()) {
-    Seed s;
-    s.table = read_table(c.seed_table);
-    s.sha256 = k3bench::sha256_text(s.table.dump());
-    std::string problem;
-    if (!s.table.contains("board") || !s.table["board"].contains("fingerprint"))
-      throw UserError(fmt::format("--seed-table {}: board.fingerprint: missing", c.seed_table));
-    s.loaded = k3k::TuningTable::parse(s.table.dump(), nullptr, problem);
-    if (s.loaded == nullptr)
-      throw UserError(fmt::format("--seed-table {}: {}", c.seed_table, problem));
-    s.differing = differing_facts(s.table["board"]["fingerprint"], out.facts.fingerprint);
-    seed = std::move(s);
-  }
-  const bool time = c.objective == "time";
-  if (time && out.facts.emulated_target && !c.force) refuse_emulated_time();
-  if (time && out.facts.ime2_emulated && !c.force) {
-    throw UserError(fmt::format(
-        "target {}: the IME2 layer is emulated in software there; timing it says nothing "
-        "(--force to time it anyway)",
-        target.name()));
-  }
-  std::string plugin =
-      c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
-  if (!time) {
-    if (!target.emulated())
-      throw UserError(
-          fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
-                      "target, or a farm board whose exec prefix is qemu-user, counts)",
-                      target.name()));
-    if (!std::filesystem::exists(plugin))
-      throw UserError(
-          fmt::format("--objective instructions: the counting plugin {} is missing (bash "
-                      "scripts/count-instructions.sh builds it)",
-                      plugin));
-    facts["cpus"] = 1;  // counts are exact with one worker only (more would add spinning threads)
-  }
-  const auto jobs = jobs_of(c, catalog);
-  const std::string build_hash = k3bench::sha256_file(target.runner_path());
+std::optional<Seed> read_seed(const std::string& path, const nlohmann::json& fingerprint) {
+  if (path.empty()) return std::nullopt;
+  Seed s;
+  s.table = read_table(path);
+  s.sha256 = k3bench::sha256_text(s.table.dump());
+  std::string problem;
+  if (!s.table.contains("board") || !s.table["board"].contains("fingerprint"))
+    throw UserError(fmt::format("--seed-table {}: board.fingerprint: missing", path));
+  s.loaded = k3k::TuningTable::parse(s.table.dump(), nullptr, problem);
+  if (s.loaded == nullptr) throw UserError(fmt::format("--seed-table {}: {}", path, problem));
+  s.differing = differing_facts(s.table["board"]["fingerprint"], fingerprint);
+  return s;
+}
 
-  // Everything validated that can be without measuring: spaces, flags, objective. From here on
-  // the database is written (unless --explain).
-  std::unique_ptr<k3store::Connection> db;
-  std::unique_ptr<k3store::TuningSessionStore> store;
-  std::unique_ptr<MeasurementCache> cache;
-  std::unique_ptr<Objective> objective;
-  std::string run_uuid;
+// Each job's search space (an empty one where its op has none), checked against the runner's
+// catalog and, for a time objective, against the places where timing it means something; refused
+// when no job has one.
+std::vector<SearchSpace> load_spaces(const TuneCommand& c, const k3bench::Catalog& catalog,
+                                     const Variables& facts, const std::vector<Job>& jobs,
+                                     const k3targets::Target& target, bool time) {
   std::vector<SearchSpace> spaces;
   for (const auto& job : jobs) {
     const std::string file =
@@ -245,7 +191,30 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
                                 fmt::join(ops, ", "),
                                 c.spaces_dir.empty() ? "configs/spaces" : c.spaces_dir));
   }
-  InstructionObjective* counter = nullptr;
+  return spaces;
+}
+
+// Where the tuning's measurements go and come from: nothing for --explain; the stored ones alone
+// for --replay (read-only); otherwise the database opened for writing, its session store and
+// measurement cache, and the objective (a timed run, or exact counts under qemu-user).
+struct Measuring {
+  std::unique_ptr<k3store::Connection> db;
+  std::unique_ptr<k3store::TuningSessionStore> store;
+  std::unique_ptr<MeasurementCache> cache;
+  std::unique_ptr<Objective> objective;
+  std::string run_uuid;                     // the timed run ("" : counted or not measured)
+  InstructionObjective* counter = nullptr;  // the counting objective, when it is one
+};
+
+Measuring open_measuring(const TuneCommand& c, const k3targets::Target& target,
+                         const std::string& build_hash, bool time, const std::string& plugin) {
+  Measuring m;
+  auto& db = m.db;
+  auto& store = m.store;
+  auto& cache = m.cache;
+  auto& objective = m.objective;
+  auto& run_uuid = m.run_uuid;
+  auto& counter = m.counter;
   if (c.replay && !c.explain) {
     // Nothing is run and nothing is written: the strategy meets the measurements already stored.
     if (!std::filesystem::exists(c.db_path))
@@ -278,6 +247,75 @@ TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command
       objective = std::move(counting);
     }
   }
+
+  return m;
+}
+
+}  // namespace
+
+TuneOutcome run_tune(const k3targets::Target& target, const TuneCommand& command) {
+  TuneOutcome out;
+  if (command.objective != "time" && command.objective != "instructions" &&
+      command.objective != "auto")
+    throw UserError(
+        fmt::format("--objective: '{}' is not time, instructions or auto", command.objective));
+  // auto: exact counts where the runner is emulated (qemu-user), time where it runs natively; so
+  // one campaign over a mixed farm tunes each board the way that means something there.
+  TuneCommand c = command;
+  if (c.objective == "auto") c.objective = target.emulated() ? "instructions" : "time";
+  if (std::find(strategy_names().begin(), strategy_names().end(), c.strategy) ==
+      strategy_names().end())
+    throw UserError(fmt::format(
+        "--strategy: '{}' is not one of exhaustive, random, racing, coordinate", c.strategy));
+  const auto refuse_emulated_time = [&] {
+    throw UserError(
+        fmt::format("target {} runs under qemu-user: its wall time says nothing about a board. "
+                    "Tune with --objective instructions (a deterministic proxy), or --force to "
+                    "time it anyway (the table is then labelled)",
+                    target.name()));
+  };
+  // Refused before the target is even probed: its kind alone decides.
+  if (c.objective == "time" && target.emulated() && !c.force) refuse_emulated_time();
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
+  out.facts = probe_target(target);
+  Variables facts = out.facts.facts;
+  // --seed-table: another board's table, read and checked (the loader's form) before anything runs.
+  const std::optional<Seed> seed = read_seed(c.seed_table, out.facts.fingerprint);
+  const bool time = c.objective == "time";
+  if (time && out.facts.emulated_target && !c.force) refuse_emulated_time();
+  if (time && out.facts.ime2_emulated && !c.force) {
+    throw UserError(fmt::format(
+        "target {}: the IME2 layer is emulated in software there; timing it says nothing "
+        "(--force to time it anyway)",
+        target.name()));
+  }
+  std::string plugin =
+      c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+  if (!time) {
+    if (!target.emulated())
+      throw UserError(
+          fmt::format("--objective instructions counts under qemu-user: {} runs natively (a qemu "
+                      "target, or a farm board whose exec prefix is qemu-user, counts)",
+                      target.name()));
+    if (!std::filesystem::exists(plugin))
+      throw UserError(
+          fmt::format("--objective instructions: the counting plugin {} is missing (bash "
+                      "scripts/count-instructions.sh builds it)",
+                      plugin));
+    facts["cpus"] = 1;  // counts are exact with one worker only (more would add spinning threads)
+  }
+  const auto jobs = jobs_of(c, catalog);
+  const std::string build_hash = k3bench::sha256_file(target.runner_path());
+
+  // Everything validated that can be without measuring: spaces, flags, objective. From here on
+  // the database is written (unless --explain).
+  const std::vector<SearchSpace> spaces = load_spaces(c, catalog, facts, jobs, target, time);
+  Measuring m = open_measuring(c, target, build_hash, time, plugin);
+  std::unique_ptr<k3store::Connection>& db = m.db;
+  std::unique_ptr<k3store::TuningSessionStore>& store = m.store;
+  std::unique_ptr<Objective>& objective = m.objective;
+  const std::string& run_uuid = m.run_uuid;
+  InstructionObjective* counter = m.counter;
 
   // A run cut short (a farm board lost mid-tune) says so, as a killed sweep's does.
   const InterruptedIfThrown cut_short{db.get(), run_uuid};
