@@ -1,6 +1,7 @@
 #include "harness/host/bench/child_output.h"
 
 #include <fstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -11,42 +12,36 @@ namespace k3bench {
 
 namespace {
 
-const char* file_stem(ChildOutput kind) {
-  switch (kind) {
-    case ChildOutput::kBench:
-      return "k3tune-bench";
-    case ChildOutput::kTuneFarm:
-      return "k3tune-tune-farm";
-    case ChildOutput::kCount:
-      return "k3tune-count";
-    case ChildOutput::kBisect:
-      return "k3tune-bisect";
-    case ChildOutput::kNone:
-      break;
-  }
-  throw std::logic_error("child output without a schema");
+// Each form's name and version, and its schema file's stem (configs/schema/<stem>.schema.json).
+struct Form {
+  ChildOutput kind;
+  const char* id;
+  const char* stem;
+};
+constexpr Form kForms[] = {
+    {ChildOutput::kBench, "k3tune.bench/1", "k3tune-bench"},
+    {ChildOutput::kTuneFarm, "k3tune.tune-farm/1", "k3tune-tune-farm"},
+    {ChildOutput::kCount, "k3tune.count/1", "k3tune-count"},
+    {ChildOutput::kBisect, "k3tune.bisect/1", "k3tune-bisect"},
+};
+
+const Form* form_of(ChildOutput kind) {
+  for (const Form& f : kForms)
+    if (f.kind == kind) return &f;
+  return nullptr;  // kNone: text, no schema
 }
 
 }  // namespace
 
 const char* schema_id(ChildOutput kind) {
-  switch (kind) {
-    case ChildOutput::kBench:
-      return "k3tune.bench/1";
-    case ChildOutput::kTuneFarm:
-      return "k3tune.tune-farm/1";
-    case ChildOutput::kCount:
-      return "k3tune.count/1";
-    case ChildOutput::kBisect:
-      return "k3tune.bisect/1";
-    case ChildOutput::kNone:
-      break;
-  }
-  return "";
+  const Form* f = form_of(kind);
+  return f != nullptr ? f->id : "";
 }
 
 std::string schema_path(const std::string& root, ChildOutput kind) {
-  return fmt::format("{}/configs/schema/{}.schema.json", root, file_stem(kind));
+  const Form* f = form_of(kind);
+  if (f == nullptr) throw std::logic_error("schema_path: text output has no schema");
+  return fmt::format("{}/configs/schema/{}.schema.json", root, f->stem);
 }
 
 std::vector<std::string> child_output_problems(const std::string& root, ChildOutput kind,
