@@ -18,17 +18,24 @@ void check_no_partial_overlap(const char* op, const char* name, std::span<const 
                               std::span<const float> out) {
   if (partially_overlap(in.data(), in.size(), out.data(), out.size())) fail(op, ": out partially overlaps ", name);
 }
+// out = f(x, y) elementwise over rows x dim: three spans of rows * dim, out in place of x or y or
+// apart from both.
+void check_elementwise_pair(const char* op, const char* x_name, std::span<const float> x,
+                            const char* y_name, std::span<const float> y,
+                            std::span<const float> out, std::int64_t rows, std::int64_t dim) {
+  check_rows_dim(op, rows, dim);
+  const std::int64_t n = rows * dim;
+  check_size(op, x_name, x.size(), n);
+  check_size(op, y_name, y.size(), n);
+  check_size(op, "out", out.size(), n);
+  check_no_partial_overlap(op, x_name, x, out);
+  check_no_partial_overlap(op, y_name, y, out);
+}
 }  // namespace
 
 void check_residual_add(std::span<const float> a, std::span<const float> b, std::span<const float> out,
                         std::int64_t rows, std::int64_t dim) {
-  check_rows_dim("residual_add", rows, dim);
-  const std::int64_t n = rows * dim;
-  check_size("residual_add", "a", a.size(), n);
-  check_size("residual_add", "b", b.size(), n);
-  check_size("residual_add", "out", out.size(), n);
-  check_no_partial_overlap("residual_add", "a", a, out);
-  check_no_partial_overlap("residual_add", "b", b, out);
+  check_elementwise_pair("residual_add", "a", a, "b", b, out, rows, dim);
 }
 
 void check_embedding(const char* who, const W4B64Packed& table, const std::int32_t* tokens,
@@ -42,13 +49,7 @@ void check_embedding(const char* who, const W4B64Packed& table, const std::int32
 
 void check_swiglu(std::span<const float> gate, std::span<const float> up, std::span<const float> out,
                   std::int64_t rows, std::int64_t dim) {
-  check_rows_dim("swiglu", rows, dim);
-  const std::int64_t n = rows * dim;
-  check_size("swiglu", "gate", gate.size(), n);
-  check_size("swiglu", "up", up.size(), n);
-  check_size("swiglu", "out", out.size(), n);
-  check_no_partial_overlap("swiglu", "gate", gate, out);
-  check_no_partial_overlap("swiglu", "up", up, out);
+  check_elementwise_pair("swiglu", "gate", gate, "up", up, out, rows, dim);
 }
 
 void check_rmsnorm(std::span<const float> x, std::span<const float> weight, std::span<const float> out,

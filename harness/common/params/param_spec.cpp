@@ -89,13 +89,24 @@ ParamSpec ParamSpec::from_json(const nlohmann::json& j) {
   return s;
 }
 
-ParamSpec int_param(std::string name, std::string help, std::optional<std::string> default_value,
-                    std::int64_t min, std::int64_t max) {
+namespace {
+
+ParamSpec named_param(std::string name, ParamSpec::Type type, std::string help,
+                      std::optional<std::string> default_value) {
   ParamSpec s;
   s.name = std::move(name);
-  s.type = ParamSpec::Type::kInt;
+  s.type = type;
   s.help = std::move(help);
   s.default_value = std::move(default_value);
+  return s;
+}
+
+}  // namespace
+
+ParamSpec int_param(std::string name, std::string help, std::optional<std::string> default_value,
+                    std::int64_t min, std::int64_t max) {
+  ParamSpec s = named_param(std::move(name), ParamSpec::Type::kInt, std::move(help),
+                            std::move(default_value));
   s.min = min;
   s.max = max;
   return s;
@@ -103,21 +114,15 @@ ParamSpec int_param(std::string name, std::string help, std::optional<std::strin
 
 ParamSpec float_param(std::string name, std::string help,
                       std::optional<std::string> default_value) {
-  ParamSpec s;
-  s.name = std::move(name);
-  s.type = ParamSpec::Type::kFloat;
-  s.help = std::move(help);
-  s.default_value = std::move(default_value);
+  ParamSpec s = named_param(std::move(name), ParamSpec::Type::kFloat, std::move(help),
+                            std::move(default_value));
   return s;
 }
 
 ParamSpec enum_param(std::string name, std::string help, std::string default_value,
                      std::vector<std::string> choices) {
-  ParamSpec s;
-  s.name = std::move(name);
-  s.type = ParamSpec::Type::kEnum;
-  s.help = std::move(help);
-  s.default_value = std::move(default_value);
+  ParamSpec s = named_param(std::move(name), ParamSpec::Type::kEnum, std::move(help),
+                            std::move(default_value));
   s.choices = std::move(choices);
   return s;
 }
@@ -175,8 +180,9 @@ nlohmann::json normalise(const std::vector<ParamSpec>& specs, const TextValues& 
                                        s.name, *x, s.min, s.max));
         }
         if (*x != 0 && *x % s.multiple_of != 0) {
-          throw ParamError(ParamError::Kind::kOutOfRange,
-                           fmt::format("{}: {}={} is not a multiple of {}", where, s.name, *x, s.multiple_of));
+          throw ParamError(
+              ParamError::Kind::kOutOfRange,
+              fmt::format("{}: {}={} is not a multiple of {}", where, s.name, *x, s.multiple_of));
         }
         out[s.name] = *x;
         break;
