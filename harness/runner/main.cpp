@@ -14,11 +14,13 @@
 
 #include "harness/common/sys/elapsed.h"
 #include "harness/runner/call_marks.h"
+#include "harness/runner/case_factory.h"
 #include "harness/runner/dump.h"
 #include "harness/runner/environment.h"
 #include "harness/runner/errors.h"
 #include "harness/runner/extra_work.h"
 #include "harness/runner/facts.h"
+#include "harness/runner/kernel_plugin.h"
 #include "harness/runner/ime2_counts.h"
 #include "harness/runner/measure.h"
 #include "harness/runner/model_command.h"
@@ -59,6 +61,7 @@ struct Options {
   bool no_header = false;
   std::string op, shape, params, check = "sample", dump_dir, path = "auto", selftest, table;
   std::string params_b;  // a second parameter set: repetitions alternate the two (measure.h)
+  std::string build_b;   // a second build's kernel plugin: repetitions alternate the builds
   MeasureOptions measure;
   std::uint64_t seed = 1;
   double extra_work_ns = 0;
@@ -109,51 +112,60 @@ void list_ops(bool json) {
   }
 }
 
+// "k=v,k=v" of a parameter map (the parameters a second build's case is given).
+std::string kv_list(const std::map<std::string, std::string>& values) {
+  std::string text;
+  for (const auto& [k, v] : values) text += (text.empty() ? "" : ",") + k + "=" + v;
+  return text;
+}
+
+// The check of one case, with the checksum of the outputs it just computed (a plugin's case
+// brings its own, taken inside its build).
+Accuracy checked(OpCase& c, bool full) {
+  Accuracy a = c.check(full);
+  if (a.output_checksum.is_null()) a.output_checksum = output_checksum(c);
+  return a;
+}
+
 int run_case(const Options& o, Clock::time_point process_start) {
-  const OpInfo* op = find_op(o.op);
-  if (op == nullptr) {
-    std::string names;
-    for (const auto& x : all_ops()) names += (names.empty() ? "" : ", ") + x.name;
-    throw UsageError(fmt::format("--op: unknown op '{}' (known: {})", o.op, names));
-  }
+  const OpInfo& op = op_named(o.op);
   const k3k::PathDecision decision = decide_path_option(o.path);
   auto given = parse_kv_list(o.params, "--params");
   const nlohmann::json tuning =
-      apply_tuning_table(o.table, *op, parse_kv_list(o.shape, "--shape"), decision.path, given);
-  CaseInputs in{KeyValues(op->shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
-                KeyValues(op->params, given, "--params", false), o.seed, decision.path};
+      apply_tuning_table(o.table, op, parse_kv_list(o.shape, "--shape"), decision.path, given);
+  CaseInputs in{KeyValues(op.shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
+                KeyValues(op.params, given, "--params", false), o.seed, decision.path};
+  if (!o.params_b.empty() && o.extra_work_sides == "abba")
+    throw UsageError(
+        "--params-b: alternates the repetitions already; not with --extra-work-sides abba");
+  if (!o.build_b.empty() && o.extra_work_sides == "abba")
+    throw UsageError(
+        "--build-b: alternates the repetitions already; not with --extra-work-sides abba");
   // The second case: the same op, shape, seed and path; parameters not in --params-b are the
   // op's defaults (the table is not consulted: B is what the comparison names explicitly).
   std::optional<CaseInputs> in_b;
-  if (!o.params_b.empty()) {
-    if (o.extra_work_sides == "abba")
-      throw UsageError(
-          "--params-b: alternates the repetitions already; not with --extra-work-sides abba");
+  if (!o.params_b.empty() && o.build_b.empty()) {
     in_b = CaseInputs{
         in.shape,
-        KeyValues(op->params, parse_kv_list(o.params_b, "--params-b"), "--params-b", false), o.seed,
+        KeyValues(op.params, parse_kv_list(o.params_b, "--params-b"), "--params-b", false), o.seed,
         decision.path};
   }
-  const long long need =
-      op->footprint(in.shape, in.params) + (in_b ? op->footprint(in_b->shape, in_b->params) : 0);
-  const long long avail = available_memory_bytes();
-  if (avail > 0 && need > avail * 8 / 10) {
-    throw UnsupportedShape(
-        fmt::format("--shape: the case needs about {:.1f} GiB but only {:.1f} GiB is available",
-                    need / 1073741824.0, avail / 1073741824.0));
-  }
-  std::unique_ptr<OpCase> c, c_b;
-  try {
-    c = op->make(in);
-    if (in_b) c_b = op->make(*in_b);
-  } catch (const std::invalid_argument& e) {
-    throw UnsupportedShape(e.what());  // kernel-side validation of the shape
+  check_case_fits(op.footprint(in.shape, in.params) +
+                  (in_b ? op.footprint(in_b->shape, in_b->params) : 0));
+  std::unique_ptr<OpCase> c = make_case(op, in), c_b;
+  if (in_b) c_b = make_case(op, *in_b);
+  // A second build (--build-b): the same op, shape and seed, the path as requested (each build
+  // decides "auto" for itself), and the parameters A was given unless --params-b names B's.
+  std::unique_ptr<KernelPlugin> plugin;
+  if (!o.build_b.empty()) {
+    plugin = KernelPlugin::load(o.build_b);
+    plugin->configure(run_settings());
+    c_b = plugin->make_case(op.name, o.shape, o.params_b.empty() ? kv_list(given) : o.params_b,
+                            o.seed, o.path);
   }
 
-  c->set_path(decision.path);
-  if (c_b) c_b->set_path(decision.path);
   Result r;
-  r.op = op->name;
+  r.op = op.name;
   // "emulated": the path's instructions ran as software models (IME2 emulation build): the
   // accuracy is real, the timings are not IME2 performance.
   r.dispatch = {{"requested", o.path},
@@ -171,18 +183,20 @@ int run_case(const Options& o, Clock::time_point process_start) {
     r.params_b = c_b->params_used();
     r.traffic_b = c_b->traffic();
   }
+  if (plugin)
+    r.build_b = {{"plugin", plugin->file()},
+                 {"interface_version", K3BENCH_PLUGIN_INTERFACE_VERSION},
+                 {"build", plugin->build()},
+                 {"path", c_b->path()},
+                 {"dispatch", plugin_dispatch(*c_b)}};
   r.environment = environment_static();
   r.environment["measurement"] = run_settings_json();
   r.environment["readings_before"] = environment_readings();
   const double setup_s = seconds_since(process_start);
   const auto check_start = Clock::now();
   if (o.check != "none") {
-    r.accuracy = c->check(o.check == "full");
-    r.accuracy->output_checksum = output_checksum(*c);  // the outputs the check just computed
-    if (c_b) {
-      r.accuracy_b = c_b->check(o.check == "full");
-      r.accuracy_b->output_checksum = output_checksum(*c_b);
-    }
+    r.accuracy = checked(*c, o.check == "full");
+    if (c_b) r.accuracy_b = checked(*c_b, o.check == "full");
   }
   const double check_s = seconds_since(check_start);
   // What the calls decided (a TCM gate, per-call statistics) is in the parameters from here on.
@@ -243,7 +257,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
     const Accuracy& bad = a_failed ? *r.accuracy : *r.accuracy_b;
     std::cerr << fmt::format(
         "k3bench: accuracy failure: {}{} error/bound ratio {:.3g} (max abs err {:.3g})\n", r.op,
-        a_failed ? "" : " (--params-b)", bad.worst_ratio, bad.max_abs_err);
+        a_failed ? "" : (plugin ? " (--build-b)" : " (--params-b)"), bad.worst_ratio, bad.max_abs_err);
     return kExitAccuracy;
   }
   return kExitOk;
@@ -271,6 +285,12 @@ int main(int argc, char** argv) {
                  "repetitions alternate --params (A) and B in pairs A B, B A, ... within this "
                  "process and report their side; summary is A's, summary_b B's (a within-process "
                  "A/B comparison; --reps counts both sides)");
+  app.add_option("--build-b", o.build_b,
+                 "a second build B: its kernel plugin (libk3bench_plugin.so of that build), loaded "
+                 "beside this build in a link namespace of its own; the repetitions alternate this "
+                 "build (A) and B in pairs A B, B A, ... within this process, with the parameters A "
+                 "was given (or --params-b); summary is A's, summary_b B's, build_b names B's build "
+                 "(needs a dynamically linked k3bench)");
   app.add_option("--table", o.table,
                  "tuning table (k3tune tune): parameters not given in --params come from its entry "
                  "for this op, "
@@ -423,6 +443,8 @@ int main(int argc, char** argv) {
     if (model_opt->count() > 0) {
       if (!o.params_b.empty())
         throw UsageError("--params-b: one op's cases only, not with --model");
+      if (!o.build_b.empty())
+        throw UsageError("--build-b: one op's cases only, not with --model");
       ModelCommandOptions m = o.model;
       if (m.models_dir.empty()) {
         const char* env = std::getenv("K3BENCH_MODELS_DIR");

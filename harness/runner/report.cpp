@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "harness/runner/model/model_report.h"
+#include "harness/runner/case_json.h"
 
 namespace k3runner {
 namespace {
@@ -43,28 +43,6 @@ nlohmann::json summary_json(const Summary& s, const Traffic& traffic) {
           {"weight_gbps", traffic.weight_bytes / s.median},
           {"total_gbps", bytes / s.median},
           {"gops", traffic.ops / s.median}};
-}
-
-nlohmann::json traffic_json(const Traffic& t) {
-  nlohmann::json j = {
-      {"weight_bytes", t.weight_bytes}, {"activation_bytes", t.activation_bytes}, {"ops", t.ops}};
-  if (t.by_source) j["by_source"] = model::traffic_json(*t.by_source);
-  return j;
-}
-
-nlohmann::json accuracy_json(const std::optional<Accuracy>& accuracy) {
-  if (!accuracy) return nullptr;
-  const Accuracy& a = *accuracy;
-  return {{"reference", a.reference},
-          {"pass", a.pass},
-          {"checked", a.checked},
-          {"total", a.total},
-          {"max_abs_err", a.max_abs_err},
-          {"max_rel_err", a.max_rel_err},
-          {"worst_error_to_bound", a.worst_ratio},
-          {"bound_at_worst", a.worst_bound},
-          {"extra", a.extra},
-          {"output_checksum", a.output_checksum}};
 }
 
 }  // namespace
@@ -109,6 +87,7 @@ nlohmann::json result_json(const Result& r) {
     j["params_b"] = r.params_b;
     j["traffic_b"] = traffic_json(r.traffic_b);
     j["accuracy_b"] = accuracy_json(r.accuracy_b);
+    if (!r.build_b.is_null()) j["build_b"] = r.build_b;
   }
   if (!r.timing.is_null()) {
     j["calibration"] = {{"iterations", r.calibration.iterations},

@@ -35,6 +35,9 @@ struct Result {
   nlohmann::json params_b;
   Traffic traffic_b;
   std::optional<Accuracy> accuracy_b;
+  // --build-b: the second build's plugin file, interface version, build provenance and dispatch
+  // (null without one); side B's figures are then that build's.
+  nlohmann::json build_b;
 };
 
 nlohmann::json result_json(const Result& r);

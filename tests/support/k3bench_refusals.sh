@@ -48,6 +48,10 @@ check usage 2 "^k3bench: --pg 1000000000,1: 1000000001 tokens in the KV cache, b
   "$march" -- --model qwen3-0.6b --pg 1000000000,1
 check usage 2 "^k3bench: --depth 100000000 and --pp 512: 100000512 tokens in the KV cache, beyond Qwen3-0\.6B's context of 40960 tokens \(max_context in .*configs/models/qwen3-0\.6b\.toml\)$" \
   "$march" -- --model qwen3-0.6b --depth 100000000
+# A second build that is not there: the dynamically linked runners cannot load it, a static one
+# loads none (either way one line, the file named).
+check usage 2 "^k3bench: --build-b: /nonexistent/libk3bench_plugin\.so: (not loadable as a kernel plugin: .*No such file or directory|this k3bench is statically linked and cannot load a second build; .*)$" \
+  "$march" -- --op linear_decode --shape n=96,k=256 --build-b /nonexistent/libk3bench_plugin.so
 check unsupported 3 "^k3bench: unsupported: shape: k=19 is not a multiple of 64 \(W4B64 blocks\)$" \
   "$march" -- --op linear_decode --shape n=96,k=19
 check unsupported 3 "^k3bench: unsupported: shape: q_heads=3 is not a multiple of kv_heads=2 \(grouped-query attention: each KV head serves q_heads / kv_heads query heads\)$" \
