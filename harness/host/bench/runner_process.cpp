@@ -73,7 +73,7 @@ ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_rep
   for (std::size_t i : k3stats::tukey_outliers(t)) o.samples[i].outlier = true;
   for (const char* key :
        {"dispatch", "accuracy", "params", "traffic", "counters", "extra_work", "environment",
-        "summary", "calibration", "params_b", "accuracy_b", "traffic_b", "summary_b"}) {
+        "summary", "calibration", "params_b", "accuracy_b", "traffic_b", "summary_b", "build_b"}) {
     if (j.contains(key)) o.runner[key] = j[key];
   }
   o.ok = true;
