@@ -66,7 +66,7 @@ std::unique_ptr<KernelPlugin> KernelPlugin::load(const std::string& path) {
       "--build-b: {}: this k3bench is statically linked and cannot load a second build; use a "
       "dynamically linked runner (the host build, or the rvv-dynamic preset on a board)",
       path));
-#endif
+#else
   // A namespace of its own: the plugin's kernels, op drivers and their static state (worker
   // pools, the weight cache, the run settings) are separate copies, not this build's symbols.
   void* handle = ::dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
@@ -90,6 +90,7 @@ std::unique_ptr<KernelPlugin> KernelPlugin::load(const std::string& path) {
         K3BENCH_PLUGIN_INTERFACE_VERSION, sizeof(k3bench_plugin)));
   }
   return std::unique_ptr<KernelPlugin>(new KernelPlugin(path, api));
+#endif
 }
 
 nlohmann::json KernelPlugin::build() const {
