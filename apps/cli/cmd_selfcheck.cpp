@@ -38,6 +38,9 @@ struct Args {
   int within_processes = 0;  // opt-in: it doubles a trial's time
   double within_mde = -1;    // < 0: the minimum effect (table verify's default rule); 0: fixed
   int within_max_processes = 16;
+  // A runner build directory holding libk3bench_plugin.so and libk3bench_plugin_planted.so ("":
+  // no build pair). "runner": the target's own runner's directory.
+  std::string build_pair;
   bool synthetic = false;
   // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
   // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
@@ -160,6 +163,7 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                        {"processes_per_configuration", c.processes_for_target_mde},
                        {"verdict_wall_s", c.verdict_wall_s_for_target_mde}}}});
     if (a.within_processes > 0) cells.back()["within_process"] = within_json(c.within);
+    if (!a.build_pair.empty()) cells.back()["build_pair"] = within_json(c.builds);
   }
   const double fp_high = r.false_positives.rate;
   double det5 = -1;
@@ -194,7 +198,41 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                         {"cells", cells}};
   // Absent with --within-processes 0, as "not measured".
   if (a.within_processes > 0) out["within_process"] = within_json(r.within);
+  if (!a.build_pair.empty()) out["build_pair"] = within_json(r.builds);
   return out;
+}
+
+void print_proportion(const std::string& what, const k3stats::Proportion& p) {
+  fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes,
+             p.trials, 100 * p.rate, 100 * p.low, 100 * p.high);
+}
+
+// A within-process design's block: its budget, each cell beside the rounds design's figures, and
+// its rates.
+void print_within(const k3bench::SelfcheckResult& r, const k3bench::WithinProcessSelfcheck& w,
+                  k3bench::WithinProcessSelfcheck k3bench::CellSelfcheck::*member,
+                  const std::string& title) {
+  const std::string budget =
+      w.mde_target > 0
+          ? fmt::format("{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
+                        "{:.1f} per verdict on average",
+                        w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
+                        w.mean_processes_per_verdict)
+          : fmt::format("{} processes per verdict", w.processes_per_verdict);
+  fmt::print("{}; {} + {} repetitions per process; {}:\n", title, w.repetitions_per_side,
+             w.repetitions_per_side, budget);
+  for (const auto& c : r.cells) {
+    const k3bench::WithinProcessSelfcheck& cw = c.*member;
+    fmt::print(
+        "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
+        "{:.2f}%, {:.1f} s)\n",
+        c.cell.label(), k3bench::to_kv(c.cell.params), 100 * cw.noise_floor,
+        100 * cw.minimum_detectable_effect, cw.verdict_wall_s, 100 * c.minimum_detectable_effect,
+        c.verdict_wall_s);
+  }
+  print_proportion("A vs A false positives", w.false_positives);
+  for (const auto& d : w.detections)
+    print_proportion(fmt::format("A vs A+{:g}% detected", d.injected * 100), d.rate);
 }
 
 void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
@@ -207,10 +245,6 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
       "repetitions; {}, alpha {}, minimum effect {:.0f}%\n",
       rounds.min_processes, rounds.max_processes, rounds.target_ci * 100, a.repetitions,
       a.min_time_s, method_text(a.compare.estimator), a.compare.alpha, a.compare.min_effect * 100);
-  auto line = [](const char* what, const k3stats::Proportion& p) {
-    fmt::print("  {:<24} {:>4}/{:<4} = {:5.1f}%  (95% CI {:.1f}%..{:.1f}%)\n", what, p.successes,
-               p.trials, 100 * p.rate, 100 * p.low, 100 * p.high);
-  };
   for (const auto& c : r.cells) {
     fmt::print(
         "  {} {}: {:.1f} us per call, noise floor {:.2f}% (|diff| q95 {:.2f}%), MDE {:.2f}%, "
@@ -226,9 +260,9 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
           100 * kTargetMde, c.processes_for_target_mde, c.verdict_wall_s_for_target_mde,
           c.process_wall_s);
   }
-  line("A vs A false positives", r.false_positives);
+  print_proportion("A vs A false positives", r.false_positives);
   for (const auto& d : r.detections) {
-    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+    print_proportion(fmt::format("A vs A+{:g}% detected", d.injected * 100), d.rate);
   }
   fmt::print(
       "  noise floor {:.2f}%, minimum detectable effect {:.2f}% (the largest over the cells)\n",
@@ -249,29 +283,14 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
     fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n",
                100 * r.false_positives.rate);
   }
-  if (a.within_processes <= 0) return;
-  const auto& w = r.within;
-  const std::string budget =
-      w.mde_target > 0
-          ? fmt::format("{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
-                        "{:.1f} per verdict on average",
-                        w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
-                        w.mean_processes_per_verdict)
-          : fmt::format("{} processes per verdict", w.processes_per_verdict);
-  fmt::print(
-      "within one process (A and B alternate repetitions A B, B A, ...; {} + {} repetitions per "
-      "process; {}; for two parameter sets of one runner, never two builds):\n",
-      w.repetitions_per_side, w.repetitions_per_side, budget);
-  for (const auto& c : r.cells)
-    fmt::print(
-        "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
-        "{:.2f}%, {:.1f} s)\n",
-        c.cell.label(), k3bench::to_kv(c.cell.params), 100 * c.within.noise_floor,
-        100 * c.within.minimum_detectable_effect, c.within.verdict_wall_s,
-        100 * c.minimum_detectable_effect, c.verdict_wall_s);
-  line("A vs A false positives", w.false_positives);
-  for (const auto& d : w.detections)
-    line(fmt::format("A vs A+{:g}% detected", d.injected * 100).c_str(), d.rate);
+  if (a.within_processes > 0)
+    print_within(r, r.within, &k3bench::CellSelfcheck::within,
+                 "within one process (A and B alternate repetitions A B, B A, ...; two parameter "
+                 "sets of one build)");
+  if (!a.build_pair.empty())
+    print_within(r, r.builds, &k3bench::CellSelfcheck::builds,
+                 "two builds within one process (k3bench --build-b: A against the same source "
+                 "built twice, and against the planted build)");
 }
 
 void run(const AppContext& ctx, Args a) {
@@ -309,6 +328,9 @@ void run(const AppContext& ctx, Args a) {
   opt.within_processes = a.within_processes;
   opt.within_mde = a.within_mde >= 0 ? a.within_mde : a.compare.min_effect;
   opt.within_max_processes = a.within_max_processes;
+  if (!a.build_pair.empty() && a.within_processes <= 0)
+    throw k3bench::UserError(
+        "--build-pair: the builds are compared within one process: give --within-processes N");
 
   std::unique_ptr<k3targets::Target> target;
   std::unique_ptr<k3bench::ProcessExecutor> executor;
@@ -325,6 +347,15 @@ void run(const AppContext& ctx, Args a) {
     executor = std::make_unique<k3bench::RunnerExecutor>();
     build = {target.get(), k3bench::sha256_file(target->runner_path()), ""};
     opt.timeout_s = target->config().timeout_s;
+  }
+  if (!a.build_pair.empty()) {
+    // The plugins where the runner runs: a runner build directory holds both.
+    const std::string dir =
+        a.build_pair != "runner" ? a.build_pair
+        : target                 ? std::filesystem::path(target->runner_path()).parent_path().string()
+                                 : std::string("runner");
+    opt.build_pair_plugin = dir + "/libk3bench_plugin.so";
+    opt.build_pair_planted = dir + "/libk3bench_plugin_planted.so";
   }
   k3bench::Progress progress(opt.trials, !ctx.quiet);
   const k3bench::SelfcheckResult r =
@@ -402,6 +433,13 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
                    "the within design's ceiling while its MDE is above --within-mde")
       ->check(CLI::Range(2, 10000))
       ->capture_default_str();
+  stats
+      ->add_option("--build-pair", a->build_pair,
+                   "also measure two builds within one process (k3bench --build-b, with the "
+                   "within design's budget): A against DIR/libk3bench_plugin.so (the same source "
+                   "built twice) and against DIR/libk3bench_plugin_planted.so (a slowdown compiled "
+                   "in); DIR \"runner\": the target's runner's own build directory")
+      ->type_name("DIR");
   stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
   stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
       ->capture_default_str();

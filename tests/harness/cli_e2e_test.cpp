@@ -295,6 +295,35 @@ TEST_F(HarnessCli, SelfcheckMeasuresTheWithinProcessDesignNextToTheRounds) {
   EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("within_process"));
 }
 
+// selfcheck stats --build-pair on the real runner: its own build directory holds both plugins;
+// the build pair is judged in the same trials, from processes whose repetitions alternate this
+// build and the plugin's (k3bench --build-b). Plumbing only, as above: the planted size the
+// plugin reports, the trials, the processes spent.
+TEST_F(HarnessCli, SelfcheckMeasuresTheBuildPairWithinOneProcess) {
+  const auto r = k3tune({"--json", "-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
+                         "--trials", "2", "--slowdown", "0.5", "--within-processes", "6",
+                         "--within-mde", "0", "--min-time", "0.002", "--no-store",
+                         "--build-pair", "runner"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("build_pair")) << r.out;
+  const auto& b = j["build_pair"];
+  EXPECT_EQ(b["processes_per_verdict"], 6);
+  EXPECT_EQ(b["false_positive_rate"]["trials"], 2);
+  ASSERT_TRUE(b["detection_rate"].contains("3%")) << b;  // the planted build's own size
+  EXPECT_EQ(b["detection_rate"]["3%"]["trials"], 2);
+  EXPECT_GE(b["processes"].get<int>(), 1 + 2 * 2 * 6);
+  EXPECT_LE(b["processes"].get<int>(), 1 + 2 * 2 * 6 * 3);
+  EXPECT_TRUE(j["cells"][0].contains("build_pair"));
+  // The build pair is a within-process design: without its budget, one line.
+  const auto bad = k3tune({"-q", "selfcheck", "stats", "--cell", "rmsnorm rows=1,dim=256",
+                           "--trials", "1", "--no-store", "--build-pair", "runner"});
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_EQ(bad.err,
+            "k3tune: --build-pair: the builds are compared within one process: give "
+            "--within-processes N\n");
+}
+
 // The same command on the synthetic runner (the noise the factor study measured on the shared
 // VM; seeded), where the injected 50% is exact: both designs detect it in every trial, and the
 // within design measures it within its noise.

@@ -154,12 +154,15 @@ TEST_F(CountModelCli, CountsAWholeForwardPerOpModelsItAndStoresIt) {
     }
     total[what] = c["instructions"].get<double>();
   }
-  // Where IME2 is refused both binaries run the same RVV kernels (the binaries differ: their
-  // set-up, heap and dispatch checks move the count by about 1%).
+  // Where IME2 is refused both binaries run the same RVV kernels, compiled apart: the IME2
+  // build's -march (Zicbop prefetches), its set-up, heap layout and dispatch checks move the count
+  // -- by 1% to 3.1% across the builds measured (the heap layout alone moves a kernel's
+  // alignment-dependent loops by a few hundred instructions). A kernel of the wrong layer would
+  // differ by tens of percent.
   for (const char* phase : {"prefill", "decode"})
     EXPECT_NEAR(total[std::string("ime2 ") + phase + " 256"],
                 total[std::string("rvv ") + phase + " 256"],
-                0.03 * total[std::string("rvv ") + phase + " 256"])
+                0.05 * total[std::string("rvv ") + phase + " 256"])
         << phase;
   // IME2 replaces most of the prefill Linears' instructions (in this tiny model the attention,
   // kv_append and quantisation, the same code in both binaries, are most of the rest: at VLEN 1024

@@ -12,6 +12,7 @@
 #include "harness/host/bench/selfcheck.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/synthetic_runner.h"
+#include "harness/host/bench/user_error.h"
 #include "harness/host/stats/sequential.h"
 #include "harness/host/stats/signed_rank.h"
 #include "harness/host/stats/stats.h"
@@ -518,6 +519,56 @@ TEST(HarnessSelfcheck, WithinProcessBudgetSetByTheMdeKeepsTheTestExact) {
   EXPECT_GT(w.mean_processes_per_verdict, (6.0 + 24.0) / 2 + 1);
   EXPECT_LT(w.mean_processes_per_verdict, 24.0);
   EXPECT_LT(w.minimum_detectable_effect, 0.0125);
+}
+
+TEST(HarnessSelfcheck, TheBuildPairFindsThePlantedBuildAtTheWithinDesignsResolution) {
+  // Two builds in one process (k3bench --build-b) on the synthetic machine: the second build is
+  // the first unless its file is the planted one, which is 3% slower (its size reported by the
+  // probe process, as the real planted plugin reports it). Both sides share each process's level,
+  // so the build pair resolves what the rounds cannot: at the signed-rank test's nominal level
+  // across the same source built twice, the planted 3% found in nearly every trial and measured
+  // at its size.
+  k3bench::SyntheticExecutor exec(
+      {.base_ns = 1e5, .between = 0.08, .within = 0.02, .drift = 0.05, .drift_correlation = 0.98},
+      23);
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = 2000;
+  opt.slowdowns = {0.03};
+  opt.compare.min_effect = 0;
+  opt.within_processes = 8;
+  opt.build_pair_plugin = "build/runner/libk3bench_plugin.so";
+  opt.build_pair_planted = "build/runner/libk3bench_plugin_planted.so";
+  opt.rounds = {.min_processes = 3, .max_processes = 3};
+  const auto r = k3bench::run_selfcheck(exec, {}, opt);
+  const auto& b = r.builds;
+  std::printf("  build pair: false positives %.2f%%, planted +3%% detected %.1f%%, MDE %.2f%%\n",
+              100 * b.false_positives.rate, 100 * b.detections.at(0).rate.rate,
+              100 * b.minimum_detectable_effect);
+  ASSERT_EQ(b.detections.size(), 1u);
+  EXPECT_DOUBLE_EQ(b.detections[0].injected, 0.03);
+  const auto rate =
+      k3stats::clopper_pearson(b.false_positives.successes, b.false_positives.trials, 0.99);
+  EXPECT_LE(rate.low, 0.05);
+  EXPECT_GE(rate.high, 0.039);
+  EXPECT_GT(b.detections[0].rate.rate, 0.9);
+  EXPECT_NEAR(b.detections[0].measured_mean, 0.03, 0.005);
+  EXPECT_LT(b.minimum_detectable_effect, r.minimum_detectable_effect / 3);
+  EXPECT_EQ(b.processes, 1 + 2000 * 2 * 8);  // the probe, then A vs A and planted, 8 each
+  EXPECT_EQ(r.cells.at(0).builds.processes, b.processes);
+  // The within design of one build ran beside it in the same trials (within_processes > 0).
+  EXPECT_EQ(r.within.processes, 8 * 2 * 2000);
+  // A second build that plants nothing cannot stand for the planted one.
+  opt.trials = 1;
+  opt.build_pair_planted = opt.build_pair_plugin;
+  try {
+    k3bench::run_selfcheck(exec, {}, opt);
+    ADD_FAILURE() << "a build pair without a planted slowdown was accepted";
+  } catch (const k3bench::UserError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "selfcheck: --build-pair: build/runner/libk3bench_plugin.so: plants no slowdown "
+              "(its build.planted_slowdown_percent; build libk3bench_plugin_planted.so)");
+  }
 }
 
 TEST(HarnessSelfcheck, PricedProcessCountReachesTheTargetMde) {

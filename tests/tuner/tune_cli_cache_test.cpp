@@ -327,11 +327,12 @@ default = 64
   EXPECT_TRUE(fs::exists(cache) && !fs::is_empty(cache)) << "the weight cache was not filled";
   ASSERT_EQ(cold.size(), 2u);
   ASSERT_EQ(none.size(), 2u);
-  // Equal up to the per-process jitter (a few hundred instructions of timer and start-up reads,
-  // divided by the eight calls of the difference; about +-50 per call seen here). A cold-cache
-  // process counted would be off by millions: 1,300 instructions per weight filling the cache.
+  // Equal up to the per-process jitter (timer and start-up reads, and the heap layout the cache
+  // mode leaves, which moves alignment-dependent loops, divided by the eight calls of the
+  // difference: +-50 to +-210 per call seen, by build). A cold-cache process counted would be off
+  // by millions: 1,300 instructions per weight filling the cache.
   for (const auto& [config, per_call] : cold)
-    EXPECT_NEAR(per_call, none.at(config), 200) << config << ": cold cache against none";
+    EXPECT_NEAR(per_call, none.at(config), 500) << config << ": cold cache against none";
   // 128 x 256 weights at ~0.1-0.3 instructions each, plus the activation quantisation: thousands
   // of instructions per call, never the negative difference of a cold-cache pair.
   for (const auto& [config, per_call] : cold) EXPECT_GT(per_call, 1000) << config;

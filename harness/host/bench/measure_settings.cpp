@@ -119,6 +119,7 @@ nlohmann::json MeasureSettings::to_json() const {
                       {"weight_load", weight_load}};
   if (alternate_extra_work) j["extra_work_sides"] = "abba";  // absent otherwise: keys unchanged
   if (!params_b.is_null()) j["params_b"] = params_b;         // likewise
+  if (!build_b.empty()) j["build_b"] = build_b;              // likewise
   if (!table.empty()) {
     j["table"] = table;
     j["table_sha256"] = table_sha256;
@@ -149,6 +150,7 @@ std::vector<std::string> MeasureSettings::runner_args(const CellSpec& cell,
   if (extra_work_ns > 0) a.insert(a.end(), {"--extra-work-ns", fmt::format("{}", extra_work_ns)});
   if (alternate_extra_work) a.insert(a.end(), {"--extra-work-sides", "abba"});
   if (!params_b.is_null()) a.insert(a.end(), {"--params-b", to_kv(params_b)});
+  if (!build_b.empty()) a.insert(a.end(), {"--build-b", build_b});
   if (!table.empty()) a.insert(a.end(), {"--table", table});
   return a;
 }

@@ -36,6 +36,10 @@ struct MeasureSettings {
   // (k3bench --params-b): the within-process comparison of two configurations of one runner
   // (table verify). `repetitions` counts both sides.
   nlohmann::json params_b;
+  // A second build's kernel plugin ("" : none): every process alternates this runner's build (A)
+  // and the plugin's (B) repetition by repetition (k3bench --build-b): two builds compared inside
+  // one process (the selfcheck's build pair). A path where the runner runs.
+  std::string build_b;
   std::string cpus = "auto";         // k3bench --cpus: auto | none | a CPU list
   std::string pool_wait = "spin";    // k3bench --pool-wait
   std::string huge_pages = "on";     // k3bench --huge-pages

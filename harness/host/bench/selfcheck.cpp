@@ -120,8 +120,8 @@ WithinTrial measure_within(ProcessExecutor& executor, const SweepBuild& build,
         double a = 0, b = 0;
         if (!o.side_means(a, b))
           throw UserError(fmt::format(
-              "selfcheck: {}: the runner reported no sides for alternating extra work (a "
-              "k3bench without --extra-work-sides?)",
+              "selfcheck: {}: the runner reported no sides for the within-process design (a "
+              "k3bench without --extra-work-sides or --build-b?)",
               configs[u].label()));
         if (o.disturbed && replacements < 2 * opt.within_processes) {
           ++replacements;
@@ -203,6 +203,107 @@ double quantile_abs(std::vector<double> x, double q) {
   return k3stats::quantile(std::move(x), q);
 }
 
+// A within-process design over the cells (A and B in every process): per cell its configurations
+// (A vs A first, then one per slowdown; none: not measured on that cell), its verdicts and the
+// wall time its trials took. Two of them: the injected extra work (two parameter sets of one
+// build) and the build pair (two builds, k3bench --build-b).
+struct WithinDesign {
+  std::vector<std::vector<CellSpec>> configs;
+  std::vector<Tally> tally;
+  std::vector<double> wall;
+  std::vector<double> slowdowns;
+  WithinDesign(std::size_t cells, std::vector<double> injected)
+      : configs(cells), tally(cells, Tally(injected.size())), wall(cells, 0),
+        slowdowns(std::move(injected)) {}
+
+  void run_trial(ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& opt,
+                 std::size_t c, std::int64_t iterations, int trial, WithinProcessSelfcheck& w) {
+    if (configs[c].empty()) return;
+    const WithinTrial t = measure_within(executor, build, configs[c], opt, iterations, trial, w);
+    wall[c] += t.wall_s;
+    std::vector<k3stats::Comparison> ab;
+    for (std::size_t k = 1; k < configs[c].size(); ++k)
+      ab.push_back(k3stats::compare_paired_rounds(t.a[k], t.b[k], opt.compare));
+    tally[c].add(k3stats::compare_paired_rounds(t.a[0], t.b[0], opt.compare), ab,
+                 w.aa_differences);
+  }
+};
+
+// The budget fields every within design reports.
+void set_within_budget(const SelfcheckOptions& opt, int repetitions, WithinProcessSelfcheck& w) {
+  w.processes_per_verdict = opt.within_processes;
+  w.mde_target = opt.within_mde;
+  w.max_processes = opt.within_mde > 0 ? opt.within_max_processes : 0;
+  w.repetitions_per_side = repetitions;
+}
+
+// A design's figures over the cells: each cell's finished, then pooled (counts summed; the noise
+// floor, MDE and wall time per verdict the largest of the cells'). Returns the processes spent.
+int finish_within(const WithinDesign& d, std::vector<CellSelfcheck>& cells,
+                  WithinProcessSelfcheck CellSelfcheck::*member, WithinProcessSelfcheck& pooled) {
+  if (std::all_of(d.configs.begin(), d.configs.end(), [](const auto& v) { return v.empty(); }))
+    return 0;  // not measured: the pooled figures stay empty
+  PooledTally tally(d.slowdowns.size());
+  double verdicts_sum = 0, counted_sum = 0;
+  int processes = 0;
+  for (std::size_t c = 0; c < cells.size(); ++c) {
+    if (d.configs[c].empty()) continue;
+    const int trials = cells[c].trials;
+    WithinProcessSelfcheck& w = cells[c].*member;
+    d.tally[c].finish(trials, w.false_positives, w.detections, w.minimum_detectable_effect);
+    tally.add(d.tally[c], w.detections, trials);
+    w.noise_floor = k3stats::sample_stddev(w.aa_differences);
+    const double verdicts = double(trials) * double(d.configs[c].size());
+    verdicts_sum += verdicts;
+    counted_sum += w.mean_processes_per_verdict;
+    if (trials > 0) {
+      w.verdict_wall_s = d.wall[c] / verdicts;
+      w.mean_processes_per_verdict /= verdicts;
+    }
+    pooled.noise_floor = std::max(pooled.noise_floor, w.noise_floor);
+    pooled.minimum_detectable_effect =
+        std::max(pooled.minimum_detectable_effect, w.minimum_detectable_effect);
+    pooled.verdict_wall_s = std::max(pooled.verdict_wall_s, w.verdict_wall_s);
+    pooled.processes += w.processes;
+    pooled.processes_per_verdict = w.processes_per_verdict;
+    pooled.mde_target = w.mde_target;
+    pooled.max_processes = w.max_processes;
+    pooled.repetitions_per_side = w.repetitions_per_side;
+    processes += w.processes;
+  }
+  if (verdicts_sum > 0) pooled.mean_processes_per_verdict = counted_sum / verdicts_sum;
+  tally.finish(d.slowdowns, pooled.false_positives, pooled.detections);
+  return processes;
+}
+
+// The build pair's configurations on one cell: A vs the runner's own plugin (the same source
+// built twice, in two link namespaces), then A vs the planted build. The planted build says how
+// much it plants (build.planted_slowdown_percent), asked by one accuracy-checked process.
+std::vector<CellSpec> build_pair_configs(ProcessExecutor& executor, const SweepBuild& build,
+                                         const SelfcheckOptions& opt, const CellSpec& cell,
+                                         std::int64_t iterations, double& planted) {
+  CellSpec same = cell;
+  same.settings.build_b = opt.build_pair_plugin;
+  same.settings.repetitions = 2 * cell.settings.repetitions;
+  CellSpec slow = same;
+  slow.settings.build_b = opt.build_pair_planted;
+  const ProcessOutcome probe = executor.run(build, slow, 0, true, iterations, opt.timeout_s);
+  if (!probe.ok)
+    throw UserError(fmt::format("selfcheck: {} --build-b {}: runner failed: {}", cell.label(),
+                                opt.build_pair_planted, probe.reason));
+  planted = probe.runner.is_object()
+                ? probe.runner.value("/build_b/build/build/planted_slowdown_percent"_json_pointer,
+                                     0.0) /
+                      100
+                : 0.0;
+  if (!(planted > 0))
+    throw UserError(fmt::format(
+        "selfcheck: --build-pair: {}: plants no slowdown (its build.planted_slowdown_percent; "
+        "build libk3bench_plugin_planted.so)",
+        opt.build_pair_planted));
+  return {same, slow};
+}
+
 }  // namespace
 
 SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build,
@@ -215,11 +316,12 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   // the calls per repetition every trial then uses.
   std::vector<std::vector<CellSpec>> configs(opt.cells.size());
   std::vector<Tally> tally(opt.cells.size(), Tally(opt.slowdowns.size()));
-  // The within-process design: its configurations (A vs A, then each slowdown on side B), tallies
-  // and wall time, per cell.
-  std::vector<std::vector<CellSpec>> within_configs(opt.cells.size());
-  std::vector<Tally> within_tally(opt.cells.size(), Tally(opt.slowdowns.size()));
-  std::vector<double> within_wall(opt.cells.size(), 0);
+  // The within-process designs: injected extra work (A vs A, then each slowdown on side B) and,
+  // when asked for, the build pair.
+  WithinDesign within(opt.cells.size(), opt.within_processes > 0 ? opt.slowdowns
+                                                                 : std::vector<double>{});
+  const bool build_pair = opt.within_processes > 0 && !opt.build_pair_plugin.empty();
+  WithinDesign builds(opt.cells.size(), {});
   for (std::size_t c = 0; c < opt.cells.size(); ++c) {
     CellSelfcheck cs;
     cs.cell = opt.cells[c];
@@ -246,17 +348,25 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       CellSpec both = cs.cell;
       both.settings.alternate_extra_work = true;
       both.settings.repetitions = 2 * cs.cell.settings.repetitions;
-      within_configs[c] = {both};
+      within.configs[c] = {both};
       for (const auto& d : cs.detections) {
         CellSpec slow = both;
         slow.settings.extra_work_ns = d.extra_work_ns;
-        within_configs[c].push_back(slow);
+        within.configs[c].push_back(slow);
         cs.within.detections.push_back({d.injected, d.extra_work_ns, {}, 0});
       }
-      cs.within.processes_per_verdict = opt.within_processes;
-      cs.within.mde_target = opt.within_mde;
-      cs.within.max_processes = opt.within_mde > 0 ? opt.within_max_processes : 0;
-      cs.within.repetitions_per_side = cs.cell.settings.repetitions;
+      set_within_budget(opt, cs.cell.settings.repetitions, cs.within);
+    }
+    if (build_pair) {
+      double planted = 0;
+      std::vector<CellSpec> pair =
+          build_pair_configs(executor, build, opt, cs.cell, cs.iterations, planted);
+      ++cs.builds.processes;
+      // One plugin, one planted size: the design takes it from the first cell.
+      if (c == 0) builds = WithinDesign(opt.cells.size(), {planted});
+      builds.configs[c] = std::move(pair);
+      cs.builds.detections.push_back({planted, 0, {}, 0});
+      set_within_budget(opt, cs.cell.settings.repetitions, cs.builds);
     }
     result.cells.push_back(std::move(cs));
   }
@@ -280,23 +390,14 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
         ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
       tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
-      if (opt.within_processes > 0) {
-        const WithinTrial w = measure_within(executor, build, within_configs[c], opt, cs.iterations,
-                                             trial, cs.within);
-        within_wall[c] += w.wall_s;
-        std::vector<k3stats::Comparison> within_ab;
-        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
-          within_ab.push_back(k3stats::compare_paired_rounds(w.a[1 + k], w.b[1 + k], opt.compare));
-        within_tally[c].add(k3stats::compare_paired_rounds(w.a[0], w.b[0], opt.compare), within_ab,
-                            cs.within.aa_differences);
-      }
+      within.run_trial(executor, build, opt, c, cs.iterations, trial, cs.within);
+      builds.run_trial(executor, build, opt, c, cs.iterations, trial, cs.builds);
       ++cs.trials;
     }
     result.trials = trial + 1;
   }
 
-  PooledTally pooled(opt.slowdowns.size()), within_pooled(opt.slowdowns.size());
-  double within_verdicts = 0, within_counted = 0;  // pooled counted processes per verdict
+  PooledTally pooled(opt.slowdowns.size());
   for (std::size_t c = 0; c < result.cells.size(); ++c) {
     CellSelfcheck& cs = result.cells[c];
     tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
@@ -317,40 +418,14 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
                                         cs.process_wall_s;
       }
     }
-    if (opt.within_processes > 0) {
-      WithinProcessSelfcheck& w = cs.within;
-      within_tally[c].finish(cs.trials, w.false_positives, w.detections,
-                             w.minimum_detectable_effect);
-      within_pooled.add(within_tally[c], w.detections, cs.trials);
-      w.noise_floor = k3stats::sample_stddev(w.aa_differences);
-      const double verdicts = double(cs.trials) * double(within_configs[c].size());
-      within_verdicts += verdicts;
-      within_counted += w.mean_processes_per_verdict;
-      if (cs.trials > 0) {
-        w.verdict_wall_s = within_wall[c] / verdicts;
-        w.mean_processes_per_verdict /= verdicts;
-      }
-      result.within.noise_floor = std::max(result.within.noise_floor, w.noise_floor);
-      result.within.minimum_detectable_effect =
-          std::max(result.within.minimum_detectable_effect, w.minimum_detectable_effect);
-      result.within.verdict_wall_s = std::max(result.within.verdict_wall_s, w.verdict_wall_s);
-      result.within.processes += w.processes;
-      result.within.processes_per_verdict = w.processes_per_verdict;
-      result.within.mde_target = w.mde_target;
-      result.within.max_processes = w.max_processes;
-      result.within.repetitions_per_side = w.repetitions_per_side;
-      result.processes += w.processes;
-    }
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
     result.minimum_detectable_effect =
         std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
     result.processes += cs.processes;
   }
   pooled.finish(opt.slowdowns, result.false_positives, result.detections);
-  if (within_verdicts > 0)
-    result.within.mean_processes_per_verdict = within_counted / within_verdicts;
-  if (opt.within_processes > 0)
-    within_pooled.finish(opt.slowdowns, result.within.false_positives, result.within.detections);
+  result.processes += finish_within(within, result.cells, &CellSelfcheck::within, result.within);
+  result.processes += finish_within(builds, result.cells, &CellSelfcheck::builds, result.builds);
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

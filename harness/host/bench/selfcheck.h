@@ -11,8 +11,9 @@
 // of every process (repetitions alternate A B, B A, ... with the extra work on side B; k3bench
 // --extra-work-sides abba), each process gives one paired ratio of its B and A repetitions, and
 // the same paired test judges a fixed number of processes. The spread between processes, most of
-// the spread on a shared machine, is then common to both sides. It applies where both sides can
-// share a process (two parameter sets, an injected slowdown), never to two builds.
+// the spread on a shared machine, is then common to both sides. The build pair applies it to two
+// builds (k3bench --build-b: the second build's kernel plugin in a link namespace of its own):
+// A against the same source built twice, and A against a build with a slowdown compiled in.
 #pragma once
 
 #include <functional>
@@ -45,6 +46,11 @@ struct SelfcheckOptions {
   // within_processes.
   double within_mde = 0;
   int within_max_processes = 16;
+  // The build pair (k3bench --build-b), measured with the within design's budget when both are
+  // set: A against the runner's own kernel plugin (the same source built twice, loaded in two link
+  // namespaces: A vs A across builds), and A against the planted build (a slowdown compiled in; its
+  // size is what that plugin reports). Paths where the runner runs; empty: not measured.
+  std::string build_pair_plugin, build_pair_planted;
 };
 
 struct Detection {
@@ -93,6 +99,7 @@ struct CellSelfcheck {
   double verdict_wall_s_for_target_mde = 0;
   double verdict_wall_s = 0;  // mean wall time of one A/B verdict's processes (both sides)
   WithinProcessSelfcheck within;
+  WithinProcessSelfcheck builds;  // the build pair (SelfcheckOptions::build_pair_plugin)
 };
 
 struct SelfcheckResult {
@@ -109,6 +116,7 @@ struct SelfcheckResult {
   // detectable effect of target_mde needs on every cell.
   double wall_s_for_target_mde = 0;
   WithinProcessSelfcheck within;  // pooled; MDE and noise floor the largest of the cells'
+  WithinProcessSelfcheck builds;  // the build pair, pooled likewise
 };
 
 // progress(done trials, total trials, note)

@@ -1,6 +1,7 @@
 #include "harness/host/bench/synthetic_runner.h"
 
 #include <cmath>
+#include <filesystem>
 
 namespace k3bench {
 
@@ -24,6 +25,10 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
   const double factor = std::exp(deviation + burst + drift_state_);
   const double level = (model_.base_ns + cell.settings.extra_work_ns) * factor;
   const bool disturbed = unit(rng_) < model_.disturbed_probability;
+  const bool planted_b =
+      std::filesystem::path(cell.settings.build_b).filename().string().find("planted") !=
+      std::string::npos;
+  const double planted = planted_b ? model_.planted_build : 0.0;
   ProcessOutcome o;
   o.ok = true;
   o.exit_code = 0;
@@ -35,6 +40,10 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
       const bool b = (r % 2 == 1) != ((r / 2) % 2 == 1);
       o.sides += b ? 'B' : 'A';
       per_call = (model_.base_ns + (b ? cell.settings.extra_work_ns : 0)) * factor;
+    } else if (!cell.settings.build_b.empty()) {  // as k3bench --build-b
+      const bool b = (r % 2 == 1) != ((r / 2) % 2 == 1);
+      o.sides += b ? 'B' : 'A';
+      per_call = level * (b ? 1 + planted : 1.0);
     }
     s.ns = per_call * std::exp(within(rng_));
     s.cpu_ns = s.ns;
@@ -45,6 +54,9 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
   }
   o.disturbed = disturbed;
   o.path = "synthetic";
+  if (!cell.settings.build_b.empty())
+    o.runner["build_b"] = {{"plugin", cell.settings.build_b},
+                           {"build", {{"build", {{"planted_slowdown_percent", 100 * planted}}}}}};
   o.wall_ns = static_cast<std::int64_t>(o.kernel_ns);
   return o;
 }

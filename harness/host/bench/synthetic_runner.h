@@ -31,6 +31,10 @@ struct NoiseModel {
   double between_df = 0;             // > 0: Student t process levels with these degrees of freedom
   double contamination = 0;          // chance that a process is slowed by a disturbance
   double contamination_scale = 0.2;  // sd of the disturbance's log factor (one-sided)
+  // A second build (MeasureSettings::build_b) is this one unless its file name says "planted"
+  // (libk3bench_plugin_planted.so): then its calls are this much slower, as the real planted
+  // build's are, and the process reports it as the real runner does (build_b).
+  double planted_build = 0.03;
 };
 
 class SyntheticExecutor final : public ProcessExecutor {
