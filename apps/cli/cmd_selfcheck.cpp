@@ -214,10 +214,11 @@ void print_within(const k3bench::SelfcheckResult& r, const k3bench::WithinProces
                   const std::string& title) {
   const std::string budget =
       w.mde_target > 0
-          ? fmt::format("{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
-                        "{:.1f} per verdict on average",
-                        w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
-                        w.mean_processes_per_verdict)
+          ? fmt::format(
+                "{} processes, then more until the sign-free MDE is {:.1f}% (at most {}): "
+                "{:.1f} per verdict on average",
+                w.processes_per_verdict, 100 * w.mde_target, w.max_processes,
+                w.mean_processes_per_verdict)
           : fmt::format("{} processes per verdict", w.processes_per_verdict);
   fmt::print("{}; {} + {} repetitions per process; {}:\n", title, w.repetitions_per_side,
              w.repetitions_per_side, budget);
@@ -352,8 +353,8 @@ void run(const AppContext& ctx, Args a) {
     // The plugins where the runner runs: a runner build directory holds both.
     const std::string dir =
         a.build_pair != "runner" ? a.build_pair
-        : target                 ? std::filesystem::path(target->runner_path()).parent_path().string()
-                                 : std::string("runner");
+        : target ? std::filesystem::path(target->runner_path()).parent_path().string()
+                 : std::string("runner");
     opt.build_pair_plugin = dir + "/libk3bench_plugin.so";
     opt.build_pair_planted = dir + "/libk3bench_plugin_planted.so";
   }

@@ -223,6 +223,45 @@ TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheA
   EXPECT_EQ(db->scalar_int("SELECT count(*) FROM samples WHERE flags IS NOT NULL"), disturbed);
 }
 
+// A busy machine is one line, not a note per process: the sweep notes the first few disturbed
+// processes and sums up the rest, and when at least half were disturbed it says the machine was
+// busy, with how many and what was seen.
+TEST_F(HarnessSweepSynthetic, ABusyMachineIsSaidInOneLine) {
+  EXPECT_EQ(k3bench::busy_machine_line(20, k3bench::kDisturbedNotes, {"steal"}), "");
+  EXPECT_EQ(k3bench::busy_machine_line(20, 9, {"steal"}), "");  // fewer than half
+  EXPECT_EQ(k3bench::busy_machine_line(20, 10, {"run-delay", "steal"}),
+            "k3tune: note: the machine was busy: 10 of 20 runner processes were disturbed "
+            "(run-delay, steal); the figures rest on the undisturbed ones (or, where none was, on "
+            "all of them: see each cell's notes); measure again on a quieter machine for tighter "
+            "figures");
+  k3targets::TargetConfig tc;
+  tc.name = "local";
+  tc.kind = k3targets::TargetKind::kLocal;
+  tc.runner = "/bin/true";
+  auto target = k3targets::make_target(tc, "/");
+  for (const double p : {0.0, 0.9}) {
+    SCOPED_TRACE(p);
+    auto db = k3store::open_database((dir_ / ("busy" + std::to_string(p) + ".db")).string(),
+                                     k3store::OpenMode::kCreateOrUpdate);
+    k3store::upsert_build(*db, {"b", "host", "/x", "c", "", "{}", "r", std::nullopt, "test"});
+    k3bench::SyntheticExecutor exec(
+        {.base_ns = 1e5, .between = 0.03, .within = 0.01, .disturbed_probability = p}, 5);
+    k3bench::SweepOptions opt;
+    opt.rounds = {.min_processes = 4, .max_processes = 4};
+    opt.progress = false;
+    opt.executor = &exec;
+    const auto r = k3bench::run_sweep(*db, {{target.get(), "b", ""}}, {synthetic_cell(0)}, opt);
+    if (p == 0) {
+      EXPECT_EQ(r.processes_disturbed, 0);
+      EXPECT_EQ(r.busy_machine, "");
+    } else {
+      ASSERT_GT(r.processes_disturbed, k3bench::kDisturbedNotes);
+      EXPECT_EQ(r.busy_machine, k3bench::busy_machine_line(r.processes_run, r.processes_disturbed,
+                                                           {"frequency-change"}));
+    }
+  }
+}
+
 // A table against the defaults (pair_tables): the two cells that differ only in their table are
 // one group, so they run in the same rounds and every disturbed round is replaced on both sides,
 // up to three replacement rounds: each comparison keeps its three pairs unless the cap is reached.

@@ -213,7 +213,9 @@ struct WithinDesign {
   std::vector<double> wall;
   std::vector<double> slowdowns;
   WithinDesign(std::size_t cells, std::vector<double> injected)
-      : configs(cells), tally(cells, Tally(injected.size())), wall(cells, 0),
+      : configs(cells),
+        tally(cells, Tally(injected.size())),
+        wall(cells, 0),
         slowdowns(std::move(injected)) {}
 
   void run_trial(ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& opt,
@@ -224,8 +226,7 @@ struct WithinDesign {
     std::vector<k3stats::Comparison> ab;
     for (std::size_t k = 1; k < configs[c].size(); ++k)
       ab.push_back(k3stats::compare_paired_rounds(t.a[k], t.b[k], opt.compare));
-    tally[c].add(k3stats::compare_paired_rounds(t.a[0], t.b[0], opt.compare), ab,
-                 w.aa_differences);
+    tally[c].add(k3stats::compare_paired_rounds(t.a[0], t.b[0], opt.compare), ab, w.aa_differences);
   }
 };
 
@@ -291,11 +292,11 @@ std::vector<CellSpec> build_pair_configs(ProcessExecutor& executor, const SweepB
   if (!probe.ok)
     throw UserError(fmt::format("selfcheck: {} --build-b {}: runner failed: {}", cell.label(),
                                 opt.build_pair_planted, probe.reason));
-  planted = probe.runner.is_object()
-                ? probe.runner.value("/build_b/build/build/planted_slowdown_percent"_json_pointer,
-                                     0.0) /
-                      100
-                : 0.0;
+  planted =
+      probe.runner.is_object()
+          ? probe.runner.value("/build_b/build/build/planted_slowdown_percent"_json_pointer, 0.0) /
+                100
+          : 0.0;
   if (!(planted > 0))
     throw UserError(fmt::format(
         "selfcheck: --build-pair: {}: plants no slowdown (its build.planted_slowdown_percent; "
@@ -318,8 +319,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   std::vector<Tally> tally(opt.cells.size(), Tally(opt.slowdowns.size()));
   // The within-process designs: injected extra work (A vs A, then each slowdown on side B) and,
   // when asked for, the build pair.
-  WithinDesign within(opt.cells.size(), opt.within_processes > 0 ? opt.slowdowns
-                                                                 : std::vector<double>{});
+  WithinDesign within(opt.cells.size(),
+                      opt.within_processes > 0 ? opt.slowdowns : std::vector<double>{});
   const bool build_pair = opt.within_processes > 0 && !opt.build_pair_plugin.empty();
   WithinDesign builds(opt.cells.size(), {});
   for (std::size_t c = 0; c < opt.cells.size(); ++c) {

@@ -116,6 +116,16 @@ std::pair<std::vector<double>, std::vector<double>> paired_means(const CellOutco
   return {std::move(pairs.a), std::move(pairs.b)};
 }
 
+std::string busy_machine_line(int processes_run, int processes_disturbed,
+                              const std::set<std::string>& flags) {
+  if (processes_disturbed <= kDisturbedNotes || 2 * processes_disturbed < processes_run) return {};
+  return fmt::format(
+      "k3tune: note: the machine was busy: {} of {} runner processes were disturbed ({}); the "
+      "figures rest on the undisturbed ones (or, where none was, on all of them: see each cell's "
+      "notes); measure again on a quieter machine for tighter figures",
+      processes_disturbed, processes_run, fmt::join(flags, ", "));
+}
+
 SweepReport run_sweep(k3store::Connection& db, const std::vector<SweepBuild>& builds,
                       const std::vector<CellSpec>& cells, const SweepOptions& opt) {
   k3store::DirectAccess direct(db);
@@ -270,6 +280,7 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
 
   const auto kill_after = kill_after_from_env();
   int step = 0;
+  std::set<std::string> disturbances;  // what the disturbed processes saw, for the summary
   Progress progress(planner.processes_left_at_least(), opt.progress);
   // A target lost mid-sweep (a farm board taken out of the run) ends it: what was measured is
   // committed; the run says it was cut short, as a killed sweep's does.
@@ -342,10 +353,13 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
             std::set<std::string> seen;
             for (const auto& sample : o.samples)
               seen.insert(sample.flags.begin(), sample.flags.end());
-            progress.note(
-                fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
-                            process_index, fmt::join(seen, ", "),
-                            opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
+            disturbances.insert(seen.begin(), seen.end());
+            // A few one by one; a busy machine's many are one line at the end.
+            if (report.processes_disturbed <= kDisturbedNotes)
+              progress.note(fmt::format(
+                  "k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(), process_index,
+                  fmt::join(seen, ", "),
+                  opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
           }
           planner.record_ok(u, o.mean_ns(), o.disturbed);
         } else {
@@ -365,6 +379,14 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
     throw;
   }
   progress.finish();
+  report.busy_machine =
+      busy_machine_line(report.processes_run, report.processes_disturbed, disturbances);
+  if (!report.busy_machine.empty()) {
+    progress.note(report.busy_machine);
+  } else if (report.processes_disturbed > kDisturbedNotes) {
+    progress.note(fmt::format("k3tune: note: {} runner processes were disturbed in all ({})",
+                              report.processes_disturbed, fmt::join(disturbances, ", ")));
+  }
   report.wall_s = std::chrono::duration<double>(Clock::now() - sweep_start).count();
   db.write([run = report.run_uuid, wall = report.wall_s, kernel = report.kernel_s,
             warmup = report.warmup_s](k3store::Connection& c2) {

@@ -9,6 +9,7 @@
 // aggregate is written when it stops.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -64,8 +65,19 @@ struct SweepReport {
   double check_s = 0;         // accuracy checks (first process of each cell)
   double runner_setup_s = 0;  // runner start-up to the first call: inputs, packing, copies
   double cache_build_s = 0;   // of which filling a cold weight cache (once per shape and machine)
+  // One line when the machine was busy (at least half of the processes, and more than
+  // kDisturbedNotes, disturbed; "" otherwise): said once, instead of a note per process.
+  std::string busy_machine;
   int failed_cells() const;
 };
+
+// Disturbed processes noted one by one before the rest are summed up in one line at the end.
+inline constexpr int kDisturbedNotes = 3;
+
+// The one line for a sweep whose processes were mostly disturbed, or ""
+// (SweepReport::busy_machine).
+std::string busy_machine_line(int processes_run, int processes_disturbed,
+                              const std::set<std::string>& flags);
 
 // The cell identity: target, op, shape, params, build and measurement settings.
 std::string cell_key(const k3targets::Target& target, const CellSpec& cell,
