@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
+#include "harness/common/params/param_spec.h"
 #include "harness/common/sys/elapsed.h"
 #include "harness/runner/call_marks.h"
 #include "harness/runner/case_factory.h"
@@ -112,13 +113,6 @@ void list_ops(bool json) {
   }
 }
 
-// "k=v,k=v" of a parameter map (the parameters a second build's case is given).
-std::string kv_list(const std::map<std::string, std::string>& values) {
-  std::string text;
-  for (const auto& [k, v] : values) text += (text.empty() ? "" : ",") + k + "=" + v;
-  return text;
-}
-
 // The check of one case, with the checksum of the outputs it just computed (a plugin's case
 // brings its own, taken inside its build).
 Accuracy checked(OpCase& c, bool full) {
@@ -135,12 +129,10 @@ int run_case(const Options& o, Clock::time_point process_start) {
       apply_tuning_table(o.table, op, parse_kv_list(o.shape, "--shape"), decision.path, given);
   CaseInputs in{KeyValues(op.shape_keys, parse_kv_list(o.shape, "--shape"), "--shape", true),
                 KeyValues(op.params, given, "--params", false), o.seed, decision.path};
-  if (!o.params_b.empty() && o.extra_work_sides == "abba")
-    throw UsageError(
-        "--params-b: alternates the repetitions already; not with --extra-work-sides abba");
-  if (!o.build_b.empty() && o.extra_work_sides == "abba")
-    throw UsageError(
-        "--build-b: alternates the repetitions already; not with --extra-work-sides abba");
+  for (const auto& [flag, value] : {std::pair{"--params-b", &o.params_b}, {"--build-b", &o.build_b}})
+    if (!value->empty() && o.extra_work_sides == "abba")
+      throw UsageError(fmt::format(
+          "{}: alternates the repetitions already; not with --extra-work-sides abba", flag));
   // The second case: the same op, shape, seed and path; parameters not in --params-b are the
   // op's defaults (the table is not consulted: B is what the comparison names explicitly).
   std::optional<CaseInputs> in_b;
@@ -160,7 +152,7 @@ int run_case(const Options& o, Clock::time_point process_start) {
   if (!o.build_b.empty()) {
     plugin = KernelPlugin::load(o.build_b);
     plugin->configure(run_settings());
-    c_b = plugin->make_case(op.name, o.shape, o.params_b.empty() ? kv_list(given) : o.params_b,
+    c_b = plugin->make_case(op.name, o.shape, o.params_b.empty() ? k3params::to_kv(nlohmann::json(given)) : o.params_b,
                             o.seed, o.path);
   }
 

@@ -36,14 +36,14 @@ ProcessOutcome SyntheticExecutor::run(const SweepBuild&, const CellSpec& cell, i
   for (int r = 0; r < cell.settings.repetitions; ++r) {
     k3store::SampleRecord s;
     double per_call = level;
-    if (cell.settings.alternate_extra_work) {  // as k3bench --extra-work-sides abba
+    // Two sides in one process, A B, B A, ...: as k3bench --extra-work-sides abba (the extra
+    // work on B) or --build-b (B the second build).
+    if (cell.settings.alternate_extra_work || !cell.settings.build_b.empty()) {
       const bool b = (r % 2 == 1) != ((r / 2) % 2 == 1);
       o.sides += b ? 'B' : 'A';
-      per_call = (model_.base_ns + (b ? cell.settings.extra_work_ns : 0)) * factor;
-    } else if (!cell.settings.build_b.empty()) {  // as k3bench --build-b
-      const bool b = (r % 2 == 1) != ((r / 2) % 2 == 1);
-      o.sides += b ? 'B' : 'A';
-      per_call = level * (b ? 1 + planted : 1.0);
+      per_call = cell.settings.alternate_extra_work
+                     ? (model_.base_ns + (b ? cell.settings.extra_work_ns : 0)) * factor
+                     : level * (b ? 1 + planted : 1.0);
     }
     s.ns = per_call * std::exp(within(rng_));
     s.cpu_ns = s.ns;
