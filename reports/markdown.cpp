@@ -79,6 +79,9 @@ void section_rules(const k3verdict::Verdict& v, std::string& out) {
   std::string method =
       v.method == "welch-across-runs"
           ? "Welch's t-test on the process means of two runs taken at different times"
+      : v.method == "paired-within-process"
+          ? "paired t-test on per-process log ratios of two builds measured inside each process "
+            "(k3bench --build-b: repetitions A B, B A, ...)"
           : "paired t-test on per-round log ratios of two builds measured in the same rounds (A B "
             "A B)";
   std::string text = fmt::format(
@@ -94,6 +97,7 @@ void section_rules(const k3verdict::Verdict& v, std::string& out) {
   text +=
       "). Unchanged cells say what the data could have seen (minimum detectable effect, power " +
       fmt::format("{}).", v.config.power);
+  if (!v.design.empty()) text += " How the builds were measured: " + v.design + ".";
   if (v.method == "welch-across-runs") {
     text += v.confirm_requested
                 ? " Suspected slowdowns were re-measured now, both builds interleaved (--confirm);"

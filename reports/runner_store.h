@@ -4,7 +4,10 @@
 // results/runners/<sha256>), copied from the path the builds table recorded while that file still
 // has the recorded hash, made executable, and moved into place only when complete. `k3tune report`
 // keeps the runners of every run it reports; nothing is ever deleted automatically (remove old
-// files by hand: a missing runner only means its builds can no longer be confirmed against).
+// files by hand: a missing runner only means its builds can no longer be confirmed against). A
+// build tree's kernel plugin (libk3bench_plugin.so beside the runner) is kept with it as
+// <dir>/<sha256>.plugin.so, so an A/B against a kept runner can still pair both builds inside one
+// process (harness/host/bench/build_pairing.h).
 #pragma once
 
 #include <string>

@@ -103,6 +103,7 @@ nlohmann::json ab_verdicts(const k3bench::BenchOutcome& b, const std::string& db
         v.noise_floor
             ? fmt::format(", raised to the noise floor {:.1f}%", 100 * v.noise_floor->noise_floor)
             : "");
+    fmt::print("  {}\n", b.pairing.text());
   }
   // Which rule ended each cell's rounds (--mde: the MDE reached, the wall-time budget, the
   // ceiling).
@@ -201,8 +202,9 @@ nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db
   for (const auto& bd : b.builds)
     builds.push_back(
         {{"build_hash", bd.build_hash}, {"label", bd.label}, {"runner", bd.target->runner_path()}});
-  return {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
-          {"run_uuid", r.run_uuid},
+  nlohmann::json out = {
+      {"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
+      {"run_uuid", r.run_uuid},
           {"target", b.builds.back().target->name()},
           {"build_hash", b.builds.back().build_hash},
           {"builds", builds},
@@ -213,8 +215,10 @@ nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db
             {"target_ci", b.rounds.target_ci}}},
           {"cells", cells},
           {"comparisons", ab_verdicts(b, db_path, root, false)},
-          {"failed_cells", r.failed_cells()},
-          {"overhead", overhead_json(b)}};
+      {"failed_cells", r.failed_cells()},
+      {"overhead", overhead_json(b)}};
+  if (b.builds.size() == 2) out["build_pairing"] = b.pairing.to_json();
+  return out;
 }
 
 // --mde X, or --mde alone: the smallest minimum effect of the requested ops in the regression
@@ -388,6 +392,13 @@ void add_grid_options(CLI::App* cmd, BenchArgs& a) {
       "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
   cmd->add_option("--baseline-build", rq.baseline_build,
                   "the same, by build hash (prefix) from the database");
+  cmd->add_option_function<std::string>(
+         "--build-pairing",
+         [&rq](const std::string& v) { rq.build_pairing = k3bench::parse_build_pairing_mode(v); },
+         "A/B: auto (default): both builds inside each runner process where the baseline's "
+         "kernel plugin loads into the runner under test, else separate processes; rounds: "
+         "always separate processes")
+      ->check(CLI::IsMember({"auto", "rounds"}));
 }
 
 void run_bench_command(const AppContext& ctx, BenchArgs& a, const CLI::App& cmd) {

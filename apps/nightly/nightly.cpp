@@ -89,6 +89,16 @@ std::string host_runner(const NightlyRequest& rq) {
   return k3targets::make_target(it->second, rq.root)->runner_path();
 }
 
+// How the verdict bench measured the two builds, as words for the night's verdict line.
+std::string pairing_words(const nlohmann::json& verdict_bench) {
+  const auto p = verdict_bench.value("build_pairing", nlohmann::json::object());
+  if (p.empty()) return "";
+  return p.value("design", "") == "within-process"
+             ? " (both builds paired inside each runner process)"
+             : fmt::format(" (the builds in separate processes of the same rounds: {})",
+                           p.value("why", "?"));
+}
+
 // Today's host runner, and the previous nightly's kept runner to interleave it with.
 void choose_baseline(const NightlyRequest& rq, k3store::Connection& db, const std::string& id,
                      NightlyState& s) {
@@ -392,14 +402,16 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   } else if (verdict_code == 4) {
     o.exit_code = 4;
     status = "regression";
-    o.verdict = fmt::format("REGRESSION against the previous nightly: {} (see summary.md)",
-                            fmt::join(regressed, ", "));
+    o.verdict = fmt::format("REGRESSION against the previous nightly: {} (see summary.md){}",
+                            fmt::join(regressed, ", "),
+                            pairing_words(state.details.value("verdict-bench", nlohmann::json())));
   } else {
     o.exit_code = cells_failed || verdict_code == 3 ? 3 : 0;
     status = "ok";
     o.verdict = state.baseline_runner.empty()
                     ? fmt::format("no timing verdict ({})", state.baseline_note)
-                    : "no timing regression against the previous nightly";
+                    : "no timing regression against the previous nightly" +
+                          pairing_words(state.details.value("verdict-bench", nlohmann::json()));
     std::vector<std::string> boards_judged;
     for (const auto& l : lines)
       if (l.name.rfind("board-judge-", 0) == 0 && l.status == "done")

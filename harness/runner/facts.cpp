@@ -39,8 +39,9 @@ nlohmann::json runner_facts() {
   return out;
 }
 
-int run_facts(bool json) {
-  const nlohmann::json f = runner_facts();
+int run_facts(bool json, const nlohmann::json& build_b) {
+  nlohmann::json f = runner_facts();
+  if (!build_b.is_null()) f["build_b"] = build_b;
   if (json) {
     std::cout << f.dump(2) << "\n";
     return kExitOk;
@@ -65,6 +66,10 @@ int run_facts(bool json) {
              f["ime2_gate"]["reason"].get<std::string>());
   fmt::print("tcm       {} ({})\n", f["tcm"]["backend"].get<std::string>(),
              f["tcm"]["reason"].get<std::string>());
+  if (!build_b.is_null())
+    fmt::print("build b   {} ({}), plugin interface {}\n",
+               build_b["build"]["runner"].value("source_revision", "?"),
+               build_b["plugin"].get<std::string>(), build_b["interface_version"].get<int>());
   return kExitOk;
 }
 

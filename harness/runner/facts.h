@@ -10,7 +10,9 @@ namespace k3runner {
 
 // The facts document. Its layout is versioned by "facts_version"; the host refuses other versions.
 nlohmann::json runner_facts();
-// Prints the document (--json) or a readable summary; exit 0.
-int run_facts(bool json);
+// Prints the document (--json) or a readable summary; exit 0. `build_b`, when not null, is added
+// as "build_b": the second build a `--build-b` plugin would bring (k3bench --facts --build-b P),
+// which is how the host checks, before a paired A/B, that this runner loads that plugin.
+int run_facts(bool json, const nlohmann::json& build_b = nullptr);
 
 }  // namespace k3runner

@@ -428,7 +428,15 @@ int main(int argc, char** argv) {
       return kExitOk;
     }
     if (!o.selftest.empty()) return run_selftest(o.selftest, o.json);
-    if (o.facts) return run_facts(o.json);
+    if (o.facts) {
+      if (o.build_b.empty()) return run_facts(o.json);
+      // The host's probe before a paired build A/B: this runner loads the plugin (or refuses it
+      // in one line, exit 2) and says whose build it is.
+      const auto plugin = KernelPlugin::load(o.build_b);
+      return run_facts(o.json, {{"plugin", plugin->file()},
+                                {"interface_version", K3BENCH_PLUGIN_INTERFACE_VERSION},
+                                {"build", plugin->build()}});
+    }
     if (o.tcm_status) return run_tcm_status(o.tcm_backend, o.json);
     if (!o.tcm_force_release.empty())
       return run_tcm_force_release(o.tcm_backend, o.tcm_force_release, o.force, o.json);

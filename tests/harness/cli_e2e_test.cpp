@@ -15,57 +15,13 @@
 #include "harness/host/bench/child_output.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
+#include "harness_cli_fixture.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Cmd {
-  int code;
-  std::string out, err;
-};
-
-class HarnessCli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3tune_e2e_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" +
-                                    std::string(K3BENCH_PATH) + "\"\ntimeout_s = 120\n"
-                             << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \""
-                             << rvv_runner() << "\"\ntimeout_s = 600\n";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string db() const { return (dir_ / "results.db").string(); }
-  std::string targets() const { return (dir_ / "targets.toml").string(); }
-  static std::string rvv_runner() {
-    return std::string(K3TUNE_ROOT) + "/build/k3tune-rvv/harness/runner/k3bench";
-  }
-
-  Cmd k3tune(std::vector<std::string> args, const std::vector<std::string>& env = {}) const {
-    std::vector<std::string> argv = {"env"};
-    argv.insert(argv.end(), env.begin(), env.end());
-    argv.insert(argv.end(),
-                {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db(), "--targets", targets()});
-    argv.insert(argv.end(), args.begin(), args.end());
-    const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(900));
-    return {r.signal ? 128 + r.signal : r.exit_code, r.out, r.err};
-  }
-  std::int64_t count(const std::string& sql) const {
-    auto c = k3store::open_database(db(), k3store::OpenMode::kReadOnly);
-    return c->scalar_int(sql);
-  }
-  // A tiny grid: 2 shapes x 2 tile sizes = 4 cells.
-  static std::vector<std::string> tiny_grid() {
-    return {"--op",       "linear_decode", "--shape",      "n=64,k=128", "--shape",
-            "n=96,k=128", "--grid",        "tile_n=32,64", "--params",   "workers=1,copies=1",
-            "--min-time", "0.002",         "--warmup",     "1",          "--no-remeasure"};
-  }
-  fs::path dir_;
-};
+using k3test::HarnessCli;
 
 TEST_F(HarnessCli, LocalSweepFillsRunsCellsSamplesAndProvenance) {
   auto args = tiny_grid();
@@ -161,9 +117,7 @@ TEST_F(HarnessCli, FirstProcessCalibratesAndTheOthersReuseItsCallCount) {
 TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
   // A second build: the same runner with bytes appended (a different SHA-256, the same code).
   const fs::path baseline = dir_ / "k3bench-baseline";
-  fs::copy_file(K3BENCH_PATH, baseline);
-  { std::ofstream(baseline, std::ios::app) << "baseline build"; }
-  fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
+  k3test::copy_as_other_build(baseline);
   const auto r = k3tune({"--json", "bench", "--op", "rmsnorm", "--shape", "rows=1,dim=256",
                          "--shape", "rows=4,dim=256", "-P", "3", "-R", "2", "--min-time", "0.002",
                          "--no-remeasure", "--baseline-runner", baseline.string()});
@@ -212,9 +166,7 @@ TEST_F(HarnessCli, BaselineRunnerIsMeasuredInterleavedWithAVerdictPerCell) {
 
 TEST_F(HarnessCli, MdeAddsRoundsUntilTheEffectIsDetectableAndSaysWhatEndedThem) {
   const fs::path baseline = dir_ / "k3bench-baseline";
-  fs::copy_file(K3BENCH_PATH, baseline);
-  { std::ofstream(baseline, std::ios::app) << "baseline build"; }
-  fs::permissions(baseline, fs::perms::owner_exec, fs::perm_options::add);
+  k3test::copy_as_other_build(baseline);
   // A loose target (50%) is normally reached after the first rounds -- on a loaded machine it
   // may not be, before the budget or the ceiling: whichever rule ended the rounds, the
   // comparison says which (when the rounds end is the rule's, tested exactly on the synthetic

@@ -303,3 +303,57 @@ TEST(HarnessRounds, TargetMdeStopsOnTheMagnitudesAfterACompleteRound) {
   EXPECT_TRUE(q.next_round().empty());
   EXPECT_EQ(q.unit(1).stop_reason, "wall-time budget (MDE not reached)");
 }
+
+namespace {
+
+// Two builds inside one process (SweepOptions::build_pairing within): one runner process per
+// cell and round, its two sides stored as the two builds' processes of that round, each with the
+// cell's repetitions; the per-round ratio is then the within-process one, free of the
+// process-to-process spread. The synthetic plugin named "planted" is exactly 3% slower (B: the
+// baseline here), so the candidate's side must come out 3% faster round by round.
+TEST_F(HarnessSweepSynthetic, TwoBuildsInOneProcessArePairedWithinEachProcess) {
+  auto db = k3store::open_database((dir_ / "pair.db").string(), k3store::OpenMode::kCreateOrUpdate);
+  for (const char* hash : {"base", "cand"})
+    k3store::upsert_build(*db, {hash, "host", "/x", "c", "", "{}", "r", std::nullopt, "test"});
+  k3targets::TargetConfig tc;
+  tc.name = "local";
+  tc.kind = k3targets::TargetKind::kLocal;
+  tc.runner = "/bin/true";
+  auto target = k3targets::make_target(tc, "/");
+  // A large spread between processes (8%), a small one within (0.5%).
+  k3bench::SyntheticExecutor exec({.base_ns = 1e5, .between = 0.08, .within = 0.005}, 11);
+  k3bench::SweepOptions opt;
+  opt.rounds = {.min_processes = 6, .max_processes = 6, .paired = true};
+  opt.progress = false;
+  opt.executor = &exec;
+  opt.build_pairing = {"/builds/old/libk3bench_plugin_planted.so", "a synthetic plugin"};
+  auto cell = synthetic_cell(0);
+  cell.settings.repetitions = 10;
+  const auto r = k3bench::run_sweep(
+      *db, {{target.get(), "base", "baseline"}, {target.get(), "cand", "candidate"}}, {cell}, opt);
+  EXPECT_EQ(exec.processes_run(), 6);
+  EXPECT_EQ(r.processes_run, 6);
+  ASSERT_EQ(r.cells.size(), 2u);
+  for (const auto& c : r.cells) {
+    ASSERT_TRUE(c.aggregate.ok) << c.aggregate.reason;
+    EXPECT_EQ(c.aggregate.processes, 6);
+    EXPECT_EQ(c.aggregate.samples, 6 * 10);
+  }
+  EXPECT_EQ(db->scalar_int("SELECT count(*) FROM processes"), 12);
+  EXPECT_EQ(db->scalar_int("SELECT count(DISTINCT order_index) FROM processes"), 6);
+  EXPECT_EQ(db->scalar_int("SELECT count(*) FROM processes WHERE json_extract(runner_json, "
+                           "'$.within_process.side') = 'B' AND cell_key = '" +
+                           r.cells[0].cell_key + "'"),
+            6);
+  EXPECT_EQ(db->scalar_int("SELECT count(*) FROM runs WHERE json_extract(settings_json, "
+                           "'$.build_pairing.design') = 'within-process'"),
+            1);
+  const auto [base, cand] = k3bench::paired_means(r.cells[0], r.cells[1]);
+  ASSERT_EQ(base.size(), 6u);
+  for (std::size_t i = 0; i < base.size(); ++i)
+    // Within a process the two sides differ by the planted 3% and the repetition noise only
+    // (0.5% per repetition, ten per side: about 0.16% on a side's mean).
+    EXPECT_NEAR(std::log(cand[i] / base[i]), -std::log(1.03), 0.012) << "round " << i;
+}
+
+}  // namespace

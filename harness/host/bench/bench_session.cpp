@@ -153,6 +153,9 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
 
   if (plan.mde > 0 && out.builds.size() < 2)
     throw UserError("--mde: needs an A/B comparison (--baseline-runner or --baseline-build)");
+  if (out.builds.size() == 2)
+    out.pairing = decide_build_pairing(target, *out.builds.front().target, cells,
+                                       request.build_pairing);
   // Everything is validated: from here on the database is written.
   auto db = k3store::open_for_writing(request.db_path);
   for (const auto& b : new_builds) k3store::upsert_build(*db, b);
@@ -161,6 +164,7 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   // A/B: stop on the interval of the per-round ratios.
   opt.rounds.paired = out.builds.size() > 1 || request.pair_tables;
   opt.pair_tables = request.pair_tables;
+  opt.build_pairing = out.pairing;
   if (plan.mde > 0)
     opt.wall_budget_s = plan.mde_budget_s > 0 ? plan.mde_budget_s : defaults::kMdeBudgetS;
   opt.timeout_s = request.timeout_s;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/host/bench/build_pairing.h"
 #include "harness/host/bench/grid.h"
 #include "harness/host/bench/sweep.h"
 #include "harness/host/targets/target.h"
@@ -20,6 +21,8 @@ struct BenchRequest {
   ProcessPlan plan;                         // process counts from the command line
   std::string baseline_runner;              // a second runner binary measured A B A B
   std::string baseline_build;               // ... or a build hash from the database
+  // Both builds in one process where they allow it (build_pairing.h), or always rounds.
+  BuildPairingMode build_pairing = BuildPairingMode::kAuto;
   // A tuning table against the defaults (model --table): the cells that differ only in their
   // table setting are one paired group, measured in the same rounds like two builds.
   bool pair_tables = false;
@@ -36,6 +39,7 @@ struct BenchOutcome {
   SweepReport report;
   std::vector<SweepBuild> builds;  // [baseline,] candidate
   std::vector<std::unique_ptr<k3targets::Target>> baseline_targets;
+  BuildPairing pairing;  // how the two builds were compared (an A/B only)
   MeasureSettings settings;  // the sweep's defaults after the config file
   RoundsOptions rounds;
   double total_wall_s = 0;  // the whole command, catalog query and database included

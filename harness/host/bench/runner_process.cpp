@@ -1,6 +1,7 @@
 #include "harness/host/bench/runner_process.h"
 
 #include <cmath>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -26,6 +27,60 @@ bool ProcessOutcome::side_means(double& a_ns, double& b_ns) const {
   a_ns = std::exp(log_a / na);
   b_ns = std::exp(log_b / nb);
   return true;
+}
+
+std::pair<ProcessOutcome, ProcessOutcome> split_build_sides(const ProcessOutcome& both) {
+  if (both.sides.size() != both.samples.size())
+    throw std::invalid_argument("split_build_sides: the samples carry no sides");
+  auto side = [&](char which) {
+    ProcessOutcome o = both;
+    o.samples.clear();
+    o.sides.clear();
+    o.kernel_ns = 0;
+    o.disturbed = false;
+    nlohmann::json run_delay = nlohmann::json::array(), steal = nlohmann::json::array();
+    const nlohmann::json& sched = both.runner.value("scheduling", nlohmann::json::object());
+    for (std::size_t i = 0; i < both.samples.size(); ++i) {
+      if (both.sides[i] != which) continue;
+      const auto& s = both.samples[i];
+      o.samples.push_back(s);
+      o.kernel_ns += s.ns * double(s.iterations);
+      o.disturbed = o.disturbed || !s.flags.empty();
+      if (sched.contains("run_delay_ns") && i < sched["run_delay_ns"].size()) {
+        run_delay.push_back(sched["run_delay_ns"][i]);
+        steal.push_back(sched["steal_ns"][i]);
+      }
+    }
+    // Outliers are flagged within a side: the other build's times are another population.
+    std::vector<double> t;
+    for (auto& s : o.samples) s.outlier = false, t.push_back(s.ns);
+    for (std::size_t i : k3stats::tukey_outliers(t)) o.samples[i].outlier = true;
+    o.runner["scheduling"] = {{"run_delay_ns", run_delay}, {"steal_ns", steal}};
+    o.wall_ns = both.wall_ns / 2;
+    o.warmup_s = both.warmup_s / 2;
+    if (o.timing.is_object()) {
+      o.timing["shared_process"] = true;
+      o.timing["process_wall_s"] = double(both.wall_ns) * 1e-9;
+    }
+    return o;
+  };
+  ProcessOutcome a = side('A'), b = side('B');
+  const nlohmann::json build_b = both.runner.value("build_b", nlohmann::json::object());
+  a.runner["within_process"] = {{"side", "A"}, {"other_build", build_b.value("plugin", "")}};
+  b.runner["within_process"] = {{"side", "B"}, {"plugin", build_b.value("plugin", "")}};
+  b.path = build_b.value("path", both.path);
+  for (const char* key : {"dispatch", "accuracy", "params", "traffic", "summary"}) {
+    const std::string key_b = key == std::string("dispatch") ? "" : std::string(key) + "_b";
+    const nlohmann::json value = key_b.empty() ? build_b.value("dispatch", nlohmann::json())
+                                               : both.runner.value(key_b, nlohmann::json());
+    b.runner.erase(key);
+    if (!value.is_null()) b.runner[key] = value;
+  }
+  for (const char* key : {"params_b", "accuracy_b", "traffic_b", "summary_b", "build_b"}) {
+    a.runner.erase(key);
+    b.runner.erase(key);
+  }
+  return {std::move(a), std::move(b)};
 }
 
 ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_repetitions) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -63,6 +64,12 @@ class RunnerExecutor final : public ProcessExecutor {
   ProcessOutcome run(const SweepBuild& build, const CellSpec& cell, int process_index,
                      bool check_accuracy, std::int64_t iterations, double timeout_s) override;
 };
+
+// A process that measured two builds (k3bench --build-b) as two processes of one round: side A's
+// repetitions for the runner's own build, side B's for the plugin's, each with its own dispatch,
+// accuracy, parameters and traffic (B's from the result's *_b fields). The wall and warm-up time
+// are split evenly; each side's timing says it shared its process. Needs the sides of every sample.
+std::pair<ProcessOutcome, ProcessOutcome> split_build_sides(const ProcessOutcome& both);
 
 // Parses a runner's JSON result (exposed for the synthetic runner and tests).
 ProcessOutcome outcome_from_runner_json(const std::string& out, int expected_repetitions);

@@ -199,13 +199,14 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
     for (const auto& b : builds)
       builds_json.push_back(
           {{"build_hash", b.build_hash}, {"label", b.label}, {"target", b.target->name()}});
-    const nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
+    nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
                                      {"max_processes", opt.rounds.max_processes},
                                      {"target_ci", opt.rounds.target_ci},
                                      {"target_mde", opt.rounds.target_mde},
                                      {"wall_budget_s", opt.wall_budget_s},
                                      {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
                                      {"builds", builds_json}};
+    if (nb == 2) settings["build_pairing"] = opt.build_pairing.to_json();
     const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
     k3store::RunRecord run{
         report.run_uuid, opt.command_line, builds.back().target->name(), builds.back().build_hash,
@@ -279,9 +280,62 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
   write_finished();  // units whose adopted processes already complete them
 
   const auto kill_after = kill_after_from_env();
+  // Two builds in one process: units are cell-major, build-minor, so a cell's baseline is u - 1.
+  const bool within = opt.build_pairing.within() && nb == 2;
   int step = 0;
   std::set<std::string> disturbances;  // what the disturbed processes saw, for the summary
   Progress progress(planner.processes_left_at_least(), opt.progress);
+  // One process's outcome for unit `u`: committed with its samples at once, then planned on.
+  auto record = [&](std::size_t u, int process_index, const ProcessOutcome& o) {
+    CellOutcome& c = report.cells[u];
+    Unit& unit = units[u];
+    k3store::ProcessRecord row{report.run_uuid,
+                               c.cell_key,
+                               process_index,
+                               step - 1,
+                               o.ok,
+                               o.exit_code,
+                               o.reason,
+                               o.path,
+                               o.ok ? o.runner.dump() : "",
+                               o.wall_ns,
+                               o.kernel_ns,
+                               o.disturbed,
+                               o.timing.is_null() ? "" : o.timing.dump(),
+                               o.samples};
+    const std::size_t rows = 1 + row.samples.size();
+    db.write([row = std::move(row)](k3store::Connection& c2) { k3store::insert_process(c2, row); },
+             rows);
+    if (!o.ok) {
+      unit.failure = o.reason;
+      planner.record_failure(u, o.reason);
+      return;
+    }
+    unit.refs.push_back({report.run_uuid, process_index});
+    unit.disturbed.push_back(o.disturbed);
+    if (unit.iterations == 0) unit.iterations = o.iterations;
+    planner.record_ok(u, o.mean_ns(), o.disturbed);
+  };
+  // What one runner process (both sides of a paired one) tells the person watching.
+  auto tell = [&](const CellOutcome& c, int process_index, const ProcessOutcome& o) {
+    if (!o.ok) {
+      ++report.processes_failed;
+      progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
+                                to_kv(c.spec.params), process_index, o.reason));
+      return;
+    }
+    if (!o.disturbed) return;
+    ++report.processes_disturbed;
+    std::set<std::string> seen;
+    for (const auto& sample : o.samples) seen.insert(sample.flags.begin(), sample.flags.end());
+    disturbances.insert(seen.begin(), seen.end());
+    // A few one by one; a busy machine's many are one line at the end.
+    if (report.processes_disturbed <= kDisturbedNotes)
+      progress.note(fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
+                                process_index, fmt::join(seen, ", "),
+                                opt.rounds.remeasure_disturbed ? "; not counted, measured again"
+                                                               : ""));
+  };
   // A target lost mid-sweep (a farm board taken out of the run) ends it: what was measured is
   // committed; the run says it was cut short, as a killed sweep's does.
   try {
@@ -294,28 +348,36 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
       }
       for (const std::size_t u : round) {
         if (planner.unit(u).done) continue;
+        // Within one process, a cell's baseline unit is measured by its candidate's process.
+        if (within && report.cells[u].build == 0) continue;
         CellOutcome& c = report.cells[u];
         Unit& unit = units[u];
         const SweepBuild& build = builds[c.build];
         const int process_index = planner.unit(u).processes;
         progress.set_total(step + planner.processes_left_at_least());
         progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
-                                          build.label.empty() ? "" : " [" + build.label + "]",
+                                          within               ? " [baseline+candidate]"
+                                          : build.label.empty() ? ""
+                                                                : " [" + build.label + "]",
                                           process_index + 1));
         const double timeout_s =
             opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
-        const bool kill_now = kill_after && report.processes_run == *kill_after;
-        ProcessOutcome o;
-        if (kill_now) {
+        CellSpec spec = c.spec;
+        if (within) {
+          spec.settings.build_b = opt.build_pairing.plugin;
+          spec.settings.repetitions *= 2;  // each build keeps a process's worth of repetitions
+        }
+        if (kill_after && report.processes_run == *kill_after) {
           // The hook's kill lands mid-measurement of a real runner process, after the processes
           // before it are committed.
           db.flush();
           auto popt = k3targets::ProcessOptions::with_timeout(timeout_s);
           popt.kill_after_s = 0.05;
-          run_cell_process(*build.target, c.spec, popt, unit.refs.empty(), unit.iterations);
+          run_cell_process(*build.target, spec, popt, unit.refs.empty(), unit.iterations);
           raise(SIGKILL);
         }
-        o = exec.run(build, c.spec, process_index, unit.refs.empty(), unit.iterations, timeout_s);
+        ProcessOutcome o =
+            exec.run(build, spec, process_index, unit.refs.empty(), unit.iterations, timeout_s);
         ++report.processes_run;
         ++step;
         report.child_wall_s += o.wall_ns * 1e-9;
@@ -326,48 +388,18 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
           report.runner_setup_s += o.timing.value("setup_s", 0.0);
           report.cache_build_s += o.timing.value("cache_build_s", 0.0);
         }
-        k3store::ProcessRecord record{report.run_uuid,
-                                      c.cell_key,
-                                      process_index,
-                                      step - 1,
-                                      o.ok,
-                                      o.exit_code,
-                                      o.reason,
-                                      o.path,
-                                      o.ok ? o.runner.dump() : "",
-                                      o.wall_ns,
-                                      o.kernel_ns,
-                                      o.disturbed,
-                                      o.timing.is_null() ? "" : o.timing.dump(),
-                                      o.samples};
-        const std::size_t rows = 1 + record.samples.size();
-        db.write([record = std::move(record)](
-                     k3store::Connection& c2) { k3store::insert_process(c2, record); },
-                 rows);
-        if (o.ok) {
-          unit.refs.push_back({report.run_uuid, process_index});
-          unit.disturbed.push_back(o.disturbed);
-          if (unit.iterations == 0) unit.iterations = o.iterations;
-          if (o.disturbed) {
-            ++report.processes_disturbed;
-            std::set<std::string> seen;
-            for (const auto& sample : o.samples)
-              seen.insert(sample.flags.begin(), sample.flags.end());
-            disturbances.insert(seen.begin(), seen.end());
-            // A few one by one; a busy machine's many are one line at the end.
-            if (report.processes_disturbed <= kDisturbedNotes)
-              progress.note(fmt::format(
-                  "k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(), process_index,
-                  fmt::join(seen, ", "),
-                  opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
-          }
-          planner.record_ok(u, o.mean_ns(), o.disturbed);
+        if (within && o.ok && o.sides.size() != o.samples.size())
+          o.ok = false, o.reason = "the paired process reported no sides of its repetitions";
+        tell(c, process_index, o);
+        if (!within) {
+          record(u, process_index, o);
+        } else if (!o.ok) {
+          record(u - 1, process_index, o);
+          record(u, process_index, o);
         } else {
-          ++report.processes_failed;
-          unit.failure = o.reason;
-          progress.note(fmt::format("k3tune: warning: {} {} process {}: {}", c.spec.label(),
-                                    to_kv(c.spec.params), process_index, o.reason));
-          planner.record_failure(u, o.reason);
+          auto [own, plugin] = split_build_sides(o);
+          record(u - 1, process_index, plugin);  // the baseline: the plugin's side
+          record(u, process_index, own);
         }
         write_finished();
       }

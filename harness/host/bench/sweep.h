@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/host/bench/build_pairing.h"
 #include "harness/host/bench/grid.h"
 #include "harness/host/bench/rounds.h"
 #include "harness/host/bench/runner_process.h"
@@ -39,6 +40,12 @@ struct SweepOptions {
   // Cells that differ only in their table setting form one group (a table against the defaults:
   // their processes alternate in the same rounds and a disturbed round is replaced on both).
   bool pair_tables = false;
+  // How two builds are compared (build_pairing.h). Within one process: each round runs one
+  // process per cell, the candidate's (builds[1]) runner with the baseline's plugin (builds[0]),
+  // its A repetitions recorded as the candidate's process and its B repetitions as the
+  // baseline's, both with the round's process index; twice the repetitions, so each side keeps a
+  // process's worth. Stored with the run's settings either way.
+  BuildPairing build_pairing;
 };
 
 struct CellOutcome {

@@ -301,6 +301,14 @@ Verdict within_run_shell(const RunData& run, const RegressionConfig& config,
   v.baseline_run = v.candidate_run = run.run_uuid;
   v.per_call = run.per_call;
   v.method = "paired-rounds-within-run";
+  // A run of two builds says how it measured them (bench --build-pairing, build_pairing.h).
+  if (const auto& p = run.settings.value("build_pairing", nlohmann::json::object()); !p.empty()) {
+    if (p.value("design", "") == "within-process") v.method = "paired-within-process";
+    v.design = p.value("design", "") == "within-process"
+                   ? "both builds in each process (k3bench --build-b): " + p.value("why", "")
+                   : "the builds in separate processes of the same rounds" +
+                         (p.value("why", "").empty() ? "" : ": " + p.value("why", ""));
+  }
   v.config = config;
   v.noise_floor = noise_floor;
   return v;
@@ -495,6 +503,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"baseline_build", v.baseline_build},
           {"candidate_build", v.candidate_build},
           {"method", v.method},
+          {"design", v.design},
           {"alpha", v.config.alpha},
           {"rules", v.config.source},
           {"confirm_requested", v.confirm_requested},

@@ -102,7 +102,12 @@ struct FailedCell {
 struct Verdict {
   std::string baseline_run, candidate_run;  // equal for a verdict within one run
   std::string baseline_build, candidate_build;
-  std::string method;  // "welch-across-runs" or "paired-rounds-within-run"
+  // "welch-across-runs", "exact-counts", "paired-rounds-within-run" (two builds in separate
+  // processes of the same rounds) or "paired-within-process" (both builds in each process).
+  std::string method;
+  // Within one run of two builds: how they were measured and why, as the run stored it
+  // ("" when the run says nothing, as runs from before the choice existed).
+  std::string design;
   PerCall per_call;    // the candidate run's figures: time or instruction counts
   bool confirm_requested = false;
   RegressionConfig config;
