@@ -2,8 +2,10 @@
 //
 // Every probed commit's runner (CommitRunners: a worktree per commit, the variant's preset,
 // ccache, kept by build hash) is measured against the good revision's runner:
-//  - time: the paired, interleaved A/B of `bench --baseline-runner` (both runners in the same
-//    rounds, A B A B) judged by the one within-run verdict (k3reports::judge_within_run). The bad
+//  - time: the paired A/B of `bench --baseline-runner` (both commits inside each runner process
+//    where the good commit's kernel plugin was built and loads, else both runners in the same
+//    rounds, A B A B: build_pairing.h) judged by the one within-run verdict
+//    (k3reports::judge_within_run). The bad
 //    revision is measured first; the cases it shows slower are the regression chased, and its
 //    effect E per case is the size a commit must reach. A probe is bad when a chased case is a
 //    regression of at least E/2 (nearer the regression than no change), good otherwise; a probe

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "apps/nightly/revision_ancestry.h"
+#include "harness/host/bench/build_pairing.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
@@ -147,6 +148,16 @@ CommitRunner CommitRunners::build(const std::string& commit) {
   if (!make.ok())
     return finish("does not build: " + error_line(make.out + make.err, tree.string()), "", "");
   const std::string binary = k3targets::runner_binary(binary_dir);
+  // The commit's kernel plugin too, where the commit has one (a dynamically linked preset from
+  // the plugin on): kept beside its runner, it lets the probes pair both commits inside one
+  // process. Best effort: an older commit without the target keeps the rounds.
+  const fs::path plugin = fs::path(binary).parent_path() / k3bench::kPluginFile;
+  std::error_code ec;
+  fs::remove(plugin, ec);
+  const auto with_plugin = k3targets::run_process(
+      {"cmake", "--build", binary_dir, "--target", "k3bench_plugin", fmt::format("-j{}", o_.jobs)},
+      opt);
+  if (!with_plugin.ok()) fs::remove(plugin, ec);
   const std::string hash = k3bench::sha256_file(binary);
   const auto kept = k3reports::keep_runner(o_.runners_dir, hash, binary);
   if (kept.path.empty()) return finish("built, but " + kept.note, "", "");

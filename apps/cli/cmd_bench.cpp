@@ -202,21 +202,20 @@ nlohmann::json report_json(const k3bench::BenchOutcome& b, const std::string& db
   for (const auto& bd : b.builds)
     builds.push_back(
         {{"build_hash", bd.build_hash}, {"label", bd.label}, {"runner", bd.target->runner_path()}});
-  nlohmann::json out = {
-      {"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
-      {"run_uuid", r.run_uuid},
-          {"target", b.builds.back().target->name()},
-          {"build_hash", b.builds.back().build_hash},
-          {"builds", builds},
-          {"measure", b.settings.to_json()},
-          {"processes",
-           {{"min", b.rounds.min_processes},
-            {"max", b.rounds.max_processes},
-            {"target_ci", b.rounds.target_ci}}},
-          {"cells", cells},
-          {"comparisons", ab_verdicts(b, db_path, root, false)},
-      {"failed_cells", r.failed_cells()},
-      {"overhead", overhead_json(b)}};
+  nlohmann::json out = {{"schema", k3bench::schema_id(k3bench::ChildOutput::kBench)},
+                        {"run_uuid", r.run_uuid},
+                        {"target", b.builds.back().target->name()},
+                        {"build_hash", b.builds.back().build_hash},
+                        {"builds", builds},
+                        {"measure", b.settings.to_json()},
+                        {"processes",
+                         {{"min", b.rounds.min_processes},
+                          {"max", b.rounds.max_processes},
+                          {"target_ci", b.rounds.target_ci}}},
+                        {"cells", cells},
+                        {"comparisons", ab_verdicts(b, db_path, root, false)},
+                        {"failed_cells", r.failed_cells()},
+                        {"overhead", overhead_json(b)}};
   if (b.builds.size() == 2) out["build_pairing"] = b.pairing.to_json();
   return out;
 }

@@ -155,10 +155,13 @@ void add_model_command(CLI::App& app, AppContext& ctx) {
     if (ctx.json) {
       nlohmann::json j = k3bench::model_json(out);
       if (judged) j["comparison"] = model_ab_json(ab);
+      if (out.bench.builds.size() == 2) j["build_pairing"] = out.bench.pairing.to_json();
       std::cout << j.dump(2) << "\n";
     } else {
       std::cout << k3bench::model_markdown(out, place.target().name());
-      if (judged) std::cout << model_ab_markdown(ab, side_a, side_b);
+      if (judged)
+        std::cout << model_ab_markdown(
+            ab, side_a, side_b, out.bench.builds.size() == 2 ? out.bench.pairing.text() : "");
     }
     if (out.bench.report.failed_cells() > 0) exit_code() = kCellsFailed;
   });

@@ -36,9 +36,11 @@ struct ModelAbRow {
 // The rows of a judged A/B run: two builds (k3reports::judge_within_run) or a tuning table
 // against the defaults on one build (k3reports::judge_table_within_run).
 std::vector<ModelAbRow> model_ab(const std::string& db_path, const k3reports::JudgedRun& judged);
-// `baseline` and `candidate` name the two sides in the heading.
+// `baseline` and `candidate` name the two sides in the heading; `design` says how two builds were
+// measured (bench_session.h BuildPairing::text(); "" for a table against the defaults, which
+// shares the rounds of one build).
 std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::string& baseline,
-                              const std::string& candidate);
+                              const std::string& candidate, const std::string& design = "");
 nlohmann::json model_ab_json(const std::vector<ModelAbRow>& rows);
 
 }  // namespace k3cli

@@ -18,10 +18,10 @@ nlohmann::json step_detail(const std::string& root, k3bench::ChildOutput kind,
   problems = k3bench::child_output_problems(root, kind, j);
   if (!problems.empty()) return nlohmann::json::object();
   nlohmann::json d = nlohmann::json::object();
-  for (const char* k : {"run_uuid", "build_hash", "builds", "sweep_uuid", "runs", "quarantined",
-                        "unused_boards", "measured_cells", "skipped_cells", "failed_cells",
-                        "unmeasured_cells", "samples_before", "samples_after", "comparisons",
-                        "build_pairing"})
+  for (const char* k :
+       {"run_uuid", "build_hash", "builds", "sweep_uuid", "runs", "quarantined", "unused_boards",
+        "measured_cells", "skipped_cells", "failed_cells", "unmeasured_cells", "samples_before",
+        "samples_after", "comparisons", "build_pairing"})
     if (j.is_object() && j.contains(k)) d[k] = j[k];
   // `tune --farm --json`: per fingerprint group its boards, table and objective (no jobs).
   if (j.is_object() && j.contains("groups") && j["groups"].is_array()) {

@@ -75,6 +75,23 @@ TEST(K3benchBuildB, ThePlantedBuildNamesItsSlowdownAndKeepsTheOutputs) {
   EXPECT_EQ(j["accuracy_b"]["output_checksum"], j["accuracy"]["output_checksum"]);
 }
 
+// The host's probe before a paired A/B: the facts document names the build the plugin brings,
+// which for this tree's plugin is this runner's own.
+TEST(K3benchBuildB, FactsNameThePluginsBuild) {
+  const auto r = run_k3bench(std::string("--facts --json --build-b ") + K3BENCH_PLUGIN);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["build_b"]["plugin"], K3BENCH_PLUGIN);
+  EXPECT_EQ(j["build_b"]["interface_version"], 1);
+  EXPECT_EQ(j["build_b"]["build"]["runner"], j["environment"]["runner"]);
+  EXPECT_EQ(j["build_b"]["build"]["build"]["flags"], j["environment"]["build"]["flags"]);
+  EXPECT_EQ(j["build_b"]["build"]["build"]["planted_slowdown_percent"], 0);
+  const auto planted =
+      run_k3bench(std::string("--facts --json --build-b ") + K3BENCH_PLUGIN_PLANTED);
+  ASSERT_EQ(planted.exit_code, 0) << planted.err;
+  EXPECT_GT(json::parse(planted.out)["build_b"]["build"]["build"]["planted_slowdown_percent"], 0);
+}
+
 struct Refusal {
   std::string args, line;
 };
@@ -95,6 +112,10 @@ TEST(K3benchBuildB, APluginThatCannotServeIsRefusedInOneLine) {
        "k3bench: --build-b: --params: unknown key 'tile'"},
       {"--model qwen3-0.6b --tg 1 --pp 0 --build-b " + std::string(K3BENCH_PLUGIN),
        "k3bench: --build-b: one op's cases only, not with --model"},
+      // The host's probe refuses as a measurement would.
+      {"--facts --json --build-b " + std::string(K3BENCH_PLUGIN_OTHER_INTERFACE),
+       std::string("k3bench: --build-b: ") + K3BENCH_PLUGIN_OTHER_INTERFACE +
+           ": kernel plugin interface version 2 (size "},
   };
   for (const Refusal& f : refusals) {
     SCOPED_TRACE(f.args);

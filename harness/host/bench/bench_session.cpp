@@ -154,8 +154,8 @@ BenchOutcome run_bench(const k3targets::Target& target, const std::string& root,
   if (plan.mde > 0 && out.builds.size() < 2)
     throw UserError("--mde: needs an A/B comparison (--baseline-runner or --baseline-build)");
   if (out.builds.size() == 2)
-    out.pairing = decide_build_pairing(target, *out.builds.front().target, cells,
-                                       request.build_pairing);
+    out.pairing =
+        decide_build_pairing(target, *out.builds.front().target, cells, request.build_pairing);
   // Everything is validated: from here on the database is written.
   auto db = k3store::open_for_writing(request.db_path);
   for (const auto& b : new_builds) k3store::upsert_build(*db, b);

@@ -39,7 +39,7 @@ struct BenchOutcome {
   SweepReport report;
   std::vector<SweepBuild> builds;  // [baseline,] candidate
   std::vector<std::unique_ptr<k3targets::Target>> baseline_targets;
-  BuildPairing pairing;  // how the two builds were compared (an A/B only)
+  BuildPairing pairing;      // how the two builds were compared (an A/B only)
   MeasureSettings settings;  // the sweep's defaults after the config file
   RoundsOptions rounds;
   double total_wall_s = 0;  // the whole command, catalog query and database included

@@ -200,12 +200,12 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
       builds_json.push_back(
           {{"build_hash", b.build_hash}, {"label", b.label}, {"target", b.target->name()}});
     nlohmann::json settings = {{"min_processes", opt.rounds.min_processes},
-                                     {"max_processes", opt.rounds.max_processes},
-                                     {"target_ci", opt.rounds.target_ci},
-                                     {"target_mde", opt.rounds.target_mde},
-                                     {"wall_budget_s", opt.wall_budget_s},
-                                     {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
-                                     {"builds", builds_json}};
+                               {"max_processes", opt.rounds.max_processes},
+                               {"target_ci", opt.rounds.target_ci},
+                               {"target_mde", opt.rounds.target_mde},
+                               {"wall_budget_s", opt.wall_budget_s},
+                               {"remeasure_disturbed", opt.rounds.remeasure_disturbed},
+                               {"builds", builds_json}};
     if (nb == 2) settings["build_pairing"] = opt.build_pairing.to_json();
     const MeasureSettings& first = cells.empty() ? MeasureSettings{} : cells.front().settings;
     k3store::RunRecord run{
@@ -331,10 +331,10 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
     disturbances.insert(seen.begin(), seen.end());
     // A few one by one; a busy machine's many are one line at the end.
     if (report.processes_disturbed <= kDisturbedNotes)
-      progress.note(fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
-                                process_index, fmt::join(seen, ", "),
-                                opt.rounds.remeasure_disturbed ? "; not counted, measured again"
-                                                               : ""));
+      progress.note(
+          fmt::format("k3tune: note: {} process {} was disturbed ({}){}", c.spec.label(),
+                      process_index, fmt::join(seen, ", "),
+                      opt.rounds.remeasure_disturbed ? "; not counted, measured again" : ""));
   };
   // A target lost mid-sweep (a farm board taken out of the run) ends it: what was measured is
   // committed; the run says it was cut short, as a killed sweep's does.
@@ -356,12 +356,14 @@ SweepReport run_sweep(k3store::DatabaseAccess& db, const std::vector<SweepBuild>
         const int process_index = planner.unit(u).processes;
         progress.set_total(step + planner.processes_left_at_least());
         progress.update(step, fmt::format("{}{} p{}", c.spec.label(),
-                                          within               ? " [baseline+candidate]"
+                                          within                ? " [baseline+candidate]"
                                           : build.label.empty() ? ""
                                                                 : " [" + build.label + "]",
                                           process_index + 1));
+        // A paired process does both builds' work: twice the time one build's process may take.
         const double timeout_s =
-            opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s;
+            (opt.timeout_s > 0 ? opt.timeout_s : build.target->config().timeout_s) *
+            (within ? 2 : 1);
         CellSpec spec = c.spec;
         if (within) {
           spec.settings.build_b = opt.build_pairing.plugin;
