@@ -288,6 +288,7 @@ struct BenchArgs {
   std::string cells;        // --cells (hidden): what a Slurm job of this bench measures
   std::string reservation;  // --reservation: a Slurm farm's jobs run in this reservation
   std::string mde;          // --mde [X]: "" with the flag alone (the rules' minimum effect)
+  std::string build_pairing = "auto";  // --build-pairing auto | rounds
   std::map<std::string, std::string> settings;  // the measurement settings given (kSettings)
 };
 
@@ -391,12 +392,10 @@ void add_grid_options(CLI::App* cmd, BenchArgs& a) {
       "a kept runner binary measured interleaved (A B A B) with the target's, for an A/B verdict");
   cmd->add_option("--baseline-build", rq.baseline_build,
                   "the same, by build hash (prefix) from the database");
-  cmd->add_option_function<std::string>(
-         "--build-pairing",
-         [&rq](const std::string& v) { rq.build_pairing = k3bench::parse_build_pairing_mode(v); },
-         "A/B: auto (default): both builds inside each runner process where the baseline's "
-         "kernel plugin loads into the runner under test, else separate processes; rounds: "
-         "always separate processes")
+  cmd->add_option("--build-pairing", a.build_pairing,
+                  "A/B: auto (default): both builds inside each runner process where the "
+                  "baseline's kernel plugin loads into the runner under test, else separate "
+                  "processes; rounds: always separate processes")
       ->check(CLI::IsMember({"auto", "rounds"}));
 }
 
@@ -415,6 +414,7 @@ void run_bench_command(const AppContext& ctx, BenchArgs& a, const CLI::App& cmd)
   r.db_path = ctx.db_path();
   r.progress = !ctx.quiet;
   if (cmd.get_option("--mde")->count() > 0) r.plan.mde = mde_target(a.mde, r, ctx.root);
+  r.build_pairing = k3bench::parse_build_pairing_mode(a.build_pairing);
   const bool ab = !r.baseline_runner.empty() || !r.baseline_build.empty();
   std::unique_ptr<MeasuringPlace> place;
   if (!a.farm.farm.empty() && ab) {
