@@ -112,10 +112,9 @@ std::vector<ModelAbRow> model_ab(const std::string& db_path, const k3reports::Ju
 std::string model_ab_markdown(const std::vector<ModelAbRow>& rows, const std::string& baseline,
                               const std::string& candidate, const std::string& design) {
   std::string s = fmt::format(
-      "\nbaseline {} vs candidate {}, measured in the same rounds (the paired test of the rules on "
-      "per-round log ratios){}:\n\n| test | verdict | change | p | MDE | rounds "
-      "|\n|---|---|---:|---:|---:|---:|\n",
-      baseline, candidate, design.empty() ? "" : "; " + design);
+      "\nbaseline {} vs candidate {}, {} (the paired test of the rules on per-round log "
+      "ratios):\n\n| test | verdict | change | p | MDE | rounds |\n|---|---|---:|---:|---:|---:|\n",
+      baseline, candidate, design.empty() ? "measured in the same rounds" : design);
   for (const auto& r : rows)
     s += fmt::format("| {} | {} | {:+.2f}% | {:.3g} | {:.1f}% | {} |\n", r.test, r.verdict,
                      100 * r.rel_diff, r.p_value, 100 * r.mde, r.rounds);

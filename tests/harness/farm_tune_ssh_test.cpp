@@ -281,3 +281,59 @@ TEST_F(FarmSshTune, BadPlacesAreOneLineAndWriteNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+// The same A/B on a board whose baseline carries its kernel plugin: the plugin is installed on
+// the board by its hash next to the runners, the board's runner loads it, and each runner process
+// measures both builds (the dynamically linked riscv64 runner under the board's qemu).
+TEST_F(FarmSshTune, AnABOnABoardPairsBothBuildsInsideEachProcessWhenThePluginLoads) {
+  const fs::path tree = lab_->dir() / "yesterday";
+  fs::create_directories(tree);
+  fs::copy_file(K3_FARM_RISCV_RUNNER, tree / "k3bench");
+  std::ofstream(tree / "k3bench", std::ios::app) << "x";  // another build hash, the same code
+  fs::permissions(tree / "k3bench", fs::perms::owner_all);
+  const fs::path plugin = fs::path(K3_FARM_RISCV_RUNNER).parent_path() / "libk3bench_plugin.so";
+  ASSERT_TRUE(fs::exists(plugin)) << plugin;  // the rvv-dynamic preset builds it
+  fs::copy_file(plugin, tree / "libk3bench_plugin.so");
+  const auto r = k3tune({"-q",
+                         "--json",
+                         "bench",
+                         "--farm",
+                         farm_file_,
+                         "--board",
+                         "b1",
+                         "--baseline-runner",
+                         (tree / "k3bench").string(),
+                         "--op",
+                         "linear_decode",
+                         "--params",
+                         "workers=1,copies=1",
+                         "--shape",
+                         "n=64,k=256",
+                         "-P",
+                         "2",
+                         "--target-ci",
+                         "0",
+                         "--warmup",
+                         "0",
+                         "-R",
+                         "2",
+                         "--iterations",
+                         "1"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  const auto pairing = nlohmann::json::parse(r.out).at("build_pairing");
+  EXPECT_EQ(pairing["design"], "within-process") << pairing;
+  // Installed on the board under its own hash, and that path is what the runner loaded.
+  const std::string remote = pairing["plugin"];
+  EXPECT_EQ(remote.rfind(lab_->work_dir("b1") + "/runners/k3bench-", 0), 0u) << remote;
+  EXPECT_TRUE(fs::exists(remote)) << remote;
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE status = 'ok'"), 4);
+  EXPECT_EQ(count("SELECT count(DISTINCT order_index) FROM processes"), 2);
+  EXPECT_EQ(count("SELECT count(*) FROM processes WHERE json_extract(runner_json, "
+                  "'$.within_process.side') = 'B' AND json_extract(runner_json, "
+                  "'$.accuracy.pass') = 1"),
+            1);  // the first process checks both sides
+}
+
+}  // namespace

@@ -61,9 +61,6 @@ BuildPairing decide_build_pairing(const k3targets::Target& candidate,
                                   const k3targets::Target& baseline,
                                   const std::vector<CellSpec>& cells, BuildPairingMode mode) {
   if (mode == BuildPairingMode::kRounds) return rounds("--build-pairing rounds");
-  if (!candidate.runs_here())
-    return rounds(
-        fmt::format("{} is a board, and boards get no kernel plugin installed", candidate.name()));
   for (const CellSpec& c : cells) {
     const MeasureSettings& s = c.settings;
     if (s.alternate_extra_work || !s.params_b.is_null() || !s.build_b.empty())
@@ -79,10 +76,15 @@ BuildPairing decide_build_pairing(const k3targets::Target& candidate,
         "no {} beside the baseline runner {} (a statically linked build, or one from before the "
         "plugin)",
         kPluginFile, runner));
+  // Where the runner under test runs: in place here, installed by its hash on a farm board (an
+  // install that fails loses the board: TargetLost goes up as from any of its runs).
+  const std::string placed = candidate.place_file(plugin);
+  if (placed.empty())
+    return rounds(fmt::format("{} runs its runner over plain ssh, which cannot be handed {}",
+                              candidate.name(), plugin));
   const double timeout = candidate.config().timeout_s;
-  const auto probe =
-      candidate.run({"--facts", "--json", "--build-b", fs::absolute(plugin).string()},
-                    k3targets::ProcessOptions::with_timeout(timeout));
+  const auto probe = candidate.run({"--facts", "--json", "--build-b", placed},
+                                   k3targets::ProcessOptions::with_timeout(timeout));
   if (!probe.ok())
     return rounds(fmt::format("the runner under test does not load {}: {}", plugin,
                               probe.failure_reason(timeout)));
@@ -98,10 +100,9 @@ BuildPairing decide_build_pairing(const k3targets::Target& candidate,
     return rounds(fmt::format("{} carries a planted slowdown (a build for the selfcheck)", plugin));
   if (const std::string diff = build_difference(build, own); !diff.empty())
     return rounds(fmt::format("{} is not the baseline runner's build: {}", plugin, diff));
-  return {fs::absolute(plugin).string(),
-          fmt::format("the runner under test loads {} (plugin interface {}, source {})", plugin,
-                      loaded.value("interface_version", 0),
-                      build["runner"].value("source_revision", "?"))};
+  return {placed, fmt::format("the runner under test loads {} (plugin interface {}, source {})",
+                              plugin, loaded.value("interface_version", 0),
+                              build["runner"].value("source_revision", "?"))};
 }
 
 }  // namespace k3bench

@@ -41,11 +41,12 @@ struct BuildPairing {
 std::string plugin_beside(const std::string& runner_path);
 
 // Decides the design for `baseline` (A) against `candidate` (B) measuring `cells`: within one
-// process when the mode allows it, the candidate runs where k3tune can hand it a file (local,
-// qemu), no cell already alternates two sides or loads a table, a plugin lies beside the
-// baseline's runner, the candidate's runner loads it (k3bench --facts --build-b: its refusal is
-// the reason otherwise) and the plugin is the baseline runner's own build (same runner version,
-// source revision, compiler, flags; no planted slowdown).
+// process when the mode allows it, no cell already alternates two sides or loads a table, a plugin
+// lies beside the baseline's runner, the candidate's target can be handed it (local and qemu in
+// place, a farm board installs it: Target::place_file), the candidate's runner loads it (k3bench
+// --facts --build-b: its refusal is the reason otherwise) and the plugin is the baseline runner's
+// own build (same runner version, source revision, compiler, flags; no planted slowdown). The
+// pairing's plugin is its path where the runner runs.
 BuildPairing decide_build_pairing(const k3targets::Target& candidate,
                                   const k3targets::Target& baseline,
                                   const std::vector<CellSpec>& cells, BuildPairingMode mode);

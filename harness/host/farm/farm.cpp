@@ -335,6 +335,9 @@ class BoardTarget final : public k3targets::Target {
   std::unique_ptr<k3targets::Target> with_runner(const std::string& local_runner) const override {
     return farm_.target(name(), local_runner, board_.install(local_runner).remote_path);
   }
+  std::string place_file(const std::string& local_path) const override {
+    return board_.install(local_path).remote_path;
+  }
 
  private:
   k3targets::ProcessResult run_with(const std::vector<std::string>& args,

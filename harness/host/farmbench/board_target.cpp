@@ -25,16 +25,19 @@ JudgedBoardTarget::JudgedBoardTarget(k3farm::Farm& farm, std::unique_ptr<k3targe
                                      const std::string& root)
     : Target(inner->config(), root), farm_(farm), inner_(std::move(inner)) {}
 
-std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(
-    const std::string& local_runner) const {
-  std::string remote;
+std::string JudgedBoardTarget::place_file(const std::string& local_path) const {
   try {
-    remote = farm_.board(name()).install(local_runner).remote_path;
+    return farm_.board(name()).install(local_path).remote_path;
   } catch (const k3farm::BoardError& e) {  // the install failed: the board is lost to this command
     farm_.quarantine(name(), e.fault, e.what());
     lost_ = e.what();
     throw k3targets::TargetLost(e.what());
   }
+}
+
+std::unique_ptr<k3targets::Target> JudgedBoardTarget::with_runner(
+    const std::string& local_runner) const {
+  const std::string remote = place_file(local_runner);
   return std::make_unique<JudgedBoardTarget>(farm_, name(), root_, local_runner, remote);
 }
 

@@ -26,6 +26,8 @@ class JudgedBoardTarget final : public k3targets::Target {
                     const std::string& other_local = "", const std::string& other_remote = "");
   // Installs that runner on the board; a failed install loses the board (TargetLost).
   std::unique_ptr<k3targets::Target> with_runner(const std::string& local_runner) const override;
+  // Installs the file on the board as with_runner installs a runner (a failure loses the board).
+  std::string place_file(const std::string& local_path) const override;
   std::vector<std::string> command(const std::vector<std::string>& args) const override;
   std::string describe() const override;
   k3targets::ProcessResult run(const std::vector<std::string>& args,

@@ -1,5 +1,7 @@
 #include "harness/host/targets/target.h"
 
+#include <filesystem>
+
 #include <unistd.h>
 
 #include <cstdlib>
@@ -64,6 +66,10 @@ std::unique_ptr<Target> Target::with_runner(const std::string& local_runner) con
   TargetConfig c = config_;
   c.runner = local_runner;
   return make_target(c, root_);
+}
+
+std::string Target::place_file(const std::string& local_path) const {
+  return runs_here() ? std::filesystem::absolute(local_path).string() : std::string();
 }
 
 std::vector<std::string> Target::missing() const {

@@ -70,6 +70,10 @@ class Target {
   // The same place running another runner binary (a baseline for a paired A/B): a target of the
   // same configuration; a farm board installs that runner on the board next to its own.
   virtual std::unique_ptr<Target> with_runner(const std::string& local_runner) const;
+  // A file the runner opens (another build's kernel plugin), placed where the runner runs: its path
+  // there. Local and qemu targets use it in place; a farm board installs it by its SHA-256 next to
+  // its runners; a plain ssh target cannot be handed one ("": the caller does without).
+  virtual std::string place_file(const std::string& local_path) const;
   // Why this target can no longer measure (a farm board taken out of the run); "" while it can.
   virtual std::string lost() const { return {}; }
 
