@@ -72,7 +72,10 @@ void section_rules(const k3verdict::Verdict& v, std::string& out) {
                "(the range of five identical processes: the untimed part varies by a few "
                "hundred instructions): a count that differs from the baseline's by more than "
                "twice the larger jitter is a change, anything within it is identical. No "
-               "significance test, no minimum effect; more instructions count as a regression.") +
+               "significance test, no minimum effect; more instructions count as a regression. "
+               "The bytes a call streams from memory (weights, their metadata, KV cache, states: "
+               "the kernels' own accounting) have no jitter at all: any increase is a "
+               "regression.") +
            "\n";
     return;
   }
@@ -124,9 +127,26 @@ void section_exact(const k3verdict::Verdict& v, k3verdict::Outcome outcome, cons
   if (!t.empty()) out += fmt::format("### {}\n\n", title) + t.markdown() + "\n";
 }
 
+// The cells whose streamed bytes per call changed between two exact-count runs (more: a
+// regression, whatever the instructions did).
+void section_bytes(const k3verdict::Verdict& v, std::string& out) {
+  TextTable t({"cell", "on", "base bytes", "cand bytes", "delta bytes", "change", "verdict"},
+              {L, L, R, R, R, R, L});
+  for (const auto& c : v.cells) {
+    if (!c.bytes || c.bytes->delta() == 0) continue;
+    t.add({c.label, c.b != nullptr ? c.b->target : "", fmt::format("{:.0f}", c.bytes->base),
+           fmt::format("{:.0f}", c.bytes->cand), fmt::format("{:+.0f}", c.bytes->delta()),
+           pct(c.bytes->base != 0 ? c.bytes->delta() / c.bytes->base : 0),
+           c.bytes_regression() ? "MORE BYTES" : "fewer bytes"});
+  }
+  if (!t.empty()) out += "### Bytes streamed per call\n\n" + t.markdown() + "\n";
+}
+
 void section_regressions(const k3verdict::Verdict& v, std::string& out) {
-  if (v.method == "exact-counts")
+  if (v.method == "exact-counts") {
+    section_bytes(v, out);
     return section_exact(v, k3verdict::Outcome::kRegression, "More instructions", out);
+  }
   const std::string u = v.per_call.unit();
   TextTable t({"cell", "base " + u, "cand " + u, "change", "p", "confirmation"},
               {L, R, R, R, R, L});

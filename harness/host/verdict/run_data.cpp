@@ -93,6 +93,9 @@ void load_runner_facts(k3store::Connection& db, RunData& r, CellFigures& c) {
     const double bytes = t.value("weight_bytes", 0.0) + t.value("activation_bytes", 0.0);
     if (bytes > 0) c.bytes_per_call = bytes;
     if (t.value("ops", 0.0) > 0) c.ops_per_call = t.value("ops", 0.0);
+    if (t.contains("by_source") && t["by_source"].is_object() &&
+        t["by_source"].contains("streamed") && t["by_source"]["streamed"].is_number())
+      c.streamed_bytes = t["by_source"]["streamed"].get<double>();
   }
 }
 

@@ -109,12 +109,16 @@ bool CellVerdict::timing_regression() const {
 }
 
 bool CellVerdict::regression() const {
-  return timing_regression() || accuracy_regression();
+  return timing_regression() || accuracy_regression() || bytes_regression();
 }
 
 int Verdict::regressions() const {
   return static_cast<int>(std::count_if(cells.begin(), cells.end(),
                                         [](const CellVerdict& c) { return c.regression(); }));
+}
+int Verdict::bytes_regressions() const {
+  return static_cast<int>(std::count_if(cells.begin(), cells.end(),
+                                        [](const CellVerdict& c) { return c.bytes_regression(); }));
 }
 int Verdict::accuracy_regressions() const {
   return static_cast<int>(std::count_if(
@@ -209,6 +213,8 @@ Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionC
       cv.timing.not_compared = !b.ok ? "failed in the candidate" : "failed in the baseline";
     } else if (counts) {
       cv.timing = exact_count_verdict(*a.mean_ns, count_jitter(a), *b.mean_ns, count_jitter(b));
+      if (a.streamed_bytes && b.streamed_bytes)
+        cv.bytes = ExactBytes{*a.streamed_bytes, *b.streamed_bytes};
     } else if (a.process_means.size() < 2 || b.process_means.size() < 2) {
       cv.timing.not_compared = "fewer than 2 counted processes on a side";
     } else {
@@ -481,6 +487,11 @@ nlohmann::json to_json(const Verdict& v) {
          {"shape", c.shape},
          {"regression", c.regression()},
          {"timing", timing},
+         {"streamed_bytes", c.bytes ? nlohmann::json{{"baseline", c.bytes->base},
+                                                     {"candidate", c.bytes->cand},
+                                                     {"delta", c.bytes->delta()},
+                                                     {"regression", c.bytes_regression()}}
+                                    : nlohmann::json(nullptr)},
          {"accuracy",
           {{"error_to_bound", {opt_json(c.accuracy.ratio_a), opt_json(c.accuracy.ratio_b)}},
            {"ratio_flagged", c.accuracy.ratio_flagged},
@@ -511,6 +522,7 @@ nlohmann::json to_json(const Verdict& v) {
           {"counts",
            {{"regressions", v.regressions()},
             {"accuracy_regressions", v.accuracy_regressions()},
+            {"bytes_regressions", v.bytes_regressions()},
             {"improvements", v.improvements()},
             {"unchanged", v.unchanged()},
             {"suspected", v.suspected()},

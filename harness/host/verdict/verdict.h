@@ -81,17 +81,26 @@ struct AccuracyVerdict {
   bool checksum_flagged = false;
 };
 
+// The bytes a call streams from memory in two exact-count runs (CellFigures::streamed_bytes):
+// no jitter, so any increase is a regression (decode speed on a K3 is bytes per token).
+struct ExactBytes {
+  double base = 0, cand = 0;
+  double delta() const { return cand - base; }
+};
+
 struct CellVerdict {
   std::string config_key, label, op, model, shape;
   const CellFigures* a = nullptr;  // baseline
   const CellFigures* b = nullptr;  // candidate
   TimingVerdict timing;
   AccuracyVerdict accuracy;
+  std::optional<ExactBytes> bytes;  // exact-count runs whose cells both say what they stream
   // Counted against the candidate: a timing regression (unless the interleaved re-measurement
   // refuted it; one that could not be re-measured still counts) or an accuracy flag.
   bool regression() const;
   bool timing_regression() const;
   bool accuracy_regression() const { return accuracy.ratio_flagged || accuracy.checksum_flagged; }
+  bool bytes_regression() const { return bytes && bytes->delta() > 0; }
 };
 
 struct FailedCell {
@@ -118,6 +127,7 @@ struct Verdict {
 
   int regressions() const;
   int accuracy_regressions() const;
+  int bytes_regressions() const;  // cells streaming more bytes per call (exact-count runs)
   int improvements() const;
   int unchanged() const;
   int suspected() const;  // timing regressions across runs awaiting or refused confirmation
