@@ -120,13 +120,31 @@ std::size_t round_up(std::size_t x, std::size_t a) {
   return (x + a - 1) / a * a;
 }
 
+// A packing of (n, k) in `layout` with its arrays allocated at the sizes that layout gives them,
+// not yet filled: what the cache's files are read into, and what says where a rotation file's
+// copies sit without reading any of them.
+k3k::W4B64Packed unfilled_packing(std::int64_t n, std::int64_t k, k3k::W4B64Layout layout,
+                                  int row_tile) {
+  k3k::W4B64Packed p;
+  p.n = n;
+  p.k = k;
+  p.layout = layout;
+  p.row_tile = row_tile;
+  const auto tiles = static_cast<std::size_t>(p.row_tiles());
+  p.codes = k3k::AlignedBuffer<std::uint8_t>::for_overwrite(
+      tiles * static_cast<std::size_t>(p.tile_code_bytes()));
+  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::for_overwrite(
+      2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
+  return p;
+}
+
 // Where one copy's arrays sit inside the rotation file (each 64-byte aligned, copies page aligned).
 struct RotationLayout {
   std::size_t codes_bytes, pair_bytes;
   std::size_t pair_off, stride, first;
-  explicit RotationLayout(const k3k::W4B64Packed& p)
-      : codes_bytes(p.codes.size_bytes()),
-        pair_bytes(p.pairs.size_bytes()),
+  RotationLayout(std::size_t codes, std::size_t pairs)
+      : codes_bytes(codes),
+        pair_bytes(pairs),
         pair_off(round_up(codes_bytes, k3k::kBufferAlignment)),
         stride(round_up(pair_off + pair_bytes, kPage)),
         first(kPage) {}
@@ -174,12 +192,17 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
   const auto file = dir / fmt::format("w4b64-rotation{}-v{}-{}x{}-seed{}-copies{}.bin", layout_id,
                                       kGeneratorVersion, n, k, seed, copies);
   const Header h = header_of(kRotationMagic, layout_id, n, k, seed);
-  k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, row_tile, repack);
-  const RotationLayout at(one);
+  // The sizes come from the shape: a file already there is mapped without reading the packed
+  // weights (a megabyte or more per process, most of a warm decode process's set-up).
+  const k3k::W4B64Packed sizes = unfilled_packing(n, k, layout, row_tile);
+  const RotationLayout at(sizes.codes.size_bytes(), sizes.pairs.size_bytes());
   const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
   struct stat st {};
   if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != file_bytes) {
     const BuildTimer building(true);
+    const k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, row_tile, repack);
+    if (one.codes.size_bytes() != at.codes_bytes || one.pairs.size_bytes() != at.pair_bytes)
+      throw std::logic_error("weight cache: the packing's sizes are not those of its layout");
     std::error_code ec;
     std::filesystem::create_directories(dir, ec);
     const auto tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
@@ -225,9 +248,9 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
     p.layout = layout;
     p.row_tile = row_tile;
     p.codes = k3k::AlignedBuffer<std::uint8_t>::view_of(reinterpret_cast<std::uint8_t*>(base),
-                                                        one.codes.size(), owner);
+                                                        sizes.codes.size(), owner);
     p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::view_of(
-        reinterpret_cast<k3k::fp16_t*>(base + at.pair_off), one.pairs.size(), owner);
+        reinterpret_cast<k3k::fp16_t*>(base + at.pair_off), sizes.pairs.size(), owner);
     out.push_back(std::move(p));
   }
   return out;
@@ -259,16 +282,8 @@ k3k::W4B64Packed synthetic_w4b64_packed(
                                       kGeneratorVersion, n, k, seed);
   const Header h = header_of(kPackedMagic, layout_id, n, k, seed);
   if (!dir.empty()) {
-    // The packed sizes are those of a packing of the same shape; allocate, then fill from the file.
-    k3k::W4B64Packed p;
-    p.n = n;
-    p.k = k;
-    p.layout = layout;
-    p.row_tile = row_tile;
-    const auto tiles = static_cast<std::size_t>(p.row_tiles());
-    p.codes =
-        k3k::AlignedBuffer<std::uint8_t>(tiles * static_cast<std::size_t>(p.tile_code_bytes()));
-    p.pairs = k3k::AlignedBuffer<k3k::fp16_t>(2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
+    // Allocated at the layout's sizes and filled from the file in one pass (no zero-fill first).
+    k3k::W4B64Packed p = unfilled_packing(n, k, layout, row_tile);
     if (load_parts(file, h, parts_of(p))) return p;
   }
   const BuildTimer building(!dir.empty());
