@@ -10,6 +10,7 @@
 #include "harness/host/bench/bench_session.h"
 #include "harness/host/bench/catalog.h"
 #include "harness/host/bench/defaults.h"
+#include "harness/host/bench/model_runs.h"
 #include "harness/host/bench/progress.h"
 #include "harness/host/bench/provenance.h"
 #include "harness/host/bench/selfcheck.h"
@@ -21,7 +22,7 @@ namespace k3cli {
 namespace {
 
 // The effect the protocol's targets name (docs/measurement.md); what reaching it costs is printed.
-constexpr double kTargetMde = 0.05;
+constexpr double kDefaultTargetMde = 0.05;
 
 struct Args {
   std::string target = "local";
@@ -41,6 +42,12 @@ struct Args {
   // A runner build directory holding libk3bench_plugin.so and libk3bench_plugin_planted.so ("":
   // no build pair). "runner": the target's own runner's directory.
   std::string build_pair;
+  bool only_build_pair = false;  // the build pair alone (no rounds, no injected-work within design)
+  // A whole-model cell instead of --cell: model_tg of this model (configs/models/NAME.toml), tg
+  // decode steps after a one-token prompt, as `k3tune model --tg N` measures it.
+  std::string model;
+  int tg = 16;
+  double target_mde = kDefaultTargetMde;  // the MDE whose price is printed
   bool synthetic = false;
   // The synthetic machine defaults to what the factor study measured on the shared 2-core VM:
   // log deviations correlated 0.63 with the next process and 0.14 with the hundredth, i.e. about
@@ -89,6 +96,30 @@ k3bench::CellSpec parse_cell(const std::string& text, const k3bench::Catalog* ca
   return c;
 }
 
+// The whole-model decode cell `k3tune model --tg N` measures (model_tg after a one-token prompt),
+// normalised against the runner's catalog.
+k3bench::CellSpec model_cell(const std::string& models_dir, const std::string& model, int tg,
+                             const k3bench::Catalog& catalog,
+                             const k3bench::MeasureSettings& settings) {
+  k3model::ModelConfig config;
+  try {
+    config = k3model::load_model_config(k3model::resolve_model_path(model, models_dir));
+  } catch (const k3model::ModelConfigError& e) {
+    throw k3bench::UserError(e.what());
+  }
+  k3bench::ModelRuns runs;
+  runs.decode_steps = {tg};
+  const auto [op_name, shape, role] = k3bench::model_run_shapes(config, runs).at(0);
+  k3bench::CellSpec c;
+  c.op = op_name;
+  c.settings = settings;
+  c.settings.set("iterations", "1", "--model");  // one decode run per repetition, as k3tune model
+  const k3bench::OpSpec& op = catalog.op(c.op, "--model");
+  c.shape = catalog.normalise(op, shape, true, "--model " + model);
+  c.params = catalog.normalise(op, {}, false, "--model " + model);
+  return c;
+}
+
 nlohmann::json proportion_json(const k3stats::Proportion& p) {
   return {{"rate", p.rate},
           {"ci95_low", p.low},
@@ -133,7 +164,10 @@ nlohmann::json within_json(const k3bench::WithinProcessSelfcheck& w) {
           {"mean_processes_per_verdict", w.mean_processes_per_verdict},
           {"repetitions_per_side", w.repetitions_per_side},
           {"processes", w.processes},
-          {"verdict_wall_s", w.verdict_wall_s}};
+          {"verdict_wall_s", w.verdict_wall_s},
+          {"for_target_mde",
+           {{"processes_per_configuration", w.processes_for_target_mde},
+            {"verdict_wall_s", w.verdict_wall_s_for_target_mde}}}};
 }
 
 nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
@@ -159,10 +193,11 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                      {"process_wall_s", c.process_wall_s},
                      {"verdict_wall_s", c.verdict_wall_s},
                      {"for_target_mde",
-                      {{"mde", kTargetMde},
+                      {{"mde", a.target_mde},
                        {"processes_per_configuration", c.processes_for_target_mde},
                        {"verdict_wall_s", c.verdict_wall_s_for_target_mde}}}});
-    if (a.within_processes > 0) cells.back()["within_process"] = within_json(c.within);
+    if (a.within_processes > 0 && !a.only_build_pair)
+      cells.back()["within_process"] = within_json(c.within);
     if (!a.build_pair.empty()) cells.back()["build_pair"] = within_json(c.builds);
   }
   const double fp_high = r.false_positives.rate;
@@ -197,7 +232,9 @@ nlohmann::json result_json(const k3bench::SelfcheckResult& r, const k3bench::Rou
                         {"targets_met", targets},
                         {"cells", cells}};
   // Absent with --within-processes 0, as "not measured".
-  if (a.within_processes > 0) out["within_process"] = within_json(r.within);
+  out["target_mde"] = a.target_mde;
+  out["rounds_design_measured"] = !a.only_build_pair;
+  if (a.within_processes > 0 && !a.only_build_pair) out["within_process"] = within_json(r.within);
   if (!a.build_pair.empty()) out["build_pair"] = within_json(r.builds);
   return out;
 }
@@ -211,7 +248,7 @@ void print_proportion(const std::string& what, const k3stats::Proportion& p) {
 // its rates.
 void print_within(const k3bench::SelfcheckResult& r, const k3bench::WithinProcessSelfcheck& w,
                   k3bench::WithinProcessSelfcheck k3bench::CellSelfcheck::*member,
-                  const std::string& title) {
+                  const std::string& title, double target_mde) {
   const std::string budget =
       w.mde_target > 0
           ? fmt::format(
@@ -224,23 +261,31 @@ void print_within(const k3bench::SelfcheckResult& r, const k3bench::WithinProces
              w.repetitions_per_side, budget);
   for (const auto& c : r.cells) {
     const k3bench::WithinProcessSelfcheck& cw = c.*member;
-    fmt::print(
-        "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: MDE "
-        "{:.2f}%, {:.1f} s)\n",
-        c.cell.label(), k3bench::to_kv(c.cell.params), 100 * cw.noise_floor,
-        100 * cw.minimum_detectable_effect, cw.verdict_wall_s, 100 * c.minimum_detectable_effect,
-        c.verdict_wall_s);
+    if (c.rounds_measured)
+      fmt::print(
+          "  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict (between processes: "
+          "MDE {:.2f}%, {:.1f} s)\n",
+          c.cell.label(), k3bench::to_kv(c.cell.params), 100 * cw.noise_floor,
+          100 * cw.minimum_detectable_effect, cw.verdict_wall_s, 100 * c.minimum_detectable_effect,
+          c.verdict_wall_s);
+    else
+      fmt::print("  {} {}: noise floor {:.2f}%, MDE {:.2f}%, {:.1f} s per verdict\n",
+                 c.cell.label(), k3bench::to_kv(c.cell.params), 100 * cw.noise_floor,
+                 100 * cw.minimum_detectable_effect, cw.verdict_wall_s);
+    if (cw.processes_for_target_mde > 0)
+      fmt::print(
+          "    an MDE of {:g}% here needs about {:.0f} processes per configuration: about {:.0f} s "
+          "per verdict\n",
+          100 * target_mde, cw.processes_for_target_mde, cw.verdict_wall_s_for_target_mde);
   }
   print_proportion("A vs A false positives", w.false_positives);
   for (const auto& d : w.detections)
     print_proportion(fmt::format("A vs A+{:g}% detected", d.injected * 100), d.rate);
 }
 
-void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
-                  const Args& a, const std::string& target) {
-  fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
-             a.synthetic ? "synthetic runner" : "k3bench", r.trials,
-             r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
+// The rounds design's block: its budget, each cell's figures and price, its rates.
+void print_rounds(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                  const Args& a) {
   fmt::print(
       "  budget per configuration: {}..{} processes (two-stage), target CI {:.1f}%, {} x {} s "
       "repetitions; {}, alpha {}, minimum effect {:.0f}%\n",
@@ -258,7 +303,7 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
       fmt::print(
           "    an MDE of {:.0f}% here needs about {:.0f} processes per configuration: {:.0f} s "
           "per A/B verdict at the measured {:.2f} s per process\n",
-          100 * kTargetMde, c.processes_for_target_mde, c.verdict_wall_s_for_target_mde,
+          100 * a.target_mde, c.processes_for_target_mde, c.verdict_wall_s_for_target_mde,
           c.process_wall_s);
   }
   print_proportion("A vs A false positives", r.false_positives);
@@ -276,7 +321,7 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
           "detectable effect is {:.1f}%; more processes (--max-processes, --mde) or a quieter "
           "machine are needed: at the processes an MDE of {:.0f}% needs, this selfcheck would "
           "take about {:.0f} min\n",
-          100 * d.rate.rate, 100 * r.minimum_detectable_effect, 100 * kTargetMde,
+          100 * d.rate.rate, 100 * r.minimum_detectable_effect, 100 * a.target_mde,
           r.wall_s_for_target_mde / 60);
     }
   }
@@ -284,14 +329,24 @@ void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOption
     fmt::print("  NOT MET: false-positive rate {:.1f}% is above 5%\n",
                100 * r.false_positives.rate);
   }
-  if (a.within_processes > 0)
+}
+
+void print_result(const k3bench::SelfcheckResult& r, const k3bench::RoundsOptions& rounds,
+                  const Args& a, const std::string& target) {
+  fmt::print("selfcheck stats on {} ({}): {} trials{}, {} runner processes, {:.0f} s\n", target,
+             a.synthetic ? "synthetic runner" : "k3bench", r.trials,
+             r.cut_by_time_budget ? " (cut by the time budget)" : "", r.processes, r.wall_s);
+  if (!a.only_build_pair) print_rounds(r, rounds, a);
+  if (a.within_processes > 0 && !a.only_build_pair)
     print_within(r, r.within, &k3bench::CellSelfcheck::within,
                  "within one process (A and B alternate repetitions A B, B A, ...; two parameter "
-                 "sets of one build)");
+                 "sets of one build)",
+                 a.target_mde);
   if (!a.build_pair.empty())
     print_within(r, r.builds, &k3bench::CellSelfcheck::builds,
                  "two builds within one process (k3bench --build-b: A against the same source "
-                 "built twice, and against the planted build)");
+                 "built twice, and against the planted build)",
+                 a.target_mde);
 }
 
 void run(const AppContext& ctx, Args a) {
@@ -324,11 +379,17 @@ void run(const AppContext& ctx, Args a) {
   opt.slowdowns = a.slowdowns;
   opt.compare = a.compare;
   opt.time_budget_s = a.synthetic ? 0 : a.time_budget_s;
-  opt.target_mde = kTargetMde;
+  opt.target_mde = a.target_mde;
+  opt.injected_designs = !a.only_build_pair;
   opt.trials = a.trials > 0 ? a.trials : a.synthetic ? 2000 : 40;
   opt.within_processes = a.within_processes;
   opt.within_mde = a.within_mde >= 0 ? a.within_mde : a.compare.min_effect;
   opt.within_max_processes = a.within_max_processes;
+  if (a.only_build_pair && a.build_pair.empty())
+    throw k3bench::UserError("--only-build-pair: give --build-pair DIR (the pair it measures)");
+  if (!a.model.empty() && a.synthetic)
+    throw k3bench::UserError(
+        "--model: a whole-model cell needs a target's runner, not --synthetic");
   if (!a.build_pair.empty() && a.within_processes <= 0)
     throw k3bench::UserError(
         "--build-pair: the builds are compared within one process: give --within-processes N");
@@ -344,7 +405,10 @@ void run(const AppContext& ctx, Args a) {
     target = ctx.target(a.target);
     target_name = target->name();
     const k3bench::Catalog catalog = k3bench::Catalog::from_target(*target);
-    for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, &catalog, settings));
+    if (!a.model.empty())
+      opt.cells = {model_cell(ctx.models_dir(), a.model, a.tg, catalog, settings)};
+    else
+      for (const auto& c : a.cells) opt.cells.push_back(parse_cell(c, &catalog, settings));
     executor = std::make_unique<k3bench::RunnerExecutor>();
     build = {target.get(), k3bench::sha256_file(target->runner_path()), ""};
     opt.timeout_s = target->config().timeout_s;
@@ -441,6 +505,24 @@ void add_selfcheck_command(CLI::App& app, AppContext& ctx) {
                    "built twice) and against DIR/libk3bench_plugin_planted.so (a slowdown compiled "
                    "in); DIR \"runner\": the target's runner's own build directory")
       ->type_name("DIR");
+  stats->add_flag("--only-build-pair", a->only_build_pair,
+                  "measure the build pair alone: neither the rounds design nor the injected-work "
+                  "within design (for whole-model cells, where one process takes seconds)");
+  stats
+      ->add_option("--model", a->model,
+                   "instead of --cell: the whole-model decode cell of this model "
+                   "(configs/models/NAME.toml), --tg decode steps as `k3tune model --tg` measures "
+                   "them")
+      ->type_name("NAME");
+  stats->add_option("--tg", a->tg, "--model: decode steps per repetition")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  stats
+      ->add_option("--target-mde", a->target_mde,
+                   "the minimum detectable effect whose price (processes and wall time per "
+                   "verdict) is printed for each design")
+      ->check(CLI::Range(0.001, 0.99))
+      ->capture_default_str();
   stats->add_option("--min-time", a->min_time_s, "seconds per repetition")->capture_default_str();
   stats->add_option("--time-budget", a->time_budget_s, "start no new trial after this many seconds")
       ->capture_default_str();

@@ -10,11 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "harness/runner/run_settings.h"
 
 namespace k3runner {
 namespace {
@@ -84,24 +87,104 @@ bool load_parts(const std::filesystem::path& file, const Header& want,
   return ok;
 }
 
-void store_parts(const std::filesystem::path& dir, const std::filesystem::path& file,
-                 const Header& h, const std::vector<Part>& parts) {
+std::size_t round_up(std::size_t x, std::size_t a) {
+  return (x + a - 1) / a * a;
+}
+
+// Where the parts of a file sit. Contiguous after the header (read into buffers), or, for a file
+// that is mapped and read in place, the header in a page of its own and every part at the next
+// 64-byte boundary: views into the mapping are as aligned as the kernels' own buffers.
+class PartOffsets {
+ public:
+  explicit PartOffsets(bool mapped)
+      : align_(mapped ? k3k::kBufferAlignment : 1), next_(mapped ? kPage : sizeof(Header)) {}
+  std::size_t next(std::size_t bytes) {
+    const std::size_t at = round_up(next_, align_);
+    next_ = at + bytes;
+    return at;
+  }
+  std::size_t end() const { return next_; }
+
+ private:
+  std::size_t align_, next_;
+};
+
+std::size_t file_bytes_of(const std::vector<Part>& parts, bool mapped) {
+  PartOffsets at(mapped);
+  for (const auto& p : parts) at.next(p.bytes);
+  return at.end();
+}
+
+// False when the file could not be written (a cache that cannot be written is only slower).
+bool store_parts(const std::filesystem::path& dir, const std::filesystem::path& file,
+                 const Header& h, const std::vector<Part>& parts, bool mapped = false) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  if (ec) return;  // a cache that cannot be written is only slower
+  if (ec) return false;
   const auto tmp = dir / fmt::format(".{}.{}.tmp", file.filename().string(), getpid());
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f.write(reinterpret_cast<const char*>(&h), sizeof(h));
-    for (const auto& p : parts)
+    PartOffsets at(mapped);
+    std::size_t written = sizeof(h);
+    const std::vector<char> zeros(kPage, 0);
+    for (const auto& p : parts) {
+      const std::size_t offset = at.next(p.bytes);
+      for (; written < offset; written += std::min(offset - written, zeros.size()))
+        f.write(zeros.data(),
+                static_cast<std::streamsize>(std::min(offset - written, zeros.size())));
       f.write(static_cast<const char*>(p.data), static_cast<std::streamsize>(p.bytes));
+      written += p.bytes;
+    }
     if (!f) {
       std::filesystem::remove(tmp, ec);
-      return;
+      return false;
     }
   }
   std::filesystem::rename(tmp, file, ec);
   if (ec) std::filesystem::remove(tmp, ec);
+  return !ec;
+}
+
+// The whole file mapped read-only, its page tables built now (MAP_POPULATE: in set-up, not in the
+// first timed calls), when it has exactly `bytes` bytes and starts with `want`; else null.
+std::shared_ptr<const void> map_file(const std::filesystem::path& file, const Header& want,
+                                     std::size_t bytes) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) return {};
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) return {};
+  if (std::memcmp(map, &want, sizeof(want)) != 0) {
+    ::munmap(map, bytes);
+    return {};
+  }
+  return std::shared_ptr<const void>(
+      map, [bytes](const void* p) { ::munmap(const_cast<void*>(p), bytes); });
+}
+
+// The whole file read into one buffer of this process (2 MiB aligned and THP-advised, as the
+// runner's large buffers are: huge pages where the kernel gives them), under map_file's
+// conditions; else null.
+std::shared_ptr<const void> read_file(const std::filesystem::path& file, const Header& want,
+                                      std::size_t bytes) {
+  struct stat st {};
+  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) return {};
+  auto buffer =
+      std::make_shared<k3k::AlignedBuffer<char>>(k3k::AlignedBuffer<char>::for_overwrite(bytes));
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return {};
+  std::size_t done = 0;
+  while (done < bytes) {
+    const ssize_t got = ::read(fd, buffer->data() + done, bytes - done);
+    if (got <= 0) break;
+    done += static_cast<std::size_t>(got);
+  }
+  ::close(fd);
+  if (done != bytes || std::memcmp(buffer->data(), &want, sizeof(want)) != 0) return {};
+  return std::shared_ptr<const void>(buffer, buffer->data());
 }
 
 Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, std::int64_t k,
@@ -114,10 +197,6 @@ Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, s
   h.k = k;
   h.seed = seed;
   return h;
-}
-
-std::size_t round_up(std::size_t x, std::size_t a) {
-  return (x + a - 1) / a * a;
 }
 
 // A packing of (n, k) in `layout` with its arrays allocated at the sizes that layout gives them,
@@ -227,21 +306,13 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
       return {};
     }
   }
-  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {};
-  // MAP_POPULATE: the page tables are built here, in set-up, not by the first timed calls.
-  void* map = ::mmap(nullptr, file_bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) return {};
-  if (std::memcmp(map, &h, sizeof(h)) != 0) {
-    ::munmap(map, file_bytes);
-    return {};
-  }
-  const std::shared_ptr<const void> owner(
-      map, [file_bytes](const void* p) { ::munmap(const_cast<void*>(p), file_bytes); });
+  const std::shared_ptr<const void> owner = map_file(file, h, file_bytes);
+  if (!owner) return {};
+  // Read-only views: the kernels only read weights.
+  char* const map = static_cast<char*>(const_cast<void*>(owner.get()));
   std::vector<k3k::W4B64Packed> out;
   for (std::int64_t c = 0; c < copies; ++c) {
-    auto* base = static_cast<char*>(map) + at.first + static_cast<std::size_t>(c) * at.stride;
+    char* base = map + at.first + static_cast<std::size_t>(c) * at.stride;
     k3k::W4B64Packed p;
     p.n = n;
     p.k = k;
@@ -296,31 +367,68 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   return p;
 }
 
-model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
-                                         const model::WeightOptions& options, k3k::KernelPath path,
-                                         k3k::WorkerPool& pool) {
-  const auto dir = cache_dir();
-  if (dir.empty() || options.zero)
-    return model::make_synthetic_weights(config, options, path, pool);
-  // The shapes, layouts and rows per tile, from weights of the same shapes (zero: no generation).
-  model::WeightOptions zero = options;
-  zero.zero = true;
-  model::ModelWeights w = model::make_synthetic_weights(config, zero, path, pool);
+namespace {
+
+// What a model file is keyed by: the weights' shapes, layouts and rows per tile, and the options.
+std::uint64_t model_key(const model::ModelWeights& w, const model::WeightOptions& options) {
   std::uint64_t key = 0xcbf29ce484222325ull;  // FNV-1a over the description and the options
   const std::string text =
       fmt::format("{}|seed {}|hqq {}", w.describe(), options.seed, options.hqq_iterations);
   for (const char ch : text) key = (key ^ static_cast<unsigned char>(ch)) * 0x100000001b3ull;
+  return key;
+}
+
+std::vector<Part> parts_of(model::ModelWeights& w) {
   std::vector<Part> parts;
   w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
-  const auto file = dir / fmt::format("model-{:016x}-v{}.bin", key, kGeneratorVersion);
-  const Header h = header_of(kModelMagic, 0, static_cast<std::int64_t>(parts.size()), 0, key);
-  if (load_parts(file, h, parts)) return w;
-  const BuildTimer building(true);
-  w = model::make_synthetic_weights(config, options, path, pool);
-  parts.clear();
-  w.for_each_buffer([&](void* data, std::size_t bytes) { parts.push_back({data, bytes}); });
-  store_parts(dir, file, h, parts);
+  return parts;
+}
+
+// The weights as views into one image of the model file (made on first use): mapped and read in
+// place (weight_load = mmap), as an engine maps its model file, or read whole into one buffer of
+// this process (read), as an engine that loads its weights. Filling a buffer per matrix instead
+// cost ~1.5 s of set-up per Qwen3-0.6B process on a VM: most matrices are under 2 MiB, so each
+// 4 KiB page of ~240 MiB was a page fault, twice (zero-filled, then read). When the file cannot
+// be made or loaded, the weights as generated.
+model::ModelWeights model_weights_image(const std::filesystem::path& dir,
+                                        const k3model::ModelConfig& config,
+                                        const model::WeightOptions& options, k3k::KernelPath path,
+                                        k3k::WorkerPool& pool) {
+  const bool map = run_settings().weight_load == "mmap";
+  const auto load = [&](const std::filesystem::path& file, const Header& h, std::size_t bytes) {
+    return map ? map_file(file, h, bytes) : read_file(file, h, bytes);
+  };
+  model::WeightOptions unfilled = options;
+  unfilled.unfilled = true;
+  model::ModelWeights w = model::make_synthetic_weights(config, unfilled, path, pool);
+  const std::uint64_t key = model_key(w, options);
+  std::vector<Part> parts = parts_of(w);
+  const auto file = dir / fmt::format("model-{:016x}-v{}-image.bin", key, kGeneratorVersion);
+  const Header h = header_of(kModelMagic, 1, static_cast<std::int64_t>(parts.size()), 0, key);
+  const std::size_t bytes = file_bytes_of(parts, true);
+  std::shared_ptr<const void> owner = load(file, h, bytes);
+  if (!owner) {
+    const BuildTimer building(true);
+    model::ModelWeights made = model::make_synthetic_weights(config, options, path, pool);
+    if (!store_parts(dir, file, h, parts_of(made), true)) return made;
+    owner = load(file, h, bytes);
+    if (!owner) return made;
+  }
+  PartOffsets at(true);
+  const char* base = static_cast<const char*>(owner.get());
+  w.view_buffers([&](std::size_t n) -> const void* { return base + at.next(n); }, owner);
   return w;
+}
+
+}  // namespace
+
+model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
+                                         const model::WeightOptions& options, k3k::KernelPath path,
+                                         k3k::WorkerPool& pool) {
+  const auto dir = cache_dir();
+  if (dir.empty() || options.zero || options.unfilled)
+    return model::make_synthetic_weights(config, options, path, pool);
+  return model_weights_image(dir, config, options, path, pool);
 }
 
 double weight_cache_build_s() {

@@ -30,8 +30,10 @@ namespace k3runner {
 
 // A whole model's synthetic weights (model::make_synthetic_weights), cached the same way in one
 // file per model shapes, seed, packing (layouts and rows per tile of this CPU) and generator
-// version: generated once, then read back. Generating Qwen3-0.6B's under qemu-user is ~93G
-// instructions, most of a whole-model count's wall time; the weights are the same bits either way.
+// version: generated once, then every array a view into one image of that file, mapped
+// (weight_load = mmap) or read into one buffer (read). Generating Qwen3-0.6B's under qemu-user is
+// ~93G instructions, most of a whole-model count's wall time; the weights are the same bits
+// either way.
 model::ModelWeights cached_model_weights(const k3model::ModelConfig& config,
                                          const model::WeightOptions& options, k3k::KernelPath path,
                                          k3k::WorkerPool& pool);

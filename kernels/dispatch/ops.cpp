@@ -9,6 +9,7 @@
 #include "k3k/embedding.h"
 #include "k3k/kv_cache.h"
 #include "k3k/linear.h"
+#include "k3k/packed_form.h"
 #include "k3k/quantize.h"
 #include "k3k/small_ops.h"
 #include "k3k/tcm_attention.h"
@@ -55,6 +56,11 @@ W4B64Packed pack_w4b64_for(KernelPath path, W4B64Packed rowtile32, int rows) {
   const ukernel::WeightPacking& packing = usable_kernels(path, "pack_w4b64_for").weight_packing;
   if (rows == 0) rows = packing.default_rows(rowtile32.n, rowtile32.k, 0);
   return packing.pack(std::move(rowtile32), rows);
+}
+
+PackedForm packed_form_for(KernelPath path, std::int64_t n, std::int64_t k) {
+  const ukernel::WeightPacking& packing = usable_kernels(path, "packed_form_for").weight_packing;
+  return {packing.layout, packing.default_rows(n, k, 0)};
 }
 
 W4B64Packed rowtile32_of(const W4B64Packed& w) {

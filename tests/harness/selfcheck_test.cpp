@@ -340,4 +340,45 @@ TEST(HarnessSelfcheck, PricedProcessCountReachesTheTargetMde) {
   EXPECT_GE(at_priced.minimum_detectable_effect, 0.05 * 0.8);
 }
 
+TEST(HarnessSelfcheck, TheBuildPairAloneIsPricedAtTheTargetMde) {
+  // selfcheck stats --only-build-pair (whole-model cells, where a rounds trial of five
+  // configurations would cost minutes): only the build pair's processes run, the rounds figures
+  // stay empty, and the price of a target MDE (1% here) is the processes per verdict that
+  // measuring again at that count confirms.
+  const k3bench::NoiseModel noise{
+      .base_ns = 1e5, .between = 0.08, .within = 0.02, .drift = 0.05, .drift_correlation = 0.98};
+  k3bench::SelfcheckOptions opt;
+  opt.cells = {synthetic_cell()};
+  opt.trials = 300;
+  opt.compare.min_effect = 0;
+  opt.target_mde = 0.01;
+  opt.within_processes = 10;
+  opt.injected_designs = false;
+  opt.build_pair_plugin = "build/runner/libk3bench_plugin.so";
+  opt.build_pair_planted = "build/runner/libk3bench_plugin_planted.so";
+  k3bench::SyntheticExecutor first(noise, 31);
+  const auto r = k3bench::run_selfcheck(first, {}, opt);
+  const auto& b = r.builds;
+  EXPECT_EQ(r.within.processes, 0);
+  EXPECT_FALSE(r.cells.at(0).rounds_measured);
+  EXPECT_EQ(r.false_positives.trials, 0);
+  EXPECT_EQ(r.processes, 1 + b.processes);  // the calibration process, then the build pair's
+  EXPECT_EQ(b.processes, 1 + 300 * 2 * 10);  // its probe, then A vs A and planted, 10 each
+  ASSERT_GT(b.minimum_detectable_effect, 0.012) << "10 processes should not reach 1% here";
+  EXPECT_NEAR(b.processes_for_target_mde,
+              10 * std::pow(b.minimum_detectable_effect / 0.01, 2), 1e-9);
+  EXPECT_NEAR(b.verdict_wall_s_for_target_mde / b.verdict_wall_s,
+              std::pow(b.minimum_detectable_effect / 0.01, 2), 1e-9);
+  const int priced = static_cast<int>(std::ceil(b.processes_for_target_mde));
+  opt.within_processes = priced;
+  opt.trials = 100;
+  k3bench::SyntheticExecutor second(noise, 32);
+  const auto again = k3bench::run_selfcheck(second, {}, opt);
+  std::printf("  build pair: MDE %.2f%% at 10 processes -> %d priced -> MDE %.2f%%\n",
+              100 * b.minimum_detectable_effect, priced,
+              100 * again.builds.minimum_detectable_effect);
+  EXPECT_LE(again.builds.minimum_detectable_effect, 0.01 * 1.1);
+  EXPECT_GE(again.builds.minimum_detectable_effect, 0.01 * 0.8);
+}
+
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "k3k/cpu.h"
 #include "k3k/linear.h"
+#include "k3k/packed_form.h"
 #include "k3k/quantize.h"
 #include "k3k/seeded_random.h"
 #include "support/layer_sweep.h"
@@ -67,6 +68,38 @@ TEST_P(LinearPackings, DefaultOnEveryRowsPerTileGivesTheBytesOfRowTile32) {
       EXPECT_TRUE(k3test::bitwise_equal(k3test::run_linear(p, layer(), w, {}, pool), want))
           << "auto, rows=" << r;
     }
+  }
+}
+
+// What a loader that maps packed weights builds its views from (k3k/packed_form.h): the layout,
+// rows per tile and so every array's size that pack_w4b64_for's default makes, without packing.
+TEST_P(LinearPackings, PackedFormIsWhatTheDefaultPackingMakes) {
+  // The values do not matter to a layout: zero kRowTile32 weights of each shape (model shapes
+  // among them, where the RVV layer's default rows per tile depend on N and VLEN).
+  for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{300, 256},
+                             {64, 64},
+                             {33, 192},
+                             {1024, 3072},
+                             {3072, 1024}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " k=" << k);
+    W4B64Packed rowtile32;
+    rowtile32.n = n;
+    rowtile32.k = k;
+    rowtile32.codes = AlignedBuffer<std::uint8_t>(
+        std::size_t(rowtile32.row_tiles() * rowtile32.tile_code_bytes()));
+    rowtile32.pairs =
+        AlignedBuffer<fp16_t>(std::size_t(2 * rowtile32.row_tiles() * rowtile32.tile_pairs()));
+    const W4B64Packed packed = pack_w4b64_for(layer(), std::move(rowtile32));
+    const PackedForm form = packed_form_for(layer(), n, k);
+    EXPECT_EQ(form.layout, packed.layout);
+    EXPECT_EQ(form.row_tile, packed.row_tile);
+    W4B64Packed sizes;
+    sizes.n = n;
+    sizes.k = k;
+    sizes.layout = form.layout;
+    sizes.row_tile = form.row_tile;
+    EXPECT_EQ(std::size_t(sizes.row_tiles() * sizes.tile_code_bytes()), packed.codes.size());
+    EXPECT_EQ(std::size_t(2 * sizes.row_tiles() * sizes.tile_pairs()), packed.pairs.size());
   }
 }
 

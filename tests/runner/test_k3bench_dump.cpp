@@ -121,4 +121,39 @@ TEST(K3benchWeightCache, ColdWarmAndDamagedCacheGiveIdenticalWeights) {
   std::filesystem::remove_all(base);
 }
 
+// A whole model's weights come from one image of the cache file, mapped (--weight-load mmap)
+// or read into one buffer (read): the logits of both, of a cold cache (the image made in that
+// process), of a damaged image and of no cache at all (weights generated in the process) are
+// the same bits.
+TEST(K3benchWeightCache, AModelsImageMappedOrReadGivesTheGeneratedWeights) {
+  const auto base =
+      std::filesystem::temp_directory_path() / ("k3bench_model_cache_" + std::to_string(getpid()));
+  std::filesystem::remove_all(base);
+  const std::string cache = "K3BENCH_CACHE_DIR=" + (base / "cache").string();
+  const std::string args = "--model " + std::string(K3_TEST_MODELS_DIR) +
+                           "/tiny-qwen3.5.toml --pp 8 --tg 4 --reps 1 --warmup 0 --json ";
+  const auto checksums = [&](const std::string& env, const std::string& load) {
+    const auto r = k3test::run_k3bench(args + "--weight-load " + load, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    const auto j = nlohmann::json::parse(r.out);
+    std::vector<std::string> out;
+    for (const auto& t : j["results"]) out.push_back(t["logits_checksum"].dump());
+    return out;
+  };
+  const auto generated = checksums("K3BENCH_CACHE_DIR=off", "read");
+  ASSERT_EQ(generated.size(), 2u);
+  EXPECT_EQ(checksums(cache, "mmap"), generated) << "cold: the image made in this process";
+  std::vector<std::filesystem::path> images;
+  for (const auto& e : std::filesystem::directory_iterator(base / "cache"))
+    if (e.path().filename().string().ends_with("-image.bin")) images.push_back(e.path());
+  ASSERT_EQ(images.size(), 1u);
+  EXPECT_GT(std::filesystem::file_size(images[0]), 4096u) << "a header page, then the buffers";
+  EXPECT_EQ(checksums(cache, "mmap"), generated) << "mapped";
+  EXPECT_EQ(checksums(cache, "read"), generated) << "read into one buffer";
+  std::filesystem::resize_file(images[0], std::filesystem::file_size(images[0]) - 64);
+  EXPECT_EQ(checksums(cache, "mmap"), generated) << "a damaged image is made again";
+  EXPECT_EQ(checksums(cache, "read"), generated);
+  std::filesystem::remove_all(base);
+}
+
 }  // namespace

@@ -240,7 +240,7 @@ void set_within_budget(const SelfcheckOptions& opt, int repetitions, WithinProce
 
 // A design's figures over the cells: each cell's finished, then pooled (counts summed; the noise
 // floor, MDE and wall time per verdict the largest of the cells'). Returns the processes spent.
-int finish_within(const WithinDesign& d, std::vector<CellSelfcheck>& cells,
+int finish_within(const WithinDesign& d, double target_mde, std::vector<CellSelfcheck>& cells,
                   WithinProcessSelfcheck CellSelfcheck::*member, WithinProcessSelfcheck& pooled) {
   if (std::all_of(d.configs.begin(), d.configs.end(), [](const auto& v) { return v.empty(); }))
     return 0;  // not measured: the pooled figures stay empty
@@ -260,11 +260,20 @@ int finish_within(const WithinDesign& d, std::vector<CellSelfcheck>& cells,
     if (trials > 0) {
       w.verdict_wall_s = d.wall[c] / verdicts;
       w.mean_processes_per_verdict /= verdicts;
+      if (w.minimum_detectable_effect > 0 && target_mde > 0) {
+        const double scale = std::pow(w.minimum_detectable_effect / target_mde, 2);
+        w.processes_for_target_mde = w.mean_processes_per_verdict * scale;
+        w.verdict_wall_s_for_target_mde = w.verdict_wall_s * scale;
+      }
     }
     pooled.noise_floor = std::max(pooled.noise_floor, w.noise_floor);
     pooled.minimum_detectable_effect =
         std::max(pooled.minimum_detectable_effect, w.minimum_detectable_effect);
     pooled.verdict_wall_s = std::max(pooled.verdict_wall_s, w.verdict_wall_s);
+    pooled.processes_for_target_mde =
+        std::max(pooled.processes_for_target_mde, w.processes_for_target_mde);
+    pooled.verdict_wall_s_for_target_mde =
+        std::max(pooled.verdict_wall_s_for_target_mde, w.verdict_wall_s_for_target_mde);
     pooled.processes += w.processes;
     pooled.processes_per_verdict = w.processes_per_verdict;
     pooled.mde_target = w.mde_target;
@@ -311,6 +320,9 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
                               const SelfcheckOptions& opt,
                               const std::function<void(int, int, const std::string&)>& progress) {
   if (opt.cells.empty()) throw std::invalid_argument("run_selfcheck: no cells");
+  if (!opt.injected_designs && (opt.within_processes <= 0 || opt.build_pair_plugin.empty()))
+    throw std::invalid_argument(
+        "run_selfcheck: no design to measure (the build pair alone needs it)");
   const auto start = Clock::now();
   SelfcheckResult result;
   // Calibration: one process per cell gives the per-call time the slowdowns are fractions of, and
@@ -337,14 +349,15 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
             : "unknown";
     cs.iterations = base.iterations;
     cs.processes = 1;
-    configs[c] = {cs.cell, cs.cell};
+    cs.rounds_measured = opt.injected_designs;
+    if (opt.injected_designs) configs[c] = {cs.cell, cs.cell};
     for (double s : opt.slowdowns) {
       CellSpec slow = cs.cell;
       slow.settings.extra_work_ns = s * cs.base_ns;
-      configs[c].push_back(slow);
+      if (opt.injected_designs) configs[c].push_back(slow);
       cs.detections.push_back({s, slow.settings.extra_work_ns, {}, 0});
     }
-    if (opt.within_processes > 0) {
+    if (opt.within_processes > 0 && opt.injected_designs) {
       // Both sides in one process: twice the repetitions, half of them each side's.
       CellSpec both = cs.cell;
       both.settings.alternate_extra_work = true;
@@ -383,14 +396,16 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
       if (progress) progress(trial, opt.trials, opt.cells[c].label());
       CellSelfcheck& cs = result.cells[c];
-      const auto trial_start = Clock::now();
-      const RoundPlanner trial_data =
-          measure_trial(executor, build, configs[c], opt, cs.iterations, trial, cs);
-      cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
-      std::vector<k3stats::Comparison> ab;
-      for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
-        ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
-      tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
+      if (opt.injected_designs) {
+        const auto trial_start = Clock::now();
+        const RoundPlanner trial_data =
+            measure_trial(executor, build, configs[c], opt, cs.iterations, trial, cs);
+        cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
+        std::vector<k3stats::Comparison> ab;
+        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
+          ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
+        tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
+      }
       within.run_trial(executor, build, opt, c, cs.iterations, trial, cs.within);
       builds.run_trial(executor, build, opt, c, cs.iterations, trial, cs.builds);
       ++cs.trials;
@@ -401,6 +416,8 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
   PooledTally pooled(opt.slowdowns.size());
   for (std::size_t c = 0; c < result.cells.size(); ++c) {
     CellSelfcheck& cs = result.cells[c];
+    result.processes += cs.processes;
+    if (!opt.injected_designs) continue;  // its figures stay empty, as "not measured"
     tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
     pooled.add(tally[c], cs.detections, cs.trials);
     cs.noise_floor = k3stats::sample_stddev(cs.aa_differences);
@@ -422,11 +439,12 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
     result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
     result.minimum_detectable_effect =
         std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
-    result.processes += cs.processes;
   }
-  pooled.finish(opt.slowdowns, result.false_positives, result.detections);
-  result.processes += finish_within(within, result.cells, &CellSelfcheck::within, result.within);
-  result.processes += finish_within(builds, result.cells, &CellSelfcheck::builds, result.builds);
+  if (opt.injected_designs) pooled.finish(opt.slowdowns, result.false_positives, result.detections);
+  result.processes +=
+      finish_within(within, opt.target_mde, result.cells, &CellSelfcheck::within, result.within);
+  result.processes +=
+      finish_within(builds, opt.target_mde, result.cells, &CellSelfcheck::builds, result.builds);
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }

@@ -51,6 +51,10 @@ struct SelfcheckOptions {
   // namespaces: A vs A across builds), and A against the planted build (a slowdown compiled in; its
   // size is what that plugin reports). Paths where the runner runs; empty: not measured.
   std::string build_pair_plugin, build_pair_planted;
+  // false: the build pair alone, neither the rounds design nor the within design of injected
+  // extra work (five configurations a trial between them): for whole-model cells, where one
+  // process takes seconds. Needs the build pair.
+  bool injected_designs = true;
 };
 
 struct Detection {
@@ -74,10 +78,16 @@ struct WithinProcessSelfcheck {
   int repetitions_per_side = 0;
   int processes = 0;          // runner processes spent on this design
   double verdict_wall_s = 0;  // mean wall time of one verdict's processes
+  // What an MDE of SelfcheckOptions::target_mde would cost in this design: the MDE shrinks as
+  // 1/sqrt(processes), so mean_processes_per_verdict x (MDE / target)^2 processes per
+  // configuration, verdict_wall_s scaled likewise; 0 when no MDE was measured.
+  double processes_for_target_mde = 0;
+  double verdict_wall_s_for_target_mde = 0;
 };
 
 struct CellSelfcheck {
   CellSpec cell;
+  bool rounds_measured = true;  // SelfcheckOptions::injected_designs: the figures below are its
   double base_ns = 0;     // per call, from the calibration process
   std::string cpu_model;  // as the runner reported it (noise floors are kept per target and CPU)
   std::int64_t iterations = 0;

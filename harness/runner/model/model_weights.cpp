@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "k3k/linear.h"
+#include "k3k/packed_form.h"
 
 namespace k3runner::model {
 namespace {
@@ -84,6 +85,22 @@ k3k::W4B64Packed zero_matrix(std::int64_t n, std::int64_t k) {
   return p;
 }
 
+// A matrix in the form `path` packs it to, its arrays allocated and untouched (WeightOptions::
+// unfilled); an untied embedding (only looked up) keeps kRowTile32.
+k3k::W4B64Packed unfilled_matrix(std::int64_t n, std::int64_t k, const k3k::PackedForm& form) {
+  k3k::W4B64Packed p;
+  p.n = n;
+  p.k = k;
+  p.layout = form.layout;
+  p.row_tile = form.row_tile;
+  const auto tiles = static_cast<std::size_t>(p.row_tiles());
+  p.codes = k3k::AlignedBuffer<std::uint8_t>::for_overwrite(
+      tiles * static_cast<std::size_t>(p.tile_code_bytes()));
+  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::for_overwrite(
+      2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
+  return p;
+}
+
 }  // namespace
 
 std::int64_t ModelWeights::bytes() const {
@@ -127,6 +144,25 @@ void ModelWeights::for_each_buffer(const std::function<void(void*, std::size_t)>
   for (auto& l : layers) walk_layer(l, matrix, vector);
 }
 
+void ModelWeights::view_buffers(const std::function<const void*(std::size_t)>& at,
+                                const std::shared_ptr<const void>& owner) {
+  // Views are read-only by contract: the forward reads weights and never writes them.
+  auto view = [&]<typename T>(k3k::AlignedBuffer<T>& b) {
+    const void* p = at(b.size_bytes());
+    if (b.size() > 0)
+      b = k3k::AlignedBuffer<T>::view_of(static_cast<T*>(const_cast<void*>(p)), b.size(), owner);
+  };
+  auto matrix = [&](k3k::W4B64Packed& m) {
+    view(m.codes);
+    view(m.pairs);
+  };
+  auto vector = [&](k3k::AlignedBuffer<float>& v) { view(v); };
+  matrix(embedding);
+  matrix(lm_head);
+  vector(final_norm);
+  for (auto& l : layers) walk_layer(l, matrix, vector);
+}
+
 std::string ModelWeights::describe() const {
   std::string s;
   auto matrix = [&](const k3k::W4B64Packed& m) {
@@ -151,11 +187,16 @@ ModelWeights make_synthetic_weights(const k3model::ModelConfig& c, const WeightO
                                     k3k::KernelPath path, k3k::WorkerPool& pool) {
   constexpr double kStd = 0.02;  // HF's initializer_range for Qwen3 / Qwen3.5
   auto generate = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
+    if (o.unfilled) return unfilled_matrix(n, k, {});  // kRowTile32
     return o.zero ? zero_matrix(n, k) : synthetic_matrix(n, k, seed, kStd, o.hqq_iterations, pool);
   };
   // Packed as an engine packs them at load time (k3k::pack_w4b64_for, the layer's default rows).
+  auto pack = [&](k3k::W4B64Packed w) {
+    if (o.unfilled) return unfilled_matrix(w.n, w.k, k3k::packed_form_for(path, w.n, w.k));
+    return k3k::pack_w4b64_for(path, std::move(w));
+  };
   auto matrix = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
-    return k3k::pack_w4b64_for(path, generate(n, k, seed));
+    return pack(generate(n, k, seed));
   };
   ModelWeights w;
   const std::int64_t h = c.hidden;
@@ -163,7 +204,7 @@ ModelWeights make_synthetic_weights(const k3model::ModelConfig& c, const WeightO
   // untied one is only looked up and stays kRowTile32.
   w.embedding = generate(c.vocab, h, mix(o.seed, 1u << 20));
   if (c.tied_embeddings)
-    w.embedding = k3k::pack_w4b64_for(path, std::move(w.embedding));
+    w.embedding = pack(std::move(w.embedding));
   else
     w.lm_head = matrix(c.vocab, h, mix(o.seed, 2u << 20));
   w.final_norm = vector_of(h, mix(o.seed, 3u << 20), 1.0, 0.1);

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ struct ModelWeights {
   // Every buffer (each matrix's codes and pairs, each vector), in one fixed order; with
   // describe(), what the weights cache keys a file by (shapes, layouts, rows per tile).
   void for_each_buffer(const std::function<void(void* data, std::size_t bytes)>& fn);
+  // Every buffer, in for_each_buffer's order, replaced by a read-only view of at(bytes) that keeps
+  // `owner` alive (a mapped weight file; the arrays' sizes are kept, empty ones stay empty).
+  void view_buffers(const std::function<const void*(std::size_t bytes)>& at,
+                    const std::shared_ptr<const void>& owner);
   std::string describe() const;
 };
 
@@ -63,6 +68,10 @@ struct WeightOptions {
   // Every matrix all zero (codes 8, pairs 0) instead of generated: the shapes, layouts and bytes
   // of the real thing in no time, for what does not depend on the values (traffic accounting).
   bool zero = false;
+  // Every matrix allocated at the size its packing for the path gives it (k3k::packed_form_for)
+  // and never written: no page is touched. The form a loader maps a weight file onto
+  // (ModelWeights::view_buffers); its values are undefined until then.
+  bool unfilled = false;
 };
 
 // Generates the weights, packed for `path` (an untied embedding stays kRowTile32).
