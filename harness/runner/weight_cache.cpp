@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "harness/runner/run_settings.h"
+#include "k3k/packed_form.h"
 
 namespace k3runner {
 namespace {
@@ -199,24 +200,6 @@ Header header_of(const char (&magic)[8], std::uint32_t layout, std::int64_t n, s
   return h;
 }
 
-// A packing of (n, k) in `layout` with its arrays allocated at the sizes that layout gives them,
-// not yet filled: what the cache's files are read into, and what says where a rotation file's
-// copies sit without reading any of them.
-k3k::W4B64Packed unfilled_packing(std::int64_t n, std::int64_t k, k3k::W4B64Layout layout,
-                                  int row_tile) {
-  k3k::W4B64Packed p;
-  p.n = n;
-  p.k = k;
-  p.layout = layout;
-  p.row_tile = row_tile;
-  const auto tiles = static_cast<std::size_t>(p.row_tiles());
-  p.codes = k3k::AlignedBuffer<std::uint8_t>::for_overwrite(
-      tiles * static_cast<std::size_t>(p.tile_code_bytes()));
-  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::for_overwrite(
-      2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
-  return p;
-}
-
 // Where one copy's arrays sit inside the rotation file (each 64-byte aligned, copies page aligned).
 struct RotationLayout {
   std::size_t codes_bytes, pair_bytes;
@@ -273,7 +256,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
   const Header h = header_of(kRotationMagic, layout_id, n, k, seed);
   // The sizes come from the shape: a file already there is mapped without reading the packed
   // weights (a megabyte or more per process, most of a warm decode process's set-up).
-  const k3k::W4B64Packed sizes = unfilled_packing(n, k, layout, row_tile);
+  const k3k::W4B64Packed sizes = k3k::unfilled_packing(n, k, {layout, row_tile});
   const RotationLayout at(sizes.codes.size_bytes(), sizes.pairs.size_bytes());
   const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
   struct stat st {};
@@ -354,7 +337,7 @@ k3k::W4B64Packed synthetic_w4b64_packed(
   const Header h = header_of(kPackedMagic, layout_id, n, k, seed);
   if (!dir.empty()) {
     // Allocated at the layout's sizes and filled from the file in one pass (no zero-fill first).
-    k3k::W4B64Packed p = unfilled_packing(n, k, layout, row_tile);
+    k3k::W4B64Packed p = k3k::unfilled_packing(n, k, {layout, row_tile});
     if (load_parts(file, h, parts_of(p))) return p;
   }
   const BuildTimer building(!dir.empty());

@@ -85,22 +85,6 @@ k3k::W4B64Packed zero_matrix(std::int64_t n, std::int64_t k) {
   return p;
 }
 
-// A matrix in the form `path` packs it to, its arrays allocated and untouched (WeightOptions::
-// unfilled); an untied embedding (only looked up) keeps kRowTile32.
-k3k::W4B64Packed unfilled_matrix(std::int64_t n, std::int64_t k, const k3k::PackedForm& form) {
-  k3k::W4B64Packed p;
-  p.n = n;
-  p.k = k;
-  p.layout = form.layout;
-  p.row_tile = form.row_tile;
-  const auto tiles = static_cast<std::size_t>(p.row_tiles());
-  p.codes = k3k::AlignedBuffer<std::uint8_t>::for_overwrite(
-      tiles * static_cast<std::size_t>(p.tile_code_bytes()));
-  p.pairs = k3k::AlignedBuffer<k3k::fp16_t>::for_overwrite(
-      2 * tiles * static_cast<std::size_t>(p.tile_pairs()));
-  return p;
-}
-
 }  // namespace
 
 std::int64_t ModelWeights::bytes() const {
@@ -187,12 +171,12 @@ ModelWeights make_synthetic_weights(const k3model::ModelConfig& c, const WeightO
                                     k3k::KernelPath path, k3k::WorkerPool& pool) {
   constexpr double kStd = 0.02;  // HF's initializer_range for Qwen3 / Qwen3.5
   auto generate = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
-    if (o.unfilled) return unfilled_matrix(n, k, {});  // kRowTile32
+    if (o.unfilled) return k3k::unfilled_packing(n, k, {});  // kRowTile32
     return o.zero ? zero_matrix(n, k) : synthetic_matrix(n, k, seed, kStd, o.hqq_iterations, pool);
   };
   // Packed as an engine packs them at load time (k3k::pack_w4b64_for, the layer's default rows).
   auto pack = [&](k3k::W4B64Packed w) {
-    if (o.unfilled) return unfilled_matrix(w.n, w.k, k3k::packed_form_for(path, w.n, w.k));
+    if (o.unfilled) return k3k::unfilled_packing(w.n, w.k, k3k::packed_form_for(path, w.n, w.k));
     return k3k::pack_w4b64_for(path, std::move(w));
   };
   auto matrix = [&](std::int64_t n, std::int64_t k, std::uint64_t seed) {
