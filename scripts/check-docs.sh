@@ -122,8 +122,8 @@ for f in "${!parts[@]}"; do
     file_opts[$f]+="${file_opts[apps/cli/measuring_place.cpp]# } "
   fi
 done
-global_opts=" --help -h${file_opts[apps/cli/main.cpp]:- } "
-global_flags=" --help -h${file_flags[apps/cli/main.cpp]:- } "
+global_opts=" --help -h${file_opts[apps/cli/commands.cpp]:- } "
+global_flags=" --help -h${file_flags[apps/cli/commands.cpp]:- } "
 if [ ${#sub_file[@]} -eq 0 ]; then
   problem "check-docs: no add_subcommand(\"...\") found in apps/cli/*.cpp"
 fi
@@ -341,7 +341,7 @@ check_commands() {  # doc line text
       if [ "$o" = --build ] && [[ $w == */k3tune ]]; then
         :  # scripts/k3tune --build: the wrapper's own option
       elif [[ $global_opts != *" $o "* ]]; then
-        problem "$doc:$line: 'k3tune $o': not a global option of k3tune (apps/cli/main.cpp)"
+        problem "$doc:$line: 'k3tune $o': not a global option of k3tune (apps/cli/commands.cpp)"
       elif [[ $global_flags != *" $o "* && ${words[$j]} != *=* ]]; then
         j=$((j + 1))  # its value
       fi

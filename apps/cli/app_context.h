@@ -42,6 +42,10 @@ struct AppContext {
   k3scheduler::Caller caller() const { return {root, db_path(), targets_file, argv, json, quiet}; }
 };
 
+// k3tune's global options (into `ctx`), its footer and every subcommand; `ctx` outlives the parse
+// and the callbacks. main() parses with it, and so does the launcher's round-trip test.
+void add_k3tune_cli(CLI::App& app, AppContext& ctx);
+
 // Each subcommand registers itself; `ctx` outlives the parse and the callbacks.
 void add_doctor_command(CLI::App& app, AppContext& ctx);
 void add_build_command(CLI::App& app, AppContext& ctx);

@@ -1,9 +1,5 @@
 #include "apps/nightly/nightly.h"
 
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -16,6 +12,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "apps/nightly/night_reports.h"
 #include "apps/nightly/night_summary.h"
 #include "apps/nightly/nightly_profile.h"
 #include "apps/nightly/notify.h"
@@ -27,11 +24,10 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/board.h"
 #include "harness/host/farm/farm.h"
+#include "harness/host/launch/launcher.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/nightlies.h"
 #include "harness/host/targets/target.h"
-#include "reports/html.h"
-#include "reports/markdown_html.h"
 #include "reports/runner_store.h"
 #include "tuner/table.h"
 
@@ -52,32 +48,12 @@ std::string utc_stamp() {
 
 using k3sys::read_text;
 
-// Runs `argv` in this process group (a kill of the nightly takes its steps with it), stdout to
-// `out_path`, stderr to `log_path`. Returns the exit code (128 + signal when killed).
-int run_step(const std::vector<std::string>& argv, const std::string& out_path,
-             const std::string& log_path, const std::map<std::string, std::string>& env = {}) {
-  const int out = ::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  const int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-  if (out < 0 || log < 0)
-    throw k3bench::UserError(fmt::format("{}: cannot write the step's log", log_path));
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(out, STDOUT_FILENO);
-    dup2(log, STDERR_FILENO);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  close(out);
-  close(log);
-  if (pid < 0) return 127;
-  int st = 0;
-  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-  }
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+// Every step's child: this k3tune, on the night's source root, database and targets file.
+k3launch::Launcher launcher(const NightlyRequest& rq) {
+  return {.self_exe = rq.self_exe,
+          .root = rq.root,
+          .db_path = rq.db_path,
+          .targets_file = rq.targets_file};
 }
 
 std::string host_runner(const NightlyRequest& rq) {
@@ -179,9 +155,8 @@ void publish_site(const NightlyRequest& rq, NightlyOutcome& o) {
     o.publish_note = "not published (--site none)";
     return;
   }
-  std::vector<std::string> argv{rq.self_exe, "--root", rq.root,   "--db",
-                                rq.db_path,  "-q",     "publish", o.site};
-  const int code = run_step(argv, o.dir + "/logs/publish.out", o.dir + "/logs/publish.log");
+  const int code = k3launch::run_child(launcher(rq).argv(k3launch::Publish{o.site}),
+                                       {o.dir + "/logs/publish.out", o.dir + "/logs/publish.log"});
   if (code != 0) {
     o.publish_note = fmt::format("publish failed (exit {}): see {}/logs/publish.log", code, o.dir);
     o.site.clear();
@@ -266,6 +241,161 @@ void take_what_earlier_nights_left(k3store::Connection& db, const std::string& n
 
 }  // namespace
 
+namespace {
+
+// Runs the night's steps in order, each in a child process, and records each in the database;
+// stops taking steps after the first that fails.
+struct StepRunner {
+  NightlyRequest& rq;
+  const NightlyOutcome& o;
+  k3store::Connection& db;
+  NightlyState& state;
+  std::size_t total;
+  std::vector<StepLine> lines{};
+  bool failed = false, cells_failed = false;
+  int verdict_code = -1;
+  std::vector<std::string> regressed{};  // verdict steps that found a regression
+
+  void run(std::size_t i, const NightlyStep& step) {
+    StepLine line{step.name, "done", "", 0, 0};
+    const auto earlier = find_step(db, o.id, step.name);
+    if (earlier && earlier->status == "done") return take_done(i, step, *earlier, line);
+    if (const std::string why = step.skip ? step.skip(state) : ""; !why.empty()) {
+      line.status = "skipped";
+      line.note = why;
+      lines.push_back(line);
+      fmt::print("[{}/{}] {}: skipped: {}\n", i + 1, total, step.name, why);
+      return;
+    }
+    if (step.name == "verdict-bench") choose_baseline(rq, db, o.id, state);
+    const k3launch::Request request = step.request(state);
+    const std::string command = k3launch::command_text(request);
+    fmt::print("[{}/{}] {}: {}\n", i + 1, total, step.name, command);
+    std::fflush(stdout);
+    const std::string log = o.dir + "/logs/" + step.name + ".log";
+    if (step.leases && earlier) recover_stale_leases(i, step, log);
+    begin_step(db, o.id, step.name, static_cast<int>(i), command);
+    const auto t0 = Clock::now();
+    const k3bench::ChildOutput form = k3launch::output_of(request);
+    const std::string out_path =
+        o.dir + "/logs/" + step.name + (form != k3bench::ChildOutput::kNone ? ".json" : ".out");
+    const int code = k3launch::run_child(launcher(rq).argv(request), {out_path, log}, step.env);
+    line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    line.exit_code = code;
+    std::vector<std::string> output_problems;
+    nlohmann::json detail = form != k3bench::ChildOutput::kNone
+                                ? step_detail(rq.root, form, out_path, output_problems)
+                                : nlohmann::json::object();
+    const bool ok = step.ok_codes.count(code) > 0 && output_problems.empty();
+    if (ok && step.name.rfind("board-verdict-", 0) == 0) keep_board_runner(step.name, detail);
+    state.details[step.name] = detail;
+    state.exit_codes[step.name] = code;
+    finish_step(db, o.id, step.name, ok, code, line.wall_s, detail.dump());
+    if (!ok) {
+      failed = true;
+      line.status = "FAILED";
+      line.note =
+          output_problems.empty()
+              ? fmt::format("see {}/logs/{}.log", o.dir, step.name)
+              : fmt::format("{}: does not follow {} ({}): {}", out_path, k3bench::schema_id(form),
+                            k3bench::schema_path(rq.root, form), output_problems.front());
+    } else if (code == 3) {
+      cells_failed = true;
+      line.note = "some cells failed or boards were quarantined";
+    } else if (code == 1) {
+      line.note = fmt::format(
+          "the table is NOT VERIFIED (an entry slower than the defaults or not "
+          "measured): see {}/logs/{}.out",
+          o.dir, step.name);
+    }
+    // The night's verdict is its worst: a regression (4) over failed cells (3) over none (0).
+    if (step.verdict && ok) {
+      verdict_code = std::max(verdict_code, code);
+      if (code == 4) regressed.push_back(step.name);
+    }
+    if (detail.contains("samples_after"))
+      line.note += fmt::format("{}samples in the database {} -> {}", line.note.empty() ? "" : "; ",
+                               detail.value("samples_before", 0), detail.value("samples_after", 0));
+    fmt::print("[{}/{}] {}: {} in {:.1f} s (exit {}){}\n", i + 1, total, step.name, line.status,
+               line.wall_s, code, line.note.empty() ? "" : "; " + line.note);
+    std::fflush(stdout);
+    lines.push_back(line);
+  }
+
+ private:
+  // A step an earlier attempt finished: its detail and exit code stand.
+  void take_done(std::size_t i, const NightlyStep& step, const k3store::NightlyStepRow& done,
+                 StepLine& line) {
+    state.details[step.name] = done.detail_json.empty() ? nlohmann::json::object()
+                                                        : nlohmann::json::parse(done.detail_json);
+    state.exit_codes[step.name] = done.exit_code.value_or(-1);
+    line.note = "done by an earlier attempt";
+    lines.push_back(line);
+    fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, total, step.name);
+  }
+
+  // A farm step cut short earlier left its leases behind, held by this nightly's dead attempt.
+  void recover_stale_leases(std::size_t i, const NightlyStep& step, const std::string& log) {
+    const int rc = k3launch::run_child(launcher(rq).argv(k3launch::FarmReleaseStale{rq.farm}),
+                                       {o.dir + "/logs/" + step.name + "-release.out", log});
+    fmt::print(
+        "[{}/{}] {}: cut short earlier; stale leases it left recovered (k3tune farm "
+        "release --stale: exit {})\n",
+        i + 1, total, step.name, rc);
+  }
+
+  // Tonight's board runner is kept by build hash: the next nightly measures against it (a first
+  // night's farm bench, without a baseline, does not print the hash: it is the file's).
+  void keep_board_runner(const std::string& step, nlohmann::json& detail) {
+    const std::string runner =
+        state.board_runner[step.substr(std::string("board-verdict-").size())];
+    if (!detail.contains("build_hash") && fs::exists(runner))
+      detail["build_hash"] = k3bench::sha256_file(runner);
+    if (detail.contains("build_hash"))
+      k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
+  }
+};
+
+// The night's verdict line and exit code from its steps; returns the status stored.
+std::string judge_night(const StepRunner& r, const NightlyState& state, NightlyOutcome& o) {
+  if (r.failed) {
+    o.exit_code = 1;
+    o.verdict = fmt::format("a step failed; continue with: k3tune nightly --resume {}", o.dir);
+    return "failed";
+  }
+  if (r.verdict_code == 4) {
+    o.exit_code = 4;
+    o.verdict = fmt::format("REGRESSION against the previous nightly: {} (see summary.md){}",
+                            fmt::join(r.regressed, ", "),
+                            pairing_words(state.details.value("verdict-bench", nlohmann::json())));
+    return "regression";
+  }
+  o.exit_code = r.cells_failed || r.verdict_code == 3 ? 3 : 0;
+  o.verdict = state.baseline_runner.empty()
+                  ? fmt::format("no timing verdict ({})", state.baseline_note)
+                  : "no timing regression against the previous nightly" +
+                        pairing_words(state.details.value("verdict-bench", nlohmann::json()));
+  std::vector<std::string> boards_judged;
+  for (const auto& l : r.lines)
+    if (l.name.rfind("board-judge-", 0) == 0 && l.status == "done")
+      boards_judged.push_back(l.name.substr(std::string("board-judge-").size()));
+  if (!boards_judged.empty())
+    o.verdict += fmt::format(
+        "; boards: no regression on {} (tonight's runner against the previous nightly's, "
+        "on the board)",
+        fmt::join(boards_judged, ", "));
+  const auto judged = std::count_if(r.lines.begin(), r.lines.end(), [](const StepLine& l) {
+    return l.name.rfind("count-verdict-", 0) == 0 && l.status == "done";
+  });
+  if (judged > 0)
+    o.verdict += fmt::format("; instruction counts: no increase against nightly {}",
+                             state.previous_counts_nightly);
+  if (o.exit_code == 3) o.verdict += "; some cells failed or boards were quarantined";
+  return "ok";
+}
+
+}  // namespace
+
 NightlyOutcome run_nightly(const NightlyRequest& in) {
   const auto start = Clock::now();
   NightlyRequest rq = in;
@@ -293,205 +423,19 @@ NightlyOutcome run_nightly(const NightlyRequest& in) {
   state.runners_dir = k3reports::default_runners_dir(rq.db_path);
   state.board_runner = farm.board_runner;
   take_what_earlier_nights_left(*db, o.id, steps, state);
-  std::vector<StepLine> lines;
-  bool failed = false, cells_failed = false;
-  int verdict_code = -1;
-  std::vector<std::string> regressed;  // verdict steps that found a regression
-  for (std::size_t i = 0; i < steps.size() && !failed; ++i) {
-    const NightlyStep& step = steps[i];
-    StepLine line{step.name, "done", "", 0, 0};
-    const auto earlier = find_step(*db, o.id, step.name);
-    if (const auto& done = earlier; done && done->status == "done") {
-      state.details[step.name] = done->detail_json.empty()
-                                     ? nlohmann::json::object()
-                                     : nlohmann::json::parse(done->detail_json);
-      state.exit_codes[step.name] = done->exit_code.value_or(-1);
-      line.note = "done by an earlier attempt";
-      lines.push_back(line);
-      fmt::print("[{}/{}] {}: done earlier, skipped\n", i + 1, steps.size(), step.name);
-      continue;
-    }
-    if (step.skip) {
-      if (const std::string why = step.skip(state); !why.empty()) {
-        line.status = "skipped";
-        line.note = why;
-        lines.push_back(line);
-        fmt::print("[{}/{}] {}: skipped: {}\n", i + 1, steps.size(), step.name, why);
-        continue;
-      }
-    }
-    if (step.name == "verdict-bench") choose_baseline(rq, *db, o.id, state);
-    std::vector<std::string> argv{rq.self_exe, "--root", rq.root, "--db", rq.db_path, "-q"};
-    if (!rq.targets_file.empty()) argv.insert(argv.end(), {"--targets", rq.targets_file});
-    const auto args = step.args(state);
-    argv.insert(argv.end(), args.begin(), args.end());
-    const std::string command = fmt::format("k3tune {}", fmt::join(args, " "));
-    fmt::print("[{}/{}] {}: {}\n", i + 1, steps.size(), step.name, command);
-    std::fflush(stdout);
-    if (step.leases && earlier) {
-      std::vector<std::string> release{rq.self_exe, "--root", rq.root, "--db",    rq.db_path,
-                                       "farm",      "--farm", rq.farm, "release", "--stale"};
-      const std::string log = o.dir + "/logs/" + step.name + ".log";
-      const int rc = run_step(release, o.dir + "/logs/" + step.name + "-release.out", log);
-      fmt::print(
-          "[{}/{}] {}: cut short earlier; stale leases it left recovered (k3tune farm "
-          "release --stale: exit {})\n",
-          i + 1, steps.size(), step.name, rc);
-    }
-    begin_step(*db, o.id, step.name, static_cast<int>(i), command);
-    const auto t0 = Clock::now();
-    const bool json_output = step.output != k3bench::ChildOutput::kNone;
-    const std::string out_path = o.dir + "/logs/" + step.name + (json_output ? ".json" : ".out");
-    const int code = run_step(argv, out_path, o.dir + "/logs/" + step.name + ".log", step.env);
-    line.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
-    line.exit_code = code;
-    std::vector<std::string> output_problems;
-    nlohmann::json detail = json_output
-                                ? step_detail(rq.root, step.output, out_path, output_problems)
-                                : nlohmann::json::object();
-    const bool ok = step.ok_codes.count(code) > 0 && output_problems.empty();
-    // Tonight's board runner is kept by build hash: the next nightly measures against it (a
-    // first night's farm bench, without a baseline, does not print the hash: it is the file's).
-    if (ok && step.name.rfind("board-verdict-", 0) == 0) {
-      const std::string runner =
-          state.board_runner[step.name.substr(std::string("board-verdict-").size())];
-      if (!detail.contains("build_hash") && fs::exists(runner))
-        detail["build_hash"] = k3bench::sha256_file(runner);
-      if (detail.contains("build_hash"))
-        k3reports::keep_runner(state.runners_dir, detail["build_hash"], runner);
-    }
-    state.details[step.name] = detail;
-    state.exit_codes[step.name] = code;
-    finish_step(*db, o.id, step.name, ok, code, line.wall_s, detail.dump());
-    if (!ok) {
-      failed = true;
-      line.status = "FAILED";
-      line.note = output_problems.empty() ? fmt::format("see {}/logs/{}.log", o.dir, step.name)
-                                          : fmt::format("{}: does not follow {} ({}): {}", out_path,
-                                                        k3bench::schema_id(step.output),
-                                                        k3bench::schema_path(rq.root, step.output),
-                                                        output_problems.front());
-    } else if (code == 3) {
-      cells_failed = true;
-      line.note = "some cells failed or boards were quarantined";
-    } else if (code == 1) {
-      line.note = fmt::format(
-          "the table is NOT VERIFIED (an entry slower than the defaults or not "
-          "measured): see {}/logs/{}.out",
-          o.dir, step.name);
-    }
-    // The night's verdict is its worst: a regression (4) over failed cells (3) over none (0).
-    if (step.verdict && ok) {
-      verdict_code = std::max(verdict_code, code);
-      if (code == 4) regressed.push_back(step.name);
-    }
-    if (detail.contains("samples_after"))
-      line.note += fmt::format("{}samples in the database {} -> {}", line.note.empty() ? "" : "; ",
-                               detail.value("samples_before", 0), detail.value("samples_after", 0));
-    fmt::print("[{}/{}] {}: {} in {:.1f} s (exit {}){}\n", i + 1, steps.size(), step.name,
-               line.status, line.wall_s, code, line.note.empty() ? "" : "; " + line.note);
-    std::fflush(stdout);
-    lines.push_back(line);
-  }
-  if (state.host_hash.empty() && !failed) choose_baseline(rq, *db, o.id, state);
-  std::string status;
-  if (failed) {
-    o.exit_code = 1;
-    status = "failed";
-    o.verdict = fmt::format("a step failed; continue with: k3tune nightly --resume {}", o.dir);
-  } else if (verdict_code == 4) {
-    o.exit_code = 4;
-    status = "regression";
-    o.verdict = fmt::format("REGRESSION against the previous nightly: {} (see summary.md){}",
-                            fmt::join(regressed, ", "),
-                            pairing_words(state.details.value("verdict-bench", nlohmann::json())));
-  } else {
-    o.exit_code = cells_failed || verdict_code == 3 ? 3 : 0;
-    status = "ok";
-    o.verdict = state.baseline_runner.empty()
-                    ? fmt::format("no timing verdict ({})", state.baseline_note)
-                    : "no timing regression against the previous nightly" +
-                          pairing_words(state.details.value("verdict-bench", nlohmann::json()));
-    std::vector<std::string> boards_judged;
-    for (const auto& l : lines)
-      if (l.name.rfind("board-judge-", 0) == 0 && l.status == "done")
-        boards_judged.push_back(l.name.substr(std::string("board-judge-").size()));
-    if (!boards_judged.empty())
-      o.verdict += fmt::format(
-          "; boards: no regression on {} (tonight's runner against the previous nightly's, "
-          "on the board)",
-          fmt::join(boards_judged, ", "));
-    const auto judged = std::count_if(lines.begin(), lines.end(), [](const StepLine& l) {
-      return l.name.rfind("count-verdict-", 0) == 0 && l.status == "done";
-    });
-    if (judged > 0)
-      o.verdict += fmt::format("; instruction counts: no increase against nightly {}",
-                               state.previous_counts_nightly);
-    if (o.exit_code == 3) o.verdict += "; some cells failed or boards were quarantined";
-  }
-  finish_nightly(*db, o.id, status, o.exit_code, failed ? "" : state.host_hash,
+  StepRunner runner{rq, o, *db, state, steps.size()};
+  for (std::size_t i = 0; i < steps.size() && !runner.failed; ++i) runner.run(i, steps[i]);
+  if (state.host_hash.empty() && !runner.failed) choose_baseline(rq, *db, o.id, state);
+  const std::string status = judge_night(runner, state, o);
+  finish_nightly(*db, o.id, status, o.exit_code, runner.failed ? "" : state.host_hash,
                  state.details.value("verdict-bench", nlohmann::json::object())
                      .value("run_uuid", std::string()));
-  if (failed)
+  if (runner.failed)
     o.site.clear(), o.publish_note = "not published: a step failed";
   else
     publish_site(rq, o);
   o.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
-  const std::string text = night_summary(o, rq, lines, state);
-  std::ofstream(o.dir + "/nightly.md") << text;
-  // The report's summary.md gets the nightly's steps appended once (the verdict stays first).
-  const std::string summary = o.dir + "/summary.md";
-  if (fs::exists(summary) && !failed &&
-      read_text(summary).find("\n# Nightly ") == std::string::npos)
-    std::ofstream(summary, std::ios::app) << "\n" << text;
-  // report.html leads with the night (verdict, boards, counts, tables, steps), rendered, once.
-  const std::string report_html = o.dir + "/report.html";
-  if (fs::exists(report_html) && !failed) {
-    std::string page = read_text(report_html);
-    if (k3reports::lead_with_night(page, "k3tune nightly " + o.id,
-                                   k3reports::markdown_to_html(text)))
-      std::ofstream(report_html) << page;
-  }
-  // report.json covers the whole night too: its steps, each verdict step's outcome, the tables.
-  const std::string report_json = o.dir + "/report.json";
-  if (fs::exists(report_json) && !failed) {
-    nlohmann::json report = nlohmann::json::parse(read_text(report_json), nullptr, false);
-    if (report.is_object()) {
-      nlohmann::json night = {
-          {"id", o.id},           {"profile", rq.profile},    {"farm", rq.farm},
-          {"verdict", o.verdict}, {"exit_code", o.exit_code}, {"wall_s", o.wall_s}};
-      night["steps"] = nlohmann::json::array();
-      for (const auto& l : lines)
-        night["steps"].push_back({{"step", l.name},
-                                  {"status", l.status},
-                                  {"exit_code", l.exit_code},
-                                  {"wall_s", l.wall_s},
-                                  {"note", l.note}});
-      for (const auto& l : lines) {
-        const auto judged = [&](const std::string& prefix) {
-          return l.name.rfind(prefix, 0) == 0 ? l.name.substr(prefix.size()) : std::string();
-        };
-        const nlohmann::json outcome = {{"status", l.status},
-                                        {"verdict", l.status != "done" ? "not judged"
-                                                    : l.exit_code == 4 ? "regression"
-                                                    : l.exit_code == 3 ? "cells failed"
-                                                                       : "ok"},
-                                        {"note", l.note}};
-        if (const auto board = judged("board-judge-"); !board.empty())
-          night["boards"][board] = outcome;
-        if (const auto path = judged("count-verdict-"); !path.empty()) {
-          night["instruction_counts"][path] = outcome;
-          night["instruction_counts"][path]["against"] = state.previous_counts_nightly;
-        }
-      }
-      night["tables"] = nlohmann::json::array();
-      if (fs::exists(o.dir + "/tables"))
-        for (const auto& f : fs::directory_iterator(o.dir + "/tables"))
-          if (f.path().extension() == ".json") night["tables"].push_back(f.path().string());
-      report["nightly"] = night;
-      std::ofstream(report_json) << report.dump(2) << "\n";
-    }
-  }
+  write_night_reports(o, rq, runner.lines, state, runner.failed);
   notify_after_night(notify,
                      {o.id, o.dir, rq.profile, rq.farm, status, o.verdict, o.exit_code,
                       state.details, state.exit_codes, state.previous_counts_nightly},

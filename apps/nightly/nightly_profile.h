@@ -1,4 +1,5 @@
-// The nightly's profiles: which steps run, with which k3tune command lines.
+// The nightly's profiles: which steps run, each a typed request for a k3tune child
+// (harness/host/launch).
 //
 // quick (pinned; the README's main command): the built-in local farm (host + qemu-user boards at
 //   VLEN 256 and 1024), variants host, rvv and ime2-emu; two Qwen3-0.6B Linear decode shapes
@@ -30,7 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/host/bench/child_output.h"
+#include "harness/host/launch/k3tune_request.h"
 
 namespace k3nightly {
 
@@ -74,25 +75,26 @@ std::string count_run(const nlohmann::json& count_detail, const std::string& pat
 
 struct NightlyStep {
   std::string name;
-  std::function<std::vector<std::string>(const NightlyState&)> args;  // k3tune arguments
+  // The step's k3tune child, from the state the steps before it left.
+  std::function<k3launch::Request(const NightlyState&)> request;
   std::set<int> ok_codes{0};  // exit codes that finish the step (others fail the nightly)
-  // What the step prints on stdout: a form of k3tune's JSON (checked against its schema and kept
-  // as the step's detail), or text (kNone).
-  k3bench::ChildOutput output = k3bench::ChildOutput::kNone;
-  bool verdict = false;  // the report step: its exit code is the verdict
-  bool leases = false;   // the step leases farm boards (see nightly.h: stale leases)
+  bool verdict = false;       // the report step: its exit code is the verdict
+  bool leases = false;        // the step leases farm boards (see nightly.h: stale leases)
   std::map<std::string, std::string> env{};  // set for the step's process (and its runners)
   // Why the step does not run tonight ("" : it runs), e.g. nothing to compare with.
   std::function<std::string(const NightlyState&)> skip{};
+
+  // Its child's arguments after k3tune's globals.
+  k3launch::Args args(const NightlyState& s) const { return k3launch::arguments(request(s)); }
 };
 
 // The farm a nightly runs on, as far as its plan depends on it.
 struct NightlyFarm {
   bool builtin =
       true;  // the built-in local farm (host + qemu boards), whose boards the profiles name
-  std::vector<std::string> variants;  // runner variants its boards deploy (built by the nightly)
-  std::vector<std::string> boards;    // its boards, in inventory order
-  std::map<std::string, std::string> board_runner;  // board -> its runner on this machine
+  std::vector<std::string> variants{};  // runner variants its boards deploy (built by the nightly)
+  std::vector<std::string> boards{};    // its boards, in inventory order
+  std::map<std::string, std::string> board_runner{};  // board -> its runner on this machine
   // Its scheduler touches boards only inside its jobs (each job deploys and probes the board it
   // is given, and takes it out when it is faulty): the nightly has no deploy step of its own.
   bool boards_only_in_jobs = false;

@@ -133,8 +133,8 @@ std::optional<JobResult> SlurmScheduler::run_as_one_job(const OneJob& job) {
   rq.args.insert(rq.args.end(), job.extra.begin(), job.extra.end());
   rq.boards = job.boards;
   rq.reservation = job.reservation;
-  if (caller().json) rq.global_flags.push_back("--json");
-  if (caller().quiet) rq.global_flags.push_back("-q");
+  rq.json = caller().json;
+  rq.quiet = caller().quiet;
   if (rq.boards.empty())
     throw k3bench::UserError(
         fmt::format("{}: a Slurm job needs its board: give --board or --tag", job.subcommand));

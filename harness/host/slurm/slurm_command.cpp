@@ -26,7 +26,8 @@ SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmC
                   .job_options = options,
                   .job_name = "k3tune-" + rq.subcommand.substr(rq.subcommand.rfind(' ') + 1),
                   .total_key = "",
-                  .global_flags = rq.global_flags,
+                  .json = rq.json,
+                  .quiet = rq.quiet,
                   .poll_s = rq.poll_s,
                   .silence_s = cfg.scheduler.timeout_s},
                  slurm, job_directory(rq.db_path, identity, false));

@@ -19,7 +19,7 @@ struct SlurmCommandRequest {
   std::vector<std::string> boards;        // the boards the job may get (one: the table's board)
   std::string subcommand;                 // "table verify"
   std::vector<std::string> args;          // its arguments
-  std::vector<std::string> global_flags;  // --json, -q as the caller gave them
+  bool json = false, quiet = false;       // --json, -q as the caller gave them
   std::string reservation;                // overrides the farm file's
   double poll_s = 1;
 };

@@ -16,6 +16,7 @@
 #include "harness/host/bench/sweep.h"
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/shell_quote.h"
+#include "harness/host/launch/launcher.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/targets/process.h"
 
@@ -112,17 +113,21 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
     << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (std::size_t i = 0; i < shares.size(); ++i) s << i << ") set -- " << shares[i] << " ;;\n";
   s << "*) echo \"k3tune: array task $SLURM_ARRAY_TASK_ID has no share\" >&2; exit 2 ;;\nesac\n";
-  const std::string db = k3farm::shell_quote((dir_ / "job-").string()) +
-                         "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.db\"";
+  // The task's own database, by the variable k3tune reads when no --db is given.
+  s << "export K3TUNE_DB=" << k3farm::shell_quote((dir_ / "job-").string())
+    << "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.db\"\n";
   if (!seed_db.empty())
-    s << "[ -s " << db << " ] || cp " << k3farm::shell_quote(seed_db) << " " << db
-      << " || exit 1\n";
-  std::vector<std::string> argv{config_.k3tune, "--root", config_.root};
-  if (!config_.targets_file.empty()) argv.insert(argv.end(), {"--targets", config_.targets_file});
+    s << "[ -s \"$K3TUNE_DB\" ] || cp " << k3farm::shell_quote(seed_db)
+      << " \"$K3TUNE_DB\" || exit 1\n";
+  const k3launch::Launcher worker{.self_exe = config_.k3tune,
+                                  .root = config_.root,
+                                  .targets_file = config_.targets_file,
+                                  .quiet = config_.quiet,
+                                  .json = config_.json};
   const std::string rc = k3farm::shell_quote((dir_ / "job-").string()) +
                          "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.rc\"";
-  s << k3farm::shell_join(argv) << " --db " << db << " " << k3farm::shell_join(config_.global_flags)
-    << " " << config_.subcommand << " " << k3farm::shell_join(config_.args) << " \"$@\""
+  s << k3farm::shell_join(worker.globals()) << " " << config_.subcommand << " "
+    << k3farm::shell_join(config_.args) << " \"$@\""
     << (config_.tail.empty() ? "" : " " + k3farm::shell_join(config_.tail)) << "\n"
     << "status=$?\necho $status > " << rc << "\nexit $status\n";
   return s.str();

@@ -7,9 +7,10 @@
 //   - The job directory is <db>.slurm/<hash of the command>/<run>; `--resume` continues the latest
 //     run of the same command (named in <db>.slurm/<hash>/latest), whose jobs.json lists every
 //     task submitted.
-//   - Task i of an array runs `k3tune --db <dir>/job-<array>_<i>.db --json -q <subcommand> <args>
-//     <share i> <tail>` with K3TUNE_SLURM_WORKER=1; its stdout (the outcome) goes to
-//     job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit status to
+//   - Task i of an array runs `k3tune --json -q <subcommand> <args> <share i> <tail>` with
+//     K3TUNE_SLURM_WORKER=1 and K3TUNE_DB=<dir>/job-<array>_<i>.db (the launcher's globals,
+//     harness/host/launch, with the database given by its environment variable); its stdout (the
+//     outcome) goes to job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit status to
 //     job-<array>_<i>.rc. A requeued task finds its own database and continues it.
 //   - A Slurm controller that stops answering for `silence_s` is a fault: wait() says so and the
 //     caller names the tasks still queued.
@@ -72,9 +73,9 @@ struct SlurmJobsConfig {
   // `root`); an outcome that does not follow it counts as the task failing, with the first field
   // that departs named (kNone: the outcome is not read).
   k3bench::ChildOutput form = k3bench::ChildOutput::kNone;
-  // k3tune's global flags in every task: the outcome is JSON for the controller to read; a
-  // command run as one job for its own output (slurm_command.h) keeps the caller's choice.
-  std::vector<std::string> global_flags = {"--json", "-q"};
+  // k3tune's global --json and -q in every task: the outcome is JSON for the controller to read;
+  // a command run as one job for its own output (slurm_command.h) keeps the caller's choice.
+  bool json = true, quiet = true;
   double poll_s = 1;      // squeue polling interval
   double silence_s = 60;  // [farm] slurm_timeout_s
 };
