@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -58,26 +59,14 @@ std::string group_out(const std::string& out, std::size_t group, const std::stri
   return (p.parent_path() / (p.stem().string() + "-" + board + p.extension().string())).string();
 }
 
-}  // namespace
-
-bool CampaignOutcome::complete() const {
-  for (const auto& g : groups)
-    if (!g.unfinished.empty() || !g.outcome.table_problems.empty()) return false;
-  return !groups.empty();
+void note(const CampaignRequest& rq, const std::string& line) {
+  if (rq.note) rq.note(line);
 }
 
-CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq) {
-  const auto start = Clock::now();
-  CampaignOutcome out;
-  std::mutex mu;  // the outcome, the queues and the notes
-  std::condition_variable changed;  // a session finished, failed or came back
-  auto note = [&](const std::string& line) {
-    if (rq.note) rq.note(line);
-  };
-  auto db = k3store::open_for_writing(rq.command.db_path);
-  k3farm::Farm farm(rq.farm, root, db.get(), k3farm::new_run_uuid());
-
-  // Take every candidate board: lease, deploy, probe, and the runner's own facts.
+// Take every candidate board: lease, deploy, probe, and the runner's own facts. A board that
+// cannot be taken is named in out.not_used; when none can, the campaign is refused.
+std::vector<TakenBoard> take_boards(k3farm::Farm& farm, const std::string& root,
+                                    const CampaignRequest& rq, CampaignOutcome& out) {
   std::vector<TakenBoard> taken;
   for (const auto& name : rq.boards) {
     std::string why;
@@ -99,15 +88,18 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
       why = e.what();
     }
     out.not_used[name] = why;
-    note(fmt::format("board {} not used: {}", name, why));
+    note(rq, fmt::format("board {} not used: {}", name, why));
   }
   if (taken.empty()) {
     std::string all;
     for (const auto& [b, why] : out.not_used) all += fmt::format("{}{}: {}", all.empty() ? "" : "; ", b, why);
     throw k3bench::UserError(fmt::format("--farm {}: no board could be taken ({})", rq.farm.name, all));
   }
+  return taken;
+}
 
-  // Groups in the order of their first board.
+// The boards grouped by fingerprint (and emulator), groups in the order of their first board.
+std::vector<std::vector<TakenBoard*>> fingerprint_groups(std::vector<TakenBoard>& taken) {
   std::vector<std::vector<TakenBoard*>> groups;
   for (auto& b : taken) {
     auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.front()->group == b.group; });
@@ -116,123 +108,174 @@ CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq)
     else
       it->push_back(&b);
   }
+  return groups;
+}
 
-  // The plan of each group: every job and its space, nothing measured (bad spaces or shapes are
-  // refused here, before any session starts).
-  struct GroupWork {
-    TuneOutcome plan;
-    std::deque<std::size_t> queue;  // jobs not yet taken
-    std::map<std::size_t, std::size_t> position;  // job index -> session position
-    std::size_t done = 0, running = 0;
-  };
-  std::vector<GroupWork> work(groups.size());
+struct GroupWork {
+  TuneOutcome plan;
+  std::deque<std::size_t> queue;                // jobs not yet taken
+  std::map<std::size_t, std::size_t> position;  // job index -> session position
+  std::size_t done = 0, running = 0;
+};
+
+// The plan of a group: every job and its space, nothing measured (bad spaces or shapes are
+// refused here, before any session starts); one session per op and shape, this request's share of
+// them queued.
+GroupWork plan_group(const std::vector<TakenBoard*>& boards, const CampaignRequest& rq,
+                     CampaignGroup& group) {
+  GroupWork work;
+  group.fingerprint = boards.front()->facts.fingerprint.dump();
+  for (const auto* b : boards) group.boards.push_back(b->name);
+  TuneCommand plan_cmd = rq.command;
+  plan_cmd.explain = true;
+  plan_cmd.progress = nullptr;
+  work.plan = run_tune(*boards.front()->target, plan_cmd);
+  std::set<std::string> seen;  // jobs of one model that share a shape share their session
+  const auto& jobs = work.plan.jobs;
+  std::vector<std::size_t> sessions;  // job index of each session, in session order
+  for (std::size_t j = 0; j < jobs.size(); ++j)
+    if (jobs[j].note.empty() && seen.insert(jobs[j].op + " " + jobs[j].shape.dump()).second)
+      sessions.push_back(j);
+  for (std::size_t i = 0; i < sessions.size(); ++i) {
+    group.session_labels.push_back(session_label(jobs[sessions[i]]));
+    work.position[sessions[i]] = i;
+  }
+  for (const std::size_t i : k3farmbench::shard_positions(sessions.size(), rq.sessions))
+    work.queue.push_back(sessions[i]);
+  return work;
+}
+
+// The sessions handed out to the boards: one thread per board, all groups at once, each board
+// taking its group's next session. The queues, the outcome and the notes share one mutex.
+class SessionDispatch {
+ public:
+  SessionDispatch(const CampaignRequest& rq, std::vector<GroupWork>& work, CampaignOutcome& out)
+      : rq_(rq), work_(work), out_(out) {}
+
+  void run(const std::vector<std::vector<TakenBoard*>>& groups) {
+    std::vector<std::thread> threads;
+    for (std::size_t gi = 0; gi < groups.size(); ++gi)
+      for (const auto* b : groups[gi])
+        threads.emplace_back([this, gi, b] { tune_sessions(gi, *b); });
+    for (auto& t : threads) t.join();
+  }
+
+ private:
+  // The group's next session, none when the queue is empty and no board of the group still runs
+  // one. An idle board waits while others of its group still run: a lost board's session comes
+  // back to the queue.
+  std::optional<std::size_t> take(GroupWork& w) {
+    std::unique_lock lock(mu_);
+    changed_.wait(lock, [&] { return !w.queue.empty() || w.running == 0; });
+    if (w.queue.empty()) return std::nullopt;
+    const std::size_t j = w.queue.front();
+    w.queue.pop_front();
+    ++w.running;
+    return j;
+  }
+
+  void tune_sessions(std::size_t gi, const TakenBoard& b) {
+    GroupWork& w = work_[gi];
+    CampaignGroup& group = out_.groups[gi];
+    while (const std::optional<std::size_t> j = take(w)) {
+      const TuneJobOutcome& job = w.plan.jobs[*j];
+      try {
+        const TuneOutcome one = run_tune(*b.target, session_command(rq_.command, job));
+        std::lock_guard lock(mu_);
+        changed_.notify_all();
+        --w.running;
+        ++w.done;
+        ++group.sessions_by[b.name];
+        group.done_by[w.position.at(*j)] = b.name;
+        const auto& r = one.jobs.front().result;
+        note(rq_, fmt::format("{}: {} done ({} measurements, {} new{}); group {}: sessions done "
+                              "{}, running {}, left {}",
+                              b.name, session_label(job), r.measurements, r.new_measurements,
+                              one.jobs.front().resumed ? ", resumed" : "", gi + 1, w.done,
+                              w.running, w.queue.size()));
+      } catch (const k3targets::TargetLost& e) {
+        std::lock_guard lock(mu_);
+        changed_.notify_all();
+        --w.running;
+        w.queue.push_front(*j);  // another board of the group resumes it from the stored points
+        group.lost[b.name] = e.what();
+        note(rq_, fmt::format("{}: lost during {} ({}); the session goes back to the queue", b.name,
+                              session_label(job), e.what()));
+        return;
+      } catch (const std::exception& e) {
+        std::lock_guard lock(mu_);
+        changed_.notify_all();
+        --w.running;
+        group.unfinished.push_back(fmt::format("{}: {}", session_label(job), e.what()));
+        note(rq_, fmt::format("{}: {} failed: {}", b.name, session_label(job), e.what()));
+      }
+    }
+  }
+
+  const CampaignRequest& rq_;
+  std::vector<GroupWork>& work_;
+  CampaignOutcome& out_;
+  std::mutex mu_;
+  std::condition_variable changed_;  // a session finished, failed or came back
+};
+
+// Every session of a group finished: one pass over all of them (measuring nothing) on a board of
+// the group that is still there writes its table.
+void write_group_table(const CampaignRequest& rq, std::size_t gi,
+                       const std::vector<TakenBoard*>& boards, const GroupWork& w,
+                       CampaignGroup& group) {
+  for (const std::size_t j : w.queue)
+    group.unfinished.push_back(
+        fmt::format("{}: every board of its fingerprint was lost", session_label(w.plan.jobs[j])));
+  if (!group.unfinished.empty() || !rq.write_tables) return;
+  const TakenBoard* writer = nullptr;
+  for (const auto* b : boards)
+    if (!group.lost.count(b->name) && writer == nullptr) writer = b;
+  if (writer == nullptr) {  // the last board was lost after its last session
+    group.unfinished.push_back("the table: every board of this fingerprint was lost");
+    return;
+  }
+  TuneCommand final_cmd = rq.command;
+  final_cmd.progress = nullptr;
+  final_cmd.out = group_out(rq.command.out, gi, writer->name);
+  group.outcome = run_tune(*writer->target, final_cmd);
+}
+
+}  // namespace
+
+bool CampaignOutcome::complete() const {
+  for (const auto& g : groups)
+    if (!g.unfinished.empty() || !g.outcome.table_problems.empty()) return false;
+  return !groups.empty();
+}
+
+CampaignOutcome run_campaign(const std::string& root, const CampaignRequest& rq) {
+  const auto start = Clock::now();
+  CampaignOutcome out;
+  auto db = k3store::open_for_writing(rq.command.db_path);
+  k3farm::Farm farm(rq.farm, root, db.get(), k3farm::new_run_uuid());
+  std::vector<TakenBoard> taken = take_boards(farm, root, rq, out);
+  const std::vector<std::vector<TakenBoard*>> groups = fingerprint_groups(taken);
+  std::vector<GroupWork> work;
   out.groups.resize(groups.size());
   for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-    CampaignGroup& group = out.groups[gi];
-    group.fingerprint = groups[gi].front()->facts.fingerprint.dump();
-    for (const auto* b : groups[gi]) group.boards.push_back(b->name);
-    TuneCommand plan_cmd = rq.command;
-    plan_cmd.explain = true;
-    plan_cmd.progress = nullptr;
-    work[gi].plan = run_tune(*groups[gi].front()->target, plan_cmd);
-    std::set<std::string> seen;  // jobs of one model that share a shape share their session
-    const auto& jobs = work[gi].plan.jobs;
-    std::vector<std::size_t> sessions;  // job index of each session, in session order
-    for (std::size_t j = 0; j < jobs.size(); ++j)
-      if (jobs[j].note.empty() && seen.insert(jobs[j].op + " " + jobs[j].shape.dump()).second)
-        sessions.push_back(j);
-    for (std::size_t i = 0; i < sessions.size(); ++i) {
-      group.session_labels.push_back(session_label(jobs[sessions[i]]));
-      work[gi].position[sessions[i]] = i;
-    }
-    for (const std::size_t i : k3farmbench::shard_positions(sessions.size(), rq.sessions))
-      work[gi].queue.push_back(sessions[i]);
-    if (rq.command.explain) group.outcome = work[gi].plan;
+    work.push_back(plan_group(groups[gi], rq, out.groups[gi]));
+    if (rq.command.explain)
+      out.groups[gi].outcome = work[gi].plan;
     else
-      note(fmt::format("fingerprint group {} of {}: boards {}; {} sessions", gi + 1, groups.size(),
-                       fmt::join(group.boards, ", "), work[gi].queue.size()));
+      note(rq,
+           fmt::format("fingerprint group {} of {}: boards {}; {} sessions", gi + 1, groups.size(),
+                       fmt::join(out.groups[gi].boards, ", "), work[gi].queue.size()));
   }
   if (rq.command.explain) {
     out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
     return out;
   }
-
-  // One thread per board, all groups at once: each board takes its group's next session.
-  std::vector<std::thread> threads;
-  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-    for (auto* b : groups[gi]) {
-      threads.emplace_back([&, gi, b] {
-        GroupWork& w = work[gi];
-        CampaignGroup& group = out.groups[gi];
-        for (;;) {
-          std::size_t j;
-          {
-            // An idle board waits while others of its group still run: a lost board's session
-            // comes back to the queue.
-            std::unique_lock lock(mu);
-            changed.wait(lock, [&] { return !w.queue.empty() || w.running == 0; });
-            if (w.queue.empty()) return;
-            j = w.queue.front();
-            w.queue.pop_front();
-            ++w.running;
-          }
-          const TuneJobOutcome& job = w.plan.jobs[j];
-          try {
-            const TuneOutcome one = run_tune(*b->target, session_command(rq.command, job));
-            std::lock_guard lock(mu);
-            changed.notify_all();
-            --w.running;
-            ++w.done;
-            ++group.sessions_by[b->name];
-            group.done_by[w.position.at(j)] = b->name;
-            const auto& r = one.jobs.front().result;
-            note(fmt::format("{}: {} done ({} measurements, {} new{}); group {}: sessions done {}, running {}, left {}",
-                             b->name, session_label(job), r.measurements, r.new_measurements,
-                             one.jobs.front().resumed ? ", resumed" : "", gi + 1, w.done, w.running,
-                             w.queue.size()));
-          } catch (const k3targets::TargetLost& e) {
-            std::lock_guard lock(mu);
-            changed.notify_all();
-            --w.running;
-            w.queue.push_front(j);  // another board of the group resumes it from the stored points
-            group.lost[b->name] = e.what();
-            note(fmt::format("{}: lost during {} ({}); the session goes back to the queue", b->name,
-                             session_label(job), e.what()));
-            return;
-          } catch (const std::exception& e) {
-            std::lock_guard lock(mu);
-            changed.notify_all();
-            --w.running;
-            group.unfinished.push_back(fmt::format("{}: {}", session_label(job), e.what()));
-            note(fmt::format("{}: {} failed: {}", b->name, session_label(job), e.what()));
-          }
-        }
-      });
-    }
-  }
-  for (auto& t : threads) t.join();
+  SessionDispatch(rq, work, out).run(groups);
   for (const auto& [board, q] : farm.quarantined_boards())
     out.quarantined[board] = {k3farm::to_string(q.fault), q.reason};
-
-  // Every session of a group finished: one pass over all of them (measuring nothing) writes its table.
-  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
-    CampaignGroup& group = out.groups[gi];
-    for (const std::size_t j : work[gi].queue)
-      group.unfinished.push_back(
-          fmt::format("{}: every board of its fingerprint was lost", session_label(work[gi].plan.jobs[j])));
-    if (!group.unfinished.empty() || !rq.write_tables) continue;
-    const TakenBoard* writer = nullptr;
-    for (const auto* b : groups[gi])
-      if (!group.lost.count(b->name) && writer == nullptr) writer = b;
-    if (writer == nullptr) {  // the last board was lost after its last session
-      group.unfinished.push_back("the table: every board of this fingerprint was lost");
-      continue;
-    }
-    TuneCommand final_cmd = rq.command;
-    final_cmd.progress = nullptr;
-    final_cmd.out = group_out(rq.command.out, gi, writer->name);
-    group.outcome = run_tune(*writer->target, final_cmd);
-  }
+  for (std::size_t gi = 0; gi < groups.size(); ++gi)
+    write_group_table(rq, gi, groups[gi], work[gi], out.groups[gi]);
   out.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
 }

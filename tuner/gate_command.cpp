@@ -22,18 +22,13 @@ namespace {
 
 using k3bench::UserError;
 
-}  // namespace
-
-GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
-  GateOutcome out;
-  if (c.gate != "tcm_decode" && c.gate != "decode_path" && c.gate != "prefill_path")
-    throw UserError(
-        fmt::format("--gate: '{}' is not tcm_decode, decode_path or prefill_path", c.gate));
+// The measurements mean nothing, or cannot be taken, on this target: emulated features timed
+// without --force, counts on a native runner, a layer gate without a usable IME2 layer.
+// `out.forced_emulated` says whether the timings are of emulated features.
+void refuse_unmeasurable(const k3targets::Target& target, const GateCommand& c, bool time,
+                         GateOutcome& out) {
   // Both layer gates run one side on the ime2 layer: it must be usable on the target.
   const bool layers = c.gate != "tcm_decode";
-  const bool time = c.objective == "time";
-  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
-  out.facts = probe_target(target);
   const bool emulated = out.facts.emulated_target ||
                         (c.gate == "tcm_decode" && out.facts.facts.at("tcm_emulated") != 0) ||
                         (layers && out.facts.ime2_emulated);
@@ -58,8 +53,12 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
         target.emulated() ? " (under qemu: an ime2-emu runner at VLEN 1024, with "
                             "K3_IME2_ASSUME_MARCHID=0x8000000041000002 in the environment)"
                           : ""));
+}
 
-  // Shapes: the model's, plus the grid.
+// The cells measured, two per shape: the gate's "yes" side, then its "no" side. Shapes: the
+// model's, plus the grid.
+std::vector<k3bench::CellSpec> gate_cells(const GateCommand& c, const k3bench::Catalog& catalog,
+                                          bool time) {
   const std::string op = c.gate == "prefill_path" ? "linear_prefill" : "linear_decode";
   const k3bench::OpSpec& spec = catalog.op(op, "tune-gates");
   std::set<std::pair<std::int64_t, std::int64_t>> nk;
@@ -100,44 +99,71 @@ GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
       }
     }
   }
+  return cells;
+}
+
+// Each cell's mean time, with the bench protocol (a run in the database: out.run_uuid).
+std::vector<double> timed_means(const k3targets::Target& target, const GateCommand& c,
+                                const std::vector<k3bench::CellSpec>& cells, GateOutcome& out) {
   std::vector<double> means(cells.size(), 0);
-  if (time) {
-    auto db = k3store::open_for_writing(c.db_path);
-    const std::string hash = k3bench::sha256_file(target.runner_path());
-    if (!k3store::find_build(*db, hash))
-      k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
-    k3bench::SweepOptions opt;
-    opt.rounds.min_processes = k3bench::defaults::kMinProcesses;
-    opt.rounds.max_processes = k3bench::defaults::kMaxProcesses;
-    opt.rounds.target_ci = k3bench::defaults::kTargetCi;
-    opt.progress = c.progress;
-    opt.command_line = c.command_line;
-    const auto report = k3bench::run_sweep(*db, {{&target, hash, ""}}, cells, opt);
-    out.run_uuid = report.run_uuid;
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      const auto& a = report.cells[i].aggregate;
-      if (!a.ok || !a.mean_ns)
-        throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), a.reason));
-      means[i] = *a.mean_ns;
-    }
-  } else {
-    const std::string plugin =
-        c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
-    // Counts go through the measurement cache: a gate refitted over a wider grid counts only the
-    // new shapes, and counts a tuning session took are not taken again.
-    auto db = k3store::open_for_writing(c.db_path);
-    MeasurementCache cache(*db);
-    InstructionObjective objective(target, plugin);
-    objective.use_cache(&cache, k3bench::sha256_file(target.runner_path()));
-    for (std::size_t i = 0; i < cells.size(); ++i) {
-      if (c.note)
-        c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
-      const Measurement m = objective.measure(cells[i], 0, 0);
-      if (m.rejected)
-        throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), m.reason));
-      means[i] = m.value;
-    }
+  auto db = k3store::open_for_writing(c.db_path);
+  const std::string hash = k3bench::sha256_file(target.runner_path());
+  if (!k3store::find_build(*db, hash))
+    k3store::upsert_build(*db, k3bench::build_from_runner(target, hash));
+  k3bench::SweepOptions opt;
+  opt.rounds.min_processes = k3bench::defaults::kMinProcesses;
+  opt.rounds.max_processes = k3bench::defaults::kMaxProcesses;
+  opt.rounds.target_ci = k3bench::defaults::kTargetCi;
+  opt.progress = c.progress;
+  opt.command_line = c.command_line;
+  const auto report = k3bench::run_sweep(*db, {{&target, hash, ""}}, cells, opt);
+  out.run_uuid = report.run_uuid;
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    const auto& a = report.cells[i].aggregate;
+    if (!a.ok || !a.mean_ns)
+      throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), a.reason));
+    means[i] = *a.mean_ns;
   }
+  return means;
+}
+
+// Each cell's instruction count under qemu-user.
+std::vector<double> counted_means(const k3targets::Target& target, const GateCommand& c,
+                                  const std::vector<k3bench::CellSpec>& cells) {
+  std::vector<double> means(cells.size(), 0);
+  const std::string plugin =
+      c.plugin.empty() ? c.root + "/build/third_party/qemu-plugin/libinsn_count.so" : c.plugin;
+  // Counts go through the measurement cache: a gate refitted over a wider grid counts only the
+  // new shapes, and counts a tuning session took are not taken again.
+  auto db = k3store::open_for_writing(c.db_path);
+  MeasurementCache cache(*db);
+  InstructionObjective objective(target, plugin);
+  objective.use_cache(&cache, k3bench::sha256_file(target.runner_path()));
+  for (std::size_t i = 0; i < cells.size(); ++i) {
+    if (c.note)
+      c.note(fmt::format("counting {} [{}]", cells[i].label(), k3params::to_kv(cells[i].params)));
+    const Measurement m = objective.measure(cells[i], 0, 0);
+    if (m.rejected)
+      throw UserError(fmt::format("tune-gates: {} failed: {}", cells[i].label(), m.reason));
+    means[i] = m.value;
+  }
+  return means;
+}
+
+}  // namespace
+
+GateOutcome run_gates(const k3targets::Target& target, const GateCommand& c) {
+  GateOutcome out;
+  if (c.gate != "tcm_decode" && c.gate != "decode_path" && c.gate != "prefill_path")
+    throw UserError(
+        fmt::format("--gate: '{}' is not tcm_decode, decode_path or prefill_path", c.gate));
+  const bool time = c.objective == "time";
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
+  out.facts = probe_target(target);
+  refuse_unmeasurable(target, c, time, out);
+  const std::vector<k3bench::CellSpec> cells = gate_cells(c, catalog, time);
+  const std::vector<double> means =
+      time ? timed_means(target, c, cells, out) : counted_means(target, c, cells);
   for (std::size_t i = 0; i + 1 < cells.size(); i += 2) {
     GatePoint p;
     p.shape = cells[i].shape;

@@ -168,10 +168,8 @@ SidesMeasured measure_within_processes(TimeObjective& objective, const Pair& p,
   return out;
 }
 
-}  // namespace
-
-VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
-  VerifyOutcome out;
+// The table, valid (schema and loader), and the options that go with it.
+nlohmann::json checked_table(const VerifyCommand& c) {
   const nlohmann::json table = read_table(c.table);
   const auto problems =
       validate_table(table, c.root + "/configs/schema/tuning-table.schema.json").lines();
@@ -182,18 +180,35 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     throw k3bench::UserError(fmt::format("--design: '{}' is not within or rounds", c.design));
   if (c.design == "rounds" && c.mde > 0)
     throw k3bench::UserError("--mde: adds processes of the within design only (--design within)");
-  out.facts = probe_target(target);
+  return table;
+}
+
+// A table made for another board (a fingerprint fact differs), or an emulated target, is measured
+// only with --force.
+void refuse_other_board(const VerifyCommand& c, const nlohmann::json& table,
+                        const TargetFacts& facts, const k3targets::Target& target) {
   const nlohmann::json& fp = table["board"]["fingerprint"];
-  auto differs = [&](const char* key) { return fp.at(key) != out.facts.fingerprint.at(key); };
+  auto differs = [&](const char* key) { return fp.at(key) != facts.fingerprint.at(key); };
   for (const char* key : {"marchid", "vlen", "cpus", "tcm"})
     if (differs(key) && !c.force)
       throw k3bench::UserError(fmt::format(
           "{}: /board/fingerprint/{}: the table was made for {}, target {} has {} "
           "(--force to measure anyway)",
-          c.table, key, fp.at(key).dump(), target.name(), out.facts.fingerprint.at(key).dump()));
-  if (out.facts.emulated_target && !c.force)
+          c.table, key, fp.at(key).dump(), target.name(), facts.fingerprint.at(key).dump()));
+  if (facts.emulated_target && !c.force)
     throw k3bench::UserError(fmt::format(
         "target {} runs under qemu-user: its wall time verifies nothing (--force)", target.name()));
+}
+
+// Adding processes until the MDE is reached keeps only the signed-rank test exact (its null
+// distribution does not depend on the magnitudes the rule looks at; a t statistic's would).
+bool adds_processes_exactly(const k3verdict::RegressionConfig& rules) {
+  return rules.estimator == k3stats::PairedEstimator::kHodgesLehmann;
+}
+
+// The regression rules the entries are judged by, refused for --mde when they would not keep the
+// test exact.
+k3verdict::RegressionConfig regression_rules(const VerifyCommand& c) {
   k3verdict::RegressionConfig rules;
   try {
     rules = k3verdict::load_regression_config(
@@ -201,19 +216,18 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
   } catch (const k3verdict::VerdictError& e) {
     throw k3bench::UserError(e.what());
   }
-  out.rules = rules.source;
-  // Adding processes until the MDE is reached keeps only the signed-rank test exact (its null
-  // distribution does not depend on the magnitudes the rule looks at; a t statistic's would).
-  const bool sequential = rules.estimator == k3stats::PairedEstimator::kHodgesLehmann;
-  if (c.mde > 0 && !sequential)
+  if (c.mde > 0 && !adds_processes_exactly(rules))
     throw k3bench::UserError(fmt::format(
         "--mde: {} sets estimator = \"mean\"; adding processes until the MDE is reached keeps "
         "only the signed-rank test exact (estimator = \"hodges-lehmann\")",
         rules.source));
-  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
-  const std::string build_hash = k3bench::sha256_file(target.runner_path());
+  return rules;
+}
 
-  // Every cell is built (and so every op, shape and parameter checked) before anything is written.
+// Each entry's two cells, the table's parameters and the defaults on the entry's class, built
+// (and so every op, shape and parameter checked) before anything is written.
+std::vector<Pair> pairs_of(const VerifyCommand& c, const nlohmann::json& table,
+                           const k3bench::Catalog& catalog) {
   std::vector<Pair> pairs;
   for (const auto& e : table["entries"]) {
     Pair p;
@@ -236,6 +250,65 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
     p.entry.claimed = e["evidence"].value("speedup", 0.0);
     pairs.push_back(std::move(p));
   }
+  return pairs;
+}
+
+// The entry's verdict from both sides' values, counted in `out`. A: the defaults, B: the table's
+// parameters; B "slower" is a regression of the table.
+void judge(VerifiedEntry& v, const SidesMeasured& m, const k3verdict::RegressionConfig& rules,
+           const std::optional<k3store::NoiseFloorRecord>& noise_floor, VerifyOutcome& out) {
+  const Candidate& tuned = m.tuned;
+  const Candidate& defaults = m.defaults;
+  const std::string& failure = m.failure;
+  const k3verdict::TimingVerdict t =
+      failure.empty()
+          ? k3verdict::paired_timing_verdict(v.op, {defaults.rounds, defaults.values},
+                                             {tuned.rounds, tuned.values}, rules, noise_floor)
+          : k3verdict::TimingVerdict{};
+  if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
+    v.verdict = EntryVerdict::kFailed;
+    v.failure = failure.empty() ? "too many disturbed processes (" + t.not_compared + ")" : failure;
+    ++out.failed;
+    return;
+  }
+  const auto ci = k3stats::t_interval(tuned.values);
+  v.evidence.mean = ci.mean;
+  v.evidence.ci_low = std::isfinite(ci.half_width) ? ci.low : ci.mean;
+  v.evidence.ci_high = std::isfinite(ci.half_width) ? ci.high : ci.mean;
+  v.evidence.default_mean = defaults.mean();
+  v.evidence.processes = tuned.measurements();
+  v.evidence.speedup = t.speedup.value;
+  v.evidence.speedup_low = t.speedup.low;
+  v.evidence.speedup_high = t.speedup.high;
+  v.evidence.paired = true;
+  v.evidence.paired_rounds = tuned.measurements();
+  v.threshold = t.threshold;
+  v.mde = t.cmp.mde;
+  if (t.outcome == k3verdict::Outcome::kImprovement) {
+    v.verdict = EntryVerdict::kFaster;
+    ++out.faster;
+  } else if (t.outcome == k3verdict::Outcome::kRegression) {
+    v.verdict = EntryVerdict::kSlower;
+    ++out.slower;
+  } else {
+    v.verdict = EntryVerdict::kNoDifference;
+    ++out.same;
+  }
+}
+
+}  // namespace
+
+VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c) {
+  VerifyOutcome out;
+  const nlohmann::json table = checked_table(c);
+  out.facts = probe_target(target);
+  refuse_other_board(c, table, out.facts, target);
+  const k3verdict::RegressionConfig rules = regression_rules(c);
+  out.rules = rules.source;
+  const bool sequential = adds_processes_exactly(rules);
+  const k3bench::Catalog catalog = k3bench::Catalog::from_target(target);
+  const std::string build_hash = k3bench::sha256_file(target.runner_path());
+  std::vector<Pair> pairs = pairs_of(c, table, catalog);
 
   auto db = k3store::open_for_writing(c.db_path);
   if (!k3store::find_build(*db, build_hash))
@@ -261,49 +334,12 @@ VerifyOutcome run_verify(const k3targets::Target& target, const VerifyCommand& c
                                 : measure_within_processes(objective, p, c, mde_target, rules);
     p.entry.mde_target = mde_target;
     p.entry.stop_reason = m.stop_reason;
-    const Candidate& tuned = m.tuned;
-    const Candidate& defaults = m.defaults;
-    const std::string& failure = m.failure;
-    VerifiedEntry& v = p.entry;
-    // A: the defaults, B: the table's parameters; B "slower" is a regression of the table.
-    const k3verdict::TimingVerdict t =
-        failure.empty()
-            ? k3verdict::paired_timing_verdict(p.entry.op, {defaults.rounds, defaults.values},
-                                               {tuned.rounds, tuned.values}, rules, noise_floor)
-            : k3verdict::TimingVerdict{};
-    if (!failure.empty() || t.outcome == k3verdict::Outcome::kNotCompared) {
-      v.verdict = EntryVerdict::kFailed;
-      v.failure =
-          failure.empty() ? "too many disturbed processes (" + t.not_compared + ")" : failure;
-      ++out.failed;
-    } else {
-      const auto ci = k3stats::t_interval(tuned.values);
-      v.evidence.mean = ci.mean;
-      v.evidence.ci_low = std::isfinite(ci.half_width) ? ci.low : ci.mean;
-      v.evidence.ci_high = std::isfinite(ci.half_width) ? ci.high : ci.mean;
-      v.evidence.default_mean = defaults.mean();
-      v.evidence.processes = tuned.measurements();
-      v.evidence.speedup = t.speedup.value;
-      v.evidence.speedup_low = t.speedup.low;
-      v.evidence.speedup_high = t.speedup.high;
-      v.evidence.paired = true;
-      v.evidence.paired_rounds = tuned.measurements();
-      v.threshold = t.threshold;
-      v.mde = t.cmp.mde;
-      if (t.outcome == k3verdict::Outcome::kImprovement) {
-        v.verdict = EntryVerdict::kFaster;
-        ++out.faster;
-      } else if (t.outcome == k3verdict::Outcome::kRegression) {
-        v.verdict = EntryVerdict::kSlower;
-        ++out.slower;
-      } else {
-        v.verdict = EntryVerdict::kNoDifference;
-        ++out.same;
-      }
-      log_sum += std::log(v.evidence.speedup);
+    judge(p.entry, m, rules, noise_floor, out);
+    if (p.entry.verdict != EntryVerdict::kFailed) {
+      log_sum += std::log(p.entry.evidence.speedup);
       ++logs;
     }
-    out.entries.push_back(v);
+    out.entries.push_back(p.entry);
   }
   k3store::finish_run(*db, out.run_uuid, 0, 0, 0);
   out.geomean_speedup = logs > 0 ? std::exp(log_sum / logs) : 1.0;
