@@ -67,6 +67,89 @@ std::vector<std::size_t> sessions_left(const SlurmTuneOutcome& out) {
   return left;
 }
 
+// Session rounds: the first splits the sessions over the boards open now, the next ones take what
+// was left. Returns the fault that stopped them ("" : none of this function's own).
+std::string run_session_rounds(const SlurmTuneRequest& rq, const k3farm::FarmConfig& cfg,
+                               const std::vector<std::string>& boards, const SlurmClient& slurm,
+                               SlurmJobs& jobs, int& round, SlurmTuneOutcome& out) {
+  const std::string resv = rq.reservation.empty() ? cfg.scheduler.reservation : rq.reservation;
+  while (jobs.fault().empty()) {
+    std::vector<std::string> shares;
+    const std::size_t open = std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
+    if (round == 0) {
+      shares = first_round_shares(open);
+    } else {
+      if (out.total_sessions == 0 && out.sessions.empty())
+        return jobs.no_outcome_fault();  // or bad input, said once
+      const auto left = sessions_left(out);
+      if (left.empty() || round >= rq.max_attempts) break;
+      shares = split_shares("--sessions", left, open);
+    }
+    ++round;
+    try {
+      jobs.submit(shares, round, snapshot(rq.db_path, jobs.dir(), round));
+    } catch (const SlurmUnreachable& e) {
+      return fmt::format("Slurm did not take the jobs ({})", e.what());
+    }
+    collect_sessions(jobs, jobs.wait(), "", out);
+    jobs.merge();
+  }
+  return "";
+}
+
+// The table pass: one job on a board of the sessions' fingerprint, from the merged database (once
+// more, elsewhere, when its board dies). Returns the fault that stopped it ("" : none).
+std::string run_table_pass(const SlurmTuneRequest& rq, const k3farm::FarmConfig& cfg,
+                           SlurmJobs& jobs, int& round, SlurmTuneOutcome& out) {
+  for (int attempt = 0; attempt < 2 && out.table_task.empty(); ++attempt) {
+    ++round;
+    try {
+      jobs.submit({""}, round, snapshot(rq.db_path, jobs.dir(), round));
+    } catch (const SlurmUnreachable& e) {
+      return fmt::format("Slurm did not take the table pass ({})", e.what());
+    }
+    SlurmTask& t = jobs.tasks().back();
+    const bool answered = jobs.wait();
+    const auto j = jobs.outcome(t, answered);
+    jobs.merge();
+    if (!answered) break;
+    if (!j) continue;  // its board died: once more, elsewhere
+    out.table_task = t.id;
+    out.table_pass = *j;
+    for (const auto& g : j->value("groups", nlohmann::json::array())) {
+      if (!g["boards"].empty()) t.board = g["boards"][0];
+      for (const auto& job : g.value("jobs", nlohmann::json::array()))
+        out.table_pass_measured += job.value("measurements_new", 0);
+      if (!out.fingerprints.empty() && g["fingerprint"].dump() != *out.fingerprints.begin())
+        out.problem = fmt::format(
+            "the table pass ran on board {} whose fingerprint differs from the sessions' "
+            "boards; its table is that board's ({}: [farm] constraint selects one kind)",
+            t.board, cfg.source);
+    }
+  }
+  if (out.table_task.empty() && jobs.fault().empty())
+    out.problem = "the table pass left no outcome twice: " + jobs.tasks().back().error;
+  return "";
+}
+
+// Why no table pass runs after the session rounds ("" : it runs).
+std::string no_table_pass(const k3farm::FarmConfig& cfg, int round, const SlurmTuneOutcome& out) {
+  const auto left = sessions_left(out);
+  if (!left.empty()) {
+    std::vector<std::string> labels;
+    for (const std::size_t i : left)
+      labels.push_back(out.sessions.count(i) ? out.sessions.at(i).label : fmt::format("#{}", i));
+    return fmt::format("{} of {} sessions not tuned after {} rounds: {}", left.size(),
+                       out.total_sessions, round, fmt::join(labels, "; "));
+  }
+  if (out.fingerprints.size() > 1)
+    return fmt::format(
+        "boards of {} fingerprints tuned the sessions (a table is per fingerprint): give the "
+        "farm a constraint that selects boards of one kind ({}: [farm] constraint)",
+        out.fingerprints.size(), cfg.source);
+  return "";
+}
+
 }  // namespace
 
 int SlurmTuneOutcome::tuned() const {
@@ -111,80 +194,10 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
       round = jobs.tasks().back().round;
     }
   }
-  const std::string resv = rq.reservation.empty() ? cfg.scheduler.reservation : rq.reservation;
-  std::string fault;
-  // Session rounds: the first splits the sessions over the boards open now, the next ones take
-  // what was left.
-  while (jobs.fault().empty() && fault.empty()) {
-    std::vector<std::string> shares;
-    const std::size_t open = std::max<std::size_t>(1, open_boards(boards, resv, slurm).size());
-    if (round == 0) {
-      shares = first_round_shares(open);
-    } else {
-      if (out.total_sessions == 0 && out.sessions.empty()) {
-        fault = jobs.no_outcome_fault();  // or bad input, said once
-        break;
-      }
-      const auto left = sessions_left(out);
-      if (left.empty() || round >= rq.max_attempts) break;
-      shares = split_shares("--sessions", left, open);
-    }
-    ++round;
-    try {
-      jobs.submit(shares, round, snapshot(rq.db_path, jobs.dir(), round));
-    } catch (const SlurmUnreachable& e) {
-      fault = fmt::format("Slurm did not take the jobs ({})", e.what());
-      break;
-    }
-    collect_sessions(jobs, jobs.wait(), "", out);
-    jobs.merge();
-  }
-
-  // The table pass: one job on a board of the sessions' fingerprint, from the merged database.
-  const auto left = sessions_left(out);
+  std::string fault = run_session_rounds(rq, cfg, boards, slurm, jobs, round, out);
   if (fault.empty() && jobs.fault().empty()) {
-    if (!left.empty()) {
-      std::vector<std::string> labels;
-      for (const std::size_t i : left)
-        labels.push_back(out.sessions.count(i) ? out.sessions[i].label : fmt::format("#{}", i));
-      out.problem = fmt::format("{} of {} sessions not tuned after {} rounds: {}", left.size(),
-                                out.total_sessions, round, fmt::join(labels, "; "));
-    } else if (out.fingerprints.size() > 1) {
-      out.problem = fmt::format(
-          "boards of {} fingerprints tuned the sessions (a table is per fingerprint): give the "
-          "farm a constraint that selects boards of one kind ({}: [farm] constraint)",
-          out.fingerprints.size(), cfg.source);
-    } else {
-      for (int attempt = 0; attempt < 2 && out.table_task.empty(); ++attempt) {
-        ++round;
-        try {
-          jobs.submit({""}, round, snapshot(rq.db_path, jobs.dir(), round));
-        } catch (const SlurmUnreachable& e) {
-          fault = fmt::format("Slurm did not take the table pass ({})", e.what());
-          break;
-        }
-        SlurmTask& t = jobs.tasks().back();
-        const bool answered = jobs.wait();
-        const auto j = jobs.outcome(t, answered);
-        jobs.merge();
-        if (!answered) break;
-        if (!j) continue;  // its board died: once more, elsewhere
-        out.table_task = t.id;
-        out.table_pass = *j;
-        for (const auto& g : j->value("groups", nlohmann::json::array())) {
-          if (!g["boards"].empty()) t.board = g["boards"][0];
-          for (const auto& job : g.value("jobs", nlohmann::json::array()))
-            out.table_pass_measured += job.value("measurements_new", 0);
-          if (!out.fingerprints.empty() && g["fingerprint"].dump() != *out.fingerprints.begin())
-            out.problem = fmt::format(
-                "the table pass ran on board {} whose fingerprint differs from the sessions' "
-                "boards; its table is that board's ({}: [farm] constraint selects one kind)",
-                t.board, cfg.source);
-        }
-      }
-      if (out.table_task.empty() && fault.empty() && jobs.fault().empty())
-        out.problem = "the table pass left no outcome twice: " + jobs.tasks().back().error;
-    }
+    out.problem = no_table_pass(cfg, round, out);
+    if (out.problem.empty()) fault = run_table_pass(rq, cfg, jobs, round, out);
   }
   jobs.merge();
   out.tasks = jobs.tasks();
