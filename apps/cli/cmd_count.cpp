@@ -47,7 +47,7 @@ std::string fixed(double v, int decimals) {
   return fmt::format("{:.{}f}", v, decimals);
 }
 
-void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
+k3bench::CountTools count_tools(const AppContext& ctx, const Args& a) {
   k3bench::CountTools tools;
   tools.timeout_s = a.timeout_s;
   tools.plugin =
@@ -55,71 +55,130 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
   if (!std::filesystem::exists(tools.plugin))
     throw k3bench::UserError(fmt::format(
         "--plugin: {} is missing (bash scripts/build-qemu-plugin.sh builds it)", tools.plugin));
+  return tools;
+}
+
+// --farm: the board's own runner, under its own emulator, at its VLEN, counted on the board. Adds
+// that runner to `runners` and sets `vlens` to the board's.
+std::unique_ptr<MeasuringPlace> counting_board(
+    const AppContext& ctx, const Args& a, const CLI::App& cmd,
+    std::vector<std::pair<std::string, std::string>>& runners, std::vector<int>& vlens) {
+  if (!runners.empty() || !a.variants.empty())
+    throw k3bench::UserError("--farm: counts the board's own runner (no --runner or --variant)");
+  if (cmd.get_option("--vlens")->count() > 0)
+    throw k3bench::UserError("--vlens: a board counts at its own VLEN (its exec prefix)");
+  auto place = std::make_unique<MeasuringPlace>(ctx, a.place, cmd);
+  const auto& t = place->target();
+  if (!t.emulated())
+    throw k3bench::UserError(
+        fmt::format("--farm: board {} runs natively: instructions are counted under "
+                    "qemu-user (a board whose exec prefix is qemu-user)",
+                    t.name()));
+  const k3targets::RunnerFacts f = k3targets::read_runner_facts(t);
+  if (!f.vlen_bits)
+    throw k3bench::UserError(fmt::format("--farm: board {} reports no VLEN", t.name()));
+  vlens = {*f.vlen_bits};
+  runners.emplace_back(f.path, t.runner_path());
+  return place;
+}
+
+// --variant: a preset's tree, counted with its count_path.
+std::pair<std::string, std::string> preset_runner(const AppContext& ctx, const std::string& name) {
+  k3targets::BuildPreset p;
+  try {
+    p = k3targets::find_build_preset(ctx.root, name);
+  } catch (const k3targets::PresetError& e) {
+    throw k3bench::UserError(fmt::format("--variant: {}", e.what()));
+  }
+  if (p.count_path.empty())
+    throw k3bench::UserError(
+        fmt::format("--variant: preset '{}' is not a riscv64 tree that counts "
+                    "(CMakePresets.json gives it no count_path)",
+                    name));
+  const std::string bin = k3targets::runner_binary(p.binary_dir);
+  if (!std::filesystem::exists(bin))
+    throw k3bench::UserError(fmt::format("--variant: {} is not built ({} is missing)", name, bin));
+  return {p.count_path, bin};
+}
+
+// The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built: per
+// path the first built one in file order, so the runner variants (`k3tune build --variant
+// rvv|ime2-emu`) come before the test trees.
+std::vector<std::pair<std::string, std::string>> built_counting_trees(const AppContext& ctx) {
   std::vector<std::pair<std::string, std::string>> runners;
-  for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
-  // On a farm board: its own runner, under its own emulator, at its VLEN, counted on the board.
-  std::unique_ptr<MeasuringPlace> place;
-  std::vector<int> vlens = a.vlens;
-  if (!a.place.farm.empty()) {
-    if (!runners.empty() || !a.variants.empty())
-      throw k3bench::UserError("--farm: counts the board's own runner (no --runner or --variant)");
-    if (cmd.get_option("--vlens")->count() > 0)
-      throw k3bench::UserError("--vlens: a board counts at its own VLEN (its exec prefix)");
-    place = std::make_unique<MeasuringPlace>(ctx, a.place, cmd);
-    const auto& t = place->target();
-    if (!t.emulated())
-      throw k3bench::UserError(fmt::format("--farm: board {} runs natively: instructions are counted under "
-                                           "qemu-user (a board whose exec prefix is qemu-user)", t.name()));
-    const k3targets::RunnerFacts f = k3targets::read_runner_facts(t);
-    if (!f.vlen_bits) throw k3bench::UserError(fmt::format("--farm: board {} reports no VLEN", t.name()));
-    vlens = {*f.vlen_bits};
-    runners.emplace_back(f.path, t.runner_path());
-  }
-  for (const auto& name : a.variants) {  // a preset's tree, counted with its count_path
-    k3targets::BuildPreset p;
-    try {
-      p = k3targets::find_build_preset(ctx.root, name);
-    } catch (const k3targets::PresetError& e) {
-      throw k3bench::UserError(fmt::format("--variant: {}", e.what()));
-    }
-    if (p.count_path.empty())
-      throw k3bench::UserError(fmt::format("--variant: preset '{}' is not a riscv64 tree that counts "
-                                           "(CMakePresets.json gives it no count_path)", name));
+  std::string looked;
+  for (const auto& p : k3targets::load_build_presets(ctx.root)) {
+    if (p.count_path.empty()) continue;
+    const bool have = std::any_of(runners.begin(), runners.end(),
+                                  [&](const auto& r) { return r.first == p.count_path; });
     const std::string bin = k3targets::runner_binary(p.binary_dir);
-    if (!std::filesystem::exists(bin))
-      throw k3bench::UserError(fmt::format("--variant: {} is not built ({} is missing)", name, bin));
-    runners.emplace_back(p.count_path, bin);
+    looked += (looked.empty() ? "" : ", ") + bin;
+    if (!have && std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
   }
-  if (runners.empty() && !place) {
-    // The trees CMakePresets.json names for counting (vendor k3tune.count_path), when built: per
-    // path the first built one in file order, so the runner variants (`k3tune build --variant
-    // rvv|ime2-emu`) come before the test trees.
-    std::string looked;
-    for (const auto& p : k3targets::load_build_presets(ctx.root)) {
-      if (p.count_path.empty()) continue;
-      const bool have = std::any_of(runners.begin(), runners.end(), [&](const auto& r) { return r.first == p.count_path; });
-      const std::string bin = k3targets::runner_binary(p.binary_dir);
-      looked += (looked.empty() ? "" : ", ") + bin;
-      if (!have && std::filesystem::exists(bin)) runners.emplace_back(p.count_path, bin);
-    }
-    if (runners.empty())
-      throw k3bench::UserError(fmt::format("--runner: no riscv64 k3bench in {} (build them first)", looked));
+  if (runners.empty())
+    throw k3bench::UserError(
+        fmt::format("--runner: no riscv64 k3bench in {} (build them first)", looked));
+  return runners;
+}
+
+// --model: a whole prefill and decode step, counted here under qemu-user.
+void count_whole_model(const AppContext& ctx, const Args& a, const CLI::App& cmd,
+                       const std::vector<std::pair<std::string, std::string>>& runners,
+                       const k3bench::CountTools& tools, bool on_board) {
+  if (on_board) throw k3bench::UserError("--model: counted here under qemu-user (not with --farm)");
+  if (cmd.get_option("--case")->count() > 0)
+    throw k3bench::UserError("--model: counts the model's own forward (no --case)");
+  ModelCountOptions m = a.model;
+  m.store = a.store;
+  m.jobs = a.jobs;
+  std::vector<int> model_vlens = a.vlens;
+  if (cmd.get_option("--vlens")->count() == 0) model_vlens = {256, 1024};
+  run_model_count(ctx, m, runners, model_vlens, tools);
+}
+
+// One counted case: a row of the table, or an object of the JSON array `out`.
+void report_case(const AppContext& ctx, const std::string& path, const std::string& bin,
+                 const k3bench::CountCase& c, const k3bench::CountResult& r, nlohmann::json& out) {
+  const double u = r.units > 0 ? r.units : 1;
+  const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
+  // The kernels' accounting of the call's bytes by source (k3bench's traffic.by_source).
+  const nlohmann::json bytes = r.runner_json.is_object()
+                                   ? r.runner_json.value("traffic", nlohmann::json::object())
+                                         .value("by_source", nlohmann::json(nullptr))
+                                   : nlohmann::json(nullptr);
+  if (ctx.json) {
+    out.push_back({{"runner", bin},
+                   {"path", path},
+                   {"ran", ran},
+                   {"op", c.op},
+                   {"shape", c.shape},
+                   {"vlen", c.vlen},
+                   {"ime2_per_call", r.ime2},
+                   {"other_per_call", r.other},
+                   {"instructions_per_call", r.instructions},
+                   {"units_per_call", r.units},
+                   {"jitter", r.jitter},
+                   {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr},
+                   {"bytes_per_call", bytes}});
+  } else {
+    std::cout << fmt::format(
+                     "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} "
+                     "{:>12}\n",
+                     path, c.op, c.shape, c.vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
+                     fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
+                     r.units > 0 ? fixed(r.other / u, 5) : "",
+                     r.units > 0 ? fixed(r.instructions / u, 5) : "",
+                     bytes.is_object() ? fixed(bytes.value("total", 0.0), 0) : "")
+              << std::flush;
   }
-  for (const auto& [path, bin] : runners) {
-    if (!std::filesystem::exists(bin))
-      throw k3bench::UserError(fmt::format("--runner: {} does not exist", bin));
-  }
-  if (!a.model.model.empty()) {
-    if (place) throw k3bench::UserError("--model: counted here under qemu-user (not with --farm)");
-    if (cmd.get_option("--case")->count() > 0)
-      throw k3bench::UserError("--model: counts the model's own forward (no --case)");
-    ModelCountOptions m = a.model;
-    m.store = a.store;
-    m.jobs = a.jobs;
-    std::vector<int> model_vlens = a.vlens;
-    if (cmd.get_option("--vlens")->count() == 0) model_vlens = {256, 1024};
-    return run_model_count(ctx, m, runners, model_vlens, tools);
-  }
+}
+
+// The op cases of every runner at every VLEN, a stored run per runner. `place`: the board they
+// are counted on, or null (here).
+void count_op_cases(const AppContext& ctx, const Args& a,
+                    const std::vector<std::pair<std::string, std::string>>& runners,
+                    const std::vector<int>& vlens, const k3bench::CountTools& tools,
+                    const MeasuringPlace* place) {
   std::vector<std::pair<std::string, std::string>> cases;  // checked before anything is written
   for (const auto& text : a.cases) cases.push_back(split(text, ' ', "--case"));
   std::unique_ptr<k3store::Connection> db;
@@ -139,41 +198,10 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
       for (int vlen : vlens) todo.push_back({bin, path, op, shape, vlen, place ? &place->target() : nullptr});
     // Cases in parallel, one qemu process each, printed in order; a board counts one at a time.
     const int jobs = place ? 1 : a.jobs > 0 ? a.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const auto results = k3bench::count_cases(tools, todo, jobs, [&](std::size_t i, const k3bench::CountResult& r) {
-      const auto& c = todo[i];
-      const double u = r.units > 0 ? r.units : 1;
-      const std::string ran = r.emulated ? r.path_taken + "(emu)" : r.path_taken;
-      // The kernels' accounting of the call's bytes by source (k3bench's traffic.by_source).
-      const nlohmann::json bytes = r.runner_json.is_object()
-                                       ? r.runner_json.value("traffic", nlohmann::json::object())
-                                             .value("by_source", nlohmann::json(nullptr))
-                                       : nlohmann::json(nullptr);
-      if (ctx.json) {
-        out.push_back({{"runner", bin},
-                       {"path", path},
-                       {"ran", ran},
-                       {"op", c.op},
-                       {"shape", c.shape},
-                       {"vlen", c.vlen},
-                       {"ime2_per_call", r.ime2},
-                       {"other_per_call", r.other},
-                       {"instructions_per_call", r.instructions},
-                       {"units_per_call", r.units},
-                       {"jitter", r.jitter},
-                       {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr},
-                       {"bytes_per_call", bytes}});
-      } else {
-        std::cout << fmt::format(
-                         "{:<6} {:<15} {:<20} {:>5} {:<9} {:>12} {:>12} {:>12} {:>9} {:>9} {:>9} "
-                         "{:>12}\n",
-                         path, c.op, c.shape, c.vlen, ran, fixed(r.ime2, 1), fixed(r.other, 1),
-                         fixed(r.instructions, 1), r.units > 0 ? fixed(r.ime2 / u, 5) : "",
-                         r.units > 0 ? fixed(r.other / u, 5) : "",
-                         r.units > 0 ? fixed(r.instructions / u, 5) : "",
-                         bytes.is_object() ? fixed(bytes.value("total", 0.0), 0) : "")
-                  << std::flush;
-      }
-    });
+    const auto results =
+        k3bench::count_cases(tools, todo, jobs, [&](std::size_t i, const k3bench::CountResult& r) {
+          report_case(ctx, path, bin, todo[i], r, out);
+        });
     if (db) {
       const std::string run_uuid = k3bench::store_counts(*db, "k3tune count", results);
       if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
@@ -181,6 +209,24 @@ void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
     }
   }
   if (ctx.json) std::cout << out.dump(2) << "\n";
+}
+
+void run(const AppContext& ctx, const Args& a, const CLI::App& cmd) {
+  const k3bench::CountTools tools = count_tools(ctx, a);
+  std::vector<std::pair<std::string, std::string>> runners;
+  for (const auto& r : a.runners) runners.push_back(split(r, '=', "--runner"));
+  std::unique_ptr<MeasuringPlace> place;
+  std::vector<int> vlens = a.vlens;
+  if (!a.place.farm.empty()) place = counting_board(ctx, a, cmd, runners, vlens);
+  for (const auto& name : a.variants) runners.push_back(preset_runner(ctx, name));
+  if (runners.empty() && !place) runners = built_counting_trees(ctx);
+  for (const auto& [path, bin] : runners) {
+    if (!std::filesystem::exists(bin))
+      throw k3bench::UserError(fmt::format("--runner: {} does not exist", bin));
+  }
+  if (!a.model.model.empty())
+    return count_whole_model(ctx, a, cmd, runners, tools, place != nullptr);
+  count_op_cases(ctx, a, runners, vlens, tools, place.get());
 }
 
 }  // namespace

@@ -144,11 +144,7 @@ void print_bytes(const std::vector<k3bench::ModelCountResult>& all, bool decode,
   std::cout << "\n";
 }
 
-}  // namespace
-
-void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
-                     const std::vector<std::pair<std::string, std::string>>& runners,
-                     const std::vector<int>& vlens, const k3bench::CountTools& tools) {
+k3model::ModelConfig load_counted_model(const AppContext& ctx, const ModelCountOptions& o) {
   if (o.prefill_tokens < 1 || o.depth < 1)
     throw k3bench::UserError("--prefill/--depth: at least 1 token each");
   k3model::ModelConfig model;
@@ -158,15 +154,15 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
     throw k3bench::UserError(fmt::format("--model: {}", e.what()));
   }
   k3bench::check_model_count_size(model, o.prefill_tokens, o.depth);
-  // Facts and published figures are read before hours of counting, so a bad file stops at once.
-  const std::string board_file = ctx.root + "/configs/boards/k3.toml";
-  const k3bench::ThroughputFacts facts = k3bench::load_throughput_facts(board_file);
-  const auto published = k3bench::load_published(ctx.root + "/configs/published/k3.toml");
-  std::unique_ptr<k3store::Connection> db;
-  if (o.store) {
-    db = k3store::open_for_writing(ctx.db_path());
-  }
+  return model;
+}
 
+// One qemu process per runner and VLEN, `jobs` at a time, each told as it finishes. Returns the
+// finished counts in case order; `failure` is the first case's that failed, if one did.
+std::vector<k3bench::ModelCountResult> count_model_cases(
+    const AppContext& ctx, const ModelCountOptions& o, const k3model::ModelConfig& model,
+    const std::vector<std::pair<std::string, std::string>>& runners, const std::vector<int>& vlens,
+    const k3bench::CountTools& tools, std::exception_ptr& failure) {
   std::vector<k3bench::ModelCountCase> todo;
   for (const auto& [path, bin] : runners)
     for (int vlen : vlens)
@@ -177,46 +173,46 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
                      "{} qemu-user process(es), one worker each\n",
                      model.id, o.prefill_tokens, o.depth, todo.size())
               << std::flush;
-  // One qemu process per case, `jobs` at a time; results kept in case order.
   std::vector<std::optional<k3bench::ModelCountResult>> results(todo.size());
   std::mutex mu;
   const int jobs =
       o.jobs > 0 ? o.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::exception_ptr failure =
-      k3bench::for_each_in_parallel(todo.size(), jobs, [&](std::size_t i) {
-        auto r = k3bench::count_model(tools, todo[i]);
-        std::lock_guard lock(mu);
-        if (!ctx.json)
-          std::cout << fmt::format(
-                           "  {} {}: prefill {:.0f}, decode {:.0f} instructions per "
-                           "token ({:.0f} s)\n",
-                           r.c.path, r.c.vlen, r.prefill.per_token(), r.decode.per_token(),
-                           r.wall_ns * 1e-9)
-                    << std::flush;
-        results[i] = std::move(r);
-      });
-  // What finished is stored even when a case failed: nothing measured is lost.
+  failure = k3bench::for_each_in_parallel(todo.size(), jobs, [&](std::size_t i) {
+    auto r = k3bench::count_model(tools, todo[i]);
+    std::lock_guard lock(mu);
+    if (!ctx.json)
+      std::cout << fmt::format(
+                       "  {} {}: prefill {:.0f}, decode {:.0f} instructions per "
+                       "token ({:.0f} s)\n",
+                       r.c.path, r.c.vlen, r.prefill.per_token(), r.decode.per_token(),
+                       r.wall_ns * 1e-9)
+                << std::flush;
+    results[i] = std::move(r);
+  });
   std::vector<k3bench::ModelCountResult> done;
   for (auto& r : results)
     if (r) done.push_back(std::move(*r));
-  nlohmann::json out = {{"model", model.id},
-                        {"prefill_tokens", o.prefill_tokens},
-                        {"depth", o.depth},
-                        {"counts", nlohmann::json::array()},
-                        {"modelled", nlohmann::json::array()}};
+  return done;
+}
+
+// A run per runner, as the op counts are stored; their ids go to out["stored_runs"].
+void store_model_counts(const AppContext& ctx, k3store::Connection& db,
+                        const std::vector<k3bench::ModelCountResult>& done, nlohmann::json& out) {
   std::map<std::string, std::vector<const k3bench::ModelCountResult*>> by_runner;
   for (const auto& r : done) by_runner[r.c.runner].push_back(&r);
   for (const auto& [runner, list] : by_runner) {
-    if (!db) break;
     std::vector<k3bench::CountResult> rows;
     for (const auto* r : list)
       for (auto& c : k3bench::model_count_results(*r)) rows.push_back(std::move(c));
-    const std::string run_uuid = k3bench::store_counts(*db, "k3tune count --model", rows);
+    const std::string run_uuid = k3bench::store_counts(db, "k3tune count --model", rows);
     if (!ctx.json) std::cout << fmt::format("stored: run {} ({})\n", run_uuid, ctx.db_path());
     out["stored_runs"].push_back(run_uuid);
   }
-  if (failure) std::rethrow_exception(failure);
+}
 
+// Each count's phases, with their per-op breakdown per token.
+nlohmann::json counts_json(const std::vector<k3bench::ModelCountResult>& done) {
+  nlohmann::json counts = nlohmann::json::array();
   for (const auto& r : done) {
     for (const bool decode : {false, true}) {
       const auto& p = decode ? r.decode : r.prefill;
@@ -229,33 +225,30 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
                        {"other", op.other},
                        {"vector", op.vector},
                        {"per_token", op.total() / std::max(1.0, p.tokens)}});
-      out["counts"].push_back(
-          {{"path", r.c.path},
-           {"bytes_per_token", p.bytes.scaled(1.0 / std::max(1.0, p.tokens)).json()},
-           {"ran", r.emulated ? r.path_taken + "(emu)" : r.path_taken},
-           {"vlen", r.c.vlen},
-           {"phase", decode ? "decode" : "prefill"},
-           {"test", p.test},
-           {"tokens", p.tokens},
-           {"ime2", p.ime2},
-           {"other", p.other},
-           {"vector", p.vector},
-           {"instructions", p.total()},
-           {"per_token", p.per_token()},
-           {"ops", ops}});
+      counts.push_back({{"path", r.c.path},
+                        {"bytes_per_token", p.bytes.scaled(1.0 / std::max(1.0, p.tokens)).json()},
+                        {"ran", r.emulated ? r.path_taken + "(emu)" : r.path_taken},
+                        {"vlen", r.c.vlen},
+                        {"phase", decode ? "decode" : "prefill"},
+                        {"test", p.test},
+                        {"tokens", p.tokens},
+                        {"ime2", p.ime2},
+                        {"other", p.other},
+                        {"vector", p.vector},
+                        {"instructions", p.total()},
+                        {"per_token", p.per_token()},
+                        {"ops", ops}});
     }
   }
-  if (!ctx.json && !done.empty()) {
-    print_phase(done, false);
-    print_phase(done, true);
-    print_bytes(done, false, model);
-    print_bytes(done, true, model);
-  }
+  return counts;
+}
 
-  // The model: counts at the K3's VLEN (1024) only.
-  std::vector<const k3bench::ModelCountResult*> k3;
-  for (const auto& r : done)
-    if (r.c.vlen == 1024) k3.push_back(&r);
+// The modelled K3 tokens/s of the counts at the K3's VLEN (1024), printed unless --json.
+nlohmann::json modelled_k3(const AppContext& ctx, const ModelCountOptions& o,
+                           const k3model::ModelConfig& model, const k3bench::ThroughputFacts& facts,
+                           const std::string& board_file,
+                           const std::vector<const k3bench::ModelCountResult*>& k3) {
+  nlohmann::json modelled = nlohmann::json::array();
   if (!ctx.json && !k3.empty())
     std::cout << fmt::format(
         "\nModelled K3 tokens/s -- a MODEL from the counts above, not a measurement "
@@ -269,55 +262,107 @@ void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
       const auto e = k3bench::estimate_throughput(facts, cost_of(p, bytes));
       const std::string test =
           decode ? fmt::format("tg@d{}", o.depth) : fmt::format("pp{}", o.prefill_tokens);
-      out["modelled"].push_back(
-          {{"path", r->c.path},
-           {"test", test},
-           {"bytes_per_token", bytes},
-           {"floor_bytes_per_token",
-            decode ? nlohmann::json(floor_bytes_per_token(model, o.depth, r->kv_dtype))
-                   : nlohmann::json(nullptr)},
-           {"cycles_per_token", e.cycles_per_token},
-           {"compute_tokens_per_s", e.compute_tokens_per_s},
-           {"bandwidth_tokens_per_s", e.bandwidth_tokens_per_s},
-           {"tokens_per_s", e.tokens_per_s},
-           {"bound", e.bound}});
+      modelled.push_back({{"path", r->c.path},
+                          {"test", test},
+                          {"bytes_per_token", bytes},
+                          {"floor_bytes_per_token", decode ? nlohmann::json(floor_bytes_per_token(
+                                                                 model, o.depth, r->kv_dtype))
+                                                           : nlohmann::json(nullptr)},
+                          {"cycles_per_token", e.cycles_per_token},
+                          {"compute_tokens_per_s", e.compute_tokens_per_s},
+                          {"bandwidth_tokens_per_s", e.bandwidth_tokens_per_s},
+                          {"tokens_per_s", e.tokens_per_s},
+                          {"bound", e.bound}});
       if (!ctx.json)
         std::cout << fmt::format("{:<14} {:<16} {:>13.0f} {:>12.1f} {:>14.1f} {:>13.1f}  {}\n",
                                  label(*r), test, e.cycles_per_token, e.compute_tokens_per_s,
                                  e.bandwidth_tokens_per_s, e.tokens_per_s, e.bound);
     }
   }
+  return modelled;
+}
+
+// The model's assumptions and facts, printed under the modelled figures when there are any.
+nlohmann::json facts_of_the_model(const AppContext& ctx, const k3bench::ThroughputFacts& facts,
+                                  bool modelled) {
   nlohmann::json fj = nlohmann::json::array();
   for (const auto& f : facts.facts)
     fj.push_back({{"name", f.name}, {"value", f.value}, {"source", f.source}});
-  out["facts"] = fj;
-  if (!ctx.json && !k3.empty()) {
+  if (!ctx.json && modelled) {
     std::cout << "Assumptions and facts of the model:\n";
     for (const auto& f : facts.facts)
       std::cout << fmt::format("  {} = {}: {}\n", f.name, f.value, f.source);
   }
-  // Published figures of other engines for this model: their own table, never mixed with ours.
+  return fj;
+}
+
+// Published figures of other engines for this model: their own table, never mixed with ours.
+nlohmann::json published_for_model(const AppContext& ctx,
+                                   const std::vector<k3bench::PublishedFigure>& published,
+                                   const std::string& model_id) {
   nlohmann::json pj = nlohmann::json::array();
   for (const auto& f : published) {
-    if (f.model != model.id) continue;
+    if (f.model != model_id) continue;
     pj.push_back({{"test", f.test},
                   {"engine", f.engine},
                   {"weights", f.weights},
                   {"tokens_per_s", f.text()},
                   {"source", f.citation()}});
   }
-  out["published"] = pj;
   if (!ctx.json && !pj.empty()) {
     std::cout << fmt::format(
         "\nPublished K3 figures for {} (other engines, measured by their authors "
         "on their boards; not k3tune results):\n",
-        model.id);
+        model_id);
     for (const auto& f : pj)
       std::cout << fmt::format(
           "  {:<8} {:<30} {:<16} {:>12} t/s  ({})\n", f["test"].get<std::string>(),
           f["engine"].get<std::string>(), f["weights"].get<std::string>(),
           f["tokens_per_s"].get<std::string>(), f["source"].get<std::string>());
   }
+  return pj;
+}
+
+}  // namespace
+
+void run_model_count(const AppContext& ctx, const ModelCountOptions& o,
+                     const std::vector<std::pair<std::string, std::string>>& runners,
+                     const std::vector<int>& vlens, const k3bench::CountTools& tools) {
+  const k3model::ModelConfig model = load_counted_model(ctx, o);
+  // Facts and published figures are read before hours of counting, so a bad file stops at once.
+  const std::string board_file = ctx.root + "/configs/boards/k3.toml";
+  const k3bench::ThroughputFacts facts = k3bench::load_throughput_facts(board_file);
+  const auto published = k3bench::load_published(ctx.root + "/configs/published/k3.toml");
+  std::unique_ptr<k3store::Connection> db;
+  if (o.store) {
+    db = k3store::open_for_writing(ctx.db_path());
+  }
+  std::exception_ptr failure;
+  const std::vector<k3bench::ModelCountResult> done =
+      count_model_cases(ctx, o, model, runners, vlens, tools, failure);
+  nlohmann::json out = {{"model", model.id},
+                        {"prefill_tokens", o.prefill_tokens},
+                        {"depth", o.depth},
+                        {"counts", nlohmann::json::array()},
+                        {"modelled", nlohmann::json::array()}};
+  // What finished is stored even when a case failed: nothing measured is lost.
+  if (db) store_model_counts(ctx, *db, done, out);
+  if (failure) std::rethrow_exception(failure);
+
+  out["counts"] = counts_json(done);
+  if (!ctx.json && !done.empty()) {
+    print_phase(done, false);
+    print_phase(done, true);
+    print_bytes(done, false, model);
+    print_bytes(done, true, model);
+  }
+  // The model: counts at the K3's VLEN (1024) only.
+  std::vector<const k3bench::ModelCountResult*> k3;
+  for (const auto& r : done)
+    if (r.c.vlen == 1024) k3.push_back(&r);
+  out["modelled"] = modelled_k3(ctx, o, model, facts, board_file, k3);
+  out["facts"] = facts_of_the_model(ctx, facts, !k3.empty());
+  out["published"] = published_for_model(ctx, published, model.id);
   if (ctx.json) std::cout << out.dump(2) << "\n";
 }
 

@@ -314,6 +314,134 @@ std::vector<CellSpec> build_pair_configs(ProcessExecutor& executor, const SweepB
   return {same, slow};
 }
 
+// Every design's state over the cells: their configurations, set up by calibration, and their
+// tallies, which the trials add to and the figures are finished from.
+struct Designs {
+  std::vector<std::vector<CellSpec>> configs;  // the rounds design's: A, A', then each slowdown
+  std::vector<Tally> tally;                    // the rounds design's
+  // The within-process designs: injected extra work (A vs A, then each slowdown on side B) and,
+  // when asked for, the build pair.
+  WithinDesign within;
+  WithinDesign builds;
+  explicit Designs(const SelfcheckOptions& opt)
+      : configs(opt.cells.size()),
+        tally(opt.cells.size(), Tally(opt.slowdowns.size())),
+        within(opt.cells.size(), opt.within_processes > 0 ? opt.slowdowns : std::vector<double>{}),
+        builds(opt.cells.size(), {}) {}
+};
+
+// The injected-work within design's configurations on one cell: both sides in one process, A vs
+// A first, then each slowdown on side B.
+void set_up_within(const SelfcheckOptions& opt, CellSelfcheck& cs, std::vector<CellSpec>& configs) {
+  // Both sides in one process: twice the repetitions, half of them each side's.
+  CellSpec both = cs.cell;
+  both.settings.alternate_extra_work = true;
+  both.settings.repetitions = 2 * cs.cell.settings.repetitions;
+  configs = {both};
+  for (const auto& d : cs.detections) {
+    CellSpec slow = both;
+    slow.settings.extra_work_ns = d.extra_work_ns;
+    configs.push_back(slow);
+    cs.within.detections.push_back({d.injected, d.extra_work_ns, {}, 0});
+  }
+  set_within_budget(opt, cs.cell.settings.repetitions, cs.within);
+}
+
+// The build pair's configurations on cell c (its planted size asked by one process).
+void set_up_build_pair(ProcessExecutor& executor, const SweepBuild& build,
+                       const SelfcheckOptions& opt, std::size_t c, CellSelfcheck& cs,
+                       WithinDesign& builds) {
+  double planted = 0;
+  std::vector<CellSpec> pair =
+      build_pair_configs(executor, build, opt, cs.cell, cs.iterations, planted);
+  ++cs.builds.processes;
+  // One plugin, one planted size: the design takes it from the first cell.
+  if (c == 0) builds = WithinDesign(opt.cells.size(), {planted});
+  builds.configs[c] = std::move(pair);
+  cs.builds.detections.push_back({planted, 0, {}, 0});
+  set_within_budget(opt, cs.cell.settings.repetitions, cs.builds);
+}
+
+// Calibration of cell c: one process gives the per-call time the slowdowns are fractions of, and
+// the calls per repetition every trial then uses; every design's configurations follow from them.
+CellSelfcheck calibrate_cell(ProcessExecutor& executor, const SweepBuild& build,
+                             const SelfcheckOptions& opt, std::size_t c, Designs& d) {
+  CellSelfcheck cs;
+  cs.cell = opt.cells[c];
+  const ProcessOutcome base = executor.run(build, cs.cell, 0, true, 0, opt.timeout_s);
+  if (!base.ok)
+    throw UserError(fmt::format("selfcheck: {}: runner failed: {}", cs.cell.label(), base.reason));
+  cs.base_ns = base.mean_ns();
+  cs.cpu_model = base.runner.is_object() ? base.runner.value("/environment/cpu_model"_json_pointer,
+                                                             std::string("unknown"))
+                                         : "unknown";
+  cs.iterations = base.iterations;
+  cs.processes = 1;
+  cs.rounds_measured = opt.injected_designs;
+  if (opt.injected_designs) d.configs[c] = {cs.cell, cs.cell};
+  for (double s : opt.slowdowns) {
+    CellSpec slow = cs.cell;
+    slow.settings.extra_work_ns = s * cs.base_ns;
+    if (opt.injected_designs) d.configs[c].push_back(slow);
+    cs.detections.push_back({s, slow.settings.extra_work_ns, {}, 0});
+  }
+  if (opt.within_processes > 0 && opt.injected_designs) set_up_within(opt, cs, d.within.configs[c]);
+  if (opt.within_processes > 0 && !opt.build_pair_plugin.empty())
+    set_up_build_pair(executor, build, opt, c, cs, d.builds);
+  return cs;
+}
+
+// One trial of cell c in every design it measures.
+void run_trial(ProcessExecutor& executor, const SweepBuild& build, const SelfcheckOptions& opt,
+               int trial, std::size_t c, Designs& d, CellSelfcheck& cs) {
+  if (opt.injected_designs) {
+    const auto trial_start = Clock::now();
+    const RoundPlanner trial_data =
+        measure_trial(executor, build, d.configs[c], opt, cs.iterations, trial, cs);
+    cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
+    std::vector<k3stats::Comparison> ab;
+    for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
+      ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
+    d.tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
+  }
+  d.within.run_trial(executor, build, opt, c, cs.iterations, trial, cs.within);
+  d.builds.run_trial(executor, build, opt, c, cs.iterations, trial, cs.builds);
+  ++cs.trials;
+}
+
+// The rounds design's figures: each cell's, with what its target MDE would cost, then pooled
+// (the noise floor and MDE the largest of the cells'). Adds every cell's processes to the result.
+void finish_rounds_design(const SelfcheckOptions& opt, const Designs& d, SelfcheckResult& result) {
+  PooledTally pooled(opt.slowdowns.size());
+  for (std::size_t c = 0; c < result.cells.size(); ++c) {
+    CellSelfcheck& cs = result.cells[c];
+    result.processes += cs.processes;
+    if (!opt.injected_designs) continue;  // its figures stay empty, as "not measured"
+    d.tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
+    pooled.add(d.tally[c], cs.detections, cs.trials);
+    cs.noise_floor = k3stats::sample_stddev(cs.aa_differences);
+    cs.abs_diff_q95 = quantile_abs(cs.aa_differences, 0.95);
+    if (cs.trials > 0) {
+      const double trial_processes = cs.mean_processes;  // summed by measure_trial so far
+      cs.mean_processes /= double(cs.trials) * double(d.configs[c].size());
+      cs.process_wall_s /= trial_processes;
+      cs.verdict_wall_s = 2 * cs.mean_processes * cs.process_wall_s;
+      if (cs.minimum_detectable_effect > 0 && opt.target_mde > 0) {
+        const double scale = cs.minimum_detectable_effect / opt.target_mde;
+        cs.processes_for_target_mde = cs.mean_processes * scale * scale;
+        cs.verdict_wall_s_for_target_mde = 2 * cs.processes_for_target_mde * cs.process_wall_s;
+        result.wall_s_for_target_mde += double(opt.trials) / double(opt.cells.size()) *
+                                        double(d.configs[c].size()) * cs.processes_for_target_mde *
+                                        cs.process_wall_s;
+      }
+    }
+    result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
+    result.minimum_detectable_effect =
+        std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
+  }
+  if (opt.injected_designs) pooled.finish(opt.slowdowns, result.false_positives, result.detections);
+}
+
 }  // namespace
 
 SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build,
@@ -325,65 +453,9 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
         "run_selfcheck: no design to measure (the build pair alone needs it)");
   const auto start = Clock::now();
   SelfcheckResult result;
-  // Calibration: one process per cell gives the per-call time the slowdowns are fractions of, and
-  // the calls per repetition every trial then uses.
-  std::vector<std::vector<CellSpec>> configs(opt.cells.size());
-  std::vector<Tally> tally(opt.cells.size(), Tally(opt.slowdowns.size()));
-  // The within-process designs: injected extra work (A vs A, then each slowdown on side B) and,
-  // when asked for, the build pair.
-  WithinDesign within(opt.cells.size(),
-                      opt.within_processes > 0 ? opt.slowdowns : std::vector<double>{});
-  const bool build_pair = opt.within_processes > 0 && !opt.build_pair_plugin.empty();
-  WithinDesign builds(opt.cells.size(), {});
-  for (std::size_t c = 0; c < opt.cells.size(); ++c) {
-    CellSelfcheck cs;
-    cs.cell = opt.cells[c];
-    const ProcessOutcome base = executor.run(build, cs.cell, 0, true, 0, opt.timeout_s);
-    if (!base.ok)
-      throw UserError(
-          fmt::format("selfcheck: {}: runner failed: {}", cs.cell.label(), base.reason));
-    cs.base_ns = base.mean_ns();
-    cs.cpu_model =
-        base.runner.is_object()
-            ? base.runner.value("/environment/cpu_model"_json_pointer, std::string("unknown"))
-            : "unknown";
-    cs.iterations = base.iterations;
-    cs.processes = 1;
-    cs.rounds_measured = opt.injected_designs;
-    if (opt.injected_designs) configs[c] = {cs.cell, cs.cell};
-    for (double s : opt.slowdowns) {
-      CellSpec slow = cs.cell;
-      slow.settings.extra_work_ns = s * cs.base_ns;
-      if (opt.injected_designs) configs[c].push_back(slow);
-      cs.detections.push_back({s, slow.settings.extra_work_ns, {}, 0});
-    }
-    if (opt.within_processes > 0 && opt.injected_designs) {
-      // Both sides in one process: twice the repetitions, half of them each side's.
-      CellSpec both = cs.cell;
-      both.settings.alternate_extra_work = true;
-      both.settings.repetitions = 2 * cs.cell.settings.repetitions;
-      within.configs[c] = {both};
-      for (const auto& d : cs.detections) {
-        CellSpec slow = both;
-        slow.settings.extra_work_ns = d.extra_work_ns;
-        within.configs[c].push_back(slow);
-        cs.within.detections.push_back({d.injected, d.extra_work_ns, {}, 0});
-      }
-      set_within_budget(opt, cs.cell.settings.repetitions, cs.within);
-    }
-    if (build_pair) {
-      double planted = 0;
-      std::vector<CellSpec> pair =
-          build_pair_configs(executor, build, opt, cs.cell, cs.iterations, planted);
-      ++cs.builds.processes;
-      // One plugin, one planted size: the design takes it from the first cell.
-      if (c == 0) builds = WithinDesign(opt.cells.size(), {planted});
-      builds.configs[c] = std::move(pair);
-      cs.builds.detections.push_back({planted, 0, {}, 0});
-      set_within_budget(opt, cs.cell.settings.repetitions, cs.builds);
-    }
-    result.cells.push_back(std::move(cs));
-  }
+  Designs designs(opt);
+  for (std::size_t c = 0; c < opt.cells.size(); ++c)
+    result.cells.push_back(calibrate_cell(executor, build, opt, c, designs));
 
   for (int trial = 0; trial < opt.trials; ++trial) {
     const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
@@ -392,59 +464,17 @@ SelfcheckResult run_selfcheck(ProcessExecutor& executor, const SweepBuild& build
       break;
     }
     // Trials take turns over the cells: `trials` A-vs-A trials in all, split across the cells.
-    {
-      const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
-      if (progress) progress(trial, opt.trials, opt.cells[c].label());
-      CellSelfcheck& cs = result.cells[c];
-      if (opt.injected_designs) {
-        const auto trial_start = Clock::now();
-        const RoundPlanner trial_data =
-            measure_trial(executor, build, configs[c], opt, cs.iterations, trial, cs);
-        cs.process_wall_s += std::chrono::duration<double>(Clock::now() - trial_start).count();
-        std::vector<k3stats::Comparison> ab;
-        for (std::size_t k = 0; k < opt.slowdowns.size(); ++k)
-          ab.push_back(verdict(trial_data, 0, 2 + k, opt.compare));
-        tally[c].add(verdict(trial_data, 0, 1, opt.compare), ab, cs.aa_differences);
-      }
-      within.run_trial(executor, build, opt, c, cs.iterations, trial, cs.within);
-      builds.run_trial(executor, build, opt, c, cs.iterations, trial, cs.builds);
-      ++cs.trials;
-    }
+    const std::size_t c = static_cast<std::size_t>(trial) % opt.cells.size();
+    if (progress) progress(trial, opt.trials, opt.cells[c].label());
+    run_trial(executor, build, opt, trial, c, designs, result.cells[c]);
     result.trials = trial + 1;
   }
 
-  PooledTally pooled(opt.slowdowns.size());
-  for (std::size_t c = 0; c < result.cells.size(); ++c) {
-    CellSelfcheck& cs = result.cells[c];
-    result.processes += cs.processes;
-    if (!opt.injected_designs) continue;  // its figures stay empty, as "not measured"
-    tally[c].finish(cs.trials, cs.false_positives, cs.detections, cs.minimum_detectable_effect);
-    pooled.add(tally[c], cs.detections, cs.trials);
-    cs.noise_floor = k3stats::sample_stddev(cs.aa_differences);
-    cs.abs_diff_q95 = quantile_abs(cs.aa_differences, 0.95);
-    if (cs.trials > 0) {
-      const double trial_processes = cs.mean_processes;  // summed by measure_trial so far
-      cs.mean_processes /= double(cs.trials) * double(configs[c].size());
-      cs.process_wall_s /= trial_processes;
-      cs.verdict_wall_s = 2 * cs.mean_processes * cs.process_wall_s;
-      if (cs.minimum_detectable_effect > 0 && opt.target_mde > 0) {
-        const double scale = cs.minimum_detectable_effect / opt.target_mde;
-        cs.processes_for_target_mde = cs.mean_processes * scale * scale;
-        cs.verdict_wall_s_for_target_mde = 2 * cs.processes_for_target_mde * cs.process_wall_s;
-        result.wall_s_for_target_mde += double(opt.trials) / double(opt.cells.size()) *
-                                        double(configs[c].size()) * cs.processes_for_target_mde *
-                                        cs.process_wall_s;
-      }
-    }
-    result.noise_floor = std::max(result.noise_floor, cs.noise_floor);
-    result.minimum_detectable_effect =
-        std::max(result.minimum_detectable_effect, cs.minimum_detectable_effect);
-  }
-  if (opt.injected_designs) pooled.finish(opt.slowdowns, result.false_positives, result.detections);
-  result.processes +=
-      finish_within(within, opt.target_mde, result.cells, &CellSelfcheck::within, result.within);
-  result.processes +=
-      finish_within(builds, opt.target_mde, result.cells, &CellSelfcheck::builds, result.builds);
+  finish_rounds_design(opt, designs, result);
+  result.processes += finish_within(designs.within, opt.target_mde, result.cells,
+                                    &CellSelfcheck::within, result.within);
+  result.processes += finish_within(designs.builds, opt.target_mde, result.cells,
+                                    &CellSelfcheck::builds, result.builds);
   result.wall_s = std::chrono::duration<double>(Clock::now() - start).count();
   return result;
 }
