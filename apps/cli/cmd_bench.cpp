@@ -432,7 +432,8 @@ void run_bench_command(const AppContext& ctx, BenchArgs& a, const CLI::App& cmd)
     where.boards = a.farm.boards;
     where.tags = a.farm.tags;
     where.lease_wait_s = a.farm.lease_wait_s;
-    place = std::make_unique<MeasuringPlace>(ctx, where, cmd);
+    where.target_option = cmd.get_option("--target");
+    place = std::make_unique<MeasuringPlace>(ctx, where);
   } else if (!a.farm.farm.empty()) {
     if (cmd.get_option("--target")->count() > 0)
       throw k3bench::UserError("--target and --farm: measure on one or the other");

@@ -205,7 +205,7 @@ void run_bisect(const AppContext& ctx, const BisectArgs& a, const CLI::App& cmd)
   k3bisect::BisectRequest rq = bisect_request(ctx, a, cmd, subject, rules);
   const auto range = k3bisect::resolve_range(ctx.root, subject.good, subject.bad);
   std::unique_ptr<MeasuringPlace> place;
-  if (!a.instructions) place = std::make_unique<MeasuringPlace>(ctx, a.place, cmd);
+  if (!a.instructions) place = std::make_unique<MeasuringPlace>(ctx, a.place);
   rq.variant = !a.variant.empty() ? a.variant
                : a.instructions   ? "rvv"
                                   : place->target().config().variant;

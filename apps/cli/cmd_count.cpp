@@ -67,7 +67,7 @@ std::unique_ptr<MeasuringPlace> counting_board(
     throw k3bench::UserError("--farm: counts the board's own runner (no --runner or --variant)");
   if (cmd.get_option("--vlens")->count() > 0)
     throw k3bench::UserError("--vlens: a board counts at its own VLEN (its exec prefix)");
-  auto place = std::make_unique<MeasuringPlace>(ctx, a.place, cmd);
+  auto place = std::make_unique<MeasuringPlace>(ctx, a.place);
   const auto& t = place->target();
   if (!t.emulated())
     throw k3bench::UserError(

@@ -168,7 +168,7 @@ ModelComparison judge_model_comparison(const AppContext& ctx, const ModelArgs& a
 
 void run_model_tests(const AppContext& ctx, const ModelArgs& a, const CLI::App& cmd) {
   const k3bench::ModelRequest r = model_request(ctx, a, cmd);
-  const MeasuringPlace place(ctx, a.place, cmd);
+  const MeasuringPlace place(ctx, a.place);
   const k3bench::ModelOutcome out = run_model(place.target(), ctx.root, r);
   const ModelComparison cmp = judge_model_comparison(ctx, a, out);
   const std::vector<ModelAbRow> ab =

@@ -108,11 +108,11 @@ bool verify_in_farm_job(const AppContext& ctx, const VerifyArgs& v,
 }
 
 // One table verified where `place` says, its result printed or added to `all`.
-void verify_table_here(const AppContext& ctx, const VerifyArgs& v, const CLI::App& verify,
-                       const PlaceArgs& place, const std::string& file, nlohmann::json& all) {
+void verify_table_here(const AppContext& ctx, const VerifyArgs& v, const PlaceArgs& place,
+                       const std::string& file, nlohmann::json& all) {
   k3tuner::VerifyCommand c = v.c;
   c.table = file;
-  const MeasuringPlace where(ctx, place, verify);
+  const MeasuringPlace where(ctx, place);
   c.command_line = "k3tune table verify --table " + file + " (" + where.describe() + ")";
   const auto out = k3tuner::run_verify(where.target(), c);
   if (out.slower > 0 || out.failed > 0) exit_code() = kProblems;
@@ -124,7 +124,7 @@ void verify_table_here(const AppContext& ctx, const VerifyArgs& v, const CLI::Ap
   k3tuner::print_verify(out, c.design);
 }
 
-void run_table_verify(const AppContext& ctx, VerifyArgs& v, const CLI::App& verify) {
+void run_table_verify(const AppContext& ctx, VerifyArgs& v) {
   v.c.root = ctx.root;
   v.c.db_path = ctx.db_path();
   if (v.place.farm.empty() && !v.reservation.empty())
@@ -135,7 +135,7 @@ void run_table_verify(const AppContext& ctx, VerifyArgs& v, const CLI::App& veri
   for (const auto& file : v.tables) {
     const PlaceArgs place = table_place(v.place, file);
     if (farm && verify_in_farm_job(ctx, v, *farm, place, file, all)) continue;
-    verify_table_here(ctx, v, verify, place, file, all);
+    verify_table_here(ctx, v, place, file, all);
   }
   // One table: its object (as before); several: {"tables": [...]}.
   if (ctx.json)
@@ -164,7 +164,7 @@ void add_table_verify_command(CLI::App* table, AppContext& ctx) {
                    "measure a table made for another board, or on an emulated target");
   verify->add_option("--reservation", v->reservation,
                      "a farm scheduled by Slurm: run the verification's jobs in this reservation");
-  verify->callback([&ctx, v, verify] { run_table_verify(ctx, *v, *verify); });
+  verify->callback([&ctx, v] { run_table_verify(ctx, *v); });
 }
 
 }  // namespace k3cli

@@ -32,10 +32,10 @@ struct TuneArgs {
 };
 
 // A campaign: the farm's scheduler hands the sessions to its boards.
-void tune_on_farm(const AppContext& ctx, const TuneArgs& a, const CLI::App& cmd) {
+void tune_on_farm(const AppContext& ctx, const TuneArgs& a) {
   if (a.c.replay)
     throw k3bench::UserError("--replay reads this database only: give --target, not --farm");
-  const FarmBoards f = farm_boards(ctx, a.place, cmd);  // bad --board/--tag: nothing run
+  const FarmBoards f = farm_boards(ctx, a.place);  // bad --board/--tag: nothing run
   k3scheduler::SessionsRequest rq = a.share;
   rq.command = a.c;
   rq.farm_file = a.place.farm;
@@ -55,13 +55,13 @@ void run_tune_command(const AppContext& ctx, TuneArgs& a, const CLI::App& cmd) {
       for (const auto& v : o->results())
         c.command_line += " " + o->get_name() + (v == "true" ? "" : " " + v);
   c.stop_after = stop_after_from_env();
-  if (!a.place.farm.empty()) return tune_on_farm(ctx, a, cmd);
+  if (!a.place.farm.empty()) return tune_on_farm(ctx, a);
   if (!a.share.reservation.empty() || !a.share.shard.empty() || !a.share.sessions.empty())
     throw k3bench::UserError(
         "--reservation/--shard/--sessions: a Slurm farm's options; give --farm");
   k3bench::Progress progress(0, !ctx.quiet && !c.explain);
   c.progress = [&](int used, const std::string& what) { progress.update(used, what); };
-  const MeasuringPlace place(ctx, a.place, cmd);
+  const MeasuringPlace place(ctx, a.place);
   const auto out = k3tuner::run_tune(place.target(), c);
   progress.finish();
   if (ctx.json)

@@ -50,7 +50,7 @@ void add_tune_gates_command(CLI::App& app, AppContext& ctx) {
     };
     nlohmann::json table;
     if (!g->table.empty()) table = k3tuner::read_table(g->table);
-    const MeasuringPlace place(ctx, g->place, *gates);
+    const MeasuringPlace place(ctx, g->place);
     const auto out = k3tuner::run_gates(place.target(), c);
     const nlohmann::json rule = out.rule.to_json(c.gate);
     if (!g->table.empty()) {

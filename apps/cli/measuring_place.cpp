@@ -12,8 +12,9 @@ namespace k3cli {
 
 void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target) {
   if (target)
-    cmd->add_option("--target", args.target, "target name (configs/targets.toml)")
-        ->capture_default_str();
+    args.target_option =
+        cmd->add_option("--target", args.target, "target name (configs/targets.toml)")
+            ->capture_default_str();
   auto* farm = cmd->add_option(
       "--farm", args.farm,
       "measure on a board of this farm instead: a farm file, or 'local' (host + qemu boards)");
@@ -29,8 +30,8 @@ void add_place_options(CLI::App* cmd, PlaceArgs& args, bool target) {
       ->capture_default_str();
 }
 
-FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
-  if (const auto* t = cmd.get_option_no_throw("--target"); t != nullptr && t->count() > 0)
+FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args) {
+  if (args.target_option != nullptr && args.target_option->count() > 0)
     throw k3bench::UserError("--target and --farm: measure on one or the other");
   auto [farm, scheduler] = k3scheduler::open_farm(args.farm, ctx.caller());
   FarmBoards out{std::move(farm), std::move(scheduler), {}};
@@ -38,12 +39,12 @@ FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::
   return out;
 }
 
-MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd) {
+MeasuringPlace::MeasuringPlace(const AppContext& ctx, const PlaceArgs& args) {
   if (args.farm.empty()) {
     target_ = ctx.target(args.target);
     return;
   }
-  const FarmBoards f = farm_boards(ctx, args, cmd);
+  const FarmBoards f = farm_boards(ctx, args);
   farm_name_ = f.farm.name;
   board_ = f.scheduler->lease_board(
       f.boards,

@@ -22,6 +22,9 @@ struct PlaceArgs {
   std::string farm;  // "" : measure on the target
   std::vector<std::string> boards, tags;
   double lease_wait_s = 600;  // with --farm: how long to wait when every board is held by others
+  // The command's --target option, to tell one given from its default (nullptr: the command has
+  // none); --target together with --farm is refused.
+  const CLI::Option* target_option = nullptr;
 };
 
 // Adds --target (unless `target` is false: a command that runs on a farm board or its own way),
@@ -35,13 +38,13 @@ struct FarmBoards {
   std::unique_ptr<k3scheduler::Scheduler> scheduler;
   std::vector<std::string> boards;
 };
-FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd);
+FarmBoards farm_boards(const AppContext& ctx, const PlaceArgs& args);
 
 class MeasuringPlace {
  public:
   // UserError (one line, nothing written) for an unknown target, farm file, board or tag, or for
   // --target together with --farm.
-  MeasuringPlace(const AppContext& ctx, const PlaceArgs& args, const CLI::App& cmd);
+  MeasuringPlace(const AppContext& ctx, const PlaceArgs& args);
   const k3targets::Target& target() const;
   // "board qemu-vlen1024 of farm local" / "target local".
   std::string describe() const;
