@@ -70,13 +70,17 @@ class TuneCli : public ::testing::Test {
   ScratchDir dir_{"k3tune_tune_"};
 };
 
+// The [space] table of a test's space file: `op`'s space, what the test tries (`description`),
+// meaningful on targets of kind `meaningful_on`; its knobs follow.
+inline std::string space_table(const std::string& op, const std::string& description,
+                               const std::string& meaningful_on) {
+  return "\n[space]\nop = \"" + op + "\"\ndescription = \"" + description +
+         "\"\nmeaningful_on = [\"" + meaningful_on + "\"]\n";
+}
+
 // Two tile widths x two worker counts on the host.
-inline constexpr const char* kSmallSpace = R"(
-[space]
-op = "linear_decode"
-description = "test: tile width and workers"
-meaningful_on = ["local"]
-[knobs.workers]
+inline const std::string kSmallSpace =
+    space_table("linear_decode", "test: tile width and workers", "local") + R"([knobs.workers]
 range = [1, "cpus"]
 default = "cpus"
 [knobs.tile_n]
@@ -89,4 +93,5 @@ rules = ["tile_n <= n"]
 }  // namespace k3test
 
 using k3test::kSmallSpace;
+using k3test::space_table;
 using k3test::TuneCli;
