@@ -23,6 +23,19 @@ class CountCliFixture : public ::testing::Test {
           << bin << " is missing (scripts/test.sh builds every tree first)";
   }
   std::string db() const { return (dir / "results.db").string(); }
+  // One counted k3bench process: under `env` with `vars`, the RVV runner under qemu-user at VLEN
+  // 256 with the counting plugin writing its lines to `out`, given `args`.
+  static std::vector<std::string> counted_rvv_process(const std::vector<std::string>& vars,
+                                                      const std::string& out,
+                                                      const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {"env"};
+    argv.insert(argv.end(), vars.begin(), vars.end());
+    argv.insert(argv.end(),
+                {"qemu-riscv64", "-cpu", "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0", "-plugin",
+                 std::string(K3_COUNT_PLUGIN) + ",outfile=" + out, K3_COUNT_RVV_RUNNER});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return argv;
+  }
   k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
     std::vector<std::string> argv = {K3TUNE_PATH, "--root", K3TUNE_ROOT, "--db", db()};
     argv.insert(argv.end(), args.begin(), args.end());
