@@ -178,18 +178,16 @@ TuningData load_tuning(k3store::Connection& db, const k3verdict::RunData& run, c
   t.available = true;
   for (const auto& row :
        k3store::tuning_sessions(db, run.target, until, static_cast<std::int64_t>(max_sessions))) {
-    TuningSession x;
-    x.session_id = row.session_id;
-    x.created_at = row.created_at;
-    x.finished_at = row.finished_at;
-    x.command = row.command;
-    x.op = row.op;
-    x.model = row.model;
-    x.strategy = row.strategy;
-    x.objective = row.objective;
-    x.status = row.status;
-    x.budget = row.budget;
-    t.sessions.push_back(x);
+    t.sessions.push_back({.session_id = row.session_id,
+                          .created_at = row.created_at,
+                          .finished_at = row.finished_at,
+                          .command = row.command,
+                          .op = row.op,
+                          .model = row.model,
+                          .strategy = row.strategy,
+                          .objective = row.objective,
+                          .status = row.status,
+                          .budget = row.budget});
   }
   // A table can draw on several sessions (sessions_json): it is listed once, under the first.
   std::set<std::string> listed;

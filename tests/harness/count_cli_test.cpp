@@ -103,8 +103,7 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
   EXPECT_EQ(scalar(*c, "SELECT count(*) FROM samples"), 8);
   auto s = c->prepare(
       "SELECT c.op, c.target, json_extract(c.params_json, '$.path'), a.mean_ns FROM aggregates a "
-      "JOIN cells c USING "
-      "(cell_key) WHERE a.status = 'ok'");
+      "JOIN cells c USING (cell_key) WHERE a.status = 'ok'");
   int stored = 0;
   while (s.step()) {
     const std::string key =
@@ -232,36 +231,15 @@ TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
 // per repetition).
 TEST_F(CountCli, AlternatingExtraWorkIsSideBsAloneToTheInstruction) {
   const std::string out = (dir / "plugin.txt").string();
-  const auto r = k3targets::run_process({"env",
-                                         "K3BENCH_COUNT_MARKS=1",
-                                         "K3BENCH_SCHEDULING=off",
-                                         "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096",
-                                         "qemu-riscv64",
-                                         "-cpu",
-                                         "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0",
-                                         "-plugin",
-                                         std::string(K3_COUNT_PLUGIN) + ",outfile=" + out,
-                                         K3_COUNT_RVV_RUNNER,
-                                         "--op",
-                                         "linear_decode",
-                                         "--shape",
-                                         "n=64,k=128",
-                                         "--params",
-                                         "workers=1,copies=1",
-                                         "--reps",
-                                         "4",
-                                         "--warmup",
-                                         "0",
-                                         "--iterations",
-                                         "1",
-                                         "--check",
-                                         "none",
-                                         "--extra-work-spins",
-                                         "1000",
-                                         "--extra-work-sides",
-                                         "abba",
-                                         "--json"},
-                                        k3targets::ProcessOptions::with_timeout(600));
+  const auto r = k3targets::run_process(
+      counted_rvv_process(
+          {"K3BENCH_COUNT_MARKS=1", "K3BENCH_SCHEDULING=off",
+           "GLIBC_TUNABLES=glibc.malloc.mmap_threshold=4096"},
+          out,
+          {"--op", "linear_decode", "--shape", "n=64,k=128", "--params", "workers=1,copies=1",
+           "--reps", "4", "--warmup", "0", "--iterations", "1", "--check", "none",
+           "--extra-work-spins", "1000", "--extra-work-sides", "abba", "--json"}),
+      k3targets::ProcessOptions::with_timeout(600));
   ASSERT_TRUE(r.ok()) << r.err;
   const auto j = nlohmann::json::parse(r.out);
   std::map<int, double> insns;  // region -> instructions

@@ -49,21 +49,9 @@ struct CountModelCli : CountCliFixture {
     const std::string out = (dir / "plugin.txt").string();
     // No weight cache: a process that fills one (the first in a fresh home) does more set-up
     // than the next, which reads it; every process generating its weights does the same.
-    std::vector<std::string> argv = {"env",
-                                     "K3BENCH_CACHE_DIR=off",
-                                     "qemu-riscv64",
-                                     "-cpu",
-                                     "rv64,v=true,vlen=256,elen=64,vext_spec=v1.0",
-                                     "-plugin",
-                                     std::string(K3_COUNT_PLUGIN) + ",outfile=" + out,
-                                     K3_COUNT_RVV_RUNNER,
-                                     "--model",
-                                     kTiny,
-                                     "--params",
-                                     "workers=1",
-                                     "--warmup",
-                                     "0",
-                                     "--json"};
+    auto argv =
+        counted_rvv_process({"K3BENCH_CACHE_DIR=off"}, out,
+                            {"--model", kTiny, "--params", "workers=1", "--warmup", "0", "--json"});
     argv.insert(argv.end(), args.begin(), args.end());
     const auto r = k3targets::run_process(argv, k3targets::ProcessOptions::with_timeout(600));
     EXPECT_TRUE(r.ok()) << r.err;

@@ -15,6 +15,7 @@
 
 #include "harness/host/store/database.h"
 #include "harness/host/store/database_writer.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -23,15 +24,9 @@ namespace {
 class DatabaseWriterTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3writer_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     auto c = k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate);
     c->exec("CREATE TABLE scratch(thread INTEGER, seq INTEGER)");
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "results.db").string(); }
 
   // A writer whose connection waits `busy_ms` for another connection's lock.
@@ -51,7 +46,7 @@ class DatabaseWriterTest : public ::testing::Test {
     return k3store::open_database(db(), k3store::OpenMode::kCreateOrUpdate)
         ->scalar_int("SELECT count(*) FROM scratch WHERE " + where);
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3writer_test_"};
 };
 
 TEST_F(DatabaseWriterTest, ManyThreadsRowsAreStoredInOrderAndQueriesSeeCommittedRows) {

@@ -161,31 +161,24 @@ inline std::vector<pid_t> processes_mentioning(const std::string& needle) {
   return out;
 }
 
-// "b1", "b2", ... (appended rather than "b" + to_string(): GCC 12 warns falsely on that form).
+// The process plan of the farm tests' tiny decode cells: 2 processes, no CI target, no warm-up.
+inline std::vector<std::string> tiny_process_plan() {
+  return {"-P", "2", "--target-ci", "0", "--warmup", "0"};
+}
+
 // `k3tune bench --farm FARM` over tiny decode cells under qemu, one cell per probe: the sweep the
 // farm tests run; `extra` adds shapes, grids, timeouts, flags.
 inline std::vector<std::string> tiny_farm_sweep_args(const std::string& farm_file,
                                                      const std::vector<std::string>& extra) {
-  std::vector<std::string> args{"--json",
-                                "bench",
-                                "--farm",
-                                farm_file,
-                                "--op",
-                                "linear_decode",
-                                "--params",
-                                "workers=1,copies=1",
-                                "-P",
-                                "2",
-                                "--target-ci",
-                                "0",
-                                "--warmup",
-                                "0",
-                                "--cells-per-probe",
-                                "1"};
+  auto args = with_args({"--json", "bench", "--farm", farm_file, "--op", "linear_decode",
+                         "--params", "workers=1,copies=1"},
+                        tiny_process_plan());
+  args.insert(args.end(), {"--cells-per-probe", "1"});
   args.insert(args.end(), extra.begin(), extra.end());
   return args;
 }
 
+// "b1", "b2", ... (appended rather than "b" + to_string(): GCC 12 warns falsely on that form).
 inline std::string fmt_board(std::size_t i) {
   std::string name = std::to_string(i);
   name.insert(name.begin(), 'b');

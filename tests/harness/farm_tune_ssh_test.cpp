@@ -52,6 +52,27 @@ class FarmSshTune : public LoopbackFarmTest {
   static nlohmann::json read_json(const std::string& path) {
     return nlohmann::json::parse(read_file(path));
   }
+  // Kills b1's sshd once `sql` counts `rows` or more (polled every 50 ms for 5 minutes at most);
+  // whether it did.
+  bool kill_b1_once(const std::string& sql, std::int64_t rows) {
+    for (int i = 0; i < 6000; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      try {
+        if (count(sql) >= rows) {
+          lab_->sshd(1).kill_all();
+          return true;
+        }
+      } catch (const std::exception&) {  // the database is being created
+      }
+    }
+    return false;
+  }
+  // A copy of `runner` with a byte appended: another build hash, the same code.
+  static void copy_as_another_build(const fs::path& runner, const fs::path& copy) {
+    fs::copy_file(runner, copy);
+    std::ofstream(copy, std::ios::app) << "x";
+    fs::permissions(copy, fs::perms::owner_all);
+  }
 };
 
 TEST_F(FarmSshTune, AnExactTuneOnABoardRecordsTheBoardsFingerprintAndRepeatsExactly) {
@@ -103,17 +124,7 @@ TEST_F(FarmSshTune, ABoardLostMidCampaignHandsItsSessionToAnotherBoardOfItsFinge
   });
   // Both boards tune (one session each); b1 is killed once three points are stored, so its
   // session is unfinished (6 points) or not begun.
-  bool killed = false;
-  for (int i = 0; i < 6000 && !killed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    try {
-      if (count("SELECT count(*) FROM tuning_measurements") >= 3) {
-        lab_->sshd(1).kill_all();
-        killed = true;
-      }
-    } catch (const std::exception&) {  // the database is being created
-    }
-  }
+  const bool killed = kill_b1_once("SELECT count(*) FROM tuning_measurements", 3);
   const auto r = running.get();
   ASSERT_TRUE(killed) << r.out << r.err;
   ASSERT_EQ(r.code, 0) << r.out << r.err;
@@ -201,9 +212,7 @@ TEST_F(FarmSshTune, AnInterruptedCommandLeavesNoLeaseBehind) {
 // the command with exit 3, the processes measured stay and the run says it was cut short.
 TEST_F(FarmSshTune, AnABOnABoardLostMidWayKeepsItsProcessesAndIsMarkedInterrupted) {
   const std::string baseline = lab_->dir() / "k3bench-yesterday";
-  fs::copy_file(K3_FARM_RISCV_RUNNER, baseline);
-  std::ofstream(baseline, std::ios::app) << "x";  // another build hash, the same code
-  fs::permissions(baseline, fs::perms::owner_all);
+  copy_as_another_build(K3_FARM_RISCV_RUNNER, baseline);
   auto running = std::async(std::launch::async, [&] {
     return k3tune({"-q",
                    "bench",
@@ -232,17 +241,7 @@ TEST_F(FarmSshTune, AnABOnABoardLostMidWayKeepsItsProcessesAndIsMarkedInterrupte
                    "--min-time",
                    "0.4"});
   });
-  bool killed = false;
-  for (int i = 0; i < 6000 && !killed; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    try {
-      if (count("SELECT count(*) FROM processes WHERE status = 'ok'") >= 2) {
-        lab_->sshd(1).kill_all();
-        killed = true;
-      }
-    } catch (const std::exception&) {  // the database is being created
-    }
-  }
+  const bool killed = kill_b1_once("SELECT count(*) FROM processes WHERE status = 'ok'", 2);
   const auto r = running.get();
   ASSERT_TRUE(killed) << r.out << r.err;
   EXPECT_EQ(r.code, 3) << r.out << r.err;
@@ -290,37 +289,16 @@ namespace {
 TEST_F(FarmSshTune, AnABOnABoardPairsBothBuildsInsideEachProcessWhenThePluginLoads) {
   const fs::path tree = lab_->dir() / "yesterday";
   fs::create_directories(tree);
-  fs::copy_file(K3_FARM_RISCV_RUNNER, tree / "k3bench");
-  std::ofstream(tree / "k3bench", std::ios::app) << "x";  // another build hash, the same code
-  fs::permissions(tree / "k3bench", fs::perms::owner_all);
+  copy_as_another_build(K3_FARM_RISCV_RUNNER, tree / "k3bench");
   const fs::path plugin = fs::path(K3_FARM_RISCV_RUNNER).parent_path() / "libk3bench_plugin.so";
   ASSERT_TRUE(fs::exists(plugin)) << plugin;  // the rvv-dynamic preset builds it
   fs::copy_file(plugin, tree / "libk3bench_plugin.so");
-  const auto r = k3tune({"-q",
-                         "--json",
-                         "bench",
-                         "--farm",
-                         farm_file_,
-                         "--board",
-                         "b1",
-                         "--baseline-runner",
-                         (tree / "k3bench").string(),
-                         "--op",
-                         "linear_decode",
-                         "--params",
-                         "workers=1,copies=1",
-                         "--shape",
-                         "n=64,k=256",
-                         "-P",
-                         "2",
-                         "--target-ci",
-                         "0",
-                         "--warmup",
-                         "0",
-                         "-R",
-                         "2",
-                         "--iterations",
-                         "1"});
+  const auto r = k3tune(with_args(
+      with_args({"-q", "--json", "bench", "--farm", farm_file_, "--board", "b1",
+                 "--baseline-runner", (tree / "k3bench").string(), "--op", "linear_decode",
+                 "--params", "workers=1,copies=1", "--shape", "n=64,k=256"},
+                tiny_process_plan()),
+      {"-R", "2", "--iterations", "1"}));
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   const auto pairing = nlohmann::json::parse(r.out).at("build_pairing");
   EXPECT_EQ(pairing["design"], "within-process") << pairing;

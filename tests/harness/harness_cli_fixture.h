@@ -15,6 +15,7 @@
 
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
+#include "tests/support/scratch_dir.h"
 
 namespace k3test {
 
@@ -28,17 +29,11 @@ struct Cmd {
 class HarnessCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3tune_e2e_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" +
                                     std::string(K3BENCH_PATH) + "\"\ntimeout_s = 120\n"
                              << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \""
                              << rvv_runner() << "\"\ntimeout_s = 600\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "results.db").string(); }
   std::string targets() const { return (dir_ / "targets.toml").string(); }
   static std::string rvv_runner() {
@@ -64,7 +59,7 @@ class HarnessCli : public ::testing::Test {
             "n=96,k=128", "--grid",        "tile_n=32,64", "--params",   "workers=1,copies=1",
             "--min-time", "0.002",         "--warmup",     "1",          "--no-remeasure"};
   }
-  fs::path dir_;
+  ScratchDir dir_{"k3tune_e2e_"};
 };
 
 // A second build for A/B tests: this tree's runner with bytes appended (another SHA-256, the same

@@ -19,6 +19,7 @@
 #include "harness/host/store/results.h"
 #include "harness/runner/disturbance.h"
 #include "synthetic_cell.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -117,13 +118,7 @@ TEST(HarnessRounds, FailedUnitStopsAloneAndItsGroupGoesOn) {
 
 class HarnessSweepSynthetic : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3tune_synth_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3tune_synth_", k3test::ScratchDir::Name::kPerProcess};
 };
 
 TEST_F(HarnessSweepSynthetic, DisturbedProcessesAreStoredFlaggedAndLeftOutOfTheAggregate) {

@@ -14,6 +14,7 @@
 #include "harness/host/bench/model_session.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -22,13 +23,9 @@ namespace {
 class ModelCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3tune_model_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
     std::ofstream(targets()) << "[targets.local]\nkind = \"local\"\nrunner = \"" +
                                     std::string(K3BENCH_PATH) + "\"\ntimeout_s = 120\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string db() const { return (dir_ / "results.db").string(); }
   std::string targets() const { return (dir_ / "targets.toml").string(); }
   k3targets::ProcessResult k3tune(std::vector<std::string> args) const {
@@ -40,7 +37,7 @@ class ModelCli : public ::testing::Test {
   std::int64_t count(const std::string& sql) const {
     return k3store::open_database(db(), k3store::OpenMode::kReadOnly)->scalar_int(sql);
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3tune_model_", k3test::ScratchDir::Name::kPerProcess};
 };
 
 TEST_F(ModelCli, SmallModelRunsIntoTheDatabase) {

@@ -24,23 +24,15 @@
 #include "farm_test_support.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/nightlies.h"
+#include "tests/support/bench_config.h"
 
 namespace {
 
 using namespace k3farm_test;
 using nlohmann::json;
 
-const char* const kSweep = R"toml(
-[measure]
-processes = 4
-repetitions = 3
-min_time_s = 0.01
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }]
-params = { workers = 1, copies = 1 }
-)toml";
+const std::string kSweep =
+    k3test::measure_table(4, 3, "0.01") + k3test::decode_case("[{ n = 256, k = 512 }]");
 
 class NotifyHook : public ::testing::Test {
  protected:

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/nightly/step_detail.h"
+#include "tests/support/scratch_dir.h"
 
 namespace {
 
@@ -20,11 +21,6 @@ using nlohmann::json;
 
 class NightlyStepDetail : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3-step-detail-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // The detail of `text` printed by a step of form `kind`; its problems in problems_.
   json detail(ChildOutput kind, const std::string& text) {
     const std::string path = (dir_ / "step.json").string();
@@ -32,7 +28,7 @@ class NightlyStepDetail : public ::testing::Test {
     problems_.clear();
     return k3nightly::step_detail(K3TUNE_ROOT, kind, path, problems_);
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3-step-detail-", k3test::ScratchDir::Name::kPerProcess};
   std::vector<std::string> problems_;
 };
 

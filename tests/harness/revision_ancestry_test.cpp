@@ -15,6 +15,7 @@
 #include "harness/host/store/results.h"
 #include "harness/host/targets/process.h"
 #include "tests/support/git_scratch.h"
+#include "tests/support/scratch_dir.h"
 
 namespace {
 
@@ -22,12 +23,8 @@ namespace fs = std::filesystem;
 using k3nightly::Ancestry;
 
 struct FarmNightlyAncestry : ::testing::Test {
-  fs::path dir = fs::temp_directory_path() / ("k3ancestry-" + std::to_string(::getpid()));
-  void SetUp() override {
-    fs::remove_all(dir);
-    fs::create_directories(dir / "repo");
-  }
-  void TearDown() override { fs::remove_all(dir); }
+  k3test::ScratchDir dir{"k3ancestry-", k3test::ScratchDir::Name::kPerProcess};
+  void SetUp() override { fs::create_directories(dir / "repo"); }
   std::string repo() const { return (dir / "repo").string(); }
   std::string git(std::vector<std::string> args) const { return k3test::git_in(repo(), args); }
   std::string commit(const std::string& text) {
@@ -74,7 +71,7 @@ TEST_F(FarmNightlyAncestry, AncestorsAreTheSameLineAndTheMergeBase) {
     k3store::NightlyRow row;
     row.nightly_id = "night-" + std::to_string(++night);
     row.profile = "quick";
-    row.dir = dir.string();
+    row.dir = dir.path().string();
     k3store::begin_nightly(*db, row);
     k3store::finish_nightly(*db, row.nightly_id, "ok", 0, build.build_hash, "");
   }

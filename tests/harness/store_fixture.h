@@ -15,20 +15,11 @@
 
 #include "harness/host/store/database.h"
 #include "harness/host/store/results.h"
+#include "tests/support/scratch_dir.h"
 
 class StoreFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("k3store_family_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::remove_all(dir_);
-    db_ = k3store::open_for_writing((dir_ / "results.db").string());
-  }
-  void TearDown() override {
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { db_ = k3store::open_for_writing((dir_ / "results.db").string()); }
   k3store::Connection& db() { return *db_; }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
@@ -74,6 +65,6 @@ class StoreFile : public ::testing::Test {
     k3store::insert_aggregate(db(), a);
   }
 
-  std::filesystem::path dir_;
-  std::unique_ptr<k3store::Connection> db_;
+  k3test::ScratchDir dir_{"k3store_family_"};
+  std::unique_ptr<k3store::Connection> db_;  // after dir_: closed before the folder goes
 };

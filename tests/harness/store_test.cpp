@@ -15,6 +15,7 @@
 #include "harness/host/store/database.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/store/results.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -22,14 +23,6 @@ namespace {
 
 class HarnessStore : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3store_test_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   // One run with one cell, `procs` processes of `reps` samples.
@@ -52,7 +45,7 @@ class HarnessStore : public ::testing::Test {
       k3store::insert_process(c, pr);
     }
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3store_test_"};
 };
 
 std::string slurp(const std::string& p) {

@@ -17,6 +17,7 @@
 #include "k3k/linear_auto.h"
 #include "k3k/tuning.h"
 #include "linear_test_support.h"
+#include "support/scratch_dir.h"
 #include "tuning_table_support.h"
 
 namespace k3k {
@@ -26,23 +27,14 @@ using namespace tuning_test;
 
 class TuningTableFile : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("k3k_tuning_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    std::filesystem::create_directories(dir_);
-    clear_tuning_table();
-  }
-  void TearDown() override {
-    clear_tuning_table();
-    std::filesystem::remove_all(dir_);
-  }
+  void SetUp() override { clear_tuning_table(); }
+  void TearDown() override { clear_tuning_table(); }
   std::string write(const std::string& name, const json& t) const {
     const auto p = (dir_ / name).string();
     std::ofstream(p) << t.dump(2);
     return p;
   }
-  std::filesystem::path dir_;
+  k3test::ScratchDir dir_{"k3k_tuning_"};
 };
 
 TEST_F(TuningTableFile, ATableForAnotherBoardIsRefusedAndTheLoadedOneStays) {

@@ -15,6 +15,7 @@
 #include "harness/host/verdict/run_data.h"
 #include "harness/host/verdict/verdict.h"
 #include "reports/markdown.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -53,19 +54,13 @@ k3bench::CountResult counted(const std::string& runner, double instructions, dou
 
 class ExactBytes : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3_exact_bytes_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   // A runner file of its own content: store_counts names the build by its SHA-256.
   std::string runner(const std::string& name) const {
     const fs::path p = dir_ / name;
     std::ofstream(p) << name;
     return p.string();
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3_exact_bytes_", k3test::ScratchDir::Name::kPerProcess};
 };
 
 TEST_F(ExactBytes, AnExtraWeightReadIsARegressionWithItsDeltaAtEqualInstructions) {

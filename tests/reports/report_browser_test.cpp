@@ -16,6 +16,7 @@
 
 #include "browser_support.h"
 #include "report_test_support.h"
+#include "tests/support/bench_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -23,17 +24,9 @@ using nlohmann::json;
 namespace k3test::reports {
 namespace {
 
-const char* const kCases = R"toml(
-[measure]
-processes = 4
-repetitions = 2
-min_time_s = 0.002
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }, { n = 512, k = 512 }]
-params = { workers = 1, copies = 1 }
-[[case]]
+const std::string kCases = measure_table(4, 2, "0.002") +
+                           decode_case("[{ n = 256, k = 512 }, { n = 512, k = 512 }]") +
+                           R"toml([[case]]
 op = "rmsnorm"
 shapes = [{ rows = 4, dim = 1024 }]
 params = { workers = 1 }

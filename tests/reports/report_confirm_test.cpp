@@ -15,6 +15,7 @@
 #include <fstream>
 
 #include "report_test_support.h"
+#include "tests/support/bench_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -22,17 +23,7 @@ using nlohmann::json;
 namespace k3test::reports {
 namespace {
 
-const char* const kDecode = R"toml(
-[measure]
-processes = 5
-repetitions = 3
-min_time_s = 0.01
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }]
-params = { workers = 1, copies = 1 }
-)toml";
+const std::string kDecode = measure_table(5, 3, "0.01") + decode_case("[{ n = 256, k = 512 }]");
 
 const json kShape = {{"k", 512}, {"n", 256}};
 

@@ -10,6 +10,7 @@
 #include "harness/host/verdict/value_text.h"
 #include "report_test_support.h"
 #include "reports/tuning.h"
+#include "tests/support/bench_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -70,17 +71,8 @@ class ReportIntervals : public ReportTest {};
 
 TEST_F(ReportIntervals, ATwoProcessTimeAndAOneRoundEvidenceShowNoImpossibleInterval) {
   use_runner(synthetic_runner("k3bench-two", kCallNs));
-  const std::string run = bench(R"toml(
-[measure]
-processes = 2
-repetitions = 3
-min_time_s = 0.002
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }]
-params = { workers = 1, copies = 1 }
-)toml");
+  const std::string run =
+      bench(measure_table(2, 3, "0.002") + decode_case("[{ n = 256, k = 512 }]"));
   {  // A table whose entry was judged in one paired round, from before the run.
     auto c = open();
     create_tuning_tables(*c);

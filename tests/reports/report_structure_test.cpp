@@ -14,6 +14,7 @@
 #include <fstream>
 
 #include "report_test_support.h"
+#include "tests/support/bench_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -21,17 +22,8 @@ using nlohmann::json;
 namespace k3test::reports {
 namespace {
 
-const char* const kCases = R"toml(
-[measure]
-processes = 6
-repetitions = 3
-min_time_s = 0.002
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }]
-params = { workers = 1, copies = 1 }
-[[case]]
+const std::string kCases = measure_table(6, 3, "0.002") + decode_case("[{ n = 256, k = 512 }]") +
+                           R"toml([[case]]
 op = "rmsnorm"
 shapes = [{ rows = 4, dim = 1024 }]
 params = { workers = 1 }
@@ -57,7 +49,7 @@ class ReportStructure : public ReportTest {
     ReportTest::SetUp();
     base_ = bench(kCases);
     use_runner(copy_of_runner("k3bench-candidate"));
-    cand_ = bench(std::string(kCases) + kFailing);
+    cand_ = bench(kCases + kFailing);
     const json decode = {{"k", 512}, {"n", 256}}, norm = {{"dim", 1024}, {"rows", 4}};
     const json prefill = {{"k", 256}, {"m", 4}, {"n", 128}}, quant = {{"k", 1024}};
     // Timing: every candidate cell from the baseline's own samples (exact), two of them changed.

@@ -15,16 +15,7 @@ namespace fs = std::filesystem;
 namespace k3test::reports {
 
 void ReportTest::SetUp() {
-  dir_ =
-      fs::temp_directory_path() / ("k3reports_" + std::to_string(::getpid()) + "_" +
-                                   ::testing::UnitTest::GetInstance()->current_test_info()->name());
-  fs::remove_all(dir_);
-  fs::create_directories(dir_);
   use_runner(synthetic_runner("k3bench-base", kCallNs));
-}
-
-void ReportTest::TearDown() {
-  fs::remove_all(dir_);
 }
 
 void ReportTest::use_runner(const std::string& runner) const {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/store/sqlite.h"
+#include "tests/support/scratch_dir.h"
 
 namespace k3test::reports {
 
@@ -26,7 +27,6 @@ struct Cmd {
 class ReportTest : public ::testing::Test {
  protected:
   void SetUp() override;
-  void TearDown() override;
 
   std::string db() const { return (dir_ / "results.db").string(); }
   std::string targets() const { return (dir_ / "targets.toml").string(); }
@@ -59,7 +59,7 @@ class ReportTest : public ::testing::Test {
                       const std::string& sql_value) const;
   std::string read(const std::filesystem::path& p) const;
 
-  std::filesystem::path dir_;
+  ScratchDir dir_{"k3reports_"};
 };
 
 // The tuner's tables (its schema migration, as the results-database contract states it), created

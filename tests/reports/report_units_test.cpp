@@ -71,11 +71,6 @@ TEST(ReportText, TablesFitTheWidthAndProseWraps) {
 
 class ReportFiles : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("k3reports_files_" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     std::ofstream((dir_ / name).string()) << text;
     return (dir_ / name).string();
@@ -88,7 +83,7 @@ class ReportFiles : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir_;
+  ScratchDir dir_{"k3reports_files_", ScratchDir::Name::kPerProcess};
 };
 
 TEST_F(ReportFiles, RegressionRulesWithErrorsNamingFileLineKey) {

@@ -19,6 +19,7 @@
 #include "report_test_support.h"
 #include "reports/report_error.h"
 #include "reports/run_export.h"
+#include "tests/support/bench_config.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -26,17 +27,8 @@ using nlohmann::json;
 namespace k3test::reports {
 namespace {
 
-const char* const kTwoCells = R"toml(
-[measure]
-processes = 3
-repetitions = 3
-min_time_s = 0.01
-warmup = 1
-[[case]]
-op = "linear_decode"
-shapes = [{ n = 256, k = 512 }, { n = 512, k = 512 }]
-params = { workers = 1, copies = 1 }
-)toml";
+const std::string kTwoCells =
+    measure_table(3, 3, "0.01") + decode_case("[{ n = 256, k = 512 }, { n = 512, k = 512 }]");
 
 const std::vector<std::string> kNames = {"linear_decode/k=512,n=256", "linear_decode/k=512,n=512"};
 

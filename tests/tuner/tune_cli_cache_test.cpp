@@ -274,12 +274,8 @@ TEST_F(TuneCli, InstructionCountsDoNotDependOnTheWeightCache) {
   ASSERT_TRUE(
       fs::exists(std::string(K3TUNE_ROOT) + "/build/third_party/qemu-plugin/libinsn_count.so"))
       << "the counting plugin is missing: bash scripts/build-qemu-plugin.sh";
-  write_space(R"(
-[space]
-op = "linear_decode"
-description = "test: tile width, one worker"
-meaningful_on = ["qemu"]
-[knobs.tile_n]
+  write_space(space_table("linear_decode", "test: tile width, one worker", "qemu") +
+              R"([knobs.tile_n]
 values = [32, 64]
 default = 64
 )");

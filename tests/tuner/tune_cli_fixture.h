@@ -15,6 +15,7 @@
 
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
+#include "tests/support/scratch_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -30,10 +31,6 @@ struct Cmd {
 class TuneCli : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3tune_tune_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
     fs::create_directories(dir_ / "spaces");
     std::ofstream(dir_ / "targets.toml")
         << "[targets.local]\nkind = \"local\"\nrunner = \"" + std::string(K3BENCH_PATH) +
@@ -41,7 +38,6 @@ class TuneCli : public ::testing::Test {
         << "[targets.qemu]\nkind = \"qemu\"\nvlen = 256\nrunner = \"" << rvv_runner()
         << "\"\ntimeout_s = 600\n";
   }
-  void TearDown() override { fs::remove_all(dir_); }
   static std::string rvv_runner() {
     return std::string(K3TUNE_ROOT) + "/build/rvv/harness/runner/k3bench";
   }
@@ -71,16 +67,20 @@ class TuneCli : public ::testing::Test {
     std::ifstream f(p);
     return nlohmann::json::parse(f);
   }
-  fs::path dir_;
+  ScratchDir dir_{"k3tune_tune_"};
 };
 
+// The [space] table of a test's space file: `op`'s space, what the test tries (`description`),
+// meaningful on targets of kind `meaningful_on`; its knobs follow.
+inline std::string space_table(const std::string& op, const std::string& description,
+                               const std::string& meaningful_on) {
+  return "\n[space]\nop = \"" + op + "\"\ndescription = \"" + description +
+         "\"\nmeaningful_on = [\"" + meaningful_on + "\"]\n";
+}
+
 // Two tile widths x two worker counts on the host.
-inline constexpr const char* kSmallSpace = R"(
-[space]
-op = "linear_decode"
-description = "test: tile width and workers"
-meaningful_on = ["local"]
-[knobs.workers]
+inline const std::string kSmallSpace =
+    space_table("linear_decode", "test: tile width and workers", "local") + R"([knobs.workers]
 range = [1, "cpus"]
 default = "cpus"
 [knobs.tile_n]
@@ -93,4 +93,5 @@ rules = ["tile_n <= n"]
 }  // namespace k3test
 
 using k3test::kSmallSpace;
+using k3test::space_table;
 using k3test::TuneCli;

@@ -15,12 +15,7 @@ namespace {
 // A space of about 10^12 points: --explain counts it without enumerating (and returns at once),
 // and tuning it refuses with one line instead of expanding it.
 TEST_F(TuneCli, ExplainCountsAHugeSpaceWithoutEnumeratingAndTuningRefusesIt) {
-  write_space(R"(
-[space]
-op = "linear_decode"
-description = "test: far too many points"
-meaningful_on = ["local"]
-[knobs.tile_n]
+  write_space(space_table("linear_decode", "test: far too many points", "local") + R"([knobs.tile_n]
 range = [1, 1000000]
 default = 64
 [knobs.prefetch]
@@ -331,12 +326,9 @@ TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
 // key block: 12 x 9 = 108 configurations whose counts differ by up to a third. Coordinate descent
 // (a hill climb along each line, exact objectives need nothing more) must land within 2% of the
 // exhaustive best using at most a quarter of its measurements.
-constexpr const char* kQemuSpace = R"(
-[space]
-op = "attn_prefill"
-description = "test: query tile and key block, one worker"
-meaningful_on = ["qemu"]
-[knobs.q_tile]
+const std::string kQemuSpace =
+    k3test::space_table("attn_prefill", "test: query tile and key block, one worker", "qemu") +
+    R"([knobs.q_tile]
 values = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64]
 default = 16
 [knobs.kv_block]

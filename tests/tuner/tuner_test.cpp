@@ -16,6 +16,7 @@
 #include "harness/host/stats/binomial.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/tuning_sessions.h"
+#include "tests/support/scratch_dir.h"
 #include "tuner/gates.h"
 #include "tuner/seed_table.h"
 #include "tuner/space.h"
@@ -54,14 +55,6 @@ k3bench::Catalog synthetic_catalog() {
 
 class Tuner : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("k3tuner_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string write(const std::string& name, const std::string& text) {
     const auto p = dir_ / name;
     std::ofstream(p) << text;
@@ -86,7 +79,7 @@ values = ["x", "y", "z"]
 default = "x"
 )"));
   }
-  fs::path dir_;
+  k3test::ScratchDir dir_{"k3tuner_"};
 };
 
 // A smooth objective with an interaction term; minimum 100 at a=6, b=3, c=4, mode=y.

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/store/results.h"
+#include "harness/host/store/row_fields.h"
 
 namespace k3store {
 
@@ -36,33 +37,20 @@ void finish_bisection(Connection& c, const std::string& bisection_id, const std:
 }
 
 std::vector<BisectionProbeRecord> bisection_probes(Connection& c, const std::string& bisection_id) {
-  auto s = c.query(
+  const auto read = [&](const Statement& s) {
+    BisectionProbeRecord r;
+    r.bisection_id = bisection_id;
+    read_fields(s, 0, r.seq, r.case_label, r.revision, r.position, r.outcome, r.reason,
+                r.build_hash, r.run_uuid, r.effect, r.ci_low, r.ci_high, r.mde, r.rounds,
+                r.attempts, r.verdict);
+    return r;
+  };
+  return select_rows(
+      c, read,
       "SELECT seq, case_label, revision, position, outcome, reason, build_hash, run_uuid, effect,"
       " ci_low, ci_high, mde, rounds, attempts, verdict FROM bisection_probes"
       " WHERE bisection_id = ?1 ORDER BY seq, case_label",
       bisection_id);
-  std::vector<BisectionProbeRecord> out;
-  while (s.step()) {
-    BisectionProbeRecord r;
-    r.bisection_id = bisection_id;
-    r.seq = static_cast<int>(s.integer(0));
-    r.case_label = s.text(1);
-    r.revision = s.text(2);
-    r.position = static_cast<int>(s.integer(3));
-    r.outcome = s.text(4);
-    r.reason = s.text(5);
-    r.build_hash = s.text(6);
-    r.run_uuid = s.text(7);
-    r.effect = s.optional_real(8);
-    r.ci_low = s.optional_real(9);
-    r.ci_high = s.optional_real(10);
-    r.mde = s.optional_real(11);
-    r.rounds = s.optional_int(12);
-    r.attempts = s.optional_int(13);
-    r.verdict = s.text(14);
-    out.push_back(std::move(r));
-  }
-  return out;
 }
 
 std::vector<BisectionSummary> nightly_bisections(Connection& c) {
@@ -74,21 +62,14 @@ std::vector<BisectionSummary> nightly_bisections(Connection& c) {
       " (SELECT count(DISTINCT seq) FROM bisection_probes p WHERE p.bisection_id = b.bisection_id"
       "  AND p.outcome = 'skip')"
       " FROM bisections b WHERE b.nightly_id IS NOT NULL ORDER BY b.started_at");
-  std::vector<BisectionSummary> out;
-  while (s.step()) {
+  return read_rows(s, [](const Statement& row) {
     BisectionSummary x;
-    x.bisection = {s.text(0), s.text(1), s.text(2), s.text(3),
-                   s.text(4), s.text(5), s.text(6), static_cast<int>(s.integer(7)),
-                   s.text(8)};
-    x.bisection.status = s.text(9);
-    x.bisection.first_bad = s.text(10);
-    x.bisection.range_json = s.text(11);
-    x.bisection.started_at = s.text(12);
-    x.probed = static_cast<int>(s.integer(13));
-    x.skipped = static_cast<int>(s.integer(14));
-    out.push_back(std::move(x));
-  }
-  return out;
+    BisectionRecord& b = x.bisection;
+    read_fields(row, 0, b.bisection_id, b.good_revision, b.bad_revision, b.metric, b.variant,
+                b.place, b.cases_json, b.commits, b.nightly_id, b.status, b.first_bad, b.range_json,
+                b.started_at, x.probed, x.skipped);
+    return x;
+  });
 }
 
 }  // namespace k3store

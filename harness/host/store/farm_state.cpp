@@ -1,25 +1,20 @@
 #include "harness/host/store/farm_state.h"
 
 #include "harness/host/store/results.h"
+#include "harness/host/store/row_fields.h"
 
 namespace k3store {
 namespace {
 
-LeaseRow read_lease(const Statement& s) {
-  LeaseRow r;
-  r.board = s.text(0);
-  r.farm = s.text(1);
-  r.run_uuid = s.text(2);
-  r.holder_host = s.text(3);
-  r.holder_pid = s.integer(4);
-  r.holder_start = s.text(5);
-  r.remote_pid = s.optional_integer(6);
-  r.acquired_at = s.text(7);
-  return r;
-}
-
 constexpr const char* kLeaseColumns =
     "board, farm, run_uuid, holder_host, holder_pid, holder_start, remote_pid, acquired_at";
+
+LeaseRow read_lease(const Statement& s) {
+  LeaseRow r;
+  read_fields(s, 0, r.board, r.farm, r.run_uuid, r.holder_host, r.holder_pid, r.holder_start,
+              r.remote_pid, r.acquired_at);
+  return r;
+}
 
 }  // namespace
 

@@ -3,32 +3,35 @@
 #include <fmt/format.h>
 
 #include "harness/host/store/results.h"
+#include "harness/host/store/row_fields.h"
 
 namespace k3store {
 namespace {
-
-// A nightly with its host build's source revision (builds b joined on the host build hash).
-constexpr const char* kNightlyColumns =
-    "n.nightly_id, n.profile, n.dir, n.started_at, n.status, n.exit_code,"
-    " coalesce(n.host_build_hash, ''), coalesce(n.verdict_run_uuid, ''),"
-    " coalesce(b.source_revision, ''), coalesce(n.finished_at, '')";
-
-NightlyRow read_nightly(const Statement& s) {
-  NightlyRow r{s.text(0),         s.text(1), s.text(2), s.text(3), s.text(4),
-               s.optional_int(5), s.text(6), s.text(7), s.text(8)};
-  r.finished_at = s.text(9);
-  return r;
-}
 
 constexpr const char* kStepColumns =
     "st.nightly_id, st.step, st.seq, st.status, st.command, st.exit_code, st.started_at,"
     " st.finished_at, st.wall_s, st.detail_json";
 
+// A nightly with its host build's source revision (builds b joined on the host build hash): the
+// select that every reader of nightly rows completes with its WHERE and ORDER BY.
+constexpr const char* kSelectNightlies =
+    "SELECT n.nightly_id, n.profile, n.dir, n.started_at, n.status, n.exit_code,"
+    " coalesce(n.host_build_hash, ''), coalesce(n.verdict_run_uuid, ''),"
+    " coalesce(b.source_revision, ''), coalesce(n.finished_at, '')"
+    " FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash";
+
+NightlyRow read_nightly(const Statement& s) {
+  NightlyRow r;
+  read_fields(s, 0, r.nightly_id, r.profile, r.dir, r.started_at, r.status, r.exit_code,
+              r.host_build_hash, r.verdict_run_uuid, r.host_revision, r.finished_at);
+  return r;
+}
+
 NightlyStepRow read_step(const Statement& s) {
-  return {s.text(0), s.text(1), static_cast<int>(s.integer(2)),
-          s.text(3), s.text(4), s.optional_int(5),
-          s.text(6), s.text(7), s.optional_real(8),
-          s.text(9)};
+  NightlyStepRow r;
+  read_fields(s, 0, r.nightly_id, r.step, r.seq, r.status, r.command, r.exit_code, r.started_at,
+              r.finished_at, r.wall_s, r.detail_json);
+  return r;
 }
 
 }  // namespace
@@ -50,23 +53,17 @@ void finish_nightly(Connection& c, const std::string& id, const std::string& sta
 }
 
 std::vector<NightlyRow> earlier_nightlies(Connection& c, const std::string& id) {
-  return select_rows(
-      c, read_nightly,
-      fmt::format(
-          "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
-          " WHERE n.nightly_id <> ?1 AND n.status IN ('ok', 'regression')"
-          " AND n.host_build_hash IS NOT NULL ORDER BY n.finished_at DESC, n.rowid DESC",
-          kNightlyColumns),
-      id);
+  return select_rows(c, read_nightly,
+                     std::string(kSelectNightlies) +
+                         " WHERE n.nightly_id <> ?1 AND n.status IN ('ok', 'regression')"
+                         " AND n.host_build_hash IS NOT NULL ORDER BY n.finished_at DESC,"
+                         " n.rowid DESC",
+                     id);
 }
 
 std::vector<NightlyRow> all_nightlies(Connection& c) {
-  return select_rows(
-      c, read_nightly,
-      fmt::format(
-          "SELECT {} FROM nightlies n LEFT JOIN builds b ON b.build_hash = n.host_build_hash"
-          " ORDER BY n.started_at, n.rowid",
-          kNightlyColumns));
+  return select_rows(c, read_nightly,
+                     std::string(kSelectNightlies) + " ORDER BY n.started_at, n.rowid");
 }
 
 std::optional<NightlyStepRow> previous_step(Connection& c, const std::string& id,
@@ -87,23 +84,21 @@ std::string nightly_dir(Connection& c, const std::string& id) {
 }
 
 std::optional<std::string> nightly_verdict_run(Connection& c, const std::string& id) {
-  auto s = c.query(
+  return select_first_row(
+      c, text_column,
       "SELECT COALESCE(n.verdict_run_uuid, json_extract(v.detail_json, '$.run_uuid'), '')"
       " FROM nightlies n LEFT JOIN nightly_steps v ON v.nightly_id = n.nightly_id"
       " AND v.step = 'verdict-bench' WHERE n.nightly_id = ?1",
       id);
-  if (!s.step()) return std::nullopt;
-  return s.text(0);
 }
 
 std::optional<NightlyStepRow> find_step(Connection& c, const std::string& id,
                                         const std::string& step) {
-  auto s = c.query(
+  return select_first_row(
+      c, read_step,
       fmt::format("SELECT {} FROM nightly_steps st WHERE st.nightly_id = ?1 AND st.step = ?2",
                   kStepColumns),
       id, step);
-  if (!s.step()) return std::nullopt;
-  return read_step(s);
 }
 
 std::vector<NightlyStepRow> all_nightly_steps(Connection& c) {

@@ -1,6 +1,7 @@
 #include "harness/host/store/probes.h"
 
 #include "harness/host/store/results.h"
+#include "harness/host/store/row_fields.h"
 
 namespace k3store {
 
@@ -15,23 +16,18 @@ void insert_target_probe(Connection& c, const TargetProbeRecord& r) {
 
 std::optional<TargetProbeRecord> latest_target_probe(Connection& c, const std::string& target,
                                                      const std::string& cpu_model) {
-  auto s = c.query(
+  const auto read = [](const Statement& s) {
+    TargetProbeRecord r;
+    read_fields(s, 0, r.target, r.cpu_model, r.measured_at, r.host, r.build_hash, r.membw_read_gbps,
+                r.peak_f32_gflops, r.peak_i16_gops, r.probe_json);
+    return r;
+  };
+  return select_first_row(
+      c, read,
       "SELECT target, cpu_model, measured_at, host, build_hash, membw_read_gbps, peak_f32_gflops,"
       " peak_i16_gops, probe_json FROM target_probes WHERE target = ?1 AND cpu_model = ?2"
       " ORDER BY measured_at DESC LIMIT 1",
       target, cpu_model);
-  if (!s.step()) return std::nullopt;
-  TargetProbeRecord r;
-  r.target = s.text(0);
-  r.cpu_model = s.text(1);
-  r.measured_at = s.text(2);
-  r.host = s.text(3);
-  r.build_hash = s.text(4);
-  r.membw_read_gbps = s.optional_real(5);
-  r.peak_f32_gflops = s.optional_real(6);
-  r.peak_i16_gops = s.optional_real(7);
-  r.probe_json = s.text(8);
-  return r;
 }
 
 }  // namespace k3store

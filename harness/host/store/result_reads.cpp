@@ -2,109 +2,73 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/store/row_fields.h"
+
 namespace k3store {
 namespace {
 
-// Each row type has one column list and one reader; `first` is the reader's first column.
+// Each row type has one column list (these) and one reader (below, in the same order); `first` is
+// the reader's first column.
 constexpr const char* kRunColumns =
     "run_uuid, command, target, build_hash, host, order_json, processes, repetitions, warmup,"
     " coalesce(settings_json, '{}'), started_at, coalesce(finished_at, ''), status, wall_s,"
     " kernel_s, warmup_s, overhead_s";
 
-RunRecord read_run(const Statement& s) {
-  RunRecord r{s.text(0),
-              s.text(1),
-              s.text(2),
-              s.text(3),
-              s.text(4),
-              s.text(5),
-              static_cast<int>(s.integer(6)),
-              static_cast<int>(s.integer(7)),
-              static_cast<int>(s.integer(8)),
-              s.text(9)};
-  r.started_at = s.text(10);
-  r.finished_at = s.text(11);
-  r.status = s.text(12);
-  r.wall_s = s.optional_real(13);
-  r.kernel_s = s.optional_real(14);
-  r.warmup_s = s.optional_real(15);
-  r.overhead_s = s.optional_real(16);
-  return r;
-}
-
 constexpr const char* kCellColumns =
     "c.cell_key, c.target, c.op, c.shape_json, c.params_json, c.build_hash, c.measure_json";
 constexpr int kCellColumnCount = 7;
-
-CellRecord read_cell(const Statement& s, int first) {
-  return {s.text(first),     s.text(first + 1), s.text(first + 2), s.text(first + 3),
-          s.text(first + 4), s.text(first + 5), s.text(first + 6)};
-}
 
 constexpr const char* kAggregateColumns =
     "a.run_uuid, a.cell_key, a.status, a.reason, a.processes, a.samples, a.source_runs,"
     " a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.ci_rel_half_width, a.cv_between, a.cv_all,"
     " a.min_ns, a.median_ns, a.outliers, a.wide_ci, a.method, a.excluded_processes, a.stop_reason";
 
-AggregateRecord read_aggregate(const Statement& s, int first) {
-  const auto col = [first](int i) { return first + i; };
-  AggregateRecord a;
-  a.run_uuid = s.text(col(0));
-  a.cell_key = s.text(col(1));
-  a.ok = s.text(col(2)) == "ok";
-  a.reason = s.text(col(3));
-  a.processes = static_cast<int>(s.integer(col(4)));
-  a.samples = static_cast<int>(s.integer(col(5)));
-  a.source_runs_json = s.text(col(6));
-  a.mean_ns = s.optional_real(col(7));
-  a.ci_low_ns = s.optional_real(col(8));
-  a.ci_high_ns = s.optional_real(col(9));
-  a.ci_rel_half_width = s.optional_real(col(10));
-  a.cv_between = s.optional_real(col(11));
-  a.cv_all = s.optional_real(col(12));
-  a.min_ns = s.optional_real(col(13));
-  a.median_ns = s.optional_real(col(14));
-  a.outliers = static_cast<int>(s.integer(col(15)));
-  a.wide_ci = s.integer(col(16)) != 0;
-  a.method = s.text(col(17));
-  a.excluded_processes = static_cast<int>(s.integer(col(18)));
-  a.stop_reason = s.text(col(19));
-  return a;
-}
-
 constexpr const char* kPointColumns =
     "r.run_uuid, r.started_at, r.build_hash, c.target, c.op, c.shape_json, c.params_json,"
     " c.measure_json, a.mean_ns, a.ci_low_ns, a.ci_high_ns, a.processes, a.cell_key";
 
-AggregatePoint read_point(const Statement& s) {
-  return {s.text(0),          s.text(1),           s.text(2),
-          s.text(3),          s.text(4),           s.text(5),
-          s.text(6),          s.text(7),           s.optional_real(8),
-          s.optional_real(9), s.optional_real(10), static_cast<int>(s.integer(11)),
-          s.text(12)};
-}
-
 constexpr const char* kReportColumns =
     "run_uuid, cell_key, process_index, path, runner_json, disturbed";
 
+RunRecord read_run(const Statement& s) {
+  RunRecord r;
+  read_fields(s, 0, r.run_uuid, r.command, r.target, r.build_hash, r.host, r.order_json,
+              r.processes, r.repetitions, r.warmup, r.settings_json, r.started_at, r.finished_at,
+              r.status, r.wall_s, r.kernel_s, r.warmup_s, r.overhead_s);
+  return r;
+}
+
+CellRecord read_cell(const Statement& s, int first) {
+  CellRecord c;
+  read_fields(s, first, c.cell_key, c.target, c.op, c.shape_json, c.params_json, c.build_hash,
+              c.measure_json);
+  return c;
+}
+
+AggregateRecord read_aggregate(const Statement& s, int first) {
+  AggregateRecord a;
+  read_fields(s, first, a.run_uuid, a.cell_key);
+  a.ok = s.text(first + 2) == "ok";
+  read_fields(s, first + 3, a.reason, a.processes, a.samples, a.source_runs_json, a.mean_ns,
+              a.ci_low_ns, a.ci_high_ns, a.ci_rel_half_width, a.cv_between, a.cv_all, a.min_ns,
+              a.median_ns, a.outliers, a.wide_ci, a.method, a.excluded_processes, a.stop_reason);
+  return a;
+}
+
+AggregatePoint read_point(const Statement& s) {
+  AggregatePoint p;
+  read_fields(s, 0, p.run_uuid, p.started_at, p.build_hash, p.target, p.op, p.shape_json,
+              p.params_json, p.measure_json, p.mean_ns, p.ci_low_ns, p.ci_high_ns, p.processes,
+              p.cell_key);
+  return p;
+}
+
 ProcessReport read_report(const Statement& s) {
-  return {s.text(0),
-          s.text(1),
-          static_cast<int>(s.integer(2)),
-          s.text(3),
-          nlohmann::json::parse(s.text(4), nullptr, false),
-          s.integer(5) != 0};
-}
-
-std::vector<std::string> first_column(Statement& s) {
-  std::vector<std::string> out;
-  while (s.step()) out.push_back(s.text(0));
-  return out;
-}
-
-std::optional<ProcessReport> report_if_any(Statement& s) {
-  if (!s.step()) return std::nullopt;
-  return read_report(s);
+  ProcessReport r;
+  read_fields(s, 0, r.run_uuid, r.cell_key, r.process_index, r.path);
+  r.runner = nlohmann::json::parse(s.text(4), nullptr, false);
+  read_field(s, 5, r.disturbed);
+  return r;
 }
 
 }  // namespace
@@ -121,29 +85,28 @@ std::vector<RunRecord> all_runs(Connection& c) {
 }
 
 std::optional<std::string> latest_run_uuid(Connection& c) {
-  auto s = c.prepare("SELECT run_uuid FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1");
-  if (!s.step()) return std::nullopt;
-  return s.text(0);
+  return select_first_row(c, text_column,
+                          "SELECT run_uuid FROM runs ORDER BY started_at DESC, rowid DESC LIMIT 1");
 }
 
 std::vector<std::string> earlier_runs(Connection& c, const std::string& target,
                                       const std::string& except_uuid,
                                       const std::string& started_at) {
-  auto s = c.query(
+  return select_rows(
+      c, text_column,
       "SELECT run_uuid FROM runs WHERE target = ?1 AND run_uuid <> ?2 AND started_at <= ?3"
       " ORDER BY started_at DESC, rowid DESC",
       target, except_uuid, started_at);
-  return first_column(s);
 }
 
 std::vector<std::string> runs_in_window(Connection& c, const std::string& target,
                                         const std::string& since, const std::string& until,
                                         std::int64_t limit) {
-  auto s = c.query(
+  return select_rows(
+      c, text_column,
       "SELECT run_uuid FROM runs WHERE target = ?1 AND started_at <= ?2 AND started_at >= ?3"
       " ORDER BY started_at DESC, rowid DESC LIMIT ?4",
       target, until, since, limit);
-  return first_column(s);
 }
 
 std::vector<CellAggregate> run_cells(Connection& c, const std::string& run_uuid) {
@@ -208,7 +171,11 @@ std::vector<RunTargetCounts> aggregate_counts(Connection& c) {
 }
 
 std::vector<ProcessMean> counted_process_means(Connection& c, const std::string& run_uuid) {
-  auto s = c.query(
+  const auto read = [](const Statement& s) {
+    return ProcessMean{s.text(0), static_cast<int>(s.integer(1)), s.real(2)};
+  };
+  return select_rows(
+      c, read,
       "SELECT a.cell_key, p.process_index, avg(x.ns) FROM aggregates a"
       " JOIN processes p ON p.cell_key = a.cell_key AND p.status = 'ok'"
       "   AND (p.disturbed = 0 OR a.processes = 0 OR a.excluded_processes = 0)"
@@ -218,23 +185,21 @@ std::vector<ProcessMean> counted_process_means(Connection& c, const std::string&
       " WHERE a.run_uuid = ?1 AND a.status = 'ok'"
       " GROUP BY a.cell_key, p.run_uuid, p.process_index ORDER BY a.cell_key, p.process_index",
       run_uuid);
-  std::vector<ProcessMean> out;
-  while (s.step()) out.push_back({s.text(0), static_cast<int>(s.integer(1)), s.real(2)});
-  return out;
 }
 
 std::optional<ProcessReport> first_process_report(Connection& c, const std::string& run_uuid) {
-  auto s = c.query(
+  return select_first_row(
+      c, read_report,
       fmt::format("SELECT {} FROM processes WHERE run_uuid = ?1 AND status = 'ok'"
                   " AND runner_json IS NOT NULL AND runner_json <> '' ORDER BY order_index LIMIT 1",
                   kReportColumns),
       run_uuid);
-  return report_if_any(s);
 }
 
 std::optional<ProcessReport> checked_process_report(Connection& c, const std::string& cell_key,
                                                     const std::string& run_uuid) {
-  auto s = c.query(
+  return select_first_row(
+      c, read_report,
       fmt::format(
           "SELECT {} FROM processes WHERE cell_key = ?1 AND status = 'ok'"
           " AND runner_json IS NOT NULL AND runner_json <> ''"
@@ -242,17 +207,16 @@ std::optional<ProcessReport> checked_process_report(Connection& c, const std::st
           " order_index LIMIT 1",
           kReportColumns),
       cell_key, run_uuid);
-  return report_if_any(s);
 }
 
 std::optional<ProcessReport> first_counted_report(Connection& c, const std::string& run_uuid,
                                                   const std::string& cell_key) {
-  auto s = c.query(
+  return select_first_row(
+      c, read_report,
       fmt::format("SELECT {} FROM processes WHERE run_uuid = ?1 AND cell_key = ?2 AND status = 'ok'"
                   " ORDER BY disturbed, process_index LIMIT 1",
                   kReportColumns),
       run_uuid, cell_key);
-  return report_if_any(s);
 }
 
 std::vector<ProcessReport> ok_process_reports(Connection& c, const std::string& run_uuid,
@@ -267,29 +231,28 @@ std::vector<ProcessReport> ok_process_reports(Connection& c, const std::string& 
 
 std::vector<double> counted_sample_times(Connection& c, const std::string& run_uuid,
                                          const std::string& cell_key) {
-  auto s = c.query(
+  return select_rows(
+      c, real_column,
       "SELECT s.ns FROM samples s JOIN processes p ON p.run_uuid = s.run_uuid AND p.cell_key = "
       "s.cell_key AND p.process_index = s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 "
       "AND p.status = 'ok' AND p.disturbed = 0 ORDER BY s.process_index, s.rep_index",
       run_uuid, cell_key);
-  std::vector<double> out;
-  while (s.step()) out.push_back(s.real(0));
-  return out;
 }
 
 std::vector<SampleTiming> counted_sample_timings(Connection& c, const std::string& run_uuid,
                                                  const std::string& cell_key) {
-  auto s = c.query(
+  const auto read = [](const Statement& s) {
+    SampleTiming t;
+    read_fields(s, 0, t.process_index, t.rep_index, t.ns, t.cpu_ns, t.iterations);
+    return t;
+  };
+  return select_rows(
+      c, read,
       "SELECT s.process_index, s.rep_index, s.ns, s.cpu_ns, s.iterations FROM samples s JOIN"
       " processes p ON p.run_uuid = s.run_uuid AND p.cell_key = s.cell_key AND p.process_index ="
       " s.process_index WHERE s.run_uuid = ?1 AND s.cell_key = ?2 AND p.status = 'ok' AND"
       " p.disturbed = 0 ORDER BY s.process_index, s.rep_index",
       run_uuid, cell_key);
-  std::vector<SampleTiming> out;
-  while (s.step())
-    out.push_back({static_cast<int>(s.integer(0)), static_cast<int>(s.integer(1)), s.real(2),
-                   s.real(3), s.integer(4)});
-  return out;
 }
 
 ProcessCounts process_counts(Connection& c, const std::string& run_uuid) {

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "harness/host/store/row_fields.h"
+
 namespace k3store {
 
 std::string now_utc() {
@@ -64,9 +66,11 @@ constexpr const char* kBuildColumns =
     "source_dirty, recorded_by, created_at";
 
 BuildRecord read_build(const Statement& s) {
-  BuildRecord b{s.text(0), s.text(1), s.text(2),    s.text(3), s.text(4),
-                s.text(5), s.text(6), std::nullopt, s.text(8), s.text(9)};
+  BuildRecord b;
+  read_fields(s, 0, b.build_hash, b.variant, b.binary_path, b.compiler, b.flags,
+              b.cmake_options_json, b.source_revision);
   if (const auto dirty = s.optional_integer(7)) b.source_dirty = *dirty != 0;
+  read_fields(s, 8, b.recorded_by, b.created_at);
   return b;
 }
 

@@ -128,6 +128,15 @@ auto select_rows(Connection& c, Read read, const std::string& sql, const Values&
   return read_rows(s, read);
 }
 
+// The first row `sql` selects with ?1, ?2, ... bound to `values`, read by `read` (nullopt: none).
+template <class Read, class... Values>
+auto select_first_row(Connection& c, Read read, const std::string& sql, const Values&... values)
+    -> std::optional<std::invoke_result_t<Read&, const Statement&>> {
+  Statement s = c.query(sql, values...);
+  if (!s.step()) return std::nullopt;
+  return read(s);
+}
+
 // BEGIN IMMEDIATE on construction (takes the write lock up front, so busy_timeout applies),
 // ROLLBACK in the destructor unless commit() was called. Inside a transaction already open on the
 // connection (a database writer's batch, database_writer.h) it is a SAVEPOINT instead: commit()

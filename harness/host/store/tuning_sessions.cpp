@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/host/store/results.h"
+#include "harness/host/store/row_fields.h"
 
 namespace k3store {
 namespace {
@@ -11,50 +12,34 @@ constexpr const char* kSessionColumns =
     "session_id, command, target, build_hash, run_uuid, op, shape_json, model, space_json,"
     " strategy, seed, budget, objective, status, result_json, created_at, finished_at";
 
-TuningSessionRecord read_session(const Statement& s) {
-  TuningSessionRecord r{s.text(0),
-                        s.text(1),
-                        s.text(2),
-                        s.text(3),
-                        s.text(4),
-                        s.text(5),
-                        s.text(6),
-                        s.text(7),
-                        s.text(8),
-                        s.text(9),
-                        static_cast<std::uint64_t>(s.integer(10)),
-                        static_cast<int>(s.integer(11)),
-                        s.text(12),
-                        s.text(13),
-                        s.text(14)};
-  r.created_at = s.text(15);
-  r.finished_at = s.text(16);
-  return r;
-}
-
 constexpr const char* kMeasurementColumns =
     "m.point_key, m.measurement, m.round, m.value, m.disturbed, m.rejected, m.reason, m.cell_key";
-
-TuningMeasurementRecord read_measurement(const Statement& s) {
-  return {s.text(0),
-          static_cast<int>(s.integer(1)),
-          static_cast<int>(s.integer(2)),
-          s.is_null(3) ? 0 : s.real(3),
-          s.integer(4) != 0,
-          s.integer(5) != 0,
-          s.text(6),
-          s.text(7)};
-}
 
 constexpr const char* kTuningPointColumns =
     "point_key, op, shape_json, config_json, cell_key, status, reason, processes, mean_ns,"
     " ci_low_ns, ci_high_ns";
 
+TuningSessionRecord read_session(const Statement& s) {
+  TuningSessionRecord r;
+  read_fields(s, 0, r.session_id, r.command, r.target, r.build_hash, r.run_uuid, r.op, r.shape_json,
+              r.model, r.space_json, r.strategy, r.seed, r.budget, r.objective, r.status,
+              r.result_json, r.created_at, r.finished_at);
+  return r;
+}
+
+// A rejected measurement's value is NULL: it reads as 0.
+TuningMeasurementRecord read_measurement(const Statement& s) {
+  TuningMeasurementRecord m;
+  read_fields(s, 0, m.point_key, m.measurement, m.round, m.value, m.disturbed, m.rejected, m.reason,
+              m.cell_key);
+  return m;
+}
+
 TuningPointRecord read_tuning_point(const Statement& s) {
-  return {
-      s.text(0),          s.text(1),          s.text(2),          s.text(3),
-      s.text(4),          s.text(5),          s.text(6),          static_cast<int>(s.integer(7)),
-      s.optional_real(8), s.optional_real(9), s.optional_real(10)};
+  TuningPointRecord p;
+  read_fields(s, 0, p.point_key, p.op, p.shape_json, p.config_json, p.cell_key, p.status, p.reason,
+              p.processes, p.mean_ns, p.ci_low_ns, p.ci_high_ns);
+  return p;
 }
 
 }  // namespace
@@ -173,12 +158,11 @@ std::vector<TuningMeasurementRecord> stored_measurements_of_cell(Connection& c,
 }
 
 std::optional<std::string> session_process_path(Connection& c, const std::string& session_id) {
-  auto s = c.query(
+  return select_first_row(
+      c, text_column,
       "SELECT path FROM processes WHERE cell_key IN (SELECT cell_key FROM tuning_measurements"
       " WHERE session_id = ?1) AND path IS NOT NULL LIMIT 1",
       session_id);
-  if (!s.step()) return std::nullopt;
-  return s.text(0);
 }
 
 }  // namespace k3store

@@ -71,6 +71,17 @@ void add_failures(const RunData& run, const std::string& build, const std::strin
   }
 }
 
+// What every verdict starts from: the runs compared, how the per-call figures read, the rules.
+Verdict verdict_shell(const std::string& baseline_run, const std::string& candidate_run,
+                      const PerCall& per_call, const RegressionConfig& config) {
+  Verdict v;
+  v.baseline_run = baseline_run;
+  v.candidate_run = candidate_run;
+  v.per_call = per_call;
+  v.config = config;
+  return v;
+}
+
 }  // namespace
 
 double verdict_threshold(const std::string& op, const RegressionConfig& config,
@@ -182,15 +193,11 @@ TimingVerdict exact_count_verdict(double base, double base_jitter, double cand,
 
 Verdict compare_runs(const RunData& base, const RunData& cand, const RegressionConfig& config,
                      const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
-  Verdict v;
-  v.baseline_run = base.run_uuid;
-  v.candidate_run = cand.run_uuid;
-  v.per_call = cand.per_call;
+  Verdict v = verdict_shell(base.run_uuid, cand.run_uuid, cand.per_call, config);
   v.baseline_build = base.build_hash;
   v.candidate_build = cand.build_hash;
   const bool counts = base.per_call.instructions && cand.per_call.instructions;
   v.method = counts ? "exact-counts" : "welch-across-runs";
-  v.config = config;
   if (!counts) v.noise_floor = noise_floor;
   std::map<std::string, const CellFigures*> in_base;
   for (const auto& c : base.cells)
@@ -303,9 +310,8 @@ int first_stage_of(const RunData& run) {
 
 Verdict within_run_shell(const RunData& run, const RegressionConfig& config,
                          const std::optional<k3store::NoiseFloorRecord>& noise_floor) {
-  Verdict v;
-  v.baseline_run = v.candidate_run = run.run_uuid;
-  v.per_call = run.per_call;
+  Verdict v = verdict_shell(run.run_uuid, run.run_uuid, run.per_call, config);
+  v.noise_floor = noise_floor;
   v.method = "paired-rounds-within-run";
   // A run of two builds says how it measured them (bench --build-pairing, build_pairing.h).
   if (const auto& p = run.settings.value("build_pairing", nlohmann::json::object()); !p.empty()) {
@@ -315,8 +321,6 @@ Verdict within_run_shell(const RunData& run, const RegressionConfig& config,
                    : "the builds in separate processes of the same rounds" +
                          (p.value("why", "").empty() ? "" : ": " + p.value("why", ""));
   }
-  v.config = config;
-  v.noise_floor = noise_floor;
   return v;
 }
 
