@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "apps/cli/app_context.h"
 #include "apps/nightly/nightly_profile.h"
 #include "harness/host/launch/launcher.h"
+#include "harness/host/launch/task_share.h"
 
 namespace {
 
@@ -267,6 +269,39 @@ TEST_F(LaunchRoundTrip, EveryNightlyStepIsACommandK3tuneAccepts) {
         ++parsed;
       }
   EXPECT_GT(parsed, 40);
+}
+
+// A Slurm task's share and tail, after its command's own arguments, are options bench and tune
+// read.
+TEST_F(LaunchRoundTrip, ASlurmTasksShareIsWhatBenchAndTuneRead) {
+  const auto words = [](const std::string& share) {
+    Strings out;
+    std::istringstream in(share);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+  };
+  const auto with = [](Strings a, const Strings& more) {
+    a.insert(a.end(), more.begin(), more.end());
+    return a;
+  };
+  const Strings bench = {"bench", "--farm", file("farm.toml"), "--op", "linear_decode"};
+  const Parsed shard(with(with(bench, words(launch::shard_share(2, 4))), launch::task_tail(true)));
+  EXPECT_EQ(shard.value("--shard"), "2/4");
+  EXPECT_TRUE(shard.given("--resume"));
+  const auto s = launch::shard_of(launch::shard_share(2, 4));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->index, 2);
+  EXPECT_EQ(s->count, 4);
+  EXPECT_FALSE(launch::shard_of(launch::positions_share(launch::ShareUnit::kCells, {0, 3})));
+  const Parsed cells(
+      with(bench, words(launch::positions_share(launch::ShareUnit::kCells, {0, 3}))));
+  EXPECT_EQ(cells.value("--cells"), "0,3");
+  EXPECT_FALSE(cells.given("--resume"));
+  const Parsed sessions(with({"tune", "--farm", file("farm.toml"), "--op", "linear_decode"},
+                             words(launch::positions_share(launch::ShareUnit::kSessions, {1}))));
+  EXPECT_EQ(sessions.subcommand(), "tune");
+  EXPECT_EQ(sessions.value("--sessions"), "1");
+  EXPECT_TRUE(launch::task_tail(false).empty());
 }
 
 }  // namespace

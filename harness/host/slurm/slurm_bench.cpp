@@ -104,7 +104,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
                   .db_path = rq.farm.bench.db_path,
                   .subcommand = "bench",
                   .args = rq.bench_args,
-                  .tail = {"--resume"},
+                  .resume = true,
                   .job_options = out.job_options,
                   .job_name = "k3tune-bench",
                   .total_key = "total_cells",
@@ -135,7 +135,7 @@ SlurmBenchOutcome run_slurm_bench(const SlurmBenchRequest& rq, const SlurmClient
       // One task per board that can still take work (Slurm keeps drained boards out anyway).
       std::size_t open = 0;
       for (const auto& b : boards) open += out.drained.count(b) == 0;
-      cells = split_shares("--cells", left, open);
+      cells = split_shares(k3launch::ShareUnit::kCells, left, open);
     }
     ++round;
     try {

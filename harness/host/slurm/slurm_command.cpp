@@ -22,7 +22,6 @@ SlurmCommandOutcome run_as_slurm_job(const SlurmCommandRequest& rq, const SlurmC
                   .db_path = rq.db_path,
                   .subcommand = rq.subcommand,
                   .args = rq.args,
-                  .tail = {},
                   .job_options = options,
                   .job_name = "k3tune-" + rq.subcommand.substr(rq.subcommand.rfind(' ') + 1),
                   .total_key = "",

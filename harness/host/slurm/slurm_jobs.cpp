@@ -17,6 +17,7 @@
 #include "harness/host/bench/user_error.h"
 #include "harness/host/farm/shell_quote.h"
 #include "harness/host/launch/launcher.h"
+#include "harness/host/launch/task_share.h"
 #include "harness/host/store/maintenance.h"
 #include "harness/host/targets/process.h"
 
@@ -128,7 +129,7 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
                          "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.rc\"";
   s << k3farm::shell_join(worker.globals()) << " " << config_.subcommand << " "
     << k3farm::shell_join(config_.args) << " \"$@\""
-    << (config_.tail.empty() ? "" : " " + k3farm::shell_join(config_.tail)) << "\n"
+    << (config_.resume ? " " + k3farm::shell_join(k3launch::task_tail(true)) : "") << "\n"
     << "status=$?\necho $status > " << rc << "\nexit $status\n";
   return s.str();
 }
@@ -216,11 +217,11 @@ void SlurmJobs::cancel_empty_shares(const std::map<std::string, std::string>& qu
   if (!total) return;
   std::vector<std::string> empty;
   for (auto& t : tasks_) {
-    int i = 0, n = 0;
-    if (t.state == TaskState::kEmpty || std::sscanf(t.share.c_str(), "--shard %d/%d", &i, &n) != 2)
-      continue;
+    const auto shard = k3launch::shard_of(t.share);
+    if (t.state == TaskState::kEmpty || !shard) continue;
     const auto it = queued.find(t.id);
-    if (static_cast<std::size_t>(i) > *total && it != queued.end() && it->second == "PENDING") {
+    if (static_cast<std::size_t>(shard->index) > *total && it != queued.end() &&
+        it->second == "PENDING") {
       empty.push_back(t.id);
       t.state = TaskState::kEmpty;
     }
@@ -285,17 +286,17 @@ void SlurmJobs::merge() const {
 std::vector<std::string> first_round_shares(std::size_t open_boards) {
   const std::size_t n = kTasksPerBoard * std::max<std::size_t>(1, open_boards);
   std::vector<std::string> out;
-  for (std::size_t i = 1; i <= n; ++i) out.push_back(fmt::format("--shard {}/{}", i, n));
+  for (std::size_t i = 1; i <= n; ++i) out.push_back(k3launch::shard_share(i, n));
   return out;
 }
 
-std::vector<std::string> split_shares(const std::string& option,
+std::vector<std::string> split_shares(k3launch::ShareUnit unit,
                                       const std::vector<std::size_t>& left, std::size_t tasks) {
   const std::size_t n = std::max<std::size_t>(1, std::min(left.size(), tasks));
   std::vector<std::vector<std::size_t>> split(n);
   for (std::size_t i = 0; i < left.size(); ++i) split[i % n].push_back(left[i]);
   std::vector<std::string> out;
-  for (const auto& s : split) out.push_back(fmt::format("{} {}", option, fmt::join(s, ",")));
+  for (const auto& s : split) out.push_back(k3launch::positions_share(unit, s));
   return out;
 }
 

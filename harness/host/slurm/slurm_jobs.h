@@ -7,7 +7,8 @@
 //   - The job directory is <db>.slurm/<hash of the command>/<run>; `--resume` continues the latest
 //     run of the same command (named in <db>.slurm/<hash>/latest), whose jobs.json lists every
 //     task submitted.
-//   - Task i of an array runs `k3tune --json -q <subcommand> <args> <share i> <tail>` with
+//   - Task i of an array runs `k3tune --json -q <subcommand> <args> <share i> <tail>` (the share
+//     and tail from harness/host/launch/task_share.h) with
 //     K3TUNE_SLURM_WORKER=1 and K3TUNE_DB=<dir>/job-<array>_<i>.db (the launcher's globals,
 //     harness/host/launch, with the database given by its environment variable); its stdout (the
 //     outcome) goes to job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit status to
@@ -25,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/bench/child_output.h"
+#include "harness/host/launch/task_share.h"
 #include "harness/host/slurm/slurm_client.h"
 
 namespace k3slurm {
@@ -62,7 +64,7 @@ struct SlurmJobsConfig {
   std::string db_path;            // the run's database, where the tasks' databases are merged
   std::string subcommand;         // "bench", "tune"
   std::vector<std::string> args;  // the subcommand's arguments every task gets
-  std::vector<std::string> tail;  // after the share (bench: --resume)
+  bool resume = false;  // a task resumes what its requeued self measured (k3launch::task_tail)
   std::vector<std::string> job_options;  // the farm's sbatch options (slurm_validate.h)
   std::string job_name;                  // sbatch --job-name
   // The key of a task's outcome that gives the size of the whole work ("total_cells",
@@ -146,7 +148,7 @@ class SlurmJobs {
 std::vector<std::string> first_round_shares(std::size_t open_boards);
 // A later round's: the positions `left` dealt round-robin over at most `tasks` tasks, each share
 // "<option> a,b,..." (`--cells`, `--sessions`).
-std::vector<std::string> split_shares(const std::string& option,
+std::vector<std::string> split_shares(k3launch::ShareUnit unit,
                                       const std::vector<std::size_t>& left, std::size_t tasks);
 
 // The chosen boards a job can get now: in the reservation (when there is one), and neither

@@ -83,7 +83,7 @@ std::string run_session_rounds(const SlurmTuneRequest& rq, const k3farm::FarmCon
         return jobs.no_outcome_fault();  // or bad input, said once
       const auto left = sessions_left(out);
       if (left.empty() || round >= rq.max_attempts) break;
-      shares = split_shares("--sessions", left, open);
+      shares = split_shares(k3launch::ShareUnit::kSessions, left, open);
     }
     ++round;
     try {
@@ -176,7 +176,6 @@ SlurmTuneOutcome run_slurm_tune(const SlurmTuneRequest& rq, const SlurmClient& s
                   .db_path = rq.db_path,
                   .subcommand = "tune",
                   .args = rq.tune_args,
-                  .tail = {},
                   .job_options = out.job_options,
                   .job_name = "k3tune-tune",
                   .total_key = "total_sessions",
