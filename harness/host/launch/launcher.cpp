@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "harness/host/bench/user_error.h"
+#include "harness/host/farm/shell_quote.h"
 
 namespace k3launch {
 
@@ -28,6 +29,10 @@ Args Launcher::argv(const Request& request) const {
   const Args rest = arguments(request);
   a.insert(a.end(), rest.begin(), rest.end());
   return a;
+}
+
+std::string Launcher::shell_globals(const std::string& db_expression) const {
+  return k3farm::shell_join(globals()) + " --db " + db_expression;
 }
 
 std::string command_text(const Request& request) {

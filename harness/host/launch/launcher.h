@@ -25,6 +25,10 @@ struct Launcher {
   Args globals() const;
   // The whole command line of `request`'s child.
   Args argv(const Request& request) const;
+  // The globals as shell words for a batch script whose database is a shell expression (a Slurm
+  // task's own, named by its array and task ids), left unquoted so the shell expands it: the
+  // task's process shows its database on its command line.
+  std::string shell_globals(const std::string& db_expression) const;
 };
 
 // "k3tune <arguments>": how a step's command is shown and recorded (the globals are the

@@ -114,7 +114,7 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
     << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (std::size_t i = 0; i < shares.size(); ++i) s << i << ") set -- " << shares[i] << " ;;\n";
   s << "*) echo \"k3tune: array task $SLURM_ARRAY_TASK_ID has no share\" >&2; exit 2 ;;\nesac\n";
-  // The task's own database, by the variable k3tune reads when no --db is given.
+  // The task's own database (named by the array and task ids the shell expands).
   s << "export K3TUNE_DB=" << k3farm::shell_quote((dir_ / "job-").string())
     << "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.db\"\n";
   if (!seed_db.empty())
@@ -127,7 +127,7 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
                                   .json = config_.json};
   const std::string rc = k3farm::shell_quote((dir_ / "job-").string()) +
                          "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.rc\"";
-  s << k3farm::shell_join(worker.globals()) << " " << config_.subcommand << " "
+  s << worker.shell_globals("\"$K3TUNE_DB\"") << " " << config_.subcommand << " "
     << k3farm::shell_join(config_.args) << " \"$@\""
     << (config_.resume ? " " + k3farm::shell_join(k3launch::task_tail(true)) : "") << "\n"
     << "status=$?\necho $status > " << rc << "\nexit $status\n";

@@ -9,10 +9,10 @@
 //     task submitted.
 //   - Task i of an array runs `k3tune --json -q <subcommand> <args> <share i> <tail>` (the share
 //     and tail from harness/host/launch/task_share.h) with
-//     K3TUNE_SLURM_WORKER=1 and K3TUNE_DB=<dir>/job-<array>_<i>.db (the launcher's globals,
-//     harness/host/launch, with the database given by its environment variable); its stdout (the
-//     outcome) goes to job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit status to
-//     job-<array>_<i>.rc. A requeued task finds its own database and continues it.
+//     K3TUNE_SLURM_WORKER=1 and --db <dir>/job-<array>_<i>.db (the launcher's globals,
+//     harness/host/launch; the database's name is expanded by the batch script's shell); its stdout
+//     (the outcome) goes to job-<array>_<i>.json, its stderr to job-<array>_<i>.err, its exit
+//     status to job-<array>_<i>.rc. A requeued task finds its own database and continues it.
 //   - A Slurm controller that stops answering for `silence_s` is a fault: wait() says so and the
 //     caller names the tasks still queued.
 #pragma once
