@@ -39,9 +39,7 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   // read (each (query head, chunk) partial by its chunk's task).
   thread_local AlignedBuffer<float> qs_buffer, part_buffer, scratch_buffer;
   auto at_least = [](AlignedBuffer<float>& b, std::int64_t n) {
-    if (b.size() < static_cast<std::size_t>(n))
-      b = AlignedBuffer<float>::for_overwrite(static_cast<std::size_t>(n));
-    return b.data();
+    return reused_for_overwrite(b, static_cast<std::size_t>(n)).data();
   };
   // Rotated and scaled queries of every head (n_q_heads * head_dim values: not worth a task).
   float* const qs = at_least(qs_buffer, std::int64_t(n_q_heads) * hd);

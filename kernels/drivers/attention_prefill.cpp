@@ -6,12 +6,13 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
-#include <vector>
+#include <span>
 
 #include "common/attention_checks.h"
 #include "common/query_rope_table.h"
 #include "drivers/attention_prefill_task.h"
 #include "drivers/drivers.h"
+#include "k3k/aligned_buffer.h"
 
 namespace k3k::driver {
 
@@ -72,13 +73,18 @@ void attention_prefill(const ukernel::AttentionPrefill& uk, const KvCache& cache
   const detail::PrefillCall call =
       detail::prefill_call(uk, cache, q, tokens, n_q_heads, out, tiling, scale, table);
 
-  // Per-worker scratch, allocated once per call; fp16 caches are converted a block at a time (and
-  // an fp32 block that wraps around a ring cache has its K transposed into the scratch).
+  // Per-worker scratch, zeroed each call in the calling thread's buffers (kept between calls); fp16
+  // caches are converted a block at a time (and an fp32 block that wraps around a ring cache has
+  // its K transposed into the scratch).
   const bool f16 = cache.dtype() == KvDtype::f16;
   const detail::PrefillArenaLayout layout =
       detail::prefill_arena_layout(call.head_dim, call.q_tile, call.kv_block, call.kv_block, f16);
-  AlignedBuffer<float> scratch(static_cast<std::size_t>(layout.floats * pool.size()));
-  std::vector<const float*> rows_scratch(static_cast<std::size_t>(call.kv_block * pool.size()));
+  thread_local AlignedBuffer<float> scratch_buffer;
+  thread_local AlignedBuffer<const float*> rows_buffer;
+  const std::span<float> scratch =
+      reused_zeroed(scratch_buffer, static_cast<std::size_t>(layout.floats * pool.size()));
+  const std::span<const float*> rows_scratch =
+      reused_zeroed(rows_buffer, static_cast<std::size_t>(call.kv_block * pool.size()));
 
   pool.parallel_for(call.n_tiles * n_q_heads, [&](std::int64_t task, int worker) {
     const detail::PrefillArena arena = detail::prefill_arena(

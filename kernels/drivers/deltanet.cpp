@@ -8,7 +8,7 @@
 // column block width.
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <span>
 
 #include "common/checks.h"
 #include "common/deltanet_checks.h"
@@ -77,10 +77,14 @@ void gdn_prefill(const ukernel::GatedDeltaNet& uk, const GdnDims& d, std::int64_
   const int col_blocks = (d.v_dim + cols - 1) / cols;
   const int hv = d.v_heads, dk = d.k_dim, dv = d.v_dim;
   const ChunkPrep lay{chunk, dk};
-  AlignedBuffer<float> prep(static_cast<std::size_t>(lay.floats() * hv));
-  std::vector<float> a_end(static_cast<std::size_t>(hv));
+  // The calling thread's buffers, kept between calls and zeroed as a new allocation was.
+  thread_local AlignedBuffer<float> prep_buffer, a_end_buffer, scratch_buffer;
+  const std::span<float> prep =
+      reused_zeroed(prep_buffer, static_cast<std::size_t>(lay.floats() * hv));
+  const std::span<float> a_end = reused_zeroed(a_end_buffer, static_cast<std::size_t>(hv));
   const std::int64_t scratch_floats = scratch_stride(3 * std::int64_t(chunk) * cols);
-  AlignedBuffer<float> scratch(static_cast<std::size_t>(scratch_floats * pool.size()));
+  const std::span<float> scratch =
+      reused_zeroed(scratch_buffer, static_cast<std::size_t>(scratch_floats * pool.size()));
   const std::int64_t v_row = std::int64_t(hv) * dv;
   for (std::int64_t c0 = 0; c0 < tokens; c0 += chunk) {
     const int cn = static_cast<int>(std::min<std::int64_t>(chunk, tokens - c0));
@@ -129,7 +133,9 @@ void gdn_decode(const ukernel::GatedDeltaNet& uk, const GdnDims& d, const GdnInp
   const int col_blocks = (d.v_dim + cols - 1) / cols;
   const int hv = d.v_heads, dk = d.k_dim, dv = d.v_dim;
   const std::int64_t scratch_floats = scratch_stride(3 * std::int64_t(cols));
-  AlignedBuffer<float> scratch(static_cast<std::size_t>(scratch_floats * pool.size()));
+  thread_local AlignedBuffer<float> scratch_buffer;  // kept between calls, zeroed each
+  const std::span<float> scratch =
+      reused_zeroed(scratch_buffer, static_cast<std::size_t>(scratch_floats * pool.size()));
   pool.parallel_for(std::int64_t(hv) * col_blocks, [&](std::int64_t task, int worker) {
     const int h = static_cast<int>(task / col_blocks);
     const int j0 = static_cast<int>(task % col_blocks) * cols;

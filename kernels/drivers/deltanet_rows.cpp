@@ -4,10 +4,11 @@
 // outputs: bitwise identical for any worker count.
 #include <algorithm>
 #include <cmath>
-#include <vector>
+#include <span>
 
 #include "common/deltanet_checks.h"
 #include "drivers/drivers.h"
+#include "k3k/aligned_buffer.h"
 
 namespace k3k::driver {
 namespace {
@@ -23,7 +24,9 @@ void gdn_gates(const ukernel::GdnGates& uk, const float* a, std::int64_t a_strid
                WorkerPool& pool) {
   detail::check_gdn_gates(a, a_stride, b, b_stride, a_log, dt_bias, g, beta, tokens, heads);
   // -exp(A_log) once per head, in double and rounded once: the same bits on every layer.
-  std::vector<float> neg_a(static_cast<std::size_t>(heads));
+  thread_local AlignedBuffer<float> neg_a_buffer;  // kept between calls: no allocation per call
+  const std::span<float> neg_a =
+      reused_for_overwrite(neg_a_buffer, static_cast<std::size_t>(heads));
   for (int h = 0; h < heads; ++h)
     neg_a[static_cast<std::size_t>(h)] =
         static_cast<float>(-std::exp(static_cast<double>(a_log[static_cast<std::size_t>(h)])));

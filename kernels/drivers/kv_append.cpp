@@ -52,10 +52,9 @@ void write_rows(const ukernel::KvAppend& uk, KvCache& cache, const float* k, con
 // head_dim floats per worker of `pool`, the calling thread's buffer (grown, never shrunk).
 float* row_scratch(const KvCache& cache, WorkerPool& pool) {
   thread_local AlignedBuffer<float> scratch;
-  const auto need =
-      static_cast<std::size_t>(detail::scratch_stride(cache.head_dim()) * pool.size());
-  if (scratch.size() < need) scratch = AlignedBuffer<float>::for_overwrite(need);
-  return scratch.data();
+  return reused_for_overwrite(scratch, static_cast<std::size_t>(
+                                           detail::scratch_stride(cache.head_dim()) * pool.size()))
+      .data();
 }
 
 // The RoPE table of positions [first_pos, first_pos + count): the last one built when its key is

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -41,7 +42,7 @@ constexpr const char* kMarkedMethod =
     "instruction count: the timed calls after the first of one qemu-user process (3 timed calls "
     "after a warm-up call), each marked by the runner and counted apart from start-up, set-up and "
     "output; malloc's mmap threshold fixed; interval: +- the difference from a second process "
-    "with a larger environment (0: the figure is exact)";
+    "with a larger environment, started from a longer path (0: the figure is exact)";
 
 // [begin, end) of the emulation's model code in `runner`, or "" when the binary has none.
 std::string model_range(const CountTools& tools, const std::string& runner) {
@@ -108,8 +109,36 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   return params;
 }
 
+// `exec_as`: the path the runner is started from, when not c.runner (a link to it).
+// A symbolic link to a runner in a new directory whose name is longer than any checkout's path
+// part, removed with this object.
+class RunnerLink {
+ public:
+  explicit RunnerLink(const std::string& runner) {
+    std::string dir = (std::filesystem::temp_directory_path() /
+                       "k3tune-count-the-same-runner-from-a-longer-path-XXXXXX")
+                          .string();
+    if (::mkdtemp(dir.data()) == nullptr)
+      throw UserError(fmt::format("count: cannot create a directory in {}",
+                                  std::filesystem::temp_directory_path().string()));
+    dir_ = dir;
+    std::filesystem::create_symlink(std::filesystem::absolute(runner), dir_ / "k3bench");
+  }
+  ~RunnerLink() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+  RunnerLink(const RunnerLink&) = delete;
+  RunnerLink& operator=(const RunnerLink&) = delete;
+  std::string path() const { return (dir_ / "k3bench").string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
+
 CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls,
-                        const std::map<std::string, std::string>& extra_env = {}) {
+                        const std::map<std::string, std::string>& extra_env = {},
+                        const std::string& exec_as = "") {
   std::vector<std::string> args = {"--op", c.op, "--shape", c.shape};
   if (const std::string params = count_params(tools, c); !params.empty())
     args.insert(args.end(), {"--params", params});
@@ -120,7 +149,7 @@ CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls,
   env["K3_IME2_ASSUME_MARCHID"] = "0x8000000041000002";
   CountedProcess p = c.target != nullptr
                          ? count_process(tools, *c.target, args, env)
-                         : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env);
+                         : count_process(tools, qemu_cpu(c.vlen), c.runner, args, env, exec_as);
   const std::string what = fmt::format("{} --op {} --shape {} --path {} at VLEN {}", c.runner, c.op,
                                        c.shape, c.path, c.vlen);
   if (!p.ok) throw UserError(fmt::format("count: {}: {}", what, p.reason));
@@ -192,8 +221,10 @@ std::string qemu_cpu(int vlen) {
 
 CountedProcess count_process(const CountTools& tools, const std::string& cpu,
                              const std::string& runner, const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env) {
-  return count_process(tools, std::vector<std::string>{tools.qemu, "-cpu", cpu}, runner, args, env);
+                             const std::map<std::string, std::string>& env,
+                             const std::string& exec_as) {
+  return count_process(tools, std::vector<std::string>{tools.qemu, "-cpu", cpu}, runner, args, env,
+                       exec_as);
 }
 
 namespace {
@@ -283,7 +314,8 @@ std::string plugin_arg(const CountTools& tools, const std::string& runner) {
 
 CountedProcess count_process(const CountTools& tools, const std::vector<std::string>& emulator,
                              const std::string& runner, const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env) {
+                             const std::map<std::string, std::string>& env,
+                             const std::string& exec_as) {
   static std::atomic<int> serial{0};
   const std::string out =
       fmt::format("{}/k3tune-count-{}-{}.txt", std::filesystem::temp_directory_path().string(),
@@ -293,7 +325,7 @@ CountedProcess count_process(const CountTools& tools, const std::vector<std::str
   for (const auto& [k, v] : env) argv.push_back(k + "=" + v);
   for (const auto& [k, v] : counting_env()) argv.push_back(k + "=" + v);
   argv.insert(argv.end(), emulator.begin(), emulator.end());
-  argv.insert(argv.end(), {"-plugin", plugin, runner});
+  argv.insert(argv.end(), {"-plugin", plugin, exec_as.empty() ? runner : exec_as});
   argv.insert(argv.end(), args.begin(), args.end());
   return counted_with_a_warm_weight_cache([&] {
     CountedProcess p;
@@ -345,10 +377,14 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c) {
                                        c.shape, c.path, c.vlen);
   const CountedProcess more = run_once(tools, c, kMoreCalls);
   if (const auto first = marked_per_call(more, what)) {
-    // The same process again with a larger environment: the stack (and what the runner reads)
-    // moves as it does between runs; an exact figure does not move with it.
-    const CountedProcess again = run_once(
-        tools, c, kMoreCalls, {{"K3BENCH_COUNT_PADDING", std::string(kPaddingBytes, 'x')}});
+    // The same process again with a larger environment and, here, started from a longer path: the
+    // stack and what start-up allocates move as they do between runs and between checkouts (a
+    // later night's build); an exact figure does not move with them.
+    const std::optional<RunnerLink> moved =
+        c.target == nullptr ? std::optional<RunnerLink>(std::in_place, c.runner) : std::nullopt;
+    const CountedProcess again =
+        run_once(tools, c, kMoreCalls, {{"K3BENCH_COUNT_PADDING", std::string(kPaddingBytes, 'x')}},
+                 moved ? moved->path() : "");
     const auto second = marked_per_call(again, what);
     if (!second)
       throw UserError(fmt::format("count: {}: the second process marked no calls", what));

@@ -109,14 +109,17 @@ struct CountedProcess {
   k3targets::ProcessResult process;
   double total() const { return ime2 + other; }
 };
+// `exec_as`: another path to start `runner` from (a link to it), when not empty.
 CountedProcess count_process(const CountTools& tools, const std::string& cpu,
                              const std::string& runner, const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env = {});
+                             const std::map<std::string, std::string>& env = {},
+                             const std::string& exec_as = "");
 // The same under an explicit emulator command (qemu-user and its options): the plugin is added
 // after it.
 CountedProcess count_process(const CountTools& tools, const std::vector<std::string>& emulator,
                              const std::string& runner, const std::vector<std::string>& args,
-                             const std::map<std::string, std::string>& env = {});
+                             const std::map<std::string, std::string>& env = {},
+                             const std::string& exec_as = "");
 // The same on an emulated target (a qemu target, or a farm board whose exec prefix is qemu-user):
 // the target's runner under its own emulator command with the plugin added, run where the target
 // runs (a board counts on the board, every run judged by the farm). tools.qemu is not used; the

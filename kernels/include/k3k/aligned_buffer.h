@@ -114,4 +114,22 @@ class AlignedBuffer {
   std::size_t count_ = 0;
 };
 
+// Per-call scratch a thread keeps between calls: declare `thread_local AlignedBuffer<T> b;` at the
+// call site (one per purpose) and take `count` elements of it, the buffer grown when too small and
+// never shrunk. An allocation per call costs a short call a visible share of its time, and malloc's
+// path through a heap laid out by everything the process did before (down to the length of its
+// own path) made a call's instruction count differ from one process to the next.
+template <typename T>
+std::span<T> reused_for_overwrite(AlignedBuffer<T>& buffer, std::size_t count) {
+  if (buffer.size() < count) buffer = AlignedBuffer<T>::for_overwrite(count);
+  return buffer.span().first(count);
+}
+// The same, zeroed: for scratch whose callers may read what they did not write.
+template <typename T>
+std::span<T> reused_zeroed(AlignedBuffer<T>& buffer, std::size_t count) {
+  const std::span<T> s = reused_for_overwrite(buffer, count);
+  if (count != 0) std::memset(s.data(), 0, count * sizeof(T));
+  return s;
+}
+
 }  // namespace k3k
