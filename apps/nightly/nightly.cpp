@@ -25,6 +25,7 @@
 #include "harness/host/farm/board.h"
 #include "harness/host/farm/farm.h"
 #include "harness/host/launch/launcher.h"
+#include "harness/host/store/build_pairing_record.h"
 #include "harness/host/store/database.h"
 #include "harness/host/store/nightlies.h"
 #include "harness/host/targets/target.h"
@@ -67,12 +68,8 @@ std::string host_runner(const NightlyRequest& rq) {
 
 // How the verdict bench measured the two builds, as words for the night's verdict line.
 std::string pairing_words(const nlohmann::json& verdict_bench) {
-  const auto p = verdict_bench.value("build_pairing", nlohmann::json::object());
-  if (p.empty()) return "";
-  return p.value("design", "") == "within-process"
-             ? " (both builds paired inside each runner process)"
-             : fmt::format(" (the builds in separate processes of the same rounds: {})",
-                           p.value("why", "?"));
+  const auto p = k3store::BuildPairing::from_settings(verdict_bench);
+  return p ? " (" + p->text() + ")" : "";
 }
 
 // Today's host runner, and the previous nightly's kept runner to interleave it with.

@@ -147,18 +147,28 @@ bool store_parts(const std::filesystem::path& dir, const std::filesystem::path& 
   return !ec;
 }
 
+// The two checks a cache file passes before it is used, mapped or read: its size is exactly what
+// its shape makes (a file cut short by a full disk is not), and it starts with the header its name
+// promises (generator version, layout, shape, seed).
+bool has_size(const std::filesystem::path& file, std::size_t bytes) {
+  struct stat st {};
+  return ::stat(file.c_str(), &st) == 0 && static_cast<std::size_t>(st.st_size) == bytes;
+}
+bool starts_with(const void* data, const Header& want) {
+  return std::memcmp(data, &want, sizeof(want)) == 0;
+}
+
 // The whole file mapped read-only, its page tables built now (MAP_POPULATE: in set-up, not in the
 // first timed calls), when it has exactly `bytes` bytes and starts with `want`; else null.
 std::shared_ptr<const void> map_file(const std::filesystem::path& file, const Header& want,
                                      std::size_t bytes) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) return {};
+  if (!has_size(file, bytes)) return {};
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return {};
   void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (map == MAP_FAILED) return {};
-  if (std::memcmp(map, &want, sizeof(want)) != 0) {
+  if (!starts_with(map, want)) {
     ::munmap(map, bytes);
     return {};
   }
@@ -171,8 +181,7 @@ std::shared_ptr<const void> map_file(const std::filesystem::path& file, const He
 // conditions; else null.
 std::shared_ptr<const void> read_file(const std::filesystem::path& file, const Header& want,
                                       std::size_t bytes) {
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != bytes) return {};
+  if (!has_size(file, bytes)) return {};
   auto buffer =
       std::make_shared<k3k::AlignedBuffer<char>>(k3k::AlignedBuffer<char>::for_overwrite(bytes));
   const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
@@ -184,7 +193,7 @@ std::shared_ptr<const void> read_file(const std::filesystem::path& file, const H
     done += static_cast<std::size_t>(got);
   }
   ::close(fd);
-  if (done != bytes || std::memcmp(buffer->data(), &want, sizeof(want)) != 0) return {};
+  if (done != bytes || !starts_with(buffer->data(), want)) return {};
   return std::shared_ptr<const void>(buffer, buffer->data());
 }
 
@@ -259,8 +268,7 @@ std::vector<k3k::W4B64Packed> synthetic_w4b64_rotation(
   const k3k::W4B64Packed sizes = k3k::unfilled_packing(n, k, {layout, row_tile});
   const RotationLayout at(sizes.codes.size_bytes(), sizes.pairs.size_bytes());
   const std::size_t file_bytes = at.first + static_cast<std::size_t>(copies) * at.stride;
-  struct stat st {};
-  if (::stat(file.c_str(), &st) != 0 || static_cast<std::size_t>(st.st_size) != file_bytes) {
+  if (!has_size(file, file_bytes)) {
     const BuildTimer building(true);
     const k3k::W4B64Packed one = synthetic_w4b64_packed(n, k, seed, layout, row_tile, repack);
     if (one.codes.size_bytes() != at.codes_bytes || one.pairs.size_bytes() != at.pair_bytes)

@@ -10,6 +10,7 @@
 #include "harness/host/bench/build_pairing.h"
 #include "harness/host/bench/grid.h"
 #include "harness/host/bench/sweep.h"
+#include "harness/host/targets/runner_facts.h"
 #include "harness/host/targets/target.h"
 
 namespace k3bench {
@@ -54,5 +55,10 @@ RoundsOptions rounds_from_plan(const ProcessPlan& plan, bool remeasure_disturbed
 
 // A build row for a runner k3tune did not build itself, from what the runner reports about itself.
 k3store::BuildRecord build_from_runner(const k3targets::Target& target, const std::string& hash);
+// The same from facts already read (k3bench --facts); runner_facts reads them (UserError when the
+// runner cannot say).
+k3store::BuildRecord build_from_facts(const k3targets::Target& target, const std::string& hash,
+                                      const k3targets::RunnerFacts& facts);
+k3targets::RunnerFacts runner_facts(const k3targets::Target& target);
 
 }  // namespace k3bench

@@ -36,18 +36,6 @@ BuildPairingMode parse_build_pairing_mode(const std::string& text) {
   throw UserError(fmt::format("--build-pairing: '{}' is not auto or rounds", text));
 }
 
-nlohmann::json BuildPairing::to_json() const {
-  return {{"design", within() ? "within-process" : "rounds"}, {"plugin", plugin}, {"why", why}};
-}
-
-std::string BuildPairing::text() const {
-  return within()
-             ? fmt::format("both builds paired within one process (k3bench --build-b): {}", why)
-         : why.empty()
-             ? std::string("the builds in separate processes, interleaved rounds")
-             : fmt::format("the builds in separate processes, interleaved rounds: {}", why);
-}
-
 std::string plugin_beside(const std::string& runner_path) {
   std::error_code ec;
   const std::string kept = runner_path + kKeptPluginSuffix;
@@ -59,6 +47,7 @@ std::string plugin_beside(const std::string& runner_path) {
 
 BuildPairing decide_build_pairing(const k3targets::Target& candidate,
                                   const k3targets::Target& baseline,
+                                  const k3targets::RunnerFacts& baseline_facts,
                                   const std::vector<CellSpec>& cells, BuildPairingMode mode) {
   if (mode == BuildPairingMode::kRounds) return rounds("--build-pairing rounds");
   for (const CellSpec& c : cells) {
@@ -91,7 +80,7 @@ BuildPairing decide_build_pairing(const k3targets::Target& candidate,
   nlohmann::json loaded, own;
   try {
     loaded = nlohmann::json::parse(probe.out).at("build_b");
-    own = k3targets::read_runner_facts(baseline).document.at("environment");
+    own = baseline_facts.document.at("environment");
   } catch (const std::exception& e) {
     return rounds(fmt::format("the plugin's build could not be read: {}", e.what()));
   }

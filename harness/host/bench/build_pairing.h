@@ -11,6 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/host/bench/grid.h"
+#include "harness/host/store/build_pairing_record.h"
+#include "harness/host/targets/runner_facts.h"
 #include "harness/host/targets/target.h"
 
 namespace k3bench {
@@ -26,15 +28,8 @@ enum class BuildPairingMode {
 };
 BuildPairingMode parse_build_pairing_mode(const std::string& text);  // UserError on other words
 
-struct BuildPairing {
-  std::string plugin;  // the baseline's plugin the candidate's runner loads; "": rounds
-  std::string why;     // within: what was checked; rounds: why the builds are not in one process
-  bool within() const { return !plugin.empty(); }
-  // {"design": "within-process" | "rounds", "plugin", "why"}: stored with the run's settings.
-  nlohmann::json to_json() const;
-  // One line for the verdict's header: "paired within one process (...)" or "... rounds: why".
-  std::string text() const;
-};
+// The decision, stored with the run's settings and worded once (store/build_pairing_record.h).
+using BuildPairing = k3store::BuildPairing;
 
 // The kernel plugin of the build whose runner is at `runner_path`: a kept runner's copy
 // (<runner><kKeptPluginSuffix>) or the build tree's kPluginFile beside it; "" when neither exists.
@@ -47,8 +42,10 @@ std::string plugin_beside(const std::string& runner_path);
 // --facts --build-b: its refusal is the reason otherwise) and the plugin is the baseline runner's
 // own build (same runner version, source revision, compiler, flags; no planted slowdown). The
 // pairing's plugin is its path where the runner runs.
+// `baseline_facts`: the baseline runner's k3bench --facts, read by the caller.
 BuildPairing decide_build_pairing(const k3targets::Target& candidate,
                                   const k3targets::Target& baseline,
+                                  const k3targets::RunnerFacts& baseline_facts,
                                   const std::vector<CellSpec>& cells, BuildPairingMode mode);
 
 }  // namespace k3bench

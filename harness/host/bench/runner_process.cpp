@@ -69,12 +69,19 @@ std::pair<ProcessOutcome, ProcessOutcome> split_build_sides(const ProcessOutcome
   a.runner["within_process"] = {{"side", "A"}, {"other_build", build_b.value("plugin", "")}};
   b.runner["within_process"] = {{"side", "B"}, {"plugin", build_b.value("plugin", "")}};
   b.path = build_b.value("path", both.path);
-  for (const char* key : {"dispatch", "accuracy", "params", "traffic", "summary"}) {
-    const std::string key_b = key == std::string("dispatch") ? "" : std::string(key) + "_b";
-    const nlohmann::json value = key_b.empty() ? build_b.value("dispatch", nlohmann::json())
-                                               : both.runner.value(key_b, nlohmann::json());
-    b.runner.erase(key);
-    if (!value.is_null()) b.runner[key] = value;
+  // Side B's facts, where the runner's document keeps them: each replaces A's under its own key.
+  struct BFact {
+    const char* key;
+    const nlohmann::json& from;
+    const char* from_key;
+  };
+  for (const BFact& f :
+       {BFact{"dispatch", build_b, "dispatch"}, BFact{"accuracy", both.runner, "accuracy_b"},
+        BFact{"params", both.runner, "params_b"}, BFact{"traffic", both.runner, "traffic_b"},
+        BFact{"summary", both.runner, "summary_b"}}) {
+    b.runner.erase(f.key);
+    if (const nlohmann::json v = f.from.value(f.from_key, nlohmann::json()); !v.is_null())
+      b.runner[f.key] = v;
   }
   for (const char* key : {"params_b", "accuracy_b", "traffic_b", "summary_b", "build_b"}) {
     a.runner.erase(key);

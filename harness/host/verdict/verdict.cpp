@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "harness/host/store/build_pairing_record.h"
 #include "harness/host/verdict/verdict_error.h"
 
 namespace k3verdict {
@@ -314,12 +315,9 @@ Verdict within_run_shell(const RunData& run, const RegressionConfig& config,
   v.noise_floor = noise_floor;
   v.method = "paired-rounds-within-run";
   // A run of two builds says how it measured them (bench --build-pairing, build_pairing.h).
-  if (const auto& p = run.settings.value("build_pairing", nlohmann::json::object()); !p.empty()) {
-    if (p.value("design", "") == "within-process") v.method = "paired-within-process";
-    v.design = p.value("design", "") == "within-process"
-                   ? "both builds in each process (k3bench --build-b): " + p.value("why", "")
-                   : "the builds in separate processes of the same rounds" +
-                         (p.value("why", "").empty() ? "" : ": " + p.value("why", ""));
+  if (const auto p = k3store::BuildPairing::from_settings(run.settings)) {
+    if (p->within()) v.method = "paired-within-process";
+    v.design = p->text();
   }
   return v;
 }
