@@ -117,7 +117,8 @@ TEST_F(LaunchRoundTrip, TheLaunchersGlobalsAreK3tunesGlobalOptions) {
   EXPECT_EQ(p.subcommand(), "compare");
   EXPECT_EQ(p.value("run_a"), "r1");
   EXPECT_EQ(p.value("run_b"), "r2");
-  // A Slurm task's globals: no --db (its database is K3TUNE_DB), --json for the controller.
+  // A Slurm task's globals: no --db among them (the batch script adds the task's own through
+  // shell_globals), --json for the controller.
   const launch::Launcher worker{.self_exe = "k3tune", .root = "/src", .json = true};
   Strings g = worker.globals();
   g.insert(g.end(), {"compare", "r1", "r2"});

@@ -114,12 +114,12 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
     << "case \"$SLURM_ARRAY_TASK_ID\" in\n";
   for (std::size_t i = 0; i < shares.size(); ++i) s << i << ") set -- " << shares[i] << " ;;\n";
   s << "*) echo \"k3tune: array task $SLURM_ARRAY_TASK_ID has no share\" >&2; exit 2 ;;\nesac\n";
-  // The task's own database (named by the array and task ids the shell expands).
-  s << "export K3TUNE_DB=" << k3farm::shell_quote((dir_ / "job-").string())
+  // The task's own database (named by the array and task ids the shell expands), given to k3tune
+  // as --db on its command line (where the silent-Slurm handling finds a task's processes by it).
+  s << "db=" << k3farm::shell_quote((dir_ / "job-").string())
     << "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.db\"\n";
   if (!seed_db.empty())
-    s << "[ -s \"$K3TUNE_DB\" ] || cp " << k3farm::shell_quote(seed_db)
-      << " \"$K3TUNE_DB\" || exit 1\n";
+    s << "[ -s \"$db\" ] || cp " << k3farm::shell_quote(seed_db) << " \"$db\" || exit 1\n";
   const k3launch::Launcher worker{.self_exe = config_.k3tune,
                                   .root = config_.root,
                                   .targets_file = config_.targets_file,
@@ -127,9 +127,10 @@ std::string SlurmJobs::batch_script(const std::vector<std::string>& shares,
                                   .json = config_.json};
   const std::string rc = k3farm::shell_quote((dir_ / "job-").string()) +
                          "\"${SLURM_ARRAY_JOB_ID}_${SLURM_ARRAY_TASK_ID}.rc\"";
-  s << worker.shell_globals("\"$K3TUNE_DB\"") << " " << config_.subcommand << " "
+  const k3launch::Args tail = k3launch::task_tail(config_.resume);
+  s << worker.shell_globals("\"$db\"") << " " << config_.subcommand << " "
     << k3farm::shell_join(config_.args) << " \"$@\""
-    << (config_.resume ? " " + k3farm::shell_join(k3launch::task_tail(true)) : "") << "\n"
+    << (tail.empty() ? "" : " " + k3farm::shell_join(tail)) << "\n"
     << "status=$?\necho $status > " << rc << "\nexit $status\n";
   return s.str();
 }
