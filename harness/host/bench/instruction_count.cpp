@@ -109,7 +109,6 @@ std::string count_params(const CountTools& tools, const CountCase& c) {
   return params;
 }
 
-// `exec_as`: the path the runner is started from, when not c.runner (a link to it).
 // A symbolic link to a runner in a new directory whose name is longer than any checkout's path
 // part, removed with this object.
 class RunnerLink {
@@ -136,6 +135,7 @@ class RunnerLink {
   std::filesystem::path dir_;
 };
 
+// `exec_as`: the path the runner is started from, when not c.runner (a link to it).
 CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls,
                         const std::map<std::string, std::string>& extra_env = {},
                         const std::string& exec_as = "") {
