@@ -146,6 +146,12 @@ void report_case(const AppContext& ctx, const std::string& path, const std::stri
                                    ? r.runner_json.value("traffic", nlohmann::json::object())
                                          .value("by_source", nlohmann::json(nullptr))
                                    : nlohmann::json(nullptr);
+  if (r.allocations.value_or(0) > 0) {
+    std::cerr << fmt::format(
+        "note: {} {} ({}, VLEN {}): a call allocates {} times, so its count depends on the "
+        "heap's layout (the jitter measures how much)\n",
+        c.op, c.shape, path, c.vlen, *r.allocations);
+  }
   if (ctx.json) {
     out.push_back({{"runner", bin},
                    {"path", path},
@@ -158,6 +164,8 @@ void report_case(const AppContext& ctx, const std::string& path, const std::stri
                    {"instructions_per_call", r.instructions},
                    {"units_per_call", r.units},
                    {"jitter", r.jitter},
+                   {"allocations_per_call",
+                    r.allocations ? nlohmann::json(*r.allocations) : nlohmann::json(nullptr)},
                    {"per_unit", r.per_unit() ? nlohmann::json(*r.per_unit()) : nullptr},
                    {"bytes_per_call", bytes}});
   } else {

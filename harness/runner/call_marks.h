@@ -6,10 +6,13 @@
 // region 0. A count of the calls alone is then exact: the process-to-process variation of the
 // untimed part no longer enters it. In IME2 emulation builds each call's emulated IME2
 // instructions and calls into the software model are read outside the regions and reported per
-// call, as the counter needs them to split IME2 from other instructions.
+// call, as the counter needs them to split IME2 from other instructions. So are each call's heap
+// allocations where the executable counts them (allocation_count.h): a call that allocates has a
+// count that depends on the heap's layout.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -23,7 +26,8 @@ class CallMarks {
   // Around one call of the case (no effect when disabled, or past the plugin's last region).
   void begin_call(bool timed);
   void end_call();
-  // {"syscall": n, "calls": [{"region", "timed", "ime2_instructions", "ime2_calls"}, ...]};
+  // {"syscall": n, "calls": [{"region", "timed", "ime2_instructions", "ime2_calls",
+  // "allocations" (where counted)}, ...]};
   // null when disabled.
   nlohmann::json json() const;
 
@@ -34,11 +38,13 @@ class CallMarks {
     int region = 0;
     bool timed = false;
     std::uint64_t ime2_instructions = 0, ime2_calls = 0;
+    std::optional<std::uint64_t> allocations;
   };
   bool enabled_;
   bool open_ = false;
   std::vector<Call> calls_;
   std::uint64_t ime2_at_begin_ = 0, ime2_calls_at_begin_ = 0;
+  std::optional<std::uint64_t> allocations_at_begin_;
 };
 
 }  // namespace k3runner

@@ -20,7 +20,7 @@ void linear_decode(const ukernel::LinearDecode& uk, const PackedActivations& a,
     throw std::invalid_argument(std::string(who) +
                                 ": activations must be one row in the K256 (decode) layout");
   }
-  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
+  const ukernel::BodyPtr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
   const std::int64_t n = w.n, rows = w.row_tile;
   const std::int64_t tile_n = detail::whole_weight_tiles(tiling.tile_n, rows);
   const std::int64_t col_tiles = (n + tile_n - 1) / tile_n;

@@ -74,7 +74,7 @@ TcmPipelineStats linear_decode_tcm(const ukernel::LinearDecode& uk, const TcmGat
     throw std::invalid_argument(
         "linear_decode_w4b64 (TCM): activations must be one row in the K256 (decode) layout");
   }
-  const std::unique_ptr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
+  const ukernel::BodyPtr<ukernel::DecodeTileBody> body = uk.bind(a, w, {tiling.prefetch_bytes});
   const std::int64_t n = w.n, tiles = w.row_tiles(), rows = w.row_tile;
   if (gate.slab_rows <= 0 || gate.slab_rows % rows != 0) {
     throw std::invalid_argument(

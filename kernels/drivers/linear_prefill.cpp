@@ -22,7 +22,7 @@ void linear_prefill(const ukernel::LinearPrefill& uk, const PackedActivations& a
     throw std::invalid_argument(std::string(who) +
                                 ": activations must use the M4 (prefill) layout");
   }
-  const std::unique_ptr<ukernel::PrefillTileBody> body = uk.bind(a, w, pool);
+  const ukernel::BodyPtr<ukernel::PrefillTileBody> body = uk.bind(a, w, pool);
   const std::int64_t m = a.m, n = w.n, rows_per_tile = w.row_tile;
   const int group_rows = uk.group_rows;
   const std::int64_t groups = (m + group_rows - 1) / group_rows;

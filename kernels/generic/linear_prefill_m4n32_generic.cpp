@@ -35,9 +35,9 @@ void prefill_m4_tile(const ukernel::PrefillTileArgs& t, float* out) {
 
 }  // namespace
 
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m4(const PackedActivations& a,
-                                                                 const W4B64Packed& w,
-                                                                 WorkerPool&) {
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_m4(const PackedActivations& a,
+                                                                  const W4B64Packed& w,
+                                                                  WorkerPool&) {
   return ukernel::bind_prefill_tile<prefill_m4_tile>(a, w);
 }
 

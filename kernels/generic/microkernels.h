@@ -15,8 +15,9 @@ namespace k3k::generic {
 // Linear over kRowTile32 weights: the decode tile (one row, 32 weight rows) and the M4 prefill.
 void linear_decode_row_tile(const std::uint8_t* codes, const fp16_t* pairs, const std::int8_t* x,
                             const std::int32_t* sums, std::int64_t nb, float* acc);
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m4(const PackedActivations& a,
-                                                                 const W4B64Packed& w, WorkerPool&);
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_m4(const PackedActivations& a,
+                                                                  const W4B64Packed& w,
+                                                                  WorkerPool&);
 
 const ukernel::LayerKernels& kernels();
 

@@ -112,7 +112,7 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
         in_range_.store(false, std::memory_order_relaxed);
         return;
       }
-      const std::uint8_t* img = images_.data() + b * kImageBytes;
+      const std::uint8_t* img = images_ + b * kImageBytes;
       const std::uint8_t* unit = codes + b * kUnitBytes;
       const float s_sum = static_cast<float>(block_sum_[b]) * 0x1p112f;  // exact: |S| < 2^13
       acc0 = block_sub<0>(acc0, img, unit, scales, pb, s_sum);
@@ -137,7 +137,7 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
   }
 
  private:
-  AlignedBuffer<std::uint8_t> images_;
+  const std::uint8_t* images_;  // the calling thread's scratch (make_images_*)
   const std::int32_t* block_sum_;
   std::int64_t nb_;
   mutable std::atomic<bool> in_range_{true};
@@ -148,14 +148,14 @@ class DecodeM1Hp final : public ukernel::DecodeTileBody {
 
 namespace k3k::ime2 {
 
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions&) {
   if (w.layout != W4B64Layout::kIme2) {
     throw std::invalid_argument(
         "linear_decode_w4b64 (fp16 block-scale accumulation): weights must be in the kIme2 layout "
         "(ime2::pack_w4b64)");
   }
-  return std::make_unique<detail::DecodeM1Hp>(a, w);
+  return ukernel::make_body<detail::DecodeM1Hp, ukernel::DecodeTileBody>(a, w);
 }
 
 }  // namespace k3k::ime2

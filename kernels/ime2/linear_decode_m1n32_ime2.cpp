@@ -19,7 +19,7 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
         transpose_(w.layout == W4B64Layout::kRowTile32) {}
 
   void run(const std::uint8_t* codes, const fp16_t* pairs, float* acc) const override {
-    detail::decode_tile_outputs(images_.data(), block_sum_, codes, pairs, nb_, transpose_, acc);
+    detail::decode_tile_outputs(images_, block_sum_, codes, pairs, nb_, transpose_, acc);
   }
 
   // Pairs of tiles through the two-tile loop (kIme2 weights; an odd last tile, and transposed
@@ -29,7 +29,7 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
     std::int64_t i = 0;
     if (!transpose_) {
       for (; i + 2 <= tiles; i += 2) {
-        detail::decode_tile_pair_outputs(images_.data(), codes + i * at.code_bytes,
+        detail::decode_tile_pair_outputs(images_, codes + i * at.code_bytes,
                                          pairs + 2 * i * at.pairs, nb_, at.code_bytes, at.pairs,
                                          acc + i * at.rows);
       }
@@ -39,7 +39,7 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
   }
 
  private:
-  AlignedBuffer<std::uint8_t> images_;
+  const std::uint8_t* images_;     // the calling thread's scratch (make_images_*)
   const std::int32_t* block_sum_;  // row 0's block sums S (the caller keeps `a` alive)
   std::int64_t nb_;
   bool transpose_;
@@ -47,10 +47,10 @@ class DecodeM1 final : public ukernel::DecodeTileBody {
 
 }  // namespace
 
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
-                                                               const W4B64Packed& w,
-                                                               const ukernel::LinearOptions&) {
-  return std::make_unique<DecodeM1>(a, w);
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
+                                                                const W4B64Packed& w,
+                                                                const ukernel::LinearOptions&) {
+  return ukernel::make_body<DecodeM1, ukernel::DecodeTileBody>(a, w);
 }
 
 }  // namespace k3k::ime2

@@ -21,13 +21,12 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
   void run(std::int64_t group, int rows, const std::uint8_t* codes, const fp16_t* pairs,
            float* acc) const override {
     if (!transpose_) {  // the kIme2 weights an engine loads: outputs by row, no copy
-      detail::tile_outputs_by_row(images_.data() + group * nb_ * kImageBytes, codes, pairs, nb_, 1,
-                                  acc, kW4RowTile);
+      detail::tile_outputs_by_row(images_ + group * nb_ * kImageBytes, codes, pairs, nb_, 1, acc,
+                                  kW4RowTile);
       return;
     }
     alignas(64) float tile[4][64];  // [sub][8m + n]
-    detail::tile_outputs(images_.data() + group * nb_ * kImageBytes, codes, pairs, nb_, transpose_,
-                         tile);
+    detail::tile_outputs(images_ + group * nb_ * kImageBytes, codes, pairs, nb_, transpose_, tile);
     for (int r = 0; r < rows; ++r)
       for (int i = 0; i < kW4RowTile; ++i) acc[r * kW4RowTile + i] = tile[i / 8][8 * r + i % 8];
   }
@@ -50,24 +49,24 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
            at.pairs == nb_ * kW4RowTile);
     const std::int64_t width = tiles * kW4RowTile;
     for (std::int64_t g = 0; g < groups; ++g) {
-      detail::tile_outputs_by_row(images_.data() + (group + g) * nb_ * kImageBytes, codes, pairs,
-                                  nb_, tiles, acc + g * kGroupRows * width, width);
+      detail::tile_outputs_by_row(images_ + (group + g) * nb_ * kImageBytes, codes, pairs, nb_,
+                                  tiles, acc + g * kGroupRows * width, width);
     }
   }
 
  private:
-  AlignedBuffer<std::uint8_t> images_;
+  const std::uint8_t* images_;  // the calling thread's scratch (make_images_*)
   std::int64_t nb_;
   bool transpose_;
 };
 
 }  // namespace
 
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m8(const PackedActivations& a,
-                                                                 const W4B64Packed& w,
-                                                                 WorkerPool& pool) {
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_m8(const PackedActivations& a,
+                                                                  const W4B64Packed& w,
+                                                                  WorkerPool& pool) {
   static_assert(kGroupRows == ukernel::kMaxGroupRows);
-  return std::make_unique<PrefillM8>(a, w, pool);
+  return ukernel::make_body<PrefillM8, ukernel::PrefillTileBody>(a, w, pool);
 }
 
 }  // namespace k3k::ime2

@@ -126,24 +126,26 @@ inline void transpose_unit(const std::uint8_t* src, std::uint8_t* dst, vuint16m8
 
 }  // namespace
 
-AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a) {
+const std::uint8_t* make_images_decode(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
-  auto images =
-      AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kImageBytes));
+  thread_local AlignedBuffer<std::uint8_t> scratch;
+  const std::span<std::uint8_t> images =
+      reused_for_overwrite(scratch, static_cast<std::size_t>(nb * kImageBytes));
   const vuint64m4_t gather = chunk_gather();
   const vuint32m8_t lane_row = lane_rows();
   for (std::int64_t b = 0; b < nb; ++b) {
     write_image(a.codes.data() + b * 64, 1, nullptr, a.block_sum.data() + b, 0, 1, gather, lane_row,
                 images.data() + b * kImageBytes);
   }
-  return images;
+  return images.data();
 }
 
-AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool) {
+const std::uint8_t* make_images_prefill(const PackedActivations& a, WorkerPool& pool) {
   const std::int64_t nb = a.blocks_per_row();
   const std::int64_t groups = (a.m + kGroupRows - 1) / kGroupRows;
-  auto images = AlignedBuffer<std::uint8_t>::for_overwrite(
-      static_cast<std::size_t>(groups * nb * kImageBytes));
+  thread_local AlignedBuffer<std::uint8_t> scratch;
+  const std::span<std::uint8_t> images =
+      reused_for_overwrite(scratch, static_cast<std::size_t>(groups * nb * kImageBytes));
   pool.parallel_for(groups, [&](std::int64_t g, int) {
     const std::int64_t row0 = g * kGroupRows;
     const int rows = static_cast<int>(std::min<std::int64_t>(kGroupRows, a.m - row0));
@@ -163,7 +165,7 @@ AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, Work
                   sums + b, sums_stride, rows, gather, lane_row, dst + b * kImageBytes);
     }
   });
-  return images;
+  return images.data();
 }
 
 void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,

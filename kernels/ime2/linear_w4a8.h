@@ -12,8 +12,10 @@ namespace k3k::ime2::detail {
 
 // A images (w4b64_ime2_layout.h) of all 8-row groups: [groups][K/64 blocks][kImageBytes].
 // Decode: one group whose rows 1..7 are zero. Prefill: groups of 8 rows = two M4 groups.
-AlignedBuffer<std::uint8_t> make_images_decode(const PackedActivations& a);
-AlignedBuffer<std::uint8_t> make_images_prefill(const PackedActivations& a, WorkerPool& pool);
+// The images live in the calling thread's scratch for that purpose (k3k::reused_for_overwrite):
+// valid until the thread's next call of the same function, which is the next Linear call it drives.
+const std::uint8_t* make_images_decode(const PackedActivations& a);
+const std::uint8_t* make_images_prefill(const PackedActivations& a, WorkerPool& pool);
 
 // One 32-row weight tile (codes: its nb units; pairs: its nb x 32 (beta, scale) fp16 pairs)
 // against one group's images: tile[sub][8m + n] is the block-reduced sum of output row m, weight

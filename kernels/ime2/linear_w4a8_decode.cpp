@@ -75,10 +75,11 @@ inline vint32m1_t combine(vint32m2_t c) {
 
 }  // namespace
 
-AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a) {
+const std::uint8_t* make_images_decode_paired(const PackedActivations& a) {
   const std::int64_t nb = a.blocks_per_row();
-  auto images =
-      AlignedBuffer<std::uint8_t>::for_overwrite(static_cast<std::size_t>(nb * kDecodeImageStride));
+  thread_local AlignedBuffer<std::uint8_t> scratch;
+  const std::span<std::uint8_t> images =
+      reused_for_overwrite(scratch, static_cast<std::size_t>(nb * kDecodeImageStride));
   const vuint8m4_t zero_ones = __riscv_vle8_v_u8m4(kImageTemplate.data(), kDecodeImageBytes);
   const vuint64m1_t even = __riscv_vle64_v_u64m1(kEvenOffsets.data(), 8);
   const vuint64m1_t odd = __riscv_vadd_vx_u64m1(even, kOddShift, 8);
@@ -101,7 +102,7 @@ AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a
     __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), even, words, 8);
     __riscv_vsuxei64_v_u64m1(reinterpret_cast<std::uint64_t*>(dst), odd, words, 8);
   }
-  return images;
+  return images.data();
 }
 
 void decode_tile_outputs(const std::uint8_t* images, const std::int32_t* block_sum,

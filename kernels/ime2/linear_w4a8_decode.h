@@ -39,8 +39,9 @@ inline constexpr int kDecodeImageBytes = 512;   // the A registers of a block
 inline constexpr int kDecodeTermsOffset = 512;  // then its BlockTerms
 inline constexpr int kDecodeImageStride = 576;  // per block (64-byte aligned)
 
-// The decode A images of row 0 of `a`: [K/64 blocks][kDecodeImageStride bytes].
-AlignedBuffer<std::uint8_t> make_images_decode_paired(const PackedActivations& a);
+// The decode A images of row 0 of `a`: [K/64 blocks][kDecodeImageStride bytes], in the calling
+// thread's scratch (valid until its next call of this function, as make_images_decode's).
+const std::uint8_t* make_images_decode_paired(const PackedActivations& a);
 
 // One 32-row weight tile (codes: its nb units; pairs: its nb x 32 (beta, scale) fp16 pairs)
 // against the decode images; block_sum: the row's nb block sums S. out[r] = sum over blocks of

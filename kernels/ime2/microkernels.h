@@ -12,15 +12,15 @@ namespace k3k::ime2 {
 
 // Prefill: 8 activation rows (two M4 groups, the IME2 tile M) per task, A images built once per
 // call in parallel. Weights in either layout (kRowTile32 is permuted into IME2 order per unit).
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_m8(const PackedActivations& a,
-                                                                 const W4B64Packed& w,
-                                                                 WorkerPool& pool);
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_m8(const PackedActivations& a,
+                                                                  const W4B64Packed& w,
+                                                                  WorkerPool& pool);
 // Decode: the activation row as row 0 of an 8-row A tile, its image built once per call.
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
-                                                               const W4B64Packed& w,
-                                                               const ukernel::LinearOptions&);
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_m1(const PackedActivations& a,
+                                                                const W4B64Packed& w,
+                                                                const ukernel::LinearOptions&);
 // Decode with `.hp` fp16 block-scale accumulation (kIme2 weights only; README §3.1).
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_m1_fp16_block_scale(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions&);
 
 // Embedding lookup of kIme2 tables (a tied embedding packed for the IME2 lm_head), and of the

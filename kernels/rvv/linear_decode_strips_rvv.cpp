@@ -78,21 +78,21 @@ class DecodeStrips final : public ukernel::DecodeTileBody {
 };
 
 template <int L>
-std::unique_ptr<ukernel::DecodeTileBody> bind(const PackedActivations& a, const W4B64Packed& w,
-                                              const ukernel::LinearOptions& options) {
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind(const PackedActivations& a, const W4B64Packed& w,
+                                               const ukernel::LinearOptions& options) {
   const int prefetch = prefetch_built() ? options.prefetch_bytes : 0;
-  return std::make_unique<DecodeStrips>(
+  return ukernel::make_body<DecodeStrips, ukernel::DecodeTileBody>(
       decode_tile_for<L>(w.layout == W4B64Layout::kRowTile32, prefetch > 0), a, w, prefetch);
 }
 
 }  // namespace
 
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m1(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m1(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions& options) {
   return bind<1>(a, w, options);
 }
 
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m2(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m2(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions& options) {
   return bind<2>(a, w, options);
 }

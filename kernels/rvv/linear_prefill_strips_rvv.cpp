@@ -82,7 +82,7 @@ void prefill_tile(const ukernel::PrefillTileArgs& t, float* out) {
 }
 
 template <int L, int kPassRows>
-std::unique_ptr<ukernel::PrefillTileBody> bind(const PackedActivations& a, const W4B64Packed& w) {
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind(const PackedActivations& a, const W4B64Packed& w) {
   if (w.layout == W4B64Layout::kRowTile32) {
     return ukernel::bind_prefill_tile<prefill_tile<L, kPassRows, true>>(a, w);
   }
@@ -91,12 +91,12 @@ std::unique_ptr<ukernel::PrefillTileBody> bind(const PackedActivations& a, const
 
 }  // namespace
 
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_e8m1(
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_e8m1(
     const PackedActivations& a, const W4B64Packed& w, WorkerPool&) {
   return bind<1, 4>(a, w);
 }
 
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_2x2_e8m2(
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_2x2_e8m2(
     const PackedActivations& a, const W4B64Packed& w, WorkerPool&) {
   return bind<2, 2>(a, w);
 }

@@ -10,15 +10,15 @@
 namespace k3k::rvv {
 
 // Decode: one strip of VLMAX(e8, m1) or VLMAX(e8, m2) rows at a time.
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m1(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m1(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions& options);
-std::unique_ptr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m2(
+ukernel::BodyPtr<ukernel::DecodeTileBody> bind_linear_decode_strips_e8m2(
     const PackedActivations& a, const W4B64Packed& w, const ukernel::LinearOptions& options);
 
 // Prefill: an M4 group in one pass at LMUL 1, or in two passes of 2 rows at LMUL 2.
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_e8m1(
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_e8m1(
     const PackedActivations& a, const W4B64Packed& w, WorkerPool&);
-std::unique_ptr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_2x2_e8m2(
+ukernel::BodyPtr<ukernel::PrefillTileBody> bind_linear_prefill_strips_m4_2x2_e8m2(
     const PackedActivations& a, const W4B64Packed& w, WorkerPool&);
 
 }  // namespace k3k::rvv

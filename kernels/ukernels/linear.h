@@ -20,6 +20,7 @@
 #include "k3k/quantize.h"
 #include "k3k/w4b64.h"
 #include "k3k/worker_pool.h"
+#include "ukernels/body_slot.h"
 
 namespace k3k::ukernel {
 
@@ -87,8 +88,8 @@ struct LinearDecode {
   // Whether the microkernel reads weights packed like `w` (layout, rows per tile).
   bool (*reads)(const W4B64Packed& w);
   // Binds the body to one call (throws std::invalid_argument for weights it cannot read).
-  std::unique_ptr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
-                                          const LinearOptions& options);
+  BodyPtr<DecodeTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
+                                  const LinearOptions& options);
   BindStoreFn bind_store = nullptr;  // null: the scalar epilogue
 };
 
@@ -102,8 +103,8 @@ inline bool reads_rowtile32_or_ime2(const W4B64Packed& w) {
 
 // The body of layers whose tile function reads the activation codes and block sums directly.
 template <DecodeRowTileFn Fn>
-std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const W4B64Packed& w,
-                                              const LinearOptions&) {
+BodyPtr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const W4B64Packed& w,
+                                      const LinearOptions&) {
   class Body final : public DecodeTileBody {
    public:
     Body(const PackedActivations& a, const W4B64Packed& w)
@@ -117,7 +118,7 @@ std::unique_ptr<DecodeTileBody> bind_row_tile(const PackedActivations& a, const 
     const std::int32_t* sums_;
     std::int64_t nb_;
   };
-  return std::make_unique<Body>(a, w);
+  return make_body<Body, DecodeTileBody>(a, w);
 }
 
 // ---- prefill (activations in the M4 pack)
@@ -168,8 +169,7 @@ using PrefillTileFn = void (*)(const PrefillTileArgs& t, float* acc);
 
 // The body of such layers; instantiate it in the layer's translation unit so that Fn inlines.
 template <PrefillTileFn Fn>
-std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
-                                                   const W4B64Packed& w) {
+BodyPtr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a, const W4B64Packed& w) {
   class Body final : public PrefillTileBody {
    public:
     Body(const PackedActivations& a, const W4B64Packed& w)
@@ -187,7 +187,7 @@ std::unique_ptr<PrefillTileBody> bind_prefill_tile(const PackedActivations& a,
     std::int64_t nb_;
     int row_tile_;
   };
-  return std::make_unique<Body>(a, w);
+  return make_body<Body, PrefillTileBody>(a, w);
 }
 
 struct LinearPrefill {
@@ -195,8 +195,8 @@ struct LinearPrefill {
   int group_rows;    // activation rows per task: 4 (one M4 group) or 8 (the IME2 tile M)
   bool (*reads)(const W4B64Packed& w);
   // Binds to one call; may prepare per-call operands in parallel on `pool`.
-  std::unique_ptr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
-                                           WorkerPool& pool);
+  BodyPtr<PrefillTileBody> (*bind)(const PackedActivations& a, const W4B64Packed& w,
+                                   WorkerPool& pool);
   BindStoreFn bind_store = nullptr;  // null: the scalar epilogue
 };
 

@@ -72,6 +72,9 @@ TEST_F(CountCli, CountsStoresAndMatchesTheShapes) {
     EXPECT_GT(row["other_per_call"].get<double>(), 0);
     EXPECT_DOUBLE_EQ(row["per_unit"].get<double>(),
                      row["instructions_per_call"].get<double>() / units);
+    // The kernels allocate nothing per call: a call that did would count differently with the
+    // heap's layout (where the runner's path lies, what start-up allocated).
+    EXPECT_EQ(row["allocations_per_call"], 0) << row.dump();
     if (path == "ime2" && vlen == 1024) {
       EXPECT_EQ(ran, "ime2(emu)");
       // decode: 2 row tiles x 4 slices x 2 blocks x 2; prefill: 1 group x 1 tile x 4 slices x 1
@@ -162,7 +165,10 @@ TEST_F(CountCli, TwoCountRunsAreComparedByTheExactRuleWithTheMeasuredJitter) {
   // The jitter is measured (a second process with a larger environment, from a longer path) and is
   // the stored figure's interval: nothing moves the marked calls' count, as the kernels allocate
   // nothing per call.
-  for (const auto& row : {first, second}) EXPECT_EQ(row["jitter"].get<double>(), 0) << row.dump();
+  for (const auto& row : {first, second}) {
+    EXPECT_EQ(row["jitter"].get<double>(), 0) << row.dump();
+    EXPECT_EQ(row["allocations_per_call"], 0) << row.dump();
+  }
   EXPECT_EQ(first["instructions_per_call"].get<double>(),
             second["instructions_per_call"].get<double>());
   {
@@ -208,6 +214,7 @@ TEST_F(CountCli, CountsOpsWithoutWorkersPerElement) {
     const double units = row["op"] == "quant_pack_decode" ? 2048 : 8 * 256;
     EXPECT_EQ(row["units_per_call"].get<double>(), units) << row.dump();
     EXPECT_GT(row["other_per_call"].get<double>(), units / 64) << row.dump();  // >= 1 per block
+    EXPECT_EQ(row["allocations_per_call"], 0) << row.dump();
     EXPECT_DOUBLE_EQ(row["per_unit"].get<double>(),
                      row["instructions_per_call"].get<double>() / units);
   }

@@ -163,6 +163,7 @@ CountedProcess run_once(const CountTools& tools, const CountCase& c, int calls,
 // nullopt when the runner marked nothing (a runner older than op count marks).
 struct PerCall {
   double ime2 = 0, other = 0, vector = 0;
+  std::optional<double> allocations;  // the most of one call, where the runner counts them
   double total() const { return ime2 + other; }
 };
 std::optional<PerCall> marked_per_call(const CountedProcess& p, const std::string& what) {
@@ -186,9 +187,11 @@ std::optional<PerCall> marked_per_call(const CountedProcess& p, const std::strin
     sum.ime2 += timed[i].value("ime2_instructions", 0.0);
     sum.other += it->second.insns - timed[i].value("ime2_calls", 0.0);
     sum.vector += it->second.vector;
+    if (timed[i].contains("allocations"))
+      sum.allocations = std::max(sum.allocations.value_or(0), timed[i].value("allocations", 0.0));
   }
   const double calls = static_cast<double>(timed.size() - 1);
-  return PerCall{sum.ime2 / calls, sum.other / calls, sum.vector / calls};
+  return PerCall{sum.ime2 / calls, sum.other / calls, sum.vector / calls, sum.allocations};
 }
 
 }  // namespace
@@ -391,6 +394,8 @@ CountResult count_instructions(const CountTools& tools, const CountCase& c) {
     CountResult r;
     r.c = c;
     r.jitter = std::abs(first->total() - second->total());
+    if (first->allocations || second->allocations)
+      r.allocations = std::max(first->allocations.value_or(0), second->allocations.value_or(0));
     r.path_taken = more.json.at("dispatch").value("path", "");
     r.emulated = more.json.at("dispatch").value("emulated", false);
     r.ime2 = first->ime2;
@@ -546,6 +551,7 @@ std::string store_counts(k3store::Connection& db, const std::string& command,
                   {"vector_instructions", r.vector},
                   {"units", r.units},
                   {"jitter_instructions", r.jitter}};
+    if (r.allocations) s.counters["allocations_per_call"] = *r.allocations;
     if (r.per_unit()) s.counters["per_unit"] = *r.per_unit();
     k3store::ProcessRecord p;
     p.run_uuid = run_uuid;

@@ -77,6 +77,10 @@ struct CountResult {
   double units = 0;  // work per call (unit_of_work); 0: an op without one
   double jitter = 0;  // instructions: the two marked processes' difference (unmarked runners: the
                       // range of five identical 1-call processes)
+  // Heap allocations of one timed call, the most over both processes, where the runner counts them
+  // (k3bench's count marks). Not 0: the figure depends on the heap's layout, which moves with
+  // everything the process did before, down to the length of its own path.
+  std::optional<double> allocations;
   std::optional<double> per_unit() const {
     return units > 0 ? std::optional(instructions / units) : std::nullopt;
   }
