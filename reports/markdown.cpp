@@ -139,7 +139,9 @@ void section_bytes(const k3verdict::Verdict& v, std::string& out) {
            pct(c.bytes->base != 0 ? c.bytes->delta() / c.bytes->base : 0),
            c.bytes_regression() ? "MORE BYTES" : "fewer bytes"});
   }
-  if (!t.empty()) out += "### Bytes streamed per call\n\n" + t.markdown() + "\n";
+  if (!t.empty())
+    out += "### Bytes streamed per call\n\n(per token for a whole model's phase)\n\n" +
+           t.markdown() + "\n";
 }
 
 void section_regressions(const k3verdict::Verdict& v, std::string& out) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "common/checks.h"
@@ -29,22 +31,31 @@ namespace {
 constexpr std::int64_t kTablePositionsPerTask = 64;
 constexpr std::int64_t kRopeTokensPerTask = 16;
 
-// rope_inv_freq of every pair, computed once per table (not per task).
-std::vector<double> inv_freqs(const RopeConfig& rope) {
-  std::vector<double> f(static_cast<std::size_t>(rope.rotary_dim / 2));
+// rope_inv_freq of every pair of the last RoPE a table was built for, kept: a decode step builds
+// one table of one position, where the rotary_dim / 2 powers cost as much as the cos and sin.
+std::shared_ptr<const std::vector<double>> inv_freqs(const RopeConfig& rope) {
+  static std::mutex mu;
+  static RopeConfig kept_rope;
+  static std::shared_ptr<const std::vector<double>> kept;
+  const std::lock_guard lock(mu);
+  if (kept != nullptr && kept_rope.rotary_dim == rope.rotary_dim && kept_rope.theta == rope.theta)
+    return kept;
+  auto f = std::make_shared<std::vector<double>>(static_cast<std::size_t>(rope.rotary_dim / 2));
   for (int i = 0; i < rope.rotary_dim / 2; ++i)
-    f[static_cast<std::size_t>(i)] = rope_inv_freq(rope, i);
-  return f;
+    (*f)[static_cast<std::size_t>(i)] = rope_inv_freq(rope, i);
+  kept_rope = rope;
+  kept = std::move(f);
+  return kept;
 }
 }  // namespace
 
-void RopeTable::fill(const std::vector<double>& inv_freq, std::int64_t begin, std::int64_t end) {
+void RopeTable::fill(const double* inv_freq, std::int64_t begin, std::int64_t end) {
   for (std::int64_t r = begin; r < end; ++r) {
     const double pos = static_cast<double>(first_pos_ + r);
     float* c = cos_.data() + r * half_;
     float* s = sin_.data() + r * half_;
     for (int i = 0; i < half_; ++i) {
-      const double angle = pos * inv_freq[static_cast<std::size_t>(i)];
+      const double angle = pos * inv_freq[i];
       c[i] = static_cast<float>(std::cos(angle));
       s[i] = static_cast<float>(std::sin(angle));
     }
@@ -52,24 +63,31 @@ void RopeTable::fill(const std::vector<double>& inv_freq, std::int64_t begin, st
 }
 
 RopeTable::RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count,
-                     WorkerPool* pool)
-    : half_(rope.rotary_dim / 2),
-      first_pos_(first_pos),
-      count_(count),
-      cos_(static_cast<std::size_t>(count * (rope.rotary_dim / 2))),
-      sin_(static_cast<std::size_t>(count * (rope.rotary_dim / 2))) {
+                     WorkerPool* pool) {
+  rebuild(rope, first_pos, count, pool);
+}
+
+void RopeTable::rebuild(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count,
+                        WorkerPool* pool) {
   if (first_pos < 0) detail::fail("RopeTable: first_pos (", first_pos, ") is negative");
   if (count < 0) detail::fail("RopeTable: count (", count, ") is negative");
+  half_ = rope.rotary_dim / 2;
+  first_pos_ = first_pos;
+  count_ = count;
+  // Every entry is written below; the storage is grown, never shrunk.
+  const auto entries = static_cast<std::size_t>(count * half_);
+  reused_for_overwrite(cos_, entries);
+  reused_for_overwrite(sin_, entries);
   if (half_ == 0) return;
-  const std::vector<double> inv_freq = inv_freqs(rope);
+  const std::shared_ptr<const std::vector<double>> inv_freq = inv_freqs(rope);
   if (pool == nullptr) {
-    fill(inv_freq, 0, count);
+    fill(inv_freq->data(), 0, count);
     return;
   }
   const std::int64_t tasks = (count + kTablePositionsPerTask - 1) / kTablePositionsPerTask;
   pool->parallel_for(tasks, [&](std::int64_t task, int) {
     const std::int64_t begin = task * kTablePositionsPerTask;
-    fill(inv_freq, begin, std::min(count, begin + kTablePositionsPerTask));
+    fill(inv_freq->data(), begin, std::min(count, begin + kTablePositionsPerTask));
   });
 }
 

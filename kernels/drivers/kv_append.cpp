@@ -7,9 +7,11 @@
 // their tables: the last table built is kept with its key (rotary_dim, theta, positions) and handed
 // to the next append that needs the same one. A table depends only on its key, so the stored bits
 // are those of a table of its own (a decode step's 28 layers build one table instead of 28: the
-// table's double cos and sin were three quarters of an append). The row scratch is the calling
-// thread's, kept between calls.
+// table's double cos and sin were three quarters of an append), and the table before the last is
+// rebuilt in its own storage once no cache reads it. The row scratch is the calling thread's,
+// kept between calls.
 #include <algorithm>
+#include <array>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -58,24 +60,33 @@ float* row_scratch(const KvCache& cache, WorkerPool& pool) {
 }
 
 // The RoPE table of positions [first_pos, first_pos + count): the last one built when its key is
-// the same, else a new one (built in parallel over `pool` when given), kept for the next append.
+// the same, else one built now (in parallel over `pool` when given) and kept for the next append.
+// Two tables are kept: the latest, which the caches of the layers that appended it still read,
+// and the one before it, which no cache reads once every layer has appended past it and is then
+// rebuilt in its own storage. So a decode step's table costs its cos and sin and no allocation.
 std::shared_ptr<const RopeTable> shared_table(const RopeConfig& rope, std::int64_t first_pos,
                                               std::int64_t count, WorkerPool* pool) {
   static std::mutex mu;
   static RopeConfig last_rope;
   static std::int64_t last_first = -1, last_count = -1;
-  static std::shared_ptr<const RopeTable> last;
+  static std::array<std::shared_ptr<RopeTable>, 2> kept;
+  static std::size_t latest = 0;
   const std::lock_guard lock(mu);
-  if (last != nullptr && last_rope.rotary_dim == rope.rotary_dim && last_rope.theta == rope.theta &&
-      last_first == first_pos && last_count == count) {
-    return last;
+  if (kept[latest] != nullptr && last_rope.rotary_dim == rope.rotary_dim &&
+      last_rope.theta == rope.theta && last_first == first_pos && last_count == count) {
+    return kept[latest];
   }
-  last = pool != nullptr ? std::make_shared<const RopeTable>(rope, first_pos, count, *pool)
-                         : std::make_shared<const RopeTable>(rope, first_pos, count);
+  // Only this function hands out references to kept tables, under `mu`: a use count of 1 (ours)
+  // cannot grow while we rebuild. A table some cache still reads is let go instead.
+  const std::size_t other = 1 - latest;
+  if (kept[other] == nullptr || kept[other].use_count() != 1)
+    kept[other] = std::make_shared<RopeTable>();
+  kept[other]->rebuild(rope, first_pos, count, pool);
+  latest = other;
   last_rope = rope;
   last_first = first_pos;
   last_count = count;
-  return last;
+  return kept[latest];
 }
 
 }  // namespace

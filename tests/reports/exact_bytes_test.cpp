@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "harness/host/bench/instruction_count.h"
+#include "harness/host/bench/model_count.h"
 #include "harness/host/store/database.h"
 #include "harness/host/verdict/regression_config.h"
 #include "harness/host/verdict/run_data.h"
@@ -101,6 +102,45 @@ TEST_F(ExactBytes, AnExtraWeightReadIsARegressionWithItsDeltaAtEqualInstructions
   EXPECT_NE(md.find("### Bytes streamed per call"), std::string::npos) << md;
   EXPECT_NE(md.find("+2097152"), std::string::npos) << md;
   EXPECT_NE(md.find("MORE BYTES"), std::string::npos) << md;
+}
+
+// A whole-model count (k3tune count --model) is judged on its bytes per token too: a decode step
+// whose KV cache is read twice streams more at equal instructions, and is a regression.
+TEST_F(ExactBytes, AWholeModelDecodeStepThatReadsMoreKvIsARegression) {
+  auto db = k3store::open_database((dir_ / "m.db").string(), k3store::OpenMode::kCreateOrUpdate);
+  auto model_count = [&](const std::string& name, double kv_read) {
+    k3bench::ModelCountResult r;
+    r.c = {runner(name), "rvv", "configs/models/qwen3-0.6b.toml", "qwen3-0.6b", 8, 512, 1024};
+    r.path_taken = "rvv";
+    r.prefill.test = "pp8";
+    r.prefill.tokens = 8;
+    r.prefill.other = 2.0e7;
+    r.decode.test = "tg1";
+    r.decode.tokens = 1;
+    r.decode.other = 1.3e7;
+    r.decode.bytes.weights = 2.0e8;
+    r.decode.bytes.metadata = 2.0e8 / 32 * 4 / 2;
+    r.decode.bytes.kv_read = kv_read;
+    r.decode.bytes.activations = 1.0e5;
+    r.prefill.bytes = r.decode.bytes;
+    r.runner_json = nlohmann::json::object();
+    return k3bench::store_counts(*db, "k3tune count", k3bench::model_count_results(r));
+  };
+  const double kv = 28.0 * 512 * 8 * 128 * 2 * 2;  // K and V of 28 layers, fp16, at depth 512
+  const std::string base = model_count("once", kv);
+  const std::string twice = model_count("twice", 2 * kv);
+  const auto v = k3verdict::compare_runs(k3verdict::load_run(*db, base),
+                                         k3verdict::load_run(*db, twice), {}, {});
+  ASSERT_EQ(v.method, "exact-counts");
+  ASSERT_EQ(v.cells.size(), 2u);  // model_prefill and model_decode
+  for (const auto& cell : v.cells) {
+    EXPECT_EQ(cell.timing.outcome, k3verdict::Outcome::kUnchanged) << cell.label;
+    ASSERT_TRUE(cell.bytes.has_value()) << cell.label;
+    // The prefill's figure is per token of its 8: the same extra KV read spread over them.
+    EXPECT_DOUBLE_EQ(cell.bytes->delta(), cell.op == "model_decode" ? kv : kv / 8) << cell.label;
+    EXPECT_TRUE(cell.bytes_regression()) << cell.label;
+  }
+  EXPECT_EQ(v.bytes_regressions(), 2);
 }
 
 }  // namespace

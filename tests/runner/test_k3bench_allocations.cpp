@@ -50,16 +50,21 @@ TEST(K3benchAllocations, KernelCallsAllocateNothing) {
   }
 }
 
-// The counter sees allocations where there are some: a model's first prefill creates its
-// activation packs (one per Linear shape), which later prefills reuse.
-TEST(K3benchAllocations, AModelsFirstPrefillCreatesItsPacksAndLaterOnesReuseThem) {
-  const std::vector<double> calls = call_allocations(
-      "model_pp",
+// The counter sees allocations where there are some: a model's first forward creates its
+// activation packs (one per Linear shape) and grows its scratch; later forwards, prefill or decode
+// steps (whose RoPE table is rebuilt in the storage of one no cache reads any more), allocate
+// nothing.
+TEST(K3benchAllocations, AModelsFirstForwardAllocatesAndLaterOnesDoNot) {
+  const std::string model =
       "hidden=128,intermediate=256,layers=2,q_heads=4,kv_heads=2,head_dim=32,rotary_dim=32,"
-      "rope_theta=10000,vocab=256,pp=8");
-  ASSERT_GE(calls.size(), 3u);
-  EXPECT_GT(calls[0], 0);
-  for (std::size_t i = 1; i < calls.size(); ++i) EXPECT_EQ(calls[i], 0) << "call " << i;
+      "rope_theta=10000,vocab=256";
+  for (const auto& [op, tokens] : std::vector<std::pair<std::string, std::string>>{
+           {"model_pp", "pp=8"}, {"model_tg", "tg=2"}}) {
+    const std::vector<double> calls = call_allocations(op, model + "," + tokens);
+    ASSERT_GE(calls.size(), 3u) << op;
+    EXPECT_GT(calls[0], 0) << op;
+    for (std::size_t i = 1; i < calls.size(); ++i) EXPECT_EQ(calls[i], 0) << op << ", call " << i;
+  }
 }
 
 }  // namespace

@@ -97,6 +97,11 @@ void load_runner_facts(k3store::Connection& db, RunData& r, CellFigures& c) {
         t["by_source"].contains("streamed") && t["by_source"]["streamed"].is_number())
       c.streamed_bytes = t["by_source"]["streamed"].get<double>();
   }
+  // A whole-model count (k3tune count --model) keeps its phase's bytes per token beside the
+  // per-op split: the figure a decode step's speed on a K3 follows.
+  if (j.contains("bytes_per_token") && j["bytes_per_token"].is_object() &&
+      j["bytes_per_token"].contains("streamed") && j["bytes_per_token"]["streamed"].is_number())
+    c.streamed_bytes = j["bytes_per_token"]["streamed"].get<double>();
 }
 
 // One cell of the run with the run's aggregate of it.

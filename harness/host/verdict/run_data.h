@@ -43,8 +43,9 @@ struct CellFigures {
   std::string output_checksum;  // FNV-1a 64 hex, "" when the runner gave none
   std::optional<double> bytes_per_call, ops_per_call;
   // What a call streams from memory (weights, their metadata, KV cache read and written, states:
-  // traffic.by_source.streamed), from the kernels' own accounting: exact, a function of the op,
-  // shape, parameters and path, so two counts of the same case compare without a tolerance.
+  // traffic.by_source.streamed; a whole-model count's phase: its bytes_per_token.streamed), from
+  // the kernels' own accounting: exact, a function of the op, shape, parameters and path, so two
+  // counts of the same case compare without a tolerance.
   std::optional<double> streamed_bytes;
 };
 

@@ -49,6 +49,12 @@ class RopeTable {
   RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count)
       : RopeTable(rope, first_pos, count, nullptr) {}
 
+  // The table of other positions (or another RoPE) in this one's storage, grown only when too
+  // small: what a decode step's append does with a table no cache reads any more, so that a step
+  // allocates nothing. `pool` null: the serial build.
+  void rebuild(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count,
+               WorkerPool* pool);
+
   int half() const { return half_; }
   std::int64_t first_pos() const { return first_pos_; }
   std::int64_t count() const { return count_; }
@@ -58,7 +64,7 @@ class RopeTable {
  private:
   // pool == nullptr: the serial build.
   RopeTable(const RopeConfig& rope, std::int64_t first_pos, std::int64_t count, WorkerPool* pool);
-  void fill(const std::vector<double>& inv_freq, std::int64_t begin, std::int64_t end);
+  void fill(const double* inv_freq, std::int64_t begin, std::int64_t end);
   int half_ = 0;
   std::int64_t first_pos_ = 0;
   std::int64_t count_ = 0;
