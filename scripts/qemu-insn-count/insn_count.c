@@ -12,6 +12,11 @@
  * where a process starts. The inline adds run when a translation block starts, and a system call
  * ends its block, so a region's count is exact to the instruction (the marker's own ecall and the
  * few instructions that set it up belong to the region it ends).
+ * mem=on: also the bytes the counted instructions load and store, as qemu reports each access to
+ * a plugin (a callback per access: many times slower), apart for vector and scalar instructions:
+ * " load_bytes=<n> store_bytes=<n> vector_load_bytes=<n> vector_store_bytes=<n>" after the counts
+ * of the totals and of every region. qemu-user 7.2 runs an RVV load or store as one access per
+ * element (target/riscv/vector_helper.c through cpu_ld*_data_ra), and each reports itself.
  * Output: "insns=<n> vector_insns=<n>" (plus " skipped_insns=<n>" with skip=) on stderr at exit,
  * or into outfile=<path>. */
 #include <inttypes.h>
@@ -29,18 +34,23 @@ static uint64_t skipped_insns;
 static char outfile[4096];
 static int have_skip;
 static uint64_t skip_begin, skip_end;
+static int count_memory;
+/* [vector][store]: bytes accessed by counted instructions (mem=on). */
+static uint64_t mem_bytes[2][2];
 
 /* Keep in step with harness/runner/model/count_marks.h. */
 #define K3_COUNT_MARK_SYSCALL 0x4b33
 #define MAX_REGIONS 4096
 struct region {
   uint64_t insns, vector_insns, skipped_insns;
+  uint64_t mem_bytes[2][2];
   int used;
 };
 static struct region regions[MAX_REGIONS];
 static unsigned current_region;
 static int markers_seen;
 static uint64_t mark_insns, mark_vector, mark_skipped; /* the totals at the last marker */
+static uint64_t mark_mem[2][2];
 
 /* Everything counted since the last marker belongs to the region it ends. */
 static void close_region(void) {
@@ -48,6 +58,11 @@ static void close_region(void) {
   r->insns += total_insns - mark_insns;
   r->vector_insns += vector_insns - mark_vector;
   r->skipped_insns += skipped_insns - mark_skipped;
+  for (int v = 0; v < 2; ++v)
+    for (int st = 0; st < 2; ++st) {
+      r->mem_bytes[v][st] += mem_bytes[v][st] - mark_mem[v][st];
+      mark_mem[v][st] = mem_bytes[v][st];
+    }
   r->used = 1;
   mark_insns = total_insns;
   mark_vector = vector_insns;
@@ -82,6 +97,20 @@ static int is_vector(const struct qemu_plugin_insn *insn) {
   return 0;
 }
 
+/* One access of a counted instruction; udata: 1 for a vector instruction. */
+static void on_mem(unsigned int vcpu_index, qemu_plugin_meminfo_t info, uint64_t vaddr, void *udata) {
+  (void)vcpu_index, (void)vaddr;
+  mem_bytes[udata != NULL][qemu_plugin_mem_is_store(info) ? 1 : 0] +=
+      (uint64_t)1 << qemu_plugin_mem_size_shift(info);
+}
+
+static void print_mem(FILE *f, uint64_t m[2][2]) {
+  if (!count_memory) return;
+  fprintf(f, " load_bytes=%" PRIu64 " store_bytes=%" PRIu64 " vector_load_bytes=%" PRIu64
+             " vector_store_bytes=%" PRIu64,
+          m[0][0] + m[1][0], m[0][1] + m[1][1], m[1][0], m[1][1]);
+}
+
 static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
   (void)id;
   const size_t n = qemu_plugin_tb_n_insns(tb);
@@ -94,6 +123,10 @@ static void on_tb_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb) {
     if (!skipped(insn) && is_vector(insn)) {
       qemu_plugin_register_vcpu_insn_exec_inline(insn, QEMU_PLUGIN_INLINE_ADD_U64, &vector_insns, 1);
     }
+    if (count_memory && !skipped(insn)) {
+      qemu_plugin_register_vcpu_mem_cb(insn, on_mem, QEMU_PLUGIN_CB_NO_REGS, QEMU_PLUGIN_MEM_RW,
+                                       is_vector(insn) ? (void *)1 : NULL);
+    }
   }
 }
 
@@ -104,13 +137,16 @@ static void at_exit(qemu_plugin_id_t id, void *data) {
   if (!f) f = stderr;
   fprintf(f, "insns=%" PRIu64 " vector_insns=%" PRIu64, total_insns, vector_insns);
   if (have_skip) fprintf(f, " skipped_insns=%" PRIu64, skipped_insns);
+  print_mem(f, mem_bytes);
   fprintf(f, "\n");
   if (markers_seen) { /* every region used */
     close_region();
     for (unsigned i = 0; i < MAX_REGIONS; ++i) {
       if (!regions[i].used) continue;
-      fprintf(f, "region=%u insns=%" PRIu64 " vector_insns=%" PRIu64 " skipped_insns=%" PRIu64 "\n", i,
+      fprintf(f, "region=%u insns=%" PRIu64 " vector_insns=%" PRIu64 " skipped_insns=%" PRIu64, i,
               regions[i].insns, regions[i].vector_insns, regions[i].skipped_insns);
+      print_mem(f, regions[i].mem_bytes);
+      fprintf(f, "\n");
     }
   }
   if (f != stderr) fclose(f);
@@ -121,6 +157,7 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
   (void)info;
   for (int i = 0; i < argc; ++i) {
     if (strncmp(argv[i], "outfile=", 8) == 0) snprintf(outfile, sizeof(outfile), "%s", argv[i] + 8);
+    if (strcmp(argv[i], "mem=on") == 0) count_memory = 1;
     if (strncmp(argv[i], "skip=", 5) == 0) {
       char *end = NULL;
       skip_begin = strtoull(argv[i] + 5, &end, 0);

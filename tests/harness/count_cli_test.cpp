@@ -25,6 +25,7 @@
 
 #include "count_cli_fixture.h"
 #include "harness/host/bench/child_output.h"
+#include "harness/host/bench/instruction_count.h"
 #include "harness/host/store/database.h"
 #include "harness/host/targets/process.h"
 
@@ -340,6 +341,37 @@ TEST_F(CountCli, ATerminatedCountEndsItsQemuProcesses) {
       EXPECT_FALSE(running(c)) << "child " << c << " left after signal " << sig;
   }
   sigaction(SIGINT, &before, nullptr);
+}
+
+// An independent check of the kernels' byte accounting: qemu-user reports every access of the
+// counted instructions to the plugin (mem=on), RVV loads one per element. A decode call loads its
+// packed weights and their pairs (traffic.by_source.streamed) at least once and at most once more
+// than the activation codes it re-reads per row strip: the weights are read exactly once.
+TEST_F(CountCli, QemuSeesTheDecodeWeightsLoadedExactlyOnce) {
+  k3bench::CountTools tools;
+  tools.plugin = std::string(K3_COUNT_PLUGIN) + ",mem=on";
+  const k3bench::CountedProcess p = k3bench::count_process(
+      tools, k3bench::qemu_cpu(1024), K3_COUNT_RVV_RUNNER,
+      {"--op", "linear_decode", "--shape", "n=512,k=1024", "--params", "workers=1", "--path", "rvv",
+       "--reps", "1", "--warmup", "0", "--iterations", "3", "--check", "none", "--json"},
+      {{"K3BENCH_COUNT_MARKS", "1"}, {"K3BENCH_SCHEDULING", "off"}, {"K3BENCH_CACHE_DIR", "off"}});
+  ASSERT_TRUE(p.ok) << p.reason << p.process.err;
+  const auto& traffic = p.json.at("traffic").at("by_source");
+  const double streamed = traffic.at("streamed").get<double>();
+  const double activations = traffic.at("activations").get<double>();
+  EXPECT_EQ(streamed, 512.0 * 1024 / 2 + 512.0 * 1024 / 64 * 4);  // codes + fp16 pairs
+  int calls = 0;
+  for (const auto& call : p.json.at("count_marks").at("calls")) {
+    if (!call.value("timed", false)) continue;
+    const auto& r = p.regions.at(call.at("region").get<int>());
+    ASSERT_GE(r.vector_load_bytes, 0) << "the plugin reported no memory (mem=on)";
+    EXPECT_GE(r.vector_load_bytes, streamed);
+    EXPECT_LT(r.vector_load_bytes, streamed + 16 * activations) << "weights read twice?";
+    EXPECT_LE(r.vector_load_bytes, r.load_bytes);
+    EXPECT_GT(r.vector_store_bytes, 0);  // the 512 outputs
+    ++calls;
+  }
+  EXPECT_EQ(calls, 3);
 }
 
 TEST_F(CountCli, BadInputStoresNothing) {

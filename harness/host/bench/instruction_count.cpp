@@ -257,8 +257,10 @@ void read_counts(const std::string& plugin_text, const std::string& plugin, Coun
   for (const auto& l : region_lines) {
     const double id = number(l, "region");
     if (id < 0) continue;
-    p.regions[static_cast<int>(id)] = {std::max(0.0, number(l, "insns")),
-                                       std::max(0.0, number(l, "vector_insns"))};
+    p.regions[static_cast<int>(id)] = {
+        std::max(0.0, number(l, "insns")), std::max(0.0, number(l, "vector_insns")),
+        number(l, "load_bytes"),           number(l, "store_bytes"),
+        number(l, "vector_load_bytes"),    number(l, "vector_store_bytes")};
   }
   p.json = nlohmann::json::parse(p.process.out, nullptr, false);
   double calls = 0;

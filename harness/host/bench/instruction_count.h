@@ -108,6 +108,9 @@ struct CountedProcess {
   // counted instructions (the IME2 model's code left out, its calls still in) and vector ones.
   struct Region {
     double insns = 0, vector = 0;
+    // Bytes the region's instructions loaded and stored as qemu reported each access (the plugin's
+    // mem=on; -1 without it), all and by vector instructions.
+    double load_bytes = -1, store_bytes = -1, vector_load_bytes = -1, vector_store_bytes = -1;
   };
   std::map<int, Region> regions;
   k3targets::ProcessResult process;
