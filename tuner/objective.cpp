@@ -108,35 +108,57 @@ Measurement InstructionObjective::measure(const k3bench::CellSpec& cell, int /*i
       return m;
     }
   }
-  // One and two (or nine) timed calls, one worker each time: the difference is calls free of
-  // set-up, the accuracy check and process start (both processes must run the same check for it
-  // to cancel). k3bench::count_process counts as `k3tune count` does (a warm weight cache in every
-  // counted process, the IME2 model left out of an emulation build's count).
-  auto count = [&](int calls, std::string& reason) -> double {
-    const k3bench::CountedProcess p =
+  // k3bench::count_process counts as `k3tune count` does (a warm weight cache in every counted
+  // process, the IME2 model left out of an emulation build's count, every call marked).
+  std::string reason;
+  auto counted = [&](int calls) -> std::optional<k3bench::CountedProcess> {
+    k3bench::CountedProcess p =
         k3bench::count_process(tools_, target_, count_args(cell, calls), env_);
     if (!p.ok) {
       reason = p.reason;
       if (p.process.exit_code == 4) reason = "accuracy failure: " + reason;
-      return -1;
+      return std::nullopt;
     }
-    return p.total();
+    return p;
   };
-  std::string reason;
+  auto reject = [&] {
+    m.rejected = true;
+    m.reason = reason;
+    return m;
+  };
+  // A runner that marks its calls gives each call's count apart from everything else in its
+  // process: the figure is exact, from one process, as `k3tune count` takes it. (A difference of
+  // processes also counted what grows with the calls outside them: the runner's JSON lists every
+  // marked call, and formatting it cost ten times a small decode call, by a heap-dependent amount.)
+  const auto marked = counted(k3bench::kMarkedTimedCalls);
+  if (!marked) return reject();
+  try {
+    if (const auto per_call = k3bench::marked_instructions_per_call(*marked, target_.name())) {
+      m.value = *per_call;
+      if (id) cache_->put(*id, m.value, session);
+      return m;
+    }
+  } catch (const k3bench::UserError& e) {
+    reason = e.what();
+    return reject();
+  }
+  // A runner without marks: one and two (or nine) timed calls, one worker each time; the
+  // difference is calls free of set-up, the accuracy check and process start (both processes must
+  // run the same check for it to cancel).
+  auto count = [&](int calls) -> double {
+    const auto p = counted(calls);
+    return p ? p->total() : -1;
+  };
   // Two calls against one first. The untimed part varies by a few hundred instructions per
   // process (timer reads): against a call of a million instructions or more that is below 0.1%,
   // and a large call under qemu takes seconds (prefill 128 x 2048 x 6144: 8 s per call at VLEN
   // 256). Below that, nine calls against one dilute the variation eightfold.
-  const double one = count(1, reason);
-  const double two = one < 0 ? -1 : count(2, reason);
+  const double one = count(1);
+  const double two = one < 0 ? -1 : count(2);
   const bool large = two - one >= kLargeCall;
-  const double many = one < 0 || two < 0 || large ? two : count(9, reason);
+  const double many = one < 0 || two < 0 || large ? two : count(9);
   const int extra_calls = large ? 1 : 8;
-  if (one < 0 || two < 0 || many < 0) {
-    m.rejected = true;
-    m.reason = reason;
-    return m;
-  }
+  if (one < 0 || two < 0 || many < 0) return reject();
   if (many <= one) {
     m.rejected = true;
     m.reason = fmt::format("{} calls counted {} instructions, 1 call {}: the set-up differed",

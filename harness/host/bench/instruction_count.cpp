@@ -30,7 +30,7 @@ namespace k3bench {
 
 namespace {
 
-constexpr int kFewCalls = 1, kMoreCalls = 3;
+constexpr int kFewCalls = 1, kMoreCalls = kMarkedTimedCalls;
 // Identical 1-call processes whose range is a case's jitter. Five, not three: with twice the
 // larger jitter as the tolerance, simulated normal per-process variation calls an unchanged case
 // changed 0.58% of the time with three, 0.02% with five (a nightly counts 16 cases).
@@ -195,6 +195,12 @@ std::optional<PerCall> marked_per_call(const CountedProcess& p, const std::strin
 }
 
 }  // namespace
+
+std::optional<double> marked_instructions_per_call(const CountedProcess& p,
+                                                   const std::string& what) {
+  const auto per_call = marked_per_call(p, what);
+  return per_call ? std::optional<double>(per_call->total()) : std::nullopt;
+}
 
 std::string unit_of_work(const std::string& op) {
   if (op == "linear_decode") return "weight";

@@ -116,6 +116,15 @@ struct CountedProcess {
   k3targets::ProcessResult process;
   double total() const { return ime2 + other; }
 };
+// Timed calls of a process whose runner marks its calls (k3bench --count-marks, which every
+// counted process is asked for): its figure is the mean of the timed calls after the first.
+inline constexpr int kMarkedTimedCalls = 3;
+// That figure, IME2 and other instructions together, from one process of kMarkedTimedCalls timed
+// calls; nullopt when the runner marked nothing (a runner older than the marks). Throws UserError
+// (naming `what`) when the process marked another number of timed calls or the plugin reported no
+// region of one.
+std::optional<double> marked_instructions_per_call(const CountedProcess& p,
+                                                   const std::string& what);
 // `exec_as`: another path to start `runner` from (a link to it), when not empty.
 CountedProcess count_process(const CountTools& tools, const std::string& cpu,
                              const std::string& runner, const std::vector<std::string>& args,
