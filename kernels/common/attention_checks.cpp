@@ -24,6 +24,15 @@ void validate(const AttentionTiling& tiling, const char* op) {
   }
 }
 
+DecodeChunks decode_chunks(std::int64_t context, int chunk) {
+  if (context < 1 || chunk < 1) return {};
+  const std::int64_t full = context / chunk, rest = context % chunk;
+  if (full == 0) return {1, context};
+  if (rest == 0) return {full, chunk};
+  if (rest <= chunk / 2) return {full, chunk + rest};
+  return {full + 1, chunk};
+}
+
 void validate(const DecodeTiling& tiling, const char* op) {
   if (tiling.chunk < 1 || tiling.chunk > 1 << 20) {
     fail(op, ": tiling.chunk (", tiling.chunk, ") must be in [1, 1048576]");

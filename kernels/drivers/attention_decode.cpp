@@ -1,8 +1,7 @@
-// Attention decode: a task is (kv head, chunk of `chunk` context positions) serving every query
-// head of the kv head's group; the per-chunk partials (max, sum, accumulator) are merged per query
-// head in ascending chunk order. chunk changes the rounding of the result; the worker count does
-// not.
-#include <algorithm>
+// Attention decode: a task is (kv head, chunk of context positions, cut as decode_chunks says)
+// serving every query head of the kv head's group; the per-chunk partials (max, sum, accumulator)
+// are merged per query head in ascending chunk order. chunk changes the rounding of the result; the
+// worker count does not.
 #include <optional>
 
 #include "common/attention_checks.h"
@@ -30,8 +29,10 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   const std::int64_t pos = cache.length() - 1;
   const std::int64_t lo = cache.first_visible();
   const std::int64_t context = pos + 1 - lo;
-  const int chunk = static_cast<int>(std::min<std::int64_t>(tiling.chunk, context));
-  const std::int64_t n_chunks = (context + chunk - 1) / chunk;
+  const int chunk = tiling.chunk;
+  const DecodeChunks chunks = decode_chunks(context, chunk);
+  const std::int64_t n_chunks = chunks.count;
+  const int longest = static_cast<int>(chunks.longest);
   const bool f16 = cache.dtype() == KvDtype::f16;
 
   // The calling thread's buffers, kept between calls (a decode step calls this once per layer;
@@ -61,7 +62,7 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
   // Per-worker scratch: scores of the group against the chunk, a gathered K row (layers that read
   // keys one at a time) and a converted V row (fp16).
   using detail::scratch_stride;
-  const std::int64_t off_kb = scratch_stride(static_cast<std::int64_t>(group) * chunk);
+  const std::int64_t off_kb = scratch_stride(static_cast<std::int64_t>(group) * longest);
   const std::int64_t off_vb = off_kb + scratch_stride(hd);
   const std::int64_t stride = off_vb + (f16 ? scratch_stride(hd) : 0);
   float* const scratch = at_least(scratch_buffer, stride * pool.size());
@@ -73,8 +74,8 @@ void attention_decode(const ukernel::AttentionDecode& uk, const KvCache& cache,
     float* s = scratch + worker * stride;
     const std::int64_t first =
         static_cast<std::int64_t>(g) * group * n_chunks + c;  // (head g*group, chunk c)
-    uk.chunk({&cache, g, c0, static_cast<int>(std::min<std::int64_t>(chunk, pos + 1 - c0)), group,
-              qs + static_cast<std::int64_t>(g) * group * hd, s, chunk, s + off_kb, s + off_vb,
+    uk.chunk({&cache, g, c0, static_cast<int>(chunks.size(c, context, chunk)), group,
+              qs + static_cast<std::int64_t>(g) * group * hd, s, longest, s + off_kb, s + off_vb,
               part_m + first, part_l + first, part_acc + first * hd, n_chunks,
               tiling.prefetch_bytes});
   });

@@ -82,6 +82,11 @@ void RefKvCache::append(std::span<const float> k, std::span<const float> v, std:
 // ---- error models -----------------------------------------------------------------------------
 
 namespace {
+// The longest chunk decode_chunks can make of any context.
+std::int64_t decode_chunks_longest(const DecodeTiling& tiling) {
+  return std::int64_t(tiling.chunk) + tiling.chunk / 2;
+}
+
 std::int64_t generic_dot_depth(int head_dim) {
   std::int64_t levels = 0;
   for (int w = kGenericReductionLanes; w > 1; w /= 2) ++levels;
@@ -94,7 +99,7 @@ AttentionErrorModel generic_prefill_error_model(int head_dim, const AttentionTil
 }
 
 AttentionErrorModel generic_decode_error_model(int head_dim, const DecodeTiling& tiling) {
-  return {generic_dot_depth(head_dim), tiling.chunk};
+  return {generic_dot_depth(head_dim), tiling.chunk, decode_chunks_longest(tiling)};
 }
 
 std::int64_t rvv_dot_depth(std::int64_t n, int vlenb) {
@@ -116,7 +121,7 @@ AttentionErrorModel rvv_prefill_error_model(int head_dim, const AttentionTiling&
 }
 
 AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& tiling) {
-  return {rvv_score_depth(head_dim), tiling.chunk};
+  return {rvv_score_depth(head_dim), tiling.chunk, decode_chunks_longest(tiling)};
 }
 
 // ---- attention --------------------------------------------------------------------------------
@@ -126,8 +131,9 @@ AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& til
 // rotations of the float inputs; qa, ka_j their rotation magnitudes (|q| <= qa, |k_j| <= ka_j
 // componentwise, see rope_rotate); v_j the stored V (exact); s_j = scale q.k_j; w_j the softmax of
 // s; o_d = sum_j w_j v_jd. The kernel is assumed to follow AttentionErrorModel: each score a dot
-// product of depth D_dot; keys summed in blocks of B from zero, NB = ceil(T/B) blocks merged by
-// online-softmax rescaling (or, for decode, chunks merged in order, same counts).
+// product of depth D_dot; keys summed in blocks of B from zero, at most NB = ceil(T/B) blocks
+// merged by online-softmax rescaling (or, for decode, chunks merged in order, same counts), the
+// longest block L keys (L = B, or decode's last chunk with its remainder: up to B + B/2).
 //
 // 1. Scores. Kernel q^ = rotated q with |q^ - q| <= gamma_3 qa (see rope_component_bound),
 //    scaled by fl(scale) with one more rounding: q_s = scale q^ (1+theta_2). Stored k^ with
@@ -156,7 +162,7 @@ AttentionErrorModel rvv_decode_error_model(int head_dim, const DecodeTiling& til
 //    which gives the term  W_d = sum_j w_j |v_jd| (P_j + P~) e^{P_j + P~}.
 //    (A score perturbation delta alone gives the familiar ~2 delta relative weight change.)
 // 3. Accumulation. Each term p_j v_jd (and p_j in l) goes through at most
-//    A = min(B, T) + 2 NB + 2 roundings: its product, the in-block sum, the merge addition and one
+//    A = min(L, T) + 2 NB + 2 roundings: its product, the in-block sum, the merge addition and one
 //    multiply + one add per later merge. With acc^ = sum p_j v_j (1+theta_A) and
 //    l^ = l (1+theta_A) (positive terms), o^ = fl(acc^ / l^) is within
 //    gamma_{2A+1} sum_j w^_j |v_jd| <= gamma_{2A+1} (sum_j w_j |v_jd| + W_d) of sum_j w^_j v_jd.
@@ -248,7 +254,8 @@ void attention_row(const RefKvCache& cache, const float* q_in, std::int64_t q_po
     r.p[j] = r.delta[j] + u * (M - r.s[j] + 2.0 * dmax) + exp_terms;
     p_tilde += r.w[j] * r.p[j] * std::exp(r.p[j]);
   }
-  const double A = static_cast<double>(std::min(B, T) + 2 * NB + 2);
+  const std::int64_t longest = model.longest_block > 0 ? model.longest_block : B;
+  const double A = static_cast<double>(std::min(longest, T) + 2 * NB + 2);
   const double g_acc = gamma_f32(2.0 * A + 1.0);
   const double underflow = static_cast<double>(4 * T + 8 * NB + 8) * 0x1.0p-149;
 

@@ -56,6 +56,24 @@ inline vfloat32m4_t scaled_m4(const fp16_t* p, std::size_t vl, vuint16m2_t& mx) 
   mx = __riscv_vmaxu_vv_u16m4(mx, __riscv_vadd_vv_u16m4(h, h, vl2), vl2);
   return __riscv_vwmul_vx_i32m8(__riscv_vreinterpret_v_u16m4_i16m4(h), kFp16ScaledShift, vl2);
 }
+// The same for a key block's first vl < VLMAX_m4 keys: the loads read the block's whole rows (its
+// storage is whole blocks), and `keys` (lanes whose index mod VLMAX_m4 is below vl) keeps the
+// slots past them, stale or never written, out of the tracker. The products ignore them: they
+// run at vl.
+[[gnu::always_inline]] inline vint32m8_t widened_pair(const fp16_t* p, vuint16m4_t& mx,
+                                                      vbool4_t keys) {
+  const std::size_t vl2 = __riscv_vsetvlmax_e16m4();
+  const vuint16m4_t h = __riscv_vle16_v_u16m4(p, vl2);
+  mx = __riscv_vmaxu_vv_u16m4_mu(keys, mx, mx, __riscv_vadd_vv_u16m4(h, h, vl2), vl2);
+  return __riscv_vwmul_vx_i32m8(__riscv_vreinterpret_v_u16m4_i16m4(h), kFp16ScaledShift, vl2);
+}
+inline vbool4_t first_keys_of_pair(std::size_t vl) {
+  const std::size_t vl2 = __riscv_vsetvlmax_e16m4();
+  const std::size_t kb = __riscv_vsetvlmax_e32m4();
+  return __riscv_vmsltu_vx_u16m4_b4(
+      __riscv_vand_vx_u16m4(__riscv_vid_v_u16m4(vl2), static_cast<std::uint16_t>(kb - 1), vl2), vl,
+      vl2);
+}
 template <int R>
 [[gnu::always_inline]] inline vfloat32m4_t scaled_half(vint32m8_t w, std::size_t vl) {
   return __riscv_vreinterpret_v_u32m4_f32m4(__riscv_vand_vx_u32m4(
@@ -65,11 +83,11 @@ template <int R>
 // Dims 2i and 2i + 1 of a block of kScoreDimBlock (a, b at the block's first dim; kp at dim 2i's
 // row, the next dim's row right after it): c0 += a[2i] k + a[2i+1] k' (c1 with b when kPair), the
 // block's first dim by vfmul. Constant i: the query loads take immediate offsets.
-template <bool kPair, int I>
+template <bool kPair, bool kPartial, int I>
 [[gnu::always_inline]] inline void two_dims(const float* a, const float* b, const fp16_t*& kp,
                                             std::ptrdiff_t ld, std::size_t vl, vfloat32m4_t& c0,
-                                            vfloat32m4_t& c1, vuint16m4_t& mx4) {
-  const vint32m8_t w = widened_pair(kp, mx4);
+                                            vfloat32m4_t& c1, vuint16m4_t& mx4, vbool4_t keys) {
+  const vint32m8_t w = kPartial ? widened_pair(kp, mx4, keys) : widened_pair(kp, mx4);
   kp += 2 * ld;
   const vfloat32m4_t k = scaled_half<0>(w, vl), kn = scaled_half<1>(w, vl);
   c0 = I == 0 ? __riscv_vfmul_vf_f32m4(k, a[0], vl) : __riscv_vfmacc_vf_f32m4(c0, a[2 * I], k, vl);
@@ -80,20 +98,21 @@ template <bool kPair, int I>
     c1 = __riscv_vfmacc_vf_f32m4(c1, b[2 * I + 1], kn, vl);
   }
 }
-template <bool kPair, int... I>
+template <bool kPair, bool kPartial, int... I>
 [[gnu::always_inline]] inline void block_two_dims(const float* a, const float* b, const fp16_t*& kp,
                                                   std::ptrdiff_t ld, std::size_t vl,
                                                   vfloat32m4_t& c0, vfloat32m4_t& c1,
-                                                  vuint16m4_t& mx4,
+                                                  vuint16m4_t& mx4, vbool4_t keys,
                                                   std::integer_sequence<int, I...>) {
-  (two_dims<kPair, I>(a, b, kp, ld, vl, c0, c1, mx4), ...);
+  (two_dims<kPair, kPartial, I>(a, b, kp, ld, vl, c0, c1, mx4, keys), ...);
 }
 
 // Scores of vl keys (component d at col + d * ld) against a (and b when kPair), in the chain order
 // of key_scores.h (blocks of kScoreDimBlock dims, each from a vfmul, block sums in dim order).
-// kTwoDims: the strip is a whole key block of one e32m4 vector, two dims per load, a full block
-// of dims unrolled.
-template <bool kPair, bool kTwoDims>
+// kTwoDims: the strip starts a key block of one e32m4 vector, two dims per load, a full block of
+// dims unrolled; kPartial: it holds fewer keys than the block (the loads' other slots masked out
+// of the tracker).
+template <bool kPair, bool kTwoDims, bool kPartial = false>
 inline void strip_scores(const float* a, const float* b, int hd, const fp16_t* col,
                          std::ptrdiff_t ld, std::size_t vl, float* out0, float* out1,
                          vuint16m2_t& mx2, vuint16m4_t& mx4) {
@@ -104,12 +123,14 @@ inline void strip_scores(const float* a, const float* b, int hd, const fp16_t* c
         out, d0 == 0 ? c : __riscv_vfadd_vv_f32m4(__riscv_vle32_v_f32m4(out, vl), c, vl), vl);
   };
   const fp16_t* kp = col;
+  vbool4_t keys{};
+  if constexpr (kPartial) keys = first_keys_of_pair(vl);
   for (int d0 = 0; d0 < hd; d0 += kBlock) {
     const int dims = std::min(kBlock, hd - d0);
     vfloat32m4_t c0, c1;
     if (kTwoDims && dims == kBlock) {
-      block_two_dims<kPair>(a + d0, b + d0, kp, ld, vl, c0, c1, mx4,
-                            std::make_integer_sequence<int, kBlock / 2>{});
+      block_two_dims<kPair, kPartial>(a + d0, b + d0, kp, ld, vl, c0, c1, mx4, keys,
+                                      std::make_integer_sequence<int, kBlock / 2>{});
     } else {
       for (int i = 0; i < dims; ++i, kp += ld) {
         const int d = d0 + i;
@@ -126,15 +147,20 @@ inline void strip_scores(const float* a, const float* b, int hd, const fp16_t* c
   }
 }
 
-// Scores of n keys whose columns are contiguous from col, in strips of VLMAX_m4 keys.
+// Scores of n keys whose columns are contiguous from col (cache slot `slot` onwards), in strips of
+// VLMAX_m4 keys.
 template <bool kPair>
 void piece_scores(const float* a, const float* b, int hd, const fp16_t* col, std::ptrdiff_t ld,
-                  int n, float* out0, float* out1, vuint16m2_t& mx2, vuint16m4_t& mx4) {
+                  int n, std::int64_t slot, float* out0, float* out1, vuint16m2_t& mx2,
+                  vuint16m4_t& mx4) {
   const std::size_t vlmax = __riscv_vsetvlmax_e32m4();
+  const bool two_dims = static_cast<std::ptrdiff_t>(vlmax) == ld && hd % 2 == 0;
   for (int i = 0; i < n;) {
     const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(n - i));
-    if (vl == vlmax && static_cast<std::ptrdiff_t>(vl) == ld && hd % 2 == 0)
+    if (two_dims && vl == vlmax)
       strip_scores<kPair, true>(a, b, hd, col + i, ld, vl, out0 + i, out1 + i, mx2, mx4);
+    else if (two_dims && i == 0 && slot % ld == 0)  // a block's first keys (a chunk's last piece)
+      strip_scores<kPair, true, true>(a, b, hd, col, ld, vl, out0, out1, mx2, mx4);
     else
       strip_scores<kPair, false>(a, b, hd, col + i, ld, vl, out0 + i, out1 + i, mx2, mx4);
     i += static_cast<int>(vl);
@@ -196,11 +222,11 @@ bool attention_decode_chunk_f16_scaled(const ukernel::DecodeChunk& c) {
           const fp16_t* col = cache.k_f16() + cache.k_offset(g, slot);
           float* s0 = s + gi * chunk + j;
           if (pair)
-            piece_scores<true>(qs.data(), qs.data() + hd, hd, col, kb, static_cast<int>(piece), s0,
-                               s0 + chunk, mx2, mx4);
+            piece_scores<true>(qs.data(), qs.data() + hd, hd, col, kb, static_cast<int>(piece),
+                               slot, s0, s0 + chunk, mx2, mx4);
           else
-            piece_scores<false>(qs.data(), qs.data(), hd, col, kb, static_cast<int>(piece), s0, s0,
-                                mx2, mx4);
+            piece_scores<false>(qs.data(), qs.data(), hd, col, kb, static_cast<int>(piece), slot,
+                                s0, s0, mx2, mx4);
         });
   }
   // Softmax numerators and the chunk's max and sum, as the exact path; then the numerators times

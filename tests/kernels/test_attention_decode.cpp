@@ -177,7 +177,8 @@ class AttentionDecodeTiling : public k3test::OnLayer {};
 TEST_P(AttentionDecodeTiling, EveryChunkWithinItsBound) {
   const DecodeCase c{"chunks", 8, 2, 128, kD128, KvDtype::f32, false, 600, 600, 256};
   const CacheSetup s = make_setup(layer(), c, 5);
-  for (int chunk : {1, 7, 64, 256, 599, 600, 4096}) {
+  // 350: a last chunk of 250 of its own; 400: the remainder of 200 joins the first chunk.
+  for (int chunk : {1, 7, 64, 256, 350, 400, 599, 600, 4096}) {
     const auto out = run_kernel(layer(), s, c, 2, chunk);
     const auto expect = ref::attention_decode(s.mirror, s.q, c.n_q_heads,
                                               k3test::decode_error_model(layer(), 128, {chunk}));
@@ -187,7 +188,34 @@ TEST_P(AttentionDecodeTiling, EveryChunkWithinItsBound) {
   }
 }
 
+// A remainder of at most half a chunk joins the last chunk: 600 positions in chunks of 400 are
+// one chunk of 600, so the result is bitwise that of chunk 600 (the cut alone decides rounding).
+TEST_P(AttentionDecodeTiling, ASmallRemainderJoinsTheLastChunk) {
+  const DecodeCase c{"rest", 8, 2, 128, kD128, KvDtype::f16, false, 600, 600, 256};
+  const CacheSetup s = make_setup(layer(), c, 8);
+  EXPECT_EQ(run_kernel(layer(), s, c, 2, 400), run_kernel(layer(), s, c, 2, 600));
+  EXPECT_NE(run_kernel(layer(), s, c, 2, 350), run_kernel(layer(), s, c, 2, 600));
+}
+
 K3_SWEEP_LAYERS(AttentionDecodeTiling);
+
+TEST(DecodeChunks, ARemainderOfAtMostHalfAChunkJoinsTheLast) {
+  struct Cut {
+    std::int64_t context;
+    int chunk;
+    std::int64_t count, longest;
+  };
+  for (const Cut& c : {Cut{513, 256, 2, 257}, Cut{512, 256, 2, 256}, Cut{640, 256, 2, 384},
+                       Cut{641, 256, 3, 256}, Cut{100, 256, 1, 100}, Cut{7, 3, 2, 4},
+                       Cut{8, 3, 3, 3}, Cut{5, 1, 5, 1}, Cut{1, 256, 1, 1}}) {
+    const k3k::DecodeChunks cut = k3k::decode_chunks(c.context, c.chunk);
+    EXPECT_EQ(cut.count, c.count) << c.context << " / " << c.chunk;
+    EXPECT_EQ(cut.longest, c.longest) << c.context << " / " << c.chunk;
+    std::int64_t covered = 0;
+    for (std::int64_t i = 0; i < cut.count; ++i) covered += cut.size(i, c.context, c.chunk);
+    EXPECT_EQ(covered, c.context) << c.context << " / " << c.chunk;
+  }
+}
 
 // The bound is tight enough to see a wrong kernel.
 class AttentionDecodeMutation : public k3test::OnLayer {

@@ -75,8 +75,11 @@ struct AttentionErrorModel {
   // head_dim for a sequential dot, ceil(head_dim / L) + log2(L) for L interleaved lanes + a tree.
   std::int64_t dot_depth = 0;
   // Keys summed sequentially (from zero) before a rescaling merge: prefill kv_block, decode chunk.
-  // A row/query with T visible keys goes through ceil(T / block) blocks.
+  // A row/query with T visible keys goes through at most ceil(T / block) blocks.
   std::int64_t block = 0;
+  // The most keys one block may hold, when the last absorbs a remainder (decode_chunks: up to
+  // block + block / 2); 0 = block.
+  std::int64_t longest_block = 0;
 };
 // The generic layer: dot products in kGenericReductionLanes lanes + pairwise tree.
 AttentionErrorModel generic_prefill_error_model(int head_dim, const AttentionTiling& tiling);
