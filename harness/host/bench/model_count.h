@@ -3,14 +3,15 @@
 // riscv64 k3bench (`--model --count-marks`) with the counting plugin, which splits the count at
 // the runner's marker system calls (harness/runner/model/count_marks.h): every kernel call of the
 // timed forwards is its own region, and the forward's own code between them is "glue", so the
-// per-op breakdown sums exactly to the whole. Set-up (weight generation), the context fill and
-// the checksums are outside every region, so one process suffices (no difference of processes).
-// The depth is filled with seeded values (--context-fill synthetic), not by a prefill: instruction
-// counts do not depend on the values in the cache, and prefilling 512 tokens takes minutes under
-// qemu. IME2 emulation builds: per region, ime2 = the emulated IME2 instructions and other = the
-// counted instructions minus the calls into the software model (instruction_count.h). Next to the
-// instructions, each op's bytes by source come from the runner's JSON (the kernels' own accounting,
-// k3k/traffic.h: breakdown.ops[].bytes_per_call of each test).
+// per-op breakdown sums exactly to the whole. The runner's timer around each kernel call has a
+// region of its own, left out (an engine does not run it). Set-up (weight generation), the context
+// fill and the checksums are outside every region, so one process suffices (no difference of
+// processes). The depth is filled with seeded values (--context-fill synthetic), not by a prefill:
+// instruction counts do not depend on the values in the cache, and prefilling 512 tokens takes
+// minutes under qemu. IME2 emulation builds: per region, ime2 = the emulated IME2 instructions and
+// other = the counted instructions minus the calls into the software model (instruction_count.h).
+// Next to the instructions, each op's bytes by source come from the runner's JSON (the kernels' own
+// accounting, k3k/traffic.h: breakdown.ops[].bytes_per_call of each test).
 #pragma once
 
 #include <cstdint>

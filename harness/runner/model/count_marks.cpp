@@ -58,8 +58,16 @@ void CountMarks::enter_op(Op op) {
   if (in_forward_) switch_to(region(static_cast<int>(tests_.size()) - 1, static_cast<int>(op)));
 }
 
-void CountMarks::leave_op() {
-  if (in_forward_) switch_to(region(static_cast<int>(tests_.size()) - 1, kGlue));
+void CountMarks::leave_op() {  // the timer's work after the call follows, then timer(false)
+  if (in_forward_) switch_to(region(static_cast<int>(tests_.size()) - 1, kTimer));
+}
+
+void CountMarks::timer(bool begin) {
+  if (in_forward_) switch_to(region(static_cast<int>(tests_.size()) - 1, begin ? kTimer : kGlue));
+}
+
+void count_mark_timer(CountMarks& marks, bool begin) {
+  marks.timer(begin);
 }
 
 void count_mark_op(CountMarks& marks, Op op, bool enter) {
@@ -76,6 +84,7 @@ nlohmann::json CountMarks::json() const {
   nlohmann::json ops = nlohmann::json::array();
   for (int i = 0; i < kGlue; ++i) ops.push_back(op_name(static_cast<Op>(i)));
   ops.push_back("glue");
+  ops.push_back("timer");
   nlohmann::json ime2 = nlohmann::json::object();
   for (const auto& [region, c] : ime2_)
     if (region != 0 && (c.instructions > 0 || c.calls > 0))

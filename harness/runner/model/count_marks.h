@@ -7,6 +7,8 @@
 //   0                                   outside every timed forward (set-up, context fill, checks)
 //   region(test, op)                    a kernel call of that op kind within test `test`'s forward
 //   region(test, kGlue)                 the forward's own code between its kernel calls
+//   region(test, kTimer)                the runner's timer around each kernel call (clock reads,
+//                                       sums): an engine does not run it, so a count leaves it out
 // Tests are numbered in the order the run starts them. The regions of a test sum to everything its
 // timed forward executed. In IME2 emulation builds the emulated IME2 instructions and the calls
 // into the software model are read at every marker (in region 0, so the reading is not counted)
@@ -40,7 +42,8 @@ Ime2Totals ime2_emulation_totals();
 class CountMarks {
  public:
   static constexpr int kGlue = static_cast<int>(Op::kCount);
-  static constexpr int kRegionsPerTest = kGlue + 1;
+  static constexpr int kTimer = kGlue + 1;
+  static constexpr int kRegionsPerTest = kTimer + 1;
   static constexpr int kMaxTests = 64;  // region ids stay below the plugin's 4096
   static int region(int test, int slot) { return 1 + test * kRegionsPerTest + slot; }
 
@@ -52,9 +55,11 @@ class CountMarks {
   // A kernel call within the forward (no effect outside a forward, e.g. a reset in preparation).
   void enter_op(Op op);
   void leave_op();
+  // The timer's work around a call begins / ends (back to the glue).
+  void timer(bool begin);
 
   // {"syscall": n, "regions_per_test": n, "tests": [{"name", "index"}],
-  //  "ops": [names by slot, "glue" last], "ime2": {"<region>": {"instructions", "calls"}}}
+  //  "ops": [names by slot, then "glue", "timer"], "ime2": {"<region>": {"instructions", "calls"}}}
   nlohmann::json json() const;
 
  private:
