@@ -157,10 +157,9 @@ std::int64_t run_prefill_task(const PrefillCall& c, std::int64_t task, const Pre
     const std::int64_t pos = c.first_pos + t0 + r;
     uk.rotate_scale_q(c.q + ((t0 + r) * c.n_q_heads + h) * hd, a.qs + r * hd, c.head_dim,
                       table.half(), table.cos_at(pos), table.sin_at(pos), c.scale);
-    a.m[r] = -std::numeric_limits<float>::infinity();
+    a.m[r] = -std::numeric_limits<float>::infinity();  // the first block writes acc unread
     a.l[r] = 0.0f;
   }
-  std::fill(a.acc, a.acc + rows * hd, 0.0f);
 
   std::int64_t staged = 0;
   const std::int64_t kv_end = c.first_pos + t0 + rows;  // one past the last row's position

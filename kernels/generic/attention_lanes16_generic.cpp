@@ -46,7 +46,13 @@ void online_row(const float* q, const ukernel::KeysT& k, const float* const* vp,
     const float* v = vp[j];
     for (int d = 0; d < hd; ++d) blk[d] += p * v[d];
   }
-  for (int d = 0; d < hd; ++d) acc[d] = acc[d] * alpha + blk[d];
+  // A row's first block (m = -inf) does not read its accumulator: blk + 0, the merge's value for
+  // acc = +0 (the sign of a zero sum included).
+  if (m == -std::numeric_limits<float>::infinity()) {
+    for (int d = 0; d < hd; ++d) acc[d] = blk[d] + 0.0f;
+  } else {
+    for (int d = 0; d < hd; ++d) acc[d] = acc[d] * alpha + blk[d];
+  }
   l = l * alpha + bsum;
   m = m_new;
 }

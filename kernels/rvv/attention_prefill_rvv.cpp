@@ -19,6 +19,7 @@
 // worker count, every q_tile and every key block size (a key's score does not depend on it).
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "rvv/key_scores.h"
 #include "rvv/microkernels.h"
@@ -27,6 +28,8 @@
 namespace k3k::rvv {
 
 namespace {
+
+constexpr float kInf = std::numeric_limits<float>::infinity();
 
 // s[j] = exp(s[j] - m') for j < n with m' = max(m, max s); returns alpha = exp(m - m') and sets
 // m = m', l = l * alpha + sum_j s[j] (the generic online_row's softmax step, vectorised).
@@ -40,10 +43,19 @@ float softmax_step(float* s, int n, float& m, float& l) {
 
 // acc0 = acc0 * alpha0 + sum_{j < n0} p0[j] v_j and, for a pair, acc1 likewise over j < n1
 // (n0 <= n1), per e32m4 strip of head_dim: the block sums accumulate in registers in key order
-// from zero, one V strip load serving both rows, then one vfmadd merge per row.
+// from zero, one V strip load serving both rows, then one vfmadd merge per row. A row's first
+// block (fresh) does not read its accumulator: sum + 0, the merge's value for acc = +0.
 template <bool kPair>
 void accumulate_values(const float* const* vp, int hd, const float* p0, int n0, float alpha0,
-                       float* acc0, const float* p1, int n1, float alpha1, float* acc1) {
+                       bool fresh0, float* acc0, const float* p1, int n1, float alpha1, bool fresh1,
+                       float* acc1) {
+  auto merge = [](float* acc, float alpha, bool fresh, vfloat32m4_t sum, std::size_t vl) {
+    __riscv_vse32_v_f32m4(
+        acc,
+        fresh ? __riscv_vfadd_vf_f32m4(sum, 0.0f, vl)
+              : __riscv_vfmadd_vf_f32m4(__riscv_vle32_v_f32m4(acc, vl), alpha, sum, vl),
+        vl);
+  };
   for (int d = 0; d < hd;) {
     const std::size_t vl = __riscv_vsetvl_e32m4(static_cast<std::size_t>(hd - d));
     vfloat32m4_t b0 = __riscv_vfmv_v_f_f32m4(0.0f, vl);
@@ -66,11 +78,9 @@ void accumulate_values(const float* const* vp, int hd, const float* p0, int n0, 
       for (; j < n1; ++j) {
         b1 = __riscv_vfmacc_vf_f32m4(b1, p1[j], __riscv_vle32_v_f32m4(vp[j] + d, vl), vl);
       }
-      const vfloat32m4_t a1 = __riscv_vle32_v_f32m4(acc1 + d, vl);
-      __riscv_vse32_v_f32m4(acc1 + d, __riscv_vfmadd_vf_f32m4(a1, alpha1, b1, vl), vl);
+      merge(acc1 + d, alpha1, fresh1, b1, vl);
     }
-    const vfloat32m4_t a0 = __riscv_vle32_v_f32m4(acc0 + d, vl);
-    __riscv_vse32_v_f32m4(acc0 + d, __riscv_vfmadd_vf_f32m4(a0, alpha0, b0, vl), vl);
+    merge(acc0 + d, alpha0, fresh0, b0, vl);
     d += static_cast<int>(vl);
   }
 }
@@ -97,12 +107,14 @@ void attention_online_block(const float* q, int rows, int nv0, const ukernel::Ke
       j += piece;
     }
     float* a0 = acc + static_cast<std::ptrdiff_t>(r) * hd;
+    const bool fresh0 = m[r] == -kInf, fresh1 = pair && m[r + 1] == -kInf;
     const float alpha0 = softmax_step(s0, n0, m[r], l[r]);
     if (pair) {
       const float alpha1 = softmax_step(s1, n1, m[r + 1], l[r + 1]);
-      accumulate_values<true>(vp, hd, s0, n0, alpha0, a0, s1, n1, alpha1, a0 + hd);
+      accumulate_values<true>(vp, hd, s0, n0, alpha0, fresh0, a0, s1, n1, alpha1, fresh1, a0 + hd);
     } else {
-      accumulate_values<false>(vp, hd, s0, n0, alpha0, a0, nullptr, 0, 0.0f, nullptr);
+      accumulate_values<false>(vp, hd, s0, n0, alpha0, fresh0, a0, nullptr, 0, 0.0f, false,
+                               nullptr);
     }
   }
 }

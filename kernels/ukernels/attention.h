@@ -45,8 +45,10 @@ struct AttentionPrefill {
   // against one block of n keys k (transposed, KeysT) / values vp[j] (rows); row r sees the first
   // min(n, nv0 + r) keys (nv0 >= 1, causal). For each row, with its m[r], l[r] and accumulator
   // acc + r * head_dim (online softmax step): s_j = q.k_j; m' = max(m, max s); acc = acc *
-  // exp(m - m') + sum_j exp(s_j - m') v_j; l likewise. A row's arithmetic does not depend on the
-  // other rows (so not on q_tile). s: 2 * n floats and blk: head_dim floats of scratch.
+  // exp(m - m') + sum_j exp(s_j - m') v_j; l likewise. A row whose m is -inf (no block yet) has
+  // its acc taken as +0 without reading it (the caller need not zero it). A row's arithmetic does
+  // not depend on the other rows (so not on q_tile). s: 2 * n floats and blk: head_dim floats of
+  // scratch.
   void (*online_block)(const float* q, int rows, int nv0, const KeysT& k, const float* const* vp,
                        int n, int head_dim, float* s, float* blk, float* m, float* l, float* acc);
   void (*divide_row)(const float* acc, float l, float* out, int head_dim);  // out = acc / l
