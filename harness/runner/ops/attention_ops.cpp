@@ -183,7 +183,7 @@ void add_attention_ops(std::vector<OpInfo>& ops) {
       attention_shape_keys({int_key("seq", "new tokens (queries)", std::nullopt, 1, 1 << 20),
                             int_key("past", "tokens already in the cache", "0", 0, 1 << 24)},
                            true),
-      {workers_param("attn_prefill"), table_key("attn_prefill", "q_tile", "query rows per task", "16"),
+      {workers_param("attn_prefill"), table_key("attn_prefill", "q_tile", "query rows per task", "64"),
        table_key("attn_prefill", "kv_block", "keys per online-softmax block", "64"), prefetch_param("attn_prefill"),
        table_key("attn_prefill", "tcm", "each worker's working set (Q tile, softmax state, K/V stage) in its TCM block: auto (gated), on (skip the context gate), off (DRAM)",
                  "auto"),
