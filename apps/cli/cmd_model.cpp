@@ -39,7 +39,7 @@ struct ModelArgs {
   double target_ci = 0, timeout = 0;
   std::string params, path = "auto", check = "sample", trace, baseline_runner, baseline_build,
                       table;
-  bool resume = false;
+  bool resume = false, remeasure = true;
 };
 
 // The tests: prefill, decode, and the prefill-then-decode ones, on a cache of --depth tokens.
@@ -88,6 +88,8 @@ void add_model_runner_options(CLI::App* cmd, ModelArgs& a) {
   cmd->add_option("--timeout", a.timeout,
                   "seconds per runner process (default: the target's timeout_s)");
   cmd->add_flag("--resume", a.resume, "skip tests already measured for this build and target");
+  cmd->add_flag("!--no-remeasure", a.remeasure,
+                "keep disturbed processes as they are instead of measuring the test once more");
 }
 
 // An A/B in the same interleaved rounds: against another build, or a table against the defaults.
@@ -134,6 +136,7 @@ k3bench::ModelRequest model_request(const AppContext& ctx, const ModelArgs& a,
   b.plan.target_ci = a.target_ci;
   b.timeout_s = a.timeout;
   b.resume = a.resume;
+  b.remeasure_disturbed = a.remeasure;
   b.progress = !ctx.quiet;
   b.db_path = ctx.db_path();
   b.command_line = "k3tune model";
