@@ -122,7 +122,7 @@ PrefillArenaLayout prefill_arena_layout(int head_dim, int q_tile, int kv_block, 
   a.m = a.blk + k3k::detail::scratch_stride(head_dim);
   a.l = a.m + k3k::detail::scratch_stride(q_tile);
   a.s = a.l + k3k::detail::scratch_stride(q_tile);
-  a.kbuf = a.s + k3k::detail::scratch_stride(2 * std::int64_t{kv_block});
+  a.kbuf = a.s + k3k::detail::scratch_stride(std::int64_t{ukernel::kOnlineScoreRows} * kv_block);
   a.vbuf = a.kbuf + kv;  // K is always there: a wrapping block of an fp32 cache is staged
   a.floats = a.vbuf + (staged ? kv : 0);
   return a;

@@ -3,9 +3,10 @@
 // online-softmax rescale per block), every hot loop vectorised:
 //   * Q: RoPE on contiguous halves + scale (rvv_math.h rope_rotate, e32m4), the generic values;
 //   * scores over key blocks (rvv/key_scores.h): K arrives transposed (ukernel::KeysT: the cache's
-//     key blocks, or the driver's stage of them), so per strip of up to VLMAX_m4 keys that share a
-//     block each dim is one load and one vfmacc per row of a pair of query rows: one instruction
-//     per dim for up to vlenb keys, no per-key reduction;
+//     key blocks, or the driver's stage of them), so per strip of keys that share a block each dim
+//     is one load and one vfmacc per row of a group of query rows (8 rows over up to VLMAX_m1
+//     keys, 4 over VLMAX_m2, else 2 over VLMAX_m4): one instruction per dim and row for up to
+//     vlenb keys, no per-key reduction;
 //   * block max: vfredmax (e32m4); weights exp(s - m) and their sum: vector exp (e32m4) + the
 //     fold/vfredusum reduction;
 //   * PV: per e32m4 strip of head_dim, the block sum sum_j p_j v_j of each row of the pair is
@@ -87,35 +88,64 @@ void accumulate_values(const float* const* vp, int hd, const float* p0, int n0, 
 
 }  // namespace
 
-// The rows in pairs (r, r + 1): their scores share every K load (over the larger row's keys, the
-// other row ignoring its extra one), then each row's softmax step, then both rows' value sums
-// share every V load. Each row's arithmetic is the single row's (rvv/key_scores.h), so pairing
-// never changes a bit.
+// Scores first, for a group of rows that share every K load: 8 rows when the group's last (most
+// seeing) row's keys fit an e32m1 register, 4 when they fit e32m2 (prefill's key blocks at VLEN
+// 1024, rvv/key_scores.h key_scores_rows_group), else a pair over e32m4 strips (the longer row's
+// keys; the other row ignores its extra one). Then the rows in pairs: each row's softmax step,
+// then both rows' value sums share every V load. Each row's arithmetic is the single row's, so
+// neither the grouping nor the pairing changes a bit.
+static_assert(ukernel::kOnlineScoreRows >= 8, "8-row groups score 8 rows of a block");
+
 void attention_online_block(const float* q, int rows, int nv0, const ukernel::KeysT& k,
                             const float* const* vp, int n, int hd, float* s, float* /*blk*/,
                             float* m, float* l, float* acc) {
-  for (int r = 0; r < rows; r += 2) {
-    const bool pair = r + 1 < rows;
-    const int n0 = std::min(n, nv0 + r), n1 = pair ? std::min(n, nv0 + r + 1) : n0;
-    const float* q0 = q + static_cast<std::ptrdiff_t>(r) * hd;
-    const float* q1 = pair ? q0 + hd : nullptr;
-    float* s0 = s;
-    float* s1 = s + n;
-    for (int j = 0; j < n1;) {  // pieces of keys that share a key block
-      const int piece = std::min(n1 - j, k.run(j));
-      rvv_detail::key_scores_rows(q0, q1, hd, k.col(j), k.block, piece, s0 + j, s1 + j);
+  const int vlmax1 = static_cast<int>(__riscv_vsetvlmax_e32m1());
+  const int vlmax2 = static_cast<int>(__riscv_vsetvlmax_e32m2());
+  const auto keys_of = [&](int row) { return std::min(n, nv0 + row); };
+  for (int r = 0; r < rows;) {
+    const int left = rows - r;
+    const float* qr = q + static_cast<std::ptrdiff_t>(r) * hd;
+    int group = 2;
+    if (left > 2 && keys_of(r + std::min(8, left) - 1) <= vlmax1) {
+      group = 8;
+    } else if (left > 2 && keys_of(r + std::min(4, left) - 1) <= vlmax2) {
+      group = 4;
+    }
+    const int group_rows = std::min(group, left);
+    const int n_last = keys_of(r + group_rows - 1);
+    for (int j = 0; j < n_last;) {  // pieces of keys that share a key block
+      const int piece = std::min(n_last - j, k.run(j));
+      if (group == 8) {
+        rvv_detail::key_scores_rows_group<8>(qr, group_rows, hd, k.col(j), k.block, piece, s + j,
+                                             n);
+      } else if (group == 4) {
+        rvv_detail::key_scores_rows_group<4>(qr, group_rows, hd, k.col(j), k.block, piece, s + j,
+                                             n);
+      } else {
+        rvv_detail::key_scores_rows(qr, group_rows == 2 ? qr + hd : nullptr, hd, k.col(j), k.block,
+                                    piece, s + j, s + n + j);
+      }
       j += piece;
     }
-    float* a0 = acc + static_cast<std::ptrdiff_t>(r) * hd;
-    const bool fresh0 = m[r] == -kInf, fresh1 = pair && m[r + 1] == -kInf;
-    const float alpha0 = softmax_step(s0, n0, m[r], l[r]);
-    if (pair) {
-      const float alpha1 = softmax_step(s1, n1, m[r + 1], l[r + 1]);
-      accumulate_values<true>(vp, hd, s0, n0, alpha0, fresh0, a0, s1, n1, alpha1, fresh1, a0 + hd);
-    } else {
-      accumulate_values<false>(vp, hd, s0, n0, alpha0, fresh0, a0, nullptr, 0, 0.0f, false,
-                               nullptr);
+    for (int p = 0; p < group_rows; p += 2) {
+      const int r0 = r + p;
+      const bool pair = p + 1 < group_rows;
+      const int n0 = keys_of(r0), n1 = pair ? keys_of(r0 + 1) : n0;
+      float* s0 = s + static_cast<std::ptrdiff_t>(p) * n;
+      float* s1 = s0 + n;
+      float* a0 = acc + static_cast<std::ptrdiff_t>(r0) * hd;
+      const bool fresh0 = m[r0] == -kInf, fresh1 = pair && m[r0 + 1] == -kInf;
+      const float alpha0 = softmax_step(s0, n0, m[r0], l[r0]);
+      if (pair) {
+        const float alpha1 = softmax_step(s1, n1, m[r0 + 1], l[r0 + 1]);
+        accumulate_values<true>(vp, hd, s0, n0, alpha0, fresh0, a0, s1, n1, alpha1, fresh1,
+                                a0 + hd);
+      } else {
+        accumulate_values<false>(vp, hd, s0, n0, alpha0, fresh0, a0, nullptr, 0, 0.0f, false,
+                                 nullptr);
+      }
     }
+    r += group_rows;
   }
 }
 

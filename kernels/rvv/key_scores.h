@@ -99,4 +99,114 @@ inline void key_scores_rows(const float* q0, const float* q1, int hd, const T* c
   }
 }
 
+// Prefill's short key pieces (at most one e32m1 or e32m2 register of keys): kRows query rows
+// share each load of a dim's row, their chains and totals two e32m8 groups of kRows rows each (8
+// rows of m1 or 4 of m2; vget/vset name registers, no moves). Per dim one load, kRows scalar q
+// loads and kRows vfmacc: 18 instructions for 8 rows where pairs take 24. Each row's arithmetic is
+// key_scores' (the same chain per block of kScoreDimBlock dims, the blocks added in order), so a
+// key's score has the same bits on either path.
+template <int kRows>
+struct RowGroup;
+template <>
+struct RowGroup<8> {
+  using V = vfloat32m1_t;
+  static std::size_t vlmax() { return __riscv_vsetvlmax_e32m1(); }
+  static std::size_t vsetvl(std::size_t n) { return __riscv_vsetvl_e32m1(n); }
+  static V load(const float* p, std::size_t vl) { return __riscv_vle32_v_f32m1(p, vl); }
+  static V mul(V k, float a, std::size_t vl) { return __riscv_vfmul_vf_f32m1(k, a, vl); }
+  static V macc(V c, float a, V k, std::size_t vl) { return __riscv_vfmacc_vf_f32m1(c, a, k, vl); }
+  static V add(V a, V b, std::size_t vl) { return __riscv_vfadd_vv_f32m1(a, b, vl); }
+  static void store(float* p, V v, std::size_t vl) { __riscv_vse32_v_f32m1(p, v, vl); }
+  template <int r>
+  static V get(vfloat32m8_t g) {
+    return __riscv_vget_v_f32m8_f32m1(g, r);
+  }
+  template <int r>
+  static vfloat32m8_t set(vfloat32m8_t g, V v) {
+    return __riscv_vset_v_f32m1_f32m8(g, r, v);
+  }
+};
+template <>
+struct RowGroup<4> {
+  using V = vfloat32m2_t;
+  static std::size_t vlmax() { return __riscv_vsetvlmax_e32m2(); }
+  static std::size_t vsetvl(std::size_t n) { return __riscv_vsetvl_e32m2(n); }
+  static V load(const float* p, std::size_t vl) { return __riscv_vle32_v_f32m2(p, vl); }
+  static V mul(V k, float a, std::size_t vl) { return __riscv_vfmul_vf_f32m2(k, a, vl); }
+  static V macc(V c, float a, V k, std::size_t vl) { return __riscv_vfmacc_vf_f32m2(c, a, k, vl); }
+  static V add(V a, V b, std::size_t vl) { return __riscv_vfadd_vv_f32m2(a, b, vl); }
+  static void store(float* p, V v, std::size_t vl) { __riscv_vse32_v_f32m2(p, v, vl); }
+  template <int r>
+  static V get(vfloat32m8_t g) {
+    return __riscv_vget_v_f32m8_f32m2(g, r);
+  }
+  template <int r>
+  static vfloat32m8_t set(vfloat32m8_t g, V v) {
+    return __riscv_vset_v_f32m2_f32m8(g, r, v);
+  }
+};
+
+// Dim i of a block for every row r (q row r's block at a[r]): c_r += a[r][i] k.
+template <class G, int... R>
+[[gnu::always_inline]] inline void rows_step(const float* const* a, int i, const float*& kp,
+                                             std::ptrdiff_t ld, std::size_t vl, vfloat32m8_t& c,
+                                             std::integer_sequence<int, R...>) {
+  const typename G::V k = G::load(kp, vl);
+  kp += ld;
+  ((c = G::template set<R>(c, G::macc(G::template get<R>(c), a[R][i], k, vl))), ...);
+}
+template <class G, int... R, int... I>
+[[gnu::always_inline]] inline void rows_unrolled(const float* const* a, const float*& kp,
+                                                 std::ptrdiff_t ld, std::size_t vl, vfloat32m8_t& c,
+                                                 std::integer_sequence<int, R...> rows,
+                                                 std::integer_sequence<int, I...>) {
+  (rows_step<G>(a, I + 1, kp, ld, vl, c, rows), ...);
+}
+
+// out[r * out_stride + j] = q_r . key j for rows r < rows (q_r at q + r * hd; rows <= kRows) and
+// vl <= G::vlmax() keys whose component d is at col[d * ld + j].
+template <int kRows, int... R>
+[[gnu::always_inline]] inline void key_scores_group(const float* q, int rows, int hd,
+                                                    const float* col, std::ptrdiff_t ld,
+                                                    std::size_t vl, float* out,
+                                                    std::ptrdiff_t out_stride,
+                                                    std::integer_sequence<int, R...> seq) {
+  using G = RowGroup<kRows>;
+  // Rows past `rows` repeat the last one (their scores are not stored).
+  const float* a[kRows] = {(q + static_cast<std::ptrdiff_t>(std::min(R, rows - 1)) * hd)...};
+  const float* kp = col;
+  vfloat32m8_t s = __riscv_vundefined_f32m8(), c = s;
+  for (int d0 = 0; d0 < hd; d0 += kScoreDimBlock) {
+    const typename G::V k = G::load(kp, vl);
+    kp += ld;
+    ((c = G::template set<R>(c, G::mul(k, a[R][0], vl))), ...);
+    if (hd - d0 >= kScoreDimBlock) {
+      rows_unrolled<G>(a, kp, ld, vl, c, seq,
+                       std::make_integer_sequence<int, kScoreDimBlock - 1>{});
+    } else {
+      for (int i = 1; i < hd - d0; ++i) rows_step<G>(a, i, kp, ld, vl, c, seq);
+    }
+    if (d0 == 0) {
+      s = c;
+    } else {
+      ((s = G::template set<R>(s, G::add(G::template get<R>(s), G::template get<R>(c), vl))), ...);
+    }
+    for (int r = 0; r < kRows; ++r) a[r] += kScoreDimBlock;
+  }
+  ((R < rows ? G::store(out + R * out_stride, G::template get<R>(s), vl) : void()), ...);
+}
+
+// The scores of `rows` (<= kRows) query rows against n keys in strips of G::vlmax() whose columns
+// are contiguous from col (as key_scores_rows), row r's to out + r * out_stride.
+template <int kRows>
+inline void key_scores_rows_group(const float* q, int rows, int hd, const float* col,
+                                  std::ptrdiff_t ld, int n, float* out, std::ptrdiff_t out_stride) {
+  for (int i = 0; i < n;) {
+    const std::size_t vl = RowGroup<kRows>::vsetvl(static_cast<std::size_t>(n - i));
+    key_scores_group<kRows>(q, rows, hd, col + i, ld, vl, out + i, out_stride,
+                            std::make_integer_sequence<int, kRows>{});
+    i += static_cast<int>(vl);
+  }
+}
+
 }  // namespace k3k::rvv_detail

@@ -12,6 +12,10 @@
 
 namespace k3k::ukernel {
 
+// Score rows of online_block's scratch: a layer may score up to this many query rows of a block
+// before their softmax steps (the RVV layer shares each K load among 8 rows).
+inline constexpr int kOnlineScoreRows = 8;
+
 // n consecutive keys' K, transposed in key blocks the way the cache stores it (k3k/kv_cache.h): the
 // keys of one block are columns, a dim's values of the block's keys contiguous. Key j is column
 // (first + j) % block of block (first + j) / block; its component d is at col(j) + d * block.
@@ -47,8 +51,8 @@ struct AttentionPrefill {
   // acc + r * head_dim (online softmax step): s_j = q.k_j; m' = max(m, max s); acc = acc *
   // exp(m - m') + sum_j exp(s_j - m') v_j; l likewise. A row whose m is -inf (no block yet) has
   // its acc taken as +0 without reading it (the caller need not zero it). A row's arithmetic does
-  // not depend on the other rows (so not on q_tile). s: 2 * n floats and blk: head_dim floats of
-  // scratch.
+  // not depend on the other rows (so not on q_tile). s: kOnlineScoreRows * n floats and blk:
+  // head_dim floats of scratch.
   void (*online_block)(const float* q, int rows, int nv0, const KeysT& k, const float* const* vp,
                        int n, int head_dim, float* s, float* blk, float* m, float* l, float* acc);
   void (*divide_row)(const float* acc, float l, float* out, int head_dim);  // out = acc / l
