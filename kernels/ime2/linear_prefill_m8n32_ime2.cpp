@@ -2,6 +2,7 @@
 // IME2 tile M). The A images of all rows are built once per call (in parallel), so each task only
 // streams weight units through vmadot.
 #include <cassert>
+#include <utility>
 
 #include "ime2/linear_w4a8.h"
 #include "ime2/microkernels.h"
@@ -42,15 +43,32 @@ class PrefillM8 final : public ukernel::PrefillTileBody {
       return;
     }
     // kIme2 tiles are consecutive in the pack (the asm loop walks them); each group writes all
-    // 8 rows, those past M from the pack's zero rows.
+    // 8 rows, those past M from the pack's zero rows. The first group decodes the span's pairs
+    // and keeps them; the others load them (the same bits, fewer instructions a block).
     (void)m;
     (void)at;
     assert(group_rows == kGroupRows && at.code_bytes == nb_ * kUnitBytes &&
            at.pairs == nb_ * kW4RowTile);
     const std::int64_t width = tiles * kW4RowTile;
+    const auto group_out = [&](std::int64_t g) {
+      return std::pair{images_ + (group + g) * nb_ * kImageBytes, acc + g * kGroupRows * width};
+    };
+    if (groups == 1) {
+      const auto [images, out] = group_out(0);
+      detail::tile_outputs_by_row(images, codes, pairs, nb_, tiles, out, width);
+      return;
+    }
+    thread_local AlignedBuffer<float> kept_buffer;
+    float* const kept =
+        reused_for_overwrite(
+            kept_buffer,
+            static_cast<std::size_t>(tiles * nb_ * detail::kExpandedPairBytes / sizeof(float)))
+            .data();
     for (std::int64_t g = 0; g < groups; ++g) {
-      detail::tile_outputs_by_row(images_ + (group + g) * nb_ * kImageBytes, codes, pairs, nb_,
-                                  tiles, acc + g * kGroupRows * width, width);
+      const auto [images, out] = group_out(g);
+      detail::tile_outputs_by_row(
+          images, codes, pairs, nb_, tiles, out, width,
+          g == 0 ? detail::PairSource::kGatherAndKeep : detail::PairSource::kExpanded, kept);
     }
   }
 

@@ -225,21 +225,27 @@ constexpr std::array<std::uint16_t, kImageLanes> kByRow = [] {
 //   v24..v27  the block's A image: A_lo ks0, A_hi ks0, A_lo ks1, A_hi ks1
 //   v28..v31  the unit's B registers of one K-step (sub-tiles 0..3), then of the other
 // After the 16 vmadot: D = C_lo + 16*C_hi (= 16hi + lo - 8S, README.md §3), exact in float; the
-// (beta, scale) pair words of the 32 weight rows go to their 256 lanes with one indexed load
-// (offsets in v20..v23, C_hi's space once D is formed) and become the scales (v16..v23) and betas
-// (v24..v31) times 2^-112 (w4b64.h "Scaled pairs"); S comes from the image; then t = s*D,
-// t += S*beta (fused), acc += t: the operations of block_tile in the same order, so the bits are
-// its bits (the accumulators are scaled back by 2^112 once per tile).
+// scales (v16..v23) and betas (v24..v31) of the 32 weight rows over their 256 lanes, times 2^-112
+// (w4b64.h "Scaled pairs"), come from the pairs (PairSource); S comes from the image; then
+// t = s*D, t += S*beta (fused), acc += t: the operations of block_tile in the same order, so the
+// bits are its bits (the accumulators are scaled back by 2^112 once per tile).
 void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,
-                         std::int64_t nb, std::int64_t tiles, float* out, std::int64_t row_stride) {
+                         std::int64_t nb, std::int64_t tiles, float* out, std::int64_t row_stride,
+                         PairSource source, float* expanded) {
   const std::uint8_t* a_image = images;
   const std::uint8_t* minus_8s = images;
   const std::uint8_t* sums_f = images;
-  const fp16_t* pairs_end = pairs;
+  // kExpanded walks the expanded lanes in place of the pair words.
+  const void* pair_ptr = source == PairSource::kExpanded ? static_cast<const void*>(expanded)
+                                                         : static_cast<const void*>(pairs);
+  const void* pairs_end = pair_ptr;
+  void* keep = expanded;
   const std::int64_t sixteen = 16, image_bytes = kImageBytes, mask = kPairScaledMask;
   const float unscale = 0x1p112f;
-  const std::int64_t tile_pair_bytes =
-      nb * kW4RowTile * 2 * static_cast<std::int64_t>(sizeof(fp16_t));
+  const std::int64_t pair_bytes_per_block =
+      source == PairSource::kExpanded ? kExpandedPairBytes
+                                      : kW4RowTile * 2 * static_cast<std::int64_t>(sizeof(fp16_t));
+  const std::int64_t tile_pair_bytes = nb * pair_bytes_per_block;
   const std::int64_t row_bytes = row_stride * static_cast<std::int64_t>(sizeof(float));
 #define K3_PREFILL_KSTEP(lo, hi)                                                           \
   K3_IME2_INSN "%[fu], %[f7], v8, " lo ", v28\n\t" K3_IME2_INSN "%[fsu], %[f7], v16, " hi  \
@@ -248,8 +254,32 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
                ", v30\n\t" K3_IME2_INSN "%[fsu], %[f7], v20, " hi ", v30\n\t" K3_IME2_INSN \
                "%[fu], %[f7], v14, " lo ", v31\n\t" K3_IME2_INSN "%[fsu], %[f7], v22, " hi \
                ", v31\n\t"
-// One block of the tile (16 IME2 instructions, 28 others): the image and unit pointers advance.
-#define K3_PREFILL_BLOCK \
+// The pairs of a block from its 32 pair words: one indexed load spreads them over the 256 lanes
+// (offsets in v20..v23, C_hi's space once D is formed); v8 *= scales, v24 = betas, v16 = S.
+#define K3_PAIRS_GATHERED(KEEP_SCALES, KEEP_BETAS) \
+  "vl4re16.v v20, (%[columns])\n\t"                \
+  "vluxei16.v v24, (%[pairs]), v20\n\t"            \
+  "vsra.vi v16, v24, 3\n\t"                        \
+  "vand.vx v16, v16, %[mask]\n\t" KEEP_SCALES      \
+  "vfmul.vv v8, v8, v16\n\t"                       \
+  "vsll.vi v24, v24, 16\n\t"                       \
+  "vsra.vi v24, v24, 3\n\t"                        \
+  "vand.vx v24, v24, %[mask]\n\t" KEEP_BETAS       \
+  "vl8re32.v v16, (%[sums_f])\n\t"                 \
+  "addi %[pairs], %[pairs], %[pair_word_bytes]\n\t"
+// kGatherAndKeep: the scales and betas also go to the expanded buffer (kExpandedPairBytes a block).
+#define K3_KEEP_SCALES "vs8r.v v16, (%[keep])\n\taddi %[keep], %[keep], 1024\n\t"
+#define K3_KEEP_BETAS "vs8r.v v24, (%[keep])\n\taddi %[keep], %[keep], 1024\n\t"
+// kExpanded: the scales and betas loaded as kept.
+#define K3_PAIRS_EXPANDED             \
+  "vl8re32.v v16, (%[pairs])\n\t"     \
+  "addi %[pairs], %[pairs], 1024\n\t" \
+  "vfmul.vv v8, v8, v16\n\t"          \
+  "vl8re32.v v24, (%[pairs])\n\t"     \
+  "addi %[pairs], %[pairs], 1024\n\t" \
+  "vl8re32.v v16, (%[sums_f])\n\t"
+// One block of the tile (16 IME2 instructions, 24-28 others): the image and unit pointers advance.
+#define K3_PREFILL_BLOCK(PAIRS) \
   "vl8re32.v v8, (%[minus_8s])\n\t" \
   "vl4re8.v v24, (%[a_image])\n\t" \
   "vl4re8.v v28, (%[unit])\n\t" \
@@ -261,80 +291,90 @@ void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, 
   "vsetvli t0, zero, e32, m8, ta, ma\n\t" \
   "vmacc.vx v8, %[c16], v16\n\t" \
   "vfcvt.f.x.v v8, v8\n\t" \
-  "vl4re16.v v20, (%[columns])\n\t" \
-  "vluxei16.v v24, (%[pairs]), v20\n\t" \
-  "vsra.vi v16, v24, 3\n\t" \
-  "vand.vx v16, v16, %[mask]\n\t" \
-  "vfmul.vv v8, v8, v16\n\t" \
-  "vsll.vi v24, v24, 16\n\t" \
-  "vsra.vi v24, v24, 3\n\t" \
-  "vand.vx v24, v24, %[mask]\n\t" \
-  "vl8re32.v v16, (%[sums_f])\n\t" \
+  PAIRS \
   "vfmacc.vv v8, v16, v24\n\t" \
   "vfadd.vv v0, v0, v8\n\t" \
   "vmv.v.i v16, 0\n\t" \
   "add %[a_image], %[a_image], %[image_bytes]\n\t" \
   "add %[minus_8s], %[minus_8s], %[image_bytes]\n\t" \
   "add %[sums_f], %[sums_f], %[image_bytes]\n\t" \
-  "addi %[unit], %[unit], %[unit_bytes]\n\t" \
-  "addi %[pairs], %[pairs], %[row_bytes]\n\t"
-  // Tiles are consecutive in the pack (codes nb units apart, pairs nb * 32 words), so
-  // the block loop leaves the weight pointers at the next tile; only the image pointers rewind.
-  asm volatile(
-      "vsetvli t0, zero, e32, m8, ta, ma\n\t"
-      "2:\n\t"
-      "vmv.v.i v0, 0\n\t"
-      "vmv.v.i v16, 0\n\t"
-      "mv %[a_image], %[images]\n\t"
-      "addi %[minus_8s], %[images], %[m8s_off]\n\t"
-      "addi %[sums_f], %[images], %[sums_off]\n\t"
-      "add %[pairs_end], %[pairs], %[tile_pair_bytes]\n\t"
-      "andi t2, %[tile_pair_bytes], %[row_bytes]\n\t"  // nb odd: one block first
-      "beqz t2, 3f\n\t" K3_PREFILL_BLOCK
-      "3:\n\t"
-      "beq %[pairs], %[pairs_end], 4f\n\t"
-      "1:\n\t"  // then two blocks a pass
-      K3_PREFILL_BLOCK K3_PREFILL_BLOCK
-      "bne %[pairs], %[pairs_end], 1b\n\t"
-      "4:\n\t"
-      "vfmul.vf v0, v0, %[unscale]\n\t"  // the sums of the scaled pairs, scaled back
-      "vl4re16.v v16, (%[by_row])\n\t"
-      "vrgatherei16.vv v8, v0, v16\n\t"  // row m of the tile in v8+m (32 floats = one register)
-      "mv t1, %[out]\n\t"
-      "vs1r.v v8, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v9, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v10, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v11, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v12, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v13, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v14, (t1)\n\t"
-      "add t1, t1, %[out_step]\n\t"
-      "vs1r.v v15, (t1)\n\t"
-      "addi %[out], %[out], %[tile_row_bytes]\n\t"
-      "addi %[tiles], %[tiles], -1\n\t"
-      "bnez %[tiles], 2b"
-      : [a_image] "+&r"(a_image), [minus_8s] "+&r"(minus_8s), [sums_f] "+&r"(sums_f),
-        [unit] "+&r"(codes), [pairs] "+&r"(pairs), [out] "+&r"(out), [pairs_end] "+&r"(pairs_end),
-        [tiles] "+&r"(tiles)
-      : [images] "r"(images), [columns] "r"(kColumnOffsets.data()), [by_row] "r"(kByRow.data()),
-        [out_step] "r"(row_bytes), [c16] "r"(sixteen), [image_bytes] "r"(image_bytes),
-        [tile_pair_bytes] "r"(tile_pair_bytes), [mask] "r"(mask), [unscale] "f"(unscale),
-        [m8s_off] "i"(kImageMinus8SOffset), [sums_off] "i"(kImageSumsFOffset),
-        [half_unit] "i"(kHalfUnitBytes), [unit_bytes] "i"(kUnitBytes),
-        [row_bytes] "i"(kW4RowTile * 2 * sizeof(fp16_t)),
-        [tile_row_bytes] "i"(kW4RowTile * sizeof(float)),
-        [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)),
-        [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4))
-      : "t0", "t1", "t2", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11",
-        "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24",
-        "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory" K3_IME2_CLOBBER_RA);
+  "addi %[unit], %[unit], %[unit_bytes]\n\t"
+  // Tiles are consecutive in the pack (codes nb units apart, pairs nb * 32 words) and in the
+  // expanded buffer, so the block loop leaves the weight pointers at the next tile; only the image
+  // pointers rewind.
+#define K3_PREFILL_TILES(PAIRS) \
+  asm volatile( \
+      "vsetvli t0, zero, e32, m8, ta, ma\n\t" \
+      "2:\n\t" \
+      "vmv.v.i v0, 0\n\t" \
+      "vmv.v.i v16, 0\n\t" \
+      "mv %[a_image], %[images]\n\t" \
+      "addi %[minus_8s], %[images], %[m8s_off]\n\t" \
+      "addi %[sums_f], %[images], %[sums_off]\n\t" \
+      "add %[pairs_end], %[pairs], %[tile_pair_bytes]\n\t" \
+      "andi t2, %[nb], 1\n\t" /* nb odd: one block first */ \
+      "beqz t2, 3f\n\t" K3_PREFILL_BLOCK(PAIRS) \
+      "3:\n\t" \
+      "beq %[pairs], %[pairs_end], 4f\n\t" \
+      "1:\n\t" /* then two blocks a pass */ \
+      K3_PREFILL_BLOCK(PAIRS) K3_PREFILL_BLOCK(PAIRS) \
+      "bne %[pairs], %[pairs_end], 1b\n\t" \
+      "4:\n\t" \
+      "vfmul.vf v0, v0, %[unscale]\n\t" /* the sums of the scaled pairs, scaled back */ \
+      "vl4re16.v v16, (%[by_row])\n\t" \
+      "vrgatherei16.vv v8, v0, v16\n\t" /* row m of the tile in v8+m (32 floats, a register) */ \
+      "mv t1, %[out]\n\t" \
+      "vs1r.v v8, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v9, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v10, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v11, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v12, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v13, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v14, (t1)\n\t" \
+      "add t1, t1, %[out_step]\n\t" \
+      "vs1r.v v15, (t1)\n\t" \
+      "addi %[out], %[out], %[tile_row_bytes]\n\t" \
+      "addi %[tiles], %[tiles], -1\n\t" \
+      "bnez %[tiles], 2b" \
+      : [a_image] "+&r"(a_image), [minus_8s] "+&r"(minus_8s), [sums_f] "+&r"(sums_f), \
+        [unit] "+&r"(codes), [pairs] "+&r"(pair_ptr), [out] "+&r"(out), \
+        [pairs_end] "+&r"(pairs_end), [tiles] "+&r"(tiles), [keep] "+&r"(keep) \
+      : [images] "r"(images), [columns] "r"(kColumnOffsets.data()), [by_row] "r"(kByRow.data()), \
+        [out_step] "r"(row_bytes), [c16] "r"(sixteen), [image_bytes] "r"(image_bytes), \
+        [tile_pair_bytes] "r"(tile_pair_bytes), [nb] "r"(nb), [mask] "r"(mask), \
+        [unscale] "f"(unscale), [m8s_off] "i"(kImageMinus8SOffset), \
+        [sums_off] "i"(kImageSumsFOffset), [half_unit] "i"(kHalfUnitBytes), \
+        [unit_bytes] "i"(kUnitBytes), [pair_word_bytes] "i"(kW4RowTile * 2 * sizeof(fp16_t)), \
+        [tile_row_bytes] "i"(kW4RowTile * sizeof(float)), \
+        [fu] "i"(encoding::vmadot_funct3(Sign::kUU)), \
+        [fsu] "i"(encoding::vmadot_funct3(Sign::kSU)), \
+        [f7] "i"(encoding::vmadot_funct7(ElemBits::kInt4)) \
+      : "t0", "t1", "t2", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", \
+        "v11", "v12", "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", \
+        "v24", "v25", "v26", "v27", "v28", "v29", "v30", "v31", "memory" K3_IME2_CLOBBER_RA)
+  switch (source) {
+    case PairSource::kGather:
+      K3_PREFILL_TILES(K3_PAIRS_GATHERED("", ""));
+      break;
+    case PairSource::kGatherAndKeep:
+      K3_PREFILL_TILES(K3_PAIRS_GATHERED(K3_KEEP_SCALES, K3_KEEP_BETAS));
+      break;
+    case PairSource::kExpanded:
+      K3_PREFILL_TILES(K3_PAIRS_EXPANDED);
+      break;
+  }
+#undef K3_PREFILL_TILES
 #undef K3_PREFILL_BLOCK
+#undef K3_PAIRS_EXPANDED
+#undef K3_KEEP_BETAS
+#undef K3_KEEP_SCALES
+#undef K3_PAIRS_GATHERED
 #undef K3_PREFILL_KSTEP
 }
 

@@ -24,12 +24,22 @@ const std::uint8_t* make_images_prefill(const PackedActivations& a, WorkerPool& 
 void tile_outputs(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,
                   std::int64_t nb, bool transpose, float tile[4][64]);
 
+// Where tile_outputs_by_row takes a block's (beta, scale) lanes from: the pair words, gathered
+// and decoded per block (kGather); the same, also kept in `expanded` (kGatherAndKeep); or the
+// lanes a kGatherAndKeep call kept for the same tiles (kExpanded: two plain loads a block in place
+// of the gather and five decoding instructions, so further row groups of a span reuse them).
+enum class PairSource { kGather, kGatherAndKeep, kExpanded };
+// Bytes of one (tile, block)'s kept lanes: 256 scales then 256 betas, as floats times 2^-112.
+inline constexpr std::int64_t kExpandedPairBytes = 2 * 256 * sizeof(float);
+
 // The same sums for kIme2 weights, `tiles` consecutive tiles (codes nb units apart, pairs nb x 32
 // apart), written by output row: out[row_stride * m + 32 * t + i] for output
 // row m (all 8; rows past the group's are zero activations), tile t and its weight row i. One asm
 // loop over the tiles and blocks with the four sub-tiles' accumulators as e32m8 groups
-// (linear_w4a8.cpp).
+// (linear_w4a8.cpp). `expanded` (tiles * nb * kExpandedPairBytes, 64-byte aligned) is written by
+// kGatherAndKeep and read by kExpanded; kGather ignores it. Every source gives the same bits.
 void tile_outputs_by_row(const std::uint8_t* images, const std::uint8_t* codes, const fp16_t* pairs,
-                         std::int64_t nb, std::int64_t tiles, float* out, std::int64_t row_stride);
+                         std::int64_t nb, std::int64_t tiles, float* out, std::int64_t row_stride,
+                         PairSource source = PairSource::kGather, float* expanded = nullptr);
 
 }  // namespace k3k::ime2::detail
