@@ -38,6 +38,20 @@ std::atomic<std::uint64_t> g_call_instructions{0};
   std::abort();
 }
 
+// The register rules a real A100 enforces by raising illegal-instruction (IME2 spec, "Register
+// rules"): a kernel that breaks one must not pass here and fault on the board. The image holds 32
+// registers, so an odd vd of a two-register C (vd = 31: vd + 1 past it) is refused before any copy.
+[[noreturn]] void illegal(std::uint32_t word, const char* rule) {
+  std::fprintf(stderr, "k3 IME2 emulation: illegal instruction %#010x: %s\n", word, rule);
+  std::abort();
+}
+void check_pair_c(std::uint32_t word, std::uint32_t vd, std::uint32_t a_lo, std::uint32_t a_hi,
+                  std::uint32_t b) {
+  if (vd % 2 != 0) illegal(word, "vd must be even (C is vd, vd+1)");
+  for (std::uint32_t c : {vd, vd + 1})
+    if (c == a_lo || c == a_hi || c == b) illegal(word, "vd, vd+1 overlap a source");
+}
+
 Operands signs(std::uint32_t code /* funct3 order: u, us, su, ss */) {
   return {code == 2 || code == 3, code == 1 || code == 3};
 }
@@ -88,14 +102,17 @@ extern "C" void k3_ime2_emulate_word(const std::uint8_t* at, std::uint8_t* v, st
     return reg(r);
   };
   if (sub == 0 && bit25 == 1) {  // vmadot{u,us,su,}: C = vd||vd+1 += A (vs1) B (vs2)
+    check_pair_c(w, vd, vs1, vs1, vs2);
     in(vd), in(vd + 1);
     vmadot(reg(vd), in(vs1), in(vs2), bits, signs(f3));
   } else if (sub == 1 && bit25 == 1 && bits == ElemBits::kInt8) {  // vmadot1/2/3: slide code S-1
     const int slide = static_cast<int>(((vs1 & 1) << 1 | f3 >> 2) + 1);
+    check_pair_c(w, vd, vs1 & ~1u, (vs1 & ~1u) + 1, vs2);
     in(vd), in(vd + 1), in((vs1 & ~1u) + 1);  // A: the pair vs1||vs1+1
     vmadot(reg(vd), in(vs1 & ~1u), in(vs2), bits, signs(f3 & 3), slide);
   } else if (sub >= 3 && sub <= 6) {  // .hp: sub-ops u=011, ss=100, su=101, us=110; imm3 = funct3
     static constexpr std::uint32_t kHpSigns[4] = {0, 3, 2, 1};
+    if (vd == vs1 || vd == vs2) illegal(w, "vd overlaps a source");
     vmadot_hp(reinterpret_cast<std::uint16_t*>(in(vd)), in(vs1), in(vs2),
               reinterpret_cast<const std::uint16_t*>(in(bit25)), static_cast<int>(f3), bits,
               signs(kHpSigns[sub - 3]));

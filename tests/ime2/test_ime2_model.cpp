@@ -215,4 +215,26 @@ TEST(Ime2Dispatch, PathChoiceFollowsVlen) {
   std::printf("ime2: %s\n", ime2_runs() ? "usable" : ime2::unusable_because()->c_str());
 }
 
+// The emulation refuses what the A100 raises illegal-instruction for (IME2 spec, register rules):
+// a two-register C at an odd vd (v31 would run past the register file), and C over a source.
+// A kernel that broke a rule would otherwise pass here and fault on the board.
+template <int kVd, int kVs1>
+void vmadot_at() {
+  asm volatile(
+      "vsetvli t0, zero, e8, m1, ta, ma\n\t" K3_IME2_INSN
+      "%[f3], %[f7], v%[vd], v%[vs1], v28" ::[f3] "i"(
+          ime2::encoding::vmadot_funct3(ime2::Sign::kUU)),
+      [f7] "i"(ime2::encoding::vmadot_funct7(ime2::ElemBits::kInt4)), [vd] "i"(kVd), [vs1] "i"(kVs1)
+      : "t0", "v8", "v9", "v10", "v31", "memory" K3_IME2_CLOBBER_RA);
+}
+
+TEST(Ime2EmulationDeathTest, RefusesTheRegisterRulesTheChipEnforces) {
+  if (!ime2::emulated() || ime2::unusable_because())
+    GTEST_SKIP() << "the emulation's decoder runs in emulation builds at VLEN 1024";
+  EXPECT_DEATH((vmadot_at<9, 24>()), "illegal instruction .*vd must be even");
+  EXPECT_DEATH((vmadot_at<31, 24>()), "illegal instruction .*vd must be even");
+  EXPECT_DEATH((vmadot_at<8, 9>()), "illegal instruction .*overlap a source");
+  vmadot_at<8, 24>();  // the rules' legal neighbour runs
+}
+
 }  // namespace
