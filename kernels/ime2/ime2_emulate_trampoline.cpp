@@ -174,40 +174,37 @@ k3_ime2_emulate_insn:
 )");
 
 // k3_ime2_save_vreg(r, p) / k3_ime2_load_vreg(r, p): a jump to entry r of a table of 8-byte
-// entries (no compressed instructions), each one whole-register move and a return.
+// entries (no compressed instructions), each one whole-register move and a return. One macro
+// makes both: the save stores 64-bit elements, so it sets vtype first (the load's vl1re64 needs
+// none).
 asm(R"(
     .pushsection k3_ime2_model, "ax", @progbits
     .option push
     .option norvc
-    .globl k3_ime2_save_vreg
-    .type k3_ime2_save_vreg, @function
-    .p2align 3
-k3_ime2_save_vreg:
+    .macro k3_ime2_e64
     vsetvli t0, zero, e64, m1, ta, ma
-    andi a0, a0, 31
-    slli a0, a0, 3
-    auipc t1, 0
-    add t1, t1, a0
-    jalr zero, 12(t1)
-    .irp r, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
-    vse64.v v\r, (a1)
-    jalr zero, 0(ra)
-    .endr
-    .size k3_ime2_save_vreg, . - k3_ime2_save_vreg
-    .globl k3_ime2_load_vreg
-    .type k3_ime2_load_vreg, @function
+    .endm
+    .macro k3_ime2_no_setup
+    .endm
+    .macro k3_ime2_vreg_table name, setup, move
+    .globl \name
+    .type \name, @function
     .p2align 3
-k3_ime2_load_vreg:
+\name:
+    \setup
     andi a0, a0, 31
     slli a0, a0, 3
     auipc t1, 0
     add t1, t1, a0
     jalr zero, 12(t1)
     .irp r, 0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
-    vl1re64.v v\r, (a1)
+    \move v\r, (a1)
     jalr zero, 0(ra)
     .endr
-    .size k3_ime2_load_vreg, . - k3_ime2_load_vreg
+    .size \name, . - \name
+    .endm
+    k3_ime2_vreg_table k3_ime2_save_vreg, k3_ime2_e64, vse64.v
+    k3_ime2_vreg_table k3_ime2_load_vreg, k3_ime2_no_setup, vl1re64.v
     .option pop
     .popsection
 )");
