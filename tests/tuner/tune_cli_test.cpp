@@ -321,8 +321,8 @@ TEST_F(TuneCli, BadSpaceIsOneLineNamingTheFileAndChangesNothing) {
 }
 
 // Under qemu-user the objective is the instruction count of one call (a deterministic proxy: the
-// timed calls' counts are exact; a few hundred instructions of timer reads per process are not,
-// which the difference of nine calls and one dilutes to < 0.01%). Attention prefill's query tile x
+// runner marks its calls, and the count is the marked calls' of one process, nothing of the
+// runner's own work around them). Attention prefill's query tile x
 // key block: 12 x 9 = 108 configurations whose counts differ by up to a third. Coordinate descent
 // (a hill climb along each line, exact objectives need nothing more) must land within 2% of the
 // exhaustive best using at most a quarter of its measurements.
