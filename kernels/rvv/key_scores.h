@@ -107,44 +107,31 @@ inline void key_scores_rows(const float* q0, const float* q1, int hd, const T* c
 // key's score has the same bits on either path.
 template <int kRows>
 struct RowGroup;
-template <>
-struct RowGroup<8> {
-  using V = vfloat32m1_t;
-  static std::size_t vlmax() { return __riscv_vsetvlmax_e32m1(); }
-  static std::size_t vsetvl(std::size_t n) { return __riscv_vsetvl_e32m1(n); }
-  static V load(const float* p, std::size_t vl) { return __riscv_vle32_v_f32m1(p, vl); }
-  static V mul(V k, float a, std::size_t vl) { return __riscv_vfmul_vf_f32m1(k, a, vl); }
-  static V macc(V c, float a, V k, std::size_t vl) { return __riscv_vfmacc_vf_f32m1(c, a, k, vl); }
-  static V add(V a, V b, std::size_t vl) { return __riscv_vfadd_vv_f32m1(a, b, vl); }
-  static void store(float* p, V v, std::size_t vl) { __riscv_vse32_v_f32m1(p, v, vl); }
-  template <int r>
-  static V get(vfloat32m8_t g) {
-    return __riscv_vget_v_f32m8_f32m1(g, r);
-  }
-  template <int r>
-  static vfloat32m8_t set(vfloat32m8_t g, V v) {
-    return __riscv_vset_v_f32m1_f32m8(g, r, v);
-  }
-};
-template <>
-struct RowGroup<4> {
-  using V = vfloat32m2_t;
-  static std::size_t vlmax() { return __riscv_vsetvlmax_e32m2(); }
-  static std::size_t vsetvl(std::size_t n) { return __riscv_vsetvl_e32m2(n); }
-  static V load(const float* p, std::size_t vl) { return __riscv_vle32_v_f32m2(p, vl); }
-  static V mul(V k, float a, std::size_t vl) { return __riscv_vfmul_vf_f32m2(k, a, vl); }
-  static V macc(V c, float a, V k, std::size_t vl) { return __riscv_vfmacc_vf_f32m2(c, a, k, vl); }
-  static V add(V a, V b, std::size_t vl) { return __riscv_vfadd_vv_f32m2(a, b, vl); }
-  static void store(float* p, V v, std::size_t vl) { __riscv_vse32_v_f32m2(p, v, vl); }
-  template <int r>
-  static V get(vfloat32m8_t g) {
-    return __riscv_vget_v_f32m8_f32m2(g, r);
-  }
-  template <int r>
-  static vfloat32m8_t set(vfloat32m8_t g, V v) {
-    return __riscv_vset_v_f32m2_f32m8(g, r, v);
-  }
-};
+// RowGroup<ROWS>: rows of e32 LMUL L (the intrinsics' suffix), ROWS * L = 8.
+#define K3_ROW_GROUP(ROWS, L)                                                                \
+  template <>                                                                                \
+  struct RowGroup<ROWS> {                                                                    \
+    using V = vfloat32##L##_t;                                                               \
+    static std::size_t vsetvl(std::size_t n) { return __riscv_vsetvl_e32##L(n); }            \
+    static V load(const float* p, std::size_t vl) { return __riscv_vle32_v_f32##L(p, vl); }  \
+    static V mul(V k, float a, std::size_t vl) { return __riscv_vfmul_vf_f32##L(k, a, vl); } \
+    static V macc(V c, float a, V k, std::size_t vl) {                                       \
+      return __riscv_vfmacc_vf_f32##L(c, a, k, vl);                                          \
+    }                                                                                        \
+    static V add(V a, V b, std::size_t vl) { return __riscv_vfadd_vv_f32##L(a, b, vl); }     \
+    static void store(float* p, V v, std::size_t vl) { __riscv_vse32_v_f32##L(p, v, vl); }   \
+    template <int r>                                                                         \
+    static V get(vfloat32m8_t g) {                                                           \
+      return __riscv_vget_v_f32m8_f32##L(g, r);                                              \
+    }                                                                                        \
+    template <int r>                                                                         \
+    static vfloat32m8_t set(vfloat32m8_t g, V v) {                                           \
+      return __riscv_vset_v_f32##L##_f32m8(g, r, v);                                         \
+    }                                                                                        \
+  };
+K3_ROW_GROUP(8, m1)
+K3_ROW_GROUP(4, m2)
+#undef K3_ROW_GROUP
 
 // Dim i of a block for every row r (q row r's block at a[r]): c_r += a[r][i] k.
 template <class G, int... R>
