@@ -54,8 +54,9 @@ const ukernel::LinearPrefill* pick_prefill(const W4B64Packed& w) {
 // vl), but no more rows than the weight has (rounded up to whole strips of 16: padded rows cost
 // bytes and never instructions), and, when the decode TCM pipeline will stage the tiles, tiles
 // small enough for two to fit in one TCM block (else one LMUL-1 strip, or less). One worker's
-// count at VLEN 1024 is within 3% of the best rows on every model shape (docs/kernels.md); at VLEN
-// 256 it is 64 rows as before. With several workers a weight of few tiles has few tasks (N = 1024
+// count at VLEN 1024 is the best of 64, 128 and 256 rows on every model shape, decode and prefill
+// (docs/tuning-and-tables.md, held-out loss); at VLEN 256 it is 64 rows as before, 2% (mean) / 5%
+// (worst) more decode instructions than 256 rows, which leave a worker fewer tiles. With several workers a weight of few tiles has few tasks (N = 1024
 // at VLEN 1024: four): the instruction count is the objective here; a table's weight_rows wins.
 int default_rows(std::int64_t n, std::int64_t k, std::int64_t tcm_block_bytes) {
   const int vlenb = static_cast<int>(cpu_features().vlenb);
